@@ -1,0 +1,85 @@
+"""Artifacts on disk: written atomically, mode 0600, with a ``.sha256`` sidecar.
+
+A reader that trusts an artifact checks it against its sidecar first; a
+crash leaves either the old file or the new one, never half of either.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Iterable
+
+from engine.canonical import canonical_json, sha256_hex
+from engine.errors import IntegrityError, InputError
+
+
+def _fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def atomic_write(path: Path, data: bytes, *, mode: int = 0o600) -> None:
+    """Writes bytes to path so that readers see all of them or none."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        os.fchmod(fd, mode)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    _fsync_dir(path.parent)
+
+
+def sidecar_path(path: Path) -> Path:
+    """Gives the path of an artifact's ``.sha256`` sidecar."""
+    path = Path(path)
+    return path.with_name(path.name + ".sha256")
+
+
+def write_artifact(path: Path, data: bytes) -> str:
+    """Writes an artifact and its sidecar (``<hex>  <name>``); gives the hex digest."""
+    path = Path(path)
+    digest = sha256_hex(data)
+    atomic_write(path, data)
+    atomic_write(sidecar_path(path), f"{digest}  {path.name}\n".encode())
+    return digest
+
+
+def write_json_artifact(path: Path, value: Any) -> str:
+    """Writes a value as canonical JSON with its sidecar; gives the digest."""
+    return write_artifact(path, canonical_json(value))
+
+
+def write_jsonl_artifact(path: Path, rows: Iterable[Any]) -> str:
+    """Writes one canonical JSON value per line with its sidecar; gives the digest."""
+    data = b"".join(canonical_json(row) + b"\n" for row in rows)
+    return write_artifact(path, data)
+
+
+def read_verified(path: Path) -> bytes:
+    """Gives an artifact's bytes after checking them against the sidecar."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+        side = sidecar_path(path).read_text(encoding="utf-8").split()
+    except OSError as exc:
+        raise InputError(f"cannot read artifact: {exc.strerror}", path=path) from exc
+    if not side or len(side[0]) != 64:
+        raise IntegrityError(f"{sidecar_path(path)}: sidecar is not '<sha256>  <name>'")
+    if sha256_hex(data) != side[0]:
+        raise IntegrityError(f"{path}: bytes do not match their .sha256 sidecar")
+    return data

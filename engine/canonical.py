@@ -1,0 +1,74 @@
+"""Canonical JSON and SHA-256: the two encodings every hash in sealdesk uses.
+
+Canonical JSON is UTF-8, keys sorted, separators ``(",", ":")``,
+``ensure_ascii=False`` and ``allow_nan=False`` (DESIGN.md, Contracts).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from engine.errors import InputError
+
+
+def canonical_json(value: Any) -> bytes:
+    """Gives the canonical UTF-8 bytes of a JSON value; NaN and Infinity refused."""
+    try:
+        text = json.dumps(
+            value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+        )
+    except ValueError as exc:  # NaN / Infinity
+        raise InputError(f"value cannot be canonical JSON: {exc}") from exc
+    return text.encode("utf-8")
+
+
+def sha256_hex(data: bytes) -> str:
+    """Gives the lower-case hex SHA-256 of the bytes."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def canonical_sha256(value: Any) -> str:
+    """Gives the SHA-256 hex of a value's canonical JSON."""
+    return sha256_hex(canonical_json(value))
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, val in pairs:
+        if key in result:
+            raise ValueError(f"duplicate key {key!r}")
+        result[key] = val
+    return result
+
+
+def strict_loads(text: str | bytes) -> Any:
+    """Gives the parsed JSON value; duplicate keys, NaN and Infinity are refused."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8")
+    return json.loads(
+        text, object_pairs_hook=_no_duplicate_keys, parse_constant=_refuse_constant
+    )
+
+
+def parse_canonical(raw: bytes, *, path: str | None = None, line: int | None = None) -> Any:
+    """Gives the value of bytes that must already be canonical JSON, else raises."""
+    try:
+        value = strict_loads(raw)
+    except UnicodeDecodeError as exc:
+        raise InputError(f"not UTF-8 ({exc.reason})", path=path, line=line) from exc
+    except ValueError as exc:
+        raise InputError(f"not valid JSON: {exc}", path=path, line=line) from exc
+    if canonical_json(value) != raw:
+        raise InputError(
+            "JSON is not canonical (keys sorted, separators ',' ':', no spaces, "
+            "non-ASCII unescaped)",
+            path=path,
+            line=line,
+        )
+    return value

@@ -1,0 +1,377 @@
+"""The ``sealdesk`` command: parses arguments, calls the engine, maps errors.
+
+This module stays thin. Subcommands of the backlog producers, the review app
+and the benchmarks live in their own packages and are loaded only when used,
+so ``sealdesk --help`` and ``sealdesk decide`` start fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from engine import __version__
+from engine.errors import SealdeskError
+
+# name -> "module:attribute" of a click command, loaded on first use. A
+# command whose module is not installed is simply not offered.
+TOP_LEVEL_LAZY = {
+    "contamination": ("engine.contamination.cli:contamination",
+                      "After review: write the clean eval set and its power check."),
+    "exam": ("engine.exam.cli:exam", "Blind two-lane exam: adjudicate, resolve, score."),
+    "coverage": ("engine.coverage.cli:coverage",
+                 "Detector coverage by category: report, evidence, weak categories."),
+    "review": ("reviewer.cli:review", "Open the review app on the workspace."),
+    "signoff": ("engine.ledger.signoff_cli:signoff",
+                "Lead sign-off: bind a Merkle tree head over every record."),
+    "checkpoint": ("engine.ledger.signoff_cli:checkpoint",
+                   "Export the latest signed tree head as a checkpoint file."),
+    "prove": ("engine.ledger.signoff_cli:prove",
+              "Print an inclusion proof of a record against a signed tree head."),
+}
+SCAN_LAZY = {
+    "contamination": ("engine.contamination.cli:scan_contamination",
+                      "Flag eval items that leak from a training pool or repeat each other."),
+}
+BENCH_LAZY = {
+    "ledger": ("engine.bench.ledger:bench_ledger",
+               "Append and verify signed records; compare with raw Ed25519."),
+    "contamination": ("engine.contamination.bench:bench_contamination",
+                      "sealdesk's n-gram channels against the seed's datasketch code."),
+    "review": ("reviewer.bench:bench_review",
+               "Review app: time to first screen and decision latency."),
+}
+
+
+def _resolve(target: str) -> click.Command | None:
+    module_name, _, attr = target.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name and (module_name == exc.name or module_name.startswith(exc.name + ".")):
+            return None
+        raise
+    return getattr(module, attr, None)
+
+
+class LazyGroup(click.Group):
+    """A group whose extra commands are imported only when invoked."""
+
+    def __init__(self, *args: Any, lazy: dict[str, tuple[str, str]] | None = None,
+                 **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.lazy = lazy or {}
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        names = set(super().list_commands(ctx))
+        names.update(n for n, (t, _) in self.lazy.items() if _module_exists(t))
+        return sorted(names)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        cmd = super().get_command(ctx, name)
+        if cmd is None and name in self.lazy:
+            cmd = _resolve(self.lazy[name][0])
+        return cmd
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = []
+        for name in self.list_commands(ctx):
+            if name in self.lazy and super().get_command(ctx, name) is None:
+                rows.append((name, self.lazy[name][1]))
+            else:
+                cmd = super().get_command(ctx, name)
+                if cmd is not None and not cmd.hidden:
+                    rows.append((name, cmd.get_short_help_str(limit=70)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
+def _module_exists(target: str) -> bool:
+    import importlib.util
+
+    module_name = target.partition(":")[0]
+    try:
+        return importlib.util.find_spec(module_name) is not None
+    except ModuleNotFoundError:
+        return False
+
+
+class Ctx:
+    """What every command gets: where the workspace is."""
+
+    def __init__(self, workspace: str | None) -> None:
+        self.workspace_flag = workspace
+
+    @property
+    def path(self) -> Path:
+        from engine.workspace import resolve_path
+
+        return resolve_path(self.workspace_flag)
+
+    def open(self):
+        from engine.workspace import Workspace
+
+        return Workspace.open(self.path)
+
+
+pass_ctx = click.make_pass_decorator(Ctx)
+
+
+@click.group(cls=LazyGroup, lazy=TOP_LEVEL_LAZY,
+             context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.option("--workspace", "-w", metavar="DIR", default=None,
+              help="Workspace directory. Default: $SEALDESK_WORKSPACE, else ./workspace.")
+@click.version_option(__version__, prog_name="sealdesk")
+@click.pass_context
+def cli(ctx: click.Context, workspace: str | None) -> None:
+    """sealdesk: review eval contamination, exam adjudication and detector
+    coverage, and record every decision as a signed, append-only record.
+
+    \b
+    A first session:
+      sealdesk init
+      sealdesk keys add --principal alice --role reviewer --key ~/.ssh/id_ed25519.pub
+      sealdesk scan contamination --eval eval.jsonl --pool pool.jsonl
+      sealdesk review                 # or: sealdesk decide ... for scripts
+      sealdesk verify
+    """
+    ctx.obj = Ctx(workspace)
+
+
+@cli.command()
+@pass_ctx
+def init(ctx: Ctx) -> None:
+    """Create a workspace (database, artifacts/, trust/allowed_signers)."""
+    from engine.workspace import Workspace
+
+    with Workspace.init(ctx.path) as ws:
+        click.echo(f"workspace {ws.root} ready (id {ws.workspace_id})")
+        click.echo(f"next: sealdesk --workspace {ws.root} keys add --principal NAME "
+                   "--role reviewer --key ~/.ssh/id_ed25519.pub")
+
+
+@cli.group()
+def keys() -> None:
+    """Enrol and list who may sign, and in which roles."""
+
+
+@keys.command("add")
+@click.option("--principal", required=True, help="Name recorded in every record you sign.")
+@click.option("--role", "roles", required=True, multiple=True,
+              type=click.Choice(["reviewer", "adjudicator", "lead"]),
+              help="Role to grant; repeat for several.")
+@click.option("--key", "key_path", required=True, type=click.Path(dir_okay=False),
+              help="The person's OpenSSH public key (ssh-ed25519 ... .pub).")
+@pass_ctx
+def keys_add(ctx: Ctx, principal: str, roles: tuple[str, ...], key_path: str) -> None:
+    """Enrol a public key for some roles in trust/allowed_signers.
+
+    Each role is a signature namespace (reviewer@sealdesk, ...), written as
+    namespaces="..." so that ssh-keygen -Y verify enforces it too.
+    """
+    from engine.ledger.enrol import enrol
+
+    with ctx.open() as ws:
+        line = enrol(ws.allowed_signers_path, principal, list(roles), Path(key_path))
+    click.echo(f"enrolled: {line.strip()}")
+
+
+@keys.command("list")
+@pass_ctx
+def keys_list(ctx: Ctx) -> None:
+    """Show every enrolled key with its principals and roles."""
+    with ctx.open() as ws:
+        allowed = ws.allowed_signers()
+    if not allowed.entries:
+        click.echo("no one is enrolled yet (sealdesk keys add ...)")
+    for entry in allowed.entries:
+        roles = ",".join(entry.roles) or "-"
+        click.echo(f"{','.join(entry.principals):20} {roles:28} {entry.key.fingerprint}")
+
+
+@cli.command()
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@pass_ctx
+def ingest(ctx: Ctx, files: tuple[str, ...]) -> None:
+    """Add backlog items from JSONL files (one canonical item per line).
+
+    Every file is checked before anything is written; an item already held
+    with the same bytes is skipped, one with different bytes is refused.
+    """
+    from engine.canonical import sha256_hex
+    from engine.workspace import read_items_file
+
+    batches = [(Path(f), read_items_file(Path(f))) for f in files]
+    with ctx.open() as ws:
+        for path, items in batches:
+            source = {"kind": "ingest", "source": path.name,
+                      "source_sha256": sha256_hex(path.read_bytes())}
+            runs = {i.run_id: source for i in items if ws.run_manifest_sha256(i.run_id) is None}
+            result = ws.ingest(items, runs=runs, source=str(path))
+            click.echo(f"{path}: {result.added} added, {result.unchanged} already held")
+
+
+@cli.command()
+@click.option("--queue", type=click.Choice(["flagged_pairs", "adjudication", "weak_categories"]))
+@click.option("--status", type=click.Choice(["undecided", "accept", "reject", "skip"]))
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON array (for scripts).")
+@pass_ctx
+def items(ctx: Ctx, queue: str | None, status: str | None, as_json: bool) -> None:
+    """List backlog items and their effective decision."""
+    with ctx.open() as ws:
+        rows = ws.items(queue=queue, status=status)
+    if as_json:
+        click.echo(json.dumps(rows, ensure_ascii=False, indent=1))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table("queue", "item", "status", "by", "title", box=None)
+    for r in rows:
+        by = r["decision"]["principal"] if r["decision"] else ""
+        table.add_row(r["queue"], r["item_id"], r["status"], by, r["title"][:60])
+    Console().print(table)
+    click.echo(f"{len(rows)} item(s)")
+
+
+def _signer(ws, key: str | None):
+    from engine.identity import choose_signer
+
+    return choose_signer(key, ws.allowed_signers())
+
+
+@cli.command()
+@click.option("--queue", required=True,
+              type=click.Choice(["flagged_pairs", "adjudication", "weak_categories"]))
+@click.option("--item", "item_ids", required=True, multiple=True,
+              help="Item id; repeat for several, or '-' to read ids from stdin.")
+@click.option("--decision", required=True, type=click.Choice(["accept", "reject", "skip"]))
+@click.option("--note", default=None, help="Why; kept in the signed record.")
+@click.option("--key", default=None, type=click.Path(dir_okay=False),
+              help="OpenSSH private key file. Default: a key from ssh-agent.")
+@click.option("--principal", default=None, help="When the key is enrolled under several names.")
+@click.option("--role", default=None, type=click.Choice(["reviewer", "adjudicator", "lead"]))
+@pass_ctx
+def decide(ctx: Ctx, queue: str, item_ids: tuple[str, ...], decision: str, note: str | None,
+           key: str | None, principal: str | None, role: str | None) -> None:
+    """Sign and append decisions (the app's signing path, for scripts).
+
+    \b
+      sealdesk decide --queue flagged_pairs --item fp-1a2b --decision accept
+      sealdesk items --queue flagged_pairs --status undecided --json \\
+        | jq -r '.[].item_id' | sealdesk decide --queue flagged_pairs --item - --decision reject
+    """
+    ids = [line.strip() for line in sys.stdin if line.strip()] if item_ids == ("-",) else list(item_ids)
+    with ctx.open() as ws:
+        signer = _signer(ws, key)
+        for item_id in ids:
+            rec = ws.decide(signer, queue, item_id, decision, note=note, principal=principal,
+                            role=role)
+            click.echo(f"#{rec.seq} {decision} {queue}/{item_id} by {rec.body['principal']} "
+                       f"as {rec.body['role']} {rec.record_hash[:12]}")
+
+
+@cli.command()
+@click.option("--queue", required=True,
+              type=click.Choice(["flagged_pairs", "adjudication", "weak_categories"]))
+@click.option("--item", "item_id", required=True)
+@click.option("--note", default=None)
+@click.option("--key", default=None, type=click.Path(dir_okay=False))
+@click.option("--principal", default=None)
+@pass_ctx
+def undo(ctx: Ctx, queue: str, item_id: str, note: str | None, key: str | None,
+         principal: str | None) -> None:
+    """Retract an item's standing decision (appends a retract record)."""
+    with ctx.open() as ws:
+        rec = ws.retract(_signer(ws, key), queue, item_id, note=note, principal=principal)
+    click.echo(f"#{rec.seq} retracted {rec.body['retracts'][:12]} on {queue}/{item_id}")
+
+
+@cli.command()
+@click.option("--checkpoint", "checkpoint", default=None, type=click.Path(dir_okay=False),
+              help="Also check the workspace against an exported checkpoint.")
+@click.option("--jobs", default=None, type=int, help="Worker processes (default: all cores).")
+@click.option("--quiet", "-q", is_flag=True)
+@pass_ctx
+def verify(ctx: Ctx, checkpoint: str | None, jobs: int | None, quiet: bool) -> None:
+    """Check every record's hash, link, signature, signer and role.
+
+    Exits 0 when the ledger is whole; otherwise names the first bad record
+    (seq and reason) and exits 1.
+    """
+    from engine.ledger.audit import verify_workspace
+
+    with ctx.open() as ws:
+        report = verify_workspace(ws, processes=jobs, show_progress=not quiet,
+                                  checkpoint=Path(checkpoint) if checkpoint else None)
+    if report.ok:
+        who = ", ".join(f"{p} {n}" for p, n in sorted(report.signers.items())) or "none"
+        click.echo(f"ok: {report.records} record(s) verified; head {report.head_hash[:16]}; "
+                   f"signers: {who}")
+        return
+    first = report.first
+    click.echo(f"FAIL: record {first.seq}: {first.reason}", err=True)
+    if len(report.faults) > 1:
+        click.echo(f"({len(report.faults) - 1} further fault(s) after it)", err=True)
+    sys.exit(1)
+
+
+@cli.command()
+@click.option("--out", required=True, type=click.Path(dir_okay=False),
+              help="JSONL file to write (one record per line).")
+@pass_ctx
+def export(ctx: Ctx, out: str) -> None:
+    """Export every record with its exact signed bytes and SSHSIG.
+
+    \b
+    Check any record without sealdesk (jq -j keeps the bytes exact):
+      jq -sj '.[0].message'   records.jsonl > msg
+      jq -sj '.[0].signature' records.jsonl > msg.sig
+      ssh-keygen -Y verify -f workspace/trust/allowed_signers \\
+        -I "$(jq -sr '.[0].principal' records.jsonl)" \\
+        -n "$(jq -sr '.[0].namespace' records.jsonl)" -s msg.sig < msg
+    """
+    from engine.ledger.audit import export_records
+
+    with ctx.open() as ws:
+        n = export_records(ws, Path(out))
+    click.echo(f"wrote {n} record(s) to {out}")
+
+
+@cli.group(cls=LazyGroup, lazy=SCAN_LAZY)
+def scan() -> None:
+    """Run an engine scan that produces a backlog."""
+
+
+@cli.group(cls=LazyGroup, lazy=BENCH_LAZY)
+def bench() -> None:
+    """Benchmarks that compare sealdesk with the reference approach and print ratios."""
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Runs the CLI, turning sealdesk errors into one line and an exit code."""
+    try:
+        cli.main(args=argv, prog_name="sealdesk", standalone_mode=False)
+    except SealdeskError as exc:
+        click.echo(f"sealdesk: error: {exc.one_line()}", err=True)
+        sys.exit(exc.exit_code)
+    except click.exceptions.Abort:
+        click.echo("sealdesk: aborted", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except BrokenPipeError:
+        sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,85 @@
+"""The one exception hierarchy of sealdesk; the CLI maps it to exit codes.
+
+Every error renders as one line. Input errors name the file, the line and the
+field, so that a user can go straight to the byte that is wrong.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class SealdeskError(Exception):
+    """Base of every error sealdesk raises on purpose."""
+
+    exit_code = 2
+
+    def one_line(self) -> str:
+        """Gives the message flattened to a single line."""
+        return " ".join(str(self).split())
+
+
+class InputError(SealdeskError):
+    """Bad input: a file, a line within it and a field are named when known."""
+
+    exit_code = 2
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str | Path | None = None,
+        line: int | None = None,
+        field: str | None = None,
+    ) -> None:
+        self.path = None if path is None else str(path)
+        self.line = line
+        self.field = field
+        self.reason = message
+        where = ""
+        if self.path is not None:
+            where = self.path if line is None else f"{self.path}:{line}"
+        parts = [p for p in (where, f"field '{field}'" if field else "") if p]
+        prefix = ": ".join(parts)
+        super().__init__(f"{prefix}: {message}" if prefix else message)
+
+
+class WorkspaceError(SealdeskError):
+    """The workspace is missing, unreadable or not a sealdesk workspace."""
+
+    exit_code = 2
+
+
+class ConflictError(SealdeskError):
+    """An item id already exists with different bytes, or a run is reused."""
+
+    exit_code = 4
+
+
+class SigningKeyError(SealdeskError):
+    """A key is malformed, of the wrong type, or cannot be used to sign."""
+
+    exit_code = 2
+
+
+class PermissionRefused(SealdeskError):
+    """The signer may not act in this role, or on this queue."""
+
+    exit_code = 3
+
+
+class IntegrityError(SealdeskError):
+    """Verification found a fault: a hash, link, signature or role is wrong."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, *, seq: int | None = None) -> None:
+        self.seq = seq
+        self.reason = message
+        super().__init__(f"record {seq}: {message}" if seq is not None else message)
+
+
+class AgentError(SealdeskError):
+    """The ssh-agent is absent, refused, or does not hold the key."""
+
+    exit_code = 2

@@ -1,0 +1,37 @@
+"""Choosing who signs: an explicit key file, else a key from ssh-agent.
+
+With no ``--key``, sealdesk asks the agent for its Ed25519 keys and takes the
+first one the workspace's allowed_signers enrols, so ``ssh -A`` from a
+laptop is all a lead needs.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from engine.errors import AgentError, PermissionRefused
+from engine.ledger.allowed_signers import AllowedSigners
+from engine.ledger.agent import AgentClient
+from engine.ledger.signers import AgentSigner, FileSigner, Signer, agent_ed25519_keys
+
+
+def choose_signer(key: str | Path | None, allowed: AllowedSigners) -> Signer:
+    """Gives the signer for this session: the key file if named, else the agent's key."""
+    if key:
+        return FileSigner(Path(key).expanduser())
+    if not os.environ.get("SSH_AUTH_SOCK"):
+        raise AgentError("no key to sign with: pass --key FILE or start ssh-agent "
+                         "(SSH_AUTH_SOCK is not set)")
+    client = AgentClient()
+    keys = agent_ed25519_keys(client)
+    if not keys:
+        raise AgentError("ssh-agent holds no ssh-ed25519 key (ssh-add one, or pass --key FILE)")
+    enrolled = {k.blob for k in allowed.keys()}
+    for pub in keys:
+        if pub.blob in enrolled:
+            return AgentSigner(pub, client)
+    raise PermissionRefused(
+        "none of ssh-agent's keys (" + ", ".join(k.fingerprint for k in keys)
+        + f") is enrolled in {allowed.path}; enrol one with sealdesk keys add"
+    )

@@ -1,0 +1,237 @@
+"""The workspace's ``trust/allowed_signers``: who may sign in which role.
+
+The file is in OpenSSH's ALLOWED SIGNERS format (ssh-keygen(1)), so the same
+file serves ``ssh-keygen -Y verify -f trust/allowed_signers``.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from engine.errors import InputError, SigningKeyError
+from engine.ledger import sshsig
+from engine.ledger.signers import PublicKey, parse_public_key
+from engine.roles import NAMESPACE_BY_ROLE, ROLE_BY_NAMESPACE, ROLES
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One line: principal patterns, options, and the key."""
+
+    principals: tuple[str, ...]
+    namespaces: tuple[str, ...] | None  # None: every namespace
+    valid_after: datetime | None
+    valid_before: datetime | None
+    key: PublicKey
+    line: int
+
+    def matches_principal(self, principal: str) -> bool:
+        """Says whether a principal name matches one of the line's patterns."""
+        allowed = False
+        for pattern in self.principals:
+            negated = pattern.startswith("!")
+            if fnmatch.fnmatchcase(principal, pattern.lstrip("!")):
+                if negated:
+                    return False
+                allowed = True
+        return allowed
+
+    def allows_namespace(self, namespace: str) -> bool:
+        """Says whether the line lets its key sign in a namespace."""
+        if self.namespaces is None:
+            return True
+        return any(fnmatch.fnmatchcase(namespace, ns) for ns in self.namespaces)
+
+    def valid_at(self, when: datetime) -> bool:
+        """Says whether the key is valid at a time."""
+        if self.valid_after and when < self.valid_after:
+            return False
+        if self.valid_before and when >= self.valid_before:
+            return False
+        return True
+
+    @property
+    def roles(self) -> tuple[str, ...]:
+        """Gives the sealdesk roles this line grants."""
+        return tuple(r for r in ROLES if self.allows_namespace(NAMESPACE_BY_ROLE[r]))
+
+
+def _split_fields(text: str) -> list[str]:
+    """Splits on whitespace outside double quotes, keeping quotes in fields."""
+    fields, current, quoted = [], [], False
+    for ch in text:
+        if ch == '"':
+            quoted = not quoted
+            current.append(ch)
+        elif ch.isspace() and not quoted:
+            if current:
+                fields.append("".join(current))
+                current = []
+        else:
+            current.append(ch)
+    if quoted:
+        raise ValueError("unterminated quote")
+    if current:
+        fields.append("".join(current))
+    return fields
+
+
+def _split_options(text: str) -> list[str]:
+    opts, current, quoted = [], [], False
+    for ch in text:
+        if ch == '"':
+            quoted = not quoted
+            current.append(ch)
+        elif ch == "," and not quoted:
+            opts.append("".join(current))
+            current = []
+        else:
+            current.append(ch)
+    opts.append("".join(current))
+    return [o for o in opts if o]
+
+
+def _parse_time(value: str) -> datetime:
+    value = value.strip('"')
+    utc = value.endswith("Z")
+    digits = value.rstrip("Z")
+    fmt = {8: "%Y%m%d", 12: "%Y%m%d%H%M", 14: "%Y%m%d%H%M%S"}.get(len(digits))
+    if fmt is None:
+        raise ValueError(f"bad time {value!r}")
+    parsed = datetime.strptime(digits, fmt)
+    if utc:
+        return parsed.replace(tzinfo=timezone.utc)
+    return parsed.astimezone(timezone.utc)
+
+
+def parse_line(text: str, *, path: str, line: int) -> Entry | None:
+    """Gives the entry on one line, or None for a blank or comment line."""
+    stripped = text.strip()
+    if not stripped or stripped.startswith("#"):
+        return None
+    try:
+        fields = _split_fields(stripped)
+    except ValueError as exc:
+        raise InputError(str(exc), path=path, line=line) from exc
+    if len(fields) < 3:
+        raise InputError("expected: principals [options] ssh-ed25519 KEY", path=path, line=line)
+    principals = tuple(p for p in fields[0].strip('"').split(",") if p)
+    rest = fields[1:]
+    namespaces = valid_after = valid_before = None
+    if not rest[0].startswith(("ssh-", "ecdsa-", "sk-")):
+        for opt in _split_options(rest[0]):
+            name, _, value = opt.partition("=")
+            name = name.lower()
+            try:
+                if name == "namespaces":
+                    namespaces = tuple(v for v in value.strip('"').split(",") if v)
+                elif name == "valid-after":
+                    valid_after = _parse_time(value)
+                elif name == "valid-before":
+                    valid_before = _parse_time(value)
+                elif name == "cert-authority":
+                    raise InputError("cert-authority lines are not supported", path=path,
+                                     line=line, field="options")
+                else:
+                    raise InputError(f"unknown option {name!r}", path=path, line=line,
+                                     field="options")
+            except ValueError as exc:
+                raise InputError(str(exc), path=path, line=line, field=name) from exc
+        rest = rest[1:]
+    try:
+        key = parse_public_key(" ".join(rest), source=f"{path}:{line}")
+    except SigningKeyError as exc:
+        raise InputError(str(exc).split(": ", 1)[-1], path=path, line=line, field="key") from exc
+    return Entry(principals, namespaces, valid_after, valid_before, key, line)
+
+
+class AllowedSigners:
+    """The parsed allowed_signers file."""
+
+    def __init__(self, entries: list[Entry], path: Path | None = None) -> None:
+        self.entries = entries
+        self.path = path
+
+    @classmethod
+    def load(cls, path: Path) -> "AllowedSigners":
+        """Gives the parsed file; a bad line is an error naming it."""
+        path = Path(path)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return cls([], path)
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InputError(f"cannot read: {exc}", path=path) from exc
+        entries = []
+        for number, raw in enumerate(text.splitlines(), start=1):
+            entry = parse_line(raw, path=str(path), line=number)
+            if entry is not None:
+                entries.append(entry)
+        return cls(entries, path)
+
+    def authorizes(self, principal: str, key_blob: bytes, namespace: str,
+                   when: datetime | None = None) -> bool:
+        """Says whether principal may sign in namespace with this key (at a time)."""
+        for entry in self.entries:
+            if (entry.key.blob == key_blob and entry.matches_principal(principal)
+                    and entry.allows_namespace(namespace)
+                    and (when is None or entry.valid_at(when))):
+                return True
+        return False
+
+    def principals_for(self, key_blob: bytes) -> list[str]:
+        """Gives the literal principals enrolled with a key, in file order."""
+        names: list[str] = []
+        for entry in self.entries:
+            if entry.key.blob == key_blob:
+                names.extend(p for p in entry.principals if not any(c in p for c in "*?!"))
+        return list(dict.fromkeys(names))
+
+    def roles_for(self, principal: str, key_blob: bytes) -> list[str]:
+        """Gives the roles a principal holds with a key."""
+        roles = []
+        for role, ns in NAMESPACE_BY_ROLE.items():
+            if self.authorizes(principal, key_blob, ns):
+                roles.append(role)
+        return roles
+
+    def keys(self) -> list[PublicKey]:
+        """Gives every distinct enrolled key."""
+        seen: dict[bytes, PublicKey] = {}
+        for entry in self.entries:
+            seen.setdefault(entry.key.blob, entry.key)
+        return list(seen.values())
+
+
+def enrol_line(principal: str, roles: list[str], key: PublicKey) -> str:
+    """Gives the allowed_signers line enrolling a key for some roles."""
+    if not principal or any(c.isspace() or c in ',"*?!' for c in principal):
+        raise InputError(f"principal {principal!r} must be a single name without spaces, "
+                         "commas, quotes or wildcards", field="principal")
+    unknown = [r for r in roles if r not in ROLES]
+    if unknown or not roles:
+        raise InputError(f"role(s) {', '.join(unknown) or '(none)'} unknown; expected "
+                         f"{', '.join(ROLES)}", field="role")
+    namespaces = ",".join(NAMESPACE_BY_ROLE[r] for r in ROLES if r in roles)
+    comment = f" {key.comment}" if key.comment and "\n" not in key.comment else ""
+    return f'{principal} namespaces="{namespaces}" {key.openssh()}{comment}\n'
+
+
+def append_line(path: Path, line: str) -> None:
+    """Appends a line durably to the allowed_signers file."""
+    path = Path(path)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, line.encode("utf-8"))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def role_of_namespace(namespace: str) -> str | None:
+    """Gives the role a namespace belongs to, or None."""
+    return ROLE_BY_NAMESPACE.get(namespace)

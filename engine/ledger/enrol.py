@@ -1,0 +1,32 @@
+"""Enrolling a signer: add or widen one line of trust/allowed_signers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from engine.artifacts import atomic_write
+from engine.errors import ConflictError
+from engine.ledger.allowed_signers import AllowedSigners, enrol_line
+from engine.ledger.signers import read_public_key
+
+
+def enrol(path: Path, principal: str, roles: list[str], key_file: Path) -> str:
+    """Gives the line now enrolling principal with key for roles (merged with any old one)."""
+    key = read_public_key(key_file)
+    allowed = AllowedSigners.load(path)
+    for entry in allowed.entries:
+        if entry.key.blob == key.blob and principal not in entry.principals:
+            raise ConflictError(f"key {key.fingerprint} is already enrolled as "
+                                f"{','.join(entry.principals)} ({path}:{entry.line}); one key "
+                                "signs for one person")
+    kept, merged = [], set(roles)
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    for number, raw in enumerate(text.splitlines(keepends=True), start=1):
+        match = next((e for e in allowed.entries if e.line == number), None)
+        if match and match.key.blob == key.blob and match.principals == (principal,):
+            merged.update(match.roles)
+            continue
+        kept.append(raw if raw.endswith("\n") else raw + "\n")
+    line = enrol_line(principal, sorted(merged), key)
+    atomic_write(path, "".join(kept + [line]).encode("utf-8"), mode=0o644)
+    return line

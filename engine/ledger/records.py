@@ -1,0 +1,92 @@
+"""Disposition records: the body that is signed, and the row that is stored.
+
+The signed message is the canonical JSON of the body; the record hash is the
+SHA-256 of exactly those bytes. Nothing outside the body is trusted: the
+denormalised columns in SQLite exist for queries and are checked against the
+body by ``verify``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from engine.canonical import canonical_json, sha256_hex
+
+RECORD_VERSION = 1
+GENESIS_PREV = "0" * 64
+KINDS = ("decision", "retract", "note", "signoff")
+DECISIONS = ("accept", "reject", "skip")
+
+# Columns copied out of the body for queries; verify checks each one.
+INDEXED_FIELDS = (
+    "seq", "kind", "queue", "item_id", "item_sha256", "decision", "principal",
+    "role", "retracts", "time",
+)
+BODY_FIELDS = frozenset({
+    "v", "workspace", "seq", "prev", "kind", "queue", "item_id", "item_sha256",
+    "run_sha256", "decision", "note", "retracts", "data", "principal", "role",
+    "key", "time",
+})
+
+
+def utc_now() -> str:
+    """Gives the current UTC time as ISO 8601 with microseconds and ``Z``."""
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def parse_time(value: str) -> datetime:
+    """Gives the datetime of a record's ``time`` field."""
+    return datetime.strptime(value, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=timezone.utc)
+
+
+@dataclass(frozen=True)
+class Record:
+    """A stored record: its signed message, hash and armored signature."""
+
+    seq: int
+    record_hash: str
+    prev_hash: str
+    message: bytes
+    signature: str
+    body: dict[str, Any]
+
+    @property
+    def kind(self) -> str:
+        return self.body["kind"]
+
+
+def make_body(
+    *,
+    workspace: str,
+    seq: int,
+    prev: str,
+    kind: str,
+    principal: str,
+    role: str,
+    key: str,
+    time: str,
+    queue: str | None = None,
+    item_id: str | None = None,
+    item_sha256: str | None = None,
+    run_sha256: str | None = None,
+    decision: str | None = None,
+    note: str | None = None,
+    retracts: str | None = None,
+    data: Any = None,
+) -> dict[str, Any]:
+    """Gives a record body with every field present (null where unused)."""
+    return {
+        "v": RECORD_VERSION, "workspace": workspace, "seq": seq, "prev": prev,
+        "kind": kind, "queue": queue, "item_id": item_id, "item_sha256": item_sha256,
+        "run_sha256": run_sha256, "decision": decision, "note": note,
+        "retracts": retracts, "data": data, "principal": principal, "role": role,
+        "key": key, "time": time,
+    }
+
+
+def encode_body(body: dict[str, Any]) -> tuple[bytes, str]:
+    """Gives the signed message bytes and the record hash of a body."""
+    message = canonical_json(body)
+    return message, sha256_hex(message)

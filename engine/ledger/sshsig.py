@@ -1,0 +1,172 @@
+"""OpenSSH SSHSIG signatures (openssh PROTOCOL.sshsig) over Ed25519 keys.
+
+A signature made here is byte-identical to ``ssh-keygen -Y sign`` with the
+same key, namespace and message (Ed25519 is deterministic), and verifies with
+``ssh-keygen -Y verify``. Verification checks the namespace itself: a
+signature made for one role never counts for another.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+from dataclasses import dataclass
+from functools import lru_cache
+
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+from engine.ledger.sshwire import Reader, WireError, pack_string, pack_u32
+
+MAGIC = b"SSHSIG"
+SIG_VERSION = 1
+HASH_ALGORITHM = "sha512"
+ED25519 = "ssh-ed25519"
+ARMOR_BEGIN = "-----BEGIN SSH SIGNATURE-----"
+ARMOR_END = "-----END SSH SIGNATURE-----"
+_ARMOR_WIDTH = 70
+_HASHES = {"sha256": hashlib.sha256, "sha512": hashlib.sha512}
+
+
+class SignatureError(ValueError):
+    """A signature is malformed, for another namespace, or does not verify."""
+
+
+@dataclass(frozen=True)
+class Sshsig:
+    """The fields of a decoded SSHSIG blob."""
+
+    public_key: bytes
+    namespace: str
+    reserved: bytes
+    hash_algorithm: str
+    signature: bytes
+
+
+def ed25519_public_blob(raw_public: bytes) -> bytes:
+    """Gives the SSH wire public-key blob of a raw 32-byte Ed25519 key."""
+    return pack_string(ED25519) + pack_string(raw_public)
+
+
+def ed25519_raw_from_blob(blob: bytes) -> bytes:
+    """Gives the raw 32-byte key inside an ``ssh-ed25519`` public-key blob."""
+    try:
+        reader = Reader(blob)
+        key_type = reader.string()
+        raw = reader.string()
+    except WireError as exc:
+        raise SignatureError(f"public key blob: {exc}") from exc
+    if key_type != ED25519.encode():
+        raise SignatureError(f"key type {key_type.decode(errors='replace')!r} is not {ED25519}")
+    if len(raw) != 32 or not reader.at_end():
+        raise SignatureError("malformed ssh-ed25519 public key blob")
+    return raw
+
+
+def fingerprint(blob: bytes) -> str:
+    """Gives the OpenSSH fingerprint ``SHA256:<base64, unpadded>`` of a key blob."""
+    digest = hashlib.sha256(blob).digest()
+    return "SHA256:" + base64.b64encode(digest).decode().rstrip("=")
+
+
+def signed_data(namespace: str, message: bytes, hash_algorithm: str = HASH_ALGORITHM) -> bytes:
+    """Gives the exact bytes the key signs for a message in a namespace."""
+    if not namespace:
+        raise SignatureError("namespace must not be empty")
+    digest = _HASHES[hash_algorithm](message).digest()
+    return (
+        MAGIC
+        + pack_string(namespace)
+        + pack_string(b"")
+        + pack_string(hash_algorithm)
+        + pack_string(digest)
+    )
+
+
+def encode(public_blob: bytes, namespace: str, signature_blob: bytes,
+           hash_algorithm: str = HASH_ALGORITHM) -> bytes:
+    """Gives the binary SSHSIG blob for a signature made over ``signed_data``."""
+    return (
+        MAGIC
+        + pack_u32(SIG_VERSION)
+        + pack_string(public_blob)
+        + pack_string(namespace)
+        + pack_string(b"")
+        + pack_string(hash_algorithm)
+        + pack_string(signature_blob)
+    )
+
+
+def armor(blob: bytes) -> str:
+    """Gives the PEM-style armored text that ``ssh-keygen -Y sign`` writes."""
+    text = base64.b64encode(blob).decode()
+    lines = [text[i : i + _ARMOR_WIDTH] for i in range(0, len(text), _ARMOR_WIDTH)]
+    return "\n".join([ARMOR_BEGIN, *lines, ARMOR_END]) + "\n"
+
+
+def dearmor(text: str) -> bytes:
+    """Gives the binary SSHSIG blob inside armored text."""
+    body = text.strip()
+    if not body.startswith(ARMOR_BEGIN) or not body.endswith(ARMOR_END):
+        raise SignatureError("signature is not armored SSHSIG text")
+    inner = body[len(ARMOR_BEGIN) : -len(ARMOR_END)]
+    try:
+        return base64.b64decode("".join(inner.split()), validate=True)
+    except binascii.Error as exc:
+        raise SignatureError(f"signature base64: {exc}") from exc
+
+
+def decode(blob: bytes) -> Sshsig:
+    """Gives the fields of a binary SSHSIG blob, refusing any malformation."""
+    try:
+        reader = Reader(blob)
+        if reader.take(6) != MAGIC:
+            raise SignatureError("missing SSHSIG magic preamble")
+        version = reader.u32()
+        if version != SIG_VERSION:
+            raise SignatureError(f"unsupported SSHSIG version {version}")
+        sig = Sshsig(
+            public_key=reader.string(),
+            namespace=reader.string().decode("utf-8"),
+            reserved=reader.string(),
+            hash_algorithm=reader.string().decode("ascii"),
+            signature=reader.string(),
+        )
+    except (WireError, UnicodeDecodeError) as exc:
+        raise SignatureError(f"malformed SSHSIG: {exc}") from exc
+    if not reader.at_end():
+        raise SignatureError("trailing bytes after SSHSIG")
+    return sig
+
+
+@lru_cache(maxsize=4096)
+def _public_key(raw: bytes) -> Ed25519PublicKey:
+    return Ed25519PublicKey.from_public_bytes(raw)
+
+
+def verify(blob: bytes, message: bytes, namespace: str) -> Sshsig:
+    """Gives the decoded signature after checking it over message in namespace.
+
+    The caller still decides whether the embedded public key is one it trusts
+    for that namespace (see ``allowed_signers``).
+    """
+    sig = decode(blob)
+    if sig.namespace != namespace:
+        raise SignatureError(f"signature namespace {sig.namespace!r}, expected {namespace!r}")
+    if sig.hash_algorithm not in _HASHES:
+        raise SignatureError(f"unsupported hash algorithm {sig.hash_algorithm!r}")
+    raw = ed25519_raw_from_blob(sig.public_key)
+    try:
+        reader = Reader(sig.signature)
+        sig_type = reader.string()
+        sig_bytes = reader.string()
+    except WireError as exc:
+        raise SignatureError(f"signature blob: {exc}") from exc
+    if sig_type != ED25519.encode() or len(sig_bytes) != 64 or not reader.at_end():
+        raise SignatureError("signature blob is not a 64-byte ssh-ed25519 signature")
+    try:
+        _public_key(raw).verify(sig_bytes, signed_data(namespace, message, sig.hash_algorithm))
+    except InvalidSignature as exc:
+        raise SignatureError("signature does not verify") from exc
+    return sig

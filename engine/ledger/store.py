@@ -1,0 +1,188 @@
+"""Appending records to SQLite: one ``BEGIN IMMEDIATE`` per record.
+
+The chain head is read and the new record written inside the same write
+transaction, so concurrent writers (several reviewers, scripts, the app)
+serialise and the chain never forks. Triggers make the table append-only:
+UPDATE and DELETE abort, and with ``recursive_triggers`` on, INSERT OR
+REPLACE fires the DELETE trigger and aborts too. A further trigger refuses
+any insert that is not exactly the next link.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any, Callable
+
+import sqlite_utils
+
+from engine.ledger import sshsig
+from engine.ledger.records import (
+    GENESIS_PREV,
+    INDEXED_FIELDS,
+    Record,
+    encode_body,
+    make_body,
+    utc_now,
+)
+from engine.ledger.signers import Signer
+from engine.roles import namespace_for
+
+SCHEMA = f"""
+CREATE TABLE IF NOT EXISTS records (
+    seq INTEGER PRIMARY KEY,
+    record_hash TEXT NOT NULL UNIQUE,
+    prev_hash TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    queue TEXT,
+    item_id TEXT,
+    item_sha256 TEXT,
+    decision TEXT,
+    principal TEXT NOT NULL,
+    role TEXT NOT NULL,
+    retracts TEXT,
+    time TEXT NOT NULL,
+    message TEXT NOT NULL,
+    signature TEXT NOT NULL
+) STRICT;
+CREATE INDEX IF NOT EXISTS records_item ON records(queue, item_id, seq);
+CREATE INDEX IF NOT EXISTS records_retracts ON records(retracts) WHERE retracts IS NOT NULL;
+CREATE TRIGGER IF NOT EXISTS records_no_update BEFORE UPDATE ON records
+BEGIN SELECT RAISE(ABORT, 'ledger records are append-only: UPDATE refused'); END;
+CREATE TRIGGER IF NOT EXISTS records_no_delete BEFORE DELETE ON records
+BEGIN SELECT RAISE(ABORT, 'ledger records are append-only: DELETE refused'); END;
+CREATE TRIGGER IF NOT EXISTS records_next_link BEFORE INSERT ON records
+WHEN NEW.seq IS NOT (SELECT COALESCE(MAX(seq), 0) + 1 FROM records)
+  OR NEW.prev_hash IS NOT COALESCE(
+       (SELECT record_hash FROM records ORDER BY seq DESC LIMIT 1), '{GENESIS_PREV}')
+BEGIN SELECT RAISE(ABORT, 'ledger records must extend the chain head'); END;
+"""
+
+
+def create_schema(conn: sqlite3.Connection) -> None:
+    """Creates the records table and its append-only triggers."""
+    conn.executescript(SCHEMA)
+
+
+def head(conn: sqlite3.Connection) -> tuple[int, str]:
+    """Gives the chain head: (last seq, its hash), or (0, genesis) when empty."""
+    row = conn.execute(
+        "SELECT seq, record_hash FROM records ORDER BY seq DESC LIMIT 1"
+    ).fetchone()
+    return (0, GENESIS_PREV) if row is None else (row[0], row[1])
+
+
+def append(
+    db: sqlite_utils.Database,
+    signer: Signer,
+    *,
+    workspace_id: str,
+    principal: str,
+    role: str,
+    kind: str,
+    check: Callable[[sqlite3.Connection], dict[str, Any]] | None = None,
+    **fields: Any,
+) -> Record:
+    """Gives the record after signing it and durably appending it to the chain.
+
+    ``check`` runs inside the write transaction, after the head is read and
+    before signing; it may raise to refuse, and may return extra body fields
+    (for example the item's current hash). The connection must be in
+    autocommit mode (``isolation_level=None``).
+    """
+    conn = db.conn
+    namespace = namespace_for(role)
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        extra = check(conn) if check is not None else {}
+        seq, prev = head(conn)
+        body = make_body(
+            workspace=workspace_id, seq=seq + 1, prev=prev, kind=kind,
+            principal=principal, role=role, key=signer.public_key.fingerprint,
+            time=utc_now(), **{**fields, **extra},
+        )
+        message, record_hash = encode_body(body)
+        signature = sshsig.armor(signer.sign(message, namespace))
+        row = {name: body[name] for name in INDEXED_FIELDS}
+        row.update(
+            record_hash=record_hash, prev_hash=prev,
+            message=message.decode("utf-8"), signature=signature,
+        )
+        db["records"].insert(row)
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    return Record(seq + 1, record_hash, prev, message, signature, body)
+
+
+def iter_records(conn: sqlite3.Connection, start: int = 1):
+    """Yields raw rows (seq, record_hash, prev_hash, message, signature, *indexed)."""
+    cols = ", ".join(INDEXED_FIELDS)
+    yield from conn.execute(
+        f"SELECT seq, record_hash, prev_hash, message, signature, {cols} "
+        "FROM records WHERE seq >= ? ORDER BY seq",
+        (start,),
+    )
+
+
+def get_record(conn: sqlite3.Connection, seq_or_hash: int | str) -> Record | None:
+    """Gives one record by seq or by hash (prefix of at least 8 hex allowed)."""
+    from engine.canonical import strict_loads
+
+    if isinstance(seq_or_hash, int):
+        row = conn.execute(
+            "SELECT seq, record_hash, prev_hash, message, signature FROM records WHERE seq=?",
+            (seq_or_hash,),
+        ).fetchone()
+    else:
+        rows = conn.execute(
+            "SELECT seq, record_hash, prev_hash, message, signature FROM records "
+            "WHERE record_hash LIKE ? LIMIT 2",
+            (seq_or_hash + "%",),
+        ).fetchall()
+        row = rows[0] if len(rows) == 1 else None
+    if row is None:
+        return None
+    return Record(row[0], row[1], row[2], row[3].encode("utf-8"), row[4],
+                  strict_loads(row[3]))
+
+
+EFFECTIVE_SQL = """
+SELECT r.queue, r.item_id, r.seq, r.decision, r.principal, r.role, r.time, r.record_hash
+FROM records r
+JOIN (
+    SELECT queue, item_id, MAX(seq) AS seq FROM records d
+    WHERE d.kind = 'decision'
+      AND NOT EXISTS (SELECT 1 FROM records x WHERE x.kind = 'retract'
+                      AND x.retracts = d.record_hash)
+    GROUP BY queue, item_id
+) latest ON latest.seq = r.seq
+"""
+
+
+def effective_decisions(conn: sqlite3.Connection, queue: str | None = None) -> dict[tuple[str, str], dict[str, Any]]:
+    """Gives the effective decision per (queue, item_id): latest unretracted one."""
+    sql = EFFECTIVE_SQL + (" WHERE r.queue = ?" if queue else "")
+    out = {}
+    for row in conn.execute(sql, (queue,) if queue else ()):
+        out[(row[0], row[1])] = {
+            "seq": row[2], "decision": row[3], "principal": row[4], "role": row[5],
+            "time": row[6], "record_hash": row[7],
+        }
+    return out
+
+
+def effective_decisions_for(conn: sqlite3.Connection, queue: str, item_id: str) -> dict[str, Any] | None:
+    """Gives one item's effective decision (latest unretracted), or None."""
+    row = conn.execute(
+        "SELECT seq, decision, principal, role, time, record_hash FROM records d "
+        "WHERE queue=? AND item_id=? AND kind='decision' AND NOT EXISTS ("
+        "  SELECT 1 FROM records x WHERE x.kind='retract' AND x.retracts=d.record_hash) "
+        "ORDER BY seq DESC LIMIT 1",
+        (queue, item_id),
+    ).fetchone()
+    if row is None:
+        return None
+    return {"seq": row[0], "decision": row[1], "principal": row[2], "role": row[3],
+            "time": row[4], "record_hash": row[5]}

@@ -1,0 +1,31 @@
+"""Roles, their signature namespaces, and which role may decide which queue.
+
+A role is enforced twice: sealdesk refuses to sign a decision in a role the
+signer lacks, and every signature is made in the role's own SSHSIG namespace,
+so an ``allowed_signers`` line's ``namespaces="..."`` limits who may act in
+which role even for someone checking with ``ssh-keygen -Y verify`` alone.
+"""
+
+from __future__ import annotations
+
+QUEUES = ("flagged_pairs", "adjudication", "weak_categories")
+ROLES = ("reviewer", "adjudicator", "lead")
+
+NAMESPACE_BY_ROLE = {role: f"{role}@sealdesk" for role in ROLES}
+ROLE_BY_NAMESPACE = {ns: role for role, ns in NAMESPACE_BY_ROLE.items()}
+
+# Who may record a decision on an item of each queue (first is the default).
+QUEUE_ROLES: dict[str, tuple[str, ...]] = {
+    "flagged_pairs": ("reviewer",),
+    "adjudication": ("adjudicator",),
+    "weak_categories": ("reviewer", "lead"),
+}
+SIGNOFF_ROLE = "lead"
+
+
+def namespace_for(role: str) -> str:
+    """Gives the SSHSIG namespace a role signs in."""
+    try:
+        return NAMESPACE_BY_ROLE[role]
+    except KeyError:
+        raise ValueError(f"unknown role {role!r} (expected one of {', '.join(ROLES)})") from None

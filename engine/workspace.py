@@ -1,0 +1,538 @@
+"""Where a review lives on disk, and the ingest of backlog items.
+
+A workspace is a directory::
+
+    sealdesk.db            one SQLite database (WAL, synchronous=FULL, STRICT)
+    artifacts/<run_id>/    each engine run's artifacts with .sha256 sidecars
+    trust/allowed_signers  who may sign in which role (OpenSSH format)
+
+Items are immutable once ingested: ingesting the same bytes again is a no-op,
+and an id that exists with different bytes is refused.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sqlite3
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+import sqlite_utils
+
+from engine.canonical import canonical_json, canonical_sha256, parse_canonical, sha256_hex
+from engine.errors import ConflictError, InputError, PermissionRefused, WorkspaceError
+from engine.ledger import store
+from engine.ledger.allowed_signers import AllowedSigners
+from engine.ledger.records import DECISIONS, Record, utc_now
+from engine.ledger.signers import Signer
+from engine.roles import QUEUE_ROLES, QUEUES, SIGNOFF_ROLE
+
+SCHEMA_VERSION = "1"
+DB_NAME = "sealdesk.db"
+_RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+_ITEM_FIELDS = {"queue", "item_id", "run_id", "payload", "item_sha256"}
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+) STRICT;
+CREATE TABLE IF NOT EXISTS runs (
+    run_id TEXT PRIMARY KEY,
+    kind TEXT NOT NULL,
+    manifest TEXT NOT NULL,
+    manifest_sha256 TEXT NOT NULL,
+    created_at TEXT NOT NULL
+) STRICT;
+CREATE TABLE IF NOT EXISTS items (
+    queue TEXT NOT NULL,
+    item_id TEXT NOT NULL,
+    run_id TEXT NOT NULL REFERENCES runs(run_id),
+    item_sha256 TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    title TEXT NOT NULL,
+    score REAL,
+    tags TEXT NOT NULL,
+    ingested_at TEXT NOT NULL,
+    PRIMARY KEY (queue, item_id)
+) STRICT;
+CREATE INDEX IF NOT EXISTS items_sha ON items(item_sha256);
+CREATE INDEX IF NOT EXISTS items_queue_score ON items(queue, score);
+CREATE TRIGGER IF NOT EXISTS items_no_update BEFORE UPDATE ON items
+BEGIN SELECT RAISE(ABORT, 'backlog items are immutable: UPDATE refused'); END;
+CREATE TRIGGER IF NOT EXISTS items_no_delete BEFORE DELETE ON items
+BEGIN SELECT RAISE(ABORT, 'backlog items are immutable: DELETE refused'); END;
+CREATE TRIGGER IF NOT EXISTS runs_no_update BEFORE UPDATE ON runs
+BEGIN SELECT RAISE(ABORT, 'runs are immutable: UPDATE refused'); END;
+CREATE TRIGGER IF NOT EXISTS runs_no_delete BEFORE DELETE ON runs
+BEGIN SELECT RAISE(ABORT, 'runs are immutable: DELETE refused'); END;
+"""
+
+
+@dataclass(frozen=True)
+class BacklogItem:
+    """One thing a human must decide (DESIGN.md, Backlog item)."""
+
+    queue: str
+    item_id: str
+    run_id: str
+    payload: dict[str, Any]
+    item_sha256: str
+
+    @classmethod
+    def make(cls, queue: str, item_id: str, run_id: str, payload: dict[str, Any]) -> "BacklogItem":
+        """Gives an item whose hash is computed from its payload."""
+        return cls(queue, item_id, run_id, payload, canonical_sha256(payload))
+
+    def to_json(self) -> dict[str, Any]:
+        """Gives the contract's JSON object."""
+        return {"queue": self.queue, "item_id": self.item_id, "run_id": self.run_id,
+                "payload": self.payload, "item_sha256": self.item_sha256}
+
+
+@dataclass(frozen=True)
+class IngestResult:
+    """How many items were new and how many were already held unchanged."""
+
+    added: int
+    unchanged: int
+
+
+def resolve_path(explicit: str | Path | None) -> Path:
+    """Gives the workspace directory: flag, else $SEALDESK_WORKSPACE, else ./workspace."""
+    if explicit:
+        return Path(explicit)
+    env = os.environ.get("SEALDESK_WORKSPACE")
+    return Path(env) if env else Path("workspace")
+
+
+def validate_item(obj: Any, *, path: str | None = None, line: int | None = None) -> BacklogItem:
+    """Gives a checked backlog item from its JSON object, or raises naming the field."""
+    def bad(message: str, field: str | None = None) -> InputError:
+        return InputError(message, path=path, line=line, field=field)
+
+    if not isinstance(obj, dict):
+        raise bad("a backlog item must be a JSON object")
+    missing = sorted(_ITEM_FIELDS - set(obj))
+    if missing:
+        raise bad("missing", missing[0])
+    extra = sorted(set(obj) - _ITEM_FIELDS)
+    if extra:
+        raise bad("unknown field", extra[0])
+    if obj["queue"] not in QUEUES:
+        raise bad(f"unknown queue {obj['queue']!r} (expected {', '.join(QUEUES)})", "queue")
+    if not isinstance(obj["item_id"], str) or not obj["item_id"] or len(obj["item_id"]) > 256:
+        raise bad("must be a non-empty string of at most 256 characters", "item_id")
+    if not isinstance(obj["run_id"], str) or not _RUN_ID.match(obj["run_id"]):
+        raise bad("must match [A-Za-z0-9][A-Za-z0-9._-]* (it names a directory)", "run_id")
+    if not isinstance(obj["payload"], dict):
+        raise bad("must be a JSON object", "payload")
+    expected = canonical_sha256(obj["payload"])
+    if obj["item_sha256"] != expected:
+        raise bad(f"is not the SHA-256 of the canonical payload ({expected})", "item_sha256")
+    return BacklogItem(obj["queue"], obj["item_id"], obj["run_id"], obj["payload"],
+                       obj["item_sha256"])
+
+
+def read_items_file(path: Path) -> list[BacklogItem]:
+    """Gives every item of a JSONL file whose lines are canonical JSON; all or nothing."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror}", path=path) from exc
+    items, seen = [], {}
+    for number, raw in enumerate(data.split(b"\n"), start=1):
+        if not raw.strip():
+            continue
+        obj = parse_canonical(raw.rstrip(b"\r"), path=str(path), line=number)
+        item = validate_item(obj, path=str(path), line=number)
+        key = (item.queue, item.item_id)
+        if key in seen and seen[key] != item.item_sha256:
+            raise InputError(f"item {item.item_id} appears twice with different payloads",
+                             path=path, line=number, field="item_id")
+        seen[key] = item.item_sha256
+        items.append(item)
+    return items
+
+
+def _summary(payload: dict[str, Any]) -> tuple[str, float | None, str]:
+    summary = payload.get("summary")
+    if not isinstance(summary, dict):
+        return "", None, ""
+    title = summary.get("title") if isinstance(summary.get("title"), str) else ""
+    score = summary.get("score")
+    score = float(score) if isinstance(score, (int, float)) and not isinstance(score, bool) else None
+    tags = summary.get("tags")
+    tags = ",".join(t for t in tags if isinstance(t, str)) if isinstance(tags, list) else ""
+    return title, score, tags
+
+
+def connect(db_path: Path) -> sqlite3.Connection:
+    """Gives a connection configured the one way sealdesk uses SQLite."""
+    conn = sqlite3.connect(db_path, isolation_level=None, timeout=60.0,
+                           check_same_thread=False)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=FULL")
+    conn.execute("PRAGMA foreign_keys=ON")
+    conn.execute("PRAGMA recursive_triggers=ON")
+    conn.execute("PRAGMA busy_timeout=60000")
+    return conn
+
+
+class Workspace:
+    """An open workspace: its database, artifacts and trust list."""
+
+    def __init__(self, root: Path, conn: sqlite3.Connection) -> None:
+        self.root = Path(root)
+        self.conn = conn
+        self.db = sqlite_utils.Database(conn, execute_plugins=False)
+        row = conn.execute("SELECT value FROM meta WHERE key='workspace_id'").fetchone()
+        self.workspace_id: str = row[0]
+
+    # -- where things are -------------------------------------------------
+    @property
+    def db_path(self) -> Path:
+        return self.root / DB_NAME
+
+    @property
+    def artifacts_dir(self) -> Path:
+        return self.root / "artifacts"
+
+    @property
+    def allowed_signers_path(self) -> Path:
+        return self.root / "trust" / "allowed_signers"
+
+    def run_dir(self, run_id: str) -> Path:
+        """Gives (and creates) ``artifacts/<run_id>/``."""
+        if not _RUN_ID.match(run_id):
+            raise InputError(f"run id {run_id!r} is not a safe directory name", field="run_id")
+        path = self.artifacts_dir / run_id
+        path.mkdir(parents=True, exist_ok=True, mode=0o700)
+        return path
+
+    # -- opening ----------------------------------------------------------
+    @classmethod
+    def init(cls, root: str | Path) -> "Workspace":
+        """Gives a new (or the existing) workspace at root, creating what is missing."""
+        root = Path(root)
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+            (root / "artifacts").mkdir(exist_ok=True, mode=0o700)
+            (root / "trust").mkdir(exist_ok=True)
+            signers = root / "trust" / "allowed_signers"
+            if not signers.exists():
+                signers.write_text(
+                    "# sealdesk allowed signers (OpenSSH ALLOWED SIGNERS format).\n"
+                    "# Add people with: sealdesk keys add --principal P --role R --key KEY.pub\n",
+                    encoding="utf-8",
+                )
+            conn = connect(root / DB_NAME)
+        except (OSError, sqlite3.Error) as exc:
+            raise WorkspaceError(f"cannot create workspace at {root}: {exc}") from exc
+        try:
+            conn.executescript(SCHEMA)
+            store.create_schema(conn)
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute("INSERT OR IGNORE INTO meta VALUES ('workspace_id', ?)",
+                         (str(uuid.uuid4()),))
+            conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)",
+                         (SCHEMA_VERSION,))
+            conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise WorkspaceError(f"cannot create workspace at {root}: {exc}") from exc
+        return cls(root, conn)
+
+    @classmethod
+    def open(cls, root: str | Path) -> "Workspace":
+        """Gives the existing workspace at root, or a clear error saying what to do."""
+        root = Path(root)
+        db_path = root / DB_NAME
+        if not root.is_dir():
+            raise WorkspaceError(f"no workspace at {root} (create one with: sealdesk init)")
+        if not os.access(root, os.R_OK | os.X_OK):
+            raise WorkspaceError(f"workspace {root} is not readable by this user")
+        if not db_path.is_file():
+            raise WorkspaceError(f"{root} is not a sealdesk workspace: {DB_NAME} is missing "
+                                 "(create one with: sealdesk init)")
+        if not os.access(db_path, os.R_OK):
+            raise WorkspaceError(f"{db_path} is not readable by this user")
+        try:
+            conn = connect(db_path)
+            row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        except sqlite3.Error as exc:
+            raise WorkspaceError(f"{db_path}: not a sealdesk database ({exc})") from exc
+        if row is None or row[0] != SCHEMA_VERSION:
+            raise WorkspaceError(f"{db_path}: schema version {row and row[0]!r} is not "
+                                 f"{SCHEMA_VERSION!r}")
+        return cls(root, conn)
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self) -> "Workspace":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- trust ------------------------------------------------------------
+    def allowed_signers(self) -> AllowedSigners:
+        """Gives the parsed trust/allowed_signers."""
+        return AllowedSigners.load(self.allowed_signers_path)
+
+    # -- runs and items ---------------------------------------------------
+    def run_manifest_sha256(self, run_id: str) -> str | None:
+        row = self.conn.execute("SELECT manifest_sha256 FROM runs WHERE run_id=?",
+                                (run_id,)).fetchone()
+        return None if row is None else row[0]
+
+    def ingest(self, items: Iterable[BacklogItem], *,
+               runs: dict[str, dict[str, Any]] | None = None,
+               source: str = "api") -> IngestResult:
+        """Gives counts after adding items in one transaction; all or nothing.
+
+        ``runs`` maps run_id to its manifest (kind, artifact hashes, inputs);
+        a run named by an item and not given here nor held already is
+        registered with a manifest naming ``source``.
+        """
+        items = list(items)
+        for item in items:
+            validate_item(item.to_json(), path=source)
+        runs = dict(runs or {})
+        now = utc_now()
+        added = unchanged = 0
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            for run_id in sorted({i.run_id for i in items} | set(runs)):
+                manifest = runs.get(run_id) or {"kind": "ingest", "source": source}
+                self._register_run(run_id, manifest, now)
+            for item in items:
+                row = self.conn.execute(
+                    "SELECT item_sha256 FROM items WHERE queue=? AND item_id=?",
+                    (item.queue, item.item_id),
+                ).fetchone()
+                if row is not None:
+                    if row[0] != item.item_sha256:
+                        raise ConflictError(
+                            f"{source}: item {item.queue}/{item.item_id} already exists with "
+                            f"different bytes (held {row[0][:12]}…, new "
+                            f"{item.item_sha256[:12]}…); items are immutable, give the new "
+                            "content a new item_id"
+                        )
+                    unchanged += 1
+                    continue
+                title, score, tags = _summary(item.payload)
+                self.conn.execute(
+                    "INSERT INTO items VALUES (?,?,?,?,?,?,?,?,?)",
+                    (item.queue, item.item_id, item.run_id, item.item_sha256,
+                     canonical_json(item.payload).decode("utf-8"), title or item.item_id,
+                     score, tags, now),
+                )
+                added += 1
+            self.conn.execute("COMMIT")
+        except BaseException:
+            if self.conn.in_transaction:
+                self.conn.execute("ROLLBACK")
+            raise
+        return IngestResult(added, unchanged)
+
+    def _register_run(self, run_id: str, manifest: dict[str, Any], now: str) -> None:
+        if not _RUN_ID.match(run_id):
+            raise InputError(f"run id {run_id!r} is not a safe directory name", field="run_id")
+        blob = canonical_json(manifest)
+        digest = sha256_hex(blob)
+        row = self.conn.execute("SELECT manifest_sha256 FROM runs WHERE run_id=?",
+                                (run_id,)).fetchone()
+        if row is None:
+            self.conn.execute("INSERT INTO runs VALUES (?,?,?,?,?)",
+                              (run_id, str(manifest.get("kind", "run")), blob.decode("utf-8"),
+                               digest, now))
+
+    def item(self, queue: str, item_id: str) -> dict[str, Any] | None:
+        """Gives one item with its payload, run and effective decision, or None."""
+        row = self.conn.execute(
+            "SELECT items.queue, item_id, run_id, item_sha256, payload, title, score, tags, "
+            "runs.manifest_sha256 FROM items JOIN runs USING (run_id) "
+            "WHERE items.queue=? AND item_id=?",
+            (queue, item_id),
+        ).fetchone()
+        if row is None:
+            return None
+        from engine.canonical import strict_loads
+
+        effective = store.effective_decisions_for(self.conn, queue, item_id)
+        return {"queue": row[0], "item_id": row[1], "run_id": row[2], "item_sha256": row[3],
+                "payload": strict_loads(row[4]), "title": row[5], "score": row[6],
+                "tags": row[7].split(",") if row[7] else [], "run_sha256": row[8],
+                "decision": effective}
+
+    def items(self, queue: str | None = None, status: str | None = None,
+              limit: int | None = None, offset: int = 0) -> list[dict[str, Any]]:
+        """Gives items (without payload) with their effective decision, in id order."""
+        if status not in (None, "undecided", "accept", "reject", "skip"):
+            raise InputError(f"unknown status {status!r} (expected undecided, accept, "
+                             "reject or skip)", field="status")
+        decided = store.effective_decisions(self.conn, queue)
+        sql = "SELECT queue, item_id, run_id, item_sha256, title, score, tags FROM items"
+        args: list[Any] = []
+        if queue:
+            sql += " WHERE queue=?"
+            args.append(queue)
+        sql += " ORDER BY queue, item_id"
+        out = []
+        for q, iid, run_id, sha, title, score, tags in self.conn.execute(sql, args):
+            eff = decided.get((q, iid))
+            state = eff["decision"] if eff else "undecided"
+            if status and state != status:
+                continue
+            out.append({"queue": q, "item_id": iid, "run_id": run_id, "item_sha256": sha,
+                        "title": title, "score": score,
+                        "tags": tags.split(",") if tags else [], "status": state,
+                        "decision": eff})
+        return out[offset: None if limit is None else offset + limit]
+
+    def counts(self) -> dict[str, dict[str, int]]:
+        """Gives per queue: total items and how many are accepted/rejected/skipped."""
+        out = {q: {"total": 0, "accept": 0, "reject": 0, "skip": 0} for q in QUEUES}
+        for q, n in self.conn.execute("SELECT queue, COUNT(*) FROM items GROUP BY queue"):
+            out[q]["total"] = n
+        for (q, _), eff in store.effective_decisions(self.conn).items():
+            out[q][eff["decision"]] += 1
+        for q in out:
+            out[q]["undecided"] = out[q]["total"] - out[q]["accept"] - out[q]["reject"]
+        return out
+
+    # -- decisions ----------------------------------------------------------
+    def identify(self, signer: Signer, principal: str | None = None,
+                 role: str | None = None, queue: str | None = None) -> tuple[str, str]:
+        """Gives (principal, role) for a signer, refusing anyone not enrolled for it."""
+        allowed = self.allowed_signers()
+        blob = signer.public_key.blob
+        names = allowed.principals_for(blob)
+        if principal is None:
+            if not names:
+                raise PermissionRefused(
+                    f"key {signer.public_key.fingerprint} is not in {self.allowed_signers_path} "
+                    "(enrol it with: sealdesk keys add --principal P --role R --key KEY.pub)")
+            if len(names) > 1:
+                raise PermissionRefused(f"key {signer.public_key.fingerprint} is enrolled as "
+                                        f"{', '.join(names)}; choose one with --principal")
+            principal = names[0]
+        held = allowed.roles_for(principal, blob)
+        if not held:
+            raise PermissionRefused(f"{principal} with key {signer.public_key.fingerprint} may "
+                                    f"not sign in any role ({self.allowed_signers_path})")
+        wanted = QUEUE_ROLES[queue] if queue else None
+        if role is None:
+            choices = [r for r in (wanted or held) if r in held]
+            if not choices:
+                raise PermissionRefused(f"{principal} holds role(s) {', '.join(held)}; items "
+                                        f"of {queue} need {' or '.join(wanted or ())}")
+            role = choices[0]
+        if role not in held:
+            raise PermissionRefused(f"{principal} may not sign as {role} (holds "
+                                    f"{', '.join(held)})")
+        if wanted and role not in wanted:
+            raise PermissionRefused(f"role {role} may not decide items of {queue} (needs "
+                                    f"{' or '.join(wanted)})")
+        return principal, role
+
+    def decide(self, signer: Signer, queue: str, item_id: str, decision: str, *,
+               note: str | None = None, principal: str | None = None,
+               role: str | None = None) -> Record:
+        """Gives the signed record after durably appending a decision on an item."""
+        if decision not in DECISIONS:
+            raise InputError(f"unknown decision {decision!r} (expected "
+                             f"{', '.join(DECISIONS)})", field="decision")
+        if queue not in QUEUES:
+            raise InputError(f"unknown queue {queue!r}", field="queue")
+        principal, role = self.identify(signer, principal, role, queue)
+        return store.append(
+            self.db, signer, workspace_id=self.workspace_id, principal=principal,
+            role=role, kind="decision", queue=queue, item_id=item_id,
+            decision=decision, note=note, check=lambda c: self._item_binding(c, queue, item_id),
+        )
+
+    def note(self, signer: Signer, queue: str, item_id: str, note: str, *,
+             principal: str | None = None, role: str | None = None) -> Record:
+        """Gives the signed record after appending a note on an item (no decision)."""
+        if not note.strip():
+            raise InputError("a note must not be empty", field="note")
+        principal, role = self.identify(signer, principal, role, queue)
+        return store.append(
+            self.db, signer, workspace_id=self.workspace_id, principal=principal,
+            role=role, kind="note", queue=queue, item_id=item_id, note=note,
+            check=lambda c: self._item_binding(c, queue, item_id),
+        )
+
+    def retract(self, signer: Signer, queue: str, item_id: str, *,
+                record_hash: str | None = None, note: str | None = None,
+                principal: str | None = None, role: str | None = None) -> Record:
+        """Gives the retract record that undoes the item's effective decision (or one named)."""
+        principal, role = self.identify(signer, principal, role, queue)
+
+        def check(conn: sqlite3.Connection) -> dict[str, Any]:
+            binding = self._item_binding(conn, queue, item_id)
+            target = record_hash
+            if target is None:
+                eff = store.effective_decisions_for(conn, queue, item_id)
+                if eff is None:
+                    raise InputError(f"nothing to undo: {queue}/{item_id} has no standing "
+                                     "decision", field="item")
+                target = eff["record_hash"]
+            row = conn.execute(
+                "SELECT kind, queue, item_id, role FROM records WHERE record_hash=?", (target,)
+            ).fetchone()
+            if row is None or row[0] != "decision" or (row[1], row[2]) != (queue, item_id):
+                raise InputError(f"record {target[:12]}… is not a decision on {queue}/{item_id}",
+                                 field="retracts")
+            if row[3] != role:
+                raise PermissionRefused(f"the decision was made as {row[3]}; only that role "
+                                        "may retract it")
+            if conn.execute("SELECT 1 FROM records WHERE kind='retract' AND retracts=?",
+                            (target,)).fetchone():
+                raise InputError(f"record {target[:12]}… is already retracted", field="retracts")
+            return {**binding, "retracts": target}
+
+        return store.append(
+            self.db, signer, workspace_id=self.workspace_id, principal=principal,
+            role=role, kind="retract", queue=queue, item_id=item_id, note=note, check=check,
+        )
+
+    def _item_binding(self, conn: sqlite3.Connection, queue: str, item_id: str) -> dict[str, Any]:
+        row = conn.execute(
+            "SELECT item_sha256, runs.manifest_sha256 FROM items JOIN runs USING (run_id) "
+            "WHERE items.queue=? AND item_id=?", (queue, item_id),
+        ).fetchone()
+        if row is None:
+            raise InputError(f"no item {item_id!r} in queue {queue}", field="item")
+        return {"item_sha256": row[0], "run_sha256": row[1]}
+
+    def signoff(self, signer: Signer, data: dict[str, Any], *, note: str | None = None,
+                principal: str | None = None) -> Record:
+        """Gives the lead's sign-off record binding ``data`` (tree head, artifacts)."""
+        principal, role = self.identify(signer, principal, SIGNOFF_ROLE)
+        return store.append(
+            self.db, signer, workspace_id=self.workspace_id, principal=principal,
+            role=role, kind="signoff", note=note, data=data,
+        )
+
+    def history(self, queue: str, item_id: str) -> list[dict[str, Any]]:
+        """Gives every record about an item, oldest first, marking retracted ones."""
+        rows = self.conn.execute(
+            "SELECT seq, kind, decision, principal, role, time, record_hash, retracts, message "
+            "FROM records WHERE queue=? AND item_id=? ORDER BY seq", (queue, item_id),
+        ).fetchall()
+        retracted = {r[7] for r in rows if r[1] == "retract"}
+        from engine.canonical import strict_loads
+
+        return [{"seq": r[0], "kind": r[1], "decision": r[2], "principal": r[3],
+                 "role": r[4], "time": r[5], "record_hash": r[6], "retracts": r[7],
+                 "note": strict_loads(r[8]).get("note"), "retracted": r[6] in retracted}
+                for r in rows]
