@@ -1,0 +1,103 @@
+"""Shared fixtures: real workspaces, real ssh-keygen keys, the real CLI.
+
+The CLI runs as ``python -m engine.cli`` in a subprocess, with this checkout
+first on PYTHONPATH, so the code under test is the code in this tree.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    [str(REPO)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+)
+# Tests never reach a hub; models load from installed packages or paths.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.pop("SSH_AUTH_SOCK", None)
+os.environ.pop("SEALDESK_WORKSPACE", None)
+
+SEALDESK = [sys.executable, "-m", "engine.cli"]
+
+
+def require_tool(name: str) -> str:
+    """Gives the path of a system tool; skips (saying why) only off-CI without root."""
+    path = shutil.which(name) or (f"/usr/sbin/{name}" if Path(f"/usr/sbin/{name}").exists() else None)
+    if path:
+        return path
+    if os.environ.get("CI") or os.geteuid() == 0:
+        pytest.fail(f"{name} is missing; `make test` installs it (.ci/system-deps)")
+    pytest.skip(f"{name} is not installed and this user is not root to apt-get it")
+
+
+@pytest.fixture
+def sealdesk(tmp_path: Path) -> Callable[..., subprocess.CompletedProcess]:
+    """Gives a runner of the real CLI: ``sealdesk("verify", workspace=ws)``."""
+
+    def run(*args: str, workspace: Path | None = None, input: str | None = None,
+            env: dict[str, str] | None = None, check: bool = False,
+            cwd: Path | None = None) -> subprocess.CompletedProcess:
+        cmd = list(SEALDESK)
+        if workspace is not None:
+            cmd += ["--workspace", str(workspace)]
+        cmd += [str(a) for a in args]
+        full_env = {**os.environ, **(env or {})}
+        proc = subprocess.run(cmd, input=input, capture_output=True, text=True,
+                              env=full_env, cwd=cwd or tmp_path, timeout=600)
+        if check and proc.returncode != 0:
+            raise AssertionError(f"{' '.join(cmd)} -> {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
+        return proc
+
+    return run
+
+
+@pytest.fixture
+def keygen(tmp_path: Path) -> Callable[[str], Path]:
+    """Gives a maker of real ssh-keygen Ed25519 keys: ``keygen("rita")`` -> private key path."""
+    require_tool("ssh-keygen")
+    keydir = tmp_path / "keys"
+    keydir.mkdir(mode=0o700, exist_ok=True)
+
+    def make(name: str, key_type: str = "ed25519", passphrase: str = "") -> Path:
+        path = keydir / name
+        args = ["ssh-keygen", "-q", "-t", key_type, "-N", passphrase, "-C", f"{name}@test",
+                "-f", str(path)]
+        if key_type == "rsa":
+            args[4:4] = ["-b", "2048"]
+        subprocess.run(args, check=True, capture_output=True)
+        return path
+
+    return make
+
+
+@pytest.fixture
+def workspace(tmp_path: Path):
+    """Gives a freshly initialised real workspace (closed at teardown)."""
+    from engine.workspace import Workspace
+
+    ws = Workspace.init(tmp_path / "ws")
+    yield ws
+    ws.close()
+
+
+@pytest.fixture
+def enrol(workspace, keygen):
+    """Gives ``enrol("rita", "reviewer", ...)`` -> FileSigner for a new enrolled key."""
+    from engine.ledger.enrol import enrol as enrol_key
+    from engine.ledger.signers import FileSigner
+
+    def make(name: str, *roles: str):
+        key = keygen(name)
+        enrol_key(workspace.allowed_signers_path, name, list(roles), Path(f"{key}.pub"))
+        return FileSigner(key)
+
+    return make
