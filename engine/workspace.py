@@ -20,14 +20,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-import sqlite_utils
-
 from engine.canonical import canonical_json, canonical_sha256, parse_canonical, sha256_hex
 from engine.errors import ConflictError, InputError, PermissionRefused, WorkspaceError
 from engine.ledger import store
 from engine.ledger.allowed_signers import AllowedSigners
 from engine.ledger.records import DECISIONS, Record, utc_now
 from engine.ledger.signers import Signer
+from engine.sqlitedb import connect, database
 from engine.roles import QUEUE_ROLES, QUEUES, SIGNOFF_ROLE
 
 SCHEMA_VERSION = "1"
@@ -171,25 +170,13 @@ def _summary(payload: dict[str, Any]) -> tuple[str, float | None, str]:
     return title, score, tags
 
 
-def connect(db_path: Path) -> sqlite3.Connection:
-    """Gives a connection configured the one way sealdesk uses SQLite."""
-    conn = sqlite3.connect(db_path, isolation_level=None, timeout=60.0,
-                           check_same_thread=False)
-    conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute("PRAGMA synchronous=FULL")
-    conn.execute("PRAGMA foreign_keys=ON")
-    conn.execute("PRAGMA recursive_triggers=ON")
-    conn.execute("PRAGMA busy_timeout=60000")
-    return conn
-
-
 class Workspace:
     """An open workspace: its database, artifacts and trust list."""
 
     def __init__(self, root: Path, conn: sqlite3.Connection) -> None:
         self.root = Path(root)
         self.conn = conn
-        self.db = sqlite_utils.Database(conn, execute_plugins=False)
+        self.db = database(conn)
         row = conn.execute("SELECT value FROM meta WHERE key='workspace_id'").fetchone()
         self.workspace_id: str = row[0]
 

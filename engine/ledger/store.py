@@ -13,8 +13,6 @@ from __future__ import annotations
 import sqlite3
 from typing import Any, Callable
 
-import sqlite_utils
-
 from engine.ledger import sshsig
 from engine.ledger.records import (
     GENESIS_PREV,
@@ -72,7 +70,7 @@ def head(conn: sqlite3.Connection) -> tuple[int, str]:
 
 
 def append(
-    db: sqlite_utils.Database,
+    db,
     signer: Signer,
     *,
     workspace_id: str,

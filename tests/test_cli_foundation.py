@@ -1,0 +1,216 @@
+"""The command line: the whole decide/verify/export path, and refusals of bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from engine.canonical import canonical_json
+from tests.ledger_fixtures import make_items, write_items_file
+
+
+@pytest.fixture
+def cli_ws(tmp_path, sealdesk, keygen):
+    ws = tmp_path / "ws"
+    sealdesk("init", workspace=ws, check=True)
+    keys = {name: keygen(name) for name in ("rita", "adam")}
+    sealdesk("keys", "add", "--principal", "rita", "--role", "reviewer", "--key",
+             f"{keys['rita']}.pub", workspace=ws, check=True)
+    items = tmp_path / "items.jsonl"
+    write_items_file(items, make_items(3))
+    sealdesk("ingest", items, workspace=ws, check=True)
+    return ws, keys
+
+
+def snapshot(ws: Path) -> dict[str, bytes]:
+    """Every file's bytes under a workspace, to prove nothing was written."""
+    import sqlite3
+
+    conn = sqlite3.connect(ws / "sealdesk.db")
+    dump = "\n".join(conn.iterdump()).encode()
+    conn.close()
+    files = {str(p.relative_to(ws)): p.read_bytes() for p in ws.rglob("*")
+             if p.is_file() and not p.name.startswith("sealdesk.db")}
+    return {"db": dump, **files}
+
+
+def test_exported_records_verify_with_ssh_keygen(cli_ws, sealdesk, tmp_path):
+    ws, keys = cli_ws
+    sealdesk("decide", "--queue", "flagged_pairs", "--item", "item-0", "--item", "item-1",
+             "--decision", "accept", "--note", "copied verbatim", "--key", keys["rita"],
+             workspace=ws, check=True)
+    sealdesk("undo", "--queue", "flagged_pairs", "--item", "item-1", "--key", keys["rita"],
+             workspace=ws, check=True)
+    assert sealdesk("verify", workspace=ws).returncode == 0
+    out = tmp_path / "records.jsonl"
+    sealdesk("export", "--out", out, workspace=ws, check=True)
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["kind"] for r in lines] == ["decision", "decision", "retract"]
+    for rec in lines:
+        (tmp_path / "msg").write_text(rec["message"])
+        (tmp_path / "msg.sig").write_text(rec["signature"])
+        proc = subprocess.run(
+            ["ssh-keygen", "-Y", "verify", "-f", str(ws / "trust" / "allowed_signers"),
+             "-I", rec["principal"], "-n", rec["namespace"], "-s", str(tmp_path / "msg.sig")],
+            stdin=open(tmp_path / "msg", "rb"), capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+
+
+def test_items_json_reports_effective_decisions(cli_ws, sealdesk):
+    ws, keys = cli_ws
+    sealdesk("decide", "--queue", "flagged_pairs", "--item", "item-2", "--decision", "reject",
+             "--key", keys["rita"], workspace=ws, check=True)
+    rows = json.loads(sealdesk("items", "--json", workspace=ws, check=True).stdout)
+    status = {r["item_id"]: r["status"] for r in rows}
+    assert status == {"item-0": "undecided", "item-1": "undecided", "item-2": "reject"}
+    undecided = json.loads(sealdesk("items", "--status", "undecided", "--json",
+                                    workspace=ws, check=True).stdout)
+    assert [r["item_id"] for r in undecided] == ["item-0", "item-1"]
+
+
+def test_bulk_decide_reads_ids_from_stdin(cli_ws, sealdesk):
+    ws, keys = cli_ws
+    sealdesk("decide", "--queue", "flagged_pairs", "--item", "-", "--decision", "skip",
+             "--key", keys["rita"], input="item-0\nitem-2\n", workspace=ws, check=True)
+    rows = json.loads(sealdesk("items", "--status", "skip", "--json", workspace=ws).stdout)
+    assert [r["item_id"] for r in rows] == ["item-0", "item-2"]
+
+
+def test_decision_in_a_role_the_signer_lacks_is_refused(cli_ws, sealdesk):
+    ws, keys = cli_ws
+    before = snapshot(ws)
+    proc = sealdesk("decide", "--queue", "flagged_pairs", "--item", "item-0", "--decision",
+                    "accept", "--key", keys["rita"], "--role", "lead", workspace=ws)
+    assert proc.returncode == 3 and "may not sign as lead" in proc.stderr
+    proc = sealdesk("decide", "--queue", "flagged_pairs", "--item", "item-0", "--decision",
+                    "accept", "--key", keys["adam"], workspace=ws)
+    assert proc.returncode == 3 and "is not in" in proc.stderr
+    assert snapshot(ws) == before
+
+
+def test_reingesting_the_same_items_is_a_no_op(cli_ws, sealdesk, tmp_path):
+    ws, _ = cli_ws
+    proc = sealdesk("ingest", tmp_path / "items.jsonl", workspace=ws, check=True)
+    assert "0 added, 3 already held" in proc.stdout
+
+
+def one_line_error(proc) -> str:
+    assert proc.returncode != 0
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    return lines[0]
+
+
+def test_item_id_held_with_different_bytes_is_refused(cli_ws, sealdesk, tmp_path):
+    ws, _ = cli_ws
+    changed = make_items(3)
+    from engine.workspace import BacklogItem
+
+    changed[1] = BacklogItem.make("flagged_pairs", "item-1", "run-1", {"text": "other"})
+    path = tmp_path / "changed.jsonl"
+    write_items_file(path, changed)
+    before = snapshot(ws)
+    err = one_line_error(sealdesk("ingest", path, workspace=ws))
+    assert "item-1 already exists with different bytes" in err
+    assert snapshot(ws) == before
+
+
+BAD_LINES = {
+    "non-canonical": (b'{"queue": "flagged_pairs"}', "not canonical", None),
+    "unknown-queue": (None, "unknown queue 'flaged_pairs'", "queue"),
+    "wrong-hash": (None, "is not the SHA-256 of the canonical payload", "item_sha256"),
+    "not-json": (b"{oops", "not valid JSON", None),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_LINES))
+def test_bad_item_line_names_file_line_and_field_and_writes_nothing(cli_ws, sealdesk,
+                                                                     tmp_path, case):
+    ws, _ = cli_ws
+    raw, message, field = BAD_LINES[case]
+    good = make_items(4, run_id="run-2")
+    bad_obj = good[2].to_json()
+    if case == "unknown-queue":
+        bad_obj["queue"] = "flaged_pairs"
+    if case == "wrong-hash":
+        bad_obj["item_sha256"] = "0" * 64
+    lines = [canonical_json(i.to_json()) for i in good]
+    lines[2] = raw if raw is not None else canonical_json(bad_obj)
+    path = tmp_path / "bad.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    before = snapshot(ws)
+    err = one_line_error(sealdesk("ingest", path, workspace=ws))
+    assert err.startswith(f"sealdesk: error: {path}:3: ")
+    assert message in err
+    if field:
+        assert f"field '{field}'" in err
+    assert snapshot(ws) == before
+
+
+def test_malformed_public_key_is_refused(cli_ws, sealdesk, tmp_path):
+    ws, _ = cli_ws
+    bad = tmp_path / "bad.pub"
+    bad.write_text("ssh-ed25519 AAAAnot-base64!! x\n")
+    before = snapshot(ws)
+    err = one_line_error(sealdesk("keys", "add", "--principal", "eve", "--role", "reviewer",
+                                  "--key", bad, workspace=ws))
+    assert "malformed ssh-ed25519 key" in err
+    assert snapshot(ws) == before
+
+
+def test_non_ed25519_key_is_refused(cli_ws, sealdesk, keygen):
+    ws, _ = cli_ws
+    rsa = keygen("old", key_type="rsa")
+    before = snapshot(ws)
+    err = one_line_error(sealdesk("keys", "add", "--principal", "old", "--role", "reviewer",
+                                  "--key", f"{rsa}.pub", workspace=ws))
+    assert "ssh-ed25519 only" in err
+    err = one_line_error(sealdesk("decide", "--queue", "flagged_pairs", "--item", "item-0",
+                                  "--decision", "accept", "--key", rsa, workspace=ws))
+    assert "ssh-ed25519 only" in err
+    assert snapshot(ws) == before
+
+
+def test_missing_workspace_says_how_to_make_one(sealdesk, tmp_path):
+    err = one_line_error(sealdesk("items", workspace=tmp_path / "nowhere"))
+    assert "no workspace at" in err and "sealdesk init" in err
+    assert not (tmp_path / "nowhere").exists()
+
+
+def test_unreadable_workspace_database_is_refused(sealdesk, tmp_path):
+    ws = tmp_path / "broken"
+    ws.mkdir()
+    (ws / "sealdesk.db").write_bytes(b"this is not sqlite" * 100)
+    before = (ws / "sealdesk.db").read_bytes()
+    err = one_line_error(sealdesk("items", workspace=ws))
+    assert "not a sealdesk database" in err
+    assert (ws / "sealdesk.db").read_bytes() == before
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their mode")
+def test_workspace_without_read_permission_is_refused(sealdesk, tmp_path):
+    ws = tmp_path / "locked"
+    sealdesk("init", workspace=ws, check=True)
+    os.chmod(ws / "sealdesk.db", 0)
+    err = one_line_error(sealdesk("items", workspace=ws))
+    assert "not readable" in err
+
+
+def test_workspace_env_variable_is_used(sealdesk, tmp_path):
+    ws = tmp_path / "from-env"
+    sealdesk("init", env={"SEALDESK_WORKSPACE": str(ws)}, check=True)
+    assert (ws / "sealdesk.db").exists() and (ws / "trust" / "allowed_signers").exists()
+    assert (ws / "artifacts").is_dir()
+
+
+def test_database_is_wal_full_sync_strict(workspace):
+    conn = workspace.conn
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
+    strict = dict(conn.execute("SELECT name, strict FROM pragma_table_list WHERE schema='main' "
+                               "AND name NOT LIKE 'sqlite_%'").fetchall())
+    assert strict and all(strict.values()), strict

@@ -1,0 +1,123 @@
+"""SSHSIG made by sealdesk and by OpenSSH are the same thing."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from engine.errors import AgentError, SigningKeyError
+from engine.ledger import sshsig
+from engine.ledger.agent import AgentClient
+from engine.ledger.signers import AgentSigner, FileSigner, read_public_key
+from tests.conftest import require_tool
+
+MESSAGE = '{"decision":"accept","note":"naïve ✓"}'.encode()
+
+
+def allowed_signers_file(tmp_path: Path, principal: str, pub: Path, namespaces: str) -> Path:
+    line = f'{principal} namespaces="{namespaces}" {pub.read_text().strip()}\n'
+    path = tmp_path / "allowed_signers"
+    path.write_text(line)
+    return path
+
+
+def ssh_keygen_verify(allowed: Path, principal: str, namespace: str, sig: Path,
+                      message: bytes) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        ["ssh-keygen", "-Y", "verify", "-f", str(allowed), "-I", principal, "-n", namespace,
+         "-s", str(sig)], input=message, capture_output=True)
+
+
+def test_python_signature_verifies_with_ssh_keygen(tmp_path, keygen):
+    key = keygen("rita")
+    blob = FileSigner(key).sign(MESSAGE, "reviewer@sealdesk")
+    sig = tmp_path / "msg.sig"
+    sig.write_text(sshsig.armor(blob))
+    allowed = allowed_signers_file(tmp_path, "rita", Path(f"{key}.pub"), "reviewer@sealdesk")
+    ok = ssh_keygen_verify(allowed, "rita", "reviewer@sealdesk", sig, MESSAGE)
+    assert ok.returncode == 0, ok.stderr
+    wrong_ns = ssh_keygen_verify(allowed, "rita", "lead@sealdesk", sig, MESSAGE)
+    assert wrong_ns.returncode != 0
+
+
+def test_ssh_keygen_signature_verifies_in_python_and_is_byte_identical(tmp_path, keygen):
+    key = keygen("lena")
+    msg = tmp_path / "msg"
+    msg.write_bytes(MESSAGE)
+    subprocess.run(["ssh-keygen", "-Y", "sign", "-f", str(key), "-n", "lead@sealdesk", str(msg)],
+                   check=True, capture_output=True)
+    theirs = (tmp_path / "msg.sig").read_text()
+    decoded = sshsig.verify(sshsig.dearmor(theirs), MESSAGE, "lead@sealdesk")
+    assert decoded.public_key == read_public_key(Path(f"{key}.pub")).blob
+    ours = sshsig.armor(FileSigner(key).sign(MESSAGE, "lead@sealdesk"))
+    assert ours == theirs
+
+
+def test_verify_refuses_other_namespace_and_altered_message(keygen):
+    blob = FileSigner(keygen("adam")).sign(MESSAGE, "adjudicator@sealdesk")
+    with pytest.raises(sshsig.SignatureError, match="namespace"):
+        sshsig.verify(blob, MESSAGE, "reviewer@sealdesk")
+    with pytest.raises(sshsig.SignatureError, match="does not verify"):
+        sshsig.verify(blob, MESSAGE + b" ", "adjudicator@sealdesk")
+
+
+def test_fingerprint_matches_ssh_keygen(keygen):
+    key = keygen("rita")
+    out = subprocess.run(["ssh-keygen", "-l", "-f", f"{key}.pub"], capture_output=True,
+                         text=True, check=True).stdout.split()[1]
+    assert read_public_key(Path(f"{key}.pub")).fingerprint == out
+
+
+@pytest.fixture
+def agent(tmp_path):
+    """A real ssh-agent in the foreground, stopped by its pid."""
+    require_tool("ssh-agent")
+    sock = tmp_path / "agent.sock"
+    proc = subprocess.Popen(["ssh-agent", "-D", "-a", str(sock)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    for _ in range(200):
+        if sock.exists():
+            break
+        proc.wait(timeout=0.01) if proc.poll() is not None else None
+        import time
+        time.sleep(0.01)
+    yield sock
+    os.kill(proc.pid, signal.SIGTERM)
+    proc.wait(timeout=5)
+
+
+def test_agent_signature_equals_file_signature(tmp_path, keygen, agent):
+    key = keygen("lena")
+    subprocess.run(["ssh-add", str(key)], env={**os.environ, "SSH_AUTH_SOCK": str(agent)},
+                   check=True, capture_output=True)
+    pub = read_public_key(Path(f"{key}.pub"))
+    via_agent = AgentSigner(pub, AgentClient(str(agent))).sign(MESSAGE, "lead@sealdesk")
+    assert via_agent == FileSigner(key).sign(MESSAGE, "lead@sealdesk")
+    sig = tmp_path / "agent.sig"
+    sig.write_text(sshsig.armor(via_agent))
+    allowed = allowed_signers_file(tmp_path, "lena", Path(f"{key}.pub"), "lead@sealdesk")
+    assert ssh_keygen_verify(allowed, "lena", "lead@sealdesk", sig, MESSAGE).returncode == 0
+
+
+def test_agent_without_the_key_is_refused(keygen, agent):
+    pub = read_public_key(Path(f"{keygen('stranger')}.pub"))
+    with pytest.raises(AgentError, match="does not hold key"):
+        AgentSigner(pub, AgentClient(str(agent)))
+
+
+def test_rsa_private_key_is_refused(keygen):
+    with pytest.raises(SigningKeyError, match="ssh-ed25519 only"):
+        FileSigner(keygen("old", key_type="rsa"))
+
+
+def test_passphrase_key_without_passphrase_is_refused(keygen, monkeypatch):
+    monkeypatch.delenv("SEALDESK_KEY_PASSPHRASE", raising=False)
+    key = keygen("careful", passphrase="correct horse")
+    with pytest.raises(SigningKeyError, match="passphrase-protected"):
+        FileSigner(key)
+    monkeypatch.setenv("SEALDESK_KEY_PASSPHRASE", "correct horse")
+    assert FileSigner(key).public_key.fingerprint.startswith("SHA256:")
