@@ -13,12 +13,17 @@ from typing import Any
 from engine.errors import InputError
 
 
+# One encoder for every call: building a JSONEncoder per call costs more than
+# encoding a small record.
+_ENCODER = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+)
+
+
 def canonical_json(value: Any) -> bytes:
     """Gives the canonical UTF-8 bytes of a JSON value; NaN and Infinity refused."""
     try:
-        text = json.dumps(
-            value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-        )
+        text = _ENCODER.encode(value)
     except ValueError as exc:  # NaN / Infinity
         raise InputError(f"value cannot be canonical JSON: {exc}") from exc
     return text.encode("utf-8")

@@ -7,25 +7,24 @@ from pathlib import Path
 
 from engine.artifacts import atomic_write
 from engine.ledger import store
-from engine.ledger.verify import Report, load_context, verify_rows
+from engine.ledger.verify import Report, load_context, verify_ledger
 from engine.roles import namespace_for
 
 
 def verify_workspace(ws, *, processes: int | None = None, show_progress: bool = False,
                      checkpoint: Path | None = None) -> Report:
     """Gives the verification report of every record in the workspace."""
-    ctx = load_context(ws.conn, ws.workspace_id, ws.allowed_signers())
+    ctx = load_context(ws.conn, ws.db_path, ws.workspace_id, ws.allowed_signers())
     total = ws.conn.execute("SELECT COUNT(*) FROM records").fetchone()[0]
-    rows = store.iter_records(ws.conn)
-    if show_progress and total > 5000:
+    if show_progress and total > 20000:
         from rich.progress import Progress
 
         with Progress(transient=True) as bar:
             task = bar.add_task("verifying records", total=total)
-            report = verify_rows(rows, ctx, total=total, processes=processes,
-                                 progress=lambda n: bar.update(task, completed=n))
+            report = verify_ledger(ws.conn, ctx, processes=processes,
+                                   progress=lambda n: bar.update(task, completed=n))
     else:
-        report = verify_rows(rows, ctx, total=total, processes=processes)
+        report = verify_ledger(ws.conn, ctx, processes=processes)
     if checkpoint is not None:
         from engine.ledger.checkpoint_verify import verify_against_checkpoint
 

@@ -119,25 +119,28 @@ def dearmor(text: str) -> bytes:
 
 def decode(blob: bytes) -> Sshsig:
     """Gives the fields of a binary SSHSIG blob, refusing any malformation."""
-    try:
-        reader = Reader(blob)
-        if reader.take(6) != MAGIC:
-            raise SignatureError("missing SSHSIG magic preamble")
-        version = reader.u32()
-        if version != SIG_VERSION:
-            raise SignatureError(f"unsupported SSHSIG version {version}")
-        sig = Sshsig(
-            public_key=reader.string(),
-            namespace=reader.string().decode("utf-8"),
-            reserved=reader.string(),
-            hash_algorithm=reader.string().decode("ascii"),
-            signature=reader.string(),
-        )
-    except (WireError, UnicodeDecodeError) as exc:
-        raise SignatureError(f"malformed SSHSIG: {exc}") from exc
-    if not reader.at_end():
+    if blob[:6] != MAGIC:
+        raise SignatureError("missing SSHSIG magic preamble")
+    if len(blob) < 10 or int.from_bytes(blob[6:10], "big") != SIG_VERSION:
+        raise SignatureError("unsupported SSHSIG version")
+    fields, pos, end = [], 10, len(blob)
+    for _ in range(5):
+        if pos + 4 > end:
+            raise SignatureError("malformed SSHSIG: truncated")
+        size = int.from_bytes(blob[pos:pos + 4], "big")
+        pos += 4
+        if pos + size > end:
+            raise SignatureError("malformed SSHSIG: truncated")
+        fields.append(blob[pos:pos + size])
+        pos += size
+    if pos != end:
         raise SignatureError("trailing bytes after SSHSIG")
-    return sig
+    try:
+        return Sshsig(public_key=fields[0], namespace=fields[1].decode("utf-8"),
+                      reserved=fields[2], hash_algorithm=fields[3].decode("ascii"),
+                      signature=fields[4])
+    except UnicodeDecodeError as exc:
+        raise SignatureError(f"malformed SSHSIG: {exc}") from exc
 
 
 @lru_cache(maxsize=4096)

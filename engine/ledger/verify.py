@@ -1,20 +1,26 @@
 """Verification: re-derive every hash and link, check every signature and role.
 
-Per-record work (JSON, hashes, SSHSIG, authorisation) runs in worker
-processes, one per core; the chain walk and the retract bookkeeping, which
-need order, run in the parent on small tuples. The first fault by seq is the
-one reported, with its reason.
+The ledger is cut into seq ranges; each worker process (one per core) opens
+the database read-only, checks its range record by record (hash, canonical
+form, columns against the signed body, SSHSIG, signer, role, item binding)
+and the links inside it, and sends back only faults and its two boundary
+links. The parent joins the boundaries and checks retractions, so almost
+all the work runs in parallel and little crosses between processes.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import multiprocessing
 import os
 import sqlite3
+from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator
+from datetime import datetime
+from pathlib import Path
 
-from engine.canonical import canonical_json, sha256_hex, strict_loads
+from engine.canonical import canonical_json
 from engine.ledger import sshsig
 from engine.ledger.allowed_signers import AllowedSigners
 from engine.ledger.records import (
@@ -24,12 +30,10 @@ from engine.ledger.records import (
     INDEXED_FIELDS,
     KINDS,
     RECORD_VERSION,
-    parse_time,
 )
-from engine.roles import QUEUE_ROLES, SIGNOFF_ROLE, namespace_for
+from engine.roles import QUEUE_ROLES, SIGNOFF_ROLE, NAMESPACE_BY_ROLE
 
-_CHUNK = 1024
-_PARALLEL_FROM = 2048
+_RANGE = 2000
 
 
 @dataclass(frozen=True)
@@ -60,11 +64,107 @@ class Report:
 
 @dataclass(frozen=True)
 class Context:
-    """What every record is checked against; shipped once to each worker."""
+    """What every record is checked against; inherited by each worker."""
 
+    db_path: str
     workspace_id: str
     allowed: AllowedSigners
     items: dict[tuple[str, str], tuple[str, str]]  # (queue, item_id) -> (sha, run_sha)
+
+
+@dataclass
+class RangeResult:
+    """A worker's answer for one seq range."""
+
+    count: int = 0
+    first: tuple[int, str] | None = None   # (seq, prev_hash) of the first record
+    last: tuple[int, str] | None = None    # (seq, record_hash) of the last record
+    faults: list[Fault] = field(default_factory=list)
+    signers: Counter = field(default_factory=Counter)
+
+
+class RecordChecker:
+    """Checks single records; caches what repeats (keys, authorisations)."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self._timed = any(e.valid_after or e.valid_before for e in ctx.allowed.entries)
+        self._auth: dict[tuple[str, bytes, str], bool] = {}
+
+    def authorized(self, principal: str, blob: bytes, namespace: str, time: str) -> bool:
+        if self._timed:
+            when = datetime.fromisoformat(time.replace("Z", "+00:00"))
+            return self.ctx.allowed.authorizes(principal, blob, namespace, when)
+        key = (principal, blob, namespace)
+        hit = self._auth.get(key)
+        if hit is None:
+            hit = self._auth[key] = self.ctx.allowed.authorizes(principal, blob, namespace)
+        return hit
+
+    def check(self, row: tuple) -> tuple[str | None, dict | None]:
+        """Gives (fault reason or None, signed body or None) for one stored row."""
+        seq, record_hash, prev_hash, message_text, signature = row[:5]
+        message = message_text.encode("utf-8")
+        if hashlib.sha256(message).hexdigest() != record_hash:
+            return "record hash does not match the signed message (message or hash edited)", None
+        try:
+            body = json.loads(message_text)
+            # Re-encoding also refuses duplicate keys and NaN: they cannot round-trip.
+            canonical = isinstance(body, dict) and canonical_json(body) == message
+        except ValueError as exc:
+            return f"message is not canonical JSON: {exc}", None
+        if not canonical:
+            return "message is not canonical JSON", None
+        if body.keys() != BODY_FIELDS or body["v"] != RECORD_VERSION:
+            return "message fields differ from a version-1 record", None
+        if body["seq"] != seq:
+            return f"stored at seq {seq} but signed as seq {body['seq']} (reordered?)", body
+        if body["prev"] != prev_hash:
+            return "stored previous-hash column differs from the signed one", body
+        for name, value in zip(INDEXED_FIELDS, row[5:]):
+            if body[name] != value:
+                return (f"column '{name}' was edited: stored {value!r}, signed "
+                        f"{body[name]!r}"), body
+        ctx = self.ctx
+        if body["workspace"] != ctx.workspace_id:
+            return "record belongs to another workspace", body
+        kind, role = body["kind"], body["role"]
+        if kind not in KINDS:
+            return f"unknown record kind {kind!r}", body
+        namespace = NAMESPACE_BY_ROLE.get(role)
+        if namespace is None:
+            return f"unknown role {role!r}", body
+        try:
+            sig = sshsig.verify(sshsig.dearmor(signature), message, namespace)
+        except sshsig.SignatureError as exc:
+            return f"signature: {exc}", body
+        if sshsig.fingerprint(sig.public_key) != body["key"]:
+            return "signature key differs from the record's key fingerprint", body
+        if not self.authorized(body["principal"], sig.public_key, namespace, body["time"]):
+            return (f"{body['principal']} with key {body['key']} is not allowed to sign as "
+                    f"{role} ({namespace}) in trust/allowed_signers"), body
+        if kind == "signoff":
+            if role != SIGNOFF_ROLE:
+                return f"sign-off made in role {role}, requires {SIGNOFF_ROLE}", body
+            return None, body
+        queue = body["queue"]
+        if queue not in QUEUE_ROLES:
+            return f"unknown queue {queue!r}", body
+        if role not in QUEUE_ROLES[queue]:
+            return f"role {role} may not decide items of queue {queue}", body
+        held = ctx.items.get((queue, body["item_id"]))
+        if held is None:
+            return f"item {queue}/{body['item_id']} is not in the workspace", body
+        if held[0] != body["item_sha256"]:
+            return (f"item hash {str(body['item_sha256'])[:12]}… is not the workspace's item "
+                    f"{queue}/{body['item_id']}"), body
+        if held[1] != body["run_sha256"]:
+            return "run artifact hash differs from the item's run", body
+        if kind == "decision" and body["decision"] not in DECISIONS:
+            return f"unknown decision {body['decision']!r}", body
+        if kind == "retract" and not body["retracts"]:
+            return "retract record names no record", body
+        return None, body
 
 
 _CTX: Context | None = None
@@ -75,97 +175,55 @@ def _init_worker(ctx: Context) -> None:
     _CTX = ctx
 
 
-def _check_record(ctx: Context, row: tuple) -> tuple:
-    """Gives (seq, hash, prev, kind, queue, item_id, role, retracts, principal, fault)."""
-    seq, record_hash, prev_hash, message_text, signature = row[:5]
-    indexed = dict(zip(INDEXED_FIELDS, row[5:]))
-    summary = [seq, record_hash, prev_hash, None, None, None, None, None, None]
-
-    def fault(reason: str) -> tuple:
-        return (*summary, reason)
-
-    message = message_text.encode("utf-8")
-    if sha256_hex(message) != record_hash:
-        return fault("record hash does not match the signed message (message or hash edited)")
-    try:
-        body = strict_loads(message)
-    except ValueError as exc:
-        return fault(f"message is not JSON: {exc}")
-    if not isinstance(body, dict) or canonical_json(body) != message:
-        return fault("message is not canonical JSON")
-    if set(body) != BODY_FIELDS or body.get("v") != RECORD_VERSION:
-        return fault("message fields differ from a version-1 record")
-    summary[3:9] = (body["kind"], body["queue"], body["item_id"], body["role"],
-                    body["retracts"], body["principal"])
-    if body["seq"] != seq:
-        return fault(f"stored at seq {seq} but signed as seq {body['seq']} (reordered?)")
-    if body["prev"] != prev_hash:
-        return fault("stored previous-hash column differs from the signed one")
-    for name, value in indexed.items():
-        if body[name] != value:
-            return fault(f"column '{name}' was edited: stored {value!r}, signed {body[name]!r}")
-    if body["workspace"] != ctx.workspace_id:
-        return fault("record belongs to another workspace")
-    kind, role = body["kind"], body["role"]
-    if kind not in KINDS:
-        return fault(f"unknown record kind {kind!r}")
-    try:
-        namespace = namespace_for(role)
-    except ValueError as exc:
-        return fault(str(exc))
-    try:
-        sig = sshsig.verify(sshsig.dearmor(signature), message, namespace)
-    except sshsig.SignatureError as exc:
-        return fault(f"signature: {exc}")
-    if sshsig.fingerprint(sig.public_key) != body["key"]:
-        return fault("signature key differs from the record's key fingerprint")
-    if not ctx.allowed.authorizes(body["principal"], sig.public_key, namespace,
-                                  parse_time(body["time"])):
-        return fault(
-            f"{body['principal']} with key {body['key']} is not allowed to sign as "
-            f"{role} ({namespace}) in trust/allowed_signers"
-        )
-    if kind == "signoff":
-        if role != SIGNOFF_ROLE:
-            return fault(f"sign-off made in role {role}, requires {SIGNOFF_ROLE}")
-        return (*summary, None)
-    queue = body["queue"]
-    if queue not in QUEUE_ROLES:
-        return fault(f"unknown queue {queue!r}")
-    if role not in QUEUE_ROLES[queue]:
-        return fault(f"role {role} may not decide items of queue {queue}")
-    held = ctx.items.get((queue, body["item_id"]))
-    if held is None:
-        return fault(f"item {queue}/{body['item_id']} is not in the workspace")
-    if held[0] != body["item_sha256"]:
-        return fault(f"item hash {body['item_sha256'][:12]}… is not the workspace's item "
-                     f"{queue}/{body['item_id']}")
-    if held[1] != body["run_sha256"]:
-        return fault("run artifact hash differs from the item's run")
-    if kind == "decision" and body["decision"] not in DECISIONS:
-        return fault(f"unknown decision {body['decision']!r}")
-    if kind == "retract" and not body["retracts"]:
-        return fault("retract record names no record")
-    return (*summary, None)
+_ROW_SQL = ("SELECT seq, record_hash, prev_hash, message, signature, "
+            + ", ".join(INDEXED_FIELDS) + " FROM records WHERE seq BETWEEN ? AND ? ORDER BY seq")
 
 
-def _check_chunk(rows: list[tuple]) -> list[tuple]:
+def check_range(bounds: tuple[int, int]) -> RangeResult:
+    """Gives the result of checking records with seq in [lo, hi] (worker entry point)."""
     assert _CTX is not None
-    return [_check_record(_CTX, row) for row in rows]
+    conn = sqlite3.connect(f"file:{_CTX.db_path}?mode=ro", uri=True)
+    try:
+        return _check_rows(RecordChecker(_CTX), conn.execute(_ROW_SQL, bounds))
+    finally:
+        conn.close()
 
 
-def _chunks(rows: Iterable[tuple]) -> Iterator[list[tuple]]:
-    chunk: list[tuple] = []
+def _check_rows(checker: RecordChecker, rows) -> RangeResult:
+    out = RangeResult()
+    prev_seq, prev_hash = None, None
     for row in rows:
-        chunk.append(row)
-        if len(chunk) >= _CHUNK:
-            yield chunk
-            chunk = []
-    if chunk:
-        yield chunk
+        seq, record_hash, stored_prev = row[0], row[1], row[2]
+        out.count += 1
+        if out.first is None:
+            out.first = (seq, stored_prev)
+        elif seq != prev_seq + 1:
+            out.faults.append(_gap_fault(prev_seq, seq))
+        elif stored_prev != prev_hash:
+            out.faults.append(_link_fault(seq))
+        reason, body = checker.check(row)
+        if reason is not None:
+            out.faults.append(Fault(seq, reason))
+        elif body is not None:
+            out.signers[body["principal"]] += 1
+        prev_seq, prev_hash = seq, record_hash
+        out.last = (seq, record_hash)
+    return out
 
 
-def load_context(conn: sqlite3.Connection, workspace_id: str, allowed: AllowedSigners) -> Context:
+def _gap_fault(prev_seq: int, seq: int) -> Fault:
+    missing = prev_seq + 1 if seq > prev_seq else seq
+    return Fault(missing, f"chain jumps from seq {prev_seq} to {seq}: record {missing} "
+                          "missing or moved")
+
+
+def _link_fault(seq: int) -> Fault:
+    return Fault(seq, "previous-hash link broken (a record before it was removed, replaced "
+                      "or reordered)")
+
+
+def load_context(conn: sqlite3.Connection, db_path: Path, workspace_id: str,
+                 allowed: AllowedSigners) -> Context:
     """Gives the verification context read from the workspace database."""
     items = {
         (q, i): (sha, run_sha)
@@ -174,61 +232,77 @@ def load_context(conn: sqlite3.Connection, workspace_id: str, allowed: AllowedSi
             "FROM items JOIN runs USING (run_id)"
         )
     }
-    return Context(workspace_id, allowed, items)
+    return Context(str(db_path), workspace_id, allowed, items)
 
 
-def verify_rows(rows: Iterable[tuple], ctx: Context, *, total: int | None = None,
-                processes: int | None = None, progress=None) -> Report:
-    """Gives the report over rows in seq order (see ``store.iter_records``)."""
+def verify_ledger(conn: sqlite3.Connection, ctx: Context, *, processes: int | None = None,
+                  progress=None) -> Report:
+    """Gives the report over every record of the database in ``ctx``."""
+    lo, hi, total = conn.execute("SELECT MIN(seq), MAX(seq), COUNT(*) FROM records").fetchone()
     report = Report()
+    if not total:
+        return report
+    # A tampered table may not start at 1; ranges still cover every stored seq.
+    start = min(lo, 1)
+    ranges = [(a, min(a + _RANGE - 1, hi)) for a in range(start, hi + 1, _RANGE)]
     procs = processes if processes is not None else (os.cpu_count() or 1)
-    if procs > 1 and (total is None or total >= _PARALLEL_FROM):
+    if procs > 1 and len(ranges) > 1:
         mp = multiprocessing.get_context("fork")
-        with mp.Pool(procs, initializer=_init_worker, initargs=(ctx,)) as pool:
-            results = pool.imap(_check_chunk, _chunks(rows), chunksize=1)
-            _walk(results, report, progress)
+        with mp.Pool(min(procs, len(ranges)), initializer=_init_worker,
+                     initargs=(ctx,)) as pool:
+            _join(pool.imap(check_range, ranges), report, progress)
     else:
         _init_worker(ctx)
-        _walk((_check_chunk(c) for c in _chunks(rows)), report, progress)
+        _join(map(check_range, ranges), report, progress)
+    _check_retractions(conn, report)
     return report
 
 
-def _walk(results: Iterable[list[tuple]], report: Report, progress) -> None:
+def _join(results, report: Report, progress) -> None:
     expected_seq, prev_hash = 1, GENESIS_PREV
-    decisions: dict[str, tuple] = {}  # hash -> (seq, kind, queue, item_id, role)
-    retracted: set[str] = set()
-    for chunk in results:
-        for (seq, rhash, rprev, kind, queue, item_id, role, retracts, principal,
-             fault) in chunk:
-            report.records += 1
+    signers: Counter = Counter()
+    for part in results:
+        report.faults.extend(part.faults)
+        signers.update(part.signers)
+        report.records += part.count
+        if part.first is not None:
+            seq, first_prev = part.first
             if seq != expected_seq:
-                missing = expected_seq if seq > expected_seq else seq
-                report.faults.append(Fault(missing, f"chain jumps from seq {expected_seq - 1} "
-                                           f"to {seq}: record {missing} missing or moved"))
-            elif rprev != prev_hash:
-                report.faults.append(Fault(seq, "previous-hash link broken (a record before "
-                                           "it was removed, replaced or reordered)"))
-            if fault is not None:
-                report.faults.append(Fault(seq, fault))
-            elif kind == "decision":
-                decisions[rhash] = (seq, kind, queue, item_id, role)
-            elif kind == "retract":
-                target = decisions.get(retracts)
-                if target is None:
-                    report.faults.append(Fault(seq, "retracts a record that is not an earlier "
-                                               "decision"))
-                elif (target[2], target[3]) != (queue, item_id):
-                    report.faults.append(Fault(seq, "retracts a decision about another item"))
-                elif retracts in retracted:
-                    report.faults.append(Fault(seq, "retracts a decision already retracted"))
-                elif target[4] != role:
-                    report.faults.append(Fault(seq, f"retract in role {role} of a decision "
-                                               f"made as {target[4]}"))
-                else:
-                    retracted.add(retracts)
-            if principal:
-                report.signers[principal] = report.signers.get(principal, 0) + 1
-            expected_seq, prev_hash = seq + 1, rhash
-            report.head_hash = rhash
+                report.faults.append(_gap_fault(expected_seq - 1, seq))
+            elif first_prev != prev_hash:
+                report.faults.append(_link_fault(seq))
+            expected_seq, prev_hash = part.last[0] + 1, part.last[1]
+            report.head_hash = part.last[1]
         if progress is not None:
             progress(report.records)
+    report.signers = dict(signers)
+
+
+def _check_retractions(conn: sqlite3.Connection, report: Report) -> None:
+    """Adds faults for retracts that name no earlier decision on the same item.
+
+    Columns are trusted here only for records that passed their own check
+    (which compared every column with the signed body).
+    """
+    bad = {f.seq for f in report.faults}
+    rows = conn.execute(
+        "SELECT r.seq, r.queue, r.item_id, r.role, r.retracts, t.seq, t.kind, t.queue, "
+        "t.item_id, t.role FROM records r LEFT JOIN records t ON t.record_hash = r.retracts "
+        "WHERE r.kind = 'retract' ORDER BY r.seq"
+    ).fetchall()
+    seen: set[str] = set()
+    for seq, queue, item_id, role, target, t_seq, t_kind, t_queue, t_item, t_role in rows:
+        if seq in bad:
+            continue
+        if t_seq is None or t_kind != "decision" or t_seq >= seq or t_seq in bad:
+            reason = "retracts a record that is not an earlier decision"
+        elif (t_queue, t_item) != (queue, item_id):
+            reason = "retracts a decision about another item"
+        elif target in seen:
+            reason = "retracts a decision already retracted"
+        elif t_role != role:
+            reason = f"retract in role {role} of a decision made as {t_role}"
+        else:
+            seen.add(target)
+            continue
+        report.faults.append(Fault(seq, reason))

@@ -1,0 +1,1 @@
+"""Benchmarks behind ``sealdesk bench``: each runs the reference beside sealdesk."""

@@ -1,0 +1,139 @@
+"""``sealdesk bench ledger``: durable signed appends and parallel verification.
+
+Both are compared, in the same run and on the same messages, with the raw
+Ed25519 rate of the ``cryptography`` library on one core: the cost of
+signing or checking a signature with nothing else around it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import tempfile
+import time
+from datetime import date
+from pathlib import Path
+
+import click
+
+APPEND_GOAL = 300.0        # records/s, each its own durable transaction
+VERIFY_GOAL_RATIO = 1.5    # verify throughput / raw single-core Ed25519 verify
+
+
+def _write_key(directory: Path):
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    key = Ed25519PrivateKey.generate()
+    path = directory / "bench_ed25519"
+    path.write_bytes(key.private_bytes(serialization.Encoding.PEM,
+                                       serialization.PrivateFormat.OpenSSH,
+                                       serialization.NoEncryption()))
+    path.chmod(0o600)
+    pub = key.public_key().public_bytes(serialization.Encoding.OpenSSH,
+                                        serialization.PublicFormat.OpenSSH)
+    (directory / "bench_ed25519.pub").write_bytes(pub + b" bench\n")
+    return key, path
+
+
+def run_bench(records: int, directory: Path, processes: int) -> dict:
+    """Gives the measured rates of one run."""
+    from engine.ledger import sshsig
+    from engine.ledger.audit import verify_workspace
+    from engine.ledger.enrol import enrol
+    from engine.ledger.signers import FileSigner
+    from engine.workspace import BacklogItem, Workspace
+
+    with tempfile.TemporaryDirectory(prefix="sealdesk-bench-", dir=directory) as tmp:
+        tmp_path = Path(tmp)
+        raw_key, key_path = _write_key(tmp_path)
+        ws = Workspace.init(tmp_path / "ws")
+        enrol(ws.allowed_signers_path, "bench", ["reviewer"], key_path.with_suffix(".pub"))
+        n_items = max(1, records // 10)
+        ws.ingest([BacklogItem.make("flagged_pairs", f"item-{i}", "bench",
+                                    {"summary": {"title": f"bench item {i}"}, "i": i})
+                   for i in range(n_items)])
+        signer = FileSigner(key_path)
+
+        t0 = time.perf_counter()
+        for i in range(records):
+            ws.decide(signer, "flagged_pairs", f"item-{i % n_items}",
+                      ("accept", "reject", "skip")[i % 3], note=f"bench {i}")
+        append_s = time.perf_counter() - t0
+
+        messages = [row[0].encode() for row in
+                    ws.conn.execute("SELECT message FROM records ORDER BY seq")]
+        datas = [sshsig.signed_data("reviewer@sealdesk", m) for m in messages]
+        t0 = time.perf_counter()
+        sigs = [raw_key.sign(d) for d in datas]
+        raw_sign_s = time.perf_counter() - t0
+        pub = raw_key.public_key()
+        t0 = time.perf_counter()
+        for sig, data in zip(sigs, datas):
+            pub.verify(sig, data)
+        raw_verify_s = time.perf_counter() - t0
+
+        t0 = time.perf_counter()
+        report = verify_workspace(ws, processes=processes)
+        verify_s = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        report1 = verify_workspace(ws, processes=1)
+        verify1_s = time.perf_counter() - t0
+        ws.close()
+    if not (report.ok and report1.ok and report.records == records):
+        raise click.ClickException("benchmark ledger failed to verify")
+    return {
+        "records": records, "processes": processes,
+        "append_per_s": records / append_s,
+        "raw_sign_per_s": records / raw_sign_s,
+        "verify_per_s": records / verify_s,
+        "verify_1proc_per_s": records / verify1_s,
+        "raw_verify_per_s": records / raw_verify_s,
+        "date": date.today().isoformat(),
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.python_implementation()} "
+                   f"{platform.python_version()}",
+    }
+
+
+@click.command("ledger")
+@click.option("--records", "-n", default=5000, show_default=True,
+              help="Signed records to append, then verify.")
+@click.option("--dir", "directory", default=".", type=click.Path(file_okay=False),
+              show_default=True, help="Where the throwaway workspace lives (its disk is measured).")
+@click.option("--processes", default=None, type=int,
+              help="Verify worker processes (default: every core).")
+@click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
+def bench_ledger(records: int, directory: str, processes: int | None, as_json: bool) -> None:
+    """Append N signed records (one durable transaction each), then verify them.
+
+    Prints records/s for both beside the raw Ed25519 sign and verify rates
+    measured in the same run on the same messages, and the goals: append at
+    least 300 records/s fully durable; verify at least 1.5x the single-core
+    raw Ed25519 verify rate.
+    """
+    procs = processes or os.cpu_count() or 1
+    r = run_bench(records, Path(directory), procs)
+    if as_json:
+        click.echo(json.dumps(r, indent=1))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"sealdesk bench ledger: {records} records, {r['machine']}, {r['date']}")
+    table.add_column("measure")
+    table.add_column("records/s", justify="right")
+    table.add_column("vs raw Ed25519 (1 core)", justify="right")
+    table.add_column("goal", justify="right")
+    append_ok = r["append_per_s"] >= APPEND_GOAL
+    ratio = r["verify_per_s"] / r["raw_verify_per_s"]
+    table.add_row("raw Ed25519 sign (1 core)", f"{r['raw_sign_per_s']:,.0f}", "1.00x", "")
+    table.add_row("append: sign + durable commit", f"{r['append_per_s']:,.0f}",
+                  f"{r['append_per_s'] / r['raw_sign_per_s']:.2f}x of sign",
+                  f">= {APPEND_GOAL:.0f}/s {'met' if append_ok else 'MISSED'}")
+    table.add_row("raw Ed25519 verify (1 core)", f"{r['raw_verify_per_s']:,.0f}", "1.00x", "")
+    table.add_row("verify, 1 process", f"{r['verify_1proc_per_s']:,.0f}",
+                  f"{r['verify_1proc_per_s'] / r['raw_verify_per_s']:.2f}x", "")
+    table.add_row(f"verify, {procs} processes", f"{r['verify_per_s']:,.0f}", f"{ratio:.2f}x",
+                  f">= {VERIFY_GOAL_RATIO}x {'met' if ratio >= VERIFY_GOAL_RATIO else 'MISSED'}")
+    Console().print(table)
