@@ -195,26 +195,10 @@ def checkpoint_export(ctx: "Ctx", out: str, signoff_seq: int | None) -> None:
         -s note.sig < note
     """
     from engine.artifacts import atomic_write
-    from engine.ledger.checkpoint import check_signature, format_checkpoint, parse_checkpoint
-    from engine.ledger.treehead import signed_heads
+    from engine.ledger.treehead import checkpoint_of
 
     with ctx.open() as ws:
-        heads = signed_heads(ws.conn)
-        if signoff_seq is not None:
-            heads = [h for h in heads if h.seq == signoff_seq]
-        if not heads:
-            raise InputError("no sign-off with a tree head "
-                             + (f"at record {signoff_seq}" if signoff_seq else "yet")
-                             + "; the lead signs one with sealdesk signoff", field="signoff")
-        head = heads[-1]
-        if head.note is None or head.note_signature is None:
-            raise IntegrityError(f"sign-off #{head.seq} carries no checkpoint signature",
-                                 seq=head.seq)
-        text = format_checkpoint(head.note.encode("utf-8"), head.principal, head.key,
-                                 head.note_signature)
-        # Refuse to hand out a checkpoint that would not verify.
-        check_signature(parse_checkpoint(text, path=f"sign-off #{head.seq}"),
-                        ws.allowed_signers())
+        head, text = checkpoint_of(ws.conn, ws.allowed_signers(), signoff_seq)
     if out == "-":
         click.echo(text, nl=False)
         return

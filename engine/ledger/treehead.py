@@ -17,7 +17,13 @@ from typing import Any
 from engine.canonical import strict_loads
 from engine.errors import InputError, IntegrityError
 from engine.ledger import merkle
-from engine.ledger.checkpoint import Checkpoint
+from engine.ledger.allowed_signers import AllowedSigners
+from engine.ledger.checkpoint import (
+    Checkpoint,
+    check_signature,
+    format_checkpoint,
+    parse_checkpoint,
+)
 
 SIGNOFF_TYPE = "sealdesk.signoff/v1"
 HASHING = ("RFC 9162: leaf = SHA-256(0x00 || record message bytes), "
@@ -153,6 +159,33 @@ def latest_signed_head(conn: sqlite3.Connection) -> SignedHead | None:
     """Gives the newest sign-off's signed tree head, or None before the first sign-off."""
     heads = signed_heads(conn)
     return heads[-1] if heads else None
+
+
+def checkpoint_of(conn: sqlite3.Connection, allowed: AllowedSigners,
+                  signoff_seq: int | None = None) -> tuple[SignedHead, str]:
+    """Gives a sign-off's signed head and its checkpoint file text (latest by default).
+
+    The text is checked to verify before it is handed out.
+    """
+    heads = signed_heads(conn)
+    if signoff_seq is not None:
+        heads = [h for h in heads if h.seq == signoff_seq]
+    if not heads:
+        where = f"at record {signoff_seq}" if signoff_seq is not None else "yet"
+        raise InputError(f"no sign-off with a tree head {where}; the lead signs one with "
+                         "sealdesk signoff", field="signoff")
+    head = heads[-1]
+    if head.note is None or head.note_signature is None:
+        raise IntegrityError(f"sign-off #{head.seq} carries no checkpoint signature",
+                             seq=head.seq)
+    text = format_checkpoint(head.note.encode("utf-8"), head.principal, head.key,
+                             head.note_signature)
+    try:
+        check_signature(parse_checkpoint(text, path=f"sign-off #{head.seq}"), allowed)
+    except ValueError as exc:  # sshsig.SignatureError
+        raise IntegrityError(f"sign-off #{head.seq}: checkpoint signature: {exc}",
+                             seq=head.seq) from exc
+    return head, text
 
 
 def _find_record(conn: sqlite3.Connection, ref: str) -> tuple[int, str, bytes]:
