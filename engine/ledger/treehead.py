@@ -191,17 +191,19 @@ def checkpoint_of(conn: sqlite3.Connection, allowed: AllowedSigners,
 def _find_record(conn: sqlite3.Connection, ref: str) -> tuple[int, str, bytes]:
     """Gives (seq, hash, message) of a record named by seq or by hash (8+ hex prefix)."""
     text = ref.strip().lstrip("#")
+    row = None
     if text.isdigit():
         row = conn.execute("SELECT seq, record_hash, message FROM records WHERE seq=?",
                            (int(text),)).fetchone()
-    elif len(text) >= 8 and all(c in "0123456789abcdef" for c in text.lower()):
+    is_hex = len(text) >= 8 and all(c in "0123456789abcdef" for c in text.lower())
+    if row is None and is_hex:  # an all-digit hash prefix is tried once no seq matched
         rows = conn.execute("SELECT seq, record_hash, message FROM records "
                             "WHERE record_hash LIKE ? LIMIT 2", (text.lower() + "%",)).fetchall()
         if len(rows) > 1:
             raise InputError(f"record hash prefix {text!r} names more than one record; give "
                              "more hex", field="record")
         row = rows[0] if rows else None
-    else:
+    elif not text.isdigit():
         raise InputError(f"{ref!r} is neither a record seq nor a record hash (8+ hex)",
                          field="record")
     if row is None:
