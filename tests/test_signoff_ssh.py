@@ -261,6 +261,9 @@ def test_lead_signs_off_over_ssh_with_only_the_forwarded_agent(sshd, agents, rev
         "-s note.sig < note")
     note_check = subprocess.run(["sh", "-c", script], cwd=tmp_path, capture_output=True, text=True)
     assert note_check.returncode == 0, note_check.stderr
+    # The lead checks the host against the checkpoint she keeps, sent over stdin.
+    against = sshd.run("sealdesk verify --checkpoint -", sock, input=exported.stdout)
+    assert against.returncode == 0 and against.stdout.startswith("ok: 4 record(s)"), against.stderr
 
     # The lead's private key is in no file: not the workspace, not the review HOME, nowhere here.
     assert files_holding(tmp_path, secrets) == []
