@@ -12,14 +12,15 @@ and nothing here imports a producer.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from engine.artifacts import sidecar_path
-from engine.canonical import sha256_hex
 
 NOT_RUN = "not run"
 SIDECAR_OK, SIDECAR_MISSING, SIDECAR_MISMATCH = "ok", "missing", "mismatch"
@@ -113,6 +114,15 @@ class RunStatus:
     unreadable: tuple[str, ...] = field(default=())
 
 
+def _file_sha256(path: Path) -> str:
+    """Gives a file's SHA-256 hex, read in chunks (artifacts can be large)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
 def scan_artifacts(artifacts_dir: Path) -> list[ArtifactRef]:
     """Gives every artifact under ``artifacts/<run>/`` with its hash and sidecar state."""
     found = []
@@ -125,8 +135,7 @@ def scan_artifacts(artifacts_dir: Path) -> list[ArtifactRef]:
         if (not path.is_file() or path.name.endswith(".sha256") or len(rel.parts) < 2
                 or any(part.startswith(".") for part in rel.parts)):
             continue
-        data = path.read_bytes()
-        digest = sha256_hex(data)
+        digest = _file_sha256(path)
         side = sidecar_path(path)
         if not side.exists():
             state = SIDECAR_MISSING
@@ -157,7 +166,8 @@ def _load(root: Path, ref: ArtifactRef, unreadable: list[str]) -> dict[str, Any]
 
 
 def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    # NaN/Infinity (which json.loads lets through) cannot go into a canonical signed record.
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         return None
     return float(value)
 

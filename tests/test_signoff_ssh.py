@@ -288,11 +288,11 @@ def test_the_gate_behind_sshd_runs_review_work_and_refuses_the_rest(sshd, agents
     sshd.authorize(Path(f"{lena}.pub"), command=gate_command(ws))
     for remote in ("id", "sealdesk keys add --principal eve --role lead --key /tmp/eve.pub",
                    f"sealdesk --workspace {tmp_path} verify",
-                   "sealdesk checkpoint export --out /tmp/planted"):
+                   f"sealdesk checkpoint export --out {tmp_path / 'planted'}"):
         proc = sshd.run(remote, sock)
         assert proc.returncode == 3, (remote, proc.stdout, proc.stderr)
         assert "sealdesk: error: ssh-gate:" in proc.stderr
-    assert not Path("/tmp/planted").exists()
+    assert not (tmp_path / "planted").exists()
     ok = sshd.run("sealdesk verify", sock)
     assert ok.returncode == 0 and ok.stdout.startswith("ok: 3 record(s) verified"), ok.stderr
 

@@ -7,6 +7,7 @@ Thin: each command reads the workspace through ``engine.ledger.signoff`` and
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -96,8 +97,6 @@ def _lead_signer(ws, key: str | None):
 
     if key:
         return choose_signer(key, ws.allowed_signers())
-    import os
-
     if os.environ.get("SSH_AUTH_SOCK"):
         from engine.ledger.signers import AgentSigner, agent_ed25519_keys
 
