@@ -312,3 +312,33 @@ def test_cli_signoff_json_summary_is_machine_readable(team, sealdesk):
     assert summary["tree"]["size"] == 3
     assert summary["tree"]["root"] == mth(messages(ws)).hex()
     assert summary["ready"] is True
+
+
+def test_the_lead_key_is_chosen_from_an_agent_that_holds_a_reviewer_key_first(team, tmp_path,
+                                                                                monkeypatch):
+    import os
+    import subprocess
+    import time
+
+    from engine.ledger.signoff import lead_signer
+    from tests.conftest import require_tool
+
+    require_tool("ssh-agent")
+    ws, rita, lena, _ids = team
+    sock = tmp_path / "agent.sock"
+    agent = subprocess.Popen(["ssh-agent", "-D", "-a", str(sock)], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 10
+        while not sock.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        env = {**os.environ, "SSH_AUTH_SOCK": str(sock)}
+        for key in (rita.path, lena.path):  # rita's key is the agent's first
+            subprocess.run(["ssh-add", "-q", str(key)], env=env, check=True, capture_output=True)
+        monkeypatch.setenv("SSH_AUTH_SOCK", str(sock))
+        chosen = lead_signer(ws)
+        assert chosen.public_key.blob == lena.public_key.blob
+        assert type(chosen).__name__ == "AgentSigner"
+    finally:
+        agent.terminate()
+        agent.wait(timeout=10)

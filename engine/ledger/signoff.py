@@ -13,8 +13,10 @@ extends.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 from engine.errors import IntegrityError, NotReadyError
@@ -29,7 +31,7 @@ from engine.ledger.treehead import (
     leaf_hashes,
     latest_signed_head,
 )
-from engine.roles import QUEUES
+from engine.roles import QUEUES, SIGNOFF_ROLE
 from engine.run_status import (
     SIDECAR_MISMATCH,
     SIDECAR_MISSING,
@@ -182,6 +184,24 @@ def _status_data(summary: SignoffSummary) -> dict[str, Any]:
         "coverage": {"state": v.state,
                      "categories": {k.category: k.eligibility for k in v.categories}},
     }
+
+
+def lead_signer(ws, key: str | Path | None = None) -> Signer:
+    """Gives the lead's signer: the key file if named, else the agent key enrolled as lead.
+
+    An agent may hold several people's keys (a lead who also reviews); the one
+    enrolled in the lead role is taken, whatever the agent's order.
+    """
+    from engine.identity import choose_signer
+    from engine.ledger.signers import AgentSigner, agent_ed25519_keys
+
+    allowed = ws.allowed_signers()
+    if not key and os.environ.get("SSH_AUTH_SOCK"):
+        for pub in agent_ed25519_keys():
+            if any(SIGNOFF_ROLE in allowed.roles_for(name, pub.blob)
+                   for name in allowed.principals_for(pub.blob)):
+                return AgentSigner(pub)
+    return choose_signer(key, allowed)
 
 
 def _pending_text(pending: tuple[PendingItem, ...]) -> str:

@@ -7,7 +7,6 @@ Thin: each command reads the workspace through ``engine.ledger.signoff`` and
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -17,7 +16,7 @@ import click
 if TYPE_CHECKING:  # the CLI may run as __main__, so its Ctx is passed with pass_obj
     from engine.cli import Ctx
 from engine.errors import InputError, IntegrityError, NotReadyError
-from engine.ledger.signoff import SignoffSummary, sign_off, signoff_summary
+from engine.ledger.signoff import SignoffSummary, lead_signer, sign_off, signoff_summary
 
 _PENDING_LISTED = 20
 
@@ -91,23 +90,6 @@ def summary_lines(s: SignoffSummary) -> list[str]:
     return out
 
 
-def _lead_signer(ws, key: str | None):
-    """Gives the signer: the key file if named, else the agent key enrolled as lead."""
-    from engine.identity import choose_signer
-
-    if key:
-        return choose_signer(key, ws.allowed_signers())
-    if os.environ.get("SSH_AUTH_SOCK"):
-        from engine.ledger.signers import AgentSigner, agent_ed25519_keys
-
-        allowed = ws.allowed_signers()
-        for pub in agent_ed25519_keys():
-            if any("lead" in allowed.roles_for(p, pub.blob)
-                   for p in allowed.principals_for(pub.blob)):
-                return AgentSigner(pub)
-    return choose_signer(None, ws.allowed_signers())
-
-
 @click.command()
 @click.option("--yes", "-y", is_flag=True, help="Sign without asking (for scripts).")
 @click.option("--with-exceptions", is_flag=True,
@@ -148,7 +130,7 @@ def signoff(ctx: "Ctx", yes: bool, with_exceptions: bool, summary_only: bool, as
         if summary.pending and not with_exceptions:
             raise NotReadyError(f"{len(summary.pending)} item(s) are undecided; decide them, "
                                 "or sign off with --with-exceptions to list them in the record")
-        signer = _lead_signer(ws, key)
+        signer = lead_signer(ws, key)
         who, _role = ws.identify(signer, principal, "lead")
         if not yes:
             extra = (f" with {len(summary.pending)} exception(s)" if summary.pending else "")
