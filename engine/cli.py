@@ -33,6 +33,8 @@ TOP_LEVEL_LAZY = {
                    "Export the latest signed tree head as a checkpoint file."),
     "prove": ("engine.ledger.signoff_cli:prove",
               "Print an inclusion proof of a record against a signed tree head."),
+    "ssh-gate": ("engine.ssh_gate:ssh_gate",
+                 "Forced command for authorized_keys: review work on one workspace only."),
 }
 SCAN_LAZY = {
     "contamination": ("engine.contamination.cli:scan_contamination",

@@ -79,6 +79,12 @@ class IntegrityError(SealdeskError):
         super().__init__(f"record {seq}: {message}" if seq is not None else message)
 
 
+class NotReadyError(SealdeskError):
+    """The state does not allow this yet (e.g. a sign-off while items are undecided)."""
+
+    exit_code = 5
+
+
 class AgentError(SealdeskError):
     """The ssh-agent is absent, refused, or does not hold the key."""
 

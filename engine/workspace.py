@@ -18,7 +18,7 @@ import sqlite3
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 from engine.canonical import canonical_json, canonical_sha256, parse_canonical, sha256_hex
 from engine.errors import ConflictError, InputError, PermissionRefused, WorkspaceError
@@ -501,13 +501,19 @@ class Workspace:
             raise InputError(f"no item {item_id!r} in queue {queue}", field="item")
         return {"item_sha256": row[0], "run_sha256": row[1]}
 
-    def signoff(self, signer: Signer, data: dict[str, Any], *, note: str | None = None,
-                principal: str | None = None) -> Record:
-        """Gives the lead's sign-off record binding ``data`` (tree head, artifacts)."""
+    def signoff(self, signer: Signer, data: dict[str, Any] | None, *, note: str | None = None,
+                principal: str | None = None,
+                check: Callable[[sqlite3.Connection], dict[str, Any]] | None = None) -> Record:
+        """Gives the lead's sign-off record binding ``data`` (tree head, artifacts).
+
+        ``check`` runs inside the append's write transaction and may refuse, or
+        return ``{"data": ...}`` computed from exactly the ledger being extended
+        (``engine.ledger.signoff.sign_off`` binds its tree head this way).
+        """
         principal, role = self.identify(signer, principal, SIGNOFF_ROLE)
         return store.append(
             self.db, signer, workspace_id=self.workspace_id, principal=principal,
-            role=role, kind="signoff", note=note, data=data,
+            role=role, kind="signoff", note=note, data=data, check=check,
         )
 
     def history(self, queue: str, item_id: str) -> list[dict[str, Any]]:

@@ -1,0 +1,261 @@
+"""The lead's sign-off: what is being signed off, and the signed record binding it.
+
+``signoff_summary(ws)`` gives everything the lead looks at before signing
+(per-queue counts, what is undecided, the tree head, every artifact's hash,
+and what the engine runs concluded); the CLI and the review app render it.
+``sign_off(ws, signer)`` appends the sign-off record. Inside the ledger's
+write transaction it re-reads the state, computes the RFC 9162 tree head
+over every record so far, has the lead sign the checkpoint note, and binds
+tree size, root, checkpoint signature, artifact hashes and any exceptions
+into the record, so the head signed is exactly the ledger the record
+extends.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from engine.errors import IntegrityError, NotReadyError
+from engine.ledger import checkpoint as cp
+from engine.ledger.records import Record
+from engine.ledger.signers import Signer
+from engine.ledger.treehead import (
+    SIGNOFF_TYPE,
+    SignedHead,
+    TreeHead,
+    head_of,
+    leaf_hashes,
+    latest_signed_head,
+)
+from engine.roles import QUEUES, SIGNOFF_ROLE
+from engine.run_status import (
+    SIDECAR_MISMATCH,
+    SIDECAR_MISSING,
+    ArtifactRef,
+    ContaminationStatus,
+    CoverageStatus,
+    ExamStatus,
+    run_status,
+)
+
+_PENDING_SHOWN = 5
+
+
+@dataclass(frozen=True)
+class QueueStatus:
+    """One queue's counts; a skipped item is still undecided."""
+
+    queue: str
+    total: int
+    accepted: int
+    rejected: int
+    skipped: int
+    undecided: int
+
+    @property
+    def decided(self) -> int:
+        return self.accepted + self.rejected
+
+
+@dataclass(frozen=True)
+class PendingItem:
+    """An item with no accept/reject yet: a sign-off lists it as an exception."""
+
+    queue: str
+    item_id: str
+    item_sha256: str
+    title: str
+    status: str  # undecided | skip
+
+
+@dataclass(frozen=True)
+class SignoffSummary:
+    """What the lead signs off on, as of one tree size."""
+
+    workspace_id: str
+    tree: TreeHead
+    queues: tuple[QueueStatus, ...]
+    pending: tuple[PendingItem, ...]
+    artifacts: tuple[ArtifactRef, ...]
+    runs: tuple[tuple[str, str], ...]  # (run_id, manifest SHA-256)
+    problems: tuple[str, ...]  # integrity problems that block signing
+    warnings: tuple[str, ...]
+    contamination: ContaminationStatus
+    exam: ExamStatus
+    coverage: CoverageStatus
+    last_signoff: SignedHead | None
+
+    @property
+    def ready(self) -> bool:
+        """Says whether a plain sign-off (without exceptions) would be accepted."""
+        return not self.pending and not self.problems
+
+    def to_json(self) -> dict[str, Any]:
+        """Gives the summary as plain JSON values (hashes as hex)."""
+        out = asdict(self)
+        out["tree"] = {"origin": self.tree.origin, "size": self.tree.size,
+                       "root": self.tree.root_hex, "root_base64": self.tree.root_b64}
+        out["queues"] = [{**asdict(q), "decided": q.decided} for q in self.queues]
+        out["runs"] = dict(self.runs)
+        out["ready"] = self.ready
+        if self.last_signoff is not None:
+            last = self.last_signoff
+            out["last_signoff"] = {"seq": last.seq, "record_hash": last.record_hash,
+                                   "principal": last.principal, "time": last.time,
+                                   "tree_size": last.tree.size, "root": last.tree.root_hex,
+                                   "with_exceptions": last.with_exceptions,
+                                   "exceptions": last.exceptions}
+        return out
+
+
+def _queues_and_pending(ws) -> tuple[tuple[QueueStatus, ...], tuple[PendingItem, ...]]:
+    counts = ws.counts()
+    queues = tuple(QueueStatus(q, counts[q]["total"], counts[q]["accept"], counts[q]["reject"],
+                               counts[q]["skip"], counts[q]["undecided"]) for q in QUEUES)
+    pending = tuple(PendingItem(r["queue"], r["item_id"], r["item_sha256"], r["title"],
+                                r["status"])
+                    for r in ws.items() if r["status"] in ("undecided", "skip"))
+    return queues, pending
+
+
+def _artifact_checks(artifacts: tuple[ArtifactRef, ...],
+                     runs: list[tuple[str, str, str]]) -> tuple[list[str], list[str]]:
+    """Gives (problems, warnings): sidecar and run-manifest disagreements with the files."""
+    from engine.canonical import strict_loads
+
+    problems, warnings = [], []
+    by_path = {a.path: a for a in artifacts}
+    for a in artifacts:
+        if a.sidecar == SIDECAR_MISMATCH:
+            problems.append(f"artifacts/{a.path}: bytes differ from its .sha256 sidecar")
+        elif a.sidecar == SIDECAR_MISSING:
+            warnings.append(f"artifacts/{a.path}: no .sha256 sidecar")
+    for run_id, _sha, manifest in runs:
+        try:
+            listed = strict_loads(manifest).get("artifacts")
+        except (ValueError, AttributeError):
+            continue
+        if not isinstance(listed, dict):
+            continue
+        for name, digest in sorted(listed.items()):
+            held = by_path.get(f"{run_id}/{name}")
+            if held is None:
+                warnings.append(f"run {run_id} lists artifact {name}, not found under "
+                                f"artifacts/{run_id}/")
+            elif held.sha256 != digest:
+                problems.append(f"artifacts/{run_id}/{name}: bytes differ from the hash its "
+                                "run manifest recorded (reviewed items bind that manifest)")
+    return problems, warnings
+
+
+def _runs(conn: sqlite3.Connection) -> list[tuple[str, str, str]]:
+    return list(conn.execute("SELECT run_id, manifest_sha256, manifest FROM runs "
+                             "ORDER BY run_id"))
+
+
+def signoff_summary(ws) -> SignoffSummary:
+    """Gives the sign-off summary of a workspace as it stands now."""
+    status = run_status(ws.artifacts_dir)
+    leaves = leaf_hashes(ws.conn)
+    queues, pending = _queues_and_pending(ws)
+    runs = _runs(ws.conn)
+    problems, warnings = _artifact_checks(status.artifacts, runs)
+    warnings += [f"cannot read {u}" for u in status.unreadable]
+    return SignoffSummary(
+        ws.workspace_id, head_of(cp.origin_for(ws.workspace_id), leaves), queues, pending,
+        status.artifacts, tuple((r[0], r[1]) for r in runs), tuple(problems), tuple(warnings),
+        status.contamination, status.exam, status.coverage, latest_signed_head(ws.conn),
+    )
+
+
+def _status_data(summary: SignoffSummary) -> dict[str, Any]:
+    """Gives the compact run conclusions bound into the sign-off record."""
+    c, e, v = summary.contamination, summary.exam, summary.coverage
+    return {
+        "contamination": {"state": c.state, "leakage_before": c.leakage_before,
+                          "leakage_after": c.leakage_after, "dropped_items": c.dropped_items,
+                          "power": [asdict(p) for p in c.power]},
+        "exam": {"state": e.state, "adjudication": e.adjudication,
+                 "gates": [asdict(g) for g in e.gates]},
+        "coverage": {"state": v.state,
+                     "categories": {k.category: k.eligibility for k in v.categories}},
+    }
+
+
+def lead_signer(ws, key: str | Path | None = None) -> Signer:
+    """Gives the lead's signer: the key file if named, else the agent key enrolled as lead.
+
+    An agent may hold several people's keys (a lead who also reviews); the one
+    enrolled in the lead role is taken, whatever the agent's order.
+    """
+    from engine.identity import choose_signer
+    from engine.ledger.signers import AgentSigner, agent_ed25519_keys
+
+    allowed = ws.allowed_signers()
+    if not key and os.environ.get("SSH_AUTH_SOCK"):
+        for pub in agent_ed25519_keys():
+            if any(SIGNOFF_ROLE in allowed.roles_for(name, pub.blob)
+                   for name in allowed.principals_for(pub.blob)):
+                return AgentSigner(pub)
+    return choose_signer(key, allowed)
+
+
+def _pending_text(pending: tuple[PendingItem, ...]) -> str:
+    shown = ", ".join(f"{p.queue}/{p.item_id}" for p in pending[:_PENDING_SHOWN])
+    more = f" and {len(pending) - _PENDING_SHOWN} more" if len(pending) > _PENDING_SHOWN else ""
+    return shown + more
+
+
+def sign_off(ws, signer: Signer, with_exceptions: bool = False, *,
+             principal: str | None = None, note: str | None = None,
+             expected_size: int | None = None) -> Record:
+    """Gives the lead's sign-off record after appending it.
+
+    Refuses (NotReadyError) while any item is undecided or skipped, unless
+    ``with_exceptions``, which lists those items in the record; refuses
+    (IntegrityError) when an artifact differs from its sidecar or run
+    manifest. ``expected_size`` is the tree size the lead reviewed: if the
+    ledger has grown since, nothing is signed and the lead looks again.
+    """
+    summary = signoff_summary(ws)
+    if summary.problems:
+        raise IntegrityError(f"will not sign off: {summary.problems[0]}"
+                             + (f" (and {len(summary.problems) - 1} more problem(s))"
+                                if len(summary.problems) > 1 else ""))
+    artifacts = {a.path: a.sha256 for a in summary.artifacts}
+    status = _status_data(summary)
+
+    def bind(conn: sqlite3.Connection) -> dict[str, Any]:
+        # Runs inside the append's write transaction: no record can land between
+        # the head computed here and the sign-off that binds it.
+        leaves = leaf_hashes(conn)
+        head = head_of(cp.origin_for(ws.workspace_id), leaves)
+        if expected_size is not None and head.size != expected_size:
+            raise NotReadyError(f"the ledger changed while you reviewed it ({expected_size} -> "
+                                f"{head.size} records); look at the new summary and sign again")
+        queues, pending = _queues_and_pending(ws)
+        if pending and not with_exceptions:
+            raise NotReadyError(f"{len(pending)} item(s) are undecided: {_pending_text(pending)}; "
+                                "decide them, or sign off with --with-exceptions to list "
+                                "them in the record")
+        body = cp.note_body(head.origin, head.size, head.root)
+        data = {
+            "type": SIGNOFF_TYPE,
+            "tree": {"origin": head.origin, "size": head.size, "root": head.root_hex},
+            "checkpoint": {"note": body.decode("utf-8"), "signature": cp.sign_note(signer, body)},
+            "artifacts": artifacts,
+            "runs": {run_id: sha for run_id, sha, _ in _runs(conn)},
+            "queues": {q.queue: {"total": q.total, "accept": q.accepted, "reject": q.rejected,
+                                 "skip": q.skipped, "undecided": q.undecided} for q in queues},
+            "with_exceptions": bool(pending) and with_exceptions,
+            "exceptions": [{"queue": p.queue, "item_id": p.item_id,
+                            "item_sha256": p.item_sha256, "status": p.status} for p in pending],
+            "status": status,
+        }
+        return {"data": data}
+
+    return ws.signoff(signer, None, note=note, principal=principal, check=bind)

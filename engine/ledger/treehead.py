@@ -1,0 +1,245 @@
+"""Tree heads over the ledger: the leaves, the signed heads, inclusion proofs.
+
+Leaf ``i`` of the ledger's Merkle tree is the record with seq ``i + 1``, and
+its data is exactly that record's signed message bytes (RFC 9162 leaf hash
+``SHA-256(0x00 || message)``). A sign-off record made by
+``engine.ledger.signoff.sign_off`` carries, in its signed ``data``, the
+tree head over every record before it and the lead's checkpoint signature.
+"""
+
+from __future__ import annotations
+
+import base64
+import sqlite3
+from dataclasses import dataclass
+from typing import Any
+
+from engine.canonical import strict_loads
+from engine.errors import InputError, IntegrityError
+from engine.ledger import merkle
+from engine.ledger.allowed_signers import AllowedSigners
+from engine.ledger.checkpoint import (
+    Checkpoint,
+    check_signature,
+    format_checkpoint,
+    parse_checkpoint,
+)
+
+SIGNOFF_TYPE = "sealdesk.signoff/v1"
+HASHING = ("RFC 9162: leaf = SHA-256(0x00 || record message bytes), "
+           "node = SHA-256(0x01 || left || right)")
+
+
+@dataclass(frozen=True)
+class TreeHead:
+    """A tree size and its root hash, named by the log's origin."""
+
+    origin: str
+    size: int
+    root: bytes
+
+    @property
+    def root_hex(self) -> str:
+        return self.root.hex()
+
+    @property
+    def root_b64(self) -> str:
+        return base64.b64encode(self.root).decode()
+
+
+@dataclass(frozen=True)
+class SignedHead:
+    """A tree head as a sign-off record signed it."""
+
+    seq: int
+    record_hash: str
+    principal: str
+    key: str
+    time: str
+    tree: TreeHead
+    note: str | None  # the checkpoint note body the lead signed
+    note_signature: str | None  # its armored SSHSIG
+    with_exceptions: bool
+    exceptions: int
+
+
+@dataclass(frozen=True)
+class InclusionProof:
+    """That one record is leaf ``index`` of a signed tree head, with the audit path."""
+
+    seq: int
+    record_hash: str
+    message: bytes
+    leaf_hash: bytes
+    index: int
+    head: TreeHead
+    path: tuple[bytes, ...]
+    signed_by: SignedHead | None  # the sign-off record, when proven against one
+    checkpoint: Checkpoint | None  # the checkpoint, when proven against one
+
+    def to_json(self) -> dict[str, Any]:
+        """Gives the machine-checkable form (hex hashes, the exact message text)."""
+        out: dict[str, Any] = {
+            "hashing": HASHING,
+            "record": {"seq": self.seq, "record_hash": self.record_hash,
+                       "message": self.message.decode("utf-8")},
+            "leaf_index": self.index,
+            "leaf_hash": self.leaf_hash.hex(),
+            "tree_size": self.head.size,
+            "root": self.head.root_hex,
+            "root_base64": self.head.root_b64,
+            "origin": self.head.origin,
+            "inclusion_path": [p.hex() for p in self.path],
+        }
+        if self.signed_by is not None:
+            s = self.signed_by
+            out["signed_tree_head"] = {
+                "signoff_seq": s.seq, "signoff_record_hash": s.record_hash,
+                "principal": s.principal, "key": s.key, "time": s.time,
+                "checkpoint_note": s.note, "checkpoint_signature": s.note_signature,
+            }
+        if self.checkpoint is not None:
+            c = self.checkpoint
+            out["checkpoint"] = {"principal": c.principal, "key": c.fingerprint,
+                                 "note": c.body.decode("utf-8"), "signature": c.signature}
+        return out
+
+
+def leaf_hashes(conn: sqlite3.Connection, upto: int | None = None) -> list[bytes]:
+    """Gives the leaf hash of every record (seq order), up to seq ``upto`` when given."""
+    sql = "SELECT seq, message FROM records"
+    args: tuple = ()
+    if upto is not None:
+        sql += " WHERE seq <= ?"
+        args = (upto,)
+    leaves = []
+    for position, (seq, message) in enumerate(conn.execute(sql + " ORDER BY seq", args), 1):
+        if seq != position:
+            raise IntegrityError(f"the ledger has no record {position} (next is {seq}); run "
+                                 "sealdesk verify", seq=position)
+        leaves.append(merkle.leaf_hash(message.encode("utf-8")))
+    return leaves
+
+
+def head_of(origin: str, leaves: list[bytes]) -> TreeHead:
+    """Gives the tree head over all given leaves."""
+    return TreeHead(origin, len(leaves), merkle.root_of(leaves))
+
+
+def signed_head_from(seq: int, record_hash: str, body: dict[str, Any]) -> SignedHead | None:
+    """Gives the signed head a sign-off record's body carries, or None if it carries none."""
+    data = body.get("data")
+    if not isinstance(data, dict) or data.get("type") != SIGNOFF_TYPE:
+        return None
+    tree = data.get("tree") or {}
+    try:
+        head = TreeHead(str(tree["origin"]), int(tree["size"]), bytes.fromhex(tree["root"]))
+    except (KeyError, TypeError, ValueError):
+        return None
+    checkpoint = data.get("checkpoint") if isinstance(data.get("checkpoint"), dict) else {}
+    exceptions = data.get("exceptions") if isinstance(data.get("exceptions"), list) else []
+    return SignedHead(seq, record_hash, body.get("principal", ""), body.get("key", ""),
+                      body.get("time", ""), head, checkpoint.get("note"),
+                      checkpoint.get("signature"), bool(data.get("with_exceptions")),
+                      len(exceptions))
+
+
+def signed_heads(conn: sqlite3.Connection) -> list[SignedHead]:
+    """Gives every sign-off's signed tree head, oldest first."""
+    heads = []
+    for seq, record_hash, message in conn.execute(
+            "SELECT seq, record_hash, message FROM records WHERE kind='signoff' ORDER BY seq"):
+        head = signed_head_from(seq, record_hash, strict_loads(message))
+        if head is not None:
+            heads.append(head)
+    return heads
+
+
+def latest_signed_head(conn: sqlite3.Connection) -> SignedHead | None:
+    """Gives the newest sign-off's signed tree head, or None before the first sign-off."""
+    heads = signed_heads(conn)
+    return heads[-1] if heads else None
+
+
+def checkpoint_of(conn: sqlite3.Connection, allowed: AllowedSigners,
+                  signoff_seq: int | None = None) -> tuple[SignedHead, str]:
+    """Gives a sign-off's signed head and its checkpoint file text (latest by default).
+
+    The text is checked to verify before it is handed out.
+    """
+    heads = signed_heads(conn)
+    if signoff_seq is not None:
+        heads = [h for h in heads if h.seq == signoff_seq]
+    if not heads:
+        where = f"at record {signoff_seq}" if signoff_seq is not None else "yet"
+        raise InputError(f"no sign-off with a tree head {where}; the lead signs one with "
+                         "sealdesk signoff", field="signoff")
+    head = heads[-1]
+    if head.note is None or head.note_signature is None:
+        raise IntegrityError(f"sign-off #{head.seq} carries no checkpoint signature",
+                             seq=head.seq)
+    text = format_checkpoint(head.note.encode("utf-8"), head.principal, head.key,
+                             head.note_signature)
+    try:
+        check_signature(parse_checkpoint(text, path=f"sign-off #{head.seq}"), allowed)
+    except ValueError as exc:  # sshsig.SignatureError
+        raise IntegrityError(f"sign-off #{head.seq}: checkpoint signature: {exc}",
+                             seq=head.seq) from exc
+    return head, text
+
+
+def _find_record(conn: sqlite3.Connection, ref: str) -> tuple[int, str, bytes]:
+    """Gives (seq, hash, message) of a record named by seq or by hash (8+ hex prefix)."""
+    text = ref.strip().lstrip("#")
+    row = None
+    if text.isdigit():
+        row = conn.execute("SELECT seq, record_hash, message FROM records WHERE seq=?",
+                           (int(text),)).fetchone()
+    is_hex = len(text) >= 8 and all(c in "0123456789abcdef" for c in text.lower())
+    if row is None and is_hex:  # an all-digit hash prefix is tried once no seq matched
+        rows = conn.execute("SELECT seq, record_hash, message FROM records "
+                            "WHERE record_hash LIKE ? LIMIT 2", (text.lower() + "%",)).fetchall()
+        if len(rows) > 1:
+            raise InputError(f"record hash prefix {text!r} names more than one record; give "
+                             "more hex", field="record")
+        row = rows[0] if rows else None
+    elif not text.isdigit():
+        raise InputError(f"{ref!r} is neither a record seq nor a record hash (8+ hex)",
+                         field="record")
+    if row is None:
+        raise InputError(f"no record {ref!r} in this workspace", field="record")
+    return row[0], row[1], row[2].encode("utf-8")
+
+
+def prove_inclusion(conn: sqlite3.Connection, ref: str,
+                    checkpoint: Checkpoint | None = None) -> InclusionProof:
+    """Gives a verified inclusion proof of a record against the latest signed tree head.
+
+    With a checkpoint, the proof is against the checkpoint's head instead; the
+    caller checks the checkpoint's signature first.
+    """
+    seq, record_hash, message = _find_record(conn, ref)
+    signed = None
+    if checkpoint is not None:
+        target = TreeHead(checkpoint.origin, checkpoint.size, checkpoint.root)
+        where = f"the checkpoint (size {checkpoint.size})"
+    else:
+        signed = latest_signed_head(conn)
+        if signed is None:
+            raise InputError("there is no signed tree head yet: the lead signs one with "
+                             "sealdesk signoff", field="record")
+        target, where = signed.tree, f"the latest signed tree head (sign-off #{signed.seq})"
+    if seq > target.size:
+        raise InputError(f"record {seq} is newer than {where}, which covers records "
+                         f"1..{target.size}; it is proven after the next sign-off",
+                         field="record")
+    leaves = leaf_hashes(conn, upto=target.size)
+    if len(leaves) < target.size:
+        raise IntegrityError(f"{where} covers {target.size} records but the ledger holds "
+                             f"{len(leaves)}: records were removed", seq=len(leaves) + 1)
+    path = merkle.inclusion_proof(leaves, seq - 1, target.size)
+    leaf = merkle.leaf_hash(message)
+    # A proof is only printed once it verifies against the signed root, not the recomputed one.
+    merkle.verify_inclusion(leaf, seq - 1, target.size, path, target.root)
+    return InclusionProof(seq, record_hash, message, leaf, seq - 1, target, tuple(path),
+                          signed, checkpoint)
