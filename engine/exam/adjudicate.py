@@ -1,0 +1,176 @@
+"""The core of the sealed artifact: lanes located, union, votes, sweep, decisions.
+
+``build_core`` is a pure function of the validated inputs and the answers of
+the configured raters; the same inputs and answers give the same bytes.
+Only the parts a human can still change (final decisions, gold, counts,
+status) are left to ``artifact.seal``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.exam.inputs import Completion, ExamInputs, LaneRow
+from engine.exam.oracles import (NoRater, SweepRequest, SweepResponse, Sweeps, ThirdVotes,
+                                 Validations, VoteFile, VoteRequest)
+from engine.exam.protocol import (ADJUDICATOR, LANES, PROTOCOL_VERSION, RUBRIC_ID, SEED,
+                                  protocol_sha256, rubric_sha256)
+from engine.exam.spans import InvalidResponse, locate
+from engine.exam.union import (Candidate, LaneState, seeded, sweep_candidates,
+                               union_candidates)
+from engine.exam.votes import Vote, decide, lane_votes
+
+
+@dataclass(frozen=True)
+class Raters:
+    """The three external answer sources and how the artifact describes them."""
+
+    third: ThirdVotes = field(default_factory=NoRater)
+    sweeps: Sweeps = field(default_factory=NoRater)
+    validations: Validations = field(default_factory=NoRater)
+    described: dict[str, Any] = field(default_factory=lambda: {
+        "third_votes": {"source": "none"}, "sweep": {"source": "none"},
+        "validation": {"source": "none"}})
+
+
+def lane_state(row: LaneRow, text: str) -> LaneState:
+    """Gives a lane's state for one completion, its claims placed in the source."""
+    if row.status != "ok":
+        return LaneState("operational_failure")
+    located = locate(text, row.claims or ())
+    if isinstance(located, InvalidResponse):
+        return LaneState("invalid_response", (), located)
+    return LaneState("ok", tuple(located))
+
+
+def _state_json(state: LaneState) -> dict[str, Any]:
+    return {"status": state.status, "claims": [c.to_json() for c in state.claims],
+            "invalid": state.invalid.to_json() if state.invalid else None}
+
+
+def _candidate_json(cand: Candidate, votes: list[Vote]) -> dict[str, Any]:
+    decision, reason = decide(votes)
+    return {
+        "candidate_id": cand.candidate_id, "origin": cand.origin, "start": cand.start,
+        "end": cand.end, "span_exact_text": cand.span_exact_text, "family": cand.family,
+        "entity": cand.entity, "entity_normalized": cand.entity_normalized,
+        "members": [{"rater": m.rater, "claim_index": m.claim.index} for m in cand.members],
+        "containment_ambiguous": cand.containment_ambiguous,
+        "votes": [v.to_json() for v in votes], "decision": decision, "reason": reason,
+    }
+
+
+def _sweep_json(resp: SweepResponse, status: str, proposals: list[dict[str, Any]],
+                invalid: InvalidResponse | None) -> dict[str, Any]:
+    return {
+        "source": resp.source, "response_status": resp.status, "status": status,
+        "response_claims": None if resp.claims is None else [
+            {"span_exact_text": c.span_exact_text, "family": c.family, "entity": c.entity}
+            for c in resp.claims],
+        "proposals": proposals, "invalid": invalid.to_json() if invalid else None,
+        "attempts": resp.attempts, "invalid_response_attempts": resp.invalid_response_attempts,
+        "failed_request_attempts": resp.failed_request_attempts,
+    }
+
+
+def build_core(inputs: ExamInputs, raters: Raters, bound: dict[str, str | None],
+               code: dict[str, Any], progress: Any = None) -> dict[str, Any]:
+    """Gives the artifact's core: everything but what human decisions change."""
+    by_id: dict[str, Completion] = {c.completion_id: c for c in inputs.completions}
+    states: dict[str, dict[str, LaneState]] = {}
+    union: dict[str, list[Candidate]] = {}
+    for comp in inputs.completions:
+        cid = comp.completion_id
+        states[cid] = {lane: lane_state(inputs.lanes[lane][cid], comp.text) for lane in LANES}
+        union[cid] = union_candidates(cid, states[cid])
+
+    def request(cand: Candidate) -> VoteRequest:
+        return VoteRequest(cand, by_id[cand.completion_id], inputs.contexts[cand.completion_id])
+
+    # Requests go out in the global seeded order, so a rater sees no grouping
+    # by completion or by lane agreement.
+    all_union = seeded([c for cid in union for c in union[cid]])
+    stage = progress.stage("third votes", total=len(all_union), unit="candidates") \
+        if progress else None
+    third: dict[str, Vote] = {}
+    for cand in all_union:
+        third[cand.candidate_id] = raters.third.vote(request(cand))
+        if stage:
+            stage.advance()
+
+    stage = progress.stage("completeness sweep", total=len(by_id), unit="completions") \
+        if progress else None
+    sweeps: dict[str, dict[str, Any]] = {}
+    swept: dict[str, list[Candidate]] = {}
+    for comp in inputs.completions:
+        cid = comp.completion_id
+        resp = raters.sweeps.sweep(SweepRequest(comp, inputs.contexts[cid]))
+        swept[cid], proposals, invalid, status = [], [], None, resp.status
+        if resp.status == "ok":
+            located = locate(comp.text, resp.claims or ())
+            if isinstance(located, InvalidResponse):
+                invalid, status = located, "invalid_response"
+            else:
+                swept[cid], covered = sweep_candidates(cid, union[cid], tuple(located))
+                new_ids = {(c.start, c.end, c.family, c.entity_normalized): c.candidate_id
+                           for c in swept[cid]}
+                for claim in located:
+                    key = (claim.start, claim.end, claim.family, claim.entity_normalized)
+                    proposals.append({**claim.to_json(), "covered_by": covered[claim.index],
+                                      "candidate_id": None if covered[claim.index]
+                                      else new_ids[key]})
+        sweeps[cid] = _sweep_json(resp, status, proposals, invalid)
+        if stage:
+            stage.advance()
+
+    all_sweep = seeded([c for cid in swept for c in swept[cid]])
+    stage = progress.stage("sweep validation", total=len(all_sweep), unit="candidates") \
+        if progress else None
+    validation: dict[tuple[str, str], Vote] = {}
+    for cand in all_sweep:
+        for lane in LANES:
+            validation[(cand.candidate_id, lane)] = raters.validations.validate(
+                lane, request(cand))
+        if stage:
+            stage.advance()
+
+    for source in {id(raters.third): raters.third,
+                   id(raters.validations): raters.validations}.values():
+        if isinstance(source, VoteFile):
+            source.check_all_used({c.candidate_id for c in all_union},
+                                  {c.candidate_id for c in all_sweep})
+
+    completions = []
+    for comp in inputs.completions:
+        cid = comp.completion_id
+        cands = []
+        for cand in seeded(union[cid] + swept[cid]):
+            if cand.origin == "union":
+                votes = lane_votes(cand, states[cid]) + [third[cand.candidate_id]]
+            else:
+                proposer = Vote(ADJUDICATOR, "accept", "sweep_proposal",
+                                sweeps[cid]["source"])
+                votes = [validation[(cand.candidate_id, lane)] for lane in LANES] + [proposer]
+            cands.append(_candidate_json(cand, votes))
+        ctx = inputs.contexts[cid]
+        completions.append({
+            "completion_id": cid, "session_id": comp.session_id,
+            "target_turn_id": comp.target_turn_id, "text": comp.text,
+            "context": {"preceding_turn_id": ctx.preceding_turn_id,
+                        "messages": [{"role": m.role, "content": m.content}
+                                     for m in ctx.messages]},
+            "lanes": {lane: _state_json(states[cid][lane]) for lane in LANES},
+            "sweep": sweeps[cid], "candidates": cands,
+        })
+    models = {lane: {"request_model": s.request_model, "model_identity": s.model_identity,
+                     "request_profile": s.request_profile}
+              for lane, s in inputs.lane_specs.items()}
+    models.update(raters.described)
+    return {
+        "artifact": "exam-adjudication", "schema_version": 2,
+        "protocol": {"version": PROTOCOL_VERSION, "sha256": protocol_sha256()},
+        "rubric": {"id": RUBRIC_ID, "sha256": rubric_sha256()}, "seed": SEED,
+        "code": code, "inputs": {**inputs.hashes, **bound}, "models": models,
+        "completions": completions,
+    }
