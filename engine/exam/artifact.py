@@ -21,9 +21,12 @@ from engine.exam.protocol import LANES, PROTOCOL_VERSION, SEED, protocol_sha256,
 
 COMPLETE = "COMPLETE"
 PENDING = "PENDING_ADJUDICATION"
-# Files only the scorer runs: editing them leaves earlier artifacts scoreable.
-SCORER_ONLY = frozenset({"engine/exam/matcher.py", "engine/exam/metrics.py",
-                         "engine/exam/score.py", "engine/exam/replay.py"})
+# Files that adjudicate and resolve never run (scoring, live labeling, whose
+# output is bound by hash anyway): editing them leaves earlier artifacts
+# scoreable. Every other file must be byte-identical.
+OUTSIDE_ADJUDICATION = frozenset({"engine/exam/matcher.py", "engine/exam/metrics.py",
+                                  "engine/exam/score.py", "engine/exam/replay.py",
+                                  "engine/exam/label.py"})
 _DERIVED_CANDIDATE = ("human", "final")
 _DERIVED_COMPLETION = ("gold", "sweep_status")
 _DERIVED_TOP = ("counts", "status", "pending", "resolution")
@@ -200,12 +203,12 @@ def check_protocol(art: dict[str, Any], path: Path) -> None:
 
 
 def check_code(art: dict[str, Any], current: dict[str, Any], path: Path) -> None:
-    """Refuses an artifact made by other adjudication code (scorer-only files may differ)."""
+    """Refuses an artifact made by other adjudication code (scoring files may differ)."""
     held = art["code"]
     if held.get("version") != current["version"]:
         raise IntegrityError(f"{path}: made by sealdesk {held.get('version')}, this is "
                              f"{current['version']}")
-    names = (set(held["files"]) | set(current["files"])) - SCORER_ONLY
+    names = (set(held["files"]) | set(current["files"])) - OUTSIDE_ADJUDICATION
     for name in sorted(names):
         if held["files"].get(name) != current["files"].get(name):
             raise IntegrityError(f"{path}: code identity differs at {name} (artifact "

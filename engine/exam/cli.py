@@ -10,7 +10,7 @@ from typing import Any, Callable
 
 import click
 
-from engine.cli import Ctx, pass_ctx
+from engine.cli import Ctx  # noqa: F401  (type of the object click passes)
 
 FILE = click.Path(dir_okay=False, path_type=Path)
 
@@ -101,7 +101,7 @@ def exam() -> None:
 @click.option("--run-id", default=None,
               help="Run directory under artifacts/. Default: exam-<12 hex of the artifact>.")
 @click.option("--no-ingest", is_flag=True, help="Write the artifacts but add no backlog items.")
-@pass_ctx
+@click.pass_obj
 def adjudicate(ctx: Ctx, run_id: str | None, no_ingest: bool, **kw: Any) -> None:
     """Union both lanes, collect votes, seal exam-adjudication.json, queue abstentions.
 
@@ -180,13 +180,45 @@ def _artifact_path(ctx_ws: Any, run_id: str, given: Path | None) -> Path:
     return given if given is not None else ctx_ws.artifacts_dir / run_id / ARTIFACT
 
 
+@exam.command("queue")
+@click.option("--run-id", required=True, help="The run whose abstained candidates to list.")
+@click.option("--artifact", type=FILE, default=None,
+              help="Artifact path. Default: artifacts/RUN/exam-adjudication.json.")
+@click.option("--status", type=click.Choice(["undecided", "accept", "reject", "skip"]),
+              default=None, help="Only items whose effective decision is this.")
+@click.pass_obj
+def queue_list(ctx: Ctx, run_id: str, artifact: Path | None, status: str | None) -> None:
+    """List the run's adjudication items: item id, decision, candidate, title (tab-separated).
+
+    \b
+    Scripts pick items by what they say, for example:
+      sealdesk exam queue --run-id exam-demo --status undecided | grep 'worker queue' \\
+        | cut -f1 | sealdesk decide --queue adjudication --item - --decision accept
+    """
+    from engine.artifacts import read_verified
+    from engine.exam.artifact import parse_artifact
+    from engine.exam.queue import QUEUE, abstained_items
+    from engine.ledger import store
+
+    with ctx.open() as ws:
+        path = _artifact_path(ws, run_id, artifact)
+        art = parse_artifact(read_verified(path), path)
+        effective = store.effective_decisions(ws.conn, QUEUE)
+    for cid, item in abstained_items(art, run_id):
+        eff = effective.get((QUEUE, item.item_id))
+        state = eff["decision"] if eff else "undecided"
+        if status and state != status:
+            continue
+        click.echo(f"{item.item_id}\t{state}\t{cid}\t{item.payload['summary']['title']}")
+
+
 @exam.command()
 @click.option("--run-id", required=True, help="The run whose exam-adjudication.json to resolve.")
 @click.option("--artifact", type=FILE, default=None,
               help="Artifact path. Default: artifacts/RUN/exam-adjudication.json.")
 @click.option("--out-run-id", default=None,
               help="Run for the resolved artifact. Default: RUN-resolved-<12 hex>.")
-@pass_ctx
+@click.pass_obj
 def resolve(ctx: Ctx, run_id: str, artifact: Path | None, out_run_id: str | None) -> None:
     """Fold the adjudicators' signed decisions into a new sealed artifact.
 
@@ -244,7 +276,7 @@ def resolve(ctx: Ctx, run_id: str, artifact: Path | None, out_run_id: str | None
               help="Detector replay JSONL: per completion, status and candidates.")
 @_sha_option("replay", True, "the detector replay")
 @click.option("--strict", is_flag=True, help="Exit 1 unless the status is PASS.")
-@pass_ctx
+@click.pass_obj
 def score(ctx: Ctx, run_id: str, adjudication: Path | None, expected_adjudication_sha256: str,
           replay: Path, expected_replay_sha256: str, strict: bool, **kw: Any) -> None:
     """Score a detector replay against the sealed gold (matcher exam-matcher-v0.1).
