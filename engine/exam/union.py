@@ -111,7 +111,9 @@ def union_candidates(completion_id: str, states: dict[str, LaneState]) -> list[C
         else:
             group = [node]
         done.update(id(m) for m in group)
-        ambiguous = any(len(partners[id(m)]) > 1 for m in group)
+        # A claim with containment partners that still stands alone was left
+        # unmerged because the pairing was not one-to-one.
+        ambiguous = len(group) == 1 and bool(mine)
         out.append(_candidate(completion_id, "union", group, ambiguous))
     return seeded(out)
 
