@@ -154,3 +154,30 @@ def candidates(art: dict[str, Any], cid: str = "c1") -> list[dict[str, Any]]:
 def votes_of(cand: dict[str, Any]) -> list[str]:
     """Gives the vote values of a candidate in voter order (lane-a, lane-b, adjudicator)."""
     return [v["vote"] for v in cand["votes"]]
+
+
+def write_artifact_file(path: Path, art: dict[str, Any]) -> str:
+    """Writes a sealed artifact with its sidecar; gives its SHA-256."""
+    from engine.artifacts import write_json_artifact
+
+    return write_json_artifact(path, art)
+
+
+def write_replay(path: Path, rows: dict[str, list[tuple] | None], texts: dict[str, str]) -> Path:
+    """Writes a detector replay: per completion a list of (id, trigger, family, entity) or None."""
+    out = []
+    for cid, found in rows.items():
+        if found is None:
+            out.append({"schema_version": 1, "completion_id": cid,
+                        "status": "operational_failure", "candidates": None})
+            continue
+        cands = []
+        for did, trigger, family, entity in found:
+            start = texts[cid].index(trigger)
+            cands.append({"candidate_id": did, "trigger_start": start,
+                          "trigger_end": start + len(trigger), "family": family,
+                          "entity": entity})
+        out.append({"schema_version": 1, "completion_id": cid, "status": "ok",
+                    "candidates": cands})
+    path.write_bytes(jsonl(out))
+    return path
