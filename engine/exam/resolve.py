@@ -104,6 +104,11 @@ def check_against_ledger(ws: Any, art: dict[str, Any]) -> None:
             raise IntegrityError(f"candidate {cid}: the ledger's effective adjudicator "
                                  f"decision is no longer record {held['record_hash'][:12]} "
                                  "(retracted or superseded); run sealdesk exam resolve again")
+        if now != held:
+            raise IntegrityError(f"candidate {cid}: the artifact records "
+                                 f"{held['decision']!r} by {held['principal']}, but ledger "
+                                 f"record {held['record_hash'][:12]} says {now['decision']!r} "
+                                 f"by {now['principal']}")
     if sorted(h["record_hash"] for h in recorded.values()) != resolution["records"]:
         raise IntegrityError("resolution.records does not list exactly the records applied")
 
