@@ -82,6 +82,7 @@ class LaneRow:
     attempts: int
     invalid_response_attempts: int
     failed_request_attempts: int
+    line: int = 0
 
 
 @dataclass(frozen=True)
@@ -263,7 +264,7 @@ def parse_lane(data: bytes, path: Path, lane: str,
                                 "(invalid_response_attempts + failed_request_attempts = 2)",
                                 "attempts")
         out[cid] = LaneRow(lane, cid, status, claims, request_model, response_model,
-                           attempts, invalid, failed)
+                           attempts, invalid, failed, row.line or 0)
     missing = [c.completion_id for c in completions if c.completion_id not in out]
     if missing:
         raise InputError(f"no {lane} row for completion {missing[0]!r}; no completion may "
@@ -326,6 +327,15 @@ def _check_summary(summary: dict[str, Any], path: Path, hashes: dict[str, str],
             raise row.error(f"records {summary[key]} but the {name} file given has "
                             f"{hashes[name]}", key)
     for lane in LANES:
+        spec = specs[lane]
+        for lane_row in lanes[lane].values():
+            where = {"path": lane_paths[lane], "line": lane_row.line}
+            if lane_row.request_model != spec.request_model:
+                raise InputError(f"{lane_row.request_model!r} is not the summary's "
+                                 f"{spec.request_model!r}", field="request_model", **where)
+            if lane_row.status == "ok" and lane_row.response_model != spec.model_identity:
+                raise InputError(f"{lane_row.response_model!r} is not the frozen identity "
+                                 f"{spec.model_identity!r}", field="response_model", **where)
         entry = summary["lanes"][lane]
         if entry["labels_sha256"] != hashes[lane]:
             raise row.error(f"records {entry['labels_sha256']} but {lane_paths[lane]} has "
@@ -334,17 +344,6 @@ def _check_summary(summary: dict[str, Any], path: Path, hashes: dict[str, str],
             if entry[key] != value:
                 raise row.error(f"records {entry[key]} but the {lane} file has {value}",
                                 f"lanes.{lane}.{key}")
-        spec = specs[lane]
-        for lane_row in lanes[lane].values():
-            where = f"{lane_paths[lane]} (completion {lane_row.completion_id})"
-            if lane_row.request_model != spec.request_model:
-                raise InputError(f"request_model {lane_row.request_model!r} is not the "
-                                 f"summary's {spec.request_model!r}", path=where,
-                                 field="request_model")
-            if lane_row.status == "ok" and lane_row.response_model != spec.model_identity:
-                raise InputError(f"response_model {lane_row.response_model!r} is not the "
-                                 f"frozen identity {spec.model_identity!r}", path=where,
-                                 field="response_model")
 
 
 def load_inputs(paths: InputPaths) -> ExamInputs:
