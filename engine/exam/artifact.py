@@ -10,7 +10,7 @@ re-seal a core to check that an artifact's derived parts are honest.
 
 from __future__ import annotations
 
-import copy
+import json
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,11 @@ OUTSIDE_ADJUDICATION = frozenset({"engine/exam/matcher.py", "engine/exam/metrics
 _DERIVED_CANDIDATE = ("human", "final")
 _DERIVED_COMPLETION = ("gold", "sweep_status")
 _DERIVED_TOP = ("counts", "status", "pending", "resolution")
+
+
+def _copy(value: Any) -> Any:
+    # A JSON round trip: artifacts are plain JSON, and this is far faster than deepcopy.
+    return json.loads(json.dumps(value))
 
 
 def code_identity() -> dict[str, Any]:
@@ -96,7 +101,7 @@ def _counts(art: dict[str, Any]) -> dict[str, Any]:
 def seal(core: dict[str, Any], human: dict[str, dict[str, Any]],
          resolution: dict[str, Any] | None) -> dict[str, Any]:
     """Gives the sealed artifact of a core, with human decisions on abstained candidates."""
-    art = copy.deepcopy(core)
+    art = _copy(core)
     finals: dict[str, str] = {}
     for comp in art["completions"]:
         for cand in comp["candidates"]:
@@ -140,7 +145,7 @@ def seal(core: dict[str, Any], human: dict[str, dict[str, Any]],
 
 def core_of(art: dict[str, Any]) -> dict[str, Any]:
     """Gives the core of a sealed artifact (its derived parts removed)."""
-    core = copy.deepcopy(art)
+    core = _copy(art)
     for key in _DERIVED_TOP:
         core.pop(key, None)
     for comp in core.get("completions", []):

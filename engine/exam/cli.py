@@ -44,14 +44,17 @@ INPUT_OPTIONS = _options(
                  help="labeling-summary.json written with the lane files."),
     _sha_option("labeling-summary", True, "the labeling summary"),
 )
-RATER_FILE_OPTIONS = _options(
+VOTES_OPTIONS = _options(
     click.option("--votes", type=FILE, default=None,
                  help="Recorded votes JSONL: adjudicator third votes, lane validations."),
     _sha_option("votes", False, "the votes file (required with --votes)"),
+)
+SWEEP_OPTIONS = _options(
     click.option("--sweep", type=FILE, default=None,
                  help="Recorded completeness sweep JSONL, one row per completion."),
     _sha_option("sweep", False, "the sweep file (required with --sweep)"),
 )
+RATER_FILE_OPTIONS = _options(VOTES_OPTIONS, SWEEP_OPTIONS)
 
 
 def _paths(kw: dict[str, Any]):
@@ -66,7 +69,7 @@ def _paths(kw: dict[str, Any]):
 def _files(kw: dict[str, Any]):
     from engine.exam.runs import RaterFiles
 
-    return RaterFiles(kw["votes"], kw["expected_votes_sha256"], kw["sweep"],
+    return RaterFiles(kw.get("votes"), kw.get("expected_votes_sha256"), kw["sweep"],
                       kw["expected_sweep_sha256"], kw.get("adjudicator_config"),
                       kw.get("labelers_config"))
 
@@ -139,7 +142,7 @@ def adjudicate(ctx: Ctx, run_id: str | None, no_ingest: bool, **kw: Any) -> None
 
 @exam.command()
 @INPUT_OPTIONS
-@RATER_FILE_OPTIONS
+@SWEEP_OPTIONS
 def candidates(**kw: Any) -> None:
     """Print the blind vote requests (one per candidate) as JSONL; writes nothing.
 
@@ -155,12 +158,7 @@ def candidates(**kw: Any) -> None:
     from engine.exam.runs import open_raters
 
     inputs = load_inputs(_paths(kw))
-    files = _files(kw)
-    from engine.exam.runs import RaterFiles
-
-    raters, bound = open_raters(RaterFiles(sweep=files.sweep,
-                                           expected_sweep_sha256=files.expected_sweep_sha256),
-                                inputs.completions)
+    raters, bound = open_raters(_files(kw), inputs.completions)
     core = build_core(inputs, raters, bound, code_identity())
     for comp in core["completions"]:
         for cand in comp["candidates"]:

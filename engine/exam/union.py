@@ -10,6 +10,7 @@ a guess, and the candidate says so (``containment_ambiguous``).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from engine.canonical import canonical_sha256
@@ -65,6 +66,7 @@ def candidate_id(completion_id: str, start: int, end: int, family: str,
     return "cand-" + digest[:20]
 
 
+@functools.lru_cache(maxsize=65536)
 def order_key(cid: str) -> str:
     """Gives the seeded sort key of a candidate id (an order no rater can infer)."""
     return canonical_sha256([SEED, "order", cid])
