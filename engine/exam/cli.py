@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import functools
-import json
 import sys
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import click
 
-from engine.cli import Ctx  # noqa: F401  (type of the object click passes)
+if TYPE_CHECKING:  # click passes the engine.cli.Ctx object; no import at run time
+    from engine.cli import Ctx
 
 FILE = click.Path(dir_okay=False, path_type=Path)
 
@@ -134,7 +133,7 @@ def adjudicate(ctx: Ctx, run_id: str | None, no_ingest: bool, **kw: Any) -> None
                f"{c['completions']} completion(s): {c['machine_decisions']['accept']} accepted, "
                f"{c['machine_decisions']['reject']} rejected, "
                f"{c['machine_decisions']['abstain']} abstained")
-    click.echo(f"sweep: " + ", ".join(f"{k} {v}" for k, v in c["sweep"].items() if v))
+    click.echo("sweep: " + ", ".join(f"{k} {v}" for k, v in c["sweep"].items() if v))
     click.echo(f"wrote {result.artifact_path} (sha256 {result.artifact_sha256})")
     click.echo(f"queued {result.queued} item(s) for adjudication ({result.added} new) "
                f"in run {result.run_id}")
