@@ -130,6 +130,10 @@ def test_a_failed_lane_votes_operational_failure(tmp_path):
     assert cand["votes"][1]["basis"] == "lane_failed"
     assert cand["decision"] == "abstain"
     assert art["counts"]["lanes"]["lane-b"]["operational_failure"] == 1
+    # The builder records a failed row as two failed requests.
+    assert art["counts"]["failed_request_attempts"] == {
+        "total": 2, "lane-a": 0, "lane-b": 2, "votes": 0, "sweep": 0}
+    assert art["counts"]["operational_failures"] == 1
 
 
 def test_an_invalid_response_drops_all_of_that_lanes_claims_and_is_recorded(tmp_path):

@@ -44,9 +44,12 @@ def lane_state(row: LaneRow, text: str) -> LaneState:
     return LaneState("ok", tuple(located))
 
 
-def _state_json(state: LaneState) -> dict[str, Any]:
+def _state_json(state: LaneState, row: LaneRow) -> dict[str, Any]:
     return {"status": state.status, "claims": [c.to_json() for c in state.claims],
-            "invalid": state.invalid.to_json() if state.invalid else None}
+            "invalid": state.invalid.to_json() if state.invalid else None,
+            "response_model": row.response_model, "attempts": row.attempts,
+            "invalid_response_attempts": row.invalid_response_attempts,
+            "failed_request_attempts": row.failed_request_attempts}
 
 
 def _candidate_json(cand: Candidate, votes: list[Vote]) -> dict[str, Any]:
@@ -160,7 +163,8 @@ def build_core(inputs: ExamInputs, raters: Raters, bound: dict[str, str | None],
             "context": {"preceding_turn_id": ctx.preceding_turn_id,
                         "messages": [{"role": m.role, "content": m.content}
                                      for m in ctx.messages]},
-            "lanes": {lane: _state_json(states[cid][lane]) for lane in LANES},
+            "lanes": {lane: _state_json(states[cid][lane], inputs.lanes[lane][cid])
+                      for lane in LANES},
             "sweep": sweeps[cid], "candidates": cands,
         })
     models = {lane: {"request_model": s.request_model, "model_identity": s.model_identity,

@@ -91,11 +91,19 @@ def _counts(art: dict[str, Any]) -> dict[str, Any]:
         + sum(s["status"] == "operational_failure" for s in sweeps)
         + sum(v["vote"] == "operational_failure" and v["basis"] not in
               ("lane_failed", "invalid_response") for v in votes),
-        "invalid_response_attempts": sum(v["invalid_response_attempts"] for v in votes)
-        + sum(s["invalid_response_attempts"] for s in sweeps),
-        "failed_request_attempts": sum(v["failed_request_attempts"] for v in votes)
-        + sum(s["failed_request_attempts"] for s in sweeps),
+        # Every request the exam made or recorded: lane labeling, third votes,
+        # validations and sweeps.
+        "invalid_response_attempts": _attempts(comps, votes, sweeps, "invalid_response_attempts"),
+        "failed_request_attempts": _attempts(comps, votes, sweeps, "failed_request_attempts"),
     }
+
+
+def _attempts(comps: list[dict[str, Any]], votes: list[dict[str, Any]],
+              sweeps: list[dict[str, Any]], key: str) -> dict[str, int]:
+    by = {lane: sum(c["lanes"][lane][key] for c in comps) for lane in LANES}
+    by["votes"] = sum(v[key] for v in votes)
+    by["sweep"] = sum(s[key] for s in sweeps)
+    return {"total": sum(by.values()), **by}
 
 
 def seal(core: dict[str, Any], human: dict[str, dict[str, Any]],
