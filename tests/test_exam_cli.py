@@ -152,3 +152,16 @@ def test_the_sample_exam_end_to_end_with_real_keys(sealdesk, tmp_path, sample, k
     assert refused.returncode == 1
     assert "binds votes SHA-256" in refused.stderr
     assert (run / "exam-score.json").read_bytes() == before
+
+
+def test_the_committed_sample_is_what_its_generator_writes(tmp_path):
+    import subprocess
+    import sys
+
+    out = tmp_path / "regenerated"
+    subprocess.run([sys.executable, str(SAMPLE / "make_sample.py"), str(out)], check=True,
+                   capture_output=True)
+    written = sorted(p.name for p in out.iterdir())
+    assert written == sorted(p.name for p in SAMPLE.iterdir() if p.suffix in (".jsonl", ".json"))
+    for name in written:
+        assert (out / name).read_bytes() == (SAMPLE / name).read_bytes(), name

@@ -172,8 +172,9 @@ def candidates(**kw: Any) -> None:
 
 
 def _artifact_path(ctx_ws: Any, run_id: str, given: Path | None) -> Path:
-    from engine.exam.runs import ARTIFACT
+    from engine.exam.runs import ARTIFACT, check_run_id
 
+    check_run_id(run_id)
     return given if given is not None else ctx_ws.artifacts_dir / run_id / ARTIFACT
 
 
@@ -233,8 +234,9 @@ def resolve(ctx: Ctx, run_id: str, artifact: Path | None, out_run_id: str | None
     from engine.canonical import canonical_json
     from engine.errors import ConflictError
     from engine.exam.resolve import resolve as fold, resolved_run_id
-    from engine.exam.runs import ARTIFACT
+    from engine.exam.runs import ARTIFACT, check_run_id
 
+    check_run_id(out_run_id, "out-run-id")
     with ctx.open() as ws:
         path = _artifact_path(ws, run_id, artifact)
         result = fold(ws, path)

@@ -7,6 +7,7 @@ sealed artifact that already exists is never replaced by different bytes.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,16 @@ from engine.exam.schema import check_expected, read_bytes
 
 ARTIFACT = "exam-adjudication.json"
 QUEUE_FILE = "adjudication-queue.jsonl"
+# The workspace's rule for run ids (they name directories), checked up front
+# so that a bad id is refused before any work or any write.
+_RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+
+
+def check_run_id(run_id: str | None, option: str = "run-id") -> None:
+    """Refuses a run id that cannot name a directory under artifacts/."""
+    if run_id is not None and not _RUN_ID.match(run_id):
+        raise InputError(f"{run_id!r} must match [A-Za-z0-9][A-Za-z0-9._-]* (it names a "
+                         "directory)", field=option)
 
 
 @dataclass(frozen=True)
@@ -127,6 +138,7 @@ def recorded_raters(art: dict[str, Any], files: RaterFiles,
 def adjudicate(ws: Any, paths: InputPaths, files: RaterFiles, run_id: str | None, *,
                ingest: bool = True, progress: Any = None) -> AdjudicateResult:
     """Gives the result of a run after writing its artifacts and ingesting its queue."""
+    check_run_id(run_id)
     inputs: ExamInputs = load_inputs(paths)
     raters, bound = open_raters(files, inputs.completions)
     core = build_core(inputs, raters, bound, code_identity(), progress)

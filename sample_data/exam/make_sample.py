@@ -1,6 +1,6 @@
 """Writes the sample exam in this directory (run from the repository root).
 
-    python sample_data/exam/make_sample.py
+    python sample_data/exam/make_sample.py [OUT_DIR]     (default: this directory)
 
 A small exam written for sealdesk: eleven completions of a coding agent,
 two recorded labeler lanes that agree, disagree, fail and overlap, recorded
@@ -176,7 +176,7 @@ def lane_rows(lane: str, labels: dict, model: str) -> list[dict]:
     return rows
 
 
-def main() -> None:
+def main(out: Path) -> None:
     files: dict[str, bytes] = {}
     files["corpus.jsonl"] = jsonl([
         {"schema_version": 1, "completion_id": cid, "session_id": sid, "target_turn_id": "turn-3",
@@ -230,10 +230,11 @@ def main() -> None:
         replay_rows.append({"schema_version": 1, "completion_id": cid, "status": "ok",
                             "candidates": cands})
     files["replay.jsonl"] = jsonl(replay_rows)
+    out.mkdir(parents=True, exist_ok=True)
     for name, data in files.items():
-        (HERE / name).write_bytes(data)
+        (out / name).write_bytes(data)
         print(f"{sha256_hex(data)}  {name}")
 
 
 if __name__ == "__main__":
-    main()
+    main(Path(sys.argv[1]) if len(sys.argv) > 1 else HERE)
