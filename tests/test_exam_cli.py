@@ -67,7 +67,7 @@ def test_adjudicate_seals_the_sample_and_queues_its_abstentions(sealdesk, tmp_pa
     queued = [json.loads(l) for l in (run / "adjudication-queue.jsonl").read_text().splitlines()]
     assert sorted(i["item_id"] for i in queued) == sorted(i["item_id"] for i in items)
     payload = queued[0]["payload"]
-    assert {"completion", "context", "candidate", "votes", "abstained_because",
+    assert {"completion", "context", "candidate", "votes", "reason",
             "summary"} <= set(payload)
     assert all({"voter", "vote", "source"} <= set(v) for v in payload["votes"])
 

@@ -46,7 +46,7 @@ def payload_for(completion: dict[str, Any], cand: dict[str, Any]) -> dict[str, A
                       "entity_normalized": cand["entity_normalized"]},
         "votes": [{"voter": v["voter"], "vote": v["vote"], "basis": v["basis"],
                    "source": v["source"]} for v in cand["votes"]],
-        "abstained_because": cand["reason"],
+        "reason": cand["reason"],  # why the votes abstained
         "question": "Is this span a claim of this family about this entity, under the "
                     "rubric? accept = it is gold, reject = it is not.",
         "summary": {"title": f"{title!r} ({cand['family']}/{cand['entity']})",
