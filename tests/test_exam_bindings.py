@@ -177,3 +177,14 @@ def test_the_same_inputs_seal_to_the_same_bytes(tmp_path):
     one = canonical_json(build(_exam(tmp_path / "one")))
     two = canonical_json(build(_exam(tmp_path / "two")))
     assert one == two
+
+
+def test_a_whole_completion_v1_adjudication_is_refused(tmp_path, workspace):
+    exam = _exam(tmp_path / "exam")
+    path = tmp_path / "v1" / "exam-adjudication.json"
+    digest = write_artifact_file(path, {"artifact": "exam-adjudication", "schema_version": 1,
+                                        "adjudications": [{"completion_id": "c1",
+                                                           "verdict": "accept"}]})
+    with pytest.raises(InputError) as err:
+        verified_artifact(workspace, path, digest, exam.input_paths(), exam.rater_files())
+    assert err.value.field == "schema_version" and "whole-completion" in err.value.reason

@@ -117,3 +117,13 @@ def test_a_trigger_past_the_end_of_its_completion_is_refused(tmp_path):
     with pytest.raises(InputError) as err:
         parse_replay(data, tmp_path / "r.jsonl", corpus)
     assert (err.value.line, err.value.field) == (1, "candidates[0].trigger_end")
+
+
+def test_a_replay_other_than_the_locked_one_is_refused(tmp_path, workspace):
+    from engine.exam.inputs import load_inputs
+
+    exam = write_exam(tmp_path / "exam", TEXTS, LANE, LANE)
+    replay = write_replay(tmp_path / "replay.jsonl", {c: [] for c in TEXTS}, TEXTS)
+    with pytest.raises(InputError) as err:
+        load_replay(replay, "f" * 64, load_inputs(exam.input_paths()))
+    assert err.value.field == "expected-replay-sha256"
