@@ -77,16 +77,55 @@ def _sweep_json(resp: SweepResponse, status: str, proposals: list[dict[str, Any]
     }
 
 
+class _Stage:
+    """A progress stage, or nothing when no reporter is given."""
+
+    def __init__(self, progress: Any, name: str, total: int, unit: str) -> None:
+        self.stage = progress.stage(name, total=total, unit=unit) if progress else None
+
+    def advance(self) -> None:
+        if self.stage is not None:
+            self.stage.advance()
+
+
+def _sweep(comp: Completion, resp: SweepResponse,
+           union: list[Candidate]) -> tuple[list[Candidate], dict[str, Any]]:
+    """Gives a completion's sweep-only candidates and the sweep's artifact form."""
+    if resp.status != "ok":
+        return [], _sweep_json(resp, resp.status, [], None)
+    located = locate(comp.text, resp.claims or ())
+    if isinstance(located, InvalidResponse):
+        return [], _sweep_json(resp, "invalid_response", [], located)
+    new, covered = sweep_candidates(comp.completion_id, union, tuple(located))
+    new_ids = {(c.start, c.end, c.family, c.entity_normalized): c.candidate_id for c in new}
+    proposals = [{**claim.to_json(), "covered_by": covered[claim.index],
+                  "candidate_id": None if covered[claim.index] else new_ids[
+                      (claim.start, claim.end, claim.family, claim.entity_normalized)]}
+                 for claim in located]
+    return new, _sweep_json(resp, "ok", proposals, None)
+
+
+def _completion_json(comp: Completion, inputs: ExamInputs, states: dict[str, LaneState],
+                     sweep: dict[str, Any], cands: list[dict[str, Any]]) -> dict[str, Any]:
+    ctx = inputs.contexts[comp.completion_id]
+    return {
+        "completion_id": comp.completion_id, "session_id": comp.session_id,
+        "target_turn_id": comp.target_turn_id, "text": comp.text,
+        "context": {"preceding_turn_id": ctx.preceding_turn_id,
+                    "messages": [{"role": m.role, "content": m.content} for m in ctx.messages]},
+        "lanes": {lane: _state_json(states[lane], inputs.lanes[lane][comp.completion_id])
+                  for lane in LANES},
+        "sweep": sweep, "candidates": cands,
+    }
+
+
 def build_core(inputs: ExamInputs, raters: Raters, bound: dict[str, str | None],
                code: dict[str, Any], progress: Any = None) -> dict[str, Any]:
     """Gives the artifact's core: everything but what human decisions change."""
     by_id: dict[str, Completion] = {c.completion_id: c for c in inputs.completions}
-    states: dict[str, dict[str, LaneState]] = {}
-    union: dict[str, list[Candidate]] = {}
-    for comp in inputs.completions:
-        cid = comp.completion_id
-        states[cid] = {lane: lane_state(inputs.lanes[lane][cid], comp.text) for lane in LANES}
-        union[cid] = union_candidates(cid, states[cid])
+    states = {c.completion_id: {lane: lane_state(inputs.lanes[lane][c.completion_id], c.text)
+                                for lane in LANES} for c in inputs.completions}
+    union = {cid: union_candidates(cid, states[cid]) for cid in by_id}
 
     def request(cand: Candidate) -> VoteRequest:
         return VoteRequest(cand, by_id[cand.completion_id], inputs.contexts[cand.completion_id])
@@ -94,49 +133,29 @@ def build_core(inputs: ExamInputs, raters: Raters, bound: dict[str, str | None],
     # Requests go out in the global seeded order, so a rater sees no grouping
     # by completion or by lane agreement.
     all_union = seeded([c for cid in union for c in union[cid]])
-    stage = progress.stage("third votes", total=len(all_union), unit="candidates") \
-        if progress else None
+    stage = _Stage(progress, "third votes", len(all_union), "candidates")
     third: dict[str, Vote] = {}
     for cand in all_union:
         third[cand.candidate_id] = raters.third.vote(request(cand))
-        if stage:
-            stage.advance()
+        stage.advance()
 
-    stage = progress.stage("completeness sweep", total=len(by_id), unit="completions") \
-        if progress else None
+    stage = _Stage(progress, "completeness sweep", len(by_id), "completions")
     sweeps: dict[str, dict[str, Any]] = {}
     swept: dict[str, list[Candidate]] = {}
     for comp in inputs.completions:
         cid = comp.completion_id
         resp = raters.sweeps.sweep(SweepRequest(comp, inputs.contexts[cid]))
-        swept[cid], proposals, invalid, status = [], [], None, resp.status
-        if resp.status == "ok":
-            located = locate(comp.text, resp.claims or ())
-            if isinstance(located, InvalidResponse):
-                invalid, status = located, "invalid_response"
-            else:
-                swept[cid], covered = sweep_candidates(cid, union[cid], tuple(located))
-                new_ids = {(c.start, c.end, c.family, c.entity_normalized): c.candidate_id
-                           for c in swept[cid]}
-                for claim in located:
-                    key = (claim.start, claim.end, claim.family, claim.entity_normalized)
-                    proposals.append({**claim.to_json(), "covered_by": covered[claim.index],
-                                      "candidate_id": None if covered[claim.index]
-                                      else new_ids[key]})
-        sweeps[cid] = _sweep_json(resp, status, proposals, invalid)
-        if stage:
-            stage.advance()
+        swept[cid], sweeps[cid] = _sweep(comp, resp, union[cid])
+        stage.advance()
 
     all_sweep = seeded([c for cid in swept for c in swept[cid]])
-    stage = progress.stage("sweep validation", total=len(all_sweep), unit="candidates") \
-        if progress else None
+    stage = _Stage(progress, "sweep validation", len(all_sweep), "candidates")
     validation: dict[tuple[str, str], Vote] = {}
     for cand in all_sweep:
         for lane in LANES:
             validation[(cand.candidate_id, lane)] = raters.validations.validate(
                 lane, request(cand))
-        if stage:
-            stage.advance()
+        stage.advance()
 
     for source in {id(raters.third): raters.third,
                    id(raters.validations): raters.validations}.values():
@@ -156,17 +175,7 @@ def build_core(inputs: ExamInputs, raters: Raters, bound: dict[str, str | None],
                                 sweeps[cid]["source"])
                 votes = [validation[(cand.candidate_id, lane)] for lane in LANES] + [proposer]
             cands.append(_candidate_json(cand, votes))
-        ctx = inputs.contexts[cid]
-        completions.append({
-            "completion_id": cid, "session_id": comp.session_id,
-            "target_turn_id": comp.target_turn_id, "text": comp.text,
-            "context": {"preceding_turn_id": ctx.preceding_turn_id,
-                        "messages": [{"role": m.role, "content": m.content}
-                                     for m in ctx.messages]},
-            "lanes": {lane: _state_json(states[cid][lane], inputs.lanes[lane][cid])
-                      for lane in LANES},
-            "sweep": sweeps[cid], "candidates": cands,
-        })
+        completions.append(_completion_json(comp, inputs, states[cid], sweeps[cid], cands))
     models = {lane: {"request_model": s.request_model, "model_identity": s.model_identity,
                      "request_profile": s.request_profile}
               for lane, s in inputs.lane_specs.items()}
