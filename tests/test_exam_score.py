@@ -86,7 +86,7 @@ def test_inter_rater_diagnostics_are_reported_and_never_gate(tmp_path, workspace
     ({"c1": [("d1", "API", "runtime", "API"), ("d1", "cache", "runtime", "c")], "c2": [],
       "c3": []}, "candidates[1].candidate_id", "duplicate"),
     ({"c1": [], "c2": []}, "completion_id", "must cover every completion"),
-    ({"c1": [], "c2": [], "c3": [], "c9": []}, "completion_id", "unknown completion"),
+    ({"c1": [], "c2": [], "c3": [], "c9": []}, "completion_id", "no corpus completion"),
 ])
 def test_replay_hard_failures_are_refused(tmp_path, rows, field, words):
     from engine.exam.inputs import parse_corpus

@@ -159,6 +159,26 @@ def _unique(row: Row, seen: dict[str, int], key: str, field: str) -> None:
     seen[key] = row.line or 0
 
 
+def completion_row(row: Row, fields: set[str], version: int, known: Any,
+                   seen: dict[str, int]) -> tuple[dict[str, Any], str]:
+    """Gives (object, completion id) of a row of a one-row-per-completion file, checked."""
+    obj = row.fields(row.value, fields)
+    row.version(obj, version)
+    cid = row.ident(obj, "completion_id")
+    if cid not in known:
+        raise row.error("no corpus completion has this id", "completion_id")
+    _unique(row, seen, cid, "completion_id")
+    return obj, cid
+
+
+def outcome(row: Row, obj: dict[str, Any], payload: str) -> str:
+    """Gives a row's status, ok or operational_failure (whose payload must be null)."""
+    status = row.choice(obj, "status", LANE_STATUSES)
+    if status == "operational_failure" and obj[payload] is not None:
+        raise row.error("must be null when status is operational_failure", payload)
+    return status
+
+
 def parse_corpus(data: bytes, path: Path) -> tuple[Completion, ...]:
     """Gives the corpus completions in file order; ids must be unique."""
     out, seen = [], {}
@@ -230,18 +250,13 @@ def parse_lane(data: bytes, path: Path, lane: str,
     out: dict[str, LaneRow] = {}
     lines: dict[str, int] = {}
     for row in jsonl_rows(data, path):
-        obj = row.fields(row.value, {
+        obj, cid = completion_row(row, {
             "schema_version", "lane", "completion_id", "status", "claims", "request_model",
             "response_model", "attempts", "invalid_response_attempts",
-            "failed_request_attempts"})
-        row.version(obj, 2)
+            "failed_request_attempts"}, 2, known, lines)
         if obj["lane"] != lane:
             raise row.error(f"must be {lane!r} in this file (got {obj['lane']!r})", "lane")
-        cid = row.ident(obj, "completion_id")
-        if cid not in known:
-            raise row.error("no corpus completion has this id", "completion_id")
-        _unique(row, lines, cid, "completion_id")
-        status = row.choice(obj, "status", LANE_STATUSES)
+        status = outcome(row, obj, "claims")
         request_model = row.text(obj, "request_model")
         attempts = row.integer(obj, "attempts", low=1, high=2)
         invalid = row.integer(obj, "invalid_response_attempts", low=0, high=2)
@@ -253,8 +268,6 @@ def parse_lane(data: bytes, path: Path, lane: str,
                 raise row.error("an ok row's failed attempts must number attempts - 1",
                                 "attempts")
         else:
-            if obj["claims"] is not None:
-                raise row.error("must be null when status is operational_failure", "claims")
             claims = None
             response_model = obj["response_model"]
             if response_model is not None and not isinstance(response_model, str):

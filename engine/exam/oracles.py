@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from engine.errors import InputError
-from engine.exam.inputs import Claim, Completion, Context, parse_claims
+from engine.exam.inputs import (Claim, Completion, Context, completion_row, outcome,
+                                parse_claims)
 from engine.exam.protocol import ADJUDICATOR, LANES
 from engine.exam.schema import jsonl_rows
 from engine.exam.union import Candidate
@@ -168,22 +169,11 @@ class SweepFile:
         self.rows: dict[str, SweepResponse] = {}
         lines: dict[str, int] = {}
         for row in jsonl_rows(data, path):
-            obj = row.fields(row.value, {"schema_version", "completion_id", "status", "claims"})
-            row.version(obj, 1)
-            cid = row.ident(obj, "completion_id")
-            if cid not in known:
-                raise row.error("no corpus completion has this id", "completion_id")
-            if cid in lines:
-                raise row.error(f"{cid!r} appears again (first at line {lines[cid]})",
-                                "completion_id")
-            lines[cid] = row.line or 0
-            status = row.choice(obj, "status", ("ok", "operational_failure"))
-            if status == "ok":
-                claims = parse_claims(row, obj["claims"], "claims")
-            elif obj["claims"] is not None:
-                raise row.error("must be null when status is operational_failure", "claims")
-            else:
-                claims = None
+            obj, cid = completion_row(row, {"schema_version", "completion_id", "status",
+                                            "claims"}, 1, known, lines)
+            ok = outcome(row, obj, "claims") == "ok"
+            claims = parse_claims(row, obj["claims"], "claims") if ok else None
+            status = "ok" if ok else "operational_failure"
             self.rows[cid] = SweepResponse(status, claims, self.source_kind)
 
     def sweep(self, request: SweepRequest) -> SweepResponse:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from engine.errors import InputError
 from engine.exam.entities import normalize_entity
-from engine.exam.inputs import Completion
+from engine.exam.inputs import Completion, completion_row, outcome
 from engine.exam.protocol import FAMILIES
 from engine.exam.schema import jsonl_rows
 
@@ -47,21 +47,10 @@ def parse_replay(data: bytes, path: Path,
     first_line: dict[str, int] = {}
     ids: dict[str, int] = {}
     for row in jsonl_rows(data, path):
-        obj = row.fields(row.value, {"schema_version", "completion_id", "status", "candidates"})
-        row.version(obj, 1)
-        cid = row.ident(obj, "completion_id")
-        if cid not in texts:
-            raise row.error("unknown completion: not in the corpus", "completion_id")
-        if cid in first_line:
-            raise row.error(f"{cid!r} appears again (first at line {first_line[cid]})",
-                            "completion_id")
-        first_line[cid] = row.line or 0
-        status = row.choice(obj, "status", ("ok", "operational_failure"))
-        if status == "operational_failure":
-            if obj["candidates"] is not None:
-                raise row.error("must be null when status is operational_failure",
-                                "candidates")
-            out[cid] = ReplayRow(cid, status, ())
+        obj, cid = completion_row(row, {"schema_version", "completion_id", "status",
+                                        "candidates"}, 1, texts, first_line)
+        if outcome(row, obj, "candidates") == "operational_failure":
+            out[cid] = ReplayRow(cid, "operational_failure", ())
             continue
         if not isinstance(obj["candidates"], list):
             raise row.error("must be a list", "candidates")
@@ -80,7 +69,7 @@ def parse_replay(data: bytes, path: Path,
             entity = row.text(cand, "entity", p)
             found.append(Detection(dcid, cid, start, end, row.choice(cand, "family", FAMILIES, p),
                                    entity, normalize_entity(entity)))
-        out[cid] = ReplayRow(cid, status, tuple(found))
+        out[cid] = ReplayRow(cid, "ok", tuple(found))
     missing = [c.completion_id for c in completions if c.completion_id not in out]
     if missing:
         raise InputError(f"no replay row for completion {missing[0]!r}: the detector "
