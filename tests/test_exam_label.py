@@ -32,7 +32,7 @@ def _labels(model_of_response: str | None = None, claims=ANSWERS):
 
 def _specs(url: str, **override) -> dict[str, ModelSpec]:
     return {"lane-a": ModelSpec("lane-a", url, "m-a", override.get("a_identity", "m-a"),
-                                "deterministic-v1"),
+                                "deterministic-v1", strict_routing=True),
             "lane-b": ModelSpec("lane-b", url, "m-b-2025", "m-b", "provider-default-v1")}
 
 
@@ -132,6 +132,9 @@ def test_each_request_is_blind_strict_and_uses_its_lanes_profile(exam_files):
     assert fmt["json_schema"]["schema"]["additionalProperties"] is False
     assert (a["temperature"], a["seed"]) == (0, 0)
     assert "temperature" not in b and "seed" not in b
+    # strict routing: no provider fallback, every parameter honoured (lane A only)
+    assert a["provider"] == {"require_parameters": True, "allow_fallbacks": False}
+    assert "provider" not in b and "models" not in a
     assert set(blind(a)) == {"completion", "context"}
     assert "lane" not in json.dumps(a) and "lane" not in json.dumps(b)
 
