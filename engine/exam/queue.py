@@ -1,0 +1,77 @@
+"""Backlog items for the human adjudicator: one per abstained candidate.
+
+A payload holds what the adjudicator needs and nothing of the artifact's
+later state: the completion, its context, the candidate, every vote with
+its source and why the votes did not settle it. The item id is derived from
+the payload's hash, so the same question asked again is the same item (and
+one decision answers it), while a changed question is a new item.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engine.canonical import canonical_sha256
+from engine.exam.protocol import PROTOCOL_VERSION
+from engine.workspace import BacklogItem
+
+QUEUE = "adjudication"
+
+
+def _score(votes: list[dict[str, Any]]) -> float | None:
+    # Share of accepting votes among the votes that took a side: 0.5 is a
+    # true split, which the app can sort to the top.
+    sided = [v for v in votes if v["vote"] in ("accept", "reject")]
+    if not sided:
+        return None
+    return sum(v["vote"] == "accept" for v in sided) / len(sided)
+
+
+def payload_for(completion: dict[str, Any], cand: dict[str, Any]) -> dict[str, Any]:
+    """Gives the backlog payload for one abstained candidate of a sealed core."""
+    span = cand["span_exact_text"]
+    title = span if len(span) <= 60 else span[:57] + "..."
+    tags = [cand["family"], cand["origin"]] + sorted(
+        {v["vote"] for v in cand["votes"] if v["vote"] in ("operational_failure", "absent")})
+    return {
+        "exam": {"protocol_version": PROTOCOL_VERSION},
+        "completion": {"id": completion["completion_id"], "text": completion["text"],
+                       "session_id": completion["session_id"],
+                       "target_turn_id": completion["target_turn_id"]},
+        "context": completion["context"],
+        "candidate": {"id": cand["candidate_id"], "origin": cand["origin"],
+                      "start": cand["start"], "end": cand["end"],
+                      "span_exact_text": span, "family": cand["family"],
+                      "entity": cand["entity"],
+                      "entity_normalized": cand["entity_normalized"]},
+        "votes": [{"voter": v["voter"], "vote": v["vote"], "basis": v["basis"],
+                   "source": v["source"]} for v in cand["votes"]],
+        "reason": cand["reason"],  # why the votes abstained
+        "question": "Is this span a claim of this family about this entity, under the "
+                    "rubric? accept = it is gold, reject = it is not.",
+        "summary": {"title": f"{title!r} ({cand['family']}/{cand['entity']})",
+                    "score": _score(cand["votes"]), "tags": tags},
+    }
+
+
+def item_for(completion: dict[str, Any], cand: dict[str, Any], run_id: str) -> BacklogItem:
+    """Gives the backlog item of one abstained candidate."""
+    payload = payload_for(completion, cand)
+    return BacklogItem.make(QUEUE, "exam-" + canonical_sha256(payload)[:16], run_id, payload)
+
+
+def abstained_items(art: dict[str, Any], run_id: str, *,
+                    only_open: bool = False) -> list[tuple[str, BacklogItem]]:
+    """Gives (candidate id, item) for each candidate the votes left abstained.
+
+    With ``only_open`` the ones a human has since settled are left out.
+    """
+    out = []
+    for comp in art["completions"]:
+        for cand in comp["candidates"]:
+            if cand["decision"] != "abstain":
+                continue
+            if only_open and cand.get("human"):
+                continue
+            out.append((cand["candidate_id"], item_for(comp, cand, run_id)))
+    return out

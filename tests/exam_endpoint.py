@@ -1,0 +1,75 @@
+"""A small OpenAI-compatible chat endpoint on 127.0.0.1, for the exam's model tests.
+
+It is a real HTTP server in a thread. Each test gives it a ``respond``
+function: (path, request body) -> (status, extra headers, JSON answer or
+None). The server records every request it receives.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable
+
+Respond = Callable[[str, dict[str, Any]], tuple[int, dict[str, str], Any]]
+
+
+def chat(model: str, content: Any) -> dict[str, Any]:
+    """Gives a chat-completion envelope whose message content is the JSON of ``content``."""
+    return {"id": "x", "object": "chat.completion", "model": model,
+            "choices": [{"index": 0, "finish_reason": "stop",
+                         "message": {"role": "assistant", "content": json.dumps(content)}}]}
+
+
+def blind(body: dict[str, Any]) -> dict[str, Any]:
+    """Gives the JSON a request's user message carries."""
+    return json.loads(body["messages"][1]["content"])
+
+
+class Endpoint:
+    """The running server: ``url`` for configs, ``requests`` as received."""
+
+    def __init__(self, respond: Respond) -> None:
+        self.respond = respond
+        self.requests: list[tuple[str, dict[str, Any], dict[str, str]]] = []
+        self.lock = threading.Lock()
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+                length = int(self.headers.get("Content-Length", "0"))
+                body = json.loads(self.rfile.read(length))
+                with outer.lock:
+                    outer.requests.append((self.path, body, dict(self.headers)))
+                status, headers, answer = outer.respond(self.path, body)
+                data = b"" if answer is None else json.dumps(answer).encode()
+                self.send_response(status)
+                for key, value in headers.items():
+                    self.send_header(key, value)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def __enter__(self) -> "Endpoint":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    def bodies(self, model: str | None = None) -> list[dict[str, Any]]:
+        """Gives the request bodies received (for one model if named)."""
+        return [b for _, b, _ in self.requests if model is None or b.get("model") == model]
