@@ -269,12 +269,14 @@ def _publish_artifacts(ws, payload_sha256: str, raw: bytes, signature: bytes) ->
 @click.option("--benchmark-key", default=None, type=_FILE,
               help="The benchmark authority's key. Without it the measurement is reserved "
                    "and left for `coverage finalize`.")
+@click.option("--out", default=None, type=_FILE,
+              help="Also copy the signed benchmark to OUT and OUT.sig (never overwritten).")
 @click.pass_obj
 def benchmark_cmd(ctx, trust_root: str, holdout_path: str, holdout_signature: str | None,
                   scope_path: str, scope_signature: str | None, baseline: str | None,
                   baseline_signature: str | None, predictions: str, candidate_sha256: str,
                   candidate_version: str, store: str, store_id: str,
-                  benchmark_key: str | None) -> None:
+                  benchmark_key: str | None, out: str | None) -> None:
     """Measure a candidate on the sealed holdout under a signed scope: ELIGIBLE or HOLD.
 
     Verifies the scope (signature, expiry, candidate and holdout binding), the
@@ -321,6 +323,9 @@ def benchmark_cmd(ctx, trust_root: str, holdout_path: str, holdout_signature: st
     result = derive_benchmark(rows, holdout, candidate_sha256, candidate_version, scope_raw,
                               context)
     key = load_private_key(benchmark_key) if benchmark_key else None
+    if out is not None and (Path(out).exists() or Path(out + ".sig").exists()):
+        raise InputError("already exists; a published benchmark is never overwritten",
+                         path=out)
     with ctx.open() as ws, LineageStore(store, store_id, scope["decision_store_timeout_seconds"],
                                         trust) as lineage:
         if key is None:
@@ -346,6 +351,18 @@ def benchmark_cmd(ctx, trust_root: str, holdout_path: str, holdout_signature: st
     click.echo(f"{published.eligibility}: {len(result['weak_categories'])} finding(s); "
                f"benchmark {published.payload_sha256}")
     click.echo(f"wrote {path} and {path}.sig (signed, read back, finalized in {store})")
+    if out is not None:
+        _copy_new(Path(out), published.payload)
+        _copy_new(Path(out + ".sig"), published.signature)
+        click.echo(f"copied to {out} and {out}.sig")
+
+
+def _copy_new(path: Path, data: bytes) -> None:
+    import os
+
+    fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(data)
 
 
 @coverage.command("finalize")

@@ -130,6 +130,9 @@ def make_evidence(ws: Workspace, benchmark_path: Path, signature_path: Path, tru
     source, raw, signature = load_benchmark(benchmark_path, signature_path, trust)
     reviews = reviews_of(ws, source)
     _ledger_must_verify(ws)
+    if signer is not None:
+        # Refuse a non-lead before anything is written.
+        ws.identify(signer, principal, APPROVER_ROLE, QUEUE)
     claim = claim_payload(source, signature, reviews)
     claim_digest = canonical_sha256({"queue": QUEUE, "claim": claim})
     run_id = f"coverage-evidence-{claim_digest[:16]}"
