@@ -105,3 +105,24 @@ def detector_results(samples: list[dict[str, Any]], wrong: dict[str, int],
         out.append({"case_id": s["case_id"], "label": "malicious" if malicious else "benign",
                     "detector_sha256": detector, "request_id": f"{tag}-{n}"})
     return out
+
+
+def scope_of(raw: bytes):
+    """Gives the checked Scope of scope bytes (signature checked elsewhere)."""
+    from engine.coverage.scope import check_scope
+
+    return check_scope(json.loads(raw), raw, path="scope")
+
+
+def reserve_in_child(store: str, trust_dir: str, scope_raw: bytes, payload: bytes,
+                     barrier, results) -> None:
+    """Runs in a separate process: waits at the barrier, then reserves a genesis."""
+    from engine.coverage.lineage import LineageStore
+    from engine.errors import SealdeskError
+
+    with LineageStore(store, "test-store", 5, TrustRoot.at(trust_dir)) as lineage:
+        barrier.wait(timeout=60)
+        try:
+            results.put(("won", lineage.reserve(scope_of(scope_raw), "test-holdout", payload)))
+        except SealdeskError as exc:
+            results.put(("refused", f"{type(exc).__name__}: {exc}"))
