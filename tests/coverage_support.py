@@ -126,3 +126,60 @@ def reserve_in_child(store: str, trust_dir: str, scope_raw: bytes, payload: byte
             results.put(("won", lineage.reserve(scope_of(scope_raw), "test-holdout", payload)))
         except SealdeskError as exc:
             results.put(("refused", f"{type(exc).__name__}: {exc}"))
+
+
+SAMPLE = Path(__file__).resolve().parent.parent / "sample_data" / "coverage"
+
+
+def sample_benchmark(root: Path) -> tuple[Authority, Path, Path]:
+    """Gives the demo's signed HOLD benchmark built from sample_data/coverage.
+
+    As the demo does, minus the lineage store: genesis of v1 on the sealed
+    holdout, then v2 measured against it. Returns (authority, benchmark
+    path, signature path).
+    """
+    from engine.coverage.benchmark import (derive_benchmark, evaluation_context,
+                                           predictions_from_results)
+    from engine.coverage.holdout import load_holdout
+    from engine.coverage.policy import read_document
+    from engine.coverage.scope import build_scope
+    from engine.coverage.tables import DETECTOR_RESULT_COLUMNS, read_table
+
+    auth = Authority(root)
+    manifest = root / "holdout.json"
+    manifest.write_bytes((SAMPLE / "holdout.json").read_bytes())
+    signature = auth.sign("holdout", manifest.read_bytes())
+    (root / "holdout.json.sig").write_bytes(signature)
+    expires = datetime.now(timezone.utc) + timedelta(days=1)
+    baseline = None
+    for template, predictions in (("scope-genesis.toml", "predictions_v1.jsonl"),
+                                  ("scope-candidate.toml", "predictions_v2.jsonl")):
+        value, _ = read_document(SAMPLE / template)
+        scope_raw = build_scope(value, holdout_manifest_sha256=sha256_hex(manifest.read_bytes()),
+                                baseline_report_sha256=baseline and sha256_hex(baseline[0]),
+                                expires_at=expires, path=template)
+        scope_sig = auth.sign("scope", scope_raw)
+        sealed = load_holdout(manifest, root / "holdout.json.sig",
+                              sha256_hex(manifest.read_bytes()), auth.trust)
+        context = evaluation_context(sealed, value["candidate_sha256"],
+                                     value["candidate_version"], scope_raw, scope_sig,
+                                     auth.trust, baseline_raw=baseline and baseline[0],
+                                     baseline_signature=baseline and baseline[1])
+        rows = predictions_from_results(read_table(SAMPLE / predictions,
+                                                   DETECTOR_RESULT_COLUMNS),
+                                        sealed, value["candidate_sha256"])
+        raw = canonical_json(derive_benchmark(rows, sealed, value["candidate_sha256"],
+                                              value["candidate_version"], scope_raw, context))
+        baseline = (raw, auth.sign("benchmark", raw))
+    path = root / "benchmark.json"
+    path.write_bytes(baseline[0])
+    (root / "benchmark.json.sig").write_bytes(baseline[1])
+    return auth, path, root / "benchmark.json.sig"
+
+
+def sample_source(root: Path):
+    """Gives the demo HOLD benchmark as a verified finding source."""
+    from engine.coverage.findings import load_benchmark
+
+    auth, path, sig = sample_benchmark(root)
+    return load_benchmark(path, sig, auth.trust)[0]
