@@ -135,8 +135,8 @@ def sample_benchmark(root: Path) -> tuple[Authority, Path, Path]:
     """Gives the demo's signed HOLD benchmark built from sample_data/coverage.
 
     As the demo does, minus the lineage store: genesis of v1 on the sealed
-    holdout, then v2 measured against it. Returns (authority, benchmark
-    path, signature path).
+    holdout (kept as ``baseline.json``, ELIGIBLE), then v2 measured against
+    it. Returns (authority, benchmark path, signature path).
     """
     from engine.coverage.benchmark import (derive_benchmark, evaluation_context,
                                            predictions_from_results)
@@ -151,7 +151,7 @@ def sample_benchmark(root: Path) -> tuple[Authority, Path, Path]:
     signature = auth.sign("holdout", manifest.read_bytes())
     (root / "holdout.json.sig").write_bytes(signature)
     expires = datetime.now(timezone.utc) + timedelta(days=1)
-    baseline = None
+    baseline = baseline_path = None
     for template, predictions in (("scope-genesis.toml", "predictions_v1.jsonl"),
                                   ("scope-candidate.toml", "predictions_v2.jsonl")):
         value, _ = read_document(SAMPLE / template)
@@ -171,6 +171,10 @@ def sample_benchmark(root: Path) -> tuple[Authority, Path, Path]:
         raw = canonical_json(derive_benchmark(rows, sealed, value["candidate_sha256"],
                                               value["candidate_version"], scope_raw, context))
         baseline = (raw, auth.sign("benchmark", raw))
+        if baseline_path is None:
+            baseline_path = root / "baseline.json"
+            baseline_path.write_bytes(raw)
+            (root / "baseline.json.sig").write_bytes(baseline[1])
     path = root / "benchmark.json"
     path.write_bytes(baseline[0])
     (root / "benchmark.json.sig").write_bytes(baseline[1])

@@ -263,3 +263,47 @@ def test_a_claim_accepted_in_the_reviewer_role_is_not_an_approval(workspace, hol
     with pytest.raises(PermissionRefused, match="needs an accept made as lead"):
         evidence_in(workspace, hold)
     assert evidence_files(workspace) == []
+
+
+def test_an_eligible_benchmark_needs_no_backlog_only_the_leads_approval(workspace, hold, people):
+    auth, path = hold
+    eligible = (auth, path.parent / "baseline.json")
+    made = evidence_in(workspace, eligible, people["lena"])
+    value = check_evidence(workspace, made.path, auth.trust)
+    assert (value["benchmark"]["eligibility"], value["reviews"]) == ("ELIGIBLE", [])
+    assert value["approval"]["role"] == "lead"
+
+
+def test_an_eligible_benchmark_has_no_backlog_to_build(workspace, hold):
+    auth, path = hold
+    with pytest.raises(InputError, match="nothing to debug"):
+        backlog_in(workspace, (auth, path.parent / "baseline.json"))
+
+
+def test_a_g001_report_becomes_a_backlog_bound_to_its_detector(workspace, tmp_path):
+    from engine.artifacts import write_json_artifact
+    from engine.coverage.findings import load_report_document, report_document
+    from engine.coverage.policy import load_gate_policy
+    from engine.coverage.report import stratified_report
+    from engine.coverage.tables import EVAL_COLUMNS, read_table
+    from engine.coverage.weak import identify_weak_categories
+
+    policy = load_gate_policy(SAMPLE / "policy.toml")
+    table = read_table(SAMPLE / "eval_rows_v2.csv", EVAL_COLUMNS)
+    report = stratified_report(list(table.rows), "v2", "dev", policy)
+    weak = identify_weak_categories(report, None, policy)
+    detector = json.loads((SAMPLE / "debug_rows.jsonl").read_text().splitlines()[0])[
+        "detector_sha256"]
+    for digest, name in ((None, "unbound.json"), (detector, "bound.json")):
+        write_json_artifact(tmp_path / name, report_document(
+            report, weak, policy, detector_sha256=digest, rows_sha256="0" * 64,
+            previous_report_sha256=None))
+    with pytest.raises(InputError, match="names no detector digest"):
+        run_backlog(workspace, load_report_document(tmp_path / "unbound.json"),
+                    SAMPLE / "debug_rows.jsonl", SAMPLE / "attribution.toml", None)
+    run = run_backlog(workspace, load_report_document(tmp_path / "bound.json"),
+                      SAMPLE / "debug_rows.jsonl", SAMPLE / "attribution.toml", None)
+    # Debug population under v2: obfuscation 5/8, context 6/8, benign 2/12.
+    assert sorted(i.payload["category"] for i in run.items) == [
+        "benign", "context_manipulation", "obfuscation"]
+    assert {i.payload["source"]["kind"] for i in run.items} == {"report"}

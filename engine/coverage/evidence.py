@@ -222,6 +222,11 @@ def check_evidence(ws: Workspace, path: Path, trust: TrustRoot) -> dict[str, Any
     if (claim["benchmark_sha256"], claim["benchmark_signature_sha256"], claim["reviews"]) != (
             value["benchmark_sha256"], sha256_hex(signature), value["reviews"]):
         raise IntegrityError(f"{path}: the claim binds another benchmark or other reviews")
+    reviewed_categories = {r["category"] for r in value["reviews"]}
+    unreviewed = sorted({f["category"] for f in value["benchmark"]["weak_categories"]}
+                        - reviewed_categories)
+    if unreviewed:
+        raise IntegrityError(f"{path}: weak category {unreviewed[0]!r} has no review record")
     for review in value["reviews"]:
         reviewed = ws.item(QUEUE, review["item_id"])
         if reviewed is None or reviewed["payload"].get("source", {}).get("sha256") \
