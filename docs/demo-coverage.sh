@@ -29,6 +29,8 @@ if $SD coverage benchmark --trust-root "$COV/trust" --holdout "$COV/holdout.json
     --predictions sample_data/coverage/predictions_v1.jsonl --candidate-sha256 $V1 --candidate-version v1 \
     --store "$COV/lineage.db" --store-id demo-lineage --benchmark-key "$COV/private/benchmark.key"; then
     echo "a second genesis was accepted" >&2; exit 1
+else
+    echo "second genesis refused, as it must be"
 fi
 # Debug backlog: misses from the debug rows (never the holdout), attributed by
 # integrated gradients on a tiny classifier trained here in seconds.

@@ -199,3 +199,22 @@ def test_keygen_never_replaces_a_key(sealdesk, tmp_path):
     assert done.returncode == 2 and "never replaced" in done.stderr
     assert (tmp_path / "t/scope.pub").read_bytes() == before
     assert oct((tmp_path / "k/scope.key").stat().st_mode & 0o777) == "0o600"
+
+
+def test_holdout_seals_rows_into_a_canonical_manifest(sealdesk, tmp_path):
+    from engine.canonical import parse_canonical
+    from tests.coverage_support import holdout_samples, write_jsonl
+
+    rows = write_jsonl(tmp_path / "rows.jsonl", holdout_samples())
+    out = tmp_path / "holdout.json"
+    sealdesk("coverage", "holdout", "--rows", rows, "--holdout-id", "h", "--version", "3",
+             "--created-at", "2025-06-01T00:00:00Z", "--out", out, check=True)
+    manifest = parse_canonical(out.read_bytes())
+    assert (manifest["holdout_id"], manifest["version"], len(manifest["samples"])) == ("h", "3",
+                                                                                      40)
+    assert manifest["samples"][0] == holdout_samples()[0]
+    dup = write_jsonl(tmp_path / "dup.jsonl", holdout_samples() + holdout_samples()[:1])
+    done = sealdesk("coverage", "holdout", "--rows", dup, "--holdout-id", "h", "--version", "3",
+                    "--out", tmp_path / "dup.json")
+    assert done.returncode == 2 and f"{dup}:41: field 'case_id'" in done.stderr
+    assert not (tmp_path / "dup.json").exists()
