@@ -228,27 +228,6 @@ def store_init(store: str, store_id: str, timeout: float) -> None:
     click.echo(f"provisioned lineage store {store} ({store_id})")
 
 
-def _read_pair(path: str, signature: str | None) -> tuple[bytes, bytes]:
-    from engine.errors import InputError
-
-    sig_path = signature or path + ".sig"
-    try:
-        return Path(path).read_bytes(), Path(sig_path).read_bytes()
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror}", path=exc.filename) from exc
-
-
-def _publish_artifacts(ws, payload_sha256: str, raw: bytes, signature: bytes) -> tuple[Path, bytes, bytes]:
-    """Writes benchmark.json and its .sig into the run and gives them read back."""
-    from engine.artifacts import read_verified, write_artifact
-
-    out = ws.run_dir(f"coverage-benchmark-{payload_sha256[:16]}")
-    path = out / "benchmark.json"
-    write_artifact(path, raw)
-    write_artifact(out / "benchmark.json.sig", signature)
-    return path, read_verified(path), read_verified(out / "benchmark.json.sig")
-
-
 @coverage.command("benchmark")
 @click.option("--trust-root", required=True, type=_DIR,
               help="Directory of scope.pub, holdout.pub, benchmark.pub (raw Ed25519).")
@@ -292,68 +271,40 @@ def benchmark_cmd(ctx, trust_root: str, holdout_path: str, holdout_signature: st
         --candidate-sha256 $SHA --candidate-version v2 --store lineage.db \\
         --store-id demo --benchmark-key demo/private/benchmark.key
     """
-    from engine.coverage.benchmark import derive_benchmark, evaluation_context, \
-        predictions_from_results
-    from engine.coverage.holdout import load_holdout
-    from engine.coverage.lineage import LineageStore
-    from engine.coverage.publish import publish
-    from engine.coverage.scope import check_scope
-    from engine.coverage.tables import DETECTOR_RESULT_COLUMNS, read_table
-    from engine.coverage.trust import TrustRoot, load_private_key, sign
-    from engine.canonical import canonical_json
+    from engine.coverage.measure import measure_candidate
+    from engine.coverage.trust import TrustRoot, load_private_key
     from engine.errors import InputError
 
-    trust = TrustRoot.at(trust_root)
-    scope_raw, scope_sig = _read_pair(scope_path, scope_signature)
-    scope = check_scope(trust.verify_document("scope", scope_raw, scope_sig, what=scope_path),
-                        scope_raw, path=scope_path)
-    holdout = load_holdout(holdout_path, holdout_signature or holdout_path + ".sig",
-                           scope["holdout_manifest_sha256"], trust)
-    baseline_raw = baseline_sig = None
-    if baseline is not None:
-        baseline_raw, baseline_sig = _read_pair(baseline, baseline_signature)
-    elif baseline_signature is not None:
+    if baseline is None and baseline_signature is not None:
         raise InputError("--baseline-signature without --baseline", field="baseline")
-    context = evaluation_context(holdout, candidate_sha256, candidate_version, scope_raw,
-                                 scope_sig, trust, baseline_raw=baseline_raw,
-                                 baseline_signature=baseline_sig, scope_path=scope_path,
-                                 baseline_path=baseline or "baseline")
-    results = read_table(predictions, DETECTOR_RESULT_COLUMNS)
-    rows = predictions_from_results(results, holdout, candidate_sha256)
-    result = derive_benchmark(rows, holdout, candidate_sha256, candidate_version, scope_raw,
-                              context)
-    key = load_private_key(benchmark_key) if benchmark_key else None
     if out is not None and (Path(out).exists() or Path(out + ".sig").exists()):
         raise InputError("already exists; a published benchmark is never overwritten",
                          path=out)
-    with ctx.open() as ws, LineageStore(store, store_id, scope["decision_store_timeout_seconds"],
-                                        trust) as lineage:
-        if key is None:
-            from engine.artifacts import write_artifact
-
-            payload_sha256 = lineage.reserve(context.scope, holdout.holdout_id,
-                                             canonical_json(result))
-            out = ws.run_dir(f"coverage-benchmark-{payload_sha256[:16]}") / "benchmark.json"
-            write_artifact(out, canonical_json(result))
-            click.echo(f"{result['eligibility']}: reserved {payload_sha256} (unsigned)")
-            click.echo(f"next: sealdesk coverage sign --role benchmark --key KEY {out}\n"
-                       f"      sealdesk coverage finalize --store {store} --store-id {store_id} "
-                       f"--trust-root {trust_root} --payload-sha256 {payload_sha256} "
-                       f"--signature {out}.sig")
-            return
-        published = publish(
-            result, holdout=holdout, scope_raw=scope_raw, scope_signature=scope_sig,
-            baseline_raw=baseline_raw, baseline_signature=baseline_sig, trust=trust,
-            store=lineage,
-            sign_and_store=lambda sha, raw: _publish_artifacts(ws, sha, raw, sign(key, raw))[1:])
-        path = ws.run_dir(f"coverage-benchmark-{published.payload_sha256[:16]}") / "benchmark.json"
+    key = load_private_key(benchmark_key) if benchmark_key else None
+    with ctx.open() as ws:
+        done = measure_candidate(
+            ws, TrustRoot.at(trust_root), holdout=holdout_path,
+            holdout_signature=holdout_signature, scope=scope_path,
+            scope_signature=scope_signature, baseline=baseline,
+            baseline_signature=baseline_signature, predictions=predictions,
+            candidate_sha256=candidate_sha256, candidate_version=candidate_version,
+            store=store, store_id=store_id, key=key)
+    result = done.benchmark
+    if done.signature is None:
+        click.echo(f"{result['eligibility']}: reserved {done.payload_sha256} (unsigned)")
+        click.echo(f"next: sealdesk coverage sign --role benchmark --key KEY {done.path}\n"
+                   f"      sealdesk coverage finalize --store {store} --store-id {store_id} "
+                   f"--trust-root {trust_root} --payload-sha256 {done.payload_sha256} "
+                   f"--signature {done.path}.sig")
+        return
     _echo_report(result["stratified_report"], result["weak_categories"])
-    click.echo(f"{published.eligibility}: {len(result['weak_categories'])} finding(s); "
-               f"benchmark {published.payload_sha256}")
-    click.echo(f"wrote {path} and {path}.sig (signed, read back, finalized in {store})")
+    click.echo(f"{result['eligibility']}: {len(result['weak_categories'])} finding(s); "
+               f"benchmark {done.payload_sha256}")
+    click.echo(f"wrote {done.path} and {done.path}.sig (signed, read back, finalized in "
+               f"{store})")
     if out is not None:
-        _copy_new(Path(out), published.payload)
-        _copy_new(Path(out + ".sig"), published.signature)
+        _copy_new(Path(out), done.payload)
+        _copy_new(Path(out + ".sig"), done.signature)
         click.echo(f"copied to {out} and {out}.sig")
 
 
@@ -386,7 +337,8 @@ def finalize_cmd(ctx, trust_root: str, store: str, store_id: str, timeout: float
     re-measured and no reservation is ever released.
     """
     from engine.coverage.lineage import LineageStore
-    from engine.coverage.trust import TrustRoot, load_private_key, sign
+    from engine.coverage.measure import finalize_reservation
+    from engine.coverage.trust import TrustRoot, load_private_key
     from engine.errors import InputError
 
     trust = TrustRoot.at(trust_root)
@@ -398,18 +350,16 @@ def finalize_cmd(ctx, trust_root: str, store: str, store_id: str, timeout: float
                            f"holdout={r.holdout_id}")
             click.echo(f"{len(pending)} unresolved reservation(s)")
             return
-        reserved = lineage.get(payload_sha256)
-        if reserved is None:
-            raise InputError(f"no reservation {payload_sha256}", field="payload_sha256")
         if (signature is None) == (benchmark_key is None):
             raise InputError("give exactly one of --signature and --benchmark-key",
                              field="signature")
+        reserved = lineage.get(payload_sha256)
+        if reserved is None:
+            raise InputError(f"no reservation {payload_sha256}", field="payload_sha256")
         sig = (Path(signature).read_bytes() if signature
-               else sign(load_private_key(benchmark_key), reserved.payload))
-        trust.verify("benchmark", reserved.payload, sig, what=f"reservation {payload_sha256}")
+               else load_private_key(benchmark_key).sign(reserved.payload))
         with ctx.open() as ws:
-            path, raw, back = _publish_artifacts(ws, payload_sha256, reserved.payload, sig)
-            lineage.finalize(payload_sha256, raw, back)
+            path = finalize_reservation(ws, lineage, reserved, sig)
     click.echo(f"finalized {payload_sha256}; wrote {path} and {path}.sig")
 
 

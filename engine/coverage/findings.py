@@ -19,7 +19,7 @@ from engine.coverage.benchmark import check_benchmark_shape
 from engine.coverage.policy import CategoryGatePolicy, gate_policy_from
 from engine.coverage.report import CategoryRow
 from engine.coverage.tables import SHA256
-from engine.coverage.trust import TrustRoot
+from engine.coverage.trust import TrustRoot, read_signed
 from engine.coverage.weak import check_report, validate_findings
 from engine.errors import InputError
 
@@ -103,12 +103,7 @@ def load_benchmark(path: str | Path, signature_path: str | Path,
                    trust: TrustRoot) -> tuple[FindingSource, bytes, bytes]:
     """Gives a signed benchmark as a finding source, with its exact bytes and signature."""
     path = str(path)
-    try:
-        raw = Path(path).read_bytes()
-        signature = Path(signature_path).read_bytes()
-    except OSError as exc:
-        raise InputError(f"cannot read benchmark or signature: {exc.strerror}",
-                         path=exc.filename) from exc
+    raw, signature = read_signed(path, signature_path)
     value = trust.verify_document("benchmark", raw, signature, what=path)
     check_benchmark_shape(value, path=path)
     categories = [r.get("category") for r in value["stratified_report"]

@@ -138,3 +138,12 @@ def load_private_key(path: str | Path) -> Ed25519PrivateKey:
 def sign(key: Ed25519PrivateKey, raw: bytes) -> bytes:
     """Gives the raw 64-byte Ed25519 signature of the bytes."""
     return key.sign(raw)
+
+
+def read_signed(path: str | Path, signature_path: str | Path | None = None) -> tuple[bytes, bytes]:
+    """Gives a document's bytes and its detached signature (default ``PATH.sig``)."""
+    sig_path = signature_path or f"{path}.sig"
+    try:
+        return Path(path).read_bytes(), Path(sig_path).read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror}", path=exc.filename) from exc
