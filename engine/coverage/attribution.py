@@ -55,9 +55,12 @@ def load_detector(directory: str | Path) -> Detector:
     try:
         import torch  # noqa: F401
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
+        from transformers.utils import logging as hf_logging
         import captum  # noqa: F401
     except ImportError as exc:
         raise AttributionUnavailable(f"{EXTRA_HINT} ({exc.name} is missing)") from exc
+    # sealdesk draws its own progress; transformers' bars would interleave.
+    hf_logging.disable_progress_bar()
     try:
         model = AutoModelForSequenceClassification.from_pretrained(directory,
                                                                    local_files_only=True)

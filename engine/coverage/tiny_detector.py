@@ -26,8 +26,10 @@ def train_tiny_detector(texts: Sequence[str], labels: Sequence[int], out_dir: st
     try:
         import torch
         from transformers import BertConfig, BertForSequenceClassification, BertTokenizer
+        from transformers.utils import logging as hf_logging
     except ImportError as exc:
         raise AttributionUnavailable(f"{EXTRA_HINT} ({exc.name} is missing)") from exc
+    hf_logging.disable_progress_bar()
     if len(texts) != len(labels) or not texts or set(labels) - {0, 1} or len(set(labels)) < 2:
         raise InputError("training needs texts with labels 0 and 1, one label per text")
     out = Path(out_dir)
