@@ -1,0 +1,14 @@
+"""Detector coverage by attack category (seed 002, AID-H-026.003).
+
+G001 ``report``/``weak``: taxonomy-stratified recall and benign FPR from raw
+rows, and the weak categories against the exact previous report.
+G002 ``trust``/``holdout``/``scope``/``benchmark``/``lineage``: a sealed,
+signed holdout measured under a signed scope, giving ELIGIBLE or HOLD,
+reserved in an append-only lineage store before it is signed.
+G003 ``misses``/``attribution``/``backlog``: deterministic selection of
+misses per weak category, integrated-gradients attribution, and the
+``weak_categories`` backlog; ``evidence`` binds the reviewed result.
+
+Nothing here authorises a release: every item and evidence file says
+``release_authority: "none"``.
+"""

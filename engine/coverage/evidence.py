@@ -1,0 +1,242 @@
+"""Coverage evidence: the signed benchmark, the ledger records that reviewed it, a lead's approval.
+
+The lead's approval is an ordinary signed decision, made in role ``lead``,
+on an evidence-claim item of the ``weak_categories`` queue. The claim's
+payload names the benchmark bytes (digest and signature digest), its
+ELIGIBLE or HOLD, its findings and every review record; because a decision
+binds its item's hash, the approval is about exactly that claim, is
+checked by ``sealdesk verify`` like any record, and can be withdrawn with
+``sealdesk undo``. (A sign-off record binds the whole ledger instead and is
+the lead's separate, final act.) The evidence file carries no release
+authority: it is a facet for the promotion owner (AID-H-026.001) to weigh.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from engine.artifacts import read_verified, write_json_artifact
+from engine.canonical import canonical_json, canonical_sha256, parse_canonical, sha256_hex
+from engine.coverage.backlog import ITEM_KIND, QUEUE
+from engine.coverage.benchmark import check_benchmark_shape
+from engine.coverage.findings import FindingSource, load_benchmark
+from engine.coverage.trust import TrustRoot
+from engine.errors import InputError, IntegrityError, PermissionRefused
+from engine.ledger import store
+from engine.ledger.audit import verify_workspace
+from engine.ledger.signers import Signer
+from engine.workspace import BacklogItem, Workspace
+
+CLAIM_KIND = "coverage.evidence_claim"
+SCHEMA = "sealdesk.coverage-evidence.v1"
+APPROVER_ROLE = "lead"
+REVIEW_DECISIONS = ("accept", "reject")
+EVIDENCE_FIELDS = frozenset({
+    "schema_version", "workspace", "benchmark", "benchmark_sha256", "benchmark_signature",
+    "claim_item", "claim", "reviews", "approval", "ledger", "release_authority",
+})
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """A written evidence file and what it binds."""
+
+    path: Path
+    sha256: str
+    eligibility: str
+    reviews: int
+    approval_record: str
+
+
+def _ledger_must_verify(ws: Workspace) -> Any:
+    report = verify_workspace(ws, processes=1)
+    if not report.ok:
+        raise IntegrityError(f"the ledger does not verify: {report.first.reason}",
+                             seq=report.first.seq)
+    return report
+
+
+def _backlog_for(ws: Workspace, benchmark_sha256: str) -> list[dict[str, Any]]:
+    found = []
+    for listed in ws.items(queue=QUEUE):
+        item = ws.item(QUEUE, listed["item_id"])
+        payload = item["payload"]
+        if (payload.get("kind") == ITEM_KIND and isinstance(payload.get("source"), dict)
+                and payload["source"].get("kind") == "benchmark"
+                and payload["source"].get("sha256") == benchmark_sha256):
+            found.append(item)
+    return found
+
+
+def reviews_of(ws: Workspace, source: FindingSource) -> list[dict[str, Any]]:
+    """Gives the effective review record of every backlog item of the benchmark.
+
+    Refuses while a weak category has no backlog item, or an item has no
+    standing accept or reject.
+    """
+    items = _backlog_for(ws, source.sha256)
+    weak = sorted({f["category"] for f in source.findings})
+    covered = {i["payload"]["category"] for i in items}
+    missing = [c for c in weak if c not in covered]
+    if missing:
+        raise InputError(f"weak category {missing[0]!r} has no backlog item in the workspace "
+                         "(run: sealdesk coverage backlog --benchmark ...)", path=source.path)
+    reviews = []
+    for item in sorted(items, key=lambda i: i["item_id"]):
+        decision = item["decision"]
+        if decision is None or decision["decision"] not in REVIEW_DECISIONS:
+            state = "undecided" if decision is None else decision["decision"]
+            raise InputError(f"backlog item {item['item_id']} ({item['payload']['category']}) "
+                             f"is {state}: every weak category needs an accept or reject "
+                             "before evidence", field="item")
+        reviews.append({"item_id": item["item_id"], "item_sha256": item["item_sha256"],
+                        "run_sha256": item["run_sha256"],
+                        "category": item["payload"]["category"],
+                        "decision": decision["decision"], "principal": decision["principal"],
+                        "role": decision["role"], "seq": decision["seq"],
+                        "record_hash": decision["record_hash"]})
+    return reviews
+
+
+def claim_payload(source: FindingSource, signature: bytes,
+                  reviews: list[dict[str, Any]]) -> dict[str, Any]:
+    """Gives the payload of the claim a lead approves."""
+    doc = source.document
+    n = len(reviews)
+    return {
+        "kind": CLAIM_KIND, "benchmark_sha256": source.sha256,
+        "benchmark_signature_sha256": sha256_hex(signature),
+        "eligibility": source.eligibility, "detector_sha256": source.detector_sha256,
+        "detector_version": source.detector_version, "holdout_id": doc["holdout_id"],
+        "holdout_version": doc["holdout_version"],
+        "holdout_manifest_sha256": doc["holdout_manifest_sha256"],
+        "evaluation_policy_sha256": doc["evaluation_policy_sha256"],
+        "weak_categories": list(source.findings), "reviews": reviews,
+        "release_authority": "none",
+        "summary": {"title": f"coverage evidence: {source.eligibility} for "
+                             f"{source.detector_version} on {doc['holdout_id']} "
+                             f"({n} review{'s' if n != 1 else ''})",
+                    "score": None, "tags": ["evidence", source.eligibility]},
+    }
+
+
+def make_evidence(ws: Workspace, benchmark_path: Path, signature_path: Path, trust: TrustRoot,
+                  signer: Signer | None, *, principal: str | None = None,
+                  note: str | None = None) -> Evidence:
+    """Gives the written evidence after checking reviews and the ledger and obtaining
+    (or finding) the lead's approval of the exact claim."""
+    source, raw, signature = load_benchmark(benchmark_path, signature_path, trust)
+    reviews = reviews_of(ws, source)
+    _ledger_must_verify(ws)
+    if signer is not None:
+        # Refuse a non-lead before anything is written.
+        ws.identify(signer, principal, APPROVER_ROLE, QUEUE)
+    claim = claim_payload(source, signature, reviews)
+    claim_digest = canonical_sha256({"queue": QUEUE, "claim": claim})
+    run_id = f"coverage-evidence-{claim_digest[:16]}"
+    item = BacklogItem.make(QUEUE, f"ev-{claim_digest[:16]}", run_id, claim)
+    manifest = {"kind": "coverage-evidence", "artifacts": {"benchmark.json": source.sha256},
+                "inputs": {"benchmark_sha256": source.sha256,
+                           "benchmark_signature_sha256": sha256_hex(signature),
+                           "review_records": [r["record_hash"] for r in reviews]}}
+    ws.ingest([item], runs={run_id: manifest}, source=str(benchmark_path))
+
+    standing = store.effective_decisions_for(ws.conn, QUEUE, item.item_id)
+    if standing is None:
+        if signer is None:
+            raise PermissionRefused(f"claim {item.item_id} awaits a lead's approval: run again "
+                                    "with --key LEAD_KEY (or a lead's key in ssh-agent)")
+        ws.decide(signer, QUEUE, item.item_id, "accept", note=note, principal=principal,
+                  role=APPROVER_ROLE)
+        standing = store.effective_decisions_for(ws.conn, QUEUE, item.item_id)
+    if standing["decision"] != "accept" or standing["role"] != APPROVER_ROLE:
+        raise PermissionRefused(f"claim {item.item_id} stands at {standing['decision']} by "
+                                f"{standing['principal']} as {standing['role']}; evidence "
+                                "needs an accept made as lead")
+    report = _ledger_must_verify(ws)
+    held = ws.item(QUEUE, item.item_id)
+    evidence = {
+        "schema_version": SCHEMA, "workspace": ws.workspace_id,
+        "benchmark": source.document, "benchmark_sha256": source.sha256,
+        "benchmark_signature": signature.hex(),
+        "claim_item": {"queue": QUEUE, "item_id": item.item_id,
+                       "item_sha256": item.item_sha256, "run_sha256": held["run_sha256"]},
+        "claim": claim, "reviews": reviews,
+        "approval": {k: standing[k] for k in ("seq", "record_hash", "principal", "role",
+                                              "decision", "time")},
+        "ledger": {"records": report.records, "head_hash": report.head_hash},
+        "release_authority": "none",
+    }
+    path = ws.run_dir(run_id) / "coverage_evidence.json"
+    digest = write_json_artifact(path, evidence)
+    return Evidence(path, digest, source.eligibility, len(reviews), standing["record_hash"])
+
+
+def _record_matches(ws: Workspace, record_hash: str, *, item_id: str, item_sha256: str,
+                    decision: str, roles: tuple[str, ...], what: str) -> None:
+    record = store.get_record(ws.conn, record_hash)
+    if record is None or record.record_hash != record_hash:
+        raise IntegrityError(f"{what}: record {record_hash[:16]}… is not in the ledger")
+    body = record.body
+    if (body["kind"], body["queue"], body["item_id"], body["item_sha256"], body["decision"]) != (
+            "decision", QUEUE, item_id, item_sha256, decision):
+        raise IntegrityError(f"{what}: record #{record.seq} is not a {decision} of item "
+                             f"{item_id} with those bytes")
+    if body["role"] not in roles:
+        raise IntegrityError(f"{what}: record #{record.seq} was made as {body['role']}, "
+                             f"needs {' or '.join(roles)}")
+    standing = store.effective_decisions_for(ws.conn, QUEUE, item_id)
+    if standing is None or standing["record_hash"] != record_hash:
+        raise IntegrityError(f"{what}: record #{record.seq} no longer stands (retracted or "
+                             "superseded); make the evidence again")
+
+
+def check_evidence(ws: Workspace, path: Path, trust: TrustRoot) -> dict[str, Any]:
+    """Gives the evidence document after re-checking every binding it makes: sidecar,
+    benchmark bytes and signature, claim item, each review record and the approval,
+    all against a ledger that verifies."""
+    path = Path(path)
+    value = parse_canonical(read_verified(path), path=str(path))
+    if not isinstance(value, dict) or set(value) != EVIDENCE_FIELDS \
+            or value["schema_version"] != SCHEMA:
+        raise InputError("not a coverage evidence file (fields or schema differ)", path=path)
+    if value["workspace"] != ws.workspace_id:
+        raise IntegrityError(f"{path}: evidence belongs to workspace {value['workspace']}")
+    raw = canonical_json(value["benchmark"])
+    if sha256_hex(raw) != value["benchmark_sha256"]:
+        raise IntegrityError(f"{path}: embedded benchmark does not hash to benchmark_sha256")
+    try:
+        signature = bytes.fromhex(value["benchmark_signature"])
+    except (TypeError, ValueError):
+        raise InputError("must be hex", path=path, field="benchmark_signature") from None
+    trust.verify("benchmark", raw, signature, what=f"{path}: benchmark")
+    check_benchmark_shape(value["benchmark"], path=str(path))
+    _ledger_must_verify(ws)
+    claim, item = value["claim"], value["claim_item"]
+    held = ws.item(QUEUE, item["item_id"])
+    if held is None or held["item_sha256"] != item["item_sha256"] \
+            or canonical_sha256(claim) != item["item_sha256"]:
+        raise IntegrityError(f"{path}: the claim is not the workspace's item {item['item_id']}")
+    if (claim["benchmark_sha256"], claim["benchmark_signature_sha256"], claim["reviews"]) != (
+            value["benchmark_sha256"], sha256_hex(signature), value["reviews"]):
+        raise IntegrityError(f"{path}: the claim binds another benchmark or other reviews")
+    reviewed_categories = {r["category"] for r in value["reviews"]}
+    unreviewed = sorted({f["category"] for f in value["benchmark"]["weak_categories"]}
+                        - reviewed_categories)
+    if unreviewed:
+        raise IntegrityError(f"{path}: weak category {unreviewed[0]!r} has no review record")
+    for review in value["reviews"]:
+        reviewed = ws.item(QUEUE, review["item_id"])
+        if reviewed is None or reviewed["payload"].get("source", {}).get("sha256") \
+                != value["benchmark_sha256"]:
+            raise IntegrityError(f"{path}: reviewed item {review['item_id']} is not a backlog "
+                                 "item of this benchmark")
+        _record_matches(ws, review["record_hash"], item_id=review["item_id"],
+                        item_sha256=review["item_sha256"], decision=review["decision"],
+                        roles=("reviewer", "lead"), what=f"review of {review['item_id']}")
+    _record_matches(ws, value["approval"]["record_hash"], item_id=item["item_id"],
+                    item_sha256=item["item_sha256"], decision="accept", roles=(APPROVER_ROLE,),
+                    what="approval")
+    return value

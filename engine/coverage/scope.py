@@ -1,0 +1,125 @@
+"""The signed evaluation scope (seed G002): what is measured, against what, until when.
+
+The scope authority signs one canonical object binding the candidate
+(digest and version), the holdout manifest digest, the approved baseline
+report digest (``null`` only for an explicitly signed genesis), the
+category gate, an expiry and the lineage store's lock deadline. The
+promotion-stage fields of the seed's scope (latency, replicas, deployment)
+belong to AID-H-026.001 and are not part of sealdesk's coverage scope.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from engine.canonical import canonical_json, sha256_hex
+from engine.coverage.holdout import SHA256
+from engine.coverage.policy import CategoryGatePolicy, gate_policy_from
+from engine.errors import InputError, PermissionRefused
+
+SCHEMA = "sealdesk.coverage-scope.v1"
+SCOPE_FIELDS = frozenset({
+    "schema_version", "policy_id", "policy_version", "expires_at", "candidate_sha256",
+    "candidate_version", "holdout_manifest_sha256", "baseline_report_sha256",
+    "required_categories", "benign_category", "min_category_recall", "max_benign_fpr",
+    "max_category_regression", "decision_store_timeout_seconds",
+})
+# Fields a scope template supplies; the rest are computed when it is written.
+TEMPLATE_FIELDS = SCOPE_FIELDS - {"schema_version", "expires_at", "holdout_manifest_sha256",
+                                  "baseline_report_sha256"}
+
+
+@dataclass(frozen=True)
+class Scope:
+    """A verified scope and the gate policy it carries."""
+
+    value: dict[str, Any]
+    sha256: str
+    policy: CategoryGatePolicy
+    expires_at: datetime
+
+    @property
+    def genesis(self) -> bool:
+        return self.value["baseline_report_sha256"] is None
+
+    def __getitem__(self, name: str) -> Any:
+        return self.value[name]
+
+
+def parse_time(text: Any, *, field: str, path: str | None = None) -> datetime:
+    """Gives an aware datetime from ISO 8601 text; a time without zone is refused."""
+    if not isinstance(text, str) or not text:
+        raise InputError("must be an ISO 8601 time with a zone", path=path, field=field)
+    try:
+        value = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise InputError(f"{text!r} is not an ISO 8601 time", path=path, field=field) from None
+    if value.tzinfo is None:
+        raise InputError("time has no zone (write Z or +00:00)", path=path, field=field)
+    return value
+
+
+def check_scope(value: dict[str, Any], raw: bytes, *, path: str,
+                now: datetime | None = None) -> Scope:
+    """Gives the checked scope; refuses a wrong schema, a bad digest or an expired scope."""
+    if set(value) != SCOPE_FIELDS:
+        odd = sorted(SCOPE_FIELDS.symmetric_difference(value))
+        raise InputError("scope fields differ from the coverage scope schema", path=path,
+                         field=odd[0])
+    if value["schema_version"] != SCHEMA:
+        raise InputError(f"unsupported scope schema (expected {SCHEMA})", path=path,
+                         field="schema_version")
+    for name in ("policy_id", "policy_version", "candidate_version", "expires_at"):
+        if not isinstance(value[name], str) or not value[name]:
+            raise InputError("scope identity or expiry is missing", path=path, field=name)
+    for name in ("candidate_sha256", "holdout_manifest_sha256"):
+        if not isinstance(value[name], str) or not SHA256.match(value[name]):
+            raise InputError("must be 64 lower-case hex digits", path=path, field=name)
+    baseline = value["baseline_report_sha256"]
+    if baseline is not None and (not isinstance(baseline, str) or not SHA256.match(baseline)):
+        raise InputError("must be null (genesis) or 64 lower-case hex digits", path=path,
+                         field="baseline_report_sha256")
+    timeout = value["decision_store_timeout_seconds"]
+    if (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
+            or not math.isfinite(timeout) or timeout < 0):
+        raise InputError("the lineage store deadline must be finite and non-negative", path=path,
+                         field="decision_store_timeout_seconds")
+    expires = parse_time(value["expires_at"], field="expires_at", path=path)
+    if expires <= (now or datetime.now(timezone.utc)):
+        raise PermissionRefused(f"{path}: evaluation scope expired at {value['expires_at']}")
+    policy = gate_policy_from({
+        "required_categories": value["required_categories"],
+        "benign_category": value["benign_category"],
+        "min_attack_recall": value["min_category_recall"],
+        "max_benign_fpr": value["max_benign_fpr"],
+        "max_recall_regression": value["max_category_regression"],
+    }, path=path)
+    return Scope(value, sha256_hex(raw), policy, expires)
+
+
+def parse_duration(text: str) -> timedelta:
+    """Gives the duration of text such as ``30d``, ``12h`` or ``90m``."""
+    units = {"d": "days", "h": "hours", "m": "minutes", "s": "seconds"}
+    if not text or text[-1] not in units or not text[:-1].isdigit() or int(text[:-1]) < 1:
+        raise InputError(f"{text!r} is not a duration like 30d, 12h, 90m", field="expires_in")
+    return timedelta(**{units[text[-1]]: int(text[:-1])})
+
+
+def build_scope(template: dict[str, Any], *, holdout_manifest_sha256: str,
+                baseline_report_sha256: str | None, expires_at: datetime,
+                path: str) -> bytes:
+    """Gives canonical scope bytes from a template plus the computed bindings."""
+    odd = sorted(TEMPLATE_FIELDS.symmetric_difference(template))
+    if odd:
+        raise InputError(f"scope template fields must be exactly "
+                         f"{', '.join(sorted(TEMPLATE_FIELDS))}", path=path, field=odd[0])
+    value = dict(template, schema_version=SCHEMA,
+                 expires_at=expires_at.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                 holdout_manifest_sha256=holdout_manifest_sha256,
+                 baseline_report_sha256=baseline_report_sha256)
+    raw = canonical_json(value)
+    check_scope(value, raw, path=path)
+    return raw

@@ -1,0 +1,220 @@
+"""The `sealdesk coverage` command line, run as a real subprocess on real files."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from engine.artifacts import read_verified
+from tests.coverage_support import SAMPLE, eval_rows
+
+V1 = "55c80d5d9e0d82337ab555b17e8505febf5e680758e1dd23ca7239e571eb1130"
+V2 = "5642865473cf347f2c19ed920c162cf41c08e258c2452abfe33cc7db0606737c"
+
+
+def artifacts(ws: Path) -> list[str]:
+    root = ws / "artifacts"
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
+
+
+def test_report_writes_the_stratified_report_with_a_sidecar(sealdesk, workspace, tmp_path):
+    rows = tmp_path / "rows.csv"
+    pd.DataFrame(eval_rows({"direct": 3, "benign": 3})).to_csv(rows, index=False)
+    policy = tmp_path / "policy.toml"
+    policy.write_text('required_categories = ["direct", "obfuscated", "benign"]\n'
+                      'benign_category = "benign"\nmin_attack_recall = 0.8\n'
+                      'max_benign_fpr = 0.1\nmax_recall_regression = 0.1\n')
+    done = sealdesk("coverage", "report", "--rows", rows, "--policy", policy,
+                    "--detector-version", "v2", "--evaluation-set-id", "dev",
+                    workspace=workspace.root, check=True)
+    assert "coverage veto: 2 finding(s)" in done.stdout
+    [name] = [a for a in artifacts(workspace.root) if a.endswith("category_report.json")]
+    document = json.loads(read_verified(workspace.root / "artifacts" / name))
+    assert [(f["category"], f["issue"], f["value"]) for f in document["weak_categories"]] == [
+        ("direct", "low_recall", 0.7), ("benign", "high_fpr", 0.15)]
+    assert document["coverage_veto"] is True
+
+
+def test_report_against_the_previous_report_finds_the_regression(sealdesk, workspace):
+    common = ["--policy", SAMPLE / "policy.toml", "--evaluation-set-id", "dev"]
+    sealdesk("coverage", "report", "--rows", SAMPLE / "eval_rows_v1.csv",
+             "--detector-version", "v1", *common, workspace=workspace.root, check=True)
+    [previous] = [workspace.root / "artifacts" / a for a in artifacts(workspace.root)
+                  if a.endswith("category_report.json")]
+    done = sealdesk("coverage", "report", "--rows", SAMPLE / "eval_rows_v2.csv",
+                    "--detector-version", "v2", "--previous", previous, *common,
+                    workspace=workspace.root, check=True)
+    # Debug population: obfuscation 7/8 -> 5/8 and context 8/8 -> 6/8 (drops
+    # of 0.25), both below 0.8 too; benign 2/12 flagged.
+    reports = [workspace.root / "artifacts" / a for a in artifacts(workspace.root)
+               if a.endswith("category_report.json")]
+    latest = next(json.loads(read_verified(p)) for p in reports if p != previous)
+    assert [(f["category"], f["issue"]) for f in latest["weak_categories"]] == [
+        ("obfuscation", "low_recall"), ("obfuscation", "recall_regression"),
+        ("context_manipulation", "low_recall"), ("context_manipulation", "recall_regression"),
+        ("benign", "high_fpr")]
+    assert "recall_regression" in done.stdout
+
+
+def test_bad_rows_give_one_line_naming_file_line_and_field_and_write_nothing(
+        sealdesk, workspace, tmp_path):
+    rows = tmp_path / "rows.jsonl"
+    lines = [json.dumps(r) for r in eval_rows({})]
+    lines[6] = lines[6].replace('"label": 1', '"label": true')
+    rows.write_text("\n".join(lines) + "\n")
+    done = sealdesk("coverage", "report", "--rows", rows, "--policy", SAMPLE / "policy.toml",
+                    "--detector-version", "v", "--evaluation-set-id", "s",
+                    workspace=workspace.root)
+    assert done.returncode == 2
+    assert done.stderr.strip() == (f"sealdesk: error: {rows}:7: field 'label': must be the "
+                                   "integer 0 or 1, got True")
+    assert artifacts(workspace.root) == []
+
+
+def _authority(sealdesk, root: Path) -> None:
+    sealdesk("coverage", "keygen", "--trust-root", root / "trust", "--keys", root / "private",
+             check=True)
+    shutil.copy(SAMPLE / "holdout.json", root / "holdout.json")
+    sealdesk("coverage", "sign", "--role", "holdout", "--key", root / "private/holdout.key",
+             "--trust-root", root / "trust", root / "holdout.json", check=True)
+    sealdesk("coverage", "store-init", "--store", root / "lineage.db", "--store-id", "demo",
+             check=True)
+
+
+def _scope(sealdesk, root: Path, template: str, out: str, *baseline: object) -> Path:
+    sealdesk("coverage", "scope", "--template", SAMPLE / template, "--holdout",
+             root / "holdout.json", *(baseline or ("--genesis",)), "--out", root / out,
+             check=True)
+    sealdesk("coverage", "sign", "--role", "scope", "--key", root / "private/scope.key",
+             root / out, check=True)
+    return root / out
+
+
+def _benchmark(sealdesk, ws: Path, root: Path, scope: Path, predictions: str, sha: str,
+               version: str, *extra: object):
+    return sealdesk("coverage", "benchmark", "--trust-root", root / "trust", "--holdout",
+                    root / "holdout.json", "--scope", scope, "--predictions", SAMPLE / predictions,
+                    "--candidate-sha256", sha, "--candidate-version", version,
+                    "--store", root / "lineage.db", "--store-id", "demo", *extra, workspace=ws)
+
+
+@pytest.mark.slow
+def test_sample_data_benchmark_shows_one_finding_of_each_kind(sealdesk, workspace, tmp_path):
+    root = tmp_path / "authority"
+    _authority(sealdesk, root)
+    genesis = _scope(sealdesk, root, "scope-genesis.toml", "scope-genesis.json")
+    done = _benchmark(sealdesk, workspace.root, root, genesis, "predictions_v1.jsonl", V1, "v1",
+                      "--benchmark-key", root / "private/benchmark.key",
+                      "--out", root / "baseline.json")
+    assert done.returncode == 0, done.stderr
+    assert "ELIGIBLE: 0 finding(s)" in done.stdout
+    scope = _scope(sealdesk, root, "scope-candidate.toml", "scope.json",
+                   "--baseline", root / "baseline.json")
+    done = _benchmark(sealdesk, workspace.root, root, scope, "predictions_v2.jsonl", V2, "v2",
+                      "--baseline", root / "baseline.json",
+                      "--benchmark-key", root / "private/benchmark.key",
+                      "--out", root / "candidate.json")
+    assert done.returncode == 0, done.stderr
+    bench = json.loads((root / "candidate.json").read_text())
+    assert bench["eligibility"] == "HOLD"
+    assert bench["weak_categories"] == [
+        {"category": "obfuscation", "issue": "low_recall", "value": 0.7, "threshold": 0.8},
+        {"category": "context_manipulation", "issue": "recall_regression", "current": 0.8,
+         "previous": 1.0, "delta": 0.2, "threshold": 0.1},
+        {"category": "benign", "issue": "high_fpr", "value": 0.15, "threshold": 0.1}]
+    again = _benchmark(sealdesk, workspace.root, root, genesis, "predictions_v1.jsonl", V1,
+                       "v1", "--benchmark-key", root / "private/benchmark.key")
+    assert again.returncode == 3 and "genesis is one-use" in again.stderr
+
+
+@pytest.mark.slow
+def test_unsigned_reservation_is_completed_by_finalize(sealdesk, workspace, tmp_path):
+    root = tmp_path / "authority"
+    _authority(sealdesk, root)
+    genesis = _scope(sealdesk, root, "scope-genesis.toml", "scope-genesis.json")
+    done = _benchmark(sealdesk, workspace.root, root, genesis, "predictions_v1.jsonl", V1, "v1")
+    assert done.returncode == 0, done.stderr
+    sha = done.stdout.split("reserved ")[1].split()[0]
+    pending = sealdesk("coverage", "finalize", "--trust-root", root / "trust", "--store",
+                       root / "lineage.db", "--store-id", "demo", check=True)
+    assert f"unresolved {sha}" in pending.stdout
+    done = sealdesk("coverage", "finalize", "--trust-root", root / "trust", "--store",
+                    root / "lineage.db", "--store-id", "demo", "--payload-sha256", sha,
+                    "--benchmark-key", root / "private/benchmark.key",
+                    workspace=workspace.root, check=True)
+    db = sqlite3.connect(root / "lineage.db")
+    assert db.execute("SELECT COUNT(*) FROM evidence WHERE signature IS NULL").fetchone()[0] == 0
+    db.close()
+    assert f"finalized {sha}" in done.stdout
+
+
+def test_expired_scope_is_refused_and_nothing_is_reserved(sealdesk, workspace, tmp_path):
+    root = tmp_path / "authority"
+    _authority(sealdesk, root)
+    scope = root / "scope.json"
+    sealdesk("coverage", "scope", "--template", SAMPLE / "scope-genesis.toml", "--holdout",
+             root / "holdout.json", "--genesis", "--expires-in", "1s", "--out", scope,
+             check=True)
+    sealdesk("coverage", "sign", "--role", "scope", "--key", root / "private/scope.key", scope,
+             check=True)
+    import time
+
+    time.sleep(1.1)
+    done = _benchmark(sealdesk, workspace.root, root, scope, "predictions_v1.jsonl", V1, "v1",
+                      "--benchmark-key", root / "private/benchmark.key")
+    assert done.returncode == 3 and "expired" in done.stderr
+    db = sqlite3.connect(root / "lineage.db")
+    assert db.execute("SELECT COUNT(*) FROM evidence").fetchone()[0] == 0
+    db.close()
+    assert artifacts(workspace.root) == []
+
+
+def test_scope_needs_exactly_one_of_baseline_and_genesis(sealdesk, tmp_path):
+    done = sealdesk("coverage", "scope", "--template", SAMPLE / "scope-genesis.toml",
+                    "--holdout", SAMPLE / "holdout.json", "--out", tmp_path / "s.json")
+    assert done.returncode == 2 and "exactly one of --baseline FILE and --genesis" in done.stderr
+    assert not (tmp_path / "s.json").exists()
+
+
+def test_sign_refuses_a_non_canonical_document(sealdesk, tmp_path):
+    sealdesk("coverage", "keygen", "--trust-root", tmp_path / "t", "--keys", tmp_path / "k",
+             check=True)
+    doc = tmp_path / "doc.json"
+    doc.write_text('{"b": 1, "a": 2}')
+    done = sealdesk("coverage", "sign", "--role", "scope", "--key", tmp_path / "k/scope.key", doc)
+    assert done.returncode == 2 and "not canonical" in done.stderr
+    assert not (tmp_path / "doc.json.sig").exists()
+
+
+def test_keygen_never_replaces_a_key(sealdesk, tmp_path):
+    args = ("coverage", "keygen", "--trust-root", tmp_path / "t", "--keys", tmp_path / "k")
+    sealdesk(*args, check=True)
+    before = (tmp_path / "t/scope.pub").read_bytes()
+    done = sealdesk(*args)
+    assert done.returncode == 2 and "never replaced" in done.stderr
+    assert (tmp_path / "t/scope.pub").read_bytes() == before
+    assert oct((tmp_path / "k/scope.key").stat().st_mode & 0o777) == "0o600"
+
+
+def test_holdout_seals_rows_into_a_canonical_manifest(sealdesk, tmp_path):
+    from engine.canonical import parse_canonical
+    from tests.coverage_support import holdout_samples, write_jsonl
+
+    rows = write_jsonl(tmp_path / "rows.jsonl", holdout_samples())
+    out = tmp_path / "holdout.json"
+    sealdesk("coverage", "holdout", "--rows", rows, "--holdout-id", "h", "--version", "3",
+             "--created-at", "2025-06-01T00:00:00Z", "--out", out, check=True)
+    manifest = parse_canonical(out.read_bytes())
+    assert (manifest["holdout_id"], manifest["version"], len(manifest["samples"])) == ("h", "3",
+                                                                                      40)
+    assert manifest["samples"][0] == holdout_samples()[0]
+    dup = write_jsonl(tmp_path / "dup.jsonl", holdout_samples() + holdout_samples()[:1])
+    done = sealdesk("coverage", "holdout", "--rows", dup, "--holdout-id", "h", "--version", "3",
+                    "--out", tmp_path / "dup.json")
+    assert done.returncode == 2 and f"{dup}:41: field 'case_id'" in done.stderr
+    assert not (tmp_path / "dup.json").exists()
