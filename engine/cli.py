@@ -376,4 +376,8 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    # Run through the importable module, not this __main__ copy: lazily loaded
+    # subcommands import engine.cli, and two copies would mean two Ctx classes.
+    from engine.cli import main as _main
+
+    _main()
