@@ -1,0 +1,142 @@
+"""Small screens over the review: a note, the filters, the help."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from rich.table import Table
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Input, Label, Select, Static
+
+from engine.item_query import ItemFilter
+
+STATUS_CHOICES = [("any status", ""), ("undecided", "undecided"), ("accepted", "accept"),
+                  ("rejected", "reject"), ("skipped", "skip")]
+WHO_CHOICES = [("anyone", ""), ("me", "me"), ("others", "others")]
+
+
+class NoteScreen(ModalScreen[str | None]):
+    """Asks for a note; gives its text, or None when cancelled."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel", id="note.cancel")]
+
+    def __init__(self, item_label: str) -> None:
+        super().__init__()
+        self.item_label = item_label
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog"):
+            yield Label(f"Note on {self.item_label} (signed; Enter saves, Esc cancels)")
+            yield Input(placeholder="why…", id="note-text")
+
+    @on(Input.Submitted)
+    def save(self, event: Input.Submitted) -> None:
+        self.dismiss(event.value if event.value.strip() else None)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+def _parse_score(text: str, field: str) -> float | None:
+    text = text.strip()
+    if not text:
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        raise ValueError(f"{field}: {text!r} is not a number") from None
+
+
+class FilterScreen(ModalScreen[ItemFilter | None]):
+    """Edits the queue's filter; gives the new one, or None when cancelled."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel", id="filter.cancel"),
+                Binding("ctrl+r", "clear", "Clear all", id="filter.clear")]
+
+    def __init__(self, current: ItemFilter, tags: list[str], can_filter_by_me: bool) -> None:
+        super().__init__()
+        self.current, self.tags, self.can_filter_by_me = current, tags, can_filter_by_me
+
+    def compose(self) -> ComposeResult:
+        f = self.current
+        with Vertical(classes="dialog"):
+            yield Label("Filter (Tab moves, Enter applies, Esc cancels, Ctrl+R clears)")
+            yield Select(STATUS_CHOICES, value=f.status or "", allow_blank=False, id="status")
+            if self.can_filter_by_me:
+                yield Select(WHO_CHOICES, value=f.decided_by or "", allow_blank=False,
+                             id="decided-by")
+            tag_choices = [("any channel/tag", "")] + [(t, t) for t in self.tags]
+            if f.tag and f.tag not in self.tags:
+                tag_choices.append((f.tag, f.tag))
+            yield Select(tag_choices, value=f.tag or "", allow_blank=False, id="tag")
+            yield Input(value="" if f.score_min is None else str(f.score_min),
+                        placeholder="score at least (e.g. 0.8)", id="score-min")
+            yield Input(value="" if f.score_max is None else str(f.score_max),
+                        placeholder="score at most", id="score-max")
+            yield Input(value=f.text or "", placeholder="text contains", id="text")
+            yield Static("", id="filter-error")
+
+    def on_mount(self) -> None:
+        self.query_one("#status", Select).focus()
+
+    def _value(self, selector: str) -> str:
+        widget = self.query_one(selector)
+        value = widget.value
+        return "" if value is Select.BLANK or value is None else str(value)
+
+    @on(Input.Submitted)
+    def apply(self) -> None:
+        try:
+            who = self._value("#decided-by") if self.can_filter_by_me else ""
+            new = replace(
+                self.current,
+                status=self._value("#status") or None,
+                decided_by=who or None,
+                tag=self._value("#tag") or None,
+                score_min=_parse_score(self._value("#score-min"), "score at least"),
+                score_max=_parse_score(self._value("#score-max"), "score at most"),
+                text=self._value("#text").strip() or None,
+            ).validate()
+        except Exception as exc:  # noqa: BLE001 - shown to the person, who fixes it
+            self.query_one("#filter-error", Static).update(Text(str(exc), style="bold"))
+            return
+        self.dismiss(new)
+
+    def key_enter(self) -> None:
+        # Enter on a Select (closed) applies too, so the form is one key from anywhere.
+        self.apply()
+
+    def action_clear(self) -> None:
+        self.dismiss(replace(ItemFilter(), principal=self.current.principal))
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class HelpScreen(ModalScreen[None]):
+    """Every key the review offers, as currently bound (keymap applied), with its id."""
+
+    BINDINGS = [Binding("escape,question_mark,q", "close", "Close", id="help.close")]
+
+    def __init__(self, rows: list[tuple[str, str, str]]) -> None:
+        super().__init__()
+        self.rows = rows
+
+    def compose(self) -> ComposeResult:
+        table = Table(box=None, pad_edge=False, expand=True)
+        table.add_column("key", style="bold", no_wrap=True)
+        table.add_column("does")
+        table.add_column("binding id (for [keymap])", no_wrap=True)
+        for key, description, binding_id in self.rows:
+            table.add_row(key, description, binding_id)
+        with VerticalScroll(classes="dialog help"):
+            yield Label("Keys (Esc closes). Rebind in the config file's [keymap] table.")
+            yield Static(table)
+
+    def action_close(self) -> None:
+        self.dismiss(None)
