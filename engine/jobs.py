@@ -143,13 +143,16 @@ def start_job(workspace_root: Path, argv: list[str], *,
 _CHILDREN: dict[str, subprocess.Popen] = {}
 
 
-def list_jobs(workspace_root: Path) -> list[Job]:
-    """Gives every job of the workspace, newest first."""
+def list_jobs(workspace_root: Path, limit: int | None = None) -> list[Job]:
+    """Gives the workspace's jobs, newest first (at most limit of them)."""
     base = jobs_dir(workspace_root)
     if not base.is_dir():
         return []
     jobs = []
+    # Job ids start with their UTC start time, so names sort by age.
     for path in sorted(base.iterdir(), reverse=True):
+        if limit is not None and len(jobs) >= limit:
+            break
         if (path / "job.json").is_file():
             jobs.append(read_job(path))
     return jobs

@@ -20,8 +20,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-import sqlite_utils
-
 from engine.canonical import canonical_json, canonical_sha256, parse_canonical, sha256_hex
 from engine import item_query
 from engine.errors import ConflictError, InputError, PermissionRefused, WorkspaceError
@@ -191,9 +189,19 @@ class Workspace:
     def __init__(self, root: Path, conn: sqlite3.Connection) -> None:
         self.root = Path(root)
         self.conn = conn
-        self.db = sqlite_utils.Database(conn, execute_plugins=False)
+        self._db = None
         row = conn.execute("SELECT value FROM meta WHERE key='workspace_id'").fetchone()
         self.workspace_id: str = row[0]
+
+    @property
+    def db(self):
+        """Gives a sqlite_utils view of the database (imported on first use: it pulls
+        in pandas, ~2 s, which the review app's start-up must not pay)."""
+        if self._db is None:
+            import sqlite_utils
+
+            self._db = sqlite_utils.Database(self.conn, execute_plugins=False)
+        return self._db
 
     # -- where things are -------------------------------------------------
     @property
@@ -487,7 +495,7 @@ class Workspace:
             raise InputError(f"unknown queue {queue!r}", field="queue")
         principal, role = self.identify(signer, principal, role, queue)
         return store.append(
-            self.db, signer, workspace_id=self.workspace_id, principal=principal,
+            self.conn, signer, workspace_id=self.workspace_id, principal=principal,
             role=role, kind="decision", queue=queue, item_id=item_id,
             decision=decision, note=note, check=lambda c: self._item_binding(c, queue, item_id),
         )
@@ -499,7 +507,7 @@ class Workspace:
             raise InputError("a note must not be empty", field="note")
         principal, role = self.identify(signer, principal, role, queue)
         return store.append(
-            self.db, signer, workspace_id=self.workspace_id, principal=principal,
+            self.conn, signer, workspace_id=self.workspace_id, principal=principal,
             role=role, kind="note", queue=queue, item_id=item_id, note=note,
             check=lambda c: self._item_binding(c, queue, item_id),
         )
@@ -534,7 +542,7 @@ class Workspace:
             return {**binding, "retracts": target}
 
         return store.append(
-            self.db, signer, workspace_id=self.workspace_id, principal=principal,
+            self.conn, signer, workspace_id=self.workspace_id, principal=principal,
             role=role, kind="retract", queue=queue, item_id=item_id, note=note, check=check,
         )
 
@@ -552,7 +560,7 @@ class Workspace:
         """Gives the lead's sign-off record binding ``data`` (tree head, artifacts)."""
         principal, role = self.identify(signer, principal, SIGNOFF_ROLE)
         return store.append(
-            self.db, signer, workspace_id=self.workspace_id, principal=principal,
+            self.conn, signer, workspace_id=self.workspace_id, principal=principal,
             role=role, kind="signoff", note=note, data=data,
         )
 

@@ -57,8 +57,11 @@ def review(ctx, key: str | None, principal: str | None, read_only: bool, theme: 
 
     config = load_config(Path(config_file) if config_file else None,
                          known_binding_ids=binding_ids())
+    from engine.item_query import ensure_indexes
+
     ws = ctx.open()
     with ws:
+        ensure_indexes(ws.conn)  # a workspace made before the browse index gets it once
         # Who signs is settled before any screen is drawn, so a refusal is a
         # plain one-line error in the shell.
         session = open_session(ws, key=key, config_key=config.key,

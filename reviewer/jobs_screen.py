@@ -98,7 +98,7 @@ class JobsScreen(ModalScreen[None]):
         error.update(Text(f"started {job.command}"))
         event.input.value = ""
         self.refresh_jobs()
-        self.app.post_message(JobStarted(job))
+        self.app.review.post_message(JobStarted(job))
 
     def action_cancel_newest(self) -> None:
         for job in jobs.list_jobs(self.workspace_root):

@@ -19,7 +19,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Footer, Input, Static
+from textual.widgets import Input, Static
 
 from engine import jobs
 from engine.errors import SealdeskError
@@ -30,7 +30,7 @@ from reviewer.jobs_screen import JobsScreen, JobStarted
 from reviewer.modals import FilterScreen, NoteScreen
 from reviewer.panes import render_detail
 from reviewer.session import Session
-from reviewer.widgets.bars import QUEUE_LABELS, JobsStrip, QueueTabs, StatusBar
+from reviewer.widgets.bars import QUEUE_LABELS, JobsStrip, KeyHints, QueueTabs, StatusBar
 from reviewer.widgets.queue_list import QueueList
 
 SORT_CYCLE = ("score_desc", "score_asc", "id_asc")
@@ -110,7 +110,7 @@ class ReviewScreen(Screen):
         self._watermark: Watermark | None = None
         self.own_records: set[int] = set()
         self._search_token = 0
-        self._jobs_seen = False
+        self._jobs_started: set[str] = set()
 
     def _first_queue(self) -> str:
         # Open on the queue this person decides, so the first key works.
@@ -139,7 +139,7 @@ class ReviewScreen(Screen):
                 yield Static(id="detail")
         yield JobsStrip(id="jobs-strip")
         yield StatusBar(id="status-bar")
-        yield Footer()
+        yield KeyHints(id="key-hints")
 
     @property
     def view(self) -> View:
@@ -152,6 +152,7 @@ class ReviewScreen(Screen):
     def on_mount(self) -> None:
         self.query_one("#search", Input).display = False
         self.query_one(JobsStrip).display = False
+        self.show_key_hints()
         self.refresh_progress()
         self.reload()
         self.queue_list.focus()
@@ -237,12 +238,24 @@ class ReviewScreen(Screen):
         self._show_jobs()
 
     def _show_jobs(self) -> None:
-        newest = jobs.list_jobs(self.ws.root)[:1]
-        if newest or self._jobs_seen:
-            self._jobs_seen = True
-            self.query_one(JobsStrip).show(newest[0] if newest else None)
+        # The strip follows the newest job while it runs, and to its end when this
+        # session started it; older finished jobs are in the jobs panel.
+        newest = next(iter(jobs.list_jobs(self.ws.root, limit=1)), None)
+        if newest is not None and (newest.state == "running"
+                                   or newest.job_id in self._jobs_started):
+            self.query_one(JobsStrip).show(newest)
+        else:
+            self.query_one(JobsStrip).show(None)
 
     # -- drawing ----------------------------------------------------------------
+    def show_key_hints(self) -> None:
+        """Redraws the key line from the bindings shown, as the keymap binds them now."""
+        rows = getattr(self.app, "binding_rows", lambda: [])()
+        shown = {b.id for owner in (type(self), type(self.app)) for b in owner.BINDINGS
+                 if isinstance(b, Binding) and b.show and b.id}
+        self.query_one(KeyHints).show([(key.split(",")[0], desc) for key, desc, bid in rows
+                                       if bid in shown])
+
     def _show_tabs(self) -> None:
         self.query_one(QueueTabs).show(self.queue, self.progress)
 
@@ -491,7 +504,7 @@ class ReviewScreen(Screen):
 
     @on(JobStarted)
     def _job_started(self, event: JobStarted) -> None:
-        self._jobs_seen = True
+        self._jobs_started.add(event.job.job_id)
         self._show_jobs()
 
     def palette_commands(self) -> list[tuple[str, str, Any]]:

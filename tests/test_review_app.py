@@ -332,3 +332,37 @@ async def test_the_jobs_panel_refuses_what_is_not_engine_work(desk):
         await pilot.press("b", *"decide --queue flagged_pairs", "enter")
         assert "not background engine work" in text_of(app.screen.query_one("#jobs-error"))
     assert not (desk.ws.root / "jobs").exists()
+
+
+@pytest.fixture
+def agent(tmp_path, monkeypatch):
+    """A real ssh-agent on a private socket, SSH_AUTH_SOCK pointing at it."""
+    import os
+    import signal
+    import subprocess
+
+    from tests.conftest import require_tool
+
+    require_tool("ssh-agent")
+    sock = tmp_path / "agent.sock"
+    out = subprocess.run(["ssh-agent", "-s", "-a", str(sock)], capture_output=True, text=True,
+                         check=True).stdout
+    pid = int(out.split("SSH_AGENT_PID=")[1].split(";")[0])
+    monkeypatch.setenv("SSH_AUTH_SOCK", str(sock))
+    yield sock
+    os.kill(pid, signal.SIGTERM)
+
+
+async def test_with_ssh_agent_running_the_app_signs_through_the_agent(desk, agent):
+    import subprocess
+
+    subprocess.run(["ssh-add", "-q", str(desk.lena)], check=True, capture_output=True)
+    session = open_session(desk.ws, key=None)
+    assert (session.source, session.principal, session.roles) == (
+        "ssh-agent", "lena", ("reviewer", "lead"))
+    app = ReviewApp(desk.ws, session)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("3", "a")          # weak categories: lena decides as reviewer
+    assert records(desk.ws) == [("decision", "weak_categories", "weak-obfuscation", "accept",
+                                 "lena", "reviewer", None, None)]
+    assert verify_workspace(desk.ws).ok

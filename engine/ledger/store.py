@@ -13,8 +13,6 @@ from __future__ import annotations
 import sqlite3
 from typing import Any, Callable
 
-import sqlite_utils
-
 from engine.ledger import sshsig
 from engine.ledger.records import (
     GENESIS_PREV,
@@ -72,7 +70,7 @@ def head(conn: sqlite3.Connection) -> tuple[int, str]:
 
 
 def append(
-    db: sqlite_utils.Database,
+    db: "sqlite3.Connection | Any",
     signer: Signer,
     *,
     workspace_id: str,
@@ -89,7 +87,10 @@ def append(
     (for example the item's current hash). The connection must be in
     autocommit mode (``isolation_level=None``).
     """
-    conn = db.conn
+    # A plain connection, or anything holding one (a sqlite_utils Database):
+    # the append path itself needs only sqlite3, which keeps app start-up free
+    # of sqlite_utils' pandas/numpy import (~2 s).
+    conn = getattr(db, "conn", db)
     namespace = namespace_for(role)
     conn.execute("BEGIN IMMEDIATE")
     try:
@@ -107,7 +108,8 @@ def append(
             record_hash=record_hash, prev_hash=prev,
             message=message.decode("utf-8"), signature=signature,
         )
-        db["records"].insert(row)
+        conn.execute(f"INSERT INTO records ({', '.join(row)}) VALUES "
+                     f"({', '.join('?' * len(row))})", list(row.values()))
         conn.execute("COMMIT")
     except BaseException:
         if conn.in_transaction:

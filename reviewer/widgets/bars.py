@@ -95,3 +95,17 @@ class JobsStrip(Static):
             out.append(job.error or "")
         out.append("  (b: jobs)", style="italic")
         self.update(out)
+
+
+class KeyHints(Static):
+    """The main keys as currently bound, in one line (cheaper to draw than a Footer)."""
+
+    def show(self, hints: list[tuple[str, str]]) -> None:
+        """Redraws from (key display, description) pairs."""
+        out = Text(" ")
+        for key, description in hints:
+            if len(out) > 1:
+                out.append("  ")
+            out.append(key, style="bold reverse")
+            out.append(f" {description.lower()}")
+        self.update(out)
