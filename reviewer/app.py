@@ -51,7 +51,7 @@ class ReviewApp(App):
             self.theme = DEFAULT_THEME
             self.notify(f"no theme named {self._start_theme!r}; using {DEFAULT_THEME} "
                         f"(themes: {', '.join(sorted(self.available_themes))})",
-                        severity="warning")
+                        severity="warning", markup=False)
         if self._start_keymap:
             self.set_keymap(self._start_keymap)
 
@@ -68,7 +68,7 @@ class ReviewApp(App):
         names = [n for n in SEALDESK_THEMES if n in self.available_themes]
         index = names.index(self.theme) + 1 if self.theme in names else 0
         self.theme = names[index % len(names)]
-        self.notify(f"theme {self.theme}", timeout=2)
+        self.notify(f"theme {self.theme}", timeout=2, markup=False)
 
     def binding_rows(self) -> list[tuple[str, str, str]]:
         """Gives (keys, description, id) for every binding, as the keymap has it now."""

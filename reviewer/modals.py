@@ -31,7 +31,7 @@ class NoteScreen(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
-            yield Label(f"Note on {self.item_label} (signed; Enter saves, Esc cancels)")
+            yield Label(Text(f"Note on {self.item_label} (signed; Enter saves, Esc cancels)"))
             yield Input(placeholder="why…", id="note-text")
 
     @on(Input.Submitted)
@@ -135,7 +135,8 @@ class HelpScreen(ModalScreen[None]):
         for key, description, binding_id in self.rows:
             table.add_row(key, description, binding_id)
         with VerticalScroll(classes="dialog help"):
-            yield Label("Keys (Esc closes). Rebind in the config file's [keymap] table.")
+            yield Label(Text("Keys (Esc closes). Rebind them in the config file's [keymap] "
+                             "table by binding id."))
             yield Static(table)
 
     def action_close(self) -> None:

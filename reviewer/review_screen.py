@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any
 
+from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -121,13 +122,13 @@ class ReviewScreen(Screen):
 
     # -- layout -----------------------------------------------------------------
     def compose(self) -> ComposeResult:
-        banner = Static(id="banner")
+        # Text, not markup strings: a path or reason may hold "[".
         if self.session.read_only:
-            banner.update(f" READ-ONLY: {self.session.read_only_reason}. Browsing works; "
-                          "decisions are refused.")
-            banner.add_class("read-only")
+            banner = Static(Text(f" READ-ONLY: {self.session.read_only_reason}. Browsing "
+                                 "works; decisions are refused."), id="banner",
+                            classes="read-only")
         else:
-            banner.update(f" sealdesk review · {self.ws.root}")
+            banner = Static(Text(f" sealdesk review · {self.ws.root}"), id="banner")
         yield banner
         with Horizontal(id="main"):
             with Vertical(id="queue-pane"):
@@ -274,7 +275,7 @@ class ReviewScreen(Screen):
             parts.append(f"score {lo}..{hi}")
         if f.text:
             parts.append(f"/{f.text}")
-        self.query_one("#filter-line", Static).update(" " + " · ".join(parts))
+        self.query_one("#filter-line", Static).update(Text(" " + " · ".join(parts)))
 
     def _show_status(self) -> None:
         role = self.session.role_for(self.queue)
@@ -296,8 +297,8 @@ class ReviewScreen(Screen):
         """Draws the detail pane for a row (its payload and its history)."""
         detail = self.query_one("#detail", Static)
         if row is None:
-            detail.update("nothing here under this filter" if self.queue_list.total == 0
-                          else "")
+            detail.update(Text("nothing here under this filter" if self.queue_list.total == 0
+                               else ""))
             return
         item: dict[str, Any] | None = self.ws.item(row.queue, row.item_id)
         history = self.ws.history(row.queue, row.item_id) if item else []
@@ -313,7 +314,7 @@ class ReviewScreen(Screen):
     def refuse(self, why: str) -> None:
         """Says, visibly, that an action was not taken and why."""
         self.say("refused")
-        self.app.notify(why, title="Refused", severity="error", timeout=6)
+        self.app.notify(why, title="Refused", severity="error", timeout=6, markup=False)
 
     def _signing_args(self, queue: str) -> dict[str, Any] | None:
         why = self.session.refusal(queue)

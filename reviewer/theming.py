@@ -65,7 +65,17 @@ def resolve_theme_name(name: str | None) -> str | None:
     return ALIASES.get(name, name)
 
 
+def sixteen_colours() -> bool:
+    """Says whether the terminal draws only the 16 ANSI colours (as Rich detects it)."""
+    if os.environ.get("COLORTERM", "").lower() in ("truecolor", "24bit"):
+        return False
+    term = os.environ.get("TERM", "")
+    return bool(term) and "256color" not in term and term not in ("xterm-kitty", "alacritty")
+
+
 def choose_theme(flag: str | None, config: str | None) -> str:
-    """Gives the starting theme: --theme, else $TEXTUAL_THEME, else config, else dark."""
+    """Gives the starting theme: --theme, else $TEXTUAL_THEME, else config, else dark
+    (or high-contrast where the terminal has only 16 colours, e.g. TERM=screen)."""
+    default = "sealdesk-high-contrast" if sixteen_colours() else DEFAULT_THEME
     return (resolve_theme_name(flag) or resolve_theme_name(os.environ.get("TEXTUAL_THEME"))
-            or resolve_theme_name(config) or DEFAULT_THEME)
+            or resolve_theme_name(config) or default)

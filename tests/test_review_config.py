@@ -78,12 +78,21 @@ def test_the_three_themes_load_and_high_contrast_uses_only_ansi_colours():
 
 
 def test_theme_choice_flag_then_env_then_config(monkeypatch):
+    monkeypatch.setenv("TERM", "xterm-256color")
     monkeypatch.setenv("TEXTUAL_THEME", "light")
     assert choose_theme("high-contrast", "dark") == "sealdesk-high-contrast"
     assert choose_theme(None, "dark") == "sealdesk-light"
     monkeypatch.delenv("TEXTUAL_THEME")
     assert choose_theme(None, "dark") == "sealdesk-dark"
     assert choose_theme(None, None) == "sealdesk-dark"
+
+
+def test_a_16_colour_terminal_starts_in_high_contrast_unless_told_otherwise(monkeypatch):
+    monkeypatch.delenv("TEXTUAL_THEME", raising=False)
+    monkeypatch.delenv("COLORTERM", raising=False)
+    monkeypatch.setenv("TERM", "screen")
+    assert choose_theme(None, None) == "sealdesk-high-contrast"
+    assert choose_theme(None, "light") == "sealdesk-light"
 
 
 def test_review_refuses_an_unenrolled_key_before_drawing_anything(sealdesk, workspace, keygen):
