@@ -10,7 +10,7 @@ from typing import Iterable
 
 from textual.app import App, SystemCommand
 from textual.binding import Binding
-from textual.screen import Screen
+from textual.screen import ModalScreen, Screen
 
 from engine.workspace import Workspace
 from reviewer.modals import HelpScreen
@@ -54,6 +54,13 @@ class ReviewApp(App):
                         severity="warning", markup=False)
         if self._start_keymap:
             self.set_keymap(self._start_keymap)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # Over a dialog, letters belong to the dialog: q, t and ? must not quit,
+        # restyle or open help while someone is filling in a filter or a note.
+        if action in ("quit", "cycle_theme", "help") and isinstance(self.screen, ModalScreen):
+            return False
+        return True
 
     def get_default_screen(self) -> Screen:
         self._review = ReviewScreen(self.ws, self.session)

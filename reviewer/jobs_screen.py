@@ -64,6 +64,7 @@ class JobsScreen(ModalScreen[None]):
     BINDINGS = [Binding("escape", "close", "Close", id="jobs.close"),
                 Binding("ctrl+k", "cancel_newest", "Cancel newest running job",
                         id="jobs.cancel")]
+    AUTO_FOCUS = "#job-command"
 
     def __init__(self, workspace_root: Path) -> None:
         super().__init__()
@@ -80,7 +81,6 @@ class JobsScreen(ModalScreen[None]):
     def on_mount(self) -> None:
         self.refresh_jobs()
         self.set_interval(0.5, self.refresh_jobs)
-        self.query_one("#job-command", Input).focus()
 
     def refresh_jobs(self) -> None:
         """Reads every job's files again and redraws."""

@@ -24,6 +24,7 @@ class NoteScreen(ModalScreen[str | None]):
     """Asks for a note; gives its text, or None when cancelled."""
 
     BINDINGS = [Binding("escape", "cancel", "Cancel", id="note.cancel")]
+    AUTO_FOCUS = "#note-text"  # focused as the screen is composed: no key slips past it
 
     def __init__(self, item_label: str) -> None:
         super().__init__()
@@ -57,6 +58,7 @@ class FilterScreen(ModalScreen[ItemFilter | None]):
 
     BINDINGS = [Binding("escape", "cancel", "Cancel", id="filter.cancel"),
                 Binding("ctrl+r", "clear", "Clear all", id="filter.clear")]
+    AUTO_FOCUS = "#status"
 
     def __init__(self, current: ItemFilter, tags: list[str], can_filter_by_me: bool) -> None:
         super().__init__()
@@ -80,9 +82,6 @@ class FilterScreen(ModalScreen[ItemFilter | None]):
                         placeholder="score at most", id="score-max")
             yield Input(value=f.text or "", placeholder="text contains", id="text")
             yield Static("", id="filter-error")
-
-    def on_mount(self) -> None:
-        self.query_one("#status", Select).focus()
 
     def _value(self, selector: str) -> str:
         widget = self.query_one(selector)

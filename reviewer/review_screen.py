@@ -478,21 +478,23 @@ class ReviewScreen(Screen):
     def action_search(self) -> None:
         search = self.query_one("#search", Input)
         search.display = True
-        search.focus()
+        # Focus now, not on the next tick: keys typed right after "/" are search
+        # text, and must never reach the decision bindings.
+        self.set_focus(search)
 
     @on(Input.Submitted, "#search")
     def _search_submitted(self, event: Input.Submitted) -> None:
         text = event.value.strip() or None
         if not text:
             event.input.display = False
-        self.queue_list.focus()
+        self.set_focus(self.queue_list)
         self.set_filters(replace(self.view.filters, text=text))
 
     def action_clear_search(self) -> None:
         search = self.query_one("#search", Input)
         search.value = ""
         search.display = False
-        self.queue_list.focus()
+        self.set_focus(self.queue_list)
         if self.view.filters.text:
             self.set_filters(replace(self.view.filters, text=None))
 

@@ -366,3 +366,33 @@ async def test_with_ssh_agent_running_the_app_signs_through_the_agent(desk, agen
     assert records(desk.ws) == [("decision", "weak_categories", "weak-obfuscation", "accept",
                                  "lena", "reviewer", None, None)]
     assert verify_workspace(desk.ws).ok
+
+
+async def test_a_burst_of_keys_after_slash_never_becomes_decisions(desk):
+    """Keys that arrive together with "/" (a paste, a fast typist over a slow link) are
+    routed before the search box has focus; they must not sign anything or restyle."""
+    from textual import events
+
+    app = app_for(desk)
+    async with app.run_test(size=SIZE) as pilot:
+        for key, char in [("slash", "/"), *((c, c) for c in "taxa")]:
+            event = events.Key(key, char)
+            event.set_sender(app)
+            app._driver.send_message(event)     # queued at once, as a terminal delivers them
+        await pilot.pause()
+        assert app.focused is app.review.query_one("#search")
+        assert app.theme == "sealdesk-dark"
+        await pilot.press(*"taxa", "enter")     # typed once the box is open: a search
+        await pilot.pause()
+        assert app.review.view.filters.text == "taxa"
+    assert records(desk.ws) == []
+
+
+async def test_letters_typed_in_the_filter_dialog_never_quit_or_restyle(desk):
+    app = app_for(desk)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("f", "q", "t", "question_mark")
+        assert app.screen.__class__.__name__ == "FilterScreen"
+        assert app.theme == "sealdesk-dark"
+        await pilot.press("escape")
+        assert app.screen is app.review
