@@ -200,6 +200,38 @@ async def test_filter_dialog_score_range_narrows_the_queue(desk):
     assert [r[2] for r in records(desk.ws)] == ["fp-n-0013"]
 
 
+async def _filter_with(app, pilot, **values):
+    await pilot.press("f")
+    for field, value in values.items():
+        app.screen.query_one(f"#{field}").value = value
+    app.screen.query_one("#text").focus()
+    await pilot.press("enter")
+    await pilot.pause()
+
+
+async def test_filter_decided_by_others_then_overrule_with_my_own_decision(desk):
+    from engine.ledger.signers import FileSigner
+
+    desk.ws.decide(FileSigner(desk.lena), "flagged_pairs", "fp-n-0005", "accept",
+                   role="reviewer")
+    app = app_for(desk)
+    async with app.run_test(size=SIZE) as pilot:
+        await _filter_with(app, pilot, **{"decided-by": "others"})
+        assert app.review.queue_list.total == 1 and cursor_item(app) == "fp-n-0005"
+        await pilot.press("x")
+    assert [r[2:5] for r in records(desk.ws)] == [("fp-n-0005", "accept", "lena"),
+                                                  ("fp-n-0005", "reject", "rita")]
+
+
+async def test_filter_by_channel_tag(desk):
+    app = app_for(desk)
+    async with app.run_test(size=SIZE) as pilot:
+        await _filter_with(app, pilot, tag="internal")
+        assert app.review.queue_list.total == 1
+        await pilot.press("a")
+    assert [r[2] for r in records(desk.ws)] == ["fp-cluster"]
+
+
 async def test_search_finds_text_inside_payloads(desk):
     app = app_for(desk)
     async with app.run_test(size=SIZE) as pilot:
