@@ -55,32 +55,32 @@ def preceding_message(payload: dict[str, Any]) -> str | None:
     return None
 
 
+def _vote_row(vote: Any, source: str | None = None) -> tuple[str, str, str, str]:
+    if not isinstance(vote, dict):
+        return (clean(source or "?"), number(vote), "", "")
+    voter = get(vote, "voter", "lane", "source", "model", default=source or "?")
+    origin = get(vote, "source", "model") if get(vote, "voter", "lane") else None
+    return (clean(voter), number(get(vote, "vote", "label", "decision", "verdict")),
+            clean(get(vote, "reason", "why", "basis", "note", "detail", default="")),
+            clean(origin or ""))
+
+
 def _votes(payload: dict[str, Any]) -> Table | Text:
     votes = get(payload, "votes", default=[])
-    rows: list[tuple[str, str, str]] = []
     if isinstance(votes, dict):
-        for source, vote in sorted(votes.items()):
-            if isinstance(vote, dict):
-                rows.append((clean(source), number(get(vote, "vote", "label", "decision")),
-                             clean(get(vote, "reason", "why", "note", default=""))))
-            else:
-                rows.append((clean(source), number(vote), ""))
+        rows = [_vote_row(v, source) for source, v in sorted(votes.items())]
     else:
-        for vote in as_list(votes):
-            if isinstance(vote, dict):
-                rows.append((clean(get(vote, "source", "lane", "voter", "model", default="?")),
-                             number(get(vote, "vote", "label", "decision", "verdict")),
-                             clean(get(vote, "reason", "why", "note", "detail", default=""))))
-            else:
-                rows.append(("?", number(vote), ""))
+        rows = [_vote_row(v) for v in as_list(votes)]
     if not rows:
         return Text("no votes recorded", style="italic")
     table = Table(box=None, show_edge=False, pad_edge=False, expand=False)
-    table.add_column("source", style="bold", no_wrap=True)
+    table.add_column("voter", style="bold", no_wrap=True)
     table.add_column("vote", no_wrap=True)
-    table.add_column("reason", overflow="fold")
+    table.add_column("why", overflow="fold")
+    if any(row[3] for row in rows):
+        table.add_column("source", overflow="fold")
     for row in rows:
-        table.add_row(*row)
+        table.add_row(*(row if any(r[3] for r in rows) else row[:3]))
     return table
 
 
@@ -90,6 +90,9 @@ def render(payload: dict[str, Any]) -> RenderableType:
     text, completion_id = _completion_text(payload)
     span = candidate_span(text, candidate)
     parts: list[RenderableType] = []
+    question = get(payload, "question")
+    if isinstance(question, str) and question:
+        parts.append(section("question", Text(clean(question), style="italic")))
     user = preceding_message(payload)
     if user:
         parts.append(section("preceding user message", cut(Text(clean(user)), 4000)))

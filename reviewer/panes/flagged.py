@@ -72,7 +72,8 @@ def render_match(ev: dict[str, Any], match: dict[str, Any], n: int, total: int) 
 def render_cluster(payload: dict[str, Any]) -> Group | None:
     """Gives the members of an internal-duplicate cluster, or None if there is none."""
     cluster = get(payload, "cluster", default={})
-    members = as_list(get(cluster, "members") if isinstance(cluster, dict) else None)
+    # {"members": [...]}, or the member list itself.
+    members = as_list(get(cluster, "members") if isinstance(cluster, dict) else cluster)
     members = members or as_list(get(payload, "members"))
     if not members:
         return None
@@ -81,8 +82,10 @@ def render_cluster(payload: dict[str, Any]) -> Group | None:
         if lines:
             lines.append("\n")
         if isinstance(member, dict):
-            lines.append(f"{_who(member, 'eval')}: ", style="bold")
-            lines.append(clean(get(member, "text", default=""))[:300])
+            lines.append(_who(member, "eval"), style="bold")
+            text = clean(get(member, "text", default=""))[:300]
+            if text:
+                lines.append(f": {text}")
         else:
             lines.append(clean(member))
     size = get(cluster, "size") if isinstance(cluster, dict) else None

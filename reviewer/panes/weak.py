@@ -29,7 +29,7 @@ def _findings(payload: dict[str, Any]) -> Table | Text:
     for column in ("finding", "value", "previous", "delta", "threshold"):
         table.add_column(column, no_wrap=column != "finding")
     for f in findings:
-        value = get(f, "value", "recall", "fpr")
+        value = get(f, "value", "current", "recall", "fpr")
         previous = get(f, "previous", "prior", "baseline")
         delta = get(f, "delta")
         if delta is None and isinstance(value, (int, float)) and isinstance(previous, (int, float)):
@@ -76,8 +76,13 @@ def _token_list(tokens: Any) -> str:
 def render_miss(miss: dict[str, Any], n: int) -> RenderableType:
     """Gives one missed case with its top positive tokens in reverse, negative underlined."""
     text = clean(get(miss, "text", "input", default=""))
-    positive = get(miss, "top_positive_tokens", "top_tokens", "positive_tokens", "tokens")
-    negative = get(miss, "top_negative_tokens", "negative_tokens")
+    # Tokens sit on the miss itself or inside its attribution record.
+    attribution = get(miss, "attribution", default={})
+    attribution = attribution if isinstance(attribution, dict) else {}
+    positive = get(miss, "top_positive_tokens", "top_tokens", "positive_tokens", "tokens",
+                   default=get(attribution, "top_positive_tokens", "top_tokens"))
+    negative = get(miss, "top_negative_tokens", "negative_tokens",
+                   default=get(attribution, "top_negative_tokens"))
     body = highlight(text, _token_spans(text, negative), NEGATIVE_STYLE)
     for start, end in _token_spans(text, positive):
         body.stylize(POSITIVE_STYLE, start, end)
@@ -86,7 +91,11 @@ def render_miss(miss: dict[str, Any], n: int) -> RenderableType:
                     ("prediction", get(miss, "prediction", "predicted")),
                     ("score", get(miss, "score", "probability")),
                     ("top +", _token_list(positive) or None),
-                    ("top −", _token_list(negative) or None)])
+                    ("top −", _token_list(negative) or None),
+                    ("attribution", " ".join(str(x) for x in (
+                        get(attribution, "status"), get(attribution, "method"),
+                        get(attribution, "reason")) if x) or None),
+                    ("convergence delta", get(attribution, "convergence_delta"))])
     return Group(boxed(title, cut(body, 4000)), facts)
 
 
