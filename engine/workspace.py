@@ -560,7 +560,7 @@ class Workspace:
         """Gives the lead's sign-off record binding ``data`` (tree head, artifacts)."""
         principal, role = self.identify(signer, principal, SIGNOFF_ROLE)
         return store.append(
-            self.conn, signer, workspace_id=self.workspace_id, principal=principal,
+            self.db, signer, workspace_id=self.workspace_id, principal=principal,
             role=role, kind="signoff", note=note, data=data,
         )
 
