@@ -18,15 +18,16 @@ import sqlite3
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
-from engine.canonical import canonical_json, canonical_sha256, parse_canonical, sha256_hex
 from engine import item_query
+from engine.canonical import canonical_json, canonical_sha256, parse_canonical, sha256_hex
 from engine.errors import ConflictError, InputError, PermissionRefused, WorkspaceError
 from engine.ledger import store
 from engine.ledger.allowed_signers import AllowedSigners
 from engine.ledger.records import DECISIONS, Record, utc_now
 from engine.ledger.signers import Signer
+from engine.sqlitedb import connect, database
 from engine.roles import QUEUE_ROLES, QUEUES, SIGNOFF_ROLE
 
 SCHEMA_VERSION = "1"
@@ -171,37 +172,15 @@ def _summary(payload: dict[str, Any]) -> tuple[str, float | None, str]:
     return title, score, tags
 
 
-def connect(db_path: Path) -> sqlite3.Connection:
-    """Gives a connection configured the one way sealdesk uses SQLite."""
-    conn = sqlite3.connect(db_path, isolation_level=None, timeout=60.0,
-                           check_same_thread=False)
-    conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute("PRAGMA synchronous=FULL")
-    conn.execute("PRAGMA foreign_keys=ON")
-    conn.execute("PRAGMA recursive_triggers=ON")
-    conn.execute("PRAGMA busy_timeout=60000")
-    return conn
-
-
 class Workspace:
     """An open workspace: its database, artifacts and trust list."""
 
     def __init__(self, root: Path, conn: sqlite3.Connection) -> None:
         self.root = Path(root)
         self.conn = conn
-        self._db = None
+        self.db = database(conn)
         row = conn.execute("SELECT value FROM meta WHERE key='workspace_id'").fetchone()
         self.workspace_id: str = row[0]
-
-    @property
-    def db(self):
-        """Gives a sqlite_utils view of the database (imported on first use: it pulls
-        in pandas, ~2 s, which the review app's start-up must not pay)."""
-        if self._db is None:
-            import sqlite_utils
-
-            self._db = sqlite_utils.Database(self.conn, execute_plugins=False)
-        return self._db
 
     # -- where things are -------------------------------------------------
     @property
@@ -495,7 +474,7 @@ class Workspace:
             raise InputError(f"unknown queue {queue!r}", field="queue")
         principal, role = self.identify(signer, principal, role, queue)
         return store.append(
-            self.conn, signer, workspace_id=self.workspace_id, principal=principal,
+            self.db, signer, workspace_id=self.workspace_id, principal=principal,
             role=role, kind="decision", queue=queue, item_id=item_id,
             decision=decision, note=note, check=lambda c: self._item_binding(c, queue, item_id),
         )
@@ -507,7 +486,7 @@ class Workspace:
             raise InputError("a note must not be empty", field="note")
         principal, role = self.identify(signer, principal, role, queue)
         return store.append(
-            self.conn, signer, workspace_id=self.workspace_id, principal=principal,
+            self.db, signer, workspace_id=self.workspace_id, principal=principal,
             role=role, kind="note", queue=queue, item_id=item_id, note=note,
             check=lambda c: self._item_binding(c, queue, item_id),
         )
@@ -542,7 +521,7 @@ class Workspace:
             return {**binding, "retracts": target}
 
         return store.append(
-            self.conn, signer, workspace_id=self.workspace_id, principal=principal,
+            self.db, signer, workspace_id=self.workspace_id, principal=principal,
             role=role, kind="retract", queue=queue, item_id=item_id, note=note, check=check,
         )
 
@@ -555,13 +534,19 @@ class Workspace:
             raise InputError(f"no item {item_id!r} in queue {queue}", field="item")
         return {"item_sha256": row[0], "run_sha256": row[1]}
 
-    def signoff(self, signer: Signer, data: dict[str, Any], *, note: str | None = None,
-                principal: str | None = None) -> Record:
-        """Gives the lead's sign-off record binding ``data`` (tree head, artifacts)."""
+    def signoff(self, signer: Signer, data: dict[str, Any] | None, *, note: str | None = None,
+                principal: str | None = None,
+                check: Callable[[sqlite3.Connection], dict[str, Any]] | None = None) -> Record:
+        """Gives the lead's sign-off record binding ``data`` (tree head, artifacts).
+
+        ``check`` runs inside the append's write transaction and may refuse, or
+        return ``{"data": ...}`` computed from exactly the ledger being extended
+        (``engine.ledger.signoff.sign_off`` binds its tree head this way).
+        """
         principal, role = self.identify(signer, principal, SIGNOFF_ROLE)
         return store.append(
             self.db, signer, workspace_id=self.workspace_id, principal=principal,
-            role=role, kind="signoff", note=note, data=data,
+            role=role, kind="signoff", note=note, data=data, check=check,
         )
 
     def history(self, queue: str, item_id: str) -> list[dict[str, Any]]:

@@ -70,7 +70,7 @@ def head(conn: sqlite3.Connection) -> tuple[int, str]:
 
 
 def append(
-    db: "sqlite3.Connection | Any",
+    db,
     signer: Signer,
     *,
     workspace_id: str,
@@ -87,10 +87,7 @@ def append(
     (for example the item's current hash). The connection must be in
     autocommit mode (``isolation_level=None``).
     """
-    # A plain connection, or anything holding one (a sqlite_utils Database):
-    # the append path itself needs only sqlite3, which keeps app start-up free
-    # of sqlite_utils' pandas/numpy import (~2 s).
-    conn = getattr(db, "conn", db)
+    conn = db.conn
     namespace = namespace_for(role)
     conn.execute("BEGIN IMMEDIATE")
     try:
@@ -108,8 +105,7 @@ def append(
             record_hash=record_hash, prev_hash=prev,
             message=message.decode("utf-8"), signature=signature,
         )
-        conn.execute(f"INSERT INTO records ({', '.join(row)}) VALUES "
-                     f"({', '.join('?' * len(row))})", list(row.values()))
+        db["records"].insert(row)
         conn.execute("COMMIT")
     except BaseException:
         if conn.in_transaction:
