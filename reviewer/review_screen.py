@@ -57,6 +57,7 @@ class Decided:
     queue: str
     item_id: str
     seq: int
+    index: int      # where it was in the list when decided
 
 
 class SearchDone(Message):
@@ -344,7 +345,7 @@ class ReviewScreen(Screen):
             self.refuse(exc.one_line())
             return
         # The record is durably in the ledger now; only now does the screen move on.
-        self.decided_here.append(Decided(row.queue, row.item_id, record.seq))
+        self.decided_here.append(Decided(row.queue, row.item_id, record.seq, lst.cursor))
         self.message = f"{decision} {row.item_id}"
         self._appended(record)
         index = lst.cursor
@@ -382,25 +383,39 @@ class ReviewScreen(Screen):
         new_status = standing["decision"] if standing else "undecided"
         new_row = replace(row, status=new_status,
                           principal=standing["principal"] if standing else None)
-        lst.replace(lst.cursor, new_row)
+        if lst.current is not None and lst.current.item_id == row.item_id:
+            lst.replace(lst.cursor, new_row)
         self._bump_progress(row.queue, row.status, new_status)
         self.show_detail(new_row)
 
     def _back_to_last_decided(self) -> ItemRow | None:
+        """Gives the row of this session's latest standing decision, moving the cursor to
+        it when it is in the list (a filter may have moved it out of view)."""
+        lst = self.queue_list
         while self.decided_here:
             last = self.decided_here[-1]
             if last.queue != self.queue:
                 self.switch_queue(last.queue)
-            index = self._index_of(last.item_id)
-            if index is None:
-                self.decided_here.pop()
-                continue
-            self.queue_list.cursor = index
-            row = self.queue_list.current
+            at = lst.row(last.index)
+            index = last.index if at is not None and at.item_id == last.item_id else \
+                self._index_of(last.item_id)
+            if index is not None:
+                lst.cursor = index
+                row = lst.current
+            else:
+                row = self._row_outside_view(last)
             if row is not None and row.status != "undecided":
                 return row
             self.decided_here.pop()
         return None
+
+    def _row_outside_view(self, last: Decided) -> ItemRow | None:
+        item = self.ws.item(last.queue, last.item_id)
+        if item is None or item["decision"] is None:
+            return None
+        return ItemRow(0, last.queue, last.item_id, item["title"], item["score"],
+                       tuple(item["tags"]), item["decision"]["decision"],
+                       item["decision"]["principal"])
 
     def action_note(self) -> None:
         """Asks for a note and signs it onto the highlighted item."""

@@ -92,6 +92,19 @@ async def test_undo_retracts_the_last_decision_and_goes_back_to_it(desk):
     assert retract[7] == history[0]["record_hash"] and history[0]["retracted"]
 
 
+async def test_undo_under_the_undecided_filter_retracts_what_was_just_decided(desk):
+    app = app_for(desk)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("s")                        # status: undecided
+        await pilot.press("a", "x")                   # fp-n-0000, fp-n-0001
+        await pilot.press("u")
+        assert cursor_item(app) == "fp-n-0001"
+        assert app.review.queue_list.current.status == "undecided"
+    assert [r[:3] for r in records(desk.ws)][-1] == ("retract", "flagged_pairs", "fp-n-0001")
+    assert desk.ws.item("flagged_pairs", "fp-n-0001")["decision"] is None
+    assert desk.ws.item("flagged_pairs", "fp-n-0000")["decision"]["decision"] == "accept"
+
+
 async def test_undo_with_nothing_to_undo_says_so_and_writes_nothing(desk):
     app = app_for(desk)
     async with app.run_test(size=SIZE) as pilot:
