@@ -73,6 +73,7 @@ class Job:
     error: str | None                   # the run's error line when it failed
     stages: tuple[StageProgress, ...]
     path: Path
+    output: str | None = None           # the run's last line of standard output
 
     @property
     def command(self) -> str:
@@ -173,7 +174,7 @@ def read_job(path: Path) -> Job:
         error = None if code == 0 else (error_line(path / "stderr.log")
                                         or f"exited with code {code}")
         return Job(path.name, tuple(spec["argv"]), spec["started"], state, code, error,
-                   stages, path)
+                   stages, path, last_line(path / "stdout.log"))
     if _supervisor_alive(path):
         return Job(path.name, tuple(spec["argv"]), spec["started"], "running", None, None,
                    stages, path)
@@ -221,16 +222,26 @@ def read_progress(path: Path) -> tuple[StageProgress, ...]:
     return tuple(latest.values())
 
 
-def error_line(path: Path) -> str | None:
-    """Gives the one line that says why a run failed: its sealdesk error, else its last line."""
+def last_line(path: Path) -> str | None:
+    """Gives the last non-empty line of a log file, or None."""
+    lines = _tail_lines(path)
+    return lines[-1] if lines else None
+
+
+def _tail_lines(path: Path) -> list[str]:
     try:
         with open(path, "rb") as handle:
             handle.seek(0, os.SEEK_END)
             handle.seek(max(0, handle.tell() - _TAIL_BYTES))
             text = handle.read().decode("utf-8", errors="replace")
     except OSError:
-        return None
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+        return []
+    return [ln.strip() for ln in text.splitlines() if ln.strip()]
+
+
+def error_line(path: Path) -> str | None:
+    """Gives the one line that says why a run failed: its sealdesk error, else its last line."""
+    lines = _tail_lines(path)
     for line in reversed(lines):
         if line.startswith("sealdesk: error:"):
             return line

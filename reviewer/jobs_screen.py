@@ -47,6 +47,8 @@ def render_jobs(all_jobs: list[jobs.Job]) -> Group | Text:
                               f"{stage.unit}{eta}{' ✓' if stage.finished else ''}"))
         if job.error:
             parts.append(Text(f"   {job.error}", style="bold"))
+        elif job.output:
+            parts.append(Text(f"   → {job.output}"))
     return Group(*parts)
 
 

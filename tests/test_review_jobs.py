@@ -52,6 +52,7 @@ def test_a_job_runs_the_engine_and_reports_progress_and_success(workspace, tmp_p
     assert (stage.stage, stage.done, stage.total, stage.finished) == (
         "ingest items.jsonl", 30, 30, True)
     assert workspace.count("flagged_pairs") == 30
+    assert done.output == f"{src}: 30 added, 0 already held"
 
 
 def test_a_failed_job_shows_the_runs_own_error_line(workspace, tmp_path):
