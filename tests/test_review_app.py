@@ -441,3 +441,16 @@ async def test_letters_typed_in_the_filter_dialog_never_quit_or_restyle(desk):
         assert app.theme == "sealdesk-dark"
         await pilot.press("escape")
         assert app.screen is app.review
+
+
+async def test_a_cursor_kept_deep_in_a_reloaded_list_is_scrolled_into_view(desk):
+    app = app_for(desk)
+    async with app.run_test(size=(100, 20)) as pilot:
+        await pilot.press("slash", *"pair 29", "enter")   # one match: a one-row list
+        await settle(pilot, lambda: app.review.queue_list.total == 1)
+        await pilot.press("escape")                       # whole queue again, same item
+        await pilot.pause()
+        lst = app.review.queue_list
+        assert cursor_item(app) == "fp-n-0029" and lst.cursor > 20
+        top = round(lst.scroll_y)
+        assert top <= lst.cursor < top + lst.scrollable_content_region.height

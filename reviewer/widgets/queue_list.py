@@ -83,6 +83,8 @@ class QueueList(ScrollView, can_focus=True):
         self.total = total
         self.virtual_size = Size(self.size.width, total)
         self.cursor = max(0, min(cursor, total - 1)) if total else 0
+        # The new height applies on the next layout; scroll to the cursor after it.
+        self.call_after_refresh(self._scroll_to_cursor)
         self.refresh()
 
     def forget(self) -> None:
@@ -121,14 +123,17 @@ class QueueList(ScrollView, can_focus=True):
 
     # -- cursor ---------------------------------------------------------------
     def watch_cursor(self, index: int) -> None:
-        height = max(1, self.scrollable_content_region.height)
-        top = round(self.scroll_y)
-        if index < top:
-            self.scroll_to(y=index, animate=False, immediate=True)
-        elif index >= top + height:
-            self.scroll_to(y=index - height + 1, animate=False, immediate=True)
+        self._scroll_to_cursor()
         self.refresh()
         self.post_message(self.Highlighted(index, self.row(index)))
+
+    def _scroll_to_cursor(self) -> None:
+        height = max(1, self.scrollable_content_region.height)
+        top = round(self.scroll_y)
+        if self.cursor < top:
+            self.scroll_to(y=self.cursor, animate=False, immediate=True)
+        elif self.cursor >= top + height:
+            self.scroll_to(y=self.cursor - height + 1, animate=False, immediate=True)
 
     def move(self, delta: int) -> None:
         """Moves the cursor by delta rows, staying inside the list."""
