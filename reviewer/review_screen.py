@@ -9,6 +9,7 @@ refused with a visible message; nothing is dropped silently.
 
 from __future__ import annotations
 
+import sqlite3
 import time
 from dataclasses import dataclass, replace
 from typing import Any
@@ -39,6 +40,9 @@ SORT_LABEL = {"score_desc": "score ↓", "score_asc": "score ↑", "id_asc": "id
               "id_desc": "id ↓"}
 STATUS_CYCLE = (None, "undecided", "accept", "reject", "skip")
 POLL_SECONDS = 1.0
+# How long a decision waits for another writer (an engine run ingesting in one
+# transaction) before it is refused as "busy"; the UI is frozen meanwhile.
+BUSY_TIMEOUT_MS = 3000
 
 
 @dataclass
@@ -66,6 +70,16 @@ class SearchDone(Message):
     def __init__(self, token: int, total: int, index: int) -> None:
         super().__init__()
         self.token, self.total, self.index = token, total, index
+
+
+def _why(exc: Exception) -> str:
+    """Gives the one line to show for a write that did not happen."""
+    if isinstance(exc, SealdeskError):
+        return exc.one_line()
+    if "locked" in str(exc) or "busy" in str(exc):
+        return ("the workspace is busy (another writer, such as an engine run, holds it); "
+                "nothing was recorded: press the key again in a moment")
+    return f"nothing was recorded: database error: {exc}"
 
 
 class ReviewScreen(Screen):
@@ -152,6 +166,7 @@ class ReviewScreen(Screen):
         return self.query_one(QueueList)
 
     def on_mount(self) -> None:
+        self.ws.conn.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_MS)}")
         self.query_one("#search", Input).display = False
         self.query_one(JobsStrip).display = False
         self.show_key_hints()
@@ -341,8 +356,8 @@ class ReviewScreen(Screen):
         try:
             record = self.ws.decide(self.session.signer, row.queue, row.item_id, decision,
                                     **args)
-        except SealdeskError as exc:
-            self.refuse(exc.one_line())
+        except (SealdeskError, sqlite3.Error) as exc:
+            self.refuse(_why(exc))
             return
         # The record is durably in the ledger now; only now does the screen move on.
         self.decided_here.append(Decided(row.queue, row.item_id, record.seq, lst.cursor))
@@ -371,8 +386,8 @@ class ReviewScreen(Screen):
             return
         try:
             record = self.ws.retract(self.session.signer, row.queue, row.item_id, **args)
-        except SealdeskError as exc:
-            self.refuse(exc.one_line())
+        except (SealdeskError, sqlite3.Error) as exc:
+            self.refuse(_why(exc))
             return
         self.decided_here = [d for d in self.decided_here
                              if (d.queue, d.item_id) != (row.queue, row.item_id)]
@@ -434,8 +449,8 @@ class ReviewScreen(Screen):
                 return
             try:
                 record = self.ws.note(self.session.signer, row.queue, row.item_id, text, **args)
-            except SealdeskError as exc:
-                self.refuse(exc.one_line())
+            except (SealdeskError, sqlite3.Error) as exc:
+                self.refuse(_why(exc))
                 return
             self.message = f"noted {row.item_id}"
             self._appended(record)

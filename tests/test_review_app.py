@@ -454,3 +454,24 @@ async def test_a_cursor_kept_deep_in_a_reloaded_list_is_scrolled_into_view(desk)
         assert cursor_item(app) == "fp-n-0029" and lst.cursor > 20
         top = round(lst.scroll_y)
         assert top <= lst.cursor < top + lst.scrollable_content_region.height
+
+
+async def test_a_decision_while_another_writer_holds_the_ledger_is_refused_not_lost(
+        desk, monkeypatch):
+    import sqlite3
+
+    from reviewer import review_screen
+
+    monkeypatch.setattr(review_screen, "BUSY_TIMEOUT_MS", 100)
+    app = app_for(desk)
+    other = sqlite3.connect(desk.ws.db_path, isolation_level=None)
+    async with app.run_test(size=SIZE) as pilot:
+        other.execute("BEGIN IMMEDIATE")            # an engine run mid-ingest
+        await pilot.press("a")
+        assert "workspace is busy" in notices(app) and "nothing was recorded" in notices(app)
+        assert cursor_item(app) == "fp-n-0000"      # the cursor did not move on
+        other.execute("ROLLBACK")
+        await pilot.press("a")
+        assert cursor_item(app) == "fp-n-0001"
+    other.close()
+    assert [r[2:4] for r in records(desk.ws)] == [("fp-n-0000", "accept")]
