@@ -22,6 +22,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Input, Static
+from textual.worker import Worker, WorkerState
 
 from engine import jobs
 from engine.errors import SealdeskError
@@ -202,7 +203,7 @@ class ReviewScreen(Screen):
         view = self.view
         return self.ws.position(self.queue, item_id, view.filters, view.sort)
 
-    @work(thread=True, exclusive=True, group="search")
+    @work(thread=True, exclusive=True, group="search", exit_on_error=False)
     def _search(self, token: int, queue: str, filters: ItemFilter, sort: str,
                 keep: str | None) -> None:
         # Its own connection: the UI thread keeps using (and writing) the main one.
@@ -210,6 +211,13 @@ class ReviewScreen(Screen):
             total = reader.count(queue, filters)
             index = (reader.position(queue, keep, filters, sort) if keep else 0) or 0
         self.post_message(SearchDone(token, total, index))
+
+    @on(Worker.StateChanged)
+    def _worker_failed(self, event: Worker.StateChanged) -> None:
+        # Background work never takes the app down: its failure is shown.
+        if event.state == WorkerState.ERROR:
+            self.queue_list.reset(0)
+            self.refuse(f"{event.worker.group} failed: {event.worker.error}")
 
     @on(SearchDone)
     def _search_done(self, event: SearchDone) -> None:

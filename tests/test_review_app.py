@@ -475,3 +475,13 @@ async def test_a_decision_while_another_writer_holds_the_ledger_is_refused_not_l
         assert cursor_item(app) == "fp-n-0001"
     other.close()
     assert [r[2:4] for r in records(desk.ws)] == [("fp-n-0000", "accept")]
+
+
+async def test_a_search_that_fails_in_the_background_is_shown_not_fatal(desk):
+    app = app_for(desk)
+    async with app.run_test(size=SIZE) as pilot:
+        (desk.ws.root / "sealdesk.db").rename(desk.ws.root / "moved.db")  # reader cannot open
+        await pilot.press("slash", *"pair", "enter")
+        await settle(pilot, lambda: "search failed" in notices(app))
+        assert app.is_running
+        (desk.ws.root / "moved.db").rename(desk.ws.root / "sealdesk.db")
