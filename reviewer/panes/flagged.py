@@ -8,7 +8,7 @@ from rich.console import Group, RenderableType
 from rich.text import Text
 
 from reviewer.panes.common import (SideBySide, as_list, boxed, compact_json, cut, fields, get,
-                                   number, section)
+                                   indent, number, section)
 from reviewer.panes.spans import SHARED_STYLE, clean, highlight, shared_spans
 
 TITLE = "flagged pair"
@@ -114,7 +114,7 @@ def _provenance(payload: dict[str, Any]) -> Group | None:
     for side, info in sorted(prov.items()):
         if isinstance(info, dict):
             parts.append(Text(f"{side}", style="bold"))
-            parts.append(fields(sorted(info.items())))
+            parts.append(indent(fields(sorted(info.items()))))
         else:
             parts.append(fields([(side, info)]))
     return section("provenance", *parts)
