@@ -33,7 +33,7 @@ from reviewer.jobs_screen import JobsScreen, JobStarted
 from reviewer.modals import FilterScreen, NoteScreen
 from reviewer.panes import render_detail
 from reviewer.session import Session
-from reviewer.widgets.bars import QUEUE_LABELS, JobsStrip, KeyHints, QueueTabs, StatusBar
+from reviewer.widgets.bars import JobsStrip, KeyHints, QueueTabs, StatusBar
 from reviewer.widgets.queue_list import QueueList
 
 SORT_CYCLE = ("score_desc", "score_asc", "id_asc")
@@ -186,7 +186,7 @@ class ReviewScreen(Screen):
     def reload(self, keep: str | None = None) -> None:
         """Reads the queue's count again and puts the cursor on an item (or the top)."""
         view = self.view
-        self._show_filter_line()
+        self._show_filter_line(None)
         if view.filters.text:
             # Text search reads payloads (~1 s on 100,000 items): do it off the UI thread.
             self._search_token += 1
@@ -197,6 +197,7 @@ class ReviewScreen(Screen):
         total = self.ws.count(self.queue, view.filters)
         index = self._index_of(keep) if keep else 0
         self.queue_list.reset(total, cursor=index or 0)
+        self._show_filter_line(total)
         self._show_current()
 
     def _index_of(self, item_id: str) -> int | None:
@@ -224,6 +225,7 @@ class ReviewScreen(Screen):
         if event.token != self._search_token:
             return  # a newer search replaced this one
         self.queue_list.reset(event.total, cursor=event.index)
+        self._show_filter_line(event.total)
         self.say(f"{event.total} match(es)")
         self._show_current()
 
@@ -284,9 +286,10 @@ class ReviewScreen(Screen):
     def _show_tabs(self) -> None:
         self.query_one(QueueTabs).show(self.queue, self.progress)
 
-    def _show_filter_line(self) -> None:
+    def _show_filter_line(self, shown: int | None) -> None:
         f, view = self.view.filters, self.view
-        parts = [QUEUE_LABELS[self.queue], f"sort {SORT_LABEL[view.sort]}"]
+        parts = [f"{shown:,} shown" if shown is not None else "…",
+                 f"sort {SORT_LABEL[view.sort]}"]
         if f.status:
             parts.append(f"status {f.status}")
         if f.decided_by:

@@ -9,7 +9,6 @@ import pytest
 from engine.canonical import canonical_json
 from engine.errors import PermissionRefused
 from engine.ledger.audit import verify_workspace
-from engine.workspace import BacklogItem
 from reviewer.app import ReviewApp
 from reviewer.modals import HelpScreen
 from reviewer.session import open_session, read_only_session
