@@ -62,19 +62,21 @@ def open_session(ws, *, key: str | None, config_key: str | None = None,
         return read_only_session("started with --read-only")
     allowed = ws.allowed_signers()
     signer: Signer | None = None
+    source = "none"
     if key:
         signer, source = FileSigner(Path(key).expanduser()), f"key file {key}"
-    elif os.environ.get("SSH_AUTH_SOCK"):
+    agent_trouble = None
+    if signer is None and os.environ.get("SSH_AUTH_SOCK"):
         try:
             signer, source = choose_signer(None, allowed), "ssh-agent"
-        except AgentError:
-            if not config_key:
-                raise
+        except AgentError as exc:
+            # No usable agent key is "no key", not a refusal: browse, or use the config key.
+            agent_trouble = exc.one_line()
     if signer is None and config_key:
         signer, source = FileSigner(Path(config_key).expanduser()), f"key file {config_key}"
     if signer is None:
-        return read_only_session("no signing key (pass --key FILE, start ssh-agent, or set "
-                                 "key in the config file)")
+        return read_only_session(agent_trouble or "no signing key (pass --key FILE, start "
+                                 "ssh-agent, or set key in the config file)")
     fp = signer.public_key.fingerprint
     names = allowed.principals_for(signer.public_key.blob)
     if not names:

@@ -484,3 +484,18 @@ async def test_a_search_that_fails_in_the_background_is_shown_not_fatal(desk):
         await settle(pilot, lambda: "search failed" in notices(app))
         assert app.is_running
         (desk.ws.root / "moved.db").rename(desk.ws.root / "sealdesk.db")
+
+
+def test_an_empty_ssh_agent_means_browse_only_with_the_reason(desk, agent):
+    session = open_session(desk.ws, key=None)
+    assert session.read_only and "ssh-agent holds no ssh-ed25519 key" in session.read_only_reason
+
+
+def test_an_agent_key_not_enrolled_is_refused(desk, agent, keygen):
+    import subprocess
+
+    subprocess.run(["ssh-add", "-q", str(keygen("stranger"))], check=True, capture_output=True)
+    with pytest.raises(PermissionRefused) as err:
+        open_session(desk.ws, key=None)
+    assert "none of ssh-agent's keys" in str(err.value)
+    assert str(desk.ws.allowed_signers_path) in str(err.value)
