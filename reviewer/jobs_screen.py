@@ -74,11 +74,11 @@ class JobsScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog jobs"):
-            yield Label("Background engine runs (Esc closes, Ctrl+K cancels the newest running)")
+            yield Label("Engine runs · Enter starts one · Ctrl+K cancels the newest · Esc closes")
             with VerticalScroll(id="jobs-list"):
                 yield Static(id="jobs-body")
             yield Static("", id="jobs-error")
-            yield Input(placeholder=f"sealdesk {EXAMPLES[0]}", id="job-command")
+            yield Input(placeholder=f"sealdesk {EXAMPLES[0]}", id="job-command", compact=True)
 
     def on_mount(self) -> None:
         self.refresh_jobs()

@@ -9,7 +9,7 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical, VerticalScroll
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label, Select, Static
 
@@ -33,7 +33,7 @@ class NoteScreen(ModalScreen[str | None]):
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
             yield Label(Text(f"Note on {self.item_label} (signed; Enter saves, Esc cancels)"))
-            yield Input(placeholder="why…", id="note-text")
+            yield Input(placeholder="why…", id="note-text", compact=True)
 
     @on(Input.Submitted)
     def save(self, event: Input.Submitted) -> None:
@@ -66,21 +66,34 @@ class FilterScreen(ModalScreen[ItemFilter | None]):
 
     def compose(self) -> ComposeResult:
         f = self.current
+        tag_choices = [("any channel/tag", "")] + [(t, t) for t in self.tags]
+        if f.tag and f.tag not in self.tags:
+            tag_choices.append((f.tag, f.tag))
+        # One line per field (compact widgets), so the whole form fits 80x24.
+        fields: list[tuple[str, Select | Input]] = [
+            ("status", Select(STATUS_CHOICES, value=f.status or "", allow_blank=False,
+                              id="status", compact=True)),
+        ]
+        if self.can_filter_by_me:
+            fields.append(("decided by", Select(WHO_CHOICES, value=f.decided_by or "",
+                                                allow_blank=False, id="decided-by",
+                                                compact=True)))
+        fields += [
+            ("channel/tag", Select(tag_choices, value=f.tag or "", allow_blank=False, id="tag",
+                                   compact=True)),
+            ("score ≥", Input(value="" if f.score_min is None else str(f.score_min),
+                              placeholder="e.g. 0.8", id="score-min", compact=True)),
+            ("score ≤", Input(value="" if f.score_max is None else str(f.score_max),
+                              placeholder="e.g. 1", id="score-max", compact=True)),
+            ("text", Input(value=f.text or "", placeholder="contains…", id="text",
+                           compact=True)),
+        ]
         with Vertical(classes="dialog"):
             yield Label("Filter (Tab moves, Enter applies, Esc cancels, Ctrl+R clears)")
-            yield Select(STATUS_CHOICES, value=f.status or "", allow_blank=False, id="status")
-            if self.can_filter_by_me:
-                yield Select(WHO_CHOICES, value=f.decided_by or "", allow_blank=False,
-                             id="decided-by")
-            tag_choices = [("any channel/tag", "")] + [(t, t) for t in self.tags]
-            if f.tag and f.tag not in self.tags:
-                tag_choices.append((f.tag, f.tag))
-            yield Select(tag_choices, value=f.tag or "", allow_blank=False, id="tag")
-            yield Input(value="" if f.score_min is None else str(f.score_min),
-                        placeholder="score at least (e.g. 0.8)", id="score-min")
-            yield Input(value="" if f.score_max is None else str(f.score_max),
-                        placeholder="score at most", id="score-max")
-            yield Input(value=f.text or "", placeholder="text contains", id="text")
+            for label, widget in fields:
+                with Horizontal(classes="field"):
+                    yield Label(label, classes="field-label")
+                    yield widget
             yield Static("", id="filter-error")
 
     def _value(self, selector: str) -> str:
@@ -128,11 +141,11 @@ class HelpScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         table = Table(box=None, pad_edge=False, expand=True)
-        table.add_column("key", style="bold", no_wrap=True)
-        table.add_column("does")
-        table.add_column("binding id (for [keymap])", no_wrap=True)
+        table.add_column(Text("key"), style="bold", no_wrap=True)
+        table.add_column(Text("does"))
+        table.add_column(Text("binding id (for [keymap])"), no_wrap=True)
         for key, description, binding_id in self.rows:
-            table.add_row(key, description, binding_id)
+            table.add_row(Text(key), Text(description), Text(binding_id))
         with VerticalScroll(classes="dialog help"):
             yield Label(Text("Keys (Esc closes). Rebind them in the config file's [keymap] "
                              "table by binding id."))

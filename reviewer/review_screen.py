@@ -150,7 +150,8 @@ class ReviewScreen(Screen):
             with Vertical(id="queue-pane"):
                 yield QueueTabs(id="queue-tabs")
                 yield Static(id="filter-line")
-                yield Input(placeholder="search text, Enter applies, Esc clears", id="search")
+                yield Input(placeholder="search text, Enter applies, Esc clears", id="search",
+                            compact=True)
                 yield QueueList(self._fetch, id="queue-list")
             with VerticalScroll(id="detail-pane"):
                 yield Static(id="detail")
