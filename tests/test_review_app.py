@@ -342,7 +342,8 @@ async def test_a_job_started_from_the_app_shows_progress_and_its_items_appear(de
     async with app.run_test(size=SIZE) as pilot:
         assert app.review.progress["flagged_pairs"].total == 34
         await pilot.press("b")
-        await pilot.press(*f"ingest {src}", "enter")
+        app.screen.query_one("#job-command").value = f"ingest {src}"   # as if typed
+        await pilot.press("enter")
         body = app.screen.query_one("#jobs-body")
         await settle(pilot, lambda: "SUCCEEDED" in text_of(body))
         text = text_of(body)
@@ -351,7 +352,9 @@ async def test_a_job_started_from_the_app_shows_progress_and_its_items_appear(de
         # The app notices the new items by itself (no restart, no key).
         await settle(pilot, lambda: app.review.progress["flagged_pairs"].total == 39)
         assert app.review.queue_list.total == 39
-        assert "done" in text_of(app.review.query_one("#jobs-strip"))
+        # The run's items can land a moment before its supervisor records the exit.
+        strip = app.review.query_one("#jobs-strip")
+        await settle(pilot, lambda: "done" in text_of(strip))
         await pilot.press("slash", *"fp-new-0003", "enter")
         await settle(pilot, lambda: app.review.queue_list.total == 1)
         await pilot.press("a")
@@ -364,7 +367,9 @@ async def test_a_failed_job_shows_its_error(desk, tmp_path):
     bad.write_text('{"queue":"flaged_pairs"}\n', encoding="utf-8")
     app = app_for(desk)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("b", *f"ingest {bad}", "enter")
+        await pilot.press("b")
+        app.screen.query_one("#job-command").value = f"ingest {bad}"
+        await pilot.press("enter")
         body = app.screen.query_one("#jobs-body")
         await settle(pilot, lambda: "FAILED" in text_of(body))
         assert f"sealdesk: error: {bad}:1: field 'item_id': missing" in text_of(body)
@@ -373,7 +378,9 @@ async def test_a_failed_job_shows_its_error(desk, tmp_path):
 async def test_the_jobs_panel_refuses_what_is_not_engine_work(desk):
     app = app_for(desk)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("b", *"decide --queue flagged_pairs", "enter")
+        await pilot.press("b")
+        app.screen.query_one("#job-command").value = "decide --queue flagged_pairs"
+        await pilot.press("enter")
         assert "not background engine work" in text_of(app.screen.query_one("#jobs-error"))
     assert not (desk.ws.root / "jobs").exists()
 
