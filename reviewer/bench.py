@@ -288,6 +288,10 @@ def bench_review(n_items: int, decisions: int, reference_rows: int | None,
     click.echo(f"                      ratio app/direct        median {med_app / med_dir:6.2f}x  "
                f"p95 {p95_app / p95_dir:6.2f}x")
     click.echo("")
-    verdict = lambda ok: "met" if ok else "MISSED"  # noqa: E731
-    click.echo(f"goals: first screen < {GOAL_FIRST_SCREEN_S} s: {verdict(ours < GOAL_FIRST_SCREEN_S)}; "
-               f"median decision < {GOAL_DECISION_MS:.0f} ms: {verdict(med_app < GOAL_DECISION_MS)}")
+    click.echo(f"goals: first screen < {GOAL_FIRST_SCREEN_S} s: "
+               f"{_verdict(ours < GOAL_FIRST_SCREEN_S)}; median decision < "
+               f"{GOAL_DECISION_MS:.0f} ms: {_verdict(med_app < GOAL_DECISION_MS)}")
+
+
+def _verdict(ok: bool) -> str:
+    return "met" if ok else "MISSED"
