@@ -209,13 +209,18 @@ def ingest(ctx: Ctx, files: tuple[str, ...]) -> None:
     from engine.canonical import sha256_hex
     from engine.workspace import read_items_file
 
+    from engine.progress import reporter
+
     batches = [(Path(f), read_items_file(Path(f))) for f in files]
-    with ctx.open() as ws:
+    with ctx.open() as ws, reporter() as rep:
         for path, items in batches:
+            stage = rep.stage(f"ingest {path.name}", total=len(items), unit="items")
             source = {"kind": "ingest", "source": path.name,
                       "source_sha256": sha256_hex(path.read_bytes())}
             runs = {i.run_id: source for i in items if ws.run_manifest_sha256(i.run_id) is None}
             result = ws.ingest(items, runs=runs, source=str(path))
+            stage.advance(len(items))
+            stage.finish()
             click.echo(f"{path}: {result.added} added, {result.unchanged} already held")
 
 

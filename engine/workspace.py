@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
+from engine import item_query
 from engine.canonical import canonical_json, canonical_sha256, parse_canonical, sha256_hex
 from engine.errors import ConflictError, InputError, PermissionRefused, WorkspaceError
 from engine.ledger import store
@@ -60,6 +61,7 @@ CREATE TABLE IF NOT EXISTS items (
 ) STRICT;
 CREATE INDEX IF NOT EXISTS items_sha ON items(item_sha256);
 CREATE INDEX IF NOT EXISTS items_queue_score ON items(queue, score);
+CREATE INDEX IF NOT EXISTS items_browse ON items(queue, score, item_id, title, tags);
 CREATE TRIGGER IF NOT EXISTS items_no_update BEFORE UPDATE ON items
 BEGIN SELECT RAISE(ABORT, 'backlog items are immutable: UPDATE refused'); END;
 CREATE TRIGGER IF NOT EXISTS items_no_delete BEFORE DELETE ON items
@@ -394,6 +396,37 @@ class Workspace:
         for q in out:
             out[q]["undecided"] = out[q]["total"] - out[q]["accept"] - out[q]["reject"]
         return out
+
+    # -- browsing (the review app reads through these) ----------------------
+    def page(self, queue: str, filters: "item_query.ItemFilter | None" = None,
+             sort: str = "score_desc", offset: int = 0,
+             limit: int = 100) -> list["item_query.ItemRow"]:
+        """Gives one page of a queue's rows, filtered and sorted, with their status."""
+        return item_query.page(self.conn, queue, filters or item_query.ItemFilter(), sort,
+                               offset, limit)
+
+    def count(self, queue: str, filters: "item_query.ItemFilter | None" = None) -> int:
+        """Gives how many items of a queue pass the filters."""
+        return item_query.count(self.conn, queue, filters or item_query.ItemFilter())
+
+    def position(self, queue: str, item_id: str,
+                 filters: "item_query.ItemFilter | None" = None,
+                 sort: str = "score_desc") -> int | None:
+        """Gives an item's index in the filtered, sorted listing, or None if absent."""
+        return item_query.position(self.conn, queue, filters or item_query.ItemFilter(),
+                                   sort, item_id)
+
+    def progress(self) -> dict[str, "item_query.QueueProgress"]:
+        """Gives per queue: total items and effective decisions by kind."""
+        return item_query.progress(self.conn)
+
+    def watermark(self) -> "item_query.Watermark":
+        """Gives a cheap fingerprint that changes whenever items or records are added."""
+        return item_query.watermark(self.conn)
+
+    def head(self) -> tuple[int, str]:
+        """Gives the ledger head: (last seq, its record hash)."""
+        return store.head(self.conn)
 
     # -- decisions ----------------------------------------------------------
     def identify(self, signer: Signer, principal: str | None = None,

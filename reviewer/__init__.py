@@ -1,0 +1,1 @@
+"""The sealdesk review app (Textual): screens, widgets and bindings, no engine logic."""

@@ -1,0 +1,297 @@
+"""``sealdesk bench review``: the review app's speed beside the reference approaches.
+
+Two questions, each answered against a reference in the same run:
+
+1. Launch to first usable screen, with N items in the workspace: a fresh
+   process imports the app, opens the workspace and the signing key, draws
+   the queue and the first item's detail (headless, 80x24). Reference: a
+   fresh process that loads the same rows into Textual's built-in DataTable
+   until it is drawn.
+2. Keypress to durably appended record: a key event is injected where a
+   terminal's key would arrive (the driver), and the clock stops when a
+   *separate* SQLite connection sees the signed record committed. Reference
+   (the floor): ``ws.decide`` called directly on the same workspace, one call
+   after each keypress, so that both are timed under the same load.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import platform
+import random
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import date
+from pathlib import Path
+
+import click
+
+GOAL_FIRST_SCREEN_S = 1.5
+GOAL_DECISION_MS = 30.0
+_WORDS = ("natalia sold clips to her friends in april and then half as many in may how "
+          "many did she sell altogether weng earns an hour for babysitting yesterday she "
+          "did minutes of babysitting betty is saving money for a new wallet").split()
+
+
+def _payload(i: int, rnd: random.Random) -> dict:
+    text = " ".join(rnd.choice(_WORDS) for _ in range(40)).capitalize() + "."
+    score = round(rnd.random(), 4)
+    return {"eval": {"id": f"eval-{i}", "index": i, "text": text},
+            "matches": [{"kind": "pool", "id": f"pool-{i}", "index": i, "text": text,
+                         "channels": [rnd.choice(["ngram", "embedding", "probe"])],
+                         "scores": {"exact_jaccard": score},
+                         "shared_spans": [{"eval": [0, 20], "match": [0, 20]}]}],
+            "summary": {"title": text[:60], "score": score,
+                        "tags": [rnd.choice(["ngram", "embedding", "probe"])]}}
+
+
+def build_workspace(root: Path, n_items: int, extra: int) -> tuple[Path, str]:
+    """Gives (key path, principal) after filling a workspace with n_items flagged pairs."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    from engine.ledger.enrol import enrol
+    from engine.progress import reporter
+    from engine.workspace import BacklogItem, Workspace
+
+    ws = Workspace.init(root / "ws")
+    rnd = random.Random(20261130)
+    total = n_items + extra
+    with ws, reporter() as rep:
+        stage = rep.stage("building bench workspace", total=total, unit="items")
+        batch = []
+        for i in range(total):
+            batch.append(BacklogItem.make("flagged_pairs", f"fp-{i:07d}", "bench-run",
+                                          _payload(i, rnd)))
+            if len(batch) == 10_000 or i == total - 1:
+                ws.ingest(batch, runs={"bench-run": {"kind": "bench", "artifacts": {},
+                                                     "inputs": {"items": total}}})
+                stage.advance(len(batch))
+                batch = []
+        stage.finish()
+        key = Ed25519PrivateKey.generate()
+        path = root / "bench_key"
+        path.write_bytes(key.private_bytes(serialization.Encoding.PEM,
+                                           serialization.PrivateFormat.OpenSSH,
+                                           serialization.NoEncryption()))
+        path.chmod(0o600)
+        pub = key.public_key().public_bytes(serialization.Encoding.OpenSSH,
+                                            serialization.PublicFormat.OpenSSH)
+        (root / "bench_key.pub").write_bytes(pub + b" bench\n")
+        enrol(ws.allowed_signers_path, "bench", ["reviewer"], root / "bench_key.pub")
+    return path, "bench"
+
+
+# -- first screen (run in a fresh process, so imports count) ---------------------------
+
+_CHILD = r"""
+import asyncio, json, sys, time
+kind, ws_path, key, n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+
+async def sealdesk_app():
+    from engine.workspace import Workspace
+    from reviewer.app import ReviewApp
+    from reviewer.session import open_session
+    ws = Workspace.open(ws_path)
+    app = ReviewApp(ws, open_session(ws, key=key))
+    async with app.run_test(size=(80, 24)) as pilot:
+        while app.review.first_ready is None:
+            await pilot.pause(0.001)
+        await pilot.pause()
+        ready = time.time()
+        ok = app.review.queue_list.total == n and app.review.queue_list.current is not None
+    return ready, ok
+
+async def datatable_app():
+    import sqlite3
+    from textual.app import App
+    from textual.widgets import DataTable
+
+    class Table(App):
+        def compose(self):
+            yield DataTable(id="t")
+        def on_mount(self):
+            conn = sqlite3.connect(f"{ws_path}/sealdesk.db")
+            rows = conn.execute("SELECT item_id, title, score, tags FROM items "
+                                "ORDER BY score DESC, item_id DESC").fetchall()
+            table = self.query_one(DataTable)
+            table.add_columns("item", "title", "score", "tags")
+            table.add_rows(rows)
+            table.focus()
+
+    app = Table()
+    async with app.run_test(size=(80, 24)) as pilot:
+        table = app.query_one("#t")
+        while table.row_count < n:
+            await pilot.pause(0.001)
+        await pilot.pause()
+        ready = time.time()
+        ok = table.row_count == n
+    return ready, ok
+
+ready, ok = asyncio.run(sealdesk_app() if kind == "sealdesk" else datatable_app())
+print(json.dumps({"ready": ready, "ok": ok}))
+"""
+
+
+def first_screen(kind: str, ws_path: Path, key: Path, n: int, timeout: float) -> float:
+    """Gives seconds from process start to a drawn, usable first screen."""
+    repo = str(Path(__file__).resolve().parent.parent)
+    start = time.time()
+    out = subprocess.run([sys.executable, "-c", _CHILD, kind, str(ws_path), str(key), str(n)],
+                         capture_output=True, text=True, timeout=timeout, cwd=repo,
+                         env={**_env(), "PYTHONPATH": repo})
+    if out.returncode != 0:
+        raise click.ClickException(f"{kind} first-screen run failed:\n{out.stderr[-2000:]}")
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    if not result["ok"]:
+        raise click.ClickException(f"{kind} first screen did not show all {n} items")
+    return result["ready"] - start
+
+
+def _env() -> dict[str, str]:
+    import os
+
+    return {k: v for k, v in os.environ.items() if k != "SEALDESK_PROGRESS_FILE"}
+
+
+# -- decision latency -----------------------------------------------------------------
+
+async def _decisions(ws_path: Path, key: Path, count: int) -> tuple[list[float], list[float]]:
+    """Gives (app latencies, direct latencies), timed in alternation so that both meet the
+    same machine load: one keypress in the app, then one direct ws.decide, and so on."""
+    from textual import events
+
+    from engine.ledger.signers import FileSigner
+    from engine.workspace import Workspace
+    from reviewer.app import ReviewApp
+    from reviewer.session import open_session
+
+    ws = Workspace.open(ws_path)
+    direct_ws = Workspace.open(ws_path)
+    signer = FileSigner(key)
+    watcher = sqlite3.connect(ws.db_path)
+    # The app decides from the top of the score order; the direct calls take
+    # items from the bottom, so the two never meet.
+    tail = [r[0] for r in watcher.execute(
+        "SELECT item_id FROM items WHERE queue = 'flagged_pairs' "
+        "ORDER BY score ASC, item_id ASC LIMIT ?", (count,))]
+    app = ReviewApp(ws, open_session(ws, key=str(key)))
+    app_lat, direct_lat = [], []
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        for n in range(count):
+            before = watcher.execute("SELECT COALESCE(MAX(seq), 0) FROM records").fetchone()[0]
+            key_event = events.Key("a", "a")
+            key_event.set_sender(app)
+            t0 = time.perf_counter()
+            app._driver.send_message(key_event)
+            while watcher.execute("SELECT COALESCE(MAX(seq), 0) FROM records"
+                                  ).fetchone()[0] == before:
+                await asyncio.sleep(0)
+            app_lat.append(time.perf_counter() - t0)
+            await pilot.pause()  # let the screen settle before the next key (not timed)
+            t0 = time.perf_counter()
+            direct_ws.decide(signer, "flagged_pairs", tail[n], "accept")
+            direct_lat.append(time.perf_counter() - t0)
+    watcher.close()
+    direct_ws.close()
+    ws.close()
+    return app_lat, direct_lat
+
+
+def _p95(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+
+
+@click.command("review")
+@click.option("--items", "n_items", default=100_000, show_default=True,
+              help="Items in the bench workspace.")
+@click.option("--decisions", default=200, show_default=True,
+              help="Decisions timed, in the app and directly.")
+@click.option("--reference-rows", default=None, type=int,
+              help="Rows loaded into the DataTable reference. Default: all --items.")
+@click.option("--reference-timeout", default=600.0, show_default=True,
+              help="Seconds the DataTable reference may take before it is called off.")
+@click.option("--runs", default=3, show_default=True, help="First-screen runs (median kept).")
+def bench_review(n_items: int, decisions: int, reference_rows: int | None,
+                 reference_timeout: float, runs: int) -> None:
+    """Time the review app against the reference approaches; print ratios.
+
+    \b
+    Builds a temporary workspace of --items flagged pairs, then measures:
+      first usable screen   sealdesk app vs DataTable loaded with the rows
+      decision latency      keypress -> record durable in SQLite (separate
+                            connection), vs a direct ws.decide call
+    Goals: first screen < 1.5 s, median decision < 30 ms.
+
+    \b
+      sealdesk bench review                    # 100,000 items, 200 decisions
+      sealdesk bench review --items 10000 --runs 1
+    """
+    ref_rows = n_items if reference_rows is None else min(reference_rows, n_items)
+    with tempfile.TemporaryDirectory(prefix="sealdesk-bench-review-") as tmp:
+        root = Path(tmp)
+        click.echo(f"building a workspace of {n_items:,} items (not timed)…", err=True)
+        key, _ = build_workspace(root, n_items, extra=0)
+        ws_path = root / "ws"
+
+        click.echo("timing the first usable screen…", err=True)
+        ours = statistics.median(first_screen("sealdesk", ws_path, key, n_items, 120)
+                                 for _ in range(runs))
+        if ref_rows == n_items:
+            ref_ws = ws_path
+        else:
+            build_workspace(root / "ref", ref_rows, extra=0)
+            ref_ws = root / "ref" / "ws"
+        click.echo(f"timing the DataTable reference with {ref_rows:,} rows…", err=True)
+        try:
+            reference = first_screen("datatable", ref_ws, key, ref_rows, reference_timeout)
+        except subprocess.TimeoutExpired:
+            reference = None
+
+        click.echo(f"timing {decisions} decisions in the app and directly…", err=True)
+        app_lat, direct_lat = asyncio.run(_decisions(ws_path, key, decisions))
+
+    import textual
+
+    med_app, p95_app = statistics.median(app_lat) * 1000, _p95(app_lat) * 1000
+    med_dir, p95_dir = statistics.median(direct_lat) * 1000, _p95(direct_lat) * 1000
+    click.echo(f"sealdesk bench review · {date.today()} · {platform.machine()} · "
+               f"python {platform.python_version()} · textual {textual.__version__}")
+    click.echo(f"workspace: {n_items:,} flagged pairs; first screen median of {runs} run(s)")
+    click.echo("")
+    click.echo(f"first usable screen   sealdesk app            {ours:8.2f} s")
+    if reference is None:
+        click.echo(f"                      DataTable {ref_rows:>9,} rows  > {reference_timeout:.0f} s "
+                   "(called off)")
+        click.echo(f"                      ratio                   > {reference_timeout / ours:.0f}x "
+                   "faster")
+    else:
+        click.echo(f"                      DataTable {ref_rows:>9,} rows {reference:8.2f} s")
+        if ref_rows == n_items:
+            click.echo(f"                      ratio                   {reference / ours:8.1f}x "
+                       "faster")
+        else:
+            click.echo("                      ratio                   not computed: the "
+                       "reference held fewer rows")
+    click.echo(f"decision latency      app keypress->durable   median {med_app:6.1f} ms  "
+               f"p95 {p95_app:6.1f} ms  (n={len(app_lat)})")
+    click.echo(f"                      direct ws.decide        median {med_dir:6.1f} ms  "
+               f"p95 {p95_dir:6.1f} ms  (n={len(direct_lat)})")
+    click.echo(f"                      ratio app/direct        median {med_app / med_dir:6.2f}x  "
+               f"p95 {p95_app / p95_dir:6.2f}x")
+    click.echo("")
+    click.echo(f"goals: first screen < {GOAL_FIRST_SCREEN_S} s: "
+               f"{_verdict(ours < GOAL_FIRST_SCREEN_S)}; median decision < "
+               f"{GOAL_DECISION_MS:.0f} ms: {_verdict(med_app < GOAL_DECISION_MS)}")
+
+
+def _verdict(ok: bool) -> str:
+    return "met" if ok else "MISSED"

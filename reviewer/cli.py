@@ -1,0 +1,78 @@
+"""``sealdesk review``: open the review app on the workspace."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+
+@click.command("review")
+@click.option("--key", default=None, type=click.Path(dir_okay=False),
+              help="OpenSSH private key to sign with. Default: ssh-agent when SSH_AUTH_SOCK "
+                   "is set, else the config file's key.")
+@click.option("--principal", default=None,
+              help="When the key is enrolled under several names.")
+@click.option("--read-only", is_flag=True,
+              help="Browse without signing (no key needed). Automatic when there is no key.")
+@click.option("--theme", default=None,
+              help="dark, light, high-contrast, or any Textual theme. Default: $TEXTUAL_THEME, "
+                   "else the config file's theme, else dark.")
+@click.option("--config", "config_file", default=None, type=click.Path(dir_okay=False),
+              help="Config file. Default: $SEALDESK_CONFIG, else "
+                   "~/.config/sealdesk/config.toml.")
+@click.pass_obj
+def review(ctx, key: str | None, principal: str | None, read_only: bool, theme: str | None,
+           config_file: str | None) -> None:
+    """Review the three backlogs and sign decisions, in the terminal.
+
+    \b
+    Keys: a accept · x reject · space skip · u undo · n note · j/k move
+          / search · f filter · s status · o sort · 1 2 3 queues · b jobs
+          t theme · ? help · ctrl+p palette · q quit
+    Every decision is signed with your SSH key and appended to the ledger
+    before the cursor moves on.
+
+    \b
+      sealdesk review                          # ssh-agent key (SSH_AUTH_SOCK)
+      sealdesk review --key ~/.ssh/id_ed25519  # a key file
+      sealdesk review --read-only              # browse, no key
+      sealdesk review --theme high-contrast    # 16-colour terminals
+
+    \b
+    Config (~/.config/sealdesk/config.toml or $SEALDESK_CONFIG):
+      theme = "light"
+      key = "~/.ssh/id_ed25519"
+      [keymap]
+      "review.accept" = "y"     # ids: press ? in the app
+    """
+    from pathlib import Path
+
+    from engine.errors import InputError
+    from reviewer.config import load_config
+    from reviewer.session import open_session
+    from reviewer.theming import choose_theme
+
+    from reviewer.app import ReviewApp, binding_ids
+
+    config = load_config(Path(config_file) if config_file else None,
+                         known_binding_ids=binding_ids())
+    from engine.item_query import ensure_indexes
+
+    ws = ctx.open()
+    with ws:
+        ensure_indexes(ws.conn)  # a workspace made before the browse index gets it once
+        # Who signs is settled before any screen is drawn, so a refusal is a
+        # plain one-line error in the shell.
+        session = open_session(ws, key=key, config_key=config.key,
+                               principal=principal or config.principal, read_only=read_only)
+        if not (sys.stdin.isatty() and sys.stdout.isatty()):
+            raise InputError("sealdesk review needs a terminal (for scripts: sealdesk items "
+                             "--json and sealdesk decide)")
+        app = ReviewApp(ws, session, theme=choose_theme(theme, config.theme),
+                        keymap=config.keymap)
+        app.run()
+    if session.principal:
+        signed = len(app.review.own_records) if hasattr(app, "_review") else 0
+        click.echo(f"sealdesk review: {signed} record(s) signed by {session.principal} "
+                   "this session")

@@ -1,0 +1,91 @@
+"""The user's sealdesk config file: theme, signing key and keymap.
+
+Read from ``$SEALDESK_CONFIG``, else ``~/.config/sealdesk/config.toml``::
+
+    theme = "sealdesk-light"          # or dark, light, high-contrast, any Textual theme
+    key = "~/.ssh/id_ed25519"         # used when ssh-agent is not available
+    principal = "rita"                # when the key is enrolled under several names
+
+    [keymap]                          # binding id = key(s), comma-separated
+    "review.accept" = "y"
+    "review.reject" = "n,x"
+
+A missing file is an empty config; a bad one is an error naming file, line
+and field, and the app does not start on it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from engine.errors import InputError
+
+_KNOWN = {"theme", "key", "principal", "keymap"}
+
+
+@dataclass(frozen=True)
+class Config:
+    """What the config file says; every field optional."""
+
+    path: Path | None = None
+    theme: str | None = None
+    key: str | None = None
+    principal: str | None = None
+    keymap: dict[str, str] = field(default_factory=dict)
+
+
+def config_path() -> Path:
+    """Gives where the config file is looked for."""
+    env = os.environ.get("SEALDESK_CONFIG")
+    if env:
+        return Path(env).expanduser()
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "sealdesk" / "config.toml"
+
+
+def _line_of(text: str, key: str) -> int | None:
+    pattern = re.compile(rf'^\s*"?{re.escape(key)}"?\s*=', re.MULTILINE)
+    m = pattern.search(text)
+    return text.count("\n", 0, m.start()) + 1 if m else None
+
+
+def load_config(path: Path | None = None, *, known_binding_ids: set[str] | None = None) -> Config:
+    """Gives the config at path (default: config_path()); empty if the file is absent."""
+    path = Path(path) if path is not None else config_path()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return Config()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read config: {exc}", path=path) from exc
+    try:
+        data: dict[str, Any] = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        m = re.search(r"line (\d+)", str(exc))
+        raise InputError(f"not valid TOML: {exc}", path=path,
+                         line=int(m.group(1)) if m else None) from exc
+    for key in sorted(set(data) - _KNOWN):
+        raise InputError(f"unknown setting (known: {', '.join(sorted(_KNOWN))})", path=path,
+                         line=_line_of(text, key), field=key)
+    for key in ("theme", "key", "principal"):
+        if key in data and not isinstance(data[key], str):
+            raise InputError("must be a string", path=path, line=_line_of(text, key), field=key)
+    keymap = data.get("keymap", {})
+    if not isinstance(keymap, dict):
+        raise InputError("must be a table of binding id = \"key\"", path=path,
+                         line=_line_of(text, "keymap"), field="keymap")
+    for binding_id, keys in keymap.items():
+        where = {"path": path, "line": _line_of(text, binding_id), "field": f"keymap.{binding_id}"}
+        if not isinstance(keys, str) or not keys.strip():
+            raise InputError("must be a key name such as \"y\" or \"ctrl+y\"", **where)
+        if known_binding_ids is not None and binding_id not in known_binding_ids:
+            raise InputError(f"no binding has this id (ids: {', '.join(sorted(known_binding_ids))})",
+                             **where)
+    return Config(path=path, theme=data.get("theme"),
+                  key=str(Path(data["key"]).expanduser()) if data.get("key") else None,
+                  principal=data.get("principal"), keymap=dict(keymap))

@@ -1,0 +1,114 @@
+"""The jobs panel: start an engine run in the background and follow every run's progress."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.console import Group
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical, VerticalScroll
+from textual.message import Message
+from textual.screen import ModalScreen
+from textual.widgets import Input, Label, Static
+
+from engine import jobs
+from engine.errors import SealdeskError
+
+EXAMPLES = ("scan contamination --eval eval.jsonl --pool pool.jsonl",
+            "exam adjudicate ...", "coverage report ...", "ingest backlog.jsonl")
+
+
+def _bar(fraction: float | None, width: int = 20) -> str:
+    if fraction is None:
+        return "[" + "?" * width + "]"
+    filled = round(width * fraction)
+    return "[" + "█" * filled + "░" * (width - filled) + "]"
+
+
+def render_jobs(all_jobs: list[jobs.Job]) -> Group | Text:
+    """Gives every job: command, state, each stage's progress, and the error of a failed one."""
+    if not all_jobs:
+        return Text("no jobs yet: type an engine command below and press Enter", style="italic")
+    parts = []
+    for job in all_jobs:
+        head = Text()
+        head.append(f"{job.state.upper():9}", style="bold reverse" if job.state in (
+            "failed", "lost") else "bold")
+        head.append(f" {job.command}")
+        head.append(f"  ({job.job_id})", style="italic")
+        parts.append(head)
+        for stage in job.stages:
+            total = f"/{stage.total}" if stage.total else ""
+            eta = f" eta {stage.eta_s:.0f}s" if stage.eta_s and not stage.finished else ""
+            parts.append(Text(f"   {_bar(stage.fraction)} {stage.stage}: {stage.done}{total} "
+                              f"{stage.unit}{eta}{' ✓' if stage.finished else ''}"))
+        if job.error:
+            parts.append(Text(f"   {job.error}", style="bold"))
+        elif job.output:
+            parts.append(Text(f"   → {job.output}"))
+    return Group(*parts)
+
+
+class JobStarted(Message):
+    """A job was started from the panel; the review follows it."""
+
+    def __init__(self, job: jobs.Job) -> None:
+        super().__init__()
+        self.job = job
+
+
+class JobsScreen(ModalScreen[None]):
+    """Lists the workspace's jobs (refreshed live) and starts new ones."""
+
+    BINDINGS = [Binding("escape", "close", "Close", id="jobs.close"),
+                Binding("ctrl+k", "cancel_newest", "Cancel newest running job",
+                        id="jobs.cancel")]
+    AUTO_FOCUS = "#job-command"
+
+    def __init__(self, workspace_root: Path) -> None:
+        super().__init__()
+        self.workspace_root = workspace_root
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog jobs"):
+            yield Label("Engine runs · Enter starts one · Ctrl+K cancels the newest · Esc closes")
+            with VerticalScroll(id="jobs-list"):
+                yield Static(id="jobs-body")
+            yield Static("", id="jobs-error")
+            yield Input(placeholder=f"sealdesk {EXAMPLES[0]}", id="job-command", compact=True)
+
+    def on_mount(self) -> None:
+        self.refresh_jobs()
+        self.set_interval(0.5, self.refresh_jobs)
+
+    def refresh_jobs(self) -> None:
+        """Reads every job's files again and redraws."""
+        self.query_one("#jobs-body", Static).update(render_jobs(jobs.list_jobs(self.workspace_root)))
+
+    @on(Input.Submitted, "#job-command")
+    def start(self, event: Input.Submitted) -> None:
+        error = self.query_one("#jobs-error", Static)
+        try:
+            argv = jobs.parse_command(event.value)
+            job = jobs.start_job(self.workspace_root, argv)
+        except (SealdeskError, OSError) as exc:
+            error.update(Text(str(exc), style="bold"))
+            return
+        error.update(Text(f"started {job.command}"))
+        event.input.value = ""
+        self.refresh_jobs()
+        self.app.review.post_message(JobStarted(job))
+
+    def action_cancel_newest(self) -> None:
+        for job in jobs.list_jobs(self.workspace_root):
+            if job.state == "running":
+                jobs.cancel_job(job)
+                self.query_one("#jobs-error", Static).update(Text(f"cancelling {job.command}"))
+                return
+        self.query_one("#jobs-error", Static).update(Text("no running job to cancel"))
+
+    def action_close(self) -> None:
+        self.dismiss(None)

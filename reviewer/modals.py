@@ -1,0 +1,155 @@
+"""Small screens over the review: a note, the filters, the help."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from rich.table import Table
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Input, Label, Select, Static
+
+from engine.item_query import ItemFilter
+
+STATUS_CHOICES = [("any status", ""), ("undecided", "undecided"), ("accepted", "accept"),
+                  ("rejected", "reject"), ("skipped", "skip")]
+WHO_CHOICES = [("anyone", ""), ("me", "me"), ("others", "others")]
+
+
+class NoteScreen(ModalScreen[str | None]):
+    """Asks for a note; gives its text, or None when cancelled."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel", id="note.cancel")]
+    AUTO_FOCUS = "#note-text"  # focused as the screen is composed: no key slips past it
+
+    def __init__(self, item_label: str) -> None:
+        super().__init__()
+        self.item_label = item_label
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog"):
+            yield Label(Text(f"Note on {self.item_label} (signed; Enter saves, Esc cancels)"))
+            yield Input(placeholder="why…", id="note-text", compact=True)
+
+    @on(Input.Submitted)
+    def save(self, event: Input.Submitted) -> None:
+        self.dismiss(event.value if event.value.strip() else None)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+def _parse_score(text: str, field: str) -> float | None:
+    text = text.strip()
+    if not text:
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        raise ValueError(f"{field}: {text!r} is not a number") from None
+
+
+class FilterScreen(ModalScreen[ItemFilter | None]):
+    """Edits the queue's filter; gives the new one, or None when cancelled."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel", id="filter.cancel"),
+                Binding("ctrl+r", "clear", "Clear all", id="filter.clear")]
+    AUTO_FOCUS = "#status"
+
+    def __init__(self, current: ItemFilter, tags: list[str], can_filter_by_me: bool) -> None:
+        super().__init__()
+        self.current, self.tags, self.can_filter_by_me = current, tags, can_filter_by_me
+
+    def compose(self) -> ComposeResult:
+        f = self.current
+        tag_choices = [("any channel/tag", "")] + [(t, t) for t in self.tags]
+        if f.tag and f.tag not in self.tags:
+            tag_choices.append((f.tag, f.tag))
+        # One line per field (compact widgets), so the whole form fits 80x24.
+        fields: list[tuple[str, Select | Input]] = [
+            ("status", Select(STATUS_CHOICES, value=f.status or "", allow_blank=False,
+                              id="status", compact=True)),
+        ]
+        if self.can_filter_by_me:
+            fields.append(("decided by", Select(WHO_CHOICES, value=f.decided_by or "",
+                                                allow_blank=False, id="decided-by",
+                                                compact=True)))
+        fields += [
+            ("channel/tag", Select(tag_choices, value=f.tag or "", allow_blank=False, id="tag",
+                                   compact=True)),
+            ("score ≥", Input(value="" if f.score_min is None else str(f.score_min),
+                              placeholder="e.g. 0.8", id="score-min", compact=True)),
+            ("score ≤", Input(value="" if f.score_max is None else str(f.score_max),
+                              placeholder="e.g. 1", id="score-max", compact=True)),
+            ("text", Input(value=f.text or "", placeholder="contains…", id="text",
+                           compact=True)),
+        ]
+        with Vertical(classes="dialog"):
+            yield Label("Filter (Tab moves, Enter applies, Esc cancels, Ctrl+R clears)")
+            for label, widget in fields:
+                with Horizontal(classes="field"):
+                    yield Label(label, classes="field-label")
+                    yield widget
+            yield Static("", id="filter-error")
+
+    def _value(self, selector: str) -> str:
+        widget = self.query_one(selector)
+        value = widget.value
+        return "" if value is Select.BLANK or value is None else str(value)
+
+    @on(Input.Submitted)
+    def apply(self) -> None:
+        try:
+            who = self._value("#decided-by") if self.can_filter_by_me else ""
+            new = replace(
+                self.current,
+                status=self._value("#status") or None,
+                decided_by=who or None,
+                tag=self._value("#tag") or None,
+                score_min=_parse_score(self._value("#score-min"), "score at least"),
+                score_max=_parse_score(self._value("#score-max"), "score at most"),
+                text=self._value("#text").strip() or None,
+            ).validate()
+        except Exception as exc:  # noqa: BLE001 - shown to the person, who fixes it
+            self.query_one("#filter-error", Static).update(Text(str(exc), style="bold"))
+            return
+        self.dismiss(new)
+
+    def key_enter(self) -> None:
+        # Enter on a Select (closed) applies too, so the form is one key from anywhere.
+        self.apply()
+
+    def action_clear(self) -> None:
+        self.dismiss(replace(ItemFilter(), principal=self.current.principal))
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class HelpScreen(ModalScreen[None]):
+    """Every key the review offers, as currently bound (keymap applied), with its id."""
+
+    BINDINGS = [Binding("escape,question_mark,q", "close", "Close", id="help.close")]
+
+    def __init__(self, rows: list[tuple[str, str, str]]) -> None:
+        super().__init__()
+        self.rows = rows
+
+    def compose(self) -> ComposeResult:
+        table = Table(box=None, pad_edge=False, expand=True)
+        table.add_column(Text("key"), style="bold", no_wrap=True)
+        table.add_column(Text("does"))
+        table.add_column(Text("binding id (for [keymap])"), no_wrap=True)
+        for key, description, binding_id in self.rows:
+            table.add_row(Text(key), Text(description), Text(binding_id))
+        with VerticalScroll(classes="dialog help"):
+            yield Label(Text("Keys (Esc closes). Rebind them in the config file's [keymap] "
+                             "table by binding id."))
+            yield Static(table)
+
+    def action_close(self) -> None:
+        self.dismiss(None)

@@ -1,0 +1,99 @@
+"""Detail panes: one per queue, a JSON view for anything else, and the decision history.
+
+``render_detail`` never raises for a bad payload: a pane that does not
+understand a payload, or fails on it, gives way to the formatted JSON so the
+item can still be read and decided.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.text import Text
+
+from reviewer.panes import adjudication, flagged, weak
+from reviewer.panes.common import STATUS_GLYPH, number, raw_json, section
+from reviewer.panes.spans import clean
+
+PANES: dict[str, ModuleType] = {
+    "flagged_pairs": flagged,
+    "adjudication": adjudication,
+    "weak_categories": weak,
+}
+
+
+def header(item: dict[str, Any]) -> Text:
+    """Gives the item's identity line and its standing decision."""
+    out = Text()
+    out.append(clean(item.get("title") or item.get("item_id", "")), style="bold")
+    out.append(f"\n{item.get('queue', '?')}/{clean(item.get('item_id', '?'))}")
+    out.append(f"  run {clean(item.get('run_id', '?'))}")
+    sha = item.get("item_sha256") or ""
+    out.append(f"  sha256 {sha[:16]}")
+    decision = item.get("decision")
+    if isinstance(decision, dict):
+        glyph = STATUS_GLYPH.get(decision.get("decision"), "?")
+        out.append(f"\n{glyph} {decision.get('decision')} by {decision.get('principal')} "
+                   f"({decision.get('role')}), #{decision.get('seq')}", style="bold")
+    else:
+        out.append("\n· undecided", style="bold")
+    out.append("\n")
+    return out
+
+
+def render_payload(queue: str, payload: Any) -> RenderableType:
+    """Gives the queue's pane for a payload, or its JSON when the pane cannot show it."""
+    pane = PANES.get(queue)
+    if pane is None or not isinstance(payload, dict):
+        return Group(Text("no pane for this item: shown as JSON\n", style="italic"),
+                     raw_json(payload))
+    try:
+        understood = pane.understands(payload)
+    except Exception:  # noqa: BLE001 - a payload must never take the app down
+        understood = False
+    if not understood:
+        return Group(Text(f"this payload is not in the {pane.TITLE} shape the app knows: "
+                          "shown as JSON (it can still be decided)\n", style="italic"),
+                     raw_json(payload))
+    try:
+        return pane.render(payload)
+    except Exception as exc:  # noqa: BLE001 - same: show it rather than crash
+        return Group(Text(f"could not show this {pane.TITLE} ({type(exc).__name__}: "
+                          f"{clean(exc)}): shown as JSON\n", style="italic"),
+                     raw_json(payload))
+
+
+def render_history(history: list[dict[str, Any]]) -> RenderableType:
+    """Gives every record about the item, oldest first, with retracted ones marked."""
+    if not history:
+        return section("history", Text("no records yet", style="italic"))
+    lines = Text()
+    for rec in history:
+        if lines:
+            lines.append("\n")
+        what = rec.get("decision") or rec.get("kind")
+        if rec.get("kind") == "retract":
+            what = f"retract of {str(rec.get('retracts') or '')[:12]}"
+        time = str(rec.get("time") or "")[:19].replace("T", " ")
+        style = "strike" if rec.get("retracted") else ""
+        lines.append(f"#{rec.get('seq')} {time} {rec.get('principal')} ({rec.get('role')}) ",
+                     style=style)
+        lines.append(str(what), style=("bold " + style).strip())
+        if rec.get("retracted"):
+            lines.append(" (retracted)", style="italic")
+        if rec.get("note"):
+            lines.append(f"  “{clean(rec['note'])}”", style="italic")
+    return section("history", lines)
+
+
+def render_detail(item: dict[str, Any] | None, history: list[dict[str, Any]]) -> RenderableType:
+    """Gives the whole detail pane of an item: header, its queue's pane, its history."""
+    if item is None:
+        return Text("no item selected", style="italic")
+    return Group(header(item), render_payload(item.get("queue", ""), item.get("payload")),
+                 Text(""), render_history(history))
+
+
+__all__ = ["render_detail", "render_payload", "render_history", "header", "number"]

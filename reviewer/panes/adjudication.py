@@ -1,0 +1,115 @@
+"""Adjudication candidate: the completion with the candidate span highlighted, and the votes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from reviewer.panes.common import as_list, boxed, cut, fields, get, number, section
+from reviewer.panes.spans import CANDIDATE_STYLE, as_span, clean, find_token_spans, highlight
+
+TITLE = "adjudication candidate"
+
+
+def understands(payload: dict[str, Any]) -> bool:
+    """Says whether the payload has a completion and a candidate span in it."""
+    return isinstance(payload.get("candidate"), dict) and (
+        isinstance(payload.get("completion"), (dict, str)))
+
+
+def _completion_text(payload: dict[str, Any]) -> tuple[str, str | None]:
+    completion = payload.get("completion")
+    if isinstance(completion, str):
+        return completion, None
+    return clean(get(completion, "text", "content", default="")), get(completion, "id")
+
+
+def candidate_span(text: str, candidate: dict[str, Any]) -> tuple[int, int] | None:
+    """Gives where the candidate is in the completion: its offsets if they hold, else a search."""
+    exact = get(candidate, "span_exact_text", "text", "span_text", "span")
+    span = as_span((get(candidate, "start", "char_start"), get(candidate, "end", "char_end")))
+    if span and span[1] <= len(text) and (not isinstance(exact, str)
+                                          or text[span[0]:span[1]] == exact):
+        return span
+    if isinstance(exact, str) and exact:
+        found = find_token_spans(text, exact, limit=1)
+        if found:
+            return found[0]
+    return span if span and span[1] <= len(text) else None
+
+
+def preceding_message(payload: dict[str, Any]) -> str | None:
+    """Gives the user message before the completion, from a string or a list of turns."""
+    context = get(payload, "context", "preceding", "preceding_user_message", "prompt")
+    if isinstance(context, dict):
+        context = get(context, "user", "text", "content", "messages", default=context)
+    if isinstance(context, str):
+        return context
+    turns = [t for t in as_list(context) if isinstance(t, dict)]
+    users = [t for t in turns if get(t, "role") == "user"] or turns
+    if users:
+        return clean(get(users[-1], "content", "text", default=""))
+    return None
+
+
+def _vote_row(vote: Any, source: str | None = None) -> tuple[str, str, str, str]:
+    if not isinstance(vote, dict):
+        return (clean(source or "?"), number(vote), "", "")
+    voter = get(vote, "voter", "lane", "source", "model", default=source or "?")
+    origin = get(vote, "source", "model") if get(vote, "voter", "lane") else None
+    return (clean(voter), number(get(vote, "vote", "label", "decision", "verdict")),
+            clean(get(vote, "reason", "why", "basis", "note", "detail", default="")),
+            clean(origin or ""))
+
+
+def _votes(payload: dict[str, Any]) -> Table | Text:
+    votes = get(payload, "votes", default=[])
+    if isinstance(votes, dict):
+        rows = [_vote_row(v, source) for source, v in sorted(votes.items())]
+    else:
+        rows = [_vote_row(v) for v in as_list(votes)]
+    if not rows:
+        return Text("no votes recorded", style="italic")
+    table = Table(box=None, show_edge=False, pad_edge=False, expand=False)
+    table.add_column("voter", style="bold", no_wrap=True)
+    table.add_column("vote", no_wrap=True)
+    table.add_column("why", overflow="fold")
+    if any(row[3] for row in rows):
+        table.add_column("source", overflow="fold")
+    for row in rows:
+        table.add_row(*(row if any(r[3] for r in rows) else row[:3]))
+    return table
+
+
+def render(payload: dict[str, Any]) -> RenderableType:
+    """Gives the adjudication pane for a payload this module understands."""
+    candidate = payload["candidate"]
+    text, completion_id = _completion_text(payload)
+    span = candidate_span(text, candidate)
+    parts: list[RenderableType] = []
+    question = get(payload, "question")
+    if isinstance(question, str) and question:
+        parts.append(section("question", Text(clean(question), style="italic")))
+    user = preceding_message(payload)
+    if user:
+        parts.append(section("preceding user message", cut(Text(clean(user)), 4000)))
+    body = cut(highlight(text, [span] if span else [], CANDIDATE_STYLE))
+    parts.append(section(f"completion {clean(completion_id or '')}".strip(),
+                         boxed("candidate span highlighted" if span else
+                               "candidate span not found in the text", body)))
+    exact = get(candidate, "span_exact_text", "text", "span_text")
+    parts.append(section("candidate", fields([
+        ("id", get(candidate, "id", "candidate_id")),
+        ("span", exact),
+        ("offsets", f"{span[0]}–{span[1]}" if span else None),
+        ("family", get(candidate, "family", default=get(payload, "family"))),
+        ("entity", get(candidate, "entity", default=get(payload, "entity"))),
+    ])))
+    parts.append(section("votes", _votes(payload)))
+    why = get(payload, "reason", "abstain_reason", "why_abstained", "abstained_because")
+    if why is not None:
+        parts.append(section("why it abstained", Text(number(why))))
+    return Group(*parts)

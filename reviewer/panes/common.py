@@ -1,0 +1,136 @@
+"""Pieces every detail pane uses: headings, key/value lines, numbers, side-by-side texts."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Iterable
+
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.padding import Padding
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from reviewer.panes.spans import clean
+
+MAX_JSON_CHARS = 40_000
+MAX_TEXT_CHARS = 20_000
+STATUS_GLYPH = {"accept": "✓", "reject": "✗", "skip": "↷", "undecided": "·"}
+
+
+def heading(title: str) -> Text:
+    """Gives a section heading."""
+    return Text(title, style="bold underline")
+
+
+def number(value: Any, digits: int = 3) -> str:
+    """Gives a number formatted for reading, or the value as text, or an en dash if absent."""
+    if value is None:
+        return "–"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return clean(value)
+
+
+def fields(pairs: Iterable[tuple[str, Any]], *, digits: int = 3) -> Text:
+    """Gives 'label value' lines for the pairs whose value is present."""
+    out = Text()
+    for label, value in pairs:
+        if value is None or value == "" or value == [] or value == {}:
+            continue
+        if out:
+            out.append("\n")
+        out.append(f"{label}: ", style="bold")
+        if isinstance(value, (list, tuple)):
+            out.append(", ".join(number(v, digits) for v in value))
+        elif isinstance(value, dict):
+            out.append(compact_json(value))
+        else:
+            out.append(number(value, digits))
+    return out
+
+
+def compact_json(value: Any, limit: int = 400) -> str:
+    """Gives a one-line JSON rendering of a value, cut at limit characters."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return clean(text if len(text) <= limit else text[:limit] + "…")
+
+
+def get(obj: Any, *keys: str, default: Any = None) -> Any:
+    """Gives the first present key's value of a dict (producers differ in naming)."""
+    if not isinstance(obj, dict):
+        return default
+    for key in keys:
+        if key in obj and obj[key] is not None:
+            return obj[key]
+    return default
+
+
+def as_list(value: Any) -> list[Any]:
+    """Gives value as a list: itself, [itself] for a single object, or []."""
+    if isinstance(value, list):
+        return value
+    if value is None or value == "":
+        return []
+    return [value]
+
+
+def cut(text: Text, limit: int = MAX_TEXT_CHARS) -> Text:
+    """Gives text cut to a readable length, saying so."""
+    if len(text) <= limit:
+        return text
+    out = text[:limit]
+    out.append(f"\n… {len(text) - limit} more characters", style="italic")
+    return out
+
+
+def raw_json(payload: Any) -> RenderableType:
+    """Gives a payload as indented JSON (cut when huge), readable without colour."""
+    try:
+        text = json.dumps(payload, ensure_ascii=False, indent=2, sort_keys=True, default=str)
+    except (TypeError, ValueError):
+        text = repr(payload)
+    if len(text) > MAX_JSON_CHARS:
+        text = text[:MAX_JSON_CHARS] + f"\n… {len(text) - MAX_JSON_CHARS} more characters"
+    return Text(clean(text))
+
+
+def boxed(title: str, body: RenderableType) -> Panel:
+    """Gives a body in a titled box."""
+    return Panel(body, title=clean(title), title_align="left", padding=(0, 1))
+
+
+class SideBySide:
+    """Two boxed texts side by side, stacked when the pane is too narrow for both."""
+
+    def __init__(self, left: tuple[str, RenderableType], right: tuple[str, RenderableType],
+                 min_width: int = 64) -> None:
+        self.left, self.right, self.min_width = left, right, min_width
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        if options.max_width < self.min_width:
+            yield boxed(*self.left)
+            yield boxed(*self.right)
+            return
+        grid = Table.grid(expand=True, padding=(0, 1))
+        grid.add_column(ratio=1)
+        grid.add_column(ratio=1)
+        grid.add_row(boxed(*self.left), boxed(*self.right))
+        yield grid
+
+
+def indent(body: RenderableType) -> Padding:
+    """Gives a body indented under its heading."""
+    return Padding(body, (0, 0, 0, 2))
+
+
+def section(title: str, *body: RenderableType) -> Group:
+    """Gives a heading followed by its indented body and a blank line."""
+    return Group(heading(title), *(indent(b) for b in body), Text(""))

@@ -1,0 +1,584 @@
+"""The review screen: the three backlogs beside the detail of the highlighted item.
+
+Every decision key signs and durably appends a record through the workspace
+(``ws.decide`` / ``ws.retract`` / ``ws.note``) and only then moves the cursor,
+so what the screen shows as decided is always already in the ledger. A
+decision that cannot be made (read-only, wrong role, a signer error) is
+refused with a visible message; nothing is dropped silently.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from dataclasses import dataclass, replace
+from typing import Any
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import Input, Static
+from textual.worker import Worker, WorkerState
+
+from engine import jobs
+from engine.errors import SealdeskError
+from engine.item_query import ItemFilter, ItemRow, QueueProgress, Watermark
+from engine.roles import QUEUES
+from engine.workspace import Workspace
+from reviewer.jobs_screen import JobsScreen, JobStarted
+from reviewer.modals import FilterScreen, NoteScreen
+from reviewer.panes import render_detail
+from reviewer.session import Session
+from reviewer.widgets.bars import JobsStrip, KeyHints, QueueTabs, StatusBar
+from reviewer.widgets.queue_list import QueueList
+
+SORT_CYCLE = ("score_desc", "score_asc", "id_asc")
+SORT_LABEL = {"score_desc": "score ↓", "score_asc": "score ↑", "id_asc": "id ↑",
+              "id_desc": "id ↓"}
+STATUS_CYCLE = (None, "undecided", "accept", "reject", "skip")
+POLL_SECONDS = 1.0
+# How long a decision waits for another writer (an engine run ingesting in one
+# transaction) before it is refused as "busy"; the UI is frozen meanwhile.
+BUSY_TIMEOUT_MS = 3000
+
+
+@dataclass
+class View:
+    """How one queue is being browsed: its filter, sort and where the cursor was."""
+
+    filters: ItemFilter
+    sort: str = "score_desc"
+    item_id: str | None = None
+
+
+@dataclass(frozen=True)
+class Decided:
+    """A record this session appended, so that undo can go back to it."""
+
+    queue: str
+    item_id: str
+    seq: int
+    index: int      # where it was in the list when decided
+
+
+class SearchDone(Message):
+    """A background text search has counted its matches."""
+
+    def __init__(self, token: int, total: int, index: int) -> None:
+        super().__init__()
+        self.token, self.total, self.index = token, total, index
+
+
+def _why(exc: Exception) -> str:
+    """Gives the one line to show for a write that did not happen."""
+    if isinstance(exc, SealdeskError):
+        return exc.one_line()
+    if "locked" in str(exc) or "busy" in str(exc):
+        return ("the workspace is busy (another writer, such as an engine run, holds it); "
+                "nothing was recorded: press the key again in a moment")
+    return f"nothing was recorded: database error: {exc}"
+
+
+class ReviewScreen(Screen):
+    """Queue pane on the left, detail pane on the right, keys for deciding."""
+
+    BINDINGS = [
+        Binding("a", "decide('accept')", "Accept", id="review.accept"),
+        Binding("x", "decide('reject')", "Reject", id="review.reject"),
+        Binding("space", "decide('skip')", "Skip", id="review.skip"),
+        Binding("u", "undo", "Undo", id="review.undo"),
+        Binding("n", "note", "Note", id="review.note"),
+        Binding("slash", "search", "Search", id="review.search"),
+        Binding("f", "filters", "Filter", id="review.filter"),
+        Binding("s", "cycle_status", "Status filter", id="review.status", show=False),
+        Binding("o", "cycle_sort", "Sort", id="review.sort"),
+        Binding("1", "queue('flagged_pairs')", "Flagged pairs", id="review.queue_pairs",
+                show=False),
+        Binding("2", "queue('adjudication')", "Adjudication", id="review.queue_adjudication",
+                show=False),
+        Binding("3", "queue('weak_categories')", "Weak categories", id="review.queue_weak",
+                show=False),
+        Binding("right_square_bracket", "step_queue(1)", "Next queue", id="review.next_queue",
+                show=False),
+        Binding("left_square_bracket", "step_queue(-1)", "Previous queue",
+                id="review.prev_queue", show=False),
+        Binding("ctrl+d", "detail_scroll(1)", "Detail down", id="review.detail_down",
+                show=False),
+        Binding("ctrl+u", "detail_scroll(-1)", "Detail up", id="review.detail_up", show=False),
+        Binding("b", "jobs", "Jobs", id="review.jobs"),
+        Binding("escape", "clear_search", "Clear search", id="review.clear_search",
+                show=False),
+    ]
+
+    def __init__(self, ws: Workspace, session: Session) -> None:
+        super().__init__()
+        self.ws = ws
+        self.session = session
+        self.queue = self._first_queue()
+        self.views = {q: View(ItemFilter(principal=session.principal)) for q in QUEUES}
+        self.progress: dict[str, QueueProgress] = {}
+        self.decided_here: list[Decided] = []
+        self.message = ""
+        self.first_ready: float | None = None
+        self._watermark: Watermark | None = None
+        self.own_records: set[int] = set()
+        self._search_token = 0
+        self._jobs_started: set[str] = set()
+
+    def _first_queue(self) -> str:
+        # Open on the queue this person decides, so the first key works.
+        for queue in QUEUES:
+            if self.session.role_for(queue):
+                return queue
+        return QUEUES[0]
+
+    # -- layout -----------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        # Text, not markup strings: a path or reason may hold "[".
+        if self.session.read_only:
+            banner = Static(Text(f" READ-ONLY: {self.session.read_only_reason}. Browsing "
+                                 "works; decisions are refused."), id="banner",
+                            classes="read-only")
+        else:
+            banner = Static(Text(f" sealdesk review · {self.ws.root}"), id="banner")
+        yield banner
+        with Horizontal(id="main"):
+            with Vertical(id="queue-pane"):
+                yield QueueTabs(id="queue-tabs")
+                yield Static(id="filter-line")
+                yield Input(placeholder="search text, Enter applies, Esc clears", id="search",
+                            compact=True)
+                yield QueueList(self._fetch, id="queue-list")
+            with VerticalScroll(id="detail-pane"):
+                yield Static(id="detail")
+        yield JobsStrip(id="jobs-strip")
+        yield StatusBar(id="status-bar")
+        yield KeyHints(id="key-hints")
+
+    @property
+    def view(self) -> View:
+        return self.views[self.queue]
+
+    @property
+    def queue_list(self) -> QueueList:
+        return self.query_one(QueueList)
+
+    def on_mount(self) -> None:
+        self.ws.conn.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_MS)}")
+        self.query_one("#search", Input).display = False
+        self.query_one(JobsStrip).display = False
+        self.show_key_hints()
+        self.refresh_progress()
+        self.reload()
+        self.queue_list.focus()
+        self._watermark = self.ws.watermark()
+        self.set_interval(POLL_SECONDS, self.poll)
+        self.first_ready = time.perf_counter()
+
+    # -- data -------------------------------------------------------------------
+    def _fetch(self, offset: int, limit: int) -> list[ItemRow]:
+        view = self.view
+        return self.ws.page(self.queue, view.filters, view.sort, offset, limit)
+
+    def reload(self, keep: str | None = None) -> None:
+        """Reads the queue's count again and puts the cursor on an item (or the top)."""
+        view = self.view
+        self._show_filter_line(None)
+        if view.filters.text:
+            # Text search reads payloads (~1 s on 100,000 items): do it off the UI thread.
+            self._search_token += 1
+            self.queue_list.reset(0)
+            self.say("searching…")
+            self._search(self._search_token, self.queue, view.filters, view.sort, keep)
+            return
+        total = self.ws.count(self.queue, view.filters)
+        index = self._index_of(keep) if keep else 0
+        self.queue_list.reset(total, cursor=index or 0)
+        self._show_filter_line(total)
+        self._show_current()
+
+    def _index_of(self, item_id: str) -> int | None:
+        view = self.view
+        return self.ws.position(self.queue, item_id, view.filters, view.sort)
+
+    @work(thread=True, exclusive=True, group="search", exit_on_error=False)
+    def _search(self, token: int, queue: str, filters: ItemFilter, sort: str,
+                keep: str | None) -> None:
+        # Its own connection: the UI thread keeps using (and writing) the main one.
+        with Workspace.open(self.ws.root) as reader:
+            total = reader.count(queue, filters)
+            index = (reader.position(queue, keep, filters, sort) if keep else 0) or 0
+        self.post_message(SearchDone(token, total, index))
+
+    @on(Worker.StateChanged)
+    def _worker_failed(self, event: Worker.StateChanged) -> None:
+        # Background work never takes the app down: its failure is shown.
+        if event.state == WorkerState.ERROR:
+            self.queue_list.reset(0)
+            self.refuse(f"{event.worker.group} failed: {event.worker.error}")
+
+    @on(SearchDone)
+    def _search_done(self, event: SearchDone) -> None:
+        if event.token != self._search_token:
+            return  # a newer search replaced this one
+        self.queue_list.reset(event.total, cursor=event.index)
+        self._show_filter_line(event.total)
+        self.say(f"{event.total} match(es)")
+        self._show_current()
+
+    def refresh_progress(self) -> None:
+        """Reads every queue's counts again and redraws the tabs and status bar."""
+        self.progress = self.ws.progress()
+        self._show_tabs()
+        self._show_status()
+
+    def _bump_progress(self, queue: str, old: str, new: str) -> None:
+        p = self.progress.get(queue)
+        if p is None:
+            return
+        counts = {"accept": p.accept, "reject": p.reject, "skip": p.skip}
+        if old in counts:
+            counts[old] -= 1
+        if new in counts:
+            counts[new] += 1
+        self.progress[queue] = QueueProgress(p.total, **counts)
+        self._show_tabs()
+
+    def poll(self) -> None:
+        """Notices new items (a finished engine run) and others' records; follows jobs."""
+        mark = self.ws.watermark()
+        old, self._watermark = self._watermark, mark
+        if old is not None and mark != old:
+            foreign = any(seq not in self.own_records
+                          for seq in range(old.head_seq + 1, mark.head_seq + 1))
+            if mark.items_rowid != old.items_rowid or foreign:
+                self.refresh_progress()
+                row = self.queue_list.current
+                if mark.items_rowid != old.items_rowid:
+                    self.reload(keep=row.item_id if row else None)
+                else:
+                    self.queue_list.forget()
+                    self._show_current()
+        self._show_jobs()
+
+    def _show_jobs(self) -> None:
+        # The strip follows the newest job while it runs, and to its end when this
+        # session started it; older finished jobs are in the jobs panel.
+        newest = next(iter(jobs.list_jobs(self.ws.root, limit=1)), None)
+        if newest is not None and (newest.state == "running"
+                                   or newest.job_id in self._jobs_started):
+            self.query_one(JobsStrip).show(newest)
+        else:
+            self.query_one(JobsStrip).show(None)
+
+    # -- drawing ----------------------------------------------------------------
+    def show_key_hints(self) -> None:
+        """Redraws the key line from the bindings shown, as the keymap binds them now."""
+        rows = getattr(self.app, "binding_rows", lambda: [])()
+        shown = {b.id for owner in (type(self), type(self.app)) for b in owner.BINDINGS
+                 if isinstance(b, Binding) and b.show and b.id}
+        self.query_one(KeyHints).show([(key.split(",")[0], desc) for key, desc, bid in rows
+                                       if bid in shown])
+
+    def _show_tabs(self) -> None:
+        self.query_one(QueueTabs).show(self.queue, self.progress)
+
+    def _show_filter_line(self, shown: int | None) -> None:
+        f, view = self.view.filters, self.view
+        parts = [f"{shown:,} shown" if shown is not None else "…",
+                 f"sort {SORT_LABEL[view.sort]}"]
+        if f.status:
+            parts.append(f"status {f.status}")
+        if f.decided_by:
+            parts.append(f"by {f.decided_by}")
+        if f.tag:
+            parts.append(f"tag {f.tag}")
+        if f.score_min is not None or f.score_max is not None:
+            lo = "" if f.score_min is None else f"{f.score_min:g}"
+            hi = "" if f.score_max is None else f"{f.score_max:g}"
+            parts.append(f"score {lo}..{hi}")
+        if f.text:
+            parts.append(f"/{f.text}")
+        self.query_one("#filter-line", Static).update(Text(" " + " · ".join(parts)))
+
+    def _show_status(self) -> None:
+        role = self.session.role_for(self.queue)
+        if role is None and not self.session.read_only:
+            role = f"{'/'.join(self.session.roles)} (may not decide here)"
+        self.query_one(StatusBar).show(
+            principal=self.session.principal, role=role or "", decided=len(self.decided_here),
+            head=self.ws.head(), message=self.message)
+
+    def say(self, message: str) -> None:
+        """Shows a short message in the status bar."""
+        self.message = message
+        self._show_status()
+
+    def _show_current(self) -> None:
+        self.show_detail(self.queue_list.current)
+
+    def show_detail(self, row: ItemRow | None) -> None:
+        """Draws the detail pane for a row (its payload and its history)."""
+        detail = self.query_one("#detail", Static)
+        if row is None:
+            detail.update(Text("nothing here under this filter" if self.queue_list.total == 0
+                               else ""))
+            return
+        item: dict[str, Any] | None = self.ws.item(row.queue, row.item_id)
+        history = self.ws.history(row.queue, row.item_id) if item else []
+        detail.update(render_detail(item, history))
+        self.view.item_id = row.item_id
+
+    @on(QueueList.Highlighted)
+    def _highlighted(self, event: QueueList.Highlighted) -> None:
+        self.show_detail(event.row)
+        self.query_one("#detail-pane").scroll_home(animate=False)
+
+    # -- deciding ---------------------------------------------------------------
+    def refuse(self, why: str) -> None:
+        """Says, visibly, that an action was not taken and why."""
+        self.say("refused")
+        self.app.notify(why, title="Refused", severity="error", timeout=6, markup=False)
+
+    def _signing_args(self, queue: str) -> dict[str, Any] | None:
+        why = self.session.refusal(queue)
+        if why:
+            self.refuse(why)
+            return None
+        return {"principal": self.session.principal, "role": self.session.role_for(queue)}
+
+    def _appended(self, record) -> None:
+        self.own_records.add(record.seq)
+        self._show_status()
+
+    def action_decide(self, decision: str) -> None:
+        """Signs and appends a decision on the highlighted item, then moves to the next."""
+        lst = self.queue_list
+        row = lst.current
+        if row is None:
+            self.refuse("no item is highlighted")
+            return
+        args = self._signing_args(row.queue)
+        if args is None:
+            return
+        try:
+            record = self.ws.decide(self.session.signer, row.queue, row.item_id, decision,
+                                    **args)
+        except (SealdeskError, sqlite3.Error) as exc:
+            self.refuse(_why(exc))
+            return
+        # The record is durably in the ledger now; only now does the screen move on.
+        self.decided_here.append(Decided(row.queue, row.item_id, record.seq, lst.cursor))
+        self.message = f"{decision} {row.item_id}"
+        self._appended(record)
+        index = lst.cursor
+        lst.replace(index, replace(row, status=decision, principal=self.session.principal))
+        self._bump_progress(row.queue, row.status, decision)
+        if index + 1 < lst.total:
+            lst.cursor = index + 1
+        else:
+            self.show_detail(lst.current)
+
+    def action_undo(self) -> None:
+        """Retracts the highlighted item's decision, or else this session's latest one."""
+        lst = self.queue_list
+        row = lst.current
+        if row is None or row.status == "undecided":
+            row = self._back_to_last_decided()
+            if row is None:
+                self.refuse("nothing to undo: this item has no standing decision and this "
+                            "session has made none")
+                return
+        args = self._signing_args(row.queue)
+        if args is None:
+            return
+        try:
+            record = self.ws.retract(self.session.signer, row.queue, row.item_id, **args)
+        except (SealdeskError, sqlite3.Error) as exc:
+            self.refuse(_why(exc))
+            return
+        self.decided_here = [d for d in self.decided_here
+                             if (d.queue, d.item_id) != (row.queue, row.item_id)]
+        self.message = f"undid {row.item_id}"
+        self._appended(record)
+        # An earlier decision may stand again once the latest is retracted.
+        standing = (self.ws.item(row.queue, row.item_id) or {}).get("decision")
+        new_status = standing["decision"] if standing else "undecided"
+        new_row = replace(row, status=new_status,
+                          principal=standing["principal"] if standing else None)
+        if lst.current is not None and lst.current.item_id == row.item_id:
+            lst.replace(lst.cursor, new_row)
+        self._bump_progress(row.queue, row.status, new_status)
+        self.show_detail(new_row)
+
+    def _back_to_last_decided(self) -> ItemRow | None:
+        """Gives the row of this session's latest standing decision, moving the cursor to
+        it when it is in the list (a filter may have moved it out of view)."""
+        lst = self.queue_list
+        while self.decided_here:
+            last = self.decided_here[-1]
+            if last.queue != self.queue:
+                self.switch_queue(last.queue)
+            at = lst.row(last.index)
+            index = last.index if at is not None and at.item_id == last.item_id else \
+                self._index_of(last.item_id)
+            if index is not None:
+                lst.cursor = index
+                row = lst.current
+            else:
+                row = self._row_outside_view(last)
+            if row is not None and row.status != "undecided":
+                return row
+            self.decided_here.pop()
+        return None
+
+    def _row_outside_view(self, last: Decided) -> ItemRow | None:
+        item = self.ws.item(last.queue, last.item_id)
+        if item is None or item["decision"] is None:
+            return None
+        return ItemRow(0, last.queue, last.item_id, item["title"], item["score"],
+                       tuple(item["tags"]), item["decision"]["decision"],
+                       item["decision"]["principal"])
+
+    def action_note(self) -> None:
+        """Asks for a note and signs it onto the highlighted item."""
+        row = self.queue_list.current
+        if row is None:
+            self.refuse("no item is highlighted")
+            return
+        if self._signing_args(row.queue) is None:
+            return
+
+        def save(text: str | None) -> None:
+            if not text:
+                return
+            args = self._signing_args(row.queue)
+            if args is None:
+                return
+            try:
+                record = self.ws.note(self.session.signer, row.queue, row.item_id, text, **args)
+            except (SealdeskError, sqlite3.Error) as exc:
+                self.refuse(_why(exc))
+                return
+            self.message = f"noted {row.item_id}"
+            self._appended(record)
+            self.show_detail(row)
+
+        self.app.push_screen(NoteScreen(f"{row.queue}/{row.item_id}"), save)
+
+    # -- browsing ---------------------------------------------------------------
+    def switch_queue(self, queue: str) -> None:
+        """Shows another backlog, where its cursor was."""
+        if queue == self.queue:
+            return
+        self.queue = queue
+        self._show_tabs()
+        self._show_status()
+        search = self.query_one("#search", Input)
+        search.value = self.view.filters.text or ""
+        self.reload(keep=self.view.item_id)
+
+    def action_queue(self, queue: str) -> None:
+        self.switch_queue(queue)
+
+    def action_step_queue(self, step: int) -> None:
+        self.switch_queue(QUEUES[(QUEUES.index(self.queue) + step) % len(QUEUES)])
+
+    def set_filters(self, filters: ItemFilter) -> None:
+        """Applies a new filter to the current queue, keeping the cursor's item if it passes."""
+        row = self.queue_list.current
+        self.view.filters = filters
+        self.reload(keep=row.item_id if row else None)
+
+    def action_cycle_status(self) -> None:
+        f = self.view.filters
+        status = STATUS_CYCLE[(STATUS_CYCLE.index(f.status) + 1) % len(STATUS_CYCLE)]
+        self.set_filters(replace(f, status=status))
+
+    def action_cycle_sort(self) -> None:
+        view = self.view
+        view.sort = SORT_CYCLE[(SORT_CYCLE.index(view.sort) + 1) % len(SORT_CYCLE)
+                               ] if view.sort in SORT_CYCLE else SORT_CYCLE[0]
+        row = self.queue_list.current
+        self.reload(keep=row.item_id if row else None)
+
+    def action_filters(self) -> None:
+        from engine.item_query import tags
+
+        def apply(new: ItemFilter | None) -> None:
+            if new is not None:
+                self.query_one("#search", Input).value = new.text or ""
+                self.set_filters(new)
+
+        self.app.push_screen(FilterScreen(self.view.filters, tags(self.ws.conn, self.queue),
+                                          can_filter_by_me=not self.session.read_only), apply)
+
+    def action_search(self) -> None:
+        search = self.query_one("#search", Input)
+        search.display = True
+        # Focus now, not on the next tick: keys typed right after "/" are search
+        # text, and must never reach the decision bindings.
+        self.set_focus(search)
+
+    @on(Input.Submitted, "#search")
+    def _search_submitted(self, event: Input.Submitted) -> None:
+        text = event.value.strip() or None
+        if not text:
+            event.input.display = False
+        self.set_focus(self.queue_list)
+        self.set_filters(replace(self.view.filters, text=text))
+
+    def action_clear_search(self) -> None:
+        search = self.query_one("#search", Input)
+        search.value = ""
+        search.display = False
+        self.set_focus(self.queue_list)
+        if self.view.filters.text:
+            self.set_filters(replace(self.view.filters, text=None))
+
+    def action_detail_scroll(self, direction: int) -> None:
+        pane = self.query_one("#detail-pane")
+        pane.scroll_relative(y=direction * max(1, pane.size.height // 2), animate=False)
+
+    def action_jobs(self) -> None:
+        self.app.push_screen(JobsScreen(self.ws.root))
+
+    @on(JobStarted)
+    def _job_started(self, event: JobStarted) -> None:
+        self._jobs_started.add(event.job.job_id)
+        self._show_jobs()
+
+    def palette_commands(self) -> list[tuple[str, str, Any]]:
+        """Gives (title, help, callback) for the command palette: everything a key does."""
+        cmds: list[tuple[str, str, Any]] = [
+            ("Accept item", "sign an accept and move on", lambda: self.action_decide("accept")),
+            ("Reject item", "sign a reject and move on", lambda: self.action_decide("reject")),
+            ("Skip item", "sign a skip and move on", lambda: self.action_decide("skip")),
+            ("Undo", "retract the decision", self.action_undo),
+            ("Note", "sign a note on the item", self.action_note),
+            ("Search", "free text over titles, ids, tags and payloads", self.action_search),
+            ("Filter", "status, decided by, tag/channel, score range", self.action_filters),
+            ("Clear filters", "show the whole queue",
+             lambda: self.set_filters(ItemFilter(principal=self.session.principal))),
+            ("Jobs", "start an engine run, see progress", self.action_jobs),
+        ]
+        for queue in QUEUES:
+            cmds.append((f"Queue: {queue}", "show this backlog",
+                         lambda q=queue: self.switch_queue(q)))
+        for sort in ("score_desc", "score_asc", "id_asc", "id_desc"):
+            cmds.append((f"Sort by {SORT_LABEL[sort]}", "order the queue",
+                         lambda s=sort: self._set_sort(s)))
+        for status in STATUS_CYCLE[1:]:
+            cmds.append((f"Show status: {status}", "filter by effective decision",
+                         lambda s=status: self.set_filters(replace(self.view.filters,
+                                                                   status=s))))
+        return cmds
+
+    def _set_sort(self, sort: str) -> None:
+        self.view.sort = sort
+        row = self.queue_list.current
+        self.reload(keep=row.item_id if row else None)

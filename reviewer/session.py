@@ -1,0 +1,99 @@
+"""Who is reviewing: the signer, the principal and roles it is enrolled for, or read-only.
+
+Key choice: ``--key FILE`` if given; else ssh-agent when ``SSH_AUTH_SOCK`` is
+set; else the config file's ``key``; else the session is read-only (browse
+without deciding). A key that the workspace's allowed_signers does not enrol
+is refused before the app starts, with the reason and what to do.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from engine.errors import AgentError, PermissionRefused
+from engine.identity import choose_signer
+from engine.ledger.signers import FileSigner, Signer
+from engine.roles import QUEUE_ROLES
+
+
+@dataclass(frozen=True)
+class Session:
+    """The identity decisions are signed with, or why there is none."""
+
+    signer: Signer | None
+    principal: str | None
+    roles: tuple[str, ...]
+    source: str                          # "key file PATH", "ssh-agent", or "none"
+    read_only_reason: str | None = None
+
+    @property
+    def read_only(self) -> bool:
+        return self.signer is None
+
+    def role_for(self, queue: str) -> str | None:
+        """Gives the role this session decides a queue's items in, or None if it may not."""
+        for role in QUEUE_ROLES.get(queue, ()):
+            if role in self.roles:
+                return role
+        return None
+
+    def refusal(self, queue: str) -> str | None:
+        """Gives why this session may not decide items of a queue, or None if it may."""
+        if self.read_only:
+            return f"read-only session: {self.read_only_reason}"
+        if self.role_for(queue) is None:
+            need = " or ".join(QUEUE_ROLES.get(queue, ("?",)))
+            return (f"{self.principal} holds {', '.join(self.roles) or 'no role'}; items of "
+                    f"{queue} need the {need} role")
+        return None
+
+
+def read_only_session(reason: str) -> Session:
+    """Gives a session that browses and never signs."""
+    return Session(None, None, (), "none", reason)
+
+
+def open_session(ws, *, key: str | None, config_key: str | None = None,
+                 principal: str | None = None, read_only: bool = False) -> Session:
+    """Gives the session for this workspace, refusing a key it does not enrol."""
+    if read_only:
+        return read_only_session("started with --read-only")
+    allowed = ws.allowed_signers()
+    signer: Signer | None = None
+    source = "none"
+    if key:
+        signer, source = FileSigner(Path(key).expanduser()), f"key file {key}"
+    agent_trouble = None
+    if signer is None and os.environ.get("SSH_AUTH_SOCK"):
+        try:
+            signer, source = choose_signer(None, allowed), "ssh-agent"
+        except AgentError as exc:
+            # No usable agent key is "no key", not a refusal: browse, or use the config key.
+            agent_trouble = exc.one_line()
+    if signer is None and config_key:
+        signer, source = FileSigner(Path(config_key).expanduser()), f"key file {config_key}"
+    if signer is None:
+        return read_only_session(agent_trouble or "no signing key (pass --key FILE, start "
+                                 "ssh-agent, or set key in the config file)")
+    fp = signer.public_key.fingerprint
+    names = allowed.principals_for(signer.public_key.blob)
+    if not names:
+        raise PermissionRefused(
+            f"key {fp} ({source}) is not enrolled in {ws.allowed_signers_path}, so it may not "
+            "sign decisions here; enrol it (sealdesk keys add --principal NAME --role ROLE "
+            "--key KEY.pub) or browse with --read-only")
+    if principal is None:
+        if len(names) > 1:
+            raise PermissionRefused(f"key {fp} is enrolled as {', '.join(names)}; choose one "
+                                    "with --principal")
+        principal = names[0]
+    elif principal not in names:
+        raise PermissionRefused(f"key {fp} is not enrolled as {principal} (it is enrolled as "
+                                f"{', '.join(names)}) in {ws.allowed_signers_path}")
+    roles = tuple(allowed.roles_for(principal, signer.public_key.blob))
+    if not roles:
+        raise PermissionRefused(f"{principal} with key {fp} may not sign in any role "
+                                f"({ws.allowed_signers_path}); browse with --read-only")
+    return Session(signer, principal, roles, source)

@@ -1,0 +1,111 @@
+"""One-line and few-line widgets around the lists: queue tabs, status bar, jobs strip."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.widgets import Static
+
+from engine.item_query import QueueProgress
+from engine.jobs import Job
+from engine.roles import QUEUES
+
+QUEUE_LABELS = {"flagged_pairs": "pairs", "adjudication": "adjudicate",
+                "weak_categories": "weak cats"}
+
+
+def _short(n: int) -> str:
+    if n >= 10_000:
+        return f"{n / 1000:.0f}k"
+    return str(n)
+
+
+class QueueTabs(Static):
+    """The three backlogs, one line each: key, name, decided/total and a progress bar."""
+
+    _last: tuple[str, dict[str, QueueProgress]] | None = None
+
+    def on_resize(self) -> None:
+        if self._last is not None:
+            self.show(*self._last)
+
+    def show(self, current: str, progress: dict[str, QueueProgress]) -> None:
+        """Redraws for the current queue and the latest counts."""
+        self._last = (current, dict(progress))
+        width = max(20, self.content_size.width or 28)
+        out = Text()
+        for n, queue in enumerate(QUEUES, start=1):
+            p = progress.get(queue, QueueProgress(0, 0, 0, 0))
+            marker = "▶" if queue == current else " "
+            counts = f"{_short(p.decided)}/{_short(p.total)}"
+            head = f"{marker}{n} {QUEUE_LABELS[queue]:<10} {counts:>9} "
+            bar_width = max(0, width - len(head))
+            filled = round(bar_width * p.decided / p.total) if p.total else 0
+            if out:
+                out.append("\n")
+            style = "bold reverse" if queue == current else ""
+            out.append(head, style=style)
+            out.append("█" * filled, style="bold")
+            out.append("░" * (bar_width - filled))
+        self.update(out)
+
+
+class StatusBar(Static):
+    """Who signs, in which role, how much this session decided, and the ledger head."""
+
+    def show(self, *, principal: str | None, role: str, decided: int, head: tuple[int, str],
+             message: str = "") -> None:
+        """Redraws the bar."""
+        out = Text()
+        if principal:
+            out.append(f" {principal}", style="bold")
+            out.append(f" as {role}")
+        else:
+            out.append(" READ-ONLY", style="bold reverse")
+        out.append(f" · {decided} decided this session")
+        seq, record_hash = head
+        out.append(f" · ledger #{seq} {record_hash[:10]}")
+        if message:
+            out.append(f" · {message}", style="bold")
+        self.update(out)
+
+
+class JobsStrip(Static):
+    """The newest background job in one line: its stage and progress, or how it ended."""
+
+    def show(self, job: Job | None) -> None:
+        """Redraws for a job (hidden when there is none)."""
+        self.display = job is not None
+        if job is None:
+            return
+        out = Text(" job ", style="bold")
+        out.append(job.command[:60])
+        if job.state == "running":
+            stage = job.current
+            if stage is None:
+                out.append(" · starting…")
+            else:
+                total = f"/{stage.total}" if stage.total else ""
+                pct = f" {stage.fraction:.0%}" if stage.fraction is not None else ""
+                eta = f" eta {stage.eta_s:.0f}s" if stage.eta_s else ""
+                out.append(f" · {stage.stage} {stage.done}{total} {stage.unit}{pct}{eta}")
+        elif job.state == "succeeded":
+            out.append(" · done", style="bold")
+        else:
+            out.append(f" · {job.state.upper()}: ", style="bold reverse")
+            out.append(job.error or "")
+        out.append("  (b: jobs)", style="italic")
+        self.update(out)
+
+
+class KeyHints(Static):
+    """The main keys as currently bound, in one line (cheaper to draw than a Footer)."""
+
+    def show(self, hints: list[tuple[str, str]]) -> None:
+        """Redraws from (key display, description) pairs."""
+        out = Text(" ")
+        for key, description in hints:
+            if len(out) > 1:
+                out.append("  ")
+            out.append(key, style="bold reverse")
+            out.append(f" {description.lower()}")
+        self.update(out)

@@ -1,0 +1,57 @@
+"""Helpers shared by the review app's tests: a populated workspace and ledger reads."""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+
+from engine.workspace import Workspace
+from tests.review_payloads import demo_items, numbered_pairs
+
+
+@dataclass
+class Desk:
+    """A workspace with items of every shape and enrolled keys (paths to private keys)."""
+
+    ws: Workspace
+    rita: Path      # reviewer
+    adam: Path      # adjudicator
+    lena: Path      # lead and reviewer
+
+
+def populate(ws: Workspace, enrol) -> Desk:
+    """Gives the desk after ingesting demo items and 30 numbered pairs, and enrolling three."""
+    ws.ingest(demo_items() + numbered_pairs(30))
+    rita = enrol("rita", "reviewer")
+    adam = enrol("adam", "adjudicator")
+    lena = enrol("lena", "lead", "reviewer")
+    return Desk(ws, rita.path, adam.path, lena.path)
+
+
+def records(ws: Workspace) -> list[tuple]:
+    """Gives (kind, queue, item_id, decision, principal, role, note, retracts) per record,
+    read through a separate connection, i.e. what is durably in the ledger."""
+    conn = sqlite3.connect(ws.db_path)
+    try:
+        rows = conn.execute("SELECT kind, queue, item_id, decision, principal, role, "
+                            "json_extract(message, '$.note'), retracts "
+                            "FROM records ORDER BY seq").fetchall()
+    finally:
+        conn.close()
+    return rows
+
+
+def text_of(widget) -> str:
+    """Gives the plain text a Static widget currently shows."""
+    from rich.console import Console
+    from rich.text import Text
+
+    content = widget.content
+    if isinstance(content, str):
+        return content
+    if isinstance(content, Text):
+        return content.plain
+    console = Console(width=200, record=True, file=open("/dev/null", "w"), color_system=None)
+    console.print(content)
+    return console.export_text()

@@ -1,0 +1,101 @@
+"""End to end: the real `sealdesk review` in real tmux, decisions checked by ssh-keygen.
+
+Runs with TERM=screen and NO_COLOR=1 (the plainest terminal the app promises
+to work in); every wait polls the captured screen, none sleeps blindly.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests.conftest import REPO, require_tool
+from tests.review_payloads import demo_items, numbered_pairs
+
+pytestmark = [pytest.mark.needs_tmux, pytest.mark.slow]
+
+
+class Tmux:
+    """One tmux server on a private socket, so the test touches no other session."""
+
+    def __init__(self, tmux: str, socket: str) -> None:
+        self.base = [tmux, "-L", socket]
+
+    def __call__(self, *args: str) -> str:
+        return subprocess.run([*self.base, *args], capture_output=True, text=True,
+                              check=True).stdout
+
+    def screen(self) -> str:
+        return self("capture-pane", "-p", "-t", "review")
+
+    def wait_for(self, text: str, timeout: float = 60.0) -> str:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            shown = self.screen()
+            if text in shown:
+                return shown
+            time.sleep(0.1)
+        raise AssertionError(f"{text!r} never appeared; screen was:\n{self.screen()}")
+
+
+@pytest.fixture
+def tmux(tmp_path):
+    server = Tmux(require_tool("tmux"), f"sealdesk-test-{os.getpid()}-{tmp_path.name}")
+    yield server
+    subprocess.run([*server.base, "kill-server"], capture_output=True)
+
+
+def test_decisions_made_in_tmux_verify_with_sealdesk_and_ssh_keygen(
+        tmux, workspace, keygen, sealdesk, tmp_path):
+    # Score order: fp-n-0000 (1.0), fp-n-0001 (0.909), fp-unknown (0.9), ...
+    workspace.ingest(demo_items() + numbered_pairs(10))
+    key = keygen("rita")
+    sealdesk("keys", "add", "--principal", "rita", "--role", "reviewer", "--key",
+             f"{key}.pub", workspace=workspace.root, check=True)
+    done = tmp_path / "exit-code"
+    command = (f"cd {REPO} && env TERM=screen NO_COLOR=1 LANG=C.UTF-8 PYTHONPATH={REPO} "
+               f"{sys.executable} -m engine.cli --workspace {workspace.root} review "
+               f"--key {key}; echo $? > {done}")
+    tmux("new-session", "-d", "-s", "review", "-x", "100", "-y", "30", command)
+
+    tmux.wait_for("rita as reviewer")
+    tmux("send-keys", "-t", "review", "a")
+    tmux.wait_for("1 decided this session")
+    tmux("send-keys", "-t", "review", "x")
+    tmux.wait_for("2 decided this session")
+    tmux("send-keys", "-t", "review", "Space")
+    tmux.wait_for("3 decided this session")
+    tmux("send-keys", "-t", "review", "u")          # retracts the skip
+    tmux.wait_for("ledger #4")
+    tmux("send-keys", "-t", "review", "q")
+    deadline = time.monotonic() + 30
+    while not done.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert done.read_text().strip() == "0"
+
+    verify = sealdesk("verify", workspace=workspace.root)
+    assert verify.returncode == 0, verify.stderr
+    assert verify.stdout.startswith("ok: 4 record(s) verified")
+
+    out = tmp_path / "records.jsonl"
+    sealdesk("export", "--out", out, workspace=workspace.root, check=True)
+    exported = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [(r["kind"], json.loads(r["message"]).get("decision"),
+             json.loads(r["message"])["item_id"]) for r in exported] == [
+        ("decision", "accept", "fp-n-0000"), ("decision", "reject", "fp-n-0001"),
+        ("decision", "skip", "fp-unknown"), ("retract", None, "fp-unknown")]
+    for n, rec in enumerate(exported):
+        msg, sig = tmp_path / f"msg{n}", tmp_path / f"msg{n}.sig"
+        msg.write_bytes(rec["message"].encode("utf-8"))
+        sig.write_text(rec["signature"])
+        check = subprocess.run(
+            ["ssh-keygen", "-Y", "verify", "-f", str(workspace.allowed_signers_path),
+             "-I", rec["principal"], "-n", rec["namespace"], "-s", str(sig)],
+            stdin=open(msg, "rb"), capture_output=True, text=True)
+        assert check.returncode == 0, check.stderr
+        assert f'Good "{rec["namespace"]}" signature for rita' in check.stdout
