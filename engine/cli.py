@@ -318,7 +318,7 @@ def verify(ctx: Ctx, checkpoint: str | None, jobs: int | None, quiet: bool) -> N
                    f"signers: {who}")
         return
     first = report.first
-    click.echo(f"FAIL: record {first.seq}: {first.reason}", err=True)
+    click.echo(f"FAIL: {first.where}", err=True)
     if len(report.faults) > 1:
         click.echo(f"({len(report.faults) - 1} further fault(s) after it)", err=True)
     sys.exit(1)

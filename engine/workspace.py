@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
 from engine.canonical import canonical_json, canonical_sha256, parse_canonical, sha256_hex
-from engine.errors import ConflictError, InputError, PermissionRefused, WorkspaceError
+from engine.errors import (ConflictError, InputError, IntegrityError,
+                           PermissionRefused, WorkspaceError)
 from engine.ledger import store
 from engine.ledger.allowed_signers import AllowedSigners
 from engine.ledger.records import DECISIONS, Record, utc_now
@@ -494,12 +495,19 @@ class Workspace:
 
     def _item_binding(self, conn: sqlite3.Connection, queue: str, item_id: str) -> dict[str, Any]:
         row = conn.execute(
-            "SELECT item_sha256, runs.manifest_sha256 FROM items JOIN runs USING (run_id) "
-            "WHERE items.queue=? AND item_id=?", (queue, item_id),
+            "SELECT item_sha256, payload, runs.manifest_sha256, runs.manifest FROM items "
+            "JOIN runs USING (run_id) WHERE items.queue=? AND item_id=?", (queue, item_id),
         ).fetchone()
         if row is None:
             raise InputError(f"no item {item_id!r} in queue {queue}", field="item")
-        return {"item_sha256": row[0], "run_sha256": row[1]}
+        # A record binds the hashes; refuse to sign if the bytes behind them were edited.
+        if sha256_hex(row[1].encode("utf-8")) != row[0]:
+            raise IntegrityError(f"item {queue}/{item_id}: stored payload no longer hashes to "
+                                 "its item_sha256 (edited after ingest); nothing was signed")
+        if sha256_hex(row[3].encode("utf-8")) != row[2]:
+            raise IntegrityError(f"item {queue}/{item_id}: its run manifest no longer hashes "
+                                 "to manifest_sha256 (edited after ingest); nothing was signed")
+        return {"item_sha256": row[0], "run_sha256": row[2]}
 
     def signoff(self, signer: Signer, data: dict[str, Any] | None, *, note: str | None = None,
                 principal: str | None = None,

@@ -134,3 +134,52 @@ def test_verify_cli_names_the_first_bad_record(ledger, sealdesk):
     proc = sealdesk("verify", workspace=ws.root)
     assert proc.returncode == 1
     assert proc.stderr.startswith("FAIL: record 4: column 'principal' was edited")
+
+
+def raw_items(ws) -> sqlite3.Connection:
+    conn = sqlite3.connect(ws.db_path, isolation_level=None)
+    conn.executescript("DROP TRIGGER items_no_update; DROP TRIGGER runs_no_update;")
+    return conn
+
+
+def test_item_payload_edited_under_its_kept_hash_is_caught(ledger):
+    # The record binds item_sha256; the reviewer was shown the payload. Editing
+    # the payload while keeping the hash column must not pass as the same item.
+    ws, _ = ledger
+    raw_items(ws).execute("UPDATE items SET payload=replace(payload, 'eval text 2', "
+                          "'other text') WHERE item_id='item-2'")
+    report = verify_workspace(ws, processes=1)
+    assert not report.ok
+    record_faults = [f for f in report.faults if f.seq == 3]
+    assert record_faults and "payload" in record_faults[0].reason
+    assert any(f.seq == 0 and "flagged_pairs/item-2" in f.reason for f in report.faults)
+
+
+def test_run_manifest_edited_under_its_kept_hash_is_caught(ledger):
+    ws, _ = ledger
+    raw_items(ws).execute("UPDATE runs SET manifest='{\"kind\":\"forged\"}' WHERE run_id='run-1'")
+    report = verify_workspace(ws, processes=1)
+    assert not report.ok
+    assert any(f.seq == 1 and "manifest" in f.reason for f in report.faults)
+    assert any(f.seq == 0 and "run-1" in f.reason for f in report.faults)
+
+
+def test_an_undecided_item_edited_after_ingest_fails_verify_naming_it(ledger, sealdesk):
+    ws, _ = ledger
+    ws.ingest(make_items(7)[5:])
+    raw_items(ws).execute("UPDATE items SET payload='{\"text\":\"swapped\"}' "
+                          "WHERE item_id='item-6'")
+    proc = sealdesk("verify", workspace=ws.root)
+    assert proc.returncode == 1
+    assert proc.stderr.startswith("FAIL: item flagged_pairs/item-6: ")
+
+
+def test_no_decision_is_signed_about_an_item_whose_payload_was_edited(ledger):
+    from engine.errors import IntegrityError
+
+    ws, rita = ledger
+    raw_items(ws).execute("UPDATE items SET payload='{\"text\":\"swapped\"}' "
+                          "WHERE item_id='item-4'")
+    with pytest.raises(IntegrityError, match="payload"):
+        ws.decide(rita, "flagged_pairs", "item-4", "accept")
+    assert ws.conn.execute("SELECT COUNT(*) FROM records").fetchone()[0] == 5

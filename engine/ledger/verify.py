@@ -38,10 +38,15 @@ _RANGE = 2000
 
 @dataclass(frozen=True)
 class Fault:
-    """One problem found: the record's seq and why."""
+    """One problem found: the record's seq and why (seq 0: not a record, e.g. an item)."""
 
     seq: int
     reason: str
+
+    @property
+    def where(self) -> str:
+        """Gives ``record N: reason``, or the reason alone for a fault outside the records."""
+        return f"record {self.seq}: {self.reason}" if self.seq > 0 else self.reason
 
 
 @dataclass
@@ -69,7 +74,9 @@ class Context:
     db_path: str
     workspace_id: str
     allowed: AllowedSigners
-    items: dict[tuple[str, str], tuple[str, str]]  # (queue, item_id) -> (sha, run_sha)
+    # (queue, item_id) -> (item sha, run manifest sha, why the stored bytes are bad or None)
+    items: dict[tuple[str, str], tuple[str, str, str | None]]
+    faults: tuple[Fault, ...] = ()  # stored items and runs whose bytes no longer hash right
 
 
 @dataclass
@@ -160,6 +167,8 @@ class RecordChecker:
                     f"{queue}/{body['item_id']}"), body
         if held[1] != body["run_sha256"]:
             return "run artifact hash differs from the item's run", body
+        if held[2] is not None:
+            return held[2], body
         if kind == "decision" and body["decision"] not in DECISIONS:
             return f"unknown decision {body['decision']!r}", body
         if kind == "retract" and not body["retracts"]:
@@ -224,15 +233,36 @@ def _link_fault(seq: int) -> Fault:
 
 def load_context(conn: sqlite3.Connection, db_path: Path, workspace_id: str,
                  allowed: AllowedSigners) -> Context:
-    """Gives the verification context read from the workspace database."""
-    items = {
-        (q, i): (sha, run_sha)
-        for q, i, sha, run_sha in conn.execute(
-            "SELECT items.queue, items.item_id, items.item_sha256, runs.manifest_sha256 "
-            "FROM items JOIN runs USING (run_id)"
-        )
-    }
-    return Context(str(db_path), workspace_id, allowed, items)
+    """Gives the verification context read from the workspace database.
+
+    The hash columns are not taken on trust: each item's stored payload and
+    each run's stored manifest must still hash to them, since a record binds
+    the hash and a person was shown (and the engine folds back) the bytes.
+    """
+    faults: list[Fault] = []
+    bad_runs: dict[str, str] = {}
+    for run_id, manifest, digest in conn.execute(
+            "SELECT run_id, manifest, manifest_sha256 FROM runs ORDER BY run_id"):
+        if _text_sha256(manifest) != digest:
+            bad_runs[run_id] = (f"run {run_id}: stored manifest no longer hashes to its "
+                                "manifest_sha256 (edited after ingest)")
+            faults.append(Fault(0, bad_runs[run_id]))
+    items = {}
+    for q, i, sha, payload, run_id, run_sha in conn.execute(
+            "SELECT items.queue, items.item_id, items.item_sha256, items.payload, run_id, "
+            "runs.manifest_sha256 FROM items JOIN runs USING (run_id) "
+            "ORDER BY items.queue, items.item_id"):
+        why = bad_runs.get(run_id)
+        if _text_sha256(payload) != sha:
+            why = (f"item {q}/{i}: stored payload no longer hashes to its item_sha256 "
+                   "(edited after ingest)")
+            faults.append(Fault(0, why))
+        items[(q, i)] = (sha, run_sha, why)
+    return Context(str(db_path), workspace_id, allowed, items, tuple(faults))
+
+
+def _text_sha256(text: object) -> str | None:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest() if isinstance(text, str) else None
 
 
 def verify_ledger(conn: sqlite3.Connection, ctx: Context, *, processes: int | None = None,
@@ -240,6 +270,7 @@ def verify_ledger(conn: sqlite3.Connection, ctx: Context, *, processes: int | No
     """Gives the report over every record of the database in ``ctx``."""
     lo, hi, total = conn.execute("SELECT MIN(seq), MAX(seq), COUNT(*) FROM records").fetchone()
     report = Report()
+    report.faults.extend(ctx.faults)
     if not total:
         return report
     # A tampered table may not start at 1; ranges still cover every stored seq.
