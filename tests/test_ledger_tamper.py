@@ -183,3 +183,80 @@ def test_no_decision_is_signed_about_an_item_whose_payload_was_edited(ledger):
     with pytest.raises(IntegrityError, match="payload"):
         ws.decide(rita, "flagged_pairs", "item-4", "accept")
     assert ws.conn.execute("SELECT COUNT(*) FROM records").fetchone()[0] == 5
+
+
+def forge(ws, signer, **fields):
+    """Appends a record signed by a real key but built by hand (below sealdesk's checks)."""
+    import hashlib
+
+    from engine.canonical import canonical_json
+    from engine.ledger import sshsig
+    from engine.ledger.records import make_body, utc_now
+
+    seq, prev = store.head(ws.conn)
+    binding = ws._item_binding(ws.conn, "flagged_pairs", "item-0")
+    body = make_body(workspace=ws.workspace_id, seq=seq + 1, prev=prev, kind="decision",
+                     principal="rita", role="reviewer", key=signer.public_key.fingerprint,
+                     time=utc_now(), queue="flagged_pairs", item_id="item-0",
+                     decision="accept", **binding)
+    body.update(fields)
+    message = canonical_json(body)
+    signature = sshsig.armor(signer.sign(message, "reviewer@sealdesk"))
+    ws.conn.execute(
+        "INSERT INTO records VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        (seq + 1, hashlib.sha256(message).hexdigest(), prev, body["kind"], body["queue"],
+         body["item_id"], body["item_sha256"], body["decision"], body["principal"],
+         body["role"], body["retracts"], body["time"], message.decode(), signature))
+    return seq + 1
+
+
+def test_a_message_holding_nan_is_a_fault_of_its_record_not_a_crash(ledger):
+    import hashlib
+
+    ws, _ = ledger
+    conn = raw(ws)
+    message = conn.execute("SELECT message FROM records WHERE seq=2").fetchone()[0]
+    forged = message.replace('"note":null', '"note":NaN')
+    conn.execute("UPDATE records SET message=?, record_hash=? WHERE seq=2",
+                 (forged, hashlib.sha256(forged.encode()).hexdigest()))
+    fault = first_fault(ws)
+    assert fault.seq == 2 and "canonical" in fault.reason
+
+
+def test_a_signed_time_that_is_not_a_utc_timestamp_is_a_fault(ledger):
+    ws, rita = ledger
+    text = ws.allowed_signers_path.read_text()
+    ws.allowed_signers_path.write_text(text.replace('rita namespaces=',
+                                                    'rita valid-before="29991231",namespaces='))
+    seq = forge(ws, rita, time="yesterday")
+    fault = first_fault(ws)
+    assert fault.seq == seq and "time" in fault.reason
+
+
+def test_a_signed_note_that_is_not_text_is_a_fault(ledger):
+    ws, rita = ledger
+    seq = forge(ws, rita, note={"html": "<b>"})
+    fault = first_fault(ws)
+    assert fault.seq == seq and "note" in fault.reason
+
+
+def test_a_signed_seq_of_the_wrong_type_is_a_fault(ledger):
+    # JSON true equals 1 in Python; the signed bytes must still say an integer.
+    ws, rita = ledger
+    conn = raw(ws)
+    conn.execute("DELETE FROM records")
+    ws.conn.executescript(store.SCHEMA)
+    seq = forge(ws, rita, seq=True)
+    assert seq == 1
+    fault = first_fault(ws)
+    assert fault.seq == 1 and "seq" in fault.reason
+
+
+def test_a_records_table_rebuilt_without_strict_types_is_a_fault_not_a_crash(ledger):
+    ws, _ = ledger
+    conn = raw(ws)
+    conn.executescript("ALTER TABLE records RENAME TO old; "
+                       "CREATE TABLE records AS SELECT * FROM old; DROP TABLE old;")
+    conn.execute("UPDATE records SET message=CAST(message AS BLOB) WHERE seq=4")
+    fault = first_fault(ws)
+    assert fault.seq == 4

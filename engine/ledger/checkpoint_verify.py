@@ -34,7 +34,7 @@ def _check_head(ws_origin: str, seq: int, body: dict, builder: merkle.TreeBuilde
     """Gives why a sign-off's signed tree head is wrong, or None when it is right."""
     head = signed_head_from(seq, "", body)
     if head is None:
-        data = body.get("data")
+        data = body.get("data") if isinstance(body, dict) else None
         if isinstance(data, dict) and "tree" in data:
             return "sign-off's tree head is malformed"
         return None  # a sign-off that binds no tree head claims nothing to check here
@@ -70,8 +70,8 @@ def verify_signoff_heads(ws, report: Report) -> None:
     expected = 1
     for seq, kind, message in ws.conn.execute(
             "SELECT seq, kind, message FROM records WHERE seq <= ? ORDER BY seq", (last,)):
-        if seq != expected:
-            return  # the chain walk has already reported the gap; leaf positions are lost
+        if seq != expected or not isinstance(message, str):
+            return  # the per-record walk has reported it; leaf positions are lost
         if kind == "signoff":
             try:
                 reason = _check_head(origin, seq, strict_loads(message), builder)
@@ -134,9 +134,20 @@ def _check_signoff_record(ws, cp, held: int, fault) -> None:
                    "ledger was cut back to the checkpoint")
         return
     row = ws.conn.execute("SELECT kind, message FROM records WHERE seq=?", (seq,)).fetchone()
-    data = strict_loads(row[1]).get("data") if row[0] == "signoff" else None
-    signed = data.get("checkpoint") if isinstance(data, dict) else None
-    if (not isinstance(signed, dict) or signed.get("note") != cp.body.decode("utf-8")
-            or signed.get("signature", "").strip() != cp.signature.strip()):
+    signed = _signed_checkpoint(row[1]) if row[0] == "signoff" else None
+    if (signed is None or signed.get("note") != cp.body.decode("utf-8")
+            or not isinstance(signed.get("signature"), str)
+            or signed["signature"].strip() != cp.signature.strip()):
         fault(seq, f"record {seq} is not the sign-off that made this checkpoint (it was "
                    "replaced or removed)")
+
+
+def _signed_checkpoint(message: object) -> dict | None:
+    """Gives the checkpoint object a sign-off message carries, or None if it carries none."""
+    try:
+        body = strict_loads(message) if isinstance(message, str) else None
+    except ValueError:
+        return None
+    data = body.get("data") if isinstance(body, dict) else None
+    signed = data.get("checkpoint") if isinstance(data, dict) else None
+    return signed if isinstance(signed, dict) else None

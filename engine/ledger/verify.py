@@ -14,13 +14,14 @@ import hashlib
 import json
 import multiprocessing
 import os
+import re
 import sqlite3
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 
 from engine.canonical import canonical_json
+from engine.errors import SealdeskError
 from engine.ledger import sshsig
 from engine.ledger.allowed_signers import AllowedSigners
 from engine.ledger.records import (
@@ -30,6 +31,7 @@ from engine.ledger.records import (
     INDEXED_FIELDS,
     KINDS,
     RECORD_VERSION,
+    parse_time,
 )
 from engine.roles import QUEUE_ROLES, SIGNOFF_ROLE, NAMESPACE_BY_ROLE
 
@@ -100,7 +102,7 @@ class RecordChecker:
 
     def authorized(self, principal: str, blob: bytes, namespace: str, time: str) -> bool:
         if self._timed:
-            when = datetime.fromisoformat(time.replace("Z", "+00:00"))
+            when = parse_time(time)
             return self.ctx.allowed.authorizes(principal, blob, namespace, when)
         key = (principal, blob, namespace)
         hit = self._auth.get(key)
@@ -110,7 +112,15 @@ class RecordChecker:
 
     def check(self, row: tuple) -> tuple[str | None, dict | None]:
         """Gives (fault reason or None, signed body or None) for one stored row."""
+        try:
+            return self._check(row)
+        except Exception as exc:  # a rebuilt table can hold anything: a fault, never a crash
+            return f"record cannot be checked ({type(exc).__name__}: {exc})", None
+
+    def _check(self, row: tuple) -> tuple[str | None, dict | None]:
         seq, record_hash, prev_hash, message_text, signature = row[:5]
+        if not isinstance(message_text, str) or not isinstance(signature, str):
+            return "message or signature column does not hold text", None
         message = message_text.encode("utf-8")
         if hashlib.sha256(message).hexdigest() != record_hash:
             return "record hash does not match the signed message (message or hash edited)", None
@@ -118,12 +128,15 @@ class RecordChecker:
             body = json.loads(message_text)
             # Re-encoding also refuses duplicate keys and NaN: they cannot round-trip.
             canonical = isinstance(body, dict) and canonical_json(body) == message
-        except ValueError as exc:
+        except (ValueError, SealdeskError) as exc:
             return f"message is not canonical JSON: {exc}", None
         if not canonical:
             return "message is not canonical JSON", None
         if body.keys() != BODY_FIELDS or body["v"] != RECORD_VERSION:
             return "message fields differ from a version-1 record", None
+        wrong = _wrong_type(body)
+        if wrong is not None:
+            return wrong, None
         if body["seq"] != seq:
             return f"stored at seq {seq} but signed as seq {body['seq']} (reordered?)", body
         if body["prev"] != prev_hash:
@@ -174,6 +187,35 @@ class RecordChecker:
         if kind == "retract" and not body["retracts"]:
             return "retract record names no record", body
         return None, body
+
+
+_TEXT = ("workspace", "prev", "kind", "principal", "role", "key", "time")
+_TEXT_OR_NULL = ("queue", "item_id", "item_sha256", "run_sha256", "decision", "note",
+                 "retracts")
+_TIME = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z$")
+
+
+def _wrong_type(body: dict) -> str | None:
+    """Gives why a signed body's field has the wrong JSON type, or None.
+
+    Python's ``True == 1`` and loose comparisons would otherwise let signed
+    bytes say something other than what sealdesk reads from them.
+    """
+    if type(body["seq"]) is not int:
+        return f"signed field 'seq' is {type(body['seq']).__name__}, not an integer"
+    for name in _TEXT:
+        if not isinstance(body[name], str):
+            return f"signed field '{name}' is not text"
+    for name in _TEXT_OR_NULL:
+        if body[name] is not None and not isinstance(body[name], str):
+            return f"signed field '{name}' is neither text nor null"
+    if not _TIME.match(body["time"]):
+        return f"signed time {body['time'][:40]!r} is not a UTC timestamp (YYYY-MM-DDTHH:MM:SS.ffffffZ)"
+    try:
+        parse_time(body["time"])
+    except ValueError:
+        return f"signed time {body['time']!r} is not a real date and time"
+    return None
 
 
 _CTX: Context | None = None
