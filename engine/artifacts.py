@@ -26,6 +26,13 @@ def _fsync_dir(directory: Path) -> None:
 def atomic_write(path: Path, data: bytes, *, mode: int = 0o600) -> None:
     """Writes bytes to path so that readers see all of them or none."""
     path = Path(path)
+    try:
+        _atomic_write(path, data, mode)
+    except OSError as exc:
+        raise InputError(f"cannot write: {exc.strerror or exc}", path=path) from exc
+
+
+def _atomic_write(path: Path, data: bytes, mode: int) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:

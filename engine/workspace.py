@@ -137,26 +137,47 @@ def validate_item(obj: Any, *, path: str | None = None, line: int | None = None)
                        obj["item_sha256"])
 
 
+@dataclass(frozen=True)
+class ItemsFile:
+    """One JSONL file of items as read: its path, SHA-256, and each item with ``FILE:LINE``."""
+
+    path: Path
+    sha256: str
+    items: tuple[tuple[BacklogItem, str], ...]
+
+
 def read_items_file(path: Path) -> list[BacklogItem]:
     """Gives every item of a JSONL file whose lines are canonical JSON; all or nothing."""
-    path = Path(path)
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror}", path=path) from exc
-    items, seen = [], {}
-    for number, raw in enumerate(data.split(b"\n"), start=1):
-        if not raw.strip():
-            continue
-        obj = parse_canonical(raw.rstrip(b"\r"), path=str(path), line=number)
-        item = validate_item(obj, path=str(path), line=number)
-        key = (item.queue, item.item_id)
-        if key in seen and seen[key] != item.item_sha256:
-            raise InputError(f"item {item.item_id} appears twice with different payloads",
-                             path=path, line=number, field="item_id")
-        seen[key] = item.item_sha256
-        items.append(item)
-    return items
+    return [item for item, _ in read_items_files([path])[0].items]
+
+
+def read_items_files(paths: Iterable[str | Path]) -> list[ItemsFile]:
+    """Gives every file's items after checking all of them; all or nothing.
+
+    An item id given twice with different payloads, in one file or across
+    two, is an error naming both places.
+    """
+    out: list[ItemsFile] = []
+    seen: dict[tuple[str, str], tuple[str, str]] = {}
+    for path in map(Path, paths):
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise InputError(f"cannot read: {exc.strerror}", path=path) from exc
+        found = []
+        for number, raw in enumerate(data.split(b"\n"), start=1):
+            if not raw.strip():
+                continue
+            obj = parse_canonical(raw.rstrip(b"\r"), path=str(path), line=number)
+            item = validate_item(obj, path=str(path), line=number)
+            key, where = (item.queue, item.item_id), f"{path}:{number}"
+            if key in seen and seen[key][0] != item.item_sha256:
+                raise InputError(f"item {item.item_id} is also given at {seen[key][1]} with a "
+                                 "different payload", path=path, line=number, field="item_id")
+            seen.setdefault(key, (item.item_sha256, where))
+            found.append((item, where))
+        out.append(ItemsFile(path, sha256_hex(data), tuple(found)))
+    return out
 
 
 def _summary(payload: dict[str, Any]) -> tuple[str, float | None, str]:
@@ -258,6 +279,13 @@ class Workspace:
         if row is None or row[0] != SCHEMA_VERSION:
             raise WorkspaceError(f"{db_path}: schema version {row and row[0]!r} is not "
                                  f"{SCHEMA_VERSION!r}")
+        tables = {name for (name,) in conn.execute(
+            "SELECT name FROM sqlite_schema WHERE type='table'")}
+        missing = sorted({"meta", "runs", "items", "records"} - tables)
+        if missing:
+            conn.close()
+            raise WorkspaceError(f"{db_path}: table {', '.join(missing)} is missing; this "
+                                 "workspace was damaged (restore it from a copy)")
         return cls(root, conn)
 
     def close(self) -> None:
@@ -282,14 +310,17 @@ class Workspace:
 
     def ingest(self, items: Iterable[BacklogItem], *,
                runs: dict[str, dict[str, Any]] | None = None,
-               source: str = "api") -> IngestResult:
+               source: str = "api",
+               origins: dict[tuple[str, str], str] | None = None) -> IngestResult:
         """Gives counts after adding items in one transaction; all or nothing.
 
         ``runs`` maps run_id to its manifest (kind, artifact hashes, inputs);
         a run named by an item and not given here nor held already is
-        registered with a manifest naming ``source``.
+        registered with a manifest naming ``source``. ``origins`` may name,
+        per (queue, item_id), where an item was read, for error messages.
         """
         items = list(items)
+        origins = origins or {}
         for item in items:
             validate_item(item.to_json(), path=source)
         runs = dict(runs or {})
@@ -307,8 +338,9 @@ class Workspace:
                 ).fetchone()
                 if row is not None:
                     if row[0] != item.item_sha256:
+                        where = origins.get((item.queue, item.item_id), source)
                         raise ConflictError(
-                            f"{source}: item {item.queue}/{item.item_id} already exists with "
+                            f"{where}: item {item.queue}/{item.item_id} already exists with "
                             f"different bytes (held {row[0][:12]}…, new "
                             f"{item.item_sha256[:12]}…); items are immutable, give the new "
                             "content a new item_id"

@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 
 from engine.artifacts import atomic_write
+from engine.canonical import strict_loads
+from engine.errors import IntegrityError
 from engine.ledger import store
 from engine.ledger.verify import Report, load_context, verify_ledger
 from engine.roles import namespace_for
@@ -38,11 +40,17 @@ def export_records(ws, out: Path) -> int:
     lines = []
     for row in store.iter_records(ws.conn):
         seq, record_hash, _prev, message, signature = row[:5]
-        body = json.loads(message)
+        try:
+            body = strict_loads(message)
+            namespace = namespace_for(body["role"])
+            principal, kind = body["principal"], body["kind"]
+        except (TypeError, ValueError, KeyError) as exc:
+            raise IntegrityError(f"cannot export: the message is not a readable record "
+                                 f"({type(exc).__name__}); run sealdesk verify", seq=seq) from exc
         lines.append(json.dumps({
             "seq": seq, "record_hash": record_hash, "message": message,
-            "signature": signature, "principal": body["principal"], "role": body["role"],
-            "namespace": namespace_for(body["role"]), "kind": body["kind"],
+            "signature": signature, "principal": principal, "role": body["role"],
+            "namespace": namespace, "kind": kind,
         }, ensure_ascii=False, sort_keys=True) + "\n")
     atomic_write(out, "".join(lines).encode("utf-8"), mode=0o644)
     return len(lines)
