@@ -329,8 +329,7 @@ class Workspace:
         self.conn.execute("BEGIN IMMEDIATE")
         try:
             for run_id in sorted({i.run_id for i in items} | set(runs)):
-                manifest = runs.get(run_id) or {"kind": "ingest", "source": source}
-                self._register_run(run_id, manifest, now)
+                self._register_run(run_id, runs.get(run_id), source, now)
             for item in items:
                 row = self.conn.execute(
                     "SELECT item_sha256 FROM items WHERE queue=? AND item_id=?",
@@ -362,17 +361,32 @@ class Workspace:
             raise
         return IngestResult(added, unchanged)
 
-    def _register_run(self, run_id: str, manifest: dict[str, Any], now: str) -> None:
+    def _register_run(self, run_id: str, manifest: dict[str, Any] | None, source: str,
+                      now: str) -> None:
+        """Registers a run once; a held run given again with another manifest is refused.
+
+        Every decision binds its run's manifest hash: a run id silently kept
+        with its old manifest would bind artifacts that are no longer on disk.
+        """
         if not _RUN_ID.match(run_id):
             raise InputError(f"run id {run_id!r} is not a safe directory name", field="run_id")
-        blob = canonical_json(manifest)
-        digest = sha256_hex(blob)
         row = self.conn.execute("SELECT manifest_sha256 FROM runs WHERE run_id=?",
                                 (run_id,)).fetchone()
-        if row is None:
-            self.conn.execute("INSERT INTO runs VALUES (?,?,?,?,?)",
-                              (run_id, str(manifest.get("kind", "run")), blob.decode("utf-8"),
-                               digest, now))
+        if row is not None and manifest is None:
+            return  # items of a held run need not repeat its manifest
+        manifest = manifest if manifest is not None else {"kind": "ingest", "source": source}
+        blob = canonical_json(manifest)
+        digest = sha256_hex(blob)
+        if row is not None:
+            if row[0] != digest:
+                raise ConflictError(
+                    f"{source}: run {run_id} is already held with another manifest (held "
+                    f"{row[0][:12]}…, new {digest[:12]}…); runs are immutable, give the new "
+                    "run another run id")
+            return
+        self.conn.execute("INSERT INTO runs VALUES (?,?,?,?,?)",
+                          (run_id, str(manifest.get("kind", "run")), blob.decode("utf-8"),
+                           digest, now))
 
     def item(self, queue: str, item_id: str) -> dict[str, Any] | None:
         """Gives one item with its payload, run and effective decision, or None."""

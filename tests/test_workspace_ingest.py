@@ -1,0 +1,36 @@
+"""Ingest through the API: runs and items are immutable once held."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.errors import ConflictError
+from engine.workspace import BacklogItem
+from tests.ledger_fixtures import make_items
+
+
+def test_a_run_reingested_with_a_different_manifest_is_a_conflict(workspace):
+    workspace.ingest(make_items(3)[:2], runs={"run-1": {"kind": "scan", "artifacts": {"a": "1" * 64},
+                                                   "inputs": {}}})
+    held = workspace.run_manifest_sha256("run-1")
+    changed = {"kind": "scan", "artifacts": {"a": "2" * 64}, "inputs": {}}
+    extra = BacklogItem.make("flagged_pairs", "item-9", "run-1", {"x": 9})
+    with pytest.raises(ConflictError, match="run-1"):
+        workspace.ingest([extra], runs={"run-1": changed})
+    assert workspace.run_manifest_sha256("run-1") == held
+    assert workspace.item("flagged_pairs", "item-9") is None
+
+
+def test_a_run_reingested_with_the_same_manifest_is_a_no_op(workspace):
+    manifest = {"kind": "scan", "artifacts": {}, "inputs": {}}
+    workspace.ingest(make_items(3)[:2], runs={"run-1": manifest})
+    result = workspace.ingest(make_items(3), runs={"run-1": dict(manifest)})
+    assert (result.added, result.unchanged) == (1, 2)
+
+
+def test_items_of_a_held_run_need_not_repeat_its_manifest(workspace):
+    workspace.ingest(make_items(3)[:2], runs={"run-1": {"kind": "scan", "artifacts": {},
+                                                   "inputs": {}}})
+    held = workspace.run_manifest_sha256("run-1")
+    assert workspace.ingest(make_items(3)).added == 1
+    assert workspace.run_manifest_sha256("run-1") == held
