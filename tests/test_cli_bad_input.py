@@ -56,11 +56,12 @@ def test_bulk_decide_refuses_ids_that_are_not_utf8(cli_ws, sealdesk, tmp_path):
 
     ws, keys = cli_ws
     before = snapshot(ws)
+    env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8",
+           "PYTHONPATH": str(Path(__file__).parent.parent)}
     proc = subprocess.run([*SEALDESK, "--workspace", str(ws), "decide", "--queue",
                            "flagged_pairs", "--item", "-", "--decision", "accept", "--key",
                            str(keys["rita"])], input=b"item-0\n\xff\xfe\n",
-                          capture_output=True, env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8",
-                                                    "PYTHONPATH": str(Path(__file__).parent.parent)})
+                          capture_output=True, env=env)
     lines = proc.stderr.decode().strip().splitlines()
     assert proc.returncode == 2 and len(lines) == 1, proc.stderr
     assert lines[0].startswith("sealdesk: error: <stdin>:2: ") and "UTF-8" in lines[0]

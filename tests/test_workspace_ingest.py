@@ -10,8 +10,8 @@ from tests.ledger_fixtures import make_items
 
 
 def test_a_run_reingested_with_a_different_manifest_is_a_conflict(workspace):
-    workspace.ingest(make_items(3)[:2], runs={"run-1": {"kind": "scan", "artifacts": {"a": "1" * 64},
-                                                   "inputs": {}}})
+    first = {"kind": "scan", "artifacts": {"a": "1" * 64}, "inputs": {}}
+    workspace.ingest(make_items(3)[:2], runs={"run-1": first})
     held = workspace.run_manifest_sha256("run-1")
     changed = {"kind": "scan", "artifacts": {"a": "2" * 64}, "inputs": {}}
     extra = BacklogItem.make("flagged_pairs", "item-9", "run-1", {"x": 9})

@@ -220,12 +220,14 @@ def _find_record(conn: sqlite3.Connection, ref: str) -> tuple[int, str, bytes]:
     return row[0], row[1], row[2].encode("utf-8")
 
 
-def prove_inclusion(conn: sqlite3.Connection, ref: str,
+def prove_inclusion(conn: sqlite3.Connection, ref: str, allowed: AllowedSigners,
                     checkpoint: Checkpoint | None = None) -> InclusionProof:
     """Gives a verified inclusion proof of a record against the latest signed tree head.
 
-    With a checkpoint, the proof is against the checkpoint's head instead; the
-    caller checks the checkpoint's signature first.
+    The head counts only if an enrolled lead signed its checkpoint note and the
+    note says exactly that head (the rest of the sign-off record is what a SQL
+    writer could forge). With a checkpoint, the proof is against the
+    checkpoint's head instead; the caller checks the checkpoint's signature first.
     """
     seq, record_hash, message = _find_record(conn, ref)
     signed = None
@@ -237,6 +239,12 @@ def prove_inclusion(conn: sqlite3.Connection, ref: str,
         if signed is None:
             raise InputError("there is no signed tree head yet: the lead signs one with "
                              "sealdesk signoff", field="record")
+        _, text = checkpoint_of(conn, allowed, signed.seq)  # the lead's signature, checked
+        note = parse_checkpoint(text, path=f"sign-off #{signed.seq}")
+        if (note.origin, note.size, note.root) != (signed.tree.origin, signed.tree.size,
+                                                    signed.tree.root):
+            raise IntegrityError(f"sign-off #{signed.seq}: its tree head is not the one its "
+                                 "checkpoint note signs", seq=signed.seq)
         target, where = signed.tree, f"the latest signed tree head (sign-off #{signed.seq})"
     if seq > target.size:
         raise InputError(f"record {seq} is newer than {where}, which covers records "

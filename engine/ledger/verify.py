@@ -210,7 +210,8 @@ def _wrong_type(body: dict) -> str | None:
         if body[name] is not None and not isinstance(body[name], str):
             return f"signed field '{name}' is neither text nor null"
     if not _TIME.match(body["time"]):
-        return f"signed time {body['time'][:40]!r} is not a UTC timestamp (YYYY-MM-DDTHH:MM:SS.ffffffZ)"
+        return (f"signed time {body['time'][:40]!r} is not a UTC timestamp "
+                "(YYYY-MM-DDTHH:MM:SS.ffffffZ)")
     try:
         parse_time(body["time"])
     except ValueError:
