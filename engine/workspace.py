@@ -17,6 +17,7 @@ import re
 import sqlite3
 import uuid
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
@@ -458,10 +459,12 @@ class Workspace:
                 raise PermissionRefused(f"key {signer.public_key.fingerprint} is enrolled as "
                                         f"{', '.join(names)}; choose one with --principal")
             principal = names[0]
-        held = allowed.roles_for(principal, blob)
+        # Valid now, as verify will check at the record's signed time: a key outside
+        # its valid-after/valid-before window would leave a record that never verifies.
+        held = allowed.roles_for(principal, blob, datetime.now(timezone.utc))
         if not held:
             raise PermissionRefused(f"{principal} with key {signer.public_key.fingerprint} may "
-                                    f"not sign in any role ({self.allowed_signers_path})")
+                                    f"not sign in any role now ({self.allowed_signers_path})")
         wanted = QUEUE_ROLES[queue] if queue else None
         if role is None:
             choices = [r for r in (wanted or held) if r in held]

@@ -113,3 +113,22 @@ def test_an_unterminated_quote_names_the_line(tmp_path, keygen):
     with pytest.raises(InputError) as err:
         AllowedSigners.load(path)
     assert err.value.line == 2
+
+
+@pytest.mark.parametrize("window", ['valid-before="20200101"', 'valid-after="29990101"'])
+def test_a_key_outside_its_validity_window_signs_nothing(workspace, keygen, window):
+    # verify checks validity at the record's time; signing must check it at the
+    # same moment, or the append-only ledger holds a record that never verifies.
+    from engine.errors import PermissionRefused
+    from engine.ledger.audit import verify_workspace
+    from engine.ledger.signers import FileSigner
+    from engine.workspace import BacklogItem
+
+    key = keygen("rita")
+    workspace.allowed_signers_path.write_text(
+        f'rita {window},namespaces="reviewer@sealdesk" {Path(f"{key}.pub").read_text()}')
+    workspace.ingest([BacklogItem.make("flagged_pairs", "fp-1", "run-1", {"x": 1})])
+    with pytest.raises(PermissionRefused):
+        workspace.decide(FileSigner(key), "flagged_pairs", "fp-1", "accept")
+    assert workspace.conn.execute("SELECT COUNT(*) FROM records").fetchone()[0] == 0
+    assert verify_workspace(workspace).ok

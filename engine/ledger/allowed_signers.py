@@ -212,11 +212,12 @@ class AllowedSigners:
                 names.extend(p for p in entry.principals if not any(c in p for c in "*?!"))
         return list(dict.fromkeys(names))
 
-    def roles_for(self, principal: str, key_blob: bytes) -> list[str]:
-        """Gives the roles a principal holds with a key."""
+    def roles_for(self, principal: str, key_blob: bytes,
+                  when: datetime | None = None) -> list[str]:
+        """Gives the roles a principal holds with a key (at a time, when given)."""
         roles = []
         for role, ns in NAMESPACE_BY_ROLE.items():
-            if self.authorizes(principal, key_blob, ns):
+            if self.authorizes(principal, key_blob, ns, when):
                 roles.append(role)
         return roles
 
