@@ -260,3 +260,44 @@ def test_a_records_table_rebuilt_without_strict_types_is_a_fault_not_a_crash(led
     conn.execute("UPDATE records SET message=CAST(message AS BLOB) WHERE seq=4")
     fault = first_fault(ws)
     assert fault.seq == 4
+
+
+def test_a_record_backdated_before_the_one_it_follows_is_caught(ledger):
+    # A key whose valid-before has passed could otherwise sign a new head record
+    # claiming a time when it was still valid.
+    ws, rita = ledger
+    seq = forge(ws, rita, time="2000-01-01T00:00:00.000000Z")
+    fault = first_fault(ws)
+    assert fault.seq == seq and "earlier" in fault.reason
+
+
+def test_backdating_is_caught_across_the_ranges_verify_splits_the_chain_into(ledger, monkeypatch):
+    from engine.ledger import verify
+
+    ws, rita = ledger
+    seq = forge(ws, rita, time="2000-01-01T00:00:00.000000Z")
+    monkeypatch.setattr(verify, "_RANGE", seq - 1)  # the forged record starts a new range
+    report = verify_workspace(ws, processes=1)
+    assert [f.seq for f in report.faults] == [seq]
+
+
+def test_appends_never_go_back_in_time_when_the_clock_lags_a_little(ledger):
+    from datetime import datetime, timedelta, timezone
+
+    ws, rita = ledger
+    ahead = (datetime.now(timezone.utc) + timedelta(seconds=2)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    forge(ws, rita, time=ahead)
+    record = ws.decide(rita, "flagged_pairs", "item-1", "reject")
+    assert record.body["time"] >= ahead
+    assert verify_workspace(ws, processes=1).ok
+
+
+def test_a_head_dated_far_in_the_future_stops_appends_naming_it(ledger):
+    from engine.errors import IntegrityError
+
+    ws, rita = ledger
+    seq = forge(ws, rita, time="2999-01-01T00:00:00.000000Z")
+    with pytest.raises(IntegrityError, match="clock") as err:
+        ws.decide(rita, "flagged_pairs", "item-1", "reject")
+    assert err.value.seq == seq
+    assert ws.conn.execute("SELECT MAX(seq) FROM records").fetchone()[0] == seq

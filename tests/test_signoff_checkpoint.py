@@ -55,9 +55,12 @@ def forge(ws: Workspace, rewrite: Callable[[list[dict]], list[dict]], signer) ->
     bodies = [json.loads(m) for (m,) in conn.execute("SELECT message FROM records ORDER BY seq")]
     new = rewrite(bodies)
     conn.execute("DELETE FROM records")
-    prev = GENESIS_PREV
+    prev, last_time = GENESIS_PREV, ""
     for seq, body in enumerate(new, 1):
-        body = {**body, "seq": seq, "prev": prev, "key": signer.public_key.fingerprint}
+        # Times must not go back along the chain (verify checks it): the attacker keeps them so.
+        last_time = max(last_time, body["time"])
+        body = {**body, "seq": seq, "prev": prev, "key": signer.public_key.fingerprint,
+                "time": last_time}
         message, record_hash = encode_body(body)
         signature = sshsig.armor(signer.sign(message, namespace_for(body["role"])))
         row = {name: body[name] for name in INDEXED_FIELDS}

@@ -86,8 +86,8 @@ class RangeResult:
     """A worker's answer for one seq range."""
 
     count: int = 0
-    first: tuple[int, str] | None = None   # (seq, prev_hash) of the first record
-    last: tuple[int, str] | None = None    # (seq, record_hash) of the last record
+    first: tuple[int, str, str] | None = None   # (seq, prev_hash, time) of the first record
+    last: tuple[int, str, str] | None = None    # (seq, record_hash, time) of the last record
     faults: list[Fault] = field(default_factory=list)
     signers: Counter = field(default_factory=Counter)
 
@@ -243,24 +243,34 @@ def check_range(bounds: tuple[int, int]) -> RangeResult:
 
 def _check_rows(checker: RecordChecker, rows) -> RangeResult:
     out = RangeResult()
-    prev_seq, prev_hash = None, None
+    prev_seq, prev_hash, prev_time = None, None, ""
     for row in rows:
         seq, record_hash, stored_prev = row[0], row[1], row[2]
+        reason, body = checker.check(row)
+        # The time column was compared with the signed body; an unreadable record has none.
+        time = body["time"] if reason is None and body is not None else ""
         out.count += 1
         if out.first is None:
-            out.first = (seq, stored_prev)
+            out.first = (seq, stored_prev, time)
         elif seq != prev_seq + 1:
             out.faults.append(_gap_fault(prev_seq, seq))
         elif stored_prev != prev_hash:
             out.faults.append(_link_fault(seq))
-        reason, body = checker.check(row)
+        elif time and time < prev_time:
+            out.faults.append(_time_fault(seq, time, prev_time))
         if reason is not None:
             out.faults.append(Fault(seq, reason))
         elif body is not None:
             out.signers[body["principal"]] += 1
         prev_seq, prev_hash = seq, record_hash
-        out.last = (seq, record_hash)
+        prev_time = time or prev_time
+        out.last = (seq, record_hash, prev_time)
     return out
+
+
+def _time_fault(seq: int, time: str, prev_time: str) -> Fault:
+    return Fault(seq, f"signed time {time} is earlier than the record before it ({prev_time}): "
+                      "backdated")
 
 
 def _gap_fault(prev_seq: int, seq: int) -> Fault:
@@ -333,19 +343,22 @@ def verify_ledger(conn: sqlite3.Connection, ctx: Context, *, processes: int | No
 
 
 def _join(results, report: Report, progress) -> None:
-    expected_seq, prev_hash = 1, GENESIS_PREV
+    expected_seq, prev_hash, prev_time = 1, GENESIS_PREV, ""
     signers: Counter = Counter()
     for part in results:
         report.faults.extend(part.faults)
         signers.update(part.signers)
         report.records += part.count
         if part.first is not None:
-            seq, first_prev = part.first
+            seq, first_prev, first_time = part.first
             if seq != expected_seq:
                 report.faults.append(_gap_fault(expected_seq - 1, seq))
             elif first_prev != prev_hash:
                 report.faults.append(_link_fault(seq))
+            elif first_time and first_time < prev_time:
+                report.faults.append(_time_fault(seq, first_time, prev_time))
             expected_seq, prev_hash = part.last[0] + 1, part.last[1]
+            prev_time = part.last[2] or prev_time
             report.head_hash = part.last[1]
         if progress is not None:
             progress(report.records)
