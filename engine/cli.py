@@ -371,7 +371,10 @@ def export(ctx: Ctx, out: str) -> None:
       jq -sj '.[0].signature' records.jsonl > msg.sig
       ssh-keygen -Y verify -f workspace/trust/allowed_signers \\
         -I "$(jq -sr '.[0].principal' records.jsonl)" \\
-        -n "$(jq -sr '.[0].namespace' records.jsonl)" -s msg.sig < msg
+        -n "$(jq -sr '.[0].namespace' records.jsonl)" \\
+        -Overify-time="$(jq -sr '.[0].verify_time' records.jsonl)" -s msg.sig < msg
+    verify_time is the record's signed time: a key enrolled with valid-before
+    is checked as of then, as sealdesk verify does.
     """
     from engine.ledger.audit import export_records
 

@@ -132,3 +132,50 @@ def test_a_key_outside_its_validity_window_signs_nothing(workspace, keygen, wind
         workspace.decide(FileSigner(key), "flagged_pairs", "fp-1", "accept")
     assert workspace.conn.execute("SELECT COUNT(*) FROM records").fetchone()[0] == 0
     assert verify_workspace(workspace).ok
+
+
+def test_an_exported_record_of_a_since_expired_key_verifies_with_ssh_keygen_at_its_time(
+        workspace, keygen, tmp_path):
+    # sealdesk checks a key's validity at the record's signed time; ssh-keygen
+    # checks it now unless told the time. The export says which time to give.
+    import json
+
+    from engine.canonical import canonical_json
+    from engine.ledger.audit import export_records, verify_workspace
+    from engine.ledger.records import make_body, encode_body
+    from engine.ledger.signers import FileSigner
+    from engine.workspace import BacklogItem
+
+    key = keygen("rita")
+    workspace.allowed_signers_path.write_text(
+        f'rita valid-before="20200101",namespaces="reviewer@sealdesk" '
+        f'{Path(f"{key}.pub").read_text()}')
+    workspace.ingest([BacklogItem.make("flagged_pairs", "fp-1", "run-1", {"x": 1})])
+    binding = workspace._item_binding(workspace.conn, "flagged_pairs", "fp-1")
+    rita = FileSigner(key)
+    body = make_body(workspace=workspace.workspace_id, seq=1, prev="0" * 64, kind="decision",
+                     principal="rita", role="reviewer", key=rita.public_key.fingerprint,
+                     time="2019-06-01T12:30:45.000000Z", queue="flagged_pairs", item_id="fp-1",
+                     decision="accept", **binding)
+    message, record_hash = encode_body(body)
+    workspace.conn.execute(
+        "INSERT INTO records VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        (1, record_hash, "0" * 64, "decision", "flagged_pairs", "fp-1", body["item_sha256"],
+         "accept", "rita", "reviewer", None, body["time"], message.decode(),
+         sshsig.armor(rita.sign(message, "reviewer@sealdesk"))))
+    assert canonical_json(body) == message and verify_workspace(workspace).ok
+    out = tmp_path / "records.jsonl"
+    export_records(workspace, out)
+    line = json.loads(out.read_text())
+    assert line["verify_time"] == "20190601123045Z"
+    (tmp_path / "msg").write_text(line["message"])
+    (tmp_path / "msg.sig").write_text(line["signature"])
+
+    def ssh_keygen(*extra: str) -> int:
+        return subprocess.run(
+            ["ssh-keygen", "-Y", "verify", "-f", str(workspace.allowed_signers_path), "-I",
+             line["principal"], "-n", line["namespace"], "-s", str(tmp_path / "msg.sig"),
+             *extra], stdin=open(tmp_path / "msg", "rb"), capture_output=True).returncode
+
+    assert ssh_keygen() != 0  # expired now
+    assert ssh_keygen(f"-Overify-time={line['verify_time']}") == 0

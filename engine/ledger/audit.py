@@ -9,6 +9,7 @@ from engine.artifacts import atomic_write
 from engine.canonical import strict_loads
 from engine.errors import IntegrityError
 from engine.ledger import store
+from engine.ledger.records import parse_time
 from engine.ledger.verify import Report, load_context, verify_ledger
 from engine.roles import namespace_for
 
@@ -44,13 +45,16 @@ def export_records(ws, out: Path) -> int:
             body = strict_loads(message)
             namespace = namespace_for(body["role"])
             principal, kind = body["principal"], body["kind"]
+            # ssh-keygen checks a key's validity now unless told when; sealdesk
+            # checks it at the signed time: give the auditor that time.
+            verify_time = parse_time(body["time"]).strftime("%Y%m%d%H%M%SZ")
         except (TypeError, ValueError, KeyError) as exc:
             raise IntegrityError(f"cannot export: the message is not a readable record "
                                  f"({type(exc).__name__}); run sealdesk verify", seq=seq) from exc
         lines.append(json.dumps({
             "seq": seq, "record_hash": record_hash, "message": message,
             "signature": signature, "principal": principal, "role": body["role"],
-            "namespace": namespace, "kind": kind,
+            "namespace": namespace, "kind": kind, "verify_time": verify_time,
         }, ensure_ascii=False, sort_keys=True) + "\n")
     atomic_write(out, "".join(lines).encode("utf-8"), mode=0o644)
     return len(lines)
