@@ -409,7 +409,11 @@ def main(argv: list[str] | None = None) -> None:
         click.echo("sealdesk: aborted", err=True)
         sys.exit(130)
     except click.ClickException as exc:
-        exc.show()
+        # One line like every other error; a usage error says where help is.
+        message = " ".join(exc.format_message().split())
+        ctx = getattr(exc, "ctx", None)
+        hint = f" (see: {ctx.command_path} --help)" if ctx is not None else ""
+        click.echo(f"sealdesk: error: {message}{hint}", err=True)
         sys.exit(exc.exit_code)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)

@@ -112,3 +112,17 @@ def test_a_database_error_while_appending_is_one_line_and_writes_nothing(cli_ws,
                                   "--decision", "accept", "--key", keys["rita"], workspace=ws))
     assert "disk says no" in err and "sealdesk.db" in err
     assert snapshot(ws) == before
+
+
+@pytest.mark.parametrize("args,named", [
+    (("ingest", "{tmp}"), "is a directory"),
+    (("decide", "--queue", "flagged_pairs", "--item", "item-0"), "--decision"),
+    (("decide", "--queue", "nope", "--item", "x", "--decision", "accept"), "nope"),
+    (("exam", "adjudicate", "--corpus", "{tmp}"), "is a directory"),
+])
+def test_usage_errors_are_one_line_naming_the_option(cli_ws, sealdesk, tmp_path, args, named):
+    ws, _ = cli_ws
+    before = snapshot(ws)
+    err = one_line_error(sealdesk(*[a.format(tmp=tmp_path) for a in args], workspace=ws))
+    assert err.startswith("sealdesk: error: ") and named in err and "--help" in err
+    assert snapshot(ws) == before
