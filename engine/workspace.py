@@ -28,7 +28,7 @@ from engine.ledger import store
 from engine.ledger.allowed_signers import AllowedSigners
 from engine.ledger.records import DECISIONS, Record, utc_now
 from engine.ledger.signers import Signer
-from engine.sqlitedb import connect, database
+from engine.sqlitedb import connect, database, write_transaction
 from engine.roles import QUEUE_ROLES, QUEUES, SIGNOFF_ROLE
 
 SCHEMA_VERSION = "1"
@@ -246,15 +246,12 @@ class Workspace:
         try:
             conn.executescript(SCHEMA)
             store.create_schema(conn)
-            conn.execute("BEGIN IMMEDIATE")
-            conn.execute("INSERT OR IGNORE INTO meta VALUES ('workspace_id', ?)",
-                         (str(uuid.uuid4()),))
-            conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)",
-                         (SCHEMA_VERSION,))
-            conn.execute("COMMIT")
+            with write_transaction(conn):
+                conn.execute("INSERT OR IGNORE INTO meta VALUES ('workspace_id', ?)",
+                             (str(uuid.uuid4()),))
+                conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)",
+                             (SCHEMA_VERSION,))
         except sqlite3.Error as exc:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
             raise WorkspaceError(f"cannot create workspace at {root}: {exc}") from exc
         return cls(root, conn)
 
@@ -327,8 +324,7 @@ class Workspace:
         runs = dict(runs or {})
         now = utc_now()
         added = unchanged = 0
-        self.conn.execute("BEGIN IMMEDIATE")
-        try:
+        with write_transaction(self.conn):
             for run_id in sorted({i.run_id for i in items} | set(runs)):
                 self._register_run(run_id, runs.get(run_id), source, now)
             for item in items:
@@ -355,11 +351,6 @@ class Workspace:
                      score, tags, now),
                 )
                 added += 1
-            self.conn.execute("COMMIT")
-        except BaseException:
-            if self.conn.in_transaction:
-                self.conn.execute("ROLLBACK")
-            raise
         return IngestResult(added, unchanged)
 
     def _register_run(self, run_id: str, manifest: dict[str, Any] | None, source: str,

@@ -26,6 +26,7 @@ from engine.ledger.records import (
 )
 from engine.ledger.signers import Signer
 from engine.roles import namespace_for
+from engine.sqlitedb import write_transaction
 
 SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS records (
@@ -114,15 +115,14 @@ def append(
 ) -> Record:
     """Gives the record after signing it and durably appending it to the chain.
 
-    ``check`` runs inside the write transaction, after the head is read and
-    before signing; it may raise to refuse, and may return extra body fields
-    (for example the item's current hash). The connection must be in
-    autocommit mode (``isolation_level=None``).
+    ``check`` runs inside the write transaction (so nothing can land between
+    it, the head it extends and the signature); it may raise to refuse, and
+    may return extra body fields (for example the item's current hash). The
+    connection must be in autocommit mode (``isolation_level=None``).
     """
     conn = db.conn
     namespace = namespace_for(role)
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+    with write_transaction(conn):
         extra = check(conn) if check is not None else {}
         seq, prev = head(conn)
         body = make_body(
@@ -138,11 +138,6 @@ def append(
             message=message.decode("utf-8"), signature=signature,
         )
         db["records"].insert(row)
-        conn.execute("COMMIT")
-    except BaseException:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise
     return Record(seq + 1, record_hash, prev, message, signature, body)
 
 
