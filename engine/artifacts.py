@@ -6,6 +6,7 @@ crash leaves either the old file or the new one, never half of either.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import tempfile
 from pathlib import Path
@@ -49,6 +50,15 @@ def _atomic_write(path: Path, data: bytes, mode: int) -> None:
             pass
         raise
     _fsync_dir(path.parent)
+
+
+def file_sha256(path: Path) -> str:
+    """Gives a file's SHA-256 hex, read in chunks (artifacts can be large)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 def sidecar_path(path: Path) -> Path:

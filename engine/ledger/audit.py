@@ -28,9 +28,14 @@ def verify_workspace(ws, *, processes: int | None = None, show_progress: bool = 
                                    progress=lambda n: bar.update(task, completed=n))
     else:
         report = verify_ledger(ws.conn, ctx, processes=processes)
-    from engine.ledger.checkpoint_verify import verify_against_checkpoint, verify_signoff_heads
+    from engine.ledger.checkpoint_verify import (
+        verify_against_checkpoint,
+        verify_signed_artifacts,
+        verify_signoff_heads,
+    )
 
     verify_signoff_heads(ws, report)
+    verify_signed_artifacts(ws, report)
     if checkpoint is not None:
         verify_against_checkpoint(ws, checkpoint, report)
     return report

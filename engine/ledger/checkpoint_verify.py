@@ -21,6 +21,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from engine.artifacts import file_sha256
 from engine.canonical import strict_loads
 from engine.errors import IntegrityError
 from engine.ledger import merkle, sshsig
@@ -81,6 +82,44 @@ def verify_signoff_heads(ws, report: Report) -> None:
                 report.faults.append(Fault(seq, reason))
         builder.append(merkle.leaf_hash(message.encode("utf-8")))
         expected += 1
+
+
+def verify_signed_artifacts(ws, report: Report) -> None:
+    """Adds a Fault at the latest sign-off for each artifact it bound that changed or vanished.
+
+    A sign-off binds the SHA-256 of every artifact the lead reviewed; an
+    artifact rewritten afterwards (with a fresh sidecar) would otherwise pass
+    every later check. Artifacts added after the sign-off are not its concern.
+    """
+    row = ws.conn.execute("SELECT seq, message FROM records WHERE kind='signoff' "
+                          "ORDER BY seq DESC LIMIT 1").fetchone()
+    if row is None or row[0] in {f.seq for f in report.faults}:
+        return  # none yet, or its own fault already says why it cannot be trusted
+    seq, message = row
+    try:
+        data = strict_loads(message).get("data")
+    except (TypeError, ValueError, AttributeError):
+        return
+    bound = data.get("artifacts") if isinstance(data, dict) else None
+    if not isinstance(bound, dict):
+        return
+    root = ws.artifacts_dir.resolve()
+    for name, signed in sorted(bound.items()):
+        path = (root / str(name)).resolve()
+        if not path.is_relative_to(root):
+            report.faults.append(Fault(seq, f"sign-off names artifact {name!r} outside "
+                                            "artifacts/"))
+            continue
+        try:
+            held = file_sha256(path)
+        except OSError:
+            report.faults.append(Fault(seq, f"artifact {name} bound by sign-off #{seq} is "
+                                            "gone or unreadable"))
+            continue
+        if held != signed:
+            report.faults.append(Fault(seq, f"artifact {name} changed since sign-off #{seq} "
+                                            f"bound it (signed {str(signed)[:12]}…, now "
+                                            f"{held[:12]}…)"))
 
 
 def verify_against_checkpoint(ws, checkpoint_path: Path | str, report: Report) -> None:
