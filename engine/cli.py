@@ -249,10 +249,12 @@ def items(ctx: Ctx, queue: str | None, status: str | None, as_json: bool) -> Non
     click.echo(f"{len(rows)} item(s)")
 
 
-def _signer(ws, key: str | None):
+def _signer(ws, key: str | None, queue: str | None = None, role: str | None = None):
     from engine.identity import choose_signer
+    from engine.roles import QUEUE_ROLES
 
-    return choose_signer(key, ws.allowed_signers())
+    roles = (role,) if role else QUEUE_ROLES.get(queue, ())
+    return choose_signer(key, ws.allowed_signers(), roles)
 
 
 @cli.command()
@@ -289,7 +291,7 @@ def decide(ctx: Ctx, queue: str, item_ids: tuple[str, ...], decision: str, note:
             if ws.item(queue, item_id) is None:
                 raise InputError(f"no item {item_id!r} in queue {queue}; nothing was signed",
                                  path="<stdin>" if line else None, line=line, field="item")
-        signer = _signer(ws, key)
+        signer = _signer(ws, key, queue, role)
         for item_id, _ in ids:
             rec = ws.decide(signer, queue, item_id, decision, note=note, principal=principal,
                             role=role)
@@ -325,7 +327,7 @@ def undo(ctx: Ctx, queue: str, item_id: str, note: str | None, key: str | None,
          principal: str | None) -> None:
     """Retract an item's standing decision (appends a retract record)."""
     with ctx.open() as ws:
-        rec = ws.retract(_signer(ws, key), queue, item_id, note=note, principal=principal)
+        rec = ws.retract(_signer(ws, key, queue), queue, item_id, note=note, principal=principal)
     click.echo(f"#{rec.seq} retracted {rec.body['retracts'][:12]} on {queue}/{item_id}")
 
 
