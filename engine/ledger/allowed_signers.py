@@ -10,6 +10,7 @@ import os
 import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from functools import lru_cache
 from pathlib import Path
 
 from engine.errors import InputError, SigningKeyError
@@ -59,8 +60,13 @@ def match_pattern(text: str, pattern: str) -> bool:
     Nothing else is special (``[`` is a literal), as in OpenSSH's match.c, so
     that a pattern grants here exactly what it grants to ``ssh-keygen``.
     """
-    regex = "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern)
-    return re.fullmatch(regex, text, flags=re.DOTALL) is not None
+    return _pattern_regex(pattern).fullmatch(text) is not None
+
+
+@lru_cache(maxsize=1024)
+def _pattern_regex(pattern: str) -> re.Pattern[str]:
+    return re.compile("".join(".*" if c == "*" else "." if c == "?" else re.escape(c)
+                              for c in pattern), flags=re.DOTALL)
 
 
 def match_pattern_list(text: str, patterns: tuple[str, ...]) -> bool:
