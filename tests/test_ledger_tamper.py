@@ -301,3 +301,15 @@ def test_a_head_dated_far_in_the_future_stops_appends_naming_it(ledger):
         ws.decide(rita, "flagged_pairs", "item-1", "reject")
     assert err.value.seq == seq
     assert ws.conn.execute("SELECT MAX(seq) FROM records").fetchone()[0] == seq
+
+
+@pytest.mark.parametrize("fields,named", [
+    ({"kind": "note", "note": "fyi"}, "decision"),           # a note that also says "accept"
+    ({"retracts": "ab" * 32}, "retracts"),                    # a decision that names a retract
+    ({"data": {"hidden": True}}, "data"),                     # a decision carrying sign-off data
+])
+def test_a_signed_field_that_its_kind_never_carries_is_a_fault(ledger, fields, named):
+    ws, rita = ledger
+    seq = forge(ws, rita, **fields)
+    fault = first_fault(ws)
+    assert fault.seq == seq and named in fault.reason

@@ -150,6 +150,9 @@ class RecordChecker:
         kind, role = body["kind"], body["role"]
         if kind not in KINDS:
             return f"unknown record kind {kind!r}", body
+        odd = _field_of_another_kind(body)
+        if odd is not None:
+            return odd, body
         namespace = NAMESPACE_BY_ROLE.get(role)
         if namespace is None:
             return f"unknown role {role!r}", body
@@ -212,6 +215,27 @@ def _wrong_type(body: dict) -> str | None:
     except ValueError:
         return (f"signed time {body['time'][:40]!r} is not a UTC timestamp "
                 "(YYYY-MM-DDTHH:MM:SS.ffffffZ) on a real date")
+    return None
+
+
+# A field only one kind of record carries; anywhere else it must be null, so the
+# signed bytes say one thing (a note cannot also read as an accept).
+_KIND_OF_FIELD = {"decision": "decision", "retracts": "retract", "data": "signoff"}
+_ITEM_FIELDS = ("queue", "item_id", "item_sha256", "run_sha256")
+
+
+def _field_of_another_kind(body: dict) -> str | None:
+    """Gives why a record carries a field its kind never has, or None."""
+    kind = body["kind"]
+    for name, owner in _KIND_OF_FIELD.items():
+        if body[name] is not None and kind != owner:
+            return f"a {kind} record carries '{name}', which only a {owner} record has"
+    if kind == "signoff":
+        named = [name for name in _ITEM_FIELDS if body[name] is not None]
+        if named:
+            return f"a signoff record carries '{named[0]}': a sign-off is about no one item"
+    if kind == "note" and not body["note"]:
+        return "a note record carries no 'note'"
     return None
 
 
