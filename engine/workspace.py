@@ -277,6 +277,10 @@ class Workspace:
         if row is None or row[0] != SCHEMA_VERSION:
             raise WorkspaceError(f"{db_path}: schema version {row and row[0]!r} is not "
                                  f"{SCHEMA_VERSION!r}")
+        if conn.execute("SELECT 1 FROM meta WHERE key='workspace_id'").fetchone() is None:
+            conn.close()
+            raise WorkspaceError(f"{db_path}: meta holds no workspace_id; every record names "
+                                 "it, so this workspace was damaged (restore it from a copy)")
         tables = {name for (name,) in conn.execute(
             "SELECT name FROM sqlite_schema WHERE type='table'")}
         missing = sorted({"meta", "runs", "items", "records"} - tables)
@@ -438,6 +442,9 @@ class Workspace:
     def identify(self, signer: Signer, principal: str | None = None,
                  role: str | None = None, queue: str | None = None) -> tuple[str, str]:
         """Gives (principal, role) for a signer, refusing anyone not enrolled for it."""
+        if queue is not None and queue not in QUEUES:
+            raise InputError(f"unknown queue {queue!r} (expected {', '.join(QUEUES)})",
+                             field="queue")
         allowed = self.allowed_signers()
         blob = signer.public_key.blob
         names = allowed.principals_for(blob)

@@ -126,3 +126,12 @@ def test_usage_errors_are_one_line_naming_the_option(cli_ws, sealdesk, tmp_path,
     err = one_line_error(sealdesk(*[a.format(tmp=tmp_path) for a in args], workspace=ws))
     assert err.startswith("sealdesk: error: ") and named in err and "--help" in err
     assert snapshot(ws) == before
+
+
+def test_a_database_without_its_workspace_id_is_refused_in_one_line(cli_ws, sealdesk):
+    ws, _ = cli_ws
+    conn = sqlite3.connect(ws / "sealdesk.db", isolation_level=None)
+    conn.execute("DELETE FROM meta WHERE key='workspace_id'")
+    conn.close()
+    err = one_line_error(sealdesk("items", workspace=ws))
+    assert "workspace_id" in err and "sealdesk.db" in err

@@ -34,3 +34,15 @@ def test_items_of_a_held_run_need_not_repeat_its_manifest(workspace):
     held = workspace.run_manifest_sha256("run-1")
     assert workspace.ingest(make_items(3)).added == 1
     assert workspace.run_manifest_sha256("run-1") == held
+
+
+@pytest.mark.parametrize("act", ["note", "retract"])
+def test_an_unknown_queue_is_an_input_error_naming_the_field(workspace, enrol, act):
+    from engine.errors import InputError
+
+    rita = enrol("rita", "reviewer")
+    call = {"note": lambda: workspace.note(rita, "flaged_pairs", "x", "a note"),
+            "retract": lambda: workspace.retract(rita, "flaged_pairs", "x")}[act]
+    with pytest.raises(InputError) as err:
+        call()
+    assert err.value.field == "queue"
