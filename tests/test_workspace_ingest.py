@@ -46,3 +46,15 @@ def test_an_unknown_queue_is_an_input_error_naming_the_field(workspace, enrol, a
     with pytest.raises(InputError) as err:
         call()
     assert err.value.field == "queue"
+
+
+def test_a_note_that_is_not_text_is_refused_before_signing(workspace, enrol):
+    from engine.errors import InputError
+    from engine.ledger.audit import verify_workspace
+
+    rita = enrol("rita", "reviewer")
+    workspace.ingest(make_items(1))
+    with pytest.raises(InputError) as err:
+        workspace.decide(rita, "flagged_pairs", "item-0", "accept", note={"why": "x"})
+    assert err.value.field == "note"
+    assert verify_workspace(workspace).ok and verify_workspace(workspace).records == 0

@@ -13,7 +13,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Any, Callable
 
-from engine.errors import IntegrityError
+from engine.errors import InputError, IntegrityError
 from engine.ledger import sshsig
 from engine.ledger.records import (
     GENESIS_PREV,
@@ -122,6 +122,10 @@ def append(
     """
     conn = db.conn
     namespace = namespace_for(role)
+    note = fields.get("note")
+    if note is not None and not isinstance(note, str):
+        # verify faults a non-text note: never sign a record that cannot verify
+        raise InputError("a note must be text", field="note")
     with write_transaction(conn):
         extra = check(conn) if check is not None else {}
         seq, prev = head(conn)
