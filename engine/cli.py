@@ -213,15 +213,16 @@ def ingest(ctx: Ctx, files: tuple[str, ...]) -> None:
 
     read = read_items_files(files)
     pairs = [pair for f in read for pair in f.items]
-    runs: dict[str, dict[str, Any]] = {}
+    # A new run's manifest names the first file giving it; a held run keeps its own.
+    defaults: dict[str, dict[str, Any]] = {}
+    for f in read:
+        source = {"kind": "ingest", "source": f.path.name, "source_sha256": f.sha256}
+        for item, _ in f.items:
+            defaults.setdefault(item.run_id, source)
     with ctx.open() as ws:
-        for f in read:
-            source = {"kind": "ingest", "source": f.path.name, "source_sha256": f.sha256}
-            for item, _ in f.items:
-                if item.run_id not in runs and ws.run_manifest_sha256(item.run_id) is None:
-                    runs[item.run_id] = source
         # One transaction for every file: a conflict in the last writes nothing of the first.
-        result = ws.ingest([item for item, _ in pairs], runs=runs, source=", ".join(files),
+        result = ws.ingest([item for item, _ in pairs], run_defaults=defaults,
+                           source=", ".join(files),
                            origins={(i.queue, i.item_id): w for i, w in reversed(pairs)})
     click.echo(f"{', '.join(files)}: {result.added} added, {result.unchanged} already held")
 

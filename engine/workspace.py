@@ -313,24 +313,28 @@ class Workspace:
     def ingest(self, items: Iterable[BacklogItem], *,
                runs: dict[str, dict[str, Any]] | None = None,
                source: str = "api",
-               origins: dict[tuple[str, str], str] | None = None) -> IngestResult:
+               origins: dict[tuple[str, str], str] | None = None,
+               run_defaults: dict[str, dict[str, Any]] | None = None) -> IngestResult:
         """Gives counts after adding items in one transaction; all or nothing.
 
-        ``runs`` maps run_id to its manifest (kind, artifact hashes, inputs);
-        a run named by an item and not given here nor held already is
-        registered with a manifest naming ``source``. ``origins`` may name,
-        per (queue, item_id), where an item was read, for error messages.
+        ``runs`` maps run_id to its manifest (kind, artifact hashes, inputs); a
+        held run given another manifest is a conflict. ``run_defaults`` gives
+        manifests used only for runs not held yet; a run named by neither is
+        registered with a manifest naming ``source``. ``origins`` may name, per
+        (queue, item_id), where an item was read, for error messages.
         """
         items = list(items)
         origins = origins or {}
+        run_defaults = run_defaults or {}
         for item in items:
             validate_item(item.to_json(), path=source)
         runs = dict(runs or {})
         now = utc_now()
         added = unchanged = 0
         with write_transaction(self.conn):
-            for run_id in sorted({i.run_id for i in items} | set(runs)):
-                self._register_run(run_id, runs.get(run_id), source, now)
+            for run_id in sorted({i.run_id for i in items} | set(runs) | set(run_defaults)):
+                self._register_run(run_id, runs.get(run_id), run_defaults.get(run_id),
+                                   source, now)
             for item in items:
                 row = self.conn.execute(
                     "SELECT item_sha256 FROM items WHERE queue=? AND item_id=?",
@@ -357,8 +361,8 @@ class Workspace:
                 added += 1
         return IngestResult(added, unchanged)
 
-    def _register_run(self, run_id: str, manifest: dict[str, Any] | None, source: str,
-                      now: str) -> None:
+    def _register_run(self, run_id: str, manifest: dict[str, Any] | None,
+                      default: dict[str, Any] | None, source: str, now: str) -> None:
         """Registers a run once; a held run given again with another manifest is refused.
 
         Every decision binds its run's manifest hash: a run id silently kept
@@ -370,7 +374,8 @@ class Workspace:
                                 (run_id,)).fetchone()
         if row is not None and manifest is None:
             return  # items of a held run need not repeat its manifest
-        manifest = manifest if manifest is not None else {"kind": "ingest", "source": source}
+        if manifest is None:
+            manifest = default if default is not None else {"kind": "ingest", "source": source}
         blob = canonical_json(manifest)
         digest = sha256_hex(blob)
         if row is not None:

@@ -58,3 +58,14 @@ def test_a_note_that_is_not_text_is_refused_before_signing(workspace, enrol):
         workspace.decide(rita, "flagged_pairs", "item-0", "accept", note={"why": "x"})
     assert err.value.field == "note"
     assert verify_workspace(workspace).ok and verify_workspace(workspace).records == 0
+
+
+def test_a_default_manifest_is_used_only_for_a_run_not_yet_held(workspace):
+    # The CLI names each file as its run's manifest when the run is new; deciding
+    # "new" inside the write transaction means two racing ingests never conflict.
+    first = {"kind": "ingest", "source": "a.jsonl"}
+    workspace.ingest(make_items(3)[:2], run_defaults={"run-1": first})
+    held = workspace.run_manifest_sha256("run-1")
+    other = {"kind": "ingest", "source": "b.jsonl"}
+    assert workspace.ingest(make_items(3), run_defaults={"run-1": other}).added == 1
+    assert workspace.run_manifest_sha256("run-1") == held
