@@ -240,16 +240,17 @@ def test_a_signed_note_that_is_not_text_is_a_fault(ledger):
     assert fault.seq == seq and "note" in fault.reason
 
 
-def test_a_signed_seq_of_the_wrong_type_is_a_fault(ledger):
+@pytest.mark.parametrize("field", ["seq", "v"])
+def test_a_signed_integer_field_holding_true_is_a_fault(ledger, field):
     # JSON true equals 1 in Python; the signed bytes must still say an integer.
     ws, rita = ledger
     conn = raw(ws)
     conn.execute("DELETE FROM records")
     ws.conn.executescript(store.SCHEMA)
-    seq = forge(ws, rita, seq=True)
+    seq = forge(ws, rita, **{field: True})
     assert seq == 1
     fault = first_fault(ws)
-    assert fault.seq == 1 and "seq" in fault.reason
+    assert fault.seq == 1 and f"'{field}'" in fault.reason
 
 
 def test_a_records_table_rebuilt_without_strict_types_is_a_fault_not_a_crash(ledger):

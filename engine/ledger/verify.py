@@ -202,8 +202,9 @@ def _wrong_type(body: dict) -> str | None:
     Python's ``True == 1`` and loose comparisons would otherwise let signed
     bytes say something other than what sealdesk reads from them.
     """
-    if type(body["seq"]) is not int:
-        return f"signed field 'seq' is {type(body['seq']).__name__}, not an integer"
+    for name in ("v", "seq"):
+        if type(body[name]) is not int:
+            return f"signed field '{name}' is {type(body[name]).__name__}, not an integer"
     for name in _TEXT:
         if not isinstance(body[name], str):
             return f"signed field '{name}' is not text"
