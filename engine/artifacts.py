@@ -6,6 +6,7 @@ crash leaves either the old file or the new one, never half of either.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import tempfile
 from pathlib import Path
@@ -26,6 +27,13 @@ def _fsync_dir(directory: Path) -> None:
 def atomic_write(path: Path, data: bytes, *, mode: int = 0o600) -> None:
     """Writes bytes to path so that readers see all of them or none."""
     path = Path(path)
+    try:
+        _atomic_write(path, data, mode)
+    except OSError as exc:
+        raise InputError(f"cannot write: {exc.strerror or exc}", path=path) from exc
+
+
+def _atomic_write(path: Path, data: bytes, mode: int) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
@@ -42,6 +50,15 @@ def atomic_write(path: Path, data: bytes, *, mode: int = 0o600) -> None:
             pass
         raise
     _fsync_dir(path.parent)
+
+
+def file_sha256(path: Path) -> str:
+    """Gives a file's SHA-256 hex, read in chunks (artifacts can be large)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 def sidecar_path(path: Path) -> Path:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from pathlib import Path
 from typing import Any
 
 from engine.errors import InputError
@@ -61,14 +62,19 @@ def strict_loads(text: str | bytes) -> Any:
     )
 
 
-def parse_canonical(raw: bytes, *, path: str | None = None, line: int | None = None) -> Any:
-    """Gives the value of bytes that must already be canonical JSON, else raises."""
+def load_json(raw: bytes, *, path: str | Path | None = None, line: int | None = None) -> Any:
+    """Gives the JSON value of bytes (strict_loads), or an InputError naming file and line."""
     try:
-        value = strict_loads(raw)
+        return strict_loads(raw)
     except UnicodeDecodeError as exc:
         raise InputError(f"not UTF-8 ({exc.reason})", path=path, line=line) from exc
     except ValueError as exc:
         raise InputError(f"not valid JSON: {exc}", path=path, line=line) from exc
+
+
+def parse_canonical(raw: bytes, *, path: str | None = None, line: int | None = None) -> Any:
+    """Gives the value of bytes that must already be canonical JSON, else raises."""
+    value = load_json(raw, path=path, line=line)
     if canonical_json(value) != raw:
         raise InputError(
             "JSON is not canonical (keys sorted, separators ',' ':', no spaces, "

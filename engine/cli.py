@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import sqlite3
 import sys
 from pathlib import Path
 from typing import Any
@@ -123,6 +124,7 @@ class Ctx:
 
 
 pass_ctx = click.make_pass_decorator(Ctx)
+_SESSION: list[Ctx] = []  # this process's Ctx, so a database error can name its file
 
 
 @click.group(cls=LazyGroup, lazy=TOP_LEVEL_LAZY,
@@ -144,6 +146,7 @@ def cli(ctx: click.Context, workspace: str | None) -> None:
       sealdesk verify
     """
     ctx.obj = Ctx(workspace)
+    _SESSION[:] = [ctx.obj]
 
 
 @cli.command()
@@ -206,22 +209,28 @@ def ingest(ctx: Ctx, files: tuple[str, ...]) -> None:
     Every file is checked before anything is written; an item already held
     with the same bytes is skipped, one with different bytes is refused.
     """
-    from engine.canonical import sha256_hex
-    from engine.workspace import read_items_file
+    from engine.workspace import read_items_files
 
     from engine.progress import reporter
 
-    batches = [(Path(f), read_items_file(Path(f))) for f in files]
+    read = read_items_files(files)
+    pairs = [pair for f in read for pair in f.items]
+    # A new run's manifest names the first file giving it; a held run keeps its own.
+    defaults: dict[str, dict[str, Any]] = {}
+    for f in read:
+        source = {"kind": "ingest", "source": f.path.name, "source_sha256": f.sha256}
+        for item, _ in f.items:
+            defaults.setdefault(item.run_id, source)
     with ctx.open() as ws, reporter() as rep:
-        for path, items in batches:
-            stage = rep.stage(f"ingest {path.name}", total=len(items), unit="items")
-            source = {"kind": "ingest", "source": path.name,
-                      "source_sha256": sha256_hex(path.read_bytes())}
-            runs = {i.run_id: source for i in items if ws.run_manifest_sha256(i.run_id) is None}
-            result = ws.ingest(items, runs=runs, source=str(path))
-            stage.advance(len(items))
-            stage.finish()
-            click.echo(f"{path}: {result.added} added, {result.unchanged} already held")
+        stage = rep.stage("ingest " + ", ".join(f.path.name for f in read), total=len(pairs),
+                          unit="items")
+        # One transaction for every file: a conflict in the last writes nothing of the first.
+        result = ws.ingest([item for item, _ in pairs], run_defaults=defaults,
+                           source=", ".join(files),
+                           origins={(i.queue, i.item_id): w for i, w in reversed(pairs)})
+        stage.advance(len(pairs))
+        stage.finish()
+    click.echo(f"{', '.join(files)}: {result.added} added, {result.unchanged} already held")
 
 
 @cli.command()
@@ -247,10 +256,12 @@ def items(ctx: Ctx, queue: str | None, status: str | None, as_json: bool) -> Non
     click.echo(f"{len(rows)} item(s)")
 
 
-def _signer(ws, key: str | None):
+def _signer(ws, key: str | None, queue: str | None = None, role: str | None = None):
     from engine.identity import choose_signer
+    from engine.roles import QUEUE_ROLES
 
-    return choose_signer(key, ws.allowed_signers())
+    roles = (role,) if role else QUEUE_ROLES.get(queue, ())
+    return choose_signer(key, ws.allowed_signers(), roles)
 
 
 @cli.command()
@@ -274,14 +285,41 @@ def decide(ctx: Ctx, queue: str, item_ids: tuple[str, ...], decision: str, note:
       sealdesk items --queue flagged_pairs --status undecided --json \\
         | jq -r '.[].item_id' | sealdesk decide --queue flagged_pairs --item - --decision reject
     """
-    ids = [line.strip() for line in sys.stdin if line.strip()] if item_ids == ("-",) else list(item_ids)
+    from engine.errors import InputError
+
+    if item_ids == ("-",):
+        ids = _stdin_ids()
+    else:
+        ids = [(item_id, None) for item_id in item_ids]
     with ctx.open() as ws:
-        signer = _signer(ws, key)
-        for item_id in ids:
+        # Every id is checked before the first signature: a typo on line 40
+        # must not leave 39 signed records behind.
+        for item_id, line in ids:
+            if ws.item(queue, item_id) is None:
+                raise InputError(f"no item {item_id!r} in queue {queue}; nothing was signed",
+                                 path="<stdin>" if line else None, line=line, field="item")
+        signer = _signer(ws, key, queue, role)
+        for item_id, _ in ids:
             rec = ws.decide(signer, queue, item_id, decision, note=note, principal=principal,
                             role=role)
             click.echo(f"#{rec.seq} {decision} {queue}/{item_id} by {rec.body['principal']} "
                        f"as {rec.body['role']} {rec.record_hash[:12]}")
+
+
+def _stdin_ids() -> list[tuple[str, int]]:
+    """Gives the item ids on stdin, one a line, with their line numbers."""
+    from engine.errors import InputError
+
+    ids = []
+    for number, raw in enumerate(sys.stdin.buffer.read().split(b"\n"), start=1):
+        try:
+            text = raw.decode("utf-8").strip()
+        except UnicodeDecodeError as exc:
+            raise InputError(f"not UTF-8 ({exc.reason})", path="<stdin>", line=number,
+                             field="item") from exc
+        if text:
+            ids.append((text, number))
+    return ids
 
 
 @cli.command()
@@ -296,7 +334,7 @@ def undo(ctx: Ctx, queue: str, item_id: str, note: str | None, key: str | None,
          principal: str | None) -> None:
     """Retract an item's standing decision (appends a retract record)."""
     with ctx.open() as ws:
-        rec = ws.retract(_signer(ws, key), queue, item_id, note=note, principal=principal)
+        rec = ws.retract(_signer(ws, key, queue), queue, item_id, note=note, principal=principal)
     click.echo(f"#{rec.seq} retracted {rec.body['retracts'][:12]} on {queue}/{item_id}")
 
 
@@ -323,7 +361,7 @@ def verify(ctx: Ctx, checkpoint: str | None, jobs: int | None, quiet: bool) -> N
                    f"signers: {who}")
         return
     first = report.first
-    click.echo(f"FAIL: record {first.seq}: {first.reason}", err=True)
+    click.echo(f"FAIL: {first.where}", err=True)
     if len(report.faults) > 1:
         click.echo(f"({len(report.faults) - 1} further fault(s) after it)", err=True)
     sys.exit(1)
@@ -342,7 +380,10 @@ def export(ctx: Ctx, out: str) -> None:
       jq -sj '.[0].signature' records.jsonl > msg.sig
       ssh-keygen -Y verify -f workspace/trust/allowed_signers \\
         -I "$(jq -sr '.[0].principal' records.jsonl)" \\
-        -n "$(jq -sr '.[0].namespace' records.jsonl)" -s msg.sig < msg
+        -n "$(jq -sr '.[0].namespace' records.jsonl)" \\
+        -Overify-time="$(jq -sr '.[0].verify_time' records.jsonl)" -s msg.sig < msg
+    verify_time is the record's signed time: a key enrolled with valid-before
+    is checked as of then, as sealdesk verify does.
     """
     from engine.ledger.audit import export_records
 
@@ -368,11 +409,20 @@ def main(argv: list[str] | None = None) -> None:
     except SealdeskError as exc:
         click.echo(f"sealdesk: error: {exc.one_line()}", err=True)
         sys.exit(exc.exit_code)
+    except sqlite3.Error as exc:  # locked, full, damaged: one line, never a traceback
+        message = " ".join(str(exc).split())
+        where = _SESSION[0].path / "sealdesk.db" if _SESSION else "sealdesk.db"
+        click.echo(f"sealdesk: error: database {where}: {message}", err=True)
+        sys.exit(2)
     except click.exceptions.Abort:
         click.echo("sealdesk: aborted", err=True)
         sys.exit(130)
     except click.ClickException as exc:
-        exc.show()
+        # One line like every other error; a usage error says where help is.
+        message = " ".join(exc.format_message().split())
+        ctx = getattr(exc, "ctx", None)
+        hint = f" (see: {ctx.command_path} --help)" if ctx is not None else ""
+        click.echo(f"sealdesk: error: {message}{hint}", err=True)
         sys.exit(exc.exit_code)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)

@@ -16,8 +16,14 @@ from engine.ledger.agent import AgentClient
 from engine.ledger.signers import AgentSigner, FileSigner, Signer, agent_ed25519_keys
 
 
-def choose_signer(key: str | Path | None, allowed: AllowedSigners) -> Signer:
-    """Gives the signer for this session: the key file if named, else the agent's key."""
+def choose_signer(key: str | Path | None, allowed: AllowedSigners,
+                  roles: tuple[str, ...] = ()) -> Signer:
+    """Gives the signer for this session: the key file if named, else the agent's key.
+
+    With ``roles``, the agent's first key enrolled in one of them is taken
+    (an agent may hold one person's reviewer key and another's adjudicator
+    key); otherwise, or if none is, the first enrolled key.
+    """
     if key:
         return FileSigner(Path(key).expanduser())
     if not os.environ.get("SSH_AUTH_SOCK"):
@@ -27,10 +33,13 @@ def choose_signer(key: str | Path | None, allowed: AllowedSigners) -> Signer:
     keys = agent_ed25519_keys(client)
     if not keys:
         raise AgentError("ssh-agent holds no ssh-ed25519 key (ssh-add one, or pass --key FILE)")
-    enrolled = {k.blob for k in allowed.keys()}
-    for pub in keys:
-        if pub.blob in enrolled:
+    enrolled = [pub for pub in keys if pub.blob in {k.blob for k in allowed.keys()}]
+    for pub in enrolled:
+        if any(set(roles) & set(allowed.roles_for(name, pub.blob))
+               for name in allowed.principals_for(pub.blob)):
             return AgentSigner(pub, client)
+    if enrolled:
+        return AgentSigner(enrolled[0], client)
     raise PermissionRefused(
         "none of ssh-agent's keys (" + ", ".join(k.fingerprint for k in keys)
         + f") is enrolled in {allowed.path}; enrol one with sealdesk keys add"

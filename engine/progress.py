@@ -70,8 +70,11 @@ class Stage:
             line = {"stage": self.name, "done": self.done, "total": self.total,
                     "unit": self.unit, "rate": round(rate, 2), "eta_s": eta,
                     "finished": finished, "t": round(time.time(), 3)}
-            with open(self._file, "a", encoding="utf-8") as handle:
-                handle.write(json.dumps(line) + "\n")
+            try:
+                with open(self._file, "a", encoding="utf-8") as handle:
+                    handle.write(json.dumps(line) + "\n")
+            except OSError:
+                self._file = None  # progress is a courtesy: it never fails the work
 
 
 class Reporter:

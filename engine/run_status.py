@@ -12,7 +12,6 @@ and nothing here imports a producer.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import os
@@ -20,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from engine.artifacts import sidecar_path
+from engine.artifacts import file_sha256, sidecar_path
 
 NOT_RUN = "not run"
 SIDECAR_OK, SIDECAR_MISSING, SIDECAR_MISMATCH = "ok", "missing", "mismatch"
@@ -114,15 +113,6 @@ class RunStatus:
     unreadable: tuple[str, ...] = field(default=())
 
 
-def _file_sha256(path: Path) -> str:
-    """Gives a file's SHA-256 hex, read in chunks (artifacts can be large)."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def scan_artifacts(artifacts_dir: Path) -> list[ArtifactRef]:
     """Gives every artifact under ``artifacts/<run>/`` with its hash and sidecar state."""
     found = []
@@ -135,7 +125,7 @@ def scan_artifacts(artifacts_dir: Path) -> list[ArtifactRef]:
         if (not path.is_file() or path.name.endswith(".sha256") or len(rel.parts) < 2
                 or any(part.startswith(".") for part in rel.parts)):
             continue
-        digest = _file_sha256(path)
+        digest = file_sha256(path)
         side = sidecar_path(path)
         if not side.exists():
             state = SIDECAR_MISSING

@@ -117,4 +117,5 @@ def ssh_gate(ctx: "Ctx", allow: tuple[str, ...]) -> None:
                      tuple(allow) or DEFAULT_ALLOWED)
     sys.stdout.flush()
     # Replace the gate, so signals, the terminal and the exit code are sealdesk's own.
-    os.execv(sys.executable, [sys.executable, "-m", "engine.cli", *argv])
+    # -P: sshd runs this in the login directory, whose files must never be imported.
+    os.execv(sys.executable, [sys.executable, "-P", "-m", "engine.cli", *argv])

@@ -17,17 +17,19 @@ import re
 import sqlite3
 import uuid
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
 from engine import item_query
 from engine.canonical import canonical_json, canonical_sha256, parse_canonical, sha256_hex
-from engine.errors import ConflictError, InputError, PermissionRefused, WorkspaceError
+from engine.errors import (ConflictError, InputError, IntegrityError,
+                           PermissionRefused, WorkspaceError)
 from engine.ledger import store
 from engine.ledger.allowed_signers import AllowedSigners
 from engine.ledger.records import DECISIONS, Record, utc_now
 from engine.ledger.signers import Signer
-from engine.sqlitedb import connect, database
+from engine.sqlitedb import connect, database, write_transaction
 from engine.roles import QUEUE_ROLES, QUEUES, SIGNOFF_ROLE
 
 SCHEMA_VERSION = "1"
@@ -138,26 +140,47 @@ def validate_item(obj: Any, *, path: str | None = None, line: int | None = None)
                        obj["item_sha256"])
 
 
+@dataclass(frozen=True)
+class ItemsFile:
+    """One JSONL file of items as read: its path, SHA-256, and each item with ``FILE:LINE``."""
+
+    path: Path
+    sha256: str
+    items: tuple[tuple[BacklogItem, str], ...]
+
+
 def read_items_file(path: Path) -> list[BacklogItem]:
     """Gives every item of a JSONL file whose lines are canonical JSON; all or nothing."""
-    path = Path(path)
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror}", path=path) from exc
-    items, seen = [], {}
-    for number, raw in enumerate(data.split(b"\n"), start=1):
-        if not raw.strip():
-            continue
-        obj = parse_canonical(raw.rstrip(b"\r"), path=str(path), line=number)
-        item = validate_item(obj, path=str(path), line=number)
-        key = (item.queue, item.item_id)
-        if key in seen and seen[key] != item.item_sha256:
-            raise InputError(f"item {item.item_id} appears twice with different payloads",
-                             path=path, line=number, field="item_id")
-        seen[key] = item.item_sha256
-        items.append(item)
-    return items
+    return [item for item, _ in read_items_files([path])[0].items]
+
+
+def read_items_files(paths: Iterable[str | Path]) -> list[ItemsFile]:
+    """Gives every file's items after checking all of them; all or nothing.
+
+    An item id given twice with different payloads, in one file or across
+    two, is an error naming both places.
+    """
+    out: list[ItemsFile] = []
+    seen: dict[tuple[str, str], tuple[str, str]] = {}
+    for path in map(Path, paths):
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise InputError(f"cannot read: {exc.strerror}", path=path) from exc
+        found = []
+        for number, raw in enumerate(data.split(b"\n"), start=1):
+            if not raw.strip():
+                continue
+            obj = parse_canonical(raw.rstrip(b"\r"), path=str(path), line=number)
+            item = validate_item(obj, path=str(path), line=number)
+            key, where = (item.queue, item.item_id), f"{path}:{number}"
+            if key in seen and seen[key][0] != item.item_sha256:
+                raise InputError(f"item {item.item_id} is also given at {seen[key][1]} with a "
+                                 "different payload", path=path, line=number, field="item_id")
+            seen.setdefault(key, (item.item_sha256, where))
+            found.append((item, where))
+        out.append(ItemsFile(path, sha256_hex(data), tuple(found)))
+    return out
 
 
 def _summary(payload: dict[str, Any]) -> tuple[str, float | None, str]:
@@ -225,15 +248,12 @@ class Workspace:
         try:
             conn.executescript(SCHEMA)
             store.create_schema(conn)
-            conn.execute("BEGIN IMMEDIATE")
-            conn.execute("INSERT OR IGNORE INTO meta VALUES ('workspace_id', ?)",
-                         (str(uuid.uuid4()),))
-            conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)",
-                         (SCHEMA_VERSION,))
-            conn.execute("COMMIT")
+            with write_transaction(conn):
+                conn.execute("INSERT OR IGNORE INTO meta VALUES ('workspace_id', ?)",
+                             (str(uuid.uuid4()),))
+                conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)",
+                             (SCHEMA_VERSION,))
         except sqlite3.Error as exc:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
             raise WorkspaceError(f"cannot create workspace at {root}: {exc}") from exc
         return cls(root, conn)
 
@@ -259,6 +279,17 @@ class Workspace:
         if row is None or row[0] != SCHEMA_VERSION:
             raise WorkspaceError(f"{db_path}: schema version {row and row[0]!r} is not "
                                  f"{SCHEMA_VERSION!r}")
+        if conn.execute("SELECT 1 FROM meta WHERE key='workspace_id'").fetchone() is None:
+            conn.close()
+            raise WorkspaceError(f"{db_path}: meta holds no workspace_id; every record names "
+                                 "it, so this workspace was damaged (restore it from a copy)")
+        tables = {name for (name,) in conn.execute(
+            "SELECT name FROM sqlite_schema WHERE type='table'")}
+        missing = sorted({"meta", "runs", "items", "records"} - tables)
+        if missing:
+            conn.close()
+            raise WorkspaceError(f"{db_path}: table {', '.join(missing)} is missing; this "
+                                 "workspace was damaged (restore it from a copy)")
         return cls(root, conn)
 
     def close(self) -> None:
@@ -283,24 +314,29 @@ class Workspace:
 
     def ingest(self, items: Iterable[BacklogItem], *,
                runs: dict[str, dict[str, Any]] | None = None,
-               source: str = "api") -> IngestResult:
+               source: str = "api",
+               origins: dict[tuple[str, str], str] | None = None,
+               run_defaults: dict[str, dict[str, Any]] | None = None) -> IngestResult:
         """Gives counts after adding items in one transaction; all or nothing.
 
-        ``runs`` maps run_id to its manifest (kind, artifact hashes, inputs);
-        a run named by an item and not given here nor held already is
-        registered with a manifest naming ``source``.
+        ``runs`` maps run_id to its manifest (kind, artifact hashes, inputs); a
+        held run given another manifest is a conflict. ``run_defaults`` gives
+        manifests used only for runs not held yet; a run named by neither is
+        registered with a manifest naming ``source``. ``origins`` may name, per
+        (queue, item_id), where an item was read, for error messages.
         """
         items = list(items)
+        origins = origins or {}
+        run_defaults = run_defaults or {}
         for item in items:
             validate_item(item.to_json(), path=source)
         runs = dict(runs or {})
         now = utc_now()
         added = unchanged = 0
-        self.conn.execute("BEGIN IMMEDIATE")
-        try:
-            for run_id in sorted({i.run_id for i in items} | set(runs)):
-                manifest = runs.get(run_id) or {"kind": "ingest", "source": source}
-                self._register_run(run_id, manifest, now)
+        with write_transaction(self.conn):
+            for run_id in sorted({i.run_id for i in items} | set(runs) | set(run_defaults)):
+                self._register_run(run_id, runs.get(run_id), run_defaults.get(run_id),
+                                   source, now)
             for item in items:
                 row = self.conn.execute(
                     "SELECT item_sha256 FROM items WHERE queue=? AND item_id=?",
@@ -308,8 +344,9 @@ class Workspace:
                 ).fetchone()
                 if row is not None:
                     if row[0] != item.item_sha256:
+                        where = origins.get((item.queue, item.item_id), source)
                         raise ConflictError(
-                            f"{source}: item {item.queue}/{item.item_id} already exists with "
+                            f"{where}: item {item.queue}/{item.item_id} already exists with "
                             f"different bytes (held {row[0][:12]}…, new "
                             f"{item.item_sha256[:12]}…); items are immutable, give the new "
                             "content a new item_id"
@@ -324,24 +361,35 @@ class Workspace:
                      score, tags, now),
                 )
                 added += 1
-            self.conn.execute("COMMIT")
-        except BaseException:
-            if self.conn.in_transaction:
-                self.conn.execute("ROLLBACK")
-            raise
         return IngestResult(added, unchanged)
 
-    def _register_run(self, run_id: str, manifest: dict[str, Any], now: str) -> None:
+    def _register_run(self, run_id: str, manifest: dict[str, Any] | None,
+                      default: dict[str, Any] | None, source: str, now: str) -> None:
+        """Registers a run once; a held run given again with another manifest is refused.
+
+        Every decision binds its run's manifest hash: a run id silently kept
+        with its old manifest would bind artifacts that are no longer on disk.
+        """
         if not _RUN_ID.match(run_id):
             raise InputError(f"run id {run_id!r} is not a safe directory name", field="run_id")
-        blob = canonical_json(manifest)
-        digest = sha256_hex(blob)
         row = self.conn.execute("SELECT manifest_sha256 FROM runs WHERE run_id=?",
                                 (run_id,)).fetchone()
-        if row is None:
-            self.conn.execute("INSERT INTO runs VALUES (?,?,?,?,?)",
-                              (run_id, str(manifest.get("kind", "run")), blob.decode("utf-8"),
-                               digest, now))
+        if row is not None and manifest is None:
+            return  # items of a held run need not repeat its manifest
+        if manifest is None:
+            manifest = default if default is not None else {"kind": "ingest", "source": source}
+        blob = canonical_json(manifest)
+        digest = sha256_hex(blob)
+        if row is not None:
+            if row[0] != digest:
+                raise ConflictError(
+                    f"{source}: run {run_id} is already held with another manifest (held "
+                    f"{row[0][:12]}…, new {digest[:12]}…); runs are immutable, give the new "
+                    "run another run id")
+            return
+        self.conn.execute("INSERT INTO runs VALUES (?,?,?,?,?)",
+                          (run_id, str(manifest.get("kind", "run")), blob.decode("utf-8"),
+                           digest, now))
 
     def item(self, queue: str, item_id: str) -> dict[str, Any] | None:
         """Gives one item with its payload, run and effective decision, or None."""
@@ -432,6 +480,9 @@ class Workspace:
     def identify(self, signer: Signer, principal: str | None = None,
                  role: str | None = None, queue: str | None = None) -> tuple[str, str]:
         """Gives (principal, role) for a signer, refusing anyone not enrolled for it."""
+        if queue is not None and queue not in QUEUES:
+            raise InputError(f"unknown queue {queue!r} (expected {', '.join(QUEUES)})",
+                             field="queue")
         allowed = self.allowed_signers()
         blob = signer.public_key.blob
         names = allowed.principals_for(blob)
@@ -444,10 +495,12 @@ class Workspace:
                 raise PermissionRefused(f"key {signer.public_key.fingerprint} is enrolled as "
                                         f"{', '.join(names)}; choose one with --principal")
             principal = names[0]
-        held = allowed.roles_for(principal, blob)
+        # Valid now, as verify will check at the record's signed time: a key outside
+        # its valid-after/valid-before window would leave a record that never verifies.
+        held = allowed.roles_for(principal, blob, datetime.now(timezone.utc))
         if not held:
             raise PermissionRefused(f"{principal} with key {signer.public_key.fingerprint} may "
-                                    f"not sign in any role ({self.allowed_signers_path})")
+                                    f"not sign in any role now ({self.allowed_signers_path})")
         wanted = QUEUE_ROLES[queue] if queue else None
         if role is None:
             choices = [r for r in (wanted or held) if r in held]
@@ -527,12 +580,19 @@ class Workspace:
 
     def _item_binding(self, conn: sqlite3.Connection, queue: str, item_id: str) -> dict[str, Any]:
         row = conn.execute(
-            "SELECT item_sha256, runs.manifest_sha256 FROM items JOIN runs USING (run_id) "
-            "WHERE items.queue=? AND item_id=?", (queue, item_id),
+            "SELECT item_sha256, payload, runs.manifest_sha256, runs.manifest FROM items "
+            "JOIN runs USING (run_id) WHERE items.queue=? AND item_id=?", (queue, item_id),
         ).fetchone()
         if row is None:
             raise InputError(f"no item {item_id!r} in queue {queue}", field="item")
-        return {"item_sha256": row[0], "run_sha256": row[1]}
+        # A record binds the hashes; refuse to sign if the bytes behind them were edited.
+        if sha256_hex(row[1].encode("utf-8")) != row[0]:
+            raise IntegrityError(f"item {queue}/{item_id}: stored payload no longer hashes to "
+                                 "its item_sha256 (edited after ingest); nothing was signed")
+        if sha256_hex(row[3].encode("utf-8")) != row[2]:
+            raise IntegrityError(f"item {queue}/{item_id}: its run manifest no longer hashes "
+                                 "to manifest_sha256 (edited after ingest); nothing was signed")
+        return {"item_sha256": row[0], "run_sha256": row[2]}
 
     def signoff(self, signer: Signer, data: dict[str, Any] | None, *, note: str | None = None,
                 principal: str | None = None,

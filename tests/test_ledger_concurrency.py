@@ -77,3 +77,29 @@ def test_writer_killed_mid_append_leaves_a_verifying_ledger(workspace, enrol, tm
     # The lock died with the writer: the next append goes through at seq 2.
     rec = workspace.decide(rita, "flagged_pairs", "item-1", "reject")
     assert rec.seq == 2 and verify_workspace(workspace).ok
+
+
+def test_threads_sharing_one_workspace_never_lose_or_falsely_fail_a_decision(workspace, enrol):
+    # The review app decides from worker threads on one open Workspace (one
+    # SQLite connection): each append must own the connection's transaction.
+    import threading
+
+    rita = enrol("rita", "reviewer")
+    workspace.ingest(make_items(40))
+    errors: list[BaseException] = []
+
+    def decide(worker: int) -> None:
+        for i in range(worker, 40, 4):
+            try:
+                workspace.decide(rita, "flagged_pairs", f"item-{i}", "accept", note=f"t{i}")
+            except BaseException as exc:  # noqa: BLE001  (collected and asserted below)
+                errors.append(exc)
+
+    threads = [threading.Thread(target=decide, args=(w,)) for w in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert errors == []
+    report = verify_workspace(workspace)
+    assert report.ok and report.records == 40

@@ -134,3 +134,183 @@ def test_verify_cli_names_the_first_bad_record(ledger, sealdesk):
     proc = sealdesk("verify", workspace=ws.root)
     assert proc.returncode == 1
     assert proc.stderr.startswith("FAIL: record 4: column 'principal' was edited")
+
+
+def raw_items(ws) -> sqlite3.Connection:
+    conn = sqlite3.connect(ws.db_path, isolation_level=None)
+    conn.executescript("DROP TRIGGER items_no_update; DROP TRIGGER runs_no_update;")
+    return conn
+
+
+def test_item_payload_edited_under_its_kept_hash_is_caught(ledger):
+    # The record binds item_sha256; the reviewer was shown the payload. Editing
+    # the payload while keeping the hash column must not pass as the same item.
+    ws, _ = ledger
+    raw_items(ws).execute("UPDATE items SET payload=replace(payload, 'eval text 2', "
+                          "'other text') WHERE item_id='item-2'")
+    report = verify_workspace(ws, processes=1)
+    assert not report.ok
+    record_faults = [f for f in report.faults if f.seq == 3]
+    assert record_faults and "payload" in record_faults[0].reason
+    assert any(f.seq == 0 and "flagged_pairs/item-2" in f.reason for f in report.faults)
+
+
+def test_run_manifest_edited_under_its_kept_hash_is_caught(ledger):
+    ws, _ = ledger
+    raw_items(ws).execute("UPDATE runs SET manifest='{\"kind\":\"forged\"}' WHERE run_id='run-1'")
+    report = verify_workspace(ws, processes=1)
+    assert not report.ok
+    assert any(f.seq == 1 and "manifest" in f.reason for f in report.faults)
+    assert any(f.seq == 0 and "run-1" in f.reason for f in report.faults)
+
+
+def test_an_undecided_item_edited_after_ingest_fails_verify_naming_it(ledger, sealdesk):
+    ws, _ = ledger
+    ws.ingest(make_items(7)[5:])
+    raw_items(ws).execute("UPDATE items SET payload='{\"text\":\"swapped\"}' "
+                          "WHERE item_id='item-6'")
+    proc = sealdesk("verify", workspace=ws.root)
+    assert proc.returncode == 1
+    assert proc.stderr.startswith("FAIL: item flagged_pairs/item-6: ")
+
+
+def test_no_decision_is_signed_about_an_item_whose_payload_was_edited(ledger):
+    from engine.errors import IntegrityError
+
+    ws, rita = ledger
+    raw_items(ws).execute("UPDATE items SET payload='{\"text\":\"swapped\"}' "
+                          "WHERE item_id='item-4'")
+    with pytest.raises(IntegrityError, match="payload"):
+        ws.decide(rita, "flagged_pairs", "item-4", "accept")
+    assert ws.conn.execute("SELECT COUNT(*) FROM records").fetchone()[0] == 5
+
+
+def forge(ws, signer, **fields):
+    """Appends a record signed by a real key but built by hand (below sealdesk's checks)."""
+    import hashlib
+
+    from engine.canonical import canonical_json
+    from engine.ledger import sshsig
+    from engine.ledger.records import make_body, utc_now
+
+    seq, prev = store.head(ws.conn)
+    binding = ws._item_binding(ws.conn, "flagged_pairs", "item-0")
+    body = make_body(workspace=ws.workspace_id, seq=seq + 1, prev=prev, kind="decision",
+                     principal="rita", role="reviewer", key=signer.public_key.fingerprint,
+                     time=utc_now(), queue="flagged_pairs", item_id="item-0",
+                     decision="accept", **binding)
+    body.update(fields)
+    message = canonical_json(body)
+    signature = sshsig.armor(signer.sign(message, "reviewer@sealdesk"))
+    ws.conn.execute(
+        "INSERT INTO records VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        (seq + 1, hashlib.sha256(message).hexdigest(), prev, body["kind"], body["queue"],
+         body["item_id"], body["item_sha256"], body["decision"], body["principal"],
+         body["role"], body["retracts"], body["time"], message.decode(), signature))
+    return seq + 1
+
+
+def test_a_message_holding_nan_is_a_fault_of_its_record_not_a_crash(ledger):
+    import hashlib
+
+    ws, _ = ledger
+    conn = raw(ws)
+    message = conn.execute("SELECT message FROM records WHERE seq=2").fetchone()[0]
+    forged = message.replace('"note":null', '"note":NaN')
+    conn.execute("UPDATE records SET message=?, record_hash=? WHERE seq=2",
+                 (forged, hashlib.sha256(forged.encode()).hexdigest()))
+    fault = first_fault(ws)
+    assert fault.seq == 2 and "canonical" in fault.reason
+
+
+def test_a_signed_time_that_is_not_a_utc_timestamp_is_a_fault(ledger):
+    ws, rita = ledger
+    text = ws.allowed_signers_path.read_text()
+    ws.allowed_signers_path.write_text(text.replace('rita namespaces=',
+                                                    'rita valid-before="29991231",namespaces='))
+    seq = forge(ws, rita, time="yesterday")
+    fault = first_fault(ws)
+    assert fault.seq == seq and "time" in fault.reason
+
+
+def test_a_signed_note_that_is_not_text_is_a_fault(ledger):
+    ws, rita = ledger
+    seq = forge(ws, rita, note={"html": "<b>"})
+    fault = first_fault(ws)
+    assert fault.seq == seq and "note" in fault.reason
+
+
+@pytest.mark.parametrize("field", ["seq", "v"])
+def test_a_signed_integer_field_holding_true_is_a_fault(ledger, field):
+    # JSON true equals 1 in Python; the signed bytes must still say an integer.
+    ws, rita = ledger
+    conn = raw(ws)
+    conn.execute("DELETE FROM records")
+    ws.conn.executescript(store.SCHEMA)
+    seq = forge(ws, rita, **{field: True})
+    assert seq == 1
+    fault = first_fault(ws)
+    assert fault.seq == 1 and f"'{field}'" in fault.reason
+
+
+def test_a_records_table_rebuilt_without_strict_types_is_a_fault_not_a_crash(ledger):
+    ws, _ = ledger
+    conn = raw(ws)
+    conn.executescript("ALTER TABLE records RENAME TO old; "
+                       "CREATE TABLE records AS SELECT * FROM old; DROP TABLE old;")
+    conn.execute("UPDATE records SET message=CAST(message AS BLOB) WHERE seq=4")
+    fault = first_fault(ws)
+    assert fault.seq == 4
+
+
+def test_a_record_backdated_before_the_one_it_follows_is_caught(ledger):
+    # A key whose valid-before has passed could otherwise sign a new head record
+    # claiming a time when it was still valid.
+    ws, rita = ledger
+    seq = forge(ws, rita, time="2000-01-01T00:00:00.000000Z")
+    fault = first_fault(ws)
+    assert fault.seq == seq and "earlier" in fault.reason
+
+
+def test_backdating_is_caught_across_the_ranges_verify_splits_the_chain_into(ledger, monkeypatch):
+    from engine.ledger import verify
+
+    ws, rita = ledger
+    seq = forge(ws, rita, time="2000-01-01T00:00:00.000000Z")
+    monkeypatch.setattr(verify, "_RANGE", seq - 1)  # the forged record starts a new range
+    report = verify_workspace(ws, processes=1)
+    assert [f.seq for f in report.faults] == [seq]
+
+
+def test_appends_never_go_back_in_time_when_the_clock_lags_a_little(ledger):
+    from datetime import datetime, timedelta, timezone
+
+    ws, rita = ledger
+    ahead = (datetime.now(timezone.utc) + timedelta(seconds=2)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    forge(ws, rita, time=ahead)
+    record = ws.decide(rita, "flagged_pairs", "item-1", "reject")
+    assert record.body["time"] >= ahead
+    assert verify_workspace(ws, processes=1).ok
+
+
+def test_a_head_dated_far_in_the_future_stops_appends_naming_it(ledger):
+    from engine.errors import IntegrityError
+
+    ws, rita = ledger
+    seq = forge(ws, rita, time="2999-01-01T00:00:00.000000Z")
+    with pytest.raises(IntegrityError, match="clock") as err:
+        ws.decide(rita, "flagged_pairs", "item-1", "reject")
+    assert err.value.seq == seq
+    assert ws.conn.execute("SELECT MAX(seq) FROM records").fetchone()[0] == seq
+
+
+@pytest.mark.parametrize("fields,named", [
+    ({"kind": "note", "note": "fyi"}, "decision"),           # a note that also says "accept"
+    ({"retracts": "ab" * 32}, "retracts"),                    # a decision that names a retract
+    ({"data": {"hidden": True}}, "data"),                     # a decision carrying sign-off data
+])
+def test_a_signed_field_that_its_kind_never_carries_is_a_fault(ledger, fields, named):
+    ws, rita = ledger
+    seq = forge(ws, rita, **fields)
+    fault = first_fault(ws)
+    assert fault.seq == seq and named in fault.reason

@@ -55,9 +55,12 @@ def forge(ws: Workspace, rewrite: Callable[[list[dict]], list[dict]], signer) ->
     bodies = [json.loads(m) for (m,) in conn.execute("SELECT message FROM records ORDER BY seq")]
     new = rewrite(bodies)
     conn.execute("DELETE FROM records")
-    prev = GENESIS_PREV
+    prev, last_time = GENESIS_PREV, ""
     for seq, body in enumerate(new, 1):
-        body = {**body, "seq": seq, "prev": prev, "key": signer.public_key.fingerprint}
+        # Times must not go back along the chain (verify checks it): the attacker keeps them so.
+        last_time = max(last_time, body["time"])
+        body = {**body, "seq": seq, "prev": prev, "key": signer.public_key.fingerprint,
+                "time": last_time}
         message, record_hash = encode_body(body)
         signature = sshsig.armor(signer.sign(message, namespace_for(body["role"])))
         row = {name: body[name] for name in INDEXED_FIELDS}
@@ -332,3 +335,26 @@ def test_cli_export_before_any_signoff_says_what_to_do(workspace, sealdesk):
     proc = sealdesk("checkpoint", "export", workspace=workspace.root)
     assert proc.returncode == 2
     assert "no sign-off with a tree head yet" in proc.stderr
+
+
+def _signature_not_text(message: str) -> str:
+    body = json.loads(message)
+    body["data"]["checkpoint"]["signature"] = 7
+    return json.dumps(body)
+
+
+@pytest.mark.parametrize("mangle", [lambda m: "not json", lambda m: "[1,2]", _signature_not_text],
+                         ids=["not-json", "not-an-object", "signature-not-text"])
+def test_a_mangled_signoff_record_is_a_checkpoint_fault_not_a_crash(signed, mangle):
+    import hashlib
+
+    ws, _rita, _lena, path = signed
+    conn = sqlite3.connect(ws.db_path, isolation_level=None)
+    conn.execute("DROP TRIGGER records_no_update")
+    message = mangle(conn.execute("SELECT message FROM records WHERE seq=5").fetchone()[0])
+    conn.execute("UPDATE records SET message=?, record_hash=? WHERE seq=5",
+                 (message, hashlib.sha256(message.encode()).hexdigest()))
+    conn.close()
+    report = verify_workspace(ws, checkpoint=path)
+    assert any(f.seq == 5 and "not the sign-off that made this checkpoint" in f.reason
+               for f in report.faults)

@@ -85,8 +85,8 @@ def test_prove_prints_the_audit_path_from_leaf_to_signed_root(ledger, sealdesk):
 
 
 def test_a_record_hash_prefix_proves_the_same_record_as_its_seq(ledger):
-    by_seq = prove_inclusion(ledger.conn, "4")
-    by_hash = prove_inclusion(ledger.conn, by_seq.record_hash[:10])
+    by_seq = prove_inclusion(ledger.conn, "4", ledger.allowed_signers())
+    by_hash = prove_inclusion(ledger.conn, by_seq.record_hash[:10], ledger.allowed_signers())
     assert by_hash.to_json() == by_seq.to_json()
 
 
@@ -102,14 +102,14 @@ def test_prove_before_any_signoff_says_how_to_get_one(workspace, enrol):
     workspace.ingest([item])
     workspace.decide(rita, "flagged_pairs", "fp-0", "accept")
     with pytest.raises(InputError, match="no signed tree head yet.*sealdesk signoff"):
-        prove_inclusion(workspace.conn, "1")
+        prove_inclusion(workspace.conn, "1", workspace.allowed_signers())
 
 
 def test_an_unknown_record_is_an_error_naming_it(ledger):
     with pytest.raises(InputError, match="no record '99'"):
-        prove_inclusion(ledger.conn, "99")
+        prove_inclusion(ledger.conn, "99", ledger.allowed_signers())
     with pytest.raises(InputError, match="neither a record seq nor a record hash"):
-        prove_inclusion(ledger.conn, "xyz")
+        prove_inclusion(ledger.conn, "xyz", ledger.allowed_signers())
 
 
 def test_prove_against_a_checkpoint_file(ledger, sealdesk, tmp_path):
@@ -130,4 +130,41 @@ def test_a_rewritten_record_has_no_inclusion_proof(ledger):
                  "WHERE seq = 2")
     conn.close()
     with pytest.raises(IntegrityError, match="does not lead to the root"):
-        prove_inclusion(ledger.conn, "2")
+        prove_inclusion(ledger.conn, "2", ledger.allowed_signers())
+
+
+def test_a_signoff_whose_tree_head_a_reviewer_signed_proves_nothing(ledger, sealdesk):
+    # The attacker (rita's key, SQL access) appends a "sign-off" over the ledger
+    # as it now stands, naming lena, with a checkpoint note rita signed herself.
+    from engine.ledger import checkpoint as cp
+    from engine.ledger import store
+    from engine.ledger.signers import FileSigner
+    from engine.ledger.treehead import SIGNOFF_TYPE, head_of, leaf_hashes
+
+    rita = FileSigner(ledger.root.parent / "keys" / "rita")
+    head = head_of(cp.origin_for(ledger.workspace_id), leaf_hashes(ledger.conn))
+    body = cp.note_body(head.origin, head.size, head.root)
+    forged = {"type": SIGNOFF_TYPE,
+              "tree": {"origin": head.origin, "size": head.size, "root": head.root_hex},
+              "checkpoint": {"note": body.decode(), "signature": cp.sign_note(rita, body)}}
+    store.append(ledger.db, rita, workspace_id=ledger.workspace_id, principal="lena",
+                 role="lead", kind="signoff", data=forged)
+    proc = sealdesk("prove", "8", workspace=ledger.root)
+    assert proc.returncode == 1, proc.stdout
+    assert "ok:" not in proc.stdout
+    assert "sign-off #9" in proc.stderr and "may not sign as lead" in proc.stderr
+
+
+def test_a_signoff_whose_tree_differs_from_its_signed_note_proves_nothing(ledger):
+    # The lead signed the note; the tree beside it in the record is not what was signed.
+    conn = sqlite3.connect(ledger.db_path, isolation_level=None)
+    conn.execute("DROP TRIGGER records_no_update")
+    message = conn.execute("SELECT message FROM records WHERE seq=7").fetchone()[0]
+    body = json.loads(message)
+    body["data"]["tree"]["size"] = 5
+    forged = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    conn.execute("UPDATE records SET message=?, record_hash=? WHERE seq=7",
+                 (forged, hashlib.sha256(forged.encode()).hexdigest()))
+    conn.close()
+    with pytest.raises(IntegrityError, match="note"):
+        prove_inclusion(ledger.conn, "3", ledger.allowed_signers())

@@ -342,3 +342,31 @@ def test_the_lead_key_is_chosen_from_an_agent_that_holds_a_reviewer_key_first(te
     finally:
         agent.terminate()
         agent.wait(timeout=10)
+
+
+@pytest.fixture
+def signed_artifact(team):
+    """A sign-off that bound scan-7/contamination_report.json: (ws, its path, the record)."""
+    ws, rita, lena, ids = team
+    decide_all(ws, rita, ids)
+    path = ws.run_dir("scan-7") / "contamination_report.json"
+    write_json_artifact(path, {"leakage_rate": 0.25})
+    return ws, path, sign_off(ws, lena)
+
+
+def test_verify_flags_an_artifact_rewritten_after_the_signoff_that_bound_it(signed_artifact):
+    ws, path, rec = signed_artifact
+    write_json_artifact(ws.run_dir("scan-9") / "later.json", {"new": True})  # added later: fine
+    assert verify_workspace(ws).ok
+    write_json_artifact(path, {"leakage_rate": 0.0})  # bytes and sidecar agree again
+    report = verify_workspace(ws)
+    assert [(f.seq, "scan-7/contamination_report.json" in f.reason) for f in report.faults] == [
+        (rec.seq, True)]
+
+
+def test_verify_flags_an_artifact_removed_after_the_signoff_that_bound_it(signed_artifact):
+    ws, path, rec = signed_artifact
+    path.unlink()
+    report = verify_workspace(ws)
+    assert [f.seq for f in report.faults] == [rec.seq]
+    assert "gone" in report.faults[0].reason

@@ -65,3 +65,26 @@ def test_the_allowed_list_can_be_narrowed():
     assert gate_argv("sealdesk verify", WS, allowed=("verify",))[-1] == "verify"
     with pytest.raises(PermissionRefused, match="not allowed"):
         gate_argv("sealdesk signoff --yes", WS, allowed=("verify",))
+
+
+def test_the_command_the_gate_runs_never_imports_code_from_the_login_directory(tmp_path):
+    # sshd starts the forced command in the user's home; a folder named
+    # engine/ there must not stand in for sealdesk's engine.
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    home = tmp_path / "home"
+    (home / "engine").mkdir(parents=True)
+    (home / "engine" / "__init__.py").write_text("")
+    (home / "engine" / "cli.py").write_text("print('HIJACKED')\n")
+    workspace = tmp_path / "ws"
+    env = {**os.environ, "PYTHONPATH": str(REPO), "SSH_ORIGINAL_COMMAND": "sealdesk --version"}
+    # -P: started like the console script, which does not put the cwd on sys.path.
+    proc = subprocess.run([sys.executable, "-P", "-m", "engine.cli", "--workspace",
+                           str(workspace), "ssh-gate"], cwd=home, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert "HIJACKED" not in proc.stdout
+    assert proc.returncode == 0 and "sealdesk" in proc.stdout

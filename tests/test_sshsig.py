@@ -121,3 +121,29 @@ def test_passphrase_key_without_passphrase_is_refused(keygen, monkeypatch):
         FileSigner(key)
     monkeypatch.setenv("SEALDESK_KEY_PASSPHRASE", "correct horse")
     assert FileSigner(key).public_key.fingerprint.startswith("SHA256:")
+
+
+def test_decide_without_a_key_takes_the_agent_key_enrolled_for_the_queues_role(
+        tmp_path, keygen, agent, sealdesk):
+    # An agent holding a reviewer's key first and an adjudicator's second must
+    # sign an adjudication with the adjudicator's, not refuse.
+    from engine.canonical import canonical_json
+    from engine.workspace import BacklogItem
+
+    ws = tmp_path / "ws"
+    sealdesk("init", workspace=ws, check=True)
+    env = {"SSH_AUTH_SOCK": str(agent)}
+    for name, role in (("rita", "reviewer"), ("adam", "adjudicator")):
+        key = keygen(name)
+        sealdesk("keys", "add", "--principal", name, "--role", role, "--key", f"{key}.pub",
+                 workspace=ws, check=True)
+        subprocess.run(["ssh-add", "-q", str(key)], env={**os.environ, **env}, check=True,
+                       capture_output=True)
+    items = tmp_path / "items.jsonl"
+    items.write_bytes(canonical_json(BacklogItem.make("adjudication", "cand-1", "run-1",
+                                                      {"span": "x"}).to_json()) + b"\n")
+    sealdesk("ingest", items, workspace=ws, check=True)
+    proc = sealdesk("decide", "--queue", "adjudication", "--item", "cand-1", "--decision",
+                    "accept", workspace=ws, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert "by adam as adjudicator" in proc.stdout

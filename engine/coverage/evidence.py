@@ -54,7 +54,7 @@ def _ledger_must_verify(ws: Workspace) -> Any:
     report = verify_workspace(ws, processes=1)
     if not report.ok:
         raise IntegrityError(f"the ledger does not verify: {report.first.reason}",
-                             seq=report.first.seq)
+                             seq=report.first.seq or None)
     return report
 
 

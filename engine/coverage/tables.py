@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from engine.canonical import strict_loads
+from engine.canonical import load_json
 from engine.errors import InputError
 
 SHA256 = re.compile(r"^[0-9a-f]{64}$")
@@ -107,12 +107,7 @@ def _raw_rows(path: Path) -> tuple[list[str], list[dict[str, Any]], list[int]]:
         for number, raw in enumerate(path.read_bytes().split(b"\n"), start=1):
             if not raw.strip():
                 continue
-            try:
-                obj = strict_loads(raw)
-            except UnicodeDecodeError as exc:
-                raise InputError(f"not UTF-8 ({exc.reason})", path=path, line=number) from exc
-            except ValueError as exc:
-                raise InputError(f"not valid JSON: {exc}", path=path, line=number) from exc
+            obj = load_json(raw, path=path, line=number)
             if not isinstance(obj, dict):
                 raise InputError("each line must be a JSON object", path=path, line=number)
             for key in obj:

@@ -41,8 +41,8 @@ def verified_ledger(ws: Any) -> None:
     report = verify_workspace(ws)
     if not report.ok:
         first = report.first
-        raise IntegrityError(f"the ledger does not verify (record {first.seq}: "
-                             f"{first.reason}); no decision is folded from it")
+        raise IntegrityError(f"the ledger does not verify ({first.where}); no decision is "
+                             "folded from it")
 
 
 def adjudicator_decisions(ws: Any, art: dict[str, Any]) -> tuple[dict[str, dict[str, Any]], int, int]:

@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 from typing import Any, Iterator
 
-from engine.canonical import sha256_hex, strict_loads
+from engine.canonical import load_json, sha256_hex
 from engine.errors import InputError
 
 ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
@@ -118,12 +118,7 @@ def check_expected(path: Path, data: bytes, expected: str | None, option: str) -
 
 def parse_json(data: bytes, path: Path, line: int | None = None) -> Any:
     """Gives the JSON value of bytes (duplicate keys, NaN refused), naming the place."""
-    try:
-        return strict_loads(data)
-    except UnicodeDecodeError as exc:
-        raise InputError(f"not UTF-8 ({exc.reason})", path=path, line=line) from exc
-    except ValueError as exc:
-        raise InputError(f"not valid JSON: {exc}", path=path, line=line) from exc
+    return load_json(data, path=path, line=line)
 
 
 def jsonl_rows(data: bytes, path: Path) -> Iterator[Row]:

@@ -6,10 +6,11 @@ file serves ``ssh-keygen -Y verify -f trust/allowed_signers``.
 
 from __future__ import annotations
 
-import fnmatch
 import os
+import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from functools import lru_cache
 from pathlib import Path
 
 from engine.errors import InputError, SigningKeyError
@@ -30,21 +31,14 @@ class Entry:
     line: int
 
     def matches_principal(self, principal: str) -> bool:
-        """Says whether a principal name matches one of the line's patterns."""
-        allowed = False
-        for pattern in self.principals:
-            negated = pattern.startswith("!")
-            if fnmatch.fnmatchcase(principal, pattern.lstrip("!")):
-                if negated:
-                    return False
-                allowed = True
-        return allowed
+        """Says whether a principal name matches the line's pattern list."""
+        return match_pattern_list(principal, self.principals)
 
     def allows_namespace(self, namespace: str) -> bool:
         """Says whether the line lets its key sign in a namespace."""
         if self.namespaces is None:
             return True
-        return any(fnmatch.fnmatchcase(namespace, ns) for ns in self.namespaces)
+        return match_pattern_list(namespace, self.namespaces)
 
     def valid_at(self, when: datetime) -> bool:
         """Says whether the key is valid at a time."""
@@ -58,6 +52,37 @@ class Entry:
     def roles(self) -> tuple[str, ...]:
         """Gives the sealdesk roles this line grants."""
         return tuple(r for r in ROLES if self.allows_namespace(NAMESPACE_BY_ROLE[r]))
+
+
+def match_pattern(text: str, pattern: str) -> bool:
+    """Says whether text matches an OpenSSH pattern: ``*`` any run, ``?`` one character.
+
+    Nothing else is special (``[`` is a literal), as in OpenSSH's match.c, so
+    that a pattern grants here exactly what it grants to ``ssh-keygen``.
+    """
+    return _pattern_regex(pattern).fullmatch(text) is not None
+
+
+@lru_cache(maxsize=1024)
+def _pattern_regex(pattern: str) -> re.Pattern[str]:
+    return re.compile("".join(".*" if c == "*" else "." if c == "?" else re.escape(c)
+                              for c in pattern), flags=re.DOTALL)
+
+
+def match_pattern_list(text: str, patterns: tuple[str, ...]) -> bool:
+    """Says whether text matches a pattern list as OpenSSH's match_pattern_list does.
+
+    A pattern starting with ``!`` that matches denies outright, whatever
+    else matches; otherwise one matching pattern is enough.
+    """
+    granted = False
+    for pattern in patterns:
+        negated = pattern.startswith("!")
+        if match_pattern(text, pattern[1:] if negated else pattern):
+            if negated:
+                return False
+            granted = True
+    return granted
 
 
 def _split_fields(text: str) -> list[str]:
@@ -161,13 +186,15 @@ class AllowedSigners:
         """Gives the parsed file; a bad line is an error naming it."""
         path = Path(path)
         try:
-            text = path.read_text(encoding="utf-8")
+            text = path.read_bytes().decode("utf-8")
         except FileNotFoundError:
             return cls([], path)
         except (OSError, UnicodeDecodeError) as exc:
             raise InputError(f"cannot read: {exc}", path=path) from exc
         entries = []
-        for number, raw in enumerate(text.splitlines(), start=1):
+        # Lines end at LF only, as ssh-keygen reads them: a CR or any other
+        # Unicode line break inside a line must not start an entry of its own.
+        for number, raw in enumerate(text.split("\n"), start=1):
             entry = parse_line(raw, path=str(path), line=number)
             if entry is not None:
                 entries.append(entry)
@@ -191,11 +218,12 @@ class AllowedSigners:
                 names.extend(p for p in entry.principals if not any(c in p for c in "*?!"))
         return list(dict.fromkeys(names))
 
-    def roles_for(self, principal: str, key_blob: bytes) -> list[str]:
-        """Gives the roles a principal holds with a key."""
+    def roles_for(self, principal: str, key_blob: bytes,
+                  when: datetime | None = None) -> list[str]:
+        """Gives the roles a principal holds with a key (at a time, when given)."""
         roles = []
         for role, ns in NAMESPACE_BY_ROLE.items():
-            if self.authorizes(principal, key_blob, ns):
+            if self.authorizes(principal, key_blob, ns, when):
                 roles.append(role)
         return roles
 
@@ -217,7 +245,7 @@ def enrol_line(principal: str, roles: list[str], key: PublicKey) -> str:
         raise InputError(f"role(s) {', '.join(unknown) or '(none)'} unknown; expected "
                          f"{', '.join(ROLES)}", field="role")
     namespaces = ",".join(NAMESPACE_BY_ROLE[r] for r in ROLES if r in roles)
-    comment = f" {key.comment}" if key.comment and "\n" not in key.comment else ""
+    comment = f" {key.comment}" if key.comment and key.comment.isprintable() else ""
     return f'{principal} namespaces="{namespaces}" {key.openssh()}{comment}\n'
 
 

@@ -6,7 +6,10 @@ import json
 from pathlib import Path
 
 from engine.artifacts import atomic_write
+from engine.canonical import strict_loads
+from engine.errors import IntegrityError
 from engine.ledger import store
+from engine.ledger.records import parse_time
 from engine.ledger.verify import Report, load_context, verify_ledger
 from engine.roles import namespace_for
 
@@ -25,9 +28,14 @@ def verify_workspace(ws, *, processes: int | None = None, show_progress: bool = 
                                    progress=lambda n: bar.update(task, completed=n))
     else:
         report = verify_ledger(ws.conn, ctx, processes=processes)
-    from engine.ledger.checkpoint_verify import verify_against_checkpoint, verify_signoff_heads
+    from engine.ledger.checkpoint_verify import (
+        verify_against_checkpoint,
+        verify_signed_artifacts,
+        verify_signoff_heads,
+    )
 
     verify_signoff_heads(ws, report)
+    verify_signed_artifacts(ws, report)
     if checkpoint is not None:
         verify_against_checkpoint(ws, checkpoint, report)
     return report
@@ -38,11 +46,20 @@ def export_records(ws, out: Path) -> int:
     lines = []
     for row in store.iter_records(ws.conn):
         seq, record_hash, _prev, message, signature = row[:5]
-        body = json.loads(message)
+        try:
+            body = strict_loads(message)
+            namespace = namespace_for(body["role"])
+            principal, kind = body["principal"], body["kind"]
+            # ssh-keygen checks a key's validity now unless told when; sealdesk
+            # checks it at the signed time: give the auditor that time.
+            verify_time = parse_time(body["time"]).strftime("%Y%m%d%H%M%SZ")
+        except (TypeError, ValueError, KeyError) as exc:
+            raise IntegrityError(f"cannot export: the message is not a readable record "
+                                 f"({type(exc).__name__}); run sealdesk verify", seq=seq) from exc
         lines.append(json.dumps({
             "seq": seq, "record_hash": record_hash, "message": message,
-            "signature": signature, "principal": body["principal"], "role": body["role"],
-            "namespace": namespace_for(body["role"]), "kind": body["kind"],
+            "signature": signature, "principal": principal, "role": body["role"],
+            "namespace": namespace, "kind": kind, "verify_time": verify_time,
         }, ensure_ascii=False, sort_keys=True) + "\n")
     atomic_write(out, "".join(lines).encode("utf-8"), mode=0o644)
     return len(lines)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from engine.artifacts import file_sha256
 from engine.canonical import strict_loads
 from engine.errors import IntegrityError
 from engine.ledger import merkle, sshsig
@@ -34,7 +35,7 @@ def _check_head(ws_origin: str, seq: int, body: dict, builder: merkle.TreeBuilde
     """Gives why a sign-off's signed tree head is wrong, or None when it is right."""
     head = signed_head_from(seq, "", body)
     if head is None:
-        data = body.get("data")
+        data = body.get("data") if isinstance(body, dict) else None
         if isinstance(data, dict) and "tree" in data:
             return "sign-off's tree head is malformed"
         return None  # a sign-off that binds no tree head claims nothing to check here
@@ -70,8 +71,8 @@ def verify_signoff_heads(ws, report: Report) -> None:
     expected = 1
     for seq, kind, message in ws.conn.execute(
             "SELECT seq, kind, message FROM records WHERE seq <= ? ORDER BY seq", (last,)):
-        if seq != expected:
-            return  # the chain walk has already reported the gap; leaf positions are lost
+        if seq != expected or not isinstance(message, str):
+            return  # the per-record walk has reported it; leaf positions are lost
         if kind == "signoff":
             try:
                 reason = _check_head(origin, seq, strict_loads(message), builder)
@@ -81,6 +82,44 @@ def verify_signoff_heads(ws, report: Report) -> None:
                 report.faults.append(Fault(seq, reason))
         builder.append(merkle.leaf_hash(message.encode("utf-8")))
         expected += 1
+
+
+def verify_signed_artifacts(ws, report: Report) -> None:
+    """Adds a Fault at the latest sign-off for each artifact it bound that changed or vanished.
+
+    A sign-off binds the SHA-256 of every artifact the lead reviewed; an
+    artifact rewritten afterwards (with a fresh sidecar) would otherwise pass
+    every later check. Artifacts added after the sign-off are not its concern.
+    """
+    row = ws.conn.execute("SELECT seq, message FROM records WHERE kind='signoff' "
+                          "ORDER BY seq DESC LIMIT 1").fetchone()
+    if row is None or row[0] in {f.seq for f in report.faults}:
+        return  # none yet, or its own fault already says why it cannot be trusted
+    seq, message = row
+    try:
+        data = strict_loads(message).get("data")
+    except (TypeError, ValueError, AttributeError):
+        return
+    bound = data.get("artifacts") if isinstance(data, dict) else None
+    if not isinstance(bound, dict):
+        return
+    root = ws.artifacts_dir.resolve()
+    for name, signed in sorted(bound.items()):
+        path = (root / str(name)).resolve()
+        if not path.is_relative_to(root):
+            report.faults.append(Fault(seq, f"sign-off names artifact {name!r} outside "
+                                            "artifacts/"))
+            continue
+        try:
+            held = file_sha256(path)
+        except OSError:
+            report.faults.append(Fault(seq, f"artifact {name} bound by sign-off #{seq} is "
+                                            "gone or unreadable"))
+            continue
+        if held != signed:
+            report.faults.append(Fault(seq, f"artifact {name} changed since sign-off #{seq} "
+                                            f"bound it (signed {str(signed)[:12]}…, now "
+                                            f"{held[:12]}…)"))
 
 
 def verify_against_checkpoint(ws, checkpoint_path: Path | str, report: Report) -> None:
@@ -134,9 +173,20 @@ def _check_signoff_record(ws, cp, held: int, fault) -> None:
                    "ledger was cut back to the checkpoint")
         return
     row = ws.conn.execute("SELECT kind, message FROM records WHERE seq=?", (seq,)).fetchone()
-    data = strict_loads(row[1]).get("data") if row[0] == "signoff" else None
-    signed = data.get("checkpoint") if isinstance(data, dict) else None
-    if (not isinstance(signed, dict) or signed.get("note") != cp.body.decode("utf-8")
-            or signed.get("signature", "").strip() != cp.signature.strip()):
+    signed = _signed_checkpoint(row[1]) if row[0] == "signoff" else None
+    if (signed is None or signed.get("note") != cp.body.decode("utf-8")
+            or not isinstance(signed.get("signature"), str)
+            or signed["signature"].strip() != cp.signature.strip()):
         fault(seq, f"record {seq} is not the sign-off that made this checkpoint (it was "
                    "replaced or removed)")
+
+
+def _signed_checkpoint(message: object) -> dict | None:
+    """Gives the checkpoint object a sign-off message carries, or None if it carries none."""
+    try:
+        body = strict_loads(message) if isinstance(message, str) else None
+    except ValueError:
+        return None
+    data = body.get("data") if isinstance(body, dict) else None
+    signed = data.get("checkpoint") if isinstance(data, dict) else None
+    return signed if isinstance(signed, dict) else None

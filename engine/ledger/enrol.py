@@ -20,13 +20,17 @@ def enrol(path: Path, principal: str, roles: list[str], key_file: Path) -> str:
                                 f"{','.join(entry.principals)} ({path}:{entry.line}); one key "
                                 "signs for one person")
     kept, merged = [], set(roles)
-    text = path.read_text(encoding="utf-8") if path.exists() else ""
-    for number, raw in enumerate(text.splitlines(keepends=True), start=1):
+    # Numbered exactly as AllowedSigners.load numbers them: split at LF only.
+    text = path.read_bytes().decode("utf-8") if path.exists() else ""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    for number, raw in enumerate(lines, start=1):
         match = next((e for e in allowed.entries if e.line == number), None)
         if match and match.key.blob == key.blob and match.principals == (principal,):
             merged.update(match.roles)
             continue
-        kept.append(raw if raw.endswith("\n") else raw + "\n")
+        kept.append(raw + "\n")
     line = enrol_line(principal, sorted(merged), key)
     atomic_write(path, "".join(kept + [line]).encode("utf-8"), mode=0o644)
     return line

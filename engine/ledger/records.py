@@ -8,12 +8,14 @@ body by ``verify``.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
 from engine.canonical import canonical_json, sha256_hex
 
+_TIME = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z$")
 RECORD_VERSION = 1
 GENESIS_PREV = "0" * 64
 KINDS = ("decision", "retract", "note", "signoff")
@@ -37,8 +39,12 @@ def utc_now() -> str:
 
 
 def parse_time(value: str) -> datetime:
-    """Gives the datetime of a record's ``time`` field."""
-    return datetime.strptime(value, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=timezone.utc)
+    """Gives the datetime of a record's ``time`` field (``YYYY-MM-DDTHH:MM:SS.ffffffZ``)."""
+    # The pattern pins the one shape utc_now writes; fromisoformat then checks the
+    # calendar, some ten times faster than strptime (verify calls this per record).
+    if not isinstance(value, str) or not _TIME.match(value):
+        raise ValueError(f"time {value!r} is not YYYY-MM-DDTHH:MM:SS.ffffffZ")
+    return datetime.fromisoformat(value[:-1]).replace(tzinfo=timezone.utc)
 
 
 @dataclass(frozen=True)

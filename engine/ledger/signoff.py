@@ -13,7 +13,6 @@ extends.
 
 from __future__ import annotations
 
-import os
 import sqlite3
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -193,15 +192,8 @@ def lead_signer(ws, key: str | Path | None = None) -> Signer:
     enrolled in the lead role is taken, whatever the agent's order.
     """
     from engine.identity import choose_signer
-    from engine.ledger.signers import AgentSigner, agent_ed25519_keys
 
-    allowed = ws.allowed_signers()
-    if not key and os.environ.get("SSH_AUTH_SOCK"):
-        for pub in agent_ed25519_keys():
-            if any(SIGNOFF_ROLE in allowed.roles_for(name, pub.blob)
-                   for name in allowed.principals_for(pub.blob)):
-                return AgentSigner(pub)
-    return choose_signer(key, allowed)
+    return choose_signer(key, ws.allowed_signers(), (SIGNOFF_ROLE,))
 
 
 def _pending_text(pending: tuple[PendingItem, ...]) -> str:

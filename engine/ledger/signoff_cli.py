@@ -219,7 +219,7 @@ def prove(ctx: "Ctx", record: str, checkpoint_path: str | None, as_json: bool) -
                 check_signature(cp, ws.allowed_signers())
             except ValueError as exc:
                 raise IntegrityError(f"checkpoint {checkpoint_path}: signature: {exc}") from exc
-        proof = prove_inclusion(ws.conn, record, cp)
+        proof = prove_inclusion(ws.conn, record, ws.allowed_signers(), cp)
     if as_json:
         click.echo(json.dumps(proof.to_json(), ensure_ascii=False, indent=1))
         return

@@ -13,6 +13,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Any, Callable
 
+from engine.errors import InputError, IntegrityError
 from engine.ledger import sshsig
 from engine.ledger.records import (
     GENESIS_PREV,
@@ -20,10 +21,12 @@ from engine.ledger.records import (
     Record,
     encode_body,
     make_body,
+    parse_time,
     utc_now,
 )
 from engine.ledger.signers import Signer
 from engine.roles import namespace_for
+from engine.sqlitedb import write_transaction
 
 SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS records (
@@ -56,6 +59,11 @@ BEGIN SELECT RAISE(ABORT, 'ledger records must extend the chain head'); END;
 """
 
 
+# How far the newest record's time may be ahead of this host's clock before
+# appends stop (hosts of one review may differ a little; a day is a broken clock).
+MAX_CLOCK_LAG_S = 300.0
+
+
 def create_schema(conn: sqlite3.Connection) -> None:
     """Creates the records table and its append-only triggers."""
     conn.executescript(SCHEMA)
@@ -67,6 +75,31 @@ def head(conn: sqlite3.Connection) -> tuple[int, str]:
         "SELECT seq, record_hash FROM records ORDER BY seq DESC LIMIT 1"
     ).fetchone()
     return (0, GENESIS_PREV) if row is None else (row[0], row[1])
+
+
+def _next_time(conn: sqlite3.Connection, head_seq: int) -> str:
+    """Gives the new record's time: now, but never earlier than the head's signed time.
+
+    Times along the chain never go back (verify checks it), so a key past its
+    valid-before cannot claim an earlier moment. A clock a little behind the
+    head is carried forward; one far behind (or a head dated in the future)
+    is refused rather than written into every later record.
+    """
+    now = utc_now()
+    if head_seq == 0:
+        return now
+    (last,) = conn.execute("SELECT time FROM records WHERE seq=?", (head_seq,)).fetchone()
+    if not isinstance(last, str) or last <= now:
+        return now
+    try:
+        ahead = (parse_time(last) - parse_time(now)).total_seconds()
+    except ValueError:
+        return now  # an unreadable head time is verify's to report
+    if ahead > MAX_CLOCK_LAG_S:
+        raise IntegrityError(f"the last record claims time {last}, {ahead:.0f} s ahead of this "
+                             "host's clock; check the clock (and run sealdesk verify) before "
+                             "appending", seq=head_seq)
+    return last
 
 
 def append(
@@ -82,21 +115,24 @@ def append(
 ) -> Record:
     """Gives the record after signing it and durably appending it to the chain.
 
-    ``check`` runs inside the write transaction, after the head is read and
-    before signing; it may raise to refuse, and may return extra body fields
-    (for example the item's current hash). The connection must be in
-    autocommit mode (``isolation_level=None``).
+    ``check`` runs inside the write transaction (so nothing can land between
+    it, the head it extends and the signature); it may raise to refuse, and
+    may return extra body fields (for example the item's current hash). The
+    connection must be in autocommit mode (``isolation_level=None``).
     """
     conn = db.conn
     namespace = namespace_for(role)
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+    note = fields.get("note")
+    if note is not None and not isinstance(note, str):
+        # verify faults a non-text note: never sign a record that cannot verify
+        raise InputError("a note must be text", field="note")
+    with write_transaction(conn):
         extra = check(conn) if check is not None else {}
         seq, prev = head(conn)
         body = make_body(
             workspace=workspace_id, seq=seq + 1, prev=prev, kind=kind,
             principal=principal, role=role, key=signer.public_key.fingerprint,
-            time=utc_now(), **{**fields, **extra},
+            time=_next_time(conn, seq), **{**fields, **extra},
         )
         message, record_hash = encode_body(body)
         signature = sshsig.armor(signer.sign(message, namespace))
@@ -106,11 +142,6 @@ def append(
             message=message.decode("utf-8"), signature=signature,
         )
         db["records"].insert(row)
-        conn.execute("COMMIT")
-    except BaseException:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise
     return Record(seq + 1, record_hash, prev, message, signature, body)
 
 

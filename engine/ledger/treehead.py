@@ -117,6 +117,9 @@ def leaf_hashes(conn: sqlite3.Connection, upto: int | None = None) -> list[bytes
         if seq != position:
             raise IntegrityError(f"the ledger has no record {position} (next is {seq}); run "
                                  "sealdesk verify", seq=position)
+        if not isinstance(message, str):
+            raise IntegrityError("the record's message is not text; run sealdesk verify",
+                                 seq=seq)
         leaves.append(merkle.leaf_hash(message.encode("utf-8")))
     return leaves
 
@@ -128,20 +131,22 @@ def head_of(origin: str, leaves: list[bytes]) -> TreeHead:
 
 def signed_head_from(seq: int, record_hash: str, body: dict[str, Any]) -> SignedHead | None:
     """Gives the signed head a sign-off record's body carries, or None if it carries none."""
-    data = body.get("data")
+    data = body.get("data") if isinstance(body, dict) else None
     if not isinstance(data, dict) or data.get("type") != SIGNOFF_TYPE:
         return None
-    tree = data.get("tree") or {}
+    tree = data.get("tree")
     try:
         head = TreeHead(str(tree["origin"]), int(tree["size"]), bytes.fromhex(tree["root"]))
     except (KeyError, TypeError, ValueError):
         return None
     checkpoint = data.get("checkpoint") if isinstance(data.get("checkpoint"), dict) else {}
     exceptions = data.get("exceptions") if isinstance(data.get("exceptions"), list) else []
-    return SignedHead(seq, record_hash, body.get("principal", ""), body.get("key", ""),
-                      body.get("time", ""), head, checkpoint.get("note"),
-                      checkpoint.get("signature"), bool(data.get("with_exceptions")),
-                      len(exceptions))
+    note, signature = checkpoint.get("note"), checkpoint.get("signature")
+    return SignedHead(seq, record_hash, str(body.get("principal", "")),
+                      str(body.get("key", "")), str(body.get("time", "")), head,
+                      note if isinstance(note, str) else None,
+                      signature if isinstance(signature, str) else None,
+                      bool(data.get("with_exceptions")), len(exceptions))
 
 
 def signed_heads(conn: sqlite3.Connection) -> list[SignedHead]:
@@ -149,7 +154,11 @@ def signed_heads(conn: sqlite3.Connection) -> list[SignedHead]:
     heads = []
     for seq, record_hash, message in conn.execute(
             "SELECT seq, record_hash, message FROM records WHERE kind='signoff' ORDER BY seq"):
-        head = signed_head_from(seq, record_hash, strict_loads(message))
+        try:
+            body = strict_loads(message)
+        except (TypeError, ValueError):  # mangled: verify names it; it signs no head
+            continue
+        head = signed_head_from(seq, record_hash, body)
         if head is not None:
             heads.append(head)
     return heads
@@ -211,12 +220,14 @@ def _find_record(conn: sqlite3.Connection, ref: str) -> tuple[int, str, bytes]:
     return row[0], row[1], row[2].encode("utf-8")
 
 
-def prove_inclusion(conn: sqlite3.Connection, ref: str,
+def prove_inclusion(conn: sqlite3.Connection, ref: str, allowed: AllowedSigners,
                     checkpoint: Checkpoint | None = None) -> InclusionProof:
     """Gives a verified inclusion proof of a record against the latest signed tree head.
 
-    With a checkpoint, the proof is against the checkpoint's head instead; the
-    caller checks the checkpoint's signature first.
+    The head counts only if an enrolled lead signed its checkpoint note and the
+    note says exactly that head (the rest of the sign-off record is what a SQL
+    writer could forge). With a checkpoint, the proof is against the
+    checkpoint's head instead; the caller checks the checkpoint's signature first.
     """
     seq, record_hash, message = _find_record(conn, ref)
     signed = None
@@ -228,6 +239,12 @@ def prove_inclusion(conn: sqlite3.Connection, ref: str,
         if signed is None:
             raise InputError("there is no signed tree head yet: the lead signs one with "
                              "sealdesk signoff", field="record")
+        _, text = checkpoint_of(conn, allowed, signed.seq)  # the lead's signature, checked
+        note = parse_checkpoint(text, path=f"sign-off #{signed.seq}")
+        if (note.origin, note.size, note.root) != (signed.tree.origin, signed.tree.size,
+                                                    signed.tree.root):
+            raise IntegrityError(f"sign-off #{signed.seq}: its tree head is not the one its "
+                                 "checkpoint note signs", seq=signed.seq)
         target, where = signed.tree, f"the latest signed tree head (sign-off #{signed.seq})"
     if seq > target.size:
         raise InputError(f"record {seq} is newer than {where}, which covers records "

@@ -17,10 +17,10 @@ import os
 import sqlite3
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 
 from engine.canonical import canonical_json
+from engine.errors import SealdeskError
 from engine.ledger import sshsig
 from engine.ledger.allowed_signers import AllowedSigners
 from engine.ledger.records import (
@@ -30,6 +30,7 @@ from engine.ledger.records import (
     INDEXED_FIELDS,
     KINDS,
     RECORD_VERSION,
+    parse_time,
 )
 from engine.roles import QUEUE_ROLES, SIGNOFF_ROLE, NAMESPACE_BY_ROLE
 
@@ -38,10 +39,15 @@ _RANGE = 2000
 
 @dataclass(frozen=True)
 class Fault:
-    """One problem found: the record's seq and why."""
+    """One problem found: the record's seq and why (seq 0: not a record, e.g. an item)."""
 
     seq: int
     reason: str
+
+    @property
+    def where(self) -> str:
+        """Gives ``record N: reason``, or the reason alone for a fault outside the records."""
+        return f"record {self.seq}: {self.reason}" if self.seq > 0 else self.reason
 
 
 @dataclass
@@ -69,7 +75,9 @@ class Context:
     db_path: str
     workspace_id: str
     allowed: AllowedSigners
-    items: dict[tuple[str, str], tuple[str, str]]  # (queue, item_id) -> (sha, run_sha)
+    # (queue, item_id) -> (item sha, run manifest sha, why the stored bytes are bad or None)
+    items: dict[tuple[str, str], tuple[str, str, str | None]]
+    faults: tuple[Fault, ...] = ()  # stored items and runs whose bytes no longer hash right
 
 
 @dataclass
@@ -77,8 +85,8 @@ class RangeResult:
     """A worker's answer for one seq range."""
 
     count: int = 0
-    first: tuple[int, str] | None = None   # (seq, prev_hash) of the first record
-    last: tuple[int, str] | None = None    # (seq, record_hash) of the last record
+    first: tuple[int, str, str] | None = None   # (seq, prev_hash, time) of the first record
+    last: tuple[int, str, str] | None = None    # (seq, record_hash, time) of the last record
     faults: list[Fault] = field(default_factory=list)
     signers: Counter = field(default_factory=Counter)
 
@@ -93,7 +101,7 @@ class RecordChecker:
 
     def authorized(self, principal: str, blob: bytes, namespace: str, time: str) -> bool:
         if self._timed:
-            when = datetime.fromisoformat(time.replace("Z", "+00:00"))
+            when = parse_time(time)
             return self.ctx.allowed.authorizes(principal, blob, namespace, when)
         key = (principal, blob, namespace)
         hit = self._auth.get(key)
@@ -103,7 +111,15 @@ class RecordChecker:
 
     def check(self, row: tuple) -> tuple[str | None, dict | None]:
         """Gives (fault reason or None, signed body or None) for one stored row."""
+        try:
+            return self._check(row)
+        except Exception as exc:  # a rebuilt table can hold anything: a fault, never a crash
+            return f"record cannot be checked ({type(exc).__name__}: {exc})", None
+
+    def _check(self, row: tuple) -> tuple[str | None, dict | None]:
         seq, record_hash, prev_hash, message_text, signature = row[:5]
+        if not isinstance(message_text, str) or not isinstance(signature, str):
+            return "message or signature column does not hold text", None
         message = message_text.encode("utf-8")
         if hashlib.sha256(message).hexdigest() != record_hash:
             return "record hash does not match the signed message (message or hash edited)", None
@@ -111,12 +127,15 @@ class RecordChecker:
             body = json.loads(message_text)
             # Re-encoding also refuses duplicate keys and NaN: they cannot round-trip.
             canonical = isinstance(body, dict) and canonical_json(body) == message
-        except ValueError as exc:
+        except (ValueError, SealdeskError) as exc:
             return f"message is not canonical JSON: {exc}", None
         if not canonical:
             return "message is not canonical JSON", None
         if body.keys() != BODY_FIELDS or body["v"] != RECORD_VERSION:
             return "message fields differ from a version-1 record", None
+        wrong = _wrong_type(body)
+        if wrong is not None:
+            return wrong, None
         if body["seq"] != seq:
             return f"stored at seq {seq} but signed as seq {body['seq']} (reordered?)", body
         if body["prev"] != prev_hash:
@@ -131,6 +150,9 @@ class RecordChecker:
         kind, role = body["kind"], body["role"]
         if kind not in KINDS:
             return f"unknown record kind {kind!r}", body
+        odd = _field_of_another_kind(body)
+        if odd is not None:
+            return odd, body
         namespace = NAMESPACE_BY_ROLE.get(role)
         if namespace is None:
             return f"unknown role {role!r}", body
@@ -160,11 +182,62 @@ class RecordChecker:
                     f"{queue}/{body['item_id']}"), body
         if held[1] != body["run_sha256"]:
             return "run artifact hash differs from the item's run", body
+        if held[2] is not None:
+            return held[2], body
         if kind == "decision" and body["decision"] not in DECISIONS:
             return f"unknown decision {body['decision']!r}", body
         if kind == "retract" and not body["retracts"]:
             return "retract record names no record", body
         return None, body
+
+
+_TEXT = ("workspace", "prev", "kind", "principal", "role", "key", "time")
+_TEXT_OR_NULL = ("queue", "item_id", "item_sha256", "run_sha256", "decision", "note",
+                 "retracts")
+
+
+def _wrong_type(body: dict) -> str | None:
+    """Gives why a signed body's field has the wrong JSON type, or None.
+
+    Python's ``True == 1`` and loose comparisons would otherwise let signed
+    bytes say something other than what sealdesk reads from them.
+    """
+    for name in ("v", "seq"):
+        if type(body[name]) is not int:
+            return f"signed field '{name}' is {type(body[name]).__name__}, not an integer"
+    for name in _TEXT:
+        if not isinstance(body[name], str):
+            return f"signed field '{name}' is not text"
+    for name in _TEXT_OR_NULL:
+        if body[name] is not None and not isinstance(body[name], str):
+            return f"signed field '{name}' is neither text nor null"
+    try:
+        parse_time(body["time"])
+    except ValueError:
+        return (f"signed time {body['time'][:40]!r} is not a UTC timestamp "
+                "(YYYY-MM-DDTHH:MM:SS.ffffffZ) on a real date")
+    return None
+
+
+# A field only one kind of record carries; anywhere else it must be null, so the
+# signed bytes say one thing (a note cannot also read as an accept).
+_KIND_OF_FIELD = {"decision": "decision", "retracts": "retract", "data": "signoff"}
+_ITEM_FIELDS = ("queue", "item_id", "item_sha256", "run_sha256")
+
+
+def _field_of_another_kind(body: dict) -> str | None:
+    """Gives why a record carries a field its kind never has, or None."""
+    kind = body["kind"]
+    for name, owner in _KIND_OF_FIELD.items():
+        if body[name] is not None and kind != owner:
+            return f"a {kind} record carries '{name}', which only a {owner} record has"
+    if kind == "signoff":
+        named = [name for name in _ITEM_FIELDS if body[name] is not None]
+        if named:
+            return f"a signoff record carries '{named[0]}': a sign-off is about no one item"
+    if kind == "note" and not body["note"]:
+        return "a note record carries no 'note'"
+    return None
 
 
 _CTX: Context | None = None
@@ -191,24 +264,34 @@ def check_range(bounds: tuple[int, int]) -> RangeResult:
 
 def _check_rows(checker: RecordChecker, rows) -> RangeResult:
     out = RangeResult()
-    prev_seq, prev_hash = None, None
+    prev_seq, prev_hash, prev_time = None, None, ""
     for row in rows:
         seq, record_hash, stored_prev = row[0], row[1], row[2]
+        reason, body = checker.check(row)
+        # The time column was compared with the signed body; an unreadable record has none.
+        time = body["time"] if reason is None and body is not None else ""
         out.count += 1
         if out.first is None:
-            out.first = (seq, stored_prev)
+            out.first = (seq, stored_prev, time)
         elif seq != prev_seq + 1:
             out.faults.append(_gap_fault(prev_seq, seq))
         elif stored_prev != prev_hash:
             out.faults.append(_link_fault(seq))
-        reason, body = checker.check(row)
+        elif time and time < prev_time:
+            out.faults.append(_time_fault(seq, time, prev_time))
         if reason is not None:
             out.faults.append(Fault(seq, reason))
         elif body is not None:
             out.signers[body["principal"]] += 1
         prev_seq, prev_hash = seq, record_hash
-        out.last = (seq, record_hash)
+        prev_time = time or prev_time
+        out.last = (seq, record_hash, prev_time)
     return out
+
+
+def _time_fault(seq: int, time: str, prev_time: str) -> Fault:
+    return Fault(seq, f"signed time {time} is earlier than the record before it ({prev_time}): "
+                      "backdated")
 
 
 def _gap_fault(prev_seq: int, seq: int) -> Fault:
@@ -224,15 +307,36 @@ def _link_fault(seq: int) -> Fault:
 
 def load_context(conn: sqlite3.Connection, db_path: Path, workspace_id: str,
                  allowed: AllowedSigners) -> Context:
-    """Gives the verification context read from the workspace database."""
-    items = {
-        (q, i): (sha, run_sha)
-        for q, i, sha, run_sha in conn.execute(
-            "SELECT items.queue, items.item_id, items.item_sha256, runs.manifest_sha256 "
-            "FROM items JOIN runs USING (run_id)"
-        )
-    }
-    return Context(str(db_path), workspace_id, allowed, items)
+    """Gives the verification context read from the workspace database.
+
+    The hash columns are not taken on trust: each item's stored payload and
+    each run's stored manifest must still hash to them, since a record binds
+    the hash and a person was shown (and the engine folds back) the bytes.
+    """
+    faults: list[Fault] = []
+    bad_runs: dict[str, str] = {}
+    for run_id, manifest, digest in conn.execute(
+            "SELECT run_id, manifest, manifest_sha256 FROM runs ORDER BY run_id"):
+        if _text_sha256(manifest) != digest:
+            bad_runs[run_id] = (f"run {run_id}: stored manifest no longer hashes to its "
+                                "manifest_sha256 (edited after ingest)")
+            faults.append(Fault(0, bad_runs[run_id]))
+    items = {}
+    for q, i, sha, payload, run_id, run_sha in conn.execute(
+            "SELECT items.queue, items.item_id, items.item_sha256, items.payload, run_id, "
+            "runs.manifest_sha256 FROM items JOIN runs USING (run_id) "
+            "ORDER BY items.queue, items.item_id"):
+        why = bad_runs.get(run_id)
+        if _text_sha256(payload) != sha:
+            why = (f"item {q}/{i}: stored payload no longer hashes to its item_sha256 "
+                   "(edited after ingest)")
+            faults.append(Fault(0, why))
+        items[(q, i)] = (sha, run_sha, why)
+    return Context(str(db_path), workspace_id, allowed, items, tuple(faults))
+
+
+def _text_sha256(text: object) -> str | None:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest() if isinstance(text, str) else None
 
 
 def verify_ledger(conn: sqlite3.Connection, ctx: Context, *, processes: int | None = None,
@@ -240,6 +344,7 @@ def verify_ledger(conn: sqlite3.Connection, ctx: Context, *, processes: int | No
     """Gives the report over every record of the database in ``ctx``."""
     lo, hi, total = conn.execute("SELECT MIN(seq), MAX(seq), COUNT(*) FROM records").fetchone()
     report = Report()
+    report.faults.extend(ctx.faults)
     if not total:
         return report
     # A tampered table may not start at 1; ranges still cover every stored seq.
@@ -259,19 +364,22 @@ def verify_ledger(conn: sqlite3.Connection, ctx: Context, *, processes: int | No
 
 
 def _join(results, report: Report, progress) -> None:
-    expected_seq, prev_hash = 1, GENESIS_PREV
+    expected_seq, prev_hash, prev_time = 1, GENESIS_PREV, ""
     signers: Counter = Counter()
     for part in results:
         report.faults.extend(part.faults)
         signers.update(part.signers)
         report.records += part.count
         if part.first is not None:
-            seq, first_prev = part.first
+            seq, first_prev, first_time = part.first
             if seq != expected_seq:
                 report.faults.append(_gap_fault(expected_seq - 1, seq))
             elif first_prev != prev_hash:
                 report.faults.append(_link_fault(seq))
+            elif first_time and first_time < prev_time:
+                report.faults.append(_time_fault(seq, first_time, prev_time))
             expected_seq, prev_hash = part.last[0] + 1, part.last[1]
+            prev_time = part.last[2] or prev_time
             report.head_hash = part.last[1]
         if progress is not None:
             progress(report.records)

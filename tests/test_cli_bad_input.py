@@ -1,0 +1,137 @@
+"""Bad input to the foundation's commands: one line naming what is wrong, nothing written."""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from engine.workspace import BacklogItem
+from tests.ledger_fixtures import make_items, write_items_file
+from tests.test_cli_foundation import cli_ws, one_line_error, snapshot  # noqa: F401  (fixture)
+
+
+def test_ingesting_several_files_writes_nothing_when_a_later_one_conflicts(cli_ws, sealdesk,
+                                                                          tmp_path):
+    ws, _ = cli_ws
+    fresh = tmp_path / "fresh.jsonl"
+    write_items_file(fresh, make_items(6, run_id="run-2")[4:])
+    clash = tmp_path / "clash.jsonl"
+    write_items_file(clash, [BacklogItem.make("flagged_pairs", "item-1", "run-3", {"x": 1})])
+    before = snapshot(ws)
+    err = one_line_error(sealdesk("ingest", fresh, clash, workspace=ws))
+    assert "item-1 already exists with different bytes" in err and "clash.jsonl" in err
+    assert snapshot(ws) == before
+
+
+def test_two_files_giving_one_item_id_different_bytes_are_refused_naming_both(cli_ws, sealdesk,
+                                                                           tmp_path):
+    ws, _ = cli_ws
+    first, second = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
+    write_items_file(first, [BacklogItem.make("flagged_pairs", "new-1", "run-4", {"x": 1})])
+    write_items_file(second, [BacklogItem.make("flagged_pairs", "new-1", "run-4", {"x": 2})])
+    before = snapshot(ws)
+    err = one_line_error(sealdesk("ingest", first, second, workspace=ws))
+    assert f"{second}:1:" in err and "first.jsonl" in err and "field 'item_id'" in err
+    assert snapshot(ws) == before
+
+
+def test_bulk_decide_signs_nothing_when_one_id_is_unknown(cli_ws, sealdesk):
+    ws, keys = cli_ws
+    before = snapshot(ws)
+    err = one_line_error(sealdesk("decide", "--queue", "flagged_pairs", "--item", "-",
+                                  "--decision", "accept", "--key", keys["rita"],
+                                  input="item-0\nitem-1\nnope\n", workspace=ws))
+    assert err.startswith("sealdesk: error: <stdin>:3: field 'item': ")
+    assert "nope" in err
+    assert snapshot(ws) == before
+
+
+def test_bulk_decide_refuses_ids_that_are_not_utf8(cli_ws, sealdesk, tmp_path):
+    import subprocess
+
+    from tests.conftest import SEALDESK
+
+    ws, keys = cli_ws
+    before = snapshot(ws)
+    env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8",
+           "PYTHONPATH": str(Path(__file__).parent.parent)}
+    proc = subprocess.run([*SEALDESK, "--workspace", str(ws), "decide", "--queue",
+                           "flagged_pairs", "--item", "-", "--decision", "accept", "--key",
+                           str(keys["rita"])], input=b"item-0\n\xff\xfe\n",
+                          capture_output=True, env=env)
+    lines = proc.stderr.decode().strip().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1, proc.stderr
+    assert lines[0].startswith("sealdesk: error: <stdin>:2: ") and "UTF-8" in lines[0]
+    assert snapshot(ws) == before
+
+
+def test_export_into_a_directory_that_cannot_be_made_is_one_line(cli_ws, sealdesk, tmp_path):
+    ws, _ = cli_ws
+    blocker = tmp_path / "blocker"
+    blocker.write_text("a file, not a directory")
+    err = one_line_error(sealdesk("export", "--out", blocker / "records.jsonl", workspace=ws))
+    assert str(blocker / "records.jsonl") in err
+
+
+def test_export_of_a_mangled_record_names_its_seq(cli_ws, sealdesk, tmp_path):
+    ws, keys = cli_ws
+    sealdesk("decide", "--queue", "flagged_pairs", "--item", "item-0", "--decision", "accept",
+             "--key", keys["rita"], workspace=ws, check=True)
+    conn = sqlite3.connect(ws / "sealdesk.db", isolation_level=None)
+    conn.execute("DROP TRIGGER records_no_update")
+    conn.execute("UPDATE records SET message='garbage', record_hash=? WHERE seq=1",
+                 (hashlib.sha256(b"garbage").hexdigest(),))
+    conn.close()
+    out = tmp_path / "records.jsonl"
+    err = one_line_error(sealdesk("export", "--out", out, workspace=ws))
+    assert "record 1" in err and "sealdesk verify" in err
+    assert not out.exists()
+
+
+def test_a_database_without_the_ledger_table_is_refused_in_one_line(cli_ws, sealdesk):
+    ws, _ = cli_ws
+    conn = sqlite3.connect(ws / "sealdesk.db", isolation_level=None)
+    conn.execute("DROP TABLE records")
+    conn.close()
+    for command in (("verify",), ("items",), ("export", "--out", "x.jsonl")):
+        err = one_line_error(sealdesk(*command, workspace=ws))
+        assert "records" in err and "sealdesk.db" in err
+
+
+def test_a_database_error_while_appending_is_one_line_and_writes_nothing(cli_ws, sealdesk):
+    ws, keys = cli_ws
+    conn = sqlite3.connect(ws / "sealdesk.db", isolation_level=None)
+    conn.execute("CREATE TRIGGER jam BEFORE INSERT ON records "
+                 "BEGIN SELECT RAISE(ABORT, 'disk says no'); END")
+    conn.close()
+    before = snapshot(ws)
+    err = one_line_error(sealdesk("decide", "--queue", "flagged_pairs", "--item", "item-0",
+                                  "--decision", "accept", "--key", keys["rita"], workspace=ws))
+    assert "disk says no" in err and "sealdesk.db" in err
+    assert snapshot(ws) == before
+
+
+@pytest.mark.parametrize("args,named", [
+    (("ingest", "{tmp}"), "is a directory"),
+    (("decide", "--queue", "flagged_pairs", "--item", "item-0"), "--decision"),
+    (("decide", "--queue", "nope", "--item", "x", "--decision", "accept"), "nope"),
+    (("exam", "adjudicate", "--corpus", "{tmp}"), "is a directory"),
+])
+def test_usage_errors_are_one_line_naming_the_option(cli_ws, sealdesk, tmp_path, args, named):
+    ws, _ = cli_ws
+    before = snapshot(ws)
+    err = one_line_error(sealdesk(*[a.format(tmp=tmp_path) for a in args], workspace=ws))
+    assert err.startswith("sealdesk: error: ") and named in err and "--help" in err
+    assert snapshot(ws) == before
+
+
+def test_a_database_without_its_workspace_id_is_refused_in_one_line(cli_ws, sealdesk):
+    ws, _ = cli_ws
+    conn = sqlite3.connect(ws / "sealdesk.db", isolation_level=None)
+    conn.execute("DELETE FROM meta WHERE key='workspace_id'")
+    conn.close()
+    err = one_line_error(sealdesk("items", workspace=ws))
+    assert "workspace_id" in err and "sealdesk.db" in err
