@@ -224,7 +224,7 @@ class SignoffScreen(Screen):
     def _question(self, s: SignoffSummary, with_exceptions: bool) -> Text:
         out = Text(f"Sign off {s.tree.size} record(s) as {self.session.principal} "
                    f"({SIGNOFF_ROLE})?", style="bold")
-        out.append(f"\nroot {s.tree.root_hex}")
+        out.append(f"\ntree root\n{s.tree.root_hex}")
         out.append(f"\n{len(s.artifacts)} artifact(s) and {len(s.runs)} run manifest(s) bound "
                    "by SHA-256")
         if with_exceptions and s.pending:

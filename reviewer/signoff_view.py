@@ -44,9 +44,9 @@ def readiness(s: SignoffSummary, sign_key: str, exceptions_key: str) -> Text:
     if blocker is not None:
         return Text(f" BLOCKED: {blocker}", style="bold reverse")
     if s.pending:
-        return Text(f" NOT READY: {len(s.pending)} item(s) undecided. {exceptions_key} signs "
-                    "with exceptions (each listed in the record)", style="bold reverse")
-    return Text(f" READY: every item is accepted or rejected. {sign_key} signs off",
+        return Text(f" NOT READY: {len(s.pending)} item(s) undecided; {exceptions_key} signs "
+                    "with exceptions, listed in the record", style="bold reverse")
+    return Text(f" READY: every item is accepted or rejected; {sign_key} signs off",
                 style="bold")
 
 
@@ -81,7 +81,8 @@ def queues_table(s: SignoffSummary) -> Table:
     for name in ("total", "decided", "accepted", "rejected", "skipped", "undecided"):
         table.add_column(Text(name), justify="right", no_wrap=True)
     for q in s.queues:
-        undecided = Text(str(q.undecided), style="bold reverse" if q.undecided else "")
+        # Styled as a span: a base style would paint the cell's padding too.
+        undecided = Text.assemble((str(q.undecided), "bold reverse" if q.undecided else ""))
         table.add_row(Text(f"  {q.queue}"), str(q.total), str(q.decided), str(q.accepted),
                       str(q.rejected), str(q.skipped), undecided)
     return table
@@ -140,7 +141,7 @@ def exam_section(e: ExamStatus) -> RenderableType:
     for g in e.gates:
         verdict, style = _VERDICT[g.passed]
         table.add_row(Text(f"  {clean(g.name)}"), number(g.value),
-                      Text(clean(g.threshold or "")), Text(verdict, style=style))
+                      Text(clean(g.threshold or "")), Text.assemble((verdict, style)))
     return Group(head, table)
 
 
@@ -158,8 +159,8 @@ def coverage_section(v: CoverageStatus) -> RenderableType:
     table.add_column()
     for k in v.categories:
         table.add_row(Text(f"  {clean(k.category)}"),
-                      Text(k.eligibility, style="bold reverse" if k.eligibility == "HOLD"
-                           else ""), Text(", ".join(clean(f) for f in k.findings)))
+                      Text.assemble((k.eligibility, "bold reverse" if k.eligibility == "HOLD"
+                                     else "")), Text(", ".join(clean(f) for f in k.findings)))
     return Group(head, table)
 
 
