@@ -100,6 +100,8 @@ class SignoffScreen(Screen):
         self.signing = False
         self.message = ""
         self._seen_head: int | None = None
+        self._reading = False
+        self._read_again = False
 
     def compose(self) -> ComposeResult:
         yield Static(Text(" Sign-off · reading the summary…"), id="banner")
@@ -119,11 +121,20 @@ class SignoffScreen(Screen):
 
     # -- reading ----------------------------------------------------------------
     def read_summary(self) -> None:
-        """Reads the summary again in the background (it hashes every artifact)."""
+        """Reads the summary again in the background (it hashes every artifact).
+
+        One read at a time: on 100,000 items a read takes seconds, and others
+        may append records faster than that; a read asked for meanwhile runs
+        once the current one is in.
+        """
+        if self._reading:
+            self._read_again = True
+            return
+        self._reading, self._read_again = True, False
         self._seen_head = self.ws.watermark().head_seq
         self._read(self.ws.root)
 
-    @work(thread=True, exclusive=True, group="sign-off summary", exit_on_error=False)
+    @work(thread=True, group="sign-off summary", exit_on_error=False)
     def _read(self, root) -> None:
         # Its own connection: the UI thread keeps using the main one.
         with Workspace.open(root) as reader:
@@ -132,9 +143,12 @@ class SignoffScreen(Screen):
 
     @on(SummaryRead)
     def _summary_read(self, event: SummaryRead) -> None:
+        self._reading = False
         self.summary = event.summary
         self._draw()
         self._show_status()
+        if self._read_again:
+            self.read_summary()
 
     def poll(self) -> None:
         """Reads the summary again when anyone appended a record (others keep deciding)."""
@@ -148,7 +162,10 @@ class SignoffScreen(Screen):
     @on(Worker.StateChanged)
     def _worker_failed(self, event: Worker.StateChanged) -> None:
         if event.state == WorkerState.ERROR:
-            self.signing = False
+            if event.worker.group == "sign-off summary":
+                self._reading = False
+            else:
+                self.signing = False
             error = event.worker.error
             why = error.one_line() if isinstance(error, SealdeskError) else str(error)
             self.refuse(f"{event.worker.group} failed: {why}")

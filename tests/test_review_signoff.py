@@ -367,3 +367,19 @@ async def test_under_the_undecided_filter_others_decisions_leave_the_list(team):
         await pilot.press("a")
     assert [r[2:5] for r in records(team.ws)] == [("fp-0", "accept", "ravi"),
                                                   ("fp-1", "accept", "rita")]
+
+
+async def test_an_artifact_that_differs_from_its_sidecar_blocks_signing_and_says_why(team):
+    team.decide_all_but()
+    write_run_artifacts(team.ws)
+    (team.ws.artifacts_dir / "exam-1" / "exam-score.json").write_bytes(b'{"status":"PASS"}')
+    app = team.app(team.lena)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_signoff(app, pilot)
+        assert "PROBLEM: artifacts/exam-1/exam-score.json: bytes differ from its .sha256 " \
+               "sidecar" in body(screen)
+        assert "BLOCKED: will not sign off" in body(screen)
+        await pilot.press("e")
+        assert app.screen is screen
+        assert "exam-score.json: bytes differ from its .sha256 sidecar" in notices(app)
+    assert signoff_data(team.ws) == []
