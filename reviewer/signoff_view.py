@@ -246,7 +246,7 @@ def render_signed(record: Any) -> Text:
     data = body.get("data") or {}
     tree = data.get("tree") or {}
     out = Text.assemble((f" SIGNED OFF: record #{record.seq} ", "bold reverse"))
-    out.append(f" by {clean(body.get('principal'))} ({body.get('role')}) at {body.get('time')}")
+    out.append(f"by {clean(body.get('principal'))} ({body.get('role')}) at {body.get('time')}")
     out.append_text(Text("\n"))
     out.append_text(_label("hash"))
     out.append(f"{record.record_hash}\n")
