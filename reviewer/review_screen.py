@@ -269,9 +269,12 @@ class ReviewScreen(Screen):
                 self.refresh_progress()
                 row = self.queue_list.current
                 filters = self.view.filters
-                if mark.items_rowid != old.items_rowid or filters.status or filters.decided_by:
+                by_decision = (filters.status or filters.decided_by) and not filters.text
+                if mark.items_rowid != old.items_rowid or by_decision:
                     # New items, or others' decisions moving rows in or out of a filter
                     # on status or decider: count again, keep the cursor where it was.
+                    # (Not under a text search: that recount reads payloads, ~1 s, and
+                    # would blank the list every time someone decides.)
                     self.reload(keep=row.item_id if row else None, at=self.queue_list.cursor)
                 else:
                     self.queue_list.forget()
