@@ -4,6 +4,7 @@
 if [ -t 0 ] && [ -t 1 ]; then
     echo "opening the review app as rita (reviewer): a accept, x reject, space skip,"
     echo "u undo, ? every key, q quit. Then: $SD verify"
+    echo "(the lead signs off in the app too: $SD review --key $DEMO/keys/lena, then S)"
     $SD review --key "$DEMO/keys/rita"
     $SD verify
 else

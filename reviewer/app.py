@@ -79,10 +79,11 @@ class ReviewApp(App):
 
     def binding_rows(self) -> list[tuple[str, str, str]]:
         """Gives (keys, description, id) for every binding, as the keymap has it now."""
+        from reviewer.signoff_screen import ConfirmSignoff, SignoffScreen
         from reviewer.widgets.queue_list import QueueList
 
         rows = []
-        for owner in (ReviewScreen, QueueList, type(self)):
+        for owner in (ReviewScreen, QueueList, SignoffScreen, ConfirmSignoff, type(self)):
             for binding in owner.BINDINGS:
                 if not isinstance(binding, Binding) or not binding.id:
                     continue
@@ -92,13 +93,30 @@ class ReviewApp(App):
                 rows.append((shown, binding.description, binding.id))
         return rows
 
+    def key_for(self, binding_id: str) -> str:
+        """Gives the (first) key a binding id is bound to now, as it is shown."""
+        for keys, _description, bid in self.binding_rows():
+            if bid == binding_id:
+                return keys.split(",")[0].strip()
+        return "?"
+
+    def key_hints(self, screen: Screen) -> list[tuple[str, str]]:
+        """Gives (key, description) for the bindings a screen and the app show, as bound now."""
+        shown = {b.id for owner in (type(screen), type(self)) for b in owner.BINDINGS
+                 if isinstance(b, Binding) and b.show and b.id}
+        return [(keys.split(",")[0], description)
+                for keys, description, bid in self.binding_rows() if bid in shown]
+
     def action_help(self) -> None:
         self.push_screen(HelpScreen(self.binding_rows()))
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        from reviewer.signoff_screen import SignoffScreen
+
         yield from super().get_system_commands(screen)
-        review = self.review
-        for title, help_text, callback in review.palette_commands():
+        # The palette offers what the screen underneath it does.
+        owner = screen if isinstance(screen, SignoffScreen) else self.review
+        for title, help_text, callback in owner.palette_commands():
             yield SystemCommand(title, help_text, callback)
         for name in SEALDESK_THEMES:
             if name in self.available_themes:
@@ -111,10 +129,11 @@ def binding_ids() -> set[str]:
     """Gives every binding id the keymap may name."""
     from reviewer.jobs_screen import JobsScreen
     from reviewer.modals import FilterScreen, HelpScreen, NoteScreen
+    from reviewer.signoff_screen import ConfirmSignoff, SignoffScreen
     from reviewer.widgets.queue_list import QueueList
 
     ids = set()
     for owner in (ReviewScreen, QueueList, ReviewApp, JobsScreen, FilterScreen, HelpScreen,
-                  NoteScreen):
+                  NoteScreen, SignoffScreen, ConfirmSignoff):
         ids.update(b.id for b in owner.BINDINGS if isinstance(b, Binding) and b.id)
     return ids

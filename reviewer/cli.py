@@ -29,6 +29,7 @@ def review(ctx, key: str | None, principal: str | None, read_only: bool, theme: 
     \b
     Keys: a accept · x reject · space skip · u undo · n note · j/k move
           / search · f filter · s status · o sort · 1 2 3 queues · b jobs
+          S sign-off (lead: s signs, e signs with exceptions)
           t theme · ? help · ctrl+p palette · q quit
     Every decision is signed with your SSH key and appended to the ledger
     before the cursor moves on.

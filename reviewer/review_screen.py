@@ -26,7 +26,14 @@ from textual.worker import Worker, WorkerState
 
 from engine import jobs
 from engine.errors import SealdeskError
-from engine.item_query import ItemFilter, ItemRow, QueueProgress, Watermark
+from engine.item_query import (
+    ItemFilter,
+    ItemRow,
+    QueueProgress,
+    SignoffMark,
+    Watermark,
+    last_signoff,
+)
 from engine.roles import QUEUES
 from engine.workspace import Workspace
 from reviewer.jobs_screen import JobsScreen, JobStarted
@@ -73,7 +80,7 @@ class SearchDone(Message):
         self.token, self.total, self.index = token, total, index
 
 
-def _why(exc: Exception) -> str:
+def why_not_written(exc: Exception) -> str:
     """Gives the one line to show for a write that did not happen."""
     if isinstance(exc, SealdeskError):
         return exc.one_line()
@@ -110,6 +117,7 @@ class ReviewScreen(Screen):
                 show=False),
         Binding("ctrl+u", "detail_scroll(-1)", "Detail up", id="review.detail_up", show=False),
         Binding("b", "jobs", "Jobs", id="review.jobs"),
+        Binding("S", "signoff", "Sign-off", id="review.signoff"),
         Binding("escape", "clear_search", "Clear search", id="review.clear_search",
                 show=False),
     ]
@@ -126,6 +134,7 @@ class ReviewScreen(Screen):
         self.first_ready: float | None = None
         self._watermark: Watermark | None = None
         self.own_records: set[int] = set()
+        self.last_signoff: SignoffMark | None = None
         self._search_token = 0
         self._jobs_started: set[str] = set()
 
@@ -184,8 +193,8 @@ class ReviewScreen(Screen):
         view = self.view
         return self.ws.page(self.queue, view.filters, view.sort, offset, limit)
 
-    def reload(self, keep: str | None = None) -> None:
-        """Reads the queue's count again and puts the cursor on an item (or the top)."""
+    def reload(self, keep: str | None = None, at: int = 0) -> None:
+        """Reads the queue's count again and puts the cursor on an item (else at an index)."""
         view = self.view
         self._show_filter_line(None)
         if view.filters.text:
@@ -196,8 +205,8 @@ class ReviewScreen(Screen):
             self._search(self._search_token, self.queue, view.filters, view.sort, keep)
             return
         total = self.ws.count(self.queue, view.filters)
-        index = self._index_of(keep) if keep else 0
-        self.queue_list.reset(total, cursor=index or 0)
+        index = self._index_of(keep) if keep else None
+        self.queue_list.reset(total, cursor=at if index is None else index)
         self._show_filter_line(total)
         self._show_current()
 
@@ -231,8 +240,9 @@ class ReviewScreen(Screen):
         self._show_current()
 
     def refresh_progress(self) -> None:
-        """Reads every queue's counts again and redraws the tabs and status bar."""
+        """Reads every queue's counts and the newest sign-off again; redraws tabs and status."""
         self.progress = self.ws.progress()
+        self.last_signoff = last_signoff(self.ws.conn)
         self._show_tabs()
         self._show_status()
 
@@ -258,8 +268,14 @@ class ReviewScreen(Screen):
             if mark.items_rowid != old.items_rowid or foreign:
                 self.refresh_progress()
                 row = self.queue_list.current
-                if mark.items_rowid != old.items_rowid:
-                    self.reload(keep=row.item_id if row else None)
+                filters = self.view.filters
+                by_decision = (filters.status or filters.decided_by) and not filters.text
+                if mark.items_rowid != old.items_rowid or by_decision:
+                    # New items, or others' decisions moving rows in or out of a filter
+                    # on status or decider: count again, keep the cursor where it was.
+                    # (Not under a text search: that recount reads payloads, ~1 s, and
+                    # would blank the list every time someone decides.)
+                    self.reload(keep=row.item_id if row else None, at=self.queue_list.cursor)
                 else:
                     self.queue_list.forget()
                     self._show_current()
@@ -278,11 +294,7 @@ class ReviewScreen(Screen):
     # -- drawing ----------------------------------------------------------------
     def show_key_hints(self) -> None:
         """Redraws the key line from the bindings shown, as the keymap binds them now."""
-        rows = getattr(self.app, "binding_rows", lambda: [])()
-        shown = {b.id for owner in (type(self), type(self.app)) for b in owner.BINDINGS
-                 if isinstance(b, Binding) and b.show and b.id}
-        self.query_one(KeyHints).show([(key.split(",")[0], desc) for key, desc, bid in rows
-                                       if bid in shown])
+        self.query_one(KeyHints).show(self.app.key_hints(self))
 
     def _show_tabs(self) -> None:
         self.query_one(QueueTabs).show(self.queue, self.progress)
@@ -311,7 +323,7 @@ class ReviewScreen(Screen):
             role = f"{'/'.join(self.session.roles)} (may not decide here)"
         self.query_one(StatusBar).show(
             principal=self.session.principal, role=role or "", decided=len(self.decided_here),
-            head=self.ws.head(), message=self.message)
+            head=self.ws.head(), message=self.message, signoff=self.last_signoff)
 
     def say(self, message: str) -> None:
         """Shows a short message in the status bar."""
@@ -369,7 +381,7 @@ class ReviewScreen(Screen):
             record = self.ws.decide(self.session.signer, row.queue, row.item_id, decision,
                                     **args)
         except (SealdeskError, sqlite3.Error) as exc:
-            self.refuse(_why(exc))
+            self.refuse(why_not_written(exc))
             return
         # The record is durably in the ledger now; only now does the screen move on.
         self.decided_here.append(Decided(row.queue, row.item_id, record.seq, lst.cursor))
@@ -399,7 +411,7 @@ class ReviewScreen(Screen):
         try:
             record = self.ws.retract(self.session.signer, row.queue, row.item_id, **args)
         except (SealdeskError, sqlite3.Error) as exc:
-            self.refuse(_why(exc))
+            self.refuse(why_not_written(exc))
             return
         self.decided_here = [d for d in self.decided_here
                              if (d.queue, d.item_id) != (row.queue, row.item_id)]
@@ -462,7 +474,7 @@ class ReviewScreen(Screen):
             try:
                 record = self.ws.note(self.session.signer, row.queue, row.item_id, text, **args)
             except (SealdeskError, sqlite3.Error) as exc:
-                self.refuse(_why(exc))
+                self.refuse(why_not_written(exc))
                 return
             self.message = f"noted {row.item_id}"
             self._appended(record)
@@ -547,6 +559,19 @@ class ReviewScreen(Screen):
     def action_jobs(self) -> None:
         self.app.push_screen(JobsScreen(self.ws.root))
 
+    def action_signoff(self) -> None:
+        """Opens the lead's sign-off screen over the review."""
+        from reviewer.signoff_screen import SignoffScreen
+
+        self.app.push_screen(SignoffScreen(self.ws, self.session))
+
+    def signed_off(self, record) -> None:
+        """Takes note of a sign-off this session appended: the status bar's head shows it."""
+        self.own_records.add(record.seq)
+        self.last_signoff = SignoffMark(record.seq, record.record_hash,
+                                        record.body["principal"])
+        self._show_status()
+
     @on(JobStarted)
     def _job_started(self, event: JobStarted) -> None:
         self._jobs_started.add(event.job.job_id)
@@ -565,6 +590,8 @@ class ReviewScreen(Screen):
             ("Clear filters", "show the whole queue",
              lambda: self.set_filters(ItemFilter(principal=self.session.principal))),
             ("Jobs", "start an engine run, see progress", self.action_jobs),
+            ("Sign-off", "the lead's summary of everything, then sign it off",
+             self.action_signoff),
         ]
         for queue in QUEUES:
             cmds.append((f"Queue: {queue}", "show this backlog",

@@ -15,7 +15,7 @@ from pathlib import Path
 from engine.errors import AgentError, PermissionRefused
 from engine.identity import choose_signer
 from engine.ledger.signers import FileSigner, Signer
-from engine.roles import QUEUE_ROLES
+from engine.roles import QUEUE_ROLES, SIGNOFF_ROLE
 
 
 @dataclass(frozen=True)
@@ -47,6 +47,15 @@ class Session:
             need = " or ".join(QUEUE_ROLES.get(queue, ("?",)))
             return (f"{self.principal} holds {', '.join(self.roles) or 'no role'}; items of "
                     f"{queue} need the {need} role")
+        return None
+
+    def signoff_refusal(self) -> str | None:
+        """Gives why this session may not sign off, or None if it holds the lead role."""
+        if self.read_only:
+            return f"read-only session: {self.read_only_reason}"
+        if SIGNOFF_ROLE not in self.roles:
+            return (f"{self.principal} holds {', '.join(self.roles) or 'no role'}; signing off "
+                    f"needs the {SIGNOFF_ROLE} role")
         return None
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -55,3 +56,18 @@ def text_of(widget) -> str:
     console = Console(width=200, record=True, file=open("/dev/null", "w"), color_system=None)
     console.print(content)
     return console.export_text()
+
+
+async def settle(pilot, predicate, timeout: float = 30.0):
+    """Lets the app run until predicate() holds; fails at the deadline."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        await pilot.pause(0.05)
+        if predicate():
+            return
+    raise AssertionError("app did not reach the expected state in time")
+
+
+def notices(app) -> str:
+    """Gives the text of every notification the app has shown."""
+    return "\n".join(str(n.message) for n in app._notifications)

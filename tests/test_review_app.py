@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from engine.canonical import canonical_json
@@ -12,7 +10,7 @@ from engine.ledger.audit import verify_workspace
 from reviewer.app import ReviewApp
 from reviewer.modals import HelpScreen
 from reviewer.session import open_session, read_only_session
-from tests.review_app_fixtures import populate, records, text_of
+from tests.review_app_fixtures import notices, populate, records, settle, text_of
 from tests.review_payloads import numbered_pairs
 
 SIZE = (100, 30)
@@ -37,20 +35,6 @@ def app_for(desk, key=None, **kw) -> ReviewApp:
 
 def cursor_item(app: ReviewApp) -> str:
     return app.review.queue_list.current.item_id
-
-
-async def settle(pilot, predicate, timeout: float = 30.0):
-    """Lets the app run until predicate() holds; fails at the deadline."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        await pilot.pause(0.05)
-        if predicate():
-            return
-    raise AssertionError("app did not reach the expected state in time")
-
-
-def notices(app: ReviewApp) -> str:
-    return "\n".join(str(n.message) for n in app._notifications)
 
 
 # -- deciding ---------------------------------------------------------------------

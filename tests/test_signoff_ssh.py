@@ -11,221 +11,29 @@ their pids at teardown.
 
 from __future__ import annotations
 
-import base64
-import getpass
 import os
 import shlex
-import shutil
-import signal
-import socket
 import subprocess
-import sys
-import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import pytest
-from cryptography.hazmat.primitives import serialization
 
 from engine.ledger.audit import verify_workspace
-from engine.ledger.enrol import enrol as enrol_key
-from engine.ledger.signers import FileSigner
-from engine.workspace import BacklogItem, Workspace
-
-from tests.conftest import REPO, require_tool
+from engine.workspace import Workspace
+from tests.ssh_fixtures import (  # noqa: F401 - agents, review, sshd, tmux are fixtures
+    SEALDESK,
+    agents,
+    files_holding,
+    gate_command,
+    items,
+    lead_agent_only,
+    people_with_agents,
+    review,
+    sshd,
+    tmux,
+)
 
 pytestmark = [pytest.mark.needs_sshd, pytest.mark.slow]
-
-PY = sys.executable
-SEALDESK = f"{shlex.quote(PY)} -m engine.cli"
-
-
-def ensure_sshd() -> str:
-    """Gives the sshd path, installing Debian's openssh-server first when root may."""
-    if not (shutil.which("sshd") or Path("/usr/sbin/sshd").exists()) and os.geteuid() == 0 \
-            and shutil.which("apt-get"):
-        subprocess.run("apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install "
-                       "-y -qq --no-install-recommends openssh-server", shell=True,
-                       check=True, capture_output=True, timeout=900)
-    return require_tool("sshd")
-
-
-def wait_for(predicate: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-def stop(pid: int) -> None:
-    try:
-        os.kill(pid, signal.SIGTERM)
-    except ProcessLookupError:
-        pass
-
-
-@dataclass
-class SshServer:
-    """A running sshd and how to reach it."""
-
-    port: int
-    user: str
-    known_hosts: Path
-    authorized_keys: Path
-    pid: int
-
-    def authorize(self, pub: Path, command: str | None = None) -> None:
-        """Adds a key to authorized_keys, locked to a forced command when given."""
-        options = (f'command="{command}",restrict,pty,agent-forwarding '
-                   if command else "")
-        with open(self.authorized_keys, "a", encoding="utf-8") as handle:
-            handle.write(options + pub.read_text(encoding="utf-8").strip() + "\n")
-
-    def argv(self, remote: str, *, forward: bool = True, tty: bool = False) -> list[str]:
-        """Gives the ssh client command line for one remote command."""
-        return ["ssh", "-F", "/dev/null", "-o", "BatchMode=yes",
-                "-o", f"UserKnownHostsFile={self.known_hosts}",
-                "-o", "GlobalKnownHostsFile=/dev/null", "-o", "StrictHostKeyChecking=yes",
-                "-o", "LogLevel=ERROR", "-o", f"SetEnv=PYTHONPATH={REPO}",
-                "-p", str(self.port), "-l", self.user,
-                "-A" if forward else "-a", "-t" if tty else "-T", "127.0.0.1", remote]
-
-    def run(self, remote: str, agent: Path, *, forward: bool = True, input: str | None = None,
-            timeout: float = 120) -> subprocess.CompletedProcess:
-        env = {**os.environ, "SSH_AUTH_SOCK": str(agent)}
-        return subprocess.run(self.argv(remote, forward=forward), env=env, input=input,
-                              capture_output=True, text=True, timeout=timeout)
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-@pytest.fixture
-def sshd(tmp_path: Path):
-    """Gives a real sshd on 127.0.0.1 whose sessions get HOME=<tmp>/review-home."""
-    sshd_path = ensure_sshd()
-    require_tool("ssh")
-    base = tmp_path / "sshd"
-    base.mkdir()
-    home = tmp_path / "review-home"
-    home.mkdir()
-    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(base / "host")],
-                   check=True)
-    authorized = base / "authorized_keys"
-    authorized.touch(mode=0o600)
-    if os.geteuid() == 0:
-        Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege-separation dir
-    for _attempt in range(3):
-        port = _free_port()
-        config = base / "sshd_config"
-        config.write_text("\n".join([
-            f"Port {port}", "ListenAddress 127.0.0.1", f"HostKey {base / 'host'}",
-            f"PidFile {base / 'sshd.pid'}", f"AuthorizedKeysFile {authorized}",
-            "PubkeyAuthentication yes", "PasswordAuthentication no",
-            "KbdInteractiveAuthentication no", "PermitRootLogin prohibit-password",
-            "UsePAM no", "StrictModes no", "AllowAgentForwarding yes", "PrintMotd no",
-            "AcceptEnv PYTHONPATH", f"SetEnv HOME={home}", "LogLevel VERBOSE", ""]))
-        log = open(base / "sshd.log", "wb")
-        proc = subprocess.Popen([sshd_path, "-D", "-e", "-f", str(config)], stderr=log,
-                                stdout=subprocess.DEVNULL)
-        listening = f"Server listening on 127.0.0.1 port {port}".encode()
-        wait_for(lambda: listening in (base / "sshd.log").read_bytes() or proc.poll() is not None,
-                 "sshd to listen")
-        if proc.poll() is None:
-            break
-        log.close()
-    else:
-        raise AssertionError((base / "sshd.log").read_text())
-    known = base / "known_hosts"
-    known.write_text(f"[127.0.0.1]:{port} " + (base / "host.pub").read_text())
-    try:
-        yield SshServer(port, getpass.getuser(), known, authorized, proc.pid)
-    finally:
-        stop(proc.pid)
-        proc.wait(timeout=10)
-        log.close()
-
-
-@pytest.fixture
-def agents(tmp_path: Path):
-    """Gives ``agent(name, key)`` -> socket of a new ssh-agent holding only that key."""
-    require_tool("ssh-agent")
-    started: list[subprocess.Popen] = []
-
-    def start(name: str, key: Path) -> Path:
-        sock = tmp_path / f"agent-{name}.sock"
-        proc = subprocess.Popen(["ssh-agent", "-D", "-a", str(sock)],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        started.append(proc)
-        wait_for(sock.exists, f"ssh-agent for {name}")
-        subprocess.run(["ssh-add", "-q", str(key)], env={**os.environ, "SSH_AUTH_SOCK": str(sock)},
-                       check=True, capture_output=True)
-        return sock
-
-    yield start
-    for proc in started:
-        stop(proc.pid)
-        proc.wait(timeout=10)
-
-
-def secrets_of(key: Path) -> list[bytes]:
-    """Gives byte strings that would reveal a private key if found in a file."""
-    pem = key.read_bytes()
-    private = serialization.load_ssh_private_key(pem, password=None)
-    seed = private.private_bytes(serialization.Encoding.Raw, serialization.PrivateFormat.Raw,
-                                 serialization.NoEncryption())
-    return [pem, seed, seed.hex().encode(), base64.b64encode(seed),
-            base64.urlsafe_b64encode(seed).rstrip(b"=")]
-
-
-def files_holding(root: Path, needles: list[bytes]) -> list[Path]:
-    found = []
-    for path in root.rglob("*"):
-        if path.is_file() and not path.is_symlink():
-            data = path.read_bytes()
-            if any(n in data for n in needles):
-                found.append(path)
-    return found
-
-
-def items(queue: str, prefix: str, n: int) -> list[BacklogItem]:
-    return [BacklogItem.make(queue, f"{prefix}-{i}", "run-1",
-                             {"summary": {"title": f"{prefix} {i}", "score": None, "tags": []}})
-            for i in range(n)]
-
-
-@pytest.fixture
-def review(tmp_path: Path, keygen):
-    """The review host's workspace: rita (reviewer, key file) decided 3 pairs; lena enrolled
-    as lead by her public key only."""
-    ws = Workspace.init(tmp_path / "review" / "ws")
-    rita, lena = keygen("rita"), keygen("lena")
-    enrol_key(ws.allowed_signers_path, "rita", ["reviewer"], Path(f"{rita}.pub"))
-    enrol_key(ws.allowed_signers_path, "lena", ["lead"], Path(f"{lena}.pub"))
-    pairs = items("flagged_pairs", "fp", 3)
-    ws.ingest(pairs, runs={"run-1": {"kind": "test", "artifacts": {}, "inputs": {}}})
-    for item in pairs:
-        ws.decide(FileSigner(rita), "flagged_pairs", item.item_id, "accept")
-    yield ws, lena
-    ws.close()
-
-
-def lead_agent_only(agents, lena: Path) -> tuple[Path, list[bytes]]:
-    """Loads lena's key into an agent, then deletes the key file: only the agent holds it."""
-    secrets = secrets_of(lena)
-    sock = agents("lena", lena)
-    lena.unlink()
-    return sock, secrets
-
-
-def gate_command(ws: Workspace) -> str:
-    return f"env PYTHONPATH={REPO} {PY} -m engine.cli --workspace {ws.root} ssh-gate"
 
 
 def test_lead_signs_off_over_ssh_with_only_the_forwarded_agent(sshd, agents, review, sealdesk,
@@ -300,14 +108,8 @@ def test_the_gate_behind_sshd_runs_review_work_and_refuses_the_rest(sshd, agents
 def test_two_reviewers_and_the_lead_at_once_never_lose_or_fork_a_record(sshd, agents, tmp_path,
                                                                          keygen):
     ws = Workspace.init(tmp_path / "review" / "ws")
-    people = {"rita": "reviewer", "ravi": "reviewer", "lena": "lead"}
-    socks = {}
-    for name, role in people.items():
-        key = keygen(name)
-        enrol_key(ws.allowed_signers_path, name, [role], Path(f"{key}.pub"))
-        sshd.authorize(Path(f"{key}.pub"))
-        socks[name] = agents(name, key)
-        key.unlink()
+    socks = people_with_agents(ws, {"rita": "reviewer", "ravi": "reviewer", "lena": "lead"},
+                               keygen=keygen, agents=agents, sshd=sshd)
     pairs, weak = items("flagged_pairs", "fp", 16), items("weak_categories", "wk", 6)
     ws.ingest(pairs + weak, runs={"run-1": {"kind": "test", "artifacts": {}, "inputs": {}}})
     work = {"rita": ("flagged_pairs", pairs[:8]), "ravi": ("flagged_pairs", pairs[8:]),
@@ -339,31 +141,17 @@ def test_two_reviewers_and_the_lead_at_once_never_lose_or_fork_a_record(sshd, ag
 
 
 @pytest.mark.needs_tmux
-def test_lead_confirms_the_signoff_in_a_terminal_over_ssh(sshd, agents, review, tmp_path):
-    tmux = require_tool("tmux")
+def test_lead_confirms_the_signoff_in_a_terminal_over_ssh(sshd, agents, review, tmux):
     ws, lena = review
     sock, _ = lead_agent_only(agents, lena)
     sshd.authorize(Path(f"{lena}.pub"), command=gate_command(ws))
-    tmux_sock = tmp_path / "tmux.sock"
     ssh = shlex.join(sshd.argv(f"sealdesk --workspace {ws.root} signoff", tty=True))
-    env = {**os.environ, "SSH_AUTH_SOCK": str(sock), "TERM": "xterm-256color"}
-    base = [tmux, "-S", str(tmux_sock)]
-    subprocess.run(base + ["new-session", "-d", "-x", "120", "-y", "50", "-s", "lead",
-                           f"{ssh}; echo EXIT=$?; sleep 60"], env=env, check=True)
-    pid = int(subprocess.run(base + ["display-message", "-p", "#{pid}"], capture_output=True,
-                             text=True, check=True).stdout)
-    try:
-        def screen() -> str:
-            return subprocess.run(base + ["capture-pane", "-p", "-t", "lead", "-S", "-200"],
-                                  capture_output=True, text=True).stdout
-
-        wait_for(lambda: "Sign off 3 record(s) as lena (lead)? [y/N]:" in screen(),
-                 "the confirmation prompt", timeout=60)
-        assert "Undecided" not in screen()
-        subprocess.run(base + ["send-keys", "-t", "lead", "y", "Enter"], check=True)
-        wait_for(lambda: "EXIT=" in screen(), "ssh to finish", timeout=60)
-        assert "signed off: record #4" in screen() and "EXIT=0" in screen(), screen()
-    finally:
-        stop(pid)
+    tmux.new("lead", f"{ssh}; echo EXIT=$?; sleep 600", width=120, height=50,
+             env={"SSH_AUTH_SOCK": str(sock), "TERM": "xterm-256color"})
+    tmux.wait_for("lead", "Sign off 3 record(s) as lena (lead)? [y/N]:")
+    assert "Undecided" not in tmux.screen("lead")
+    tmux.keys("lead", "y", "Enter")
+    shown = tmux.wait_for("lead", "EXIT=")
+    assert "signed off: record #4" in shown and "EXIT=0" in shown, shown
     assert verify_workspace(ws).ok
     assert ws.conn.execute("SELECT principal FROM records WHERE seq=4").fetchone() == ("lena",)

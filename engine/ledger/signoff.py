@@ -93,6 +93,20 @@ class SignoffSummary:
         """Says whether a plain sign-off (without exceptions) would be accepted."""
         return not self.pending and not self.problems
 
+    def blocker(self, with_exceptions: bool = False) -> str | None:
+        """Gives why ``sign_off`` would refuse this state, or None when it would sign.
+
+        The review app asks before it asks the lead to confirm; ``sign_off``
+        still decides, inside its write transaction.
+        """
+        if self.problems:
+            more = f" (and {len(self.problems) - 1} more)" if len(self.problems) > 1 else ""
+            return f"will not sign off: {self.problems[0]}{more}"
+        if self.pending and not with_exceptions:
+            return (f"{len(self.pending)} item(s) are undecided: {_pending_text(self.pending)}; "
+                    "decide them, or sign off with exceptions to list them in the record")
+        return None
+
     def to_json(self) -> dict[str, Any]:
         """Gives the summary as plain JSON values (hashes as hex)."""
         out = asdict(self)

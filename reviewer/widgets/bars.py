@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
-from engine.item_query import QueueProgress
+from engine.item_query import QueueProgress, SignoffMark
 from engine.jobs import Job
 from engine.roles import QUEUES
 
@@ -50,10 +50,11 @@ class QueueTabs(Static):
 
 
 class StatusBar(Static):
-    """Who signs, in which role, how much this session decided, and the ledger head."""
+    """Who signs, in which role, how much this session decided, the ledger head and the
+    newest sign-off in it."""
 
     def show(self, *, principal: str | None, role: str, decided: int, head: tuple[int, str],
-             message: str = "") -> None:
+             message: str = "", signoff: SignoffMark | None = None) -> None:
         """Redraws the bar."""
         out = Text()
         if principal:
@@ -64,6 +65,10 @@ class StatusBar(Static):
         out.append(f" · {decided} decided this session")
         seq, record_hash = head
         out.append(f" · ledger #{seq} {record_hash[:10]}")
+        if signoff is not None and signoff.seq == seq:
+            out.append(f" signed off by {signoff.principal}", style="bold")
+        elif signoff is not None:
+            out.append(f" (sign-off #{signoff.seq})")
         if message:
             out.append(f" · {message}", style="bold")
         self.update(out)

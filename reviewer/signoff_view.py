@@ -1,0 +1,268 @@
+"""What the sign-off screen draws: the engine's SignoffSummary and a signed record, as Rich.
+
+Display only: every figure comes from ``engine.ledger.signoff.signoff_summary``
+or from the record ``sign_off`` gave back; nothing here decides anything.
+Emphasis is by weight and reverse video, never by hue alone.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from engine.ledger.signoff import SignoffSummary
+from engine.run_status import ContaminationStatus, CoverageStatus, ExamStatus
+from reviewer.panes.common import number
+from reviewer.panes.spans import clean
+
+PENDING_SHOWN = 200
+# Below this width the two halves of the summary are stacked.
+WIDE = 120
+CHECKPOINT_HINT = (
+    "keep the checkpoint off this host:",
+    "  sealdesk checkpoint export --out checkpoint.txt",
+    "  from your laptop: ssh reviewhost sealdesk checkpoint export > checkpoint.txt",
+    "check the host against it later: sealdesk verify --checkpoint checkpoint.txt",
+)
+
+
+def _head(title: str) -> Text:
+    # Styled as a span, not as the Text's base style, so what follows is plain.
+    return Text.assemble((title, "bold underline"))
+
+
+def _label(text: str, width: int = 9) -> Text:
+    return Text.assemble((f"  {text:<{width}}", "bold"))
+
+
+def readiness(s: SignoffSummary, sign_key: str, exceptions_key: str) -> Text:
+    """Gives the one line that says whether a sign-off would be accepted, and with which key."""
+    blocker = s.blocker(with_exceptions=True)
+    if blocker is not None:
+        return Text(f" BLOCKED: {blocker}", style="bold reverse")
+    if s.pending:
+        return Text(f" NOT READY: {len(s.pending)} item(s) undecided; {exceptions_key} signs "
+                    "with exceptions, listed in the record", style="bold reverse")
+    return Text(f" READY: every item is accepted or rejected; {sign_key} signs off",
+                style="bold")
+
+
+def tree_section(s: SignoffSummary) -> Text:
+    """Gives the tree head that would be signed and the last sign-off."""
+    out = Text()
+    out.append_text(_head("Tree head to sign"))
+    out.append("\n")
+    out.append_text(_label("size"))
+    out.append(f"{s.tree.size} record(s)\n")
+    out.append_text(_label("root"))
+    out.append(f"{s.tree.root_hex}\n")
+    out.append_text(_label("base64"))
+    out.append(f"{s.tree.root_b64}\n")
+    out.append_text(_label("origin"))
+    out.append(f"{clean(s.tree.origin)}\n")
+    out.append_text(_label("last"))
+    last = s.last_signoff
+    if last is None:
+        out.append("no sign-off yet")
+    else:
+        extra = f", with {last.exceptions} exception(s)" if last.with_exceptions else ""
+        out.append(f"sign-off #{last.seq} by {clean(last.principal)} at {last.time} over "
+                   f"{last.tree.size} record(s){extra}")
+    return out
+
+
+def queues_table(s: SignoffSummary) -> Table:
+    """Gives per queue: total, decided, accepted, rejected, skipped, undecided."""
+    table = Table(box=None, pad_edge=False, padding=(0, 1), show_edge=False)
+    table.add_column(Text("  queue"), no_wrap=True)
+    for name in ("total", "decided", "accepted", "rejected", "skipped", "undecided"):
+        table.add_column(Text(name), justify="right", no_wrap=True)
+    for q in s.queues:
+        # Styled as a span: a base style would paint the cell's padding too.
+        undecided = Text.assemble((str(q.undecided), "bold reverse" if q.undecided else ""))
+        table.add_row(Text(f"  {q.queue}"), str(q.total), str(q.decided), str(q.accepted),
+                      str(q.rejected), str(q.skipped), undecided)
+    return table
+
+
+def contamination_section(c: ContaminationStatus) -> Text:
+    """Gives leakage before/after the confirmed drops and the power consequence."""
+    out = _head("Contamination")
+    out.append(f"  {c.state}")
+    if c.state == "not run":
+        return out
+    out.append("\n")
+    out.append_text(_label("leakage"))
+    if c.state == "cleaned":
+        out.append(f"{number(c.leakage_before, 4)} before → ")
+        out.append(number(c.leakage_after, 4), style="bold")
+        out.append(" after confirmed drops")
+    else:
+        out.append(f"{number(c.leakage_before, 4)}; no clean set written yet")
+    counts = [f"flagged {c.flagged_items}" if c.flagged_items is not None else "",
+              f"dropped {c.dropped_items}" if c.dropped_items is not None else "",
+              (f"eval size {number(c.eval_size_before)} → {number(c.eval_size_after)}"
+               if c.eval_size_before is not None or c.eval_size_after is not None else "")]
+    if any(counts):
+        out.append("\n")
+        out.append_text(_label("items"))
+        out.append(" · ".join(x for x in counts if x))
+    for p in c.power:
+        out.append("\n")
+        out.append_text(_label("power"))
+        out.append(f"{p.name} {number(p.before, 4)} → {number(p.after, 4)}")
+    if c.state == "cleaned" and not c.power:
+        out.append("\n")
+        out.append_text(_label("power"))
+        out.append("consequence not found in the clean-set report")
+    return out
+
+
+_VERDICT = {True: ("pass", ""), False: ("FAIL", "bold reverse"), None: ("?", "")}
+
+
+def exam_section(e: ExamStatus) -> RenderableType:
+    """Gives the exam status and each gate with its value, threshold and verdict."""
+    head = _head("Exam")
+    head.append("  ")
+    head.append(e.state, style="bold reverse" if e.state in ("FAIL", "PENDING_ADJUDICATION")
+                else "bold")
+    if e.adjudication:
+        head.append(f" (adjudication {e.adjudication})")
+    if not e.gates:
+        return head
+    table = Table(box=None, pad_edge=False, padding=(0, 1), show_edge=False)
+    for name, justify in (("  gate", "left"), ("value", "right"), ("threshold", "left"),
+                          ("verdict", "left")):
+        table.add_column(Text(name), justify=justify, no_wrap=True)
+    for g in e.gates:
+        verdict, style = _VERDICT[g.passed]
+        table.add_row(Text(f"  {clean(g.name)}"), number(g.value),
+                      Text(clean(g.threshold or "")), Text.assemble((verdict, style)))
+    return Group(head, table)
+
+
+def coverage_section(v: CoverageStatus) -> RenderableType:
+    """Gives coverage ELIGIBLE/HOLD overall and per category, with HOLD's findings."""
+    head = _head("Coverage")
+    head.append("  ")
+    head.append(v.state, style="bold reverse" if v.state == "HOLD" else "bold")
+    if not v.categories:
+        return head
+    table = Table(box=None, pad_edge=False, padding=(0, 1), show_edge=False,
+                  show_header=False)
+    table.add_column(no_wrap=True)
+    table.add_column(no_wrap=True)
+    table.add_column()
+    for k in v.categories:
+        table.add_row(Text(f"  {clean(k.category)}"),
+                      Text.assemble((k.eligibility, "bold reverse" if k.eligibility == "HOLD"
+                                     else "")), Text(", ".join(clean(f) for f in k.findings)))
+    return Group(head, table)
+
+
+def pending_section(s: SignoffSummary) -> RenderableType:
+    """Gives every undecided or skipped item (the first PENDING_SHOWN of them)."""
+    head = _head("Undecided")
+    if not s.pending:
+        head.append("  none: every item is accepted or rejected")
+        return head
+    head.append(f"  {len(s.pending)} item(s)", style="bold")
+    table = Table(box=None, pad_edge=False, padding=(0, 1), show_edge=False,
+                  show_header=False, expand=True)
+    table.add_column(no_wrap=True)
+    table.add_column(no_wrap=True)
+    table.add_column(no_wrap=True, overflow="ellipsis", ratio=1)
+    for p in s.pending[:PENDING_SHOWN]:
+        table.add_row(Text(f"  {p.queue}/{clean(p.item_id)}"), Text(p.status),
+                      Text(" ".join(clean(p.title).split())))
+    parts: list[RenderableType] = [head, table]
+    if len(s.pending) > PENDING_SHOWN:
+        parts.append(Text(f"  … and {len(s.pending) - PENDING_SHOWN} more "
+                          "(sealdesk items --status undecided)"))
+    return Group(*parts)
+
+
+def artifacts_section(s: SignoffSummary) -> Text:
+    """Gives every artifact and run manifest the record binds, with its full SHA-256."""
+    out = _head("Artifacts bound by SHA-256")
+    out.append(f"  {len(s.artifacts)}")
+    for a in s.artifacts:
+        out.append(f"\n  {clean(a.path)}")
+        if a.sidecar != "ok":
+            out.append(f"  sidecar {a.sidecar}", style="bold reverse")
+        out.append(f"\n    {a.sha256}")
+    if s.runs:
+        out.append("\n")
+        out.append_text(_head("Run manifests"))
+        out.append(f"  {len(s.runs)}")
+        for run_id, sha in s.runs:
+            out.append(f"\n  {clean(run_id)}\n    {sha}")
+    return out
+
+
+def problems_section(s: SignoffSummary) -> Text | None:
+    """Gives integrity problems (they block signing) and warnings, or None when there are none."""
+    if not s.problems and not s.warnings:
+        return None
+    out = Text()
+    for problem in s.problems:
+        if out:
+            out.append("\n")
+        out.append(f"PROBLEM: {clean(problem)}", style="bold reverse")
+    for warning in s.warnings:
+        if out:
+            out.append("\n")
+        out.append(f"warning: {clean(warning)}")
+    return out
+
+
+def render_summary(s: SignoffSummary, *, width: int, sign_key: str = "s",
+                   exceptions_key: str = "e") -> RenderableType:
+    """Gives the whole summary: two columns from WIDE columns up, else one."""
+    blank = Text()
+    status = [queues_table(s), blank, contamination_section(s.contamination), blank,
+              exam_section(s.exam), blank, coverage_section(s.coverage)]
+    problems = problems_section(s)
+    if problems is not None:
+        status = [problems, blank, *status]
+    lists = [pending_section(s), blank, artifacts_section(s)]
+    top = [readiness(s, sign_key, exceptions_key), blank, tree_section(s), blank]
+    if width < WIDE:
+        return Group(*top, *status, blank, *lists)
+    grid = Table.grid(expand=True, padding=(0, 2))
+    grid.add_column(ratio=1)
+    grid.add_column(ratio=1)
+    grid.add_row(Group(*status), Group(*lists))
+    return Group(*top, grid)
+
+
+def render_signed(record: Any) -> Text:
+    """Gives what a sign-off record bound (seq, hash, tree, exceptions) and how to export it."""
+    body = record.body
+    data = body.get("data") or {}
+    tree = data.get("tree") or {}
+    out = Text.assemble((f" SIGNED OFF: record #{record.seq} ", "bold reverse"))
+    out.append(f"by {clean(body.get('principal'))} ({body.get('role')}) at {body.get('time')}")
+    out.append_text(Text("\n"))
+    out.append_text(_label("hash"))
+    out.append(f"{record.record_hash}\n")
+    out.append_text(_label("tree"))
+    out.append(f"{tree.get('size')} record(s), root {tree.get('root')}\n")
+    exceptions = data.get("exceptions") or []
+    if exceptions:
+        out.append_text(_label("except"))
+        out.append(f"{len(exceptions)} item(s) listed in the record: ")
+        out.append(", ".join(f"{e.get('queue')}/{clean(e.get('item_id'))} ({e.get('status')})"
+                             for e in exceptions[:10]))
+        if len(exceptions) > 10:
+            out.append(f" and {len(exceptions) - 10} more")
+        out.append("\n")
+    if body.get("note"):
+        out.append_text(_label("note"))
+        out.append(f"{clean(body['note'])}\n")
+    out.append("\n".join(CHECKPOINT_HINT))
+    return out

@@ -1,0 +1,311 @@
+"""Fixtures for tests that go through a real OpenSSH server, ssh-agents and tmux.
+
+Import the fixtures a test module uses by name (``from tests.ssh_fixtures
+import agents, sshd, tmux``): pytest finds fixtures in the module's globals.
+
+``sshd`` installs Debian's openssh-server when it is missing and the test
+runs as root (as .ci/system-deps does on a fresh machine), starts ``sshd`` on
+a free port of 127.0.0.1 with its own config, host key and authorized_keys,
+and gives sessions ``HOME=<tmp>/review-home``. ``agents`` starts one
+``ssh-agent`` per person holding only that person's key. ``tmux`` is one
+tmux server on a private socket. Each is stopped by its pid at teardown.
+Every wait polls (a file, a log, the captured screen); none sleeps blindly.
+"""
+
+from __future__ import annotations
+
+import base64
+import getpass
+import os
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import pytest
+from cryptography.hazmat.primitives import serialization
+
+from engine.ledger.enrol import enrol as enrol_key
+from engine.ledger.signers import FileSigner
+from engine.workspace import BacklogItem, Workspace
+from tests.conftest import REPO, require_tool
+
+PY = sys.executable
+SEALDESK = f"{shlex.quote(PY)} -m engine.cli"
+
+
+def ensure_sshd() -> str:
+    """Gives the sshd path, installing Debian's openssh-server first when root may."""
+    if not (shutil.which("sshd") or Path("/usr/sbin/sshd").exists()) and os.geteuid() == 0 \
+            and shutil.which("apt-get"):
+        subprocess.run("apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install "
+                       "-y -qq --no-install-recommends openssh-server", shell=True,
+                       check=True, capture_output=True, timeout=900)
+    return require_tool("sshd")
+
+
+def wait_for(predicate: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
+    """Polls predicate until it holds; fails naming what never happened."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def stop(pid: int) -> None:
+    """Sends SIGTERM to one process we started (gone already is fine)."""
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        pass
+
+
+@dataclass
+class SshServer:
+    """A running sshd and how to reach it."""
+
+    port: int
+    user: str
+    known_hosts: Path
+    authorized_keys: Path
+    pid: int
+
+    def authorize(self, pub: Path, command: str | None = None) -> None:
+        """Adds a key to authorized_keys, locked to a forced command when given."""
+        options = (f'command="{command}",restrict,pty,agent-forwarding '
+                   if command else "")
+        with open(self.authorized_keys, "a", encoding="utf-8") as handle:
+            handle.write(options + pub.read_text(encoding="utf-8").strip() + "\n")
+
+    def argv(self, remote: str, *, forward: bool = True, tty: bool = False) -> list[str]:
+        """Gives the ssh client command line for one remote command."""
+        return ["ssh", "-F", "/dev/null", "-o", "BatchMode=yes",
+                "-o", f"UserKnownHostsFile={self.known_hosts}",
+                "-o", "GlobalKnownHostsFile=/dev/null", "-o", "StrictHostKeyChecking=yes",
+                "-o", "LogLevel=ERROR", "-o", f"SetEnv=PYTHONPATH={REPO}",
+                "-p", str(self.port), "-l", self.user,
+                "-A" if forward else "-a", "-t" if tty else "-T", "127.0.0.1", remote]
+
+    def run(self, remote: str, agent: Path, *, forward: bool = True, input: str | None = None,
+            timeout: float = 120) -> subprocess.CompletedProcess:
+        env = {**os.environ, "SSH_AUTH_SOCK": str(agent)}
+        return subprocess.run(self.argv(remote, forward=forward), env=env, input=input,
+                              capture_output=True, text=True, timeout=timeout)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture
+def sshd(tmp_path: Path):
+    """Gives a real sshd on 127.0.0.1 whose sessions get HOME=<tmp>/review-home."""
+    sshd_path = ensure_sshd()
+    require_tool("ssh")
+    base = tmp_path / "sshd"
+    base.mkdir()
+    home = tmp_path / "review-home"
+    home.mkdir()
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(base / "host")],
+                   check=True)
+    authorized = base / "authorized_keys"
+    authorized.touch(mode=0o600)
+    if os.geteuid() == 0:
+        Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege-separation dir
+    for _attempt in range(3):
+        port = _free_port()
+        config = base / "sshd_config"
+        config.write_text("\n".join([
+            f"Port {port}", "ListenAddress 127.0.0.1", f"HostKey {base / 'host'}",
+            f"PidFile {base / 'sshd.pid'}", f"AuthorizedKeysFile {authorized}",
+            "PubkeyAuthentication yes", "PasswordAuthentication no",
+            "KbdInteractiveAuthentication no", "PermitRootLogin prohibit-password",
+            "UsePAM no", "StrictModes no", "AllowAgentForwarding yes", "PrintMotd no",
+            "AcceptEnv PYTHONPATH", f"SetEnv HOME={home}", "LogLevel VERBOSE", ""]))
+        log = open(base / "sshd.log", "wb")
+        proc = subprocess.Popen([sshd_path, "-D", "-e", "-f", str(config)], stderr=log,
+                                stdout=subprocess.DEVNULL)
+        listening = f"Server listening on 127.0.0.1 port {port}".encode()
+        wait_for(lambda: listening in (base / "sshd.log").read_bytes() or proc.poll() is not None,
+                 "sshd to listen")
+        if proc.poll() is None:
+            break
+        log.close()
+    else:
+        raise AssertionError((base / "sshd.log").read_text())
+    known = base / "known_hosts"
+    known.write_text(f"[127.0.0.1]:{port} " + (base / "host.pub").read_text())
+    try:
+        yield SshServer(port, getpass.getuser(), known, authorized, proc.pid)
+    finally:
+        stop(proc.pid)
+        proc.wait(timeout=10)
+        log.close()
+
+
+@pytest.fixture
+def agents(tmp_path: Path):
+    """Gives ``agent(name, key)`` -> socket of a new ssh-agent holding only that key."""
+    require_tool("ssh-agent")
+    started: list[subprocess.Popen] = []
+
+    def start(name: str, key: Path) -> Path:
+        sock = tmp_path / f"agent-{name}.sock"
+        proc = subprocess.Popen(["ssh-agent", "-D", "-a", str(sock)],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        started.append(proc)
+        wait_for(sock.exists, f"ssh-agent for {name}")
+        subprocess.run(["ssh-add", "-q", str(key)], env={**os.environ, "SSH_AUTH_SOCK": str(sock)},
+                       check=True, capture_output=True)
+        return sock
+
+    yield start
+    for proc in started:
+        stop(proc.pid)
+        proc.wait(timeout=10)
+
+
+class Tmux:
+    """One tmux server on a private socket: sessions by name, their screens, keys."""
+
+    def __init__(self, tmux: str, sock: Path) -> None:
+        # -u: panes are UTF-8 whatever this process's locale says (the app draws ✓ ✗ ▶).
+        self.base = [tmux, "-u", "-S", str(sock)]
+        self.pid: int | None = None
+
+    def __call__(self, *args: str) -> str:
+        return subprocess.run([*self.base, *args], capture_output=True, text=True,
+                              check=True).stdout
+
+    def new(self, name: str, command: str, width: int = 100, height: int = 30,
+            env: dict[str, str] | None = None) -> None:
+        """Starts a detached session running a shell command (the first starts the server).
+
+        ``env`` is exported inside the session's shell: a tmux server started
+        earlier would not pass a new client's environment on.
+        """
+        exports = "".join(f"export {k}={shlex.quote(v)}; " for k, v in (env or {}).items())
+        subprocess.run([*self.base, "new-session", "-d", "-s", name, "-x", str(width),
+                        "-y", str(height), exports + command],
+                       env={**os.environ, "LANG": "C.UTF-8"}, check=True)
+        if self.pid is None:
+            self.pid = int(self("display-message", "-p", "#{pid}"))
+
+    def screen(self, name: str) -> str:
+        """Gives what a session's pane shows now (plus its scrollback)."""
+        return self("capture-pane", "-p", "-t", name, "-S", "-200")
+
+    def keys(self, name: str, *keys: str) -> None:
+        self("send-keys", "-t", name, *keys)
+
+    def wait_for(self, name: str, text: str, timeout: float = 60.0) -> str:
+        """Gives the screen once text appears on it; fails showing the screen if it never does."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            shown = self.screen(name)
+            if text in shown:
+                return shown
+            time.sleep(0.1)
+        raise AssertionError(f"{text!r} never appeared in {name}; screen was:\n"
+                             f"{self.screen(name)}")
+
+
+@pytest.fixture
+def tmux(tmp_path: Path):
+    """Gives a Tmux on a private socket; its server is stopped by pid at teardown."""
+    server = Tmux(require_tool("tmux"), tmp_path / "tmux.sock")
+    yield server
+    if server.pid is not None:
+        stop(server.pid)
+
+
+def secrets_of(key: Path) -> list[bytes]:
+    """Gives byte strings that would reveal a private key if found in a file."""
+    pem = key.read_bytes()
+    private = serialization.load_ssh_private_key(pem, password=None)
+    seed = private.private_bytes(serialization.Encoding.Raw, serialization.PrivateFormat.Raw,
+                                 serialization.NoEncryption())
+    return [pem, seed, seed.hex().encode(), base64.b64encode(seed),
+            base64.urlsafe_b64encode(seed).rstrip(b"=")]
+
+
+def files_holding(root: Path, needles: list[bytes]) -> list[Path]:
+    """Gives every regular file under root that holds any of the needles."""
+    found = []
+    for path in root.rglob("*"):
+        if path.is_file() and not path.is_symlink():
+            data = path.read_bytes()
+            if any(n in data for n in needles):
+                found.append(path)
+    return found
+
+
+def items(queue: str, prefix: str, n: int) -> list[BacklogItem]:
+    return [BacklogItem.make(queue, f"{prefix}-{i}", "run-1",
+                             {"summary": {"title": f"{prefix} {i}", "score": None, "tags": []}})
+            for i in range(n)]
+
+
+@pytest.fixture
+def review(tmp_path: Path, keygen):
+    """The review host's workspace: rita (reviewer, key file) decided 3 pairs; lena enrolled
+    as lead by her public key only."""
+    ws = Workspace.init(tmp_path / "review" / "ws")
+    rita, lena = keygen("rita"), keygen("lena")
+    enrol_key(ws.allowed_signers_path, "rita", ["reviewer"], Path(f"{rita}.pub"))
+    enrol_key(ws.allowed_signers_path, "lena", ["lead"], Path(f"{lena}.pub"))
+    pairs = items("flagged_pairs", "fp", 3)
+    ws.ingest(pairs, runs={"run-1": {"kind": "test", "artifacts": {}, "inputs": {}}})
+    for item in pairs:
+        ws.decide(FileSigner(rita), "flagged_pairs", item.item_id, "accept")
+    yield ws, lena
+    ws.close()
+
+
+def people_with_agents(ws: Workspace, people: dict[str, str], *, keygen, agents, sshd,
+                       command: str | None = None) -> dict[str, Path]:
+    """Enrols each person (name -> role), lets their key into sshd and into an agent of
+    their own, then deletes the key file; gives each person's agent socket."""
+    socks = {}
+    for name, role in people.items():
+        key = keygen(name)
+        enrol_key(ws.allowed_signers_path, name, [role], Path(f"{key}.pub"))
+        sshd.authorize(Path(f"{key}.pub"), command=command)
+        socks[name] = agents(name, key)
+        key.unlink()
+    return socks
+
+
+def lead_agent_only(agents, lena: Path) -> tuple[Path, list[bytes]]:
+    """Loads lena's key into an agent, then deletes the key file: only the agent holds it."""
+    secrets = secrets_of(lena)
+    sock = agents("lena", lena)
+    lena.unlink()
+    return sock, secrets
+
+
+def gate_command(ws: Workspace) -> str:
+    """Gives the authorized_keys forced command: this tree's sealdesk ssh-gate on ws."""
+    return f"env PYTHONPATH={REPO} {PY} -m engine.cli --workspace {ws.root} ssh-gate"
+
+
+def keygen_verify(allowed_signers: Path, principal: str, namespace: str, message: bytes,
+                  signature: str, where: Path) -> subprocess.CompletedProcess:
+    """Gives ``ssh-keygen -Y verify``'s result for a message and its armored SSHSIG."""
+    msg, sig = where / "keygen-msg", where / "keygen-msg.sig"
+    msg.write_bytes(message)
+    sig.write_text(signature)
+    with open(msg, "rb") as stdin:
+        return subprocess.run(["ssh-keygen", "-Y", "verify", "-f", str(allowed_signers),
+                               "-I", principal, "-n", namespace, "-s", str(sig)],
+                              stdin=stdin, capture_output=True, text=True)

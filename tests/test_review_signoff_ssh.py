@@ -1,0 +1,166 @@
+"""The review app over a real OpenSSH server, inside real tmux: the lead signs off in the app,
+and three people review the same workspace at once, each in their own app.
+
+Each person's key lives only in an ssh-agent the test starts (the key file is
+deleted after ``ssh-add``), and reaches the review host only through ``ssh
+-A``; authorized_keys locks every key to ``sealdesk ssh-gate`` on the
+workspace, as the README sets it up. Every wait polls the captured screen.
+sshd, the agents and the tmux server are stopped by their pids at teardown.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+from engine.ledger.audit import verify_workspace
+from engine.workspace import BacklogItem, Workspace
+from tests.ssh_fixtures import (  # noqa: F401 - agents, review, sshd, tmux are fixtures
+    agents,
+    files_holding,
+    gate_command,
+    keygen_verify,
+    lead_agent_only,
+    people_with_agents,
+    review,
+    sshd,
+    tmux,
+)
+
+pytestmark = [pytest.mark.needs_sshd, pytest.mark.needs_tmux, pytest.mark.slow]
+
+
+def open_review(tmux, sshd, name: str, ws: Workspace, agent: Path) -> None:
+    """Starts `ssh -A -t … sealdesk --workspace WS review` in a tmux session named for name."""
+    ssh = shlex.join(sshd.argv(f"sealdesk --workspace {ws.root} review", tty=True))
+    tmux.new(name, f"{ssh}; echo EXIT=$?; sleep 600", env={"SSH_AUTH_SOCK": str(agent)})
+
+
+def sign_off_in_app(tmux, name: str, size: int) -> str:
+    """Opens the sign-off screen, signs a ledger of size records, confirms; gives the screen."""
+    tmux.keys(name, "S")
+    tmux.wait_for(name, "READY: every item is accepted or rejected; s signs off")
+    tmux.keys(name, "s")
+    tmux.wait_for(name, f"Sign off {size} record(s) as {name} (lead)?")
+    tmux.keys(name, "Enter")
+    return tmux.wait_for(name, f"SIGNED OFF: record #{size + 1}")
+
+
+def quit_review(tmux, name: str) -> str:
+    """Presses q and gives the screen once ssh has ended, asserting a clean exit."""
+    tmux.keys(name, "q")
+    shown = tmux.wait_for(name, "EXIT=")
+    assert "EXIT=0" in shown, shown
+    return shown
+
+
+def test_the_lead_signs_off_in_the_review_app_over_ssh_with_only_the_forwarded_agent(
+        sshd, agents, review, tmux, sealdesk, tmp_path):
+    ws, lena = review                      # rita decided all 3 pairs; lena is the lead
+    sock, secrets = lead_agent_only(agents, lena)
+    sshd.authorize(Path(f"{lena}.pub"), command=gate_command(ws))
+    open_review(tmux, sshd, "lena", ws, sock)
+    tmux.wait_for("lena", "lena as lead")
+
+    shown = sign_off_in_app(tmux, "lena", 3)
+    assert "sealdesk checkpoint export --out checkpoint.txt" in shown
+    tmux.keys("lena", "Escape")
+    tmux.wait_for("lena", "a accept")                # back on the review screen...
+    tmux.wait_for("lena", "signed off by lena")       # ...whose ledger head is the sign-off
+    shown = quit_review(tmux, "lena")
+    assert "sealdesk review: 1 record(s) signed by lena this session" in shown
+
+    check = sealdesk("verify", workspace=ws.root)
+    assert check.returncode == 0 and "signers: lena 1, rita 3" in check.stdout, check.stderr
+    out = tmp_path / "records.jsonl"
+    sealdesk("export", "--out", out, workspace=ws.root, check=True)
+    last = json.loads(out.read_text().splitlines()[-1])
+    body = json.loads(last["message"])
+    assert (body["seq"], body["kind"], body["role"], body["principal"]) == \
+        (4, "signoff", "lead", "lena")
+    assert body["data"]["tree"]["size"] == 3
+    keygen = keygen_verify(ws.allowed_signers_path, "lena", "lead@sealdesk",
+                           last["message"].encode(), last["signature"], tmp_path)
+    assert keygen.returncode == 0, keygen.stderr
+    assert 'Good "lead@sealdesk" signature for lena' in keygen.stdout
+    note = body["data"]["checkpoint"]
+    keygen = keygen_verify(ws.allowed_signers_path, "lena", "lead@sealdesk",
+                           note["note"].encode(), note["signature"], tmp_path)
+    assert keygen.returncode == 0, keygen.stderr
+
+    # The lead's private key is in no file: not the workspace, not the review HOME, nowhere here.
+    assert files_holding(tmp_path, secrets) == []
+    assert files_holding(ws.root, [b"PRIVATE KEY"]) == []
+    assert files_holding(tmp_path / "review-home", [b"PRIVATE KEY"]) == []
+
+
+def scored_pair(n: int) -> BacklogItem:
+    return BacklogItem.make("flagged_pairs", f"fp-{n}", "run-1", {
+        "summary": {"title": f"pair {n}", "score": 0.9 - n / 10, "tags": []}})
+
+
+def row_shows(screen: str, glyph: str, n: int) -> bool:
+    """Says whether the queue list shows pair n (score 0.9 - n/10) with a status glyph."""
+    return re.search(rf"{glyph} {0.9 - n / 10:.3f} pair {n}\b", screen) is not None
+
+
+def test_two_reviewers_and_the_lead_in_their_own_apps_over_ssh_see_each_others_decisions(
+        sshd, agents, tmux, keygen, tmp_path):
+    ws = Workspace.init(tmp_path / "review" / "ws")
+    people = {"rita": "reviewer", "ravi": "reviewer", "lena": "lead"}
+    socks = people_with_agents(ws, people, keygen=keygen, agents=agents, sshd=sshd,
+                               command=gate_command(ws))
+    weak = [BacklogItem.make("weak_categories", f"wk-{i}", "run-1", {
+        "summary": {"title": f"category {i}", "score": 0.5 - i / 10, "tags": []}})
+        for i in range(2)]
+    ws.ingest([scored_pair(n) for n in range(6)] + weak,
+              runs={"run-1": {"kind": "test", "artifacts": {}, "inputs": {}}})
+    for name, role in people.items():
+        open_review(tmux, sshd, name, ws, socks[name])
+    for name, role in people.items():
+        tmux.wait_for(name, f"{name} as {role}")
+
+    # All at once: rita accepts the top three pairs, ravi sorts by score ↑ and rejects
+    # the bottom three, lena (lead) accepts both weak categories.
+    tmux.keys("rita", "a", "a", "a")
+    tmux.keys("ravi", "o", "g", "x", "x", "x")
+    tmux.keys("lena", "a", "a")
+    for name, count in (("rita", 3), ("ravi", 3), ("lena", 2)):
+        tmux.wait_for(name, f"{count} decided this session")
+
+    # Each app shows the others' decisions: counts, and the status of the rows on screen.
+    tmux.keys("lena", "1")
+    for name in people:
+        shown = tmux.wait_for(name, "6/6")
+        assert "2/2" in shown, shown
+    rita, ravi, lena = (tmux.screen(n) for n in people)
+    assert all(row_shows(rita, "✗", n) for n in (3, 4, 5)), rita
+    assert all(row_shows(ravi, "✓", n) for n in (0, 1, 2)), ravi
+    assert all(row_shows(lena, "✓", n) for n in (0, 1, 2)), lena
+    assert all(row_shows(lena, "✗", n) for n in (3, 4, 5)), lena
+
+    # The lead signs off in her app; the reviewers' status bars show the sign-off as head.
+    sign_off_in_app(tmux, "lena", 8)
+    for name in ("rita", "ravi"):
+        tmux.wait_for(name, "signed off by lena")
+    tmux.keys("lena", "Escape")
+    tmux.wait_for("lena", "a accept")
+    for name, count in (("rita", 3), ("ravi", 3), ("lena", 3)):
+        assert f"sealdesk review: {count} record(s) signed by {name} this session" in \
+            quit_review(tmux, name)
+
+    rows = ws.conn.execute("SELECT seq, kind, principal, item_id, decision FROM records "
+                           "ORDER BY seq").fetchall()
+    assert [r[0] for r in rows] == list(range(1, 10))
+    assert sorted((r[2], r[3], r[4]) for r in rows if r[1] == "decision") == sorted(
+        [("rita", f"fp-{n}", "accept") for n in range(3)]
+        + [("ravi", f"fp-{n}", "reject") for n in range(3, 6)]
+        + [("lena", f"wk-{i}", "accept") for i in range(2)])
+    assert rows[-1][1:3] == ("signoff", "lena")
+    report = verify_workspace(ws)            # chain, signatures and the sign-off's tree head
+    assert report.ok, report.faults
+    ws.close()
