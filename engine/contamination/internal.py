@@ -1,0 +1,88 @@
+"""Duplicates inside the eval set, and the clusters they form.
+
+Near-duplicate eval items break the independence that every confidence
+interval assumes. Pairs are found exactly as pool pairs are (the eval set
+is streamed through its own index), plus eval-to-eval cosine when the
+embedding channel runs; clusters are the connected components.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from engine.contamination.ngram import EvalIndex, match_batch
+
+
+@dataclass(frozen=True)
+class InternalPair:
+    """Two eval items (a < b) and what they share."""
+
+    a: int
+    b: int
+    shared: int
+    a_shingles: int
+    b_shingles: int
+    cosine: float | None = None
+
+    @property
+    def jaccard(self) -> float:
+        """Gives the exact Jaccard of the two items' shingle sets."""
+        union = self.a_shingles + self.b_shingles - self.shared
+        return self.shared / union if union else 0.0
+
+    @property
+    def containment_ab(self) -> float:
+        """Gives the fraction of a's shingles found in b."""
+        return self.shared / self.a_shingles if self.a_shingles else 0.0
+
+    @property
+    def containment_ba(self) -> float:
+        """Gives the fraction of b's shingles found in a."""
+        return self.shared / self.b_shingles if self.b_shingles else 0.0
+
+
+def ngram_pairs(index: EvalIndex, canonical_texts: list[str]) -> dict[tuple[int, int], InternalPair]:
+    """Gives every pair of distinct eval items that meets a Jaccard or containment threshold."""
+    found: dict[tuple[int, int], InternalPair] = {}
+    if not canonical_texts:
+        return found
+    result = match_batch(index, list(canonical_texts))
+    for pair in result.pairs:
+        if pair.doc == pair.eval_index:
+            continue
+        a, b = sorted((pair.doc, pair.eval_index))
+        sizes = {pair.eval_index: pair.eval_shingles, pair.doc: pair.doc_shingles}
+        found[(a, b)] = InternalPair(a, b, pair.shared, sizes[a], sizes[b])
+    return found
+
+
+def embedding_pairs(vectors: np.ndarray, threshold: float) -> dict[tuple[int, int], float]:
+    """Gives every pair of distinct eval items whose cosine meets the threshold."""
+    if len(vectors) < 2:
+        return {}
+    sims = vectors @ vectors.T
+    a, b = np.nonzero(np.triu(sims >= threshold, k=1))
+    return {(int(i), int(j)): float(sims[i, j]) for i, j in zip(a.tolist(), b.tolist())}
+
+
+def clusters(pairs: list[tuple[int, int]]) -> list[list[int]]:
+    """Gives the connected components of the pairs (each sorted, largest first)."""
+    parent: dict[int, int] = {}
+
+    def root(x: int) -> int:
+        parent.setdefault(x, x)
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for a, b in pairs:
+        ra, rb = root(a), root(b)
+        if ra != rb:
+            parent[max(ra, rb)] = min(ra, rb)
+    groups: dict[int, list[int]] = {}
+    for x in parent:
+        groups.setdefault(root(x), []).append(x)
+    return sorted((sorted(g) for g in groups.values()), key=lambda g: (-len(g), g[0]))

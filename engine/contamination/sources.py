@@ -1,0 +1,319 @@
+"""Where the eval set and the pool come from, read through ``datasets``.
+
+A source is a local JSONL, CSV or Parquet file, or a hub dataset pinned to a
+40-hex commit sha (a branch or tag is refused: it moves). Rows are streamed
+in batches, so a pool larger than memory is never held whole. When
+``datasets`` cannot read a file, the file is read again here, line by line,
+to name the line and field that are wrong.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import logging
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+from engine.errors import InputError
+
+_COMMIT = re.compile(r"^[0-9a-f]{40}$")
+_FORMATS = {".jsonl": "json", ".json": "json", ".ndjson": "json", ".csv": "csv",
+            ".parquet": "parquet", ".pq": "parquet"}
+
+
+@dataclass(frozen=True)
+class Source:
+    """One dataset: a local file or a pinned hub dataset, and its fields."""
+
+    role: str                  # "eval" or "pool": names the flags in messages
+    name: str                  # file path, or hub dataset name
+    kind: str                  # "file" or "hub"
+    format: str | None         # "json", "csv" or "parquet" for files
+    split: str | None
+    revision: str | None
+    config: str | None
+    text_field: str
+    id_field: str | None
+
+    @property
+    def label(self) -> str:
+        """Gives how messages name this source."""
+        if self.kind == "file":
+            return self.name
+        return f"{self.name}[{self.split}]@{self.revision}"
+
+    def provenance(self) -> dict[str, Any]:
+        """Gives the seed's provenance fields (n and content hash are added by the reader)."""
+        return {"name": self.name, "split": self.split, "revision": self.revision,
+                "config": self.config, "kind": self.kind, "format": self.format,
+                "text_field": self.text_field, "id_field": self.id_field}
+
+
+@dataclass(frozen=True)
+class Batch:
+    """Consecutive rows: the first row's index, the text values and the id values."""
+
+    start: int
+    texts: list[Any]
+    ids: list[Any] | None
+    rows: list[dict[str, Any]] | None = None
+
+
+def resolve_source(role: str, spec: str, *, text_field: str, id_field: str | None,
+                   split: str | None = None, revision: str | None = None,
+                   config: str | None = None) -> Source:
+    """Gives a checked source, or refuses an unreadable file or an unpinned revision."""
+    path = Path(spec)
+    suffix = path.suffix.lower()
+    if path.exists() or suffix in _FORMATS:
+        if revision is not None:
+            raise InputError(f"--{role}-revision applies to hub datasets; {spec} is a local "
+                             "file", path=spec, field="revision")
+        if path.is_dir():
+            raise InputError("is a directory; give a .jsonl, .csv or .parquet file", path=spec)
+        try:
+            with open(path, "rb") as handle:
+                handle.read(1)
+        except OSError as exc:
+            raise InputError(f"cannot read: {exc.strerror}", path=spec) from exc
+        if suffix not in _FORMATS:
+            raise InputError(f"unknown file type {suffix or '(none)'!r}; expected .jsonl, "
+                             ".csv or .parquet", path=spec)
+        return Source(role, str(path), "file", _FORMATS[suffix], None, None, None,
+                      text_field, id_field)
+    if revision is None:
+        raise InputError(f"unpinned: no such file, and a hub dataset must be pinned to a "
+                         f"40-hex commit sha with --{role}-revision (a bare name silently "
+                         "tracks main)", path=spec, field="revision")
+    if not _COMMIT.match(revision):
+        raise InputError(f"{revision!r} is not a 40-hex commit sha; a branch or tag moves, "
+                         "so the data could change under the scan: pin the commit sha "
+                         "(40 lower-case hex digits)", path=spec, field="revision")
+    if not split:
+        raise InputError(f"a hub dataset needs --{role}-split (e.g. test or train)",
+                         path=spec, field="split")
+    return Source(role, spec, "hub", None, split, revision, config, text_field, id_field)
+
+
+def _quiet_datasets() -> Any:
+    import datasets
+
+    datasets.disable_progress_bars()
+    datasets.logging.set_verbosity_error()
+    # Rows are only iterated here; without this, streaming imports torch
+    # (seconds and ~300 MB) to subclass torch's IterableDataset.
+    datasets.config.TORCH_AVAILABLE = False
+    logging.getLogger("datasets").setLevel(logging.CRITICAL)
+    return datasets
+
+
+def _open(source: Source) -> Any:
+    datasets = _quiet_datasets()
+    if source.kind == "hub":
+        return datasets.load_dataset(source.name, source.config, split=source.split,
+                                     revision=source.revision, streaming=True)
+    options: dict[str, Any] = {}
+    if source.format == "csv":
+        # Every cell as the exact string written: no "NA" -> NaN, no "42" -> int.
+        fields = [f for f in (source.text_field, source.id_field) if f]
+        options = {"na_filter": False, "converters": {f: str for f in fields}}
+    return datasets.load_dataset(source.format, data_files=source.name, split="train",
+                                 streaming=True, **options)
+
+
+def iter_batches(source: Source, batch_size: int, *, whole_rows: bool = False
+                 ) -> Iterator[Batch]:
+    """Gives the rows in batches, streamed; a read failure names the line at fault.
+
+    ``whole_rows`` also gives every row as a dict (for the small eval set,
+    whose rows the clean set is written from).
+    """
+    try:
+        dataset = _open(source)
+        start = 0
+        for columns in dataset.iter(batch_size=batch_size):
+            count = len(next(iter(columns.values()))) if columns else 0
+            texts = columns.get(source.text_field)
+            if texts is None:
+                texts = [None] * count
+            ids = None
+            if source.id_field:
+                ids = columns.get(source.id_field) or [None] * count
+            rows = None
+            if whole_rows:
+                keys = list(columns)
+                rows = [dict(zip(keys, values)) for values in zip(*columns.values())]
+            yield Batch(start, list(texts), None if ids is None else list(ids), rows)
+            start += count
+    except InputError:
+        raise
+    except Exception as exc:  # datasets/pyarrow/pandas raise many kinds
+        raise diagnose(source, exc) from exc
+
+
+def count_rows(source: Source) -> int | None:
+    """Gives the number of rows when it is cheap to know (for progress), else None."""
+    if source.kind != "file":
+        return None
+    if source.format == "parquet":
+        try:
+            import pyarrow.parquet as pq
+
+            return pq.ParquetFile(source.name).metadata.num_rows
+        except Exception:
+            return None
+    count = 0
+    with open(source.name, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 22), b""):
+            count += block.count(b"\n")
+    if source.format == "csv":
+        count -= 1
+    return max(count, 0)
+
+
+# -- naming the line at fault ------------------------------------------------
+def locate(source: Source, row: int) -> tuple[str, int]:
+    """Gives (file label, line) of a 0-based row; rows for Parquet and hub data."""
+    if source.kind == "file" and source.format == "json":
+        seen = -1
+        with open(source.name, "rb") as handle:
+            for number, raw in enumerate(handle, start=1):
+                if raw.strip():
+                    seen += 1
+                    if seen == row:
+                        return source.label, number
+    if source.kind == "file" and source.format == "csv":
+        with open(source.name, encoding="utf-8", errors="surrogateescape", newline="") as f:
+            reader = csv.reader(f)
+            last = 0
+            for index, record in enumerate(reader):
+                begins = last + 1
+                last = reader.line_num
+                if index == row + 1:  # record 0 is the header
+                    return source.label, begins
+    return source.label, row + 1
+
+
+def row_error(source: Source, row: int, field: str, message: str) -> InputError:
+    """Gives the one-line error for a bad value at a row."""
+    label, line = locate(source, row)
+    return InputError(message, path=label, line=line, field=field)
+
+
+def _field_with_surrogates(value: Any, prefix: str = "") -> str | None:
+    if isinstance(value, str):
+        return prefix or None if any("\udc80" <= ch <= "\udcff" for ch in value) else None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            name = f"{prefix}.{key}" if prefix else str(key)
+            if any("\udc80" <= ch <= "\udcff" for ch in str(key)):
+                return name
+            found = _field_with_surrogates(item, name)
+            if found:
+                return found
+    if isinstance(value, list):
+        for item in value:
+            found = _field_with_surrogates(item, prefix)
+            if found:
+                return found
+    return None
+
+
+def _diagnose_json(source: Source) -> InputError | None:
+    with open(source.name, "rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            if not raw.strip():
+                continue
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                field = None
+                try:
+                    field = _field_with_surrogates(json.loads(raw.decode("utf-8", "surrogateescape")))
+                except ValueError:
+                    pass
+                return InputError(f"not UTF-8 (byte 0x{raw[exc.start]:02x} at column "
+                                  f"{exc.start + 1})", path=source.label, line=number,
+                                  field=field)
+            try:
+                value = json.loads(text)
+            except ValueError as exc:
+                return InputError(f"not valid JSON: {exc}", path=source.label, line=number)
+            if not isinstance(value, dict):
+                return InputError("a row must be a JSON object", path=source.label,
+                                  line=number)
+    return None
+
+
+def _diagnose_csv(source: Source) -> InputError | None:
+    with open(source.name, "rb") as handle:
+        data = handle.read()
+    header: list[str] = []
+    for number, raw in enumerate(data.split(b"\n"), start=1):
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            field = None
+            text = raw.decode("utf-8", "surrogateescape")
+            cells = next(csv.reader(io.StringIO(text)), [])
+            for column, cell in enumerate(cells):
+                if _field_with_surrogates(cell, "x") and column < len(header):
+                    field = header[column]
+            return InputError(f"not UTF-8 (byte 0x{raw[exc.start]:02x} at column "
+                              f"{exc.start + 1})", path=source.label, line=number, field=field)
+        if number == 1:
+            header = next(csv.reader(io.StringIO(raw.decode("utf-8"))), [])
+    return None
+
+
+def diagnose(source: Source, exc: BaseException) -> InputError:
+    """Gives the one-line error for a source that ``datasets`` could not read."""
+    found = None
+    if source.kind == "file":
+        try:
+            if source.format == "json":
+                found = _diagnose_json(source)
+            elif source.format == "csv":
+                found = _diagnose_csv(source)
+        except OSError as err:
+            return InputError(f"cannot read: {err.strerror}", path=source.label)
+    if found is not None:
+        return found
+    reason = " ".join(str(exc).split()) or type(exc).__name__
+    return InputError(f"cannot be read as {source.format or 'a hub dataset'}: {reason}",
+                      path=source.label)
+
+
+def check_id(value: Any, source: Source, row: int) -> str | int:
+    """Gives a row's id value, refusing a missing or unusable one."""
+    if value is None:
+        raise row_error(source, row, source.id_field or "id", "missing (absent or null)")
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise row_error(source, row, source.id_field or "id",
+                        f"must be a string or an integer, got {type(value).__name__}")
+    if isinstance(value, str) and not value.strip():
+        raise row_error(source, row, source.id_field or "id", "empty id")
+    return value
+
+
+def file_sha256(source: Source) -> str | None:
+    """Gives the SHA-256 of a local source file's bytes (None for hub data)."""
+    if source.kind != "file":
+        return None
+    import hashlib
+
+    sha = hashlib.sha256()
+    with open(source.name, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 22), b""):
+            sha.update(block)
+    return sha.hexdigest()
+
+
+def describe_path(source: Source) -> str:
+    """Gives the absolute path of a file source (for the report)."""
+    return os.path.abspath(source.name) if source.kind == "file" else source.name
