@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import datetime as _dt
 import math
+from contextlib import closing
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,29 +66,32 @@ def load_eval(source: Source, *, require_fields: tuple[str, ...] = ()) -> EvalSe
     items: list[EvalItem] = []
     first_row: dict[str, int] = {}
     hasher = ContentHasher()
-    for batch in iter_batches(source, 4096, whole_rows=True):
-        bad = check_texts(batch.texts)
-        if bad is not None:
-            raise row_error(source, batch.start + bad.row, source.text_field, bad.message)
-        rows = batch.rows or []
-        for offset, text in enumerate(batch.texts):
-            index = batch.start + offset
-            row = json_safe(rows[offset]) if offset < len(rows) else {}
-            for name in require_fields:
-                if not isinstance(row.get(name), str) or not row[name].strip():
-                    raise row_error(source, index, name, "missing or empty (needed by the probe)")
-            ident: str | int = index
-            if source.id_field:
-                ident = check_id(batch.ids[offset] if batch.ids else None, source, index)
-            key = canonical_json(ident).decode("utf-8")
-            if key in first_row:
-                _, line = locate(source, first_row[key])
-                raise row_error(source, index, source.id_field or "id",
-                                f"duplicate id {ident!r} (first at line {line})")
-            first_row[key] = index
-            canon = canonical(text)
-            hasher.add(canon)
-            items.append(EvalItem(index, ident, text, canon, row))
+    # closing(): a refused row stops the read mid-stream, and the reader's
+    # threads must stop now, not at interpreter exit
+    with closing(iter_batches(source, 4096, whole_rows=True)) as batches:
+        for batch in batches:
+            bad = check_texts(batch.texts)
+            if bad is not None:
+                raise row_error(source, batch.start + bad.row, source.text_field, bad.message)
+            rows = batch.rows or []
+            for offset, text in enumerate(batch.texts):
+                index = batch.start + offset
+                row = json_safe(rows[offset]) if offset < len(rows) else {}
+                for name in require_fields:
+                    if not isinstance(row.get(name), str) or not row[name].strip():
+                        raise row_error(source, index, name, "missing or empty (needed by the probe)")
+                ident: str | int = index
+                if source.id_field:
+                    ident = check_id(batch.ids[offset] if batch.ids else None, source, index)
+                key = canonical_json(ident).decode("utf-8")
+                if key in first_row:
+                    _, line = locate(source, first_row[key])
+                    raise row_error(source, index, source.id_field or "id",
+                                    f"duplicate id {ident!r} (first at line {line})")
+                first_row[key] = index
+                canon = canonical(text)
+                hasher.add(canon)
+                items.append(EvalItem(index, ident, text, canon, row))
     if not items:
         raise InputError("the eval set has no rows", path=source.label)
     provenance = {**source.provenance(), "n": len(items),

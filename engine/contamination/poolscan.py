@@ -12,6 +12,7 @@ import multiprocessing
 import os
 import time
 from collections import deque
+from contextlib import closing
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from itertools import chain
@@ -102,10 +103,11 @@ class _IdCheck:
             return
         suspects = {int(order[i]) for i in same} | {int(order[i + 1]) for i in same}
         found: dict[int, Any] = {}
-        for batch in iter_batches(self.source, BATCH_SIZE):
-            for offset, value in enumerate(batch.ids or []):
-                if batch.start + offset in suspects:
-                    found[batch.start + offset] = value
+        with closing(iter_batches(self.source, BATCH_SIZE)) as batches:
+            for batch in batches:
+                for offset, value in enumerate(batch.ids or []):
+                    if batch.start + offset in suspects:
+                        found[batch.start + offset] = value
         first: dict[bytes, int] = {}
         for row in sorted(found):
             key = canonical_json(found[row])
@@ -126,7 +128,12 @@ def scan_pool(source: Source, index: EvalIndex, *, jobs: int | None = None,
     """
     jobs = max(1, jobs or os.cpu_count() or 1)
     started = time.perf_counter()
-    batches = iter_batches(source, batch_size)
+    with closing(iter_batches(source, batch_size)) as batches:
+        return _scan(source, index, batches, jobs, consumer, stage, started)
+
+
+def _scan(source: Source, index: EvalIndex, batches: Iterator[Batch], jobs: int,
+          consumer: BatchConsumer | None, stage: Any, started: float) -> PoolScan:
     head = [b for b in (next(batches, None), next(batches, None)) if b is not None]
     stream: Iterable[Batch] = chain(head, batches)
     if jobs == 1 or len(head) < 2:
@@ -134,7 +141,12 @@ def scan_pool(source: Source, index: EvalIndex, *, jobs: int | None = None,
         jobs = 1
     else:
         results = _in_workers(index, stream, jobs)
+    with closing(results):
+        return _collect(source, results, jobs, consumer, stage, started)
 
+
+def _collect(source: Source, results: Iterator[tuple[Batch, BatchResult]], jobs: int,
+             consumer: BatchConsumer | None, stage: Any, started: float) -> PoolScan:
     hasher = ContentHasher()
     id_check = _IdCheck(source) if source.id_field else None
     pairs: list[PairScore] = []

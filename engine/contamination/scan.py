@@ -85,21 +85,30 @@ class _Embedding:
     counts: EmbedCounts
 
 
-def _prepare_embedding(config: ScanConfig, ws: Workspace, embedder: Embedder | None
-                       ) -> _Embedding | None:
+def _check_embedding(config: ScanConfig, embedder: Embedder | None) -> tuple[Any, Any]:
+    """Gives (calibration pairs or None, model identity): the cheap checks, done first."""
     if not config.embed:
-        return None
-    calibration_pairs = None
+        return None, None
+    calibration = None
     if config.cosine_threshold is None:
         path = config.calibration or DEFAULT_CALIBRATION
-        calibration_pairs = (read_calibration(path), path)
+        calibration = (read_calibration(path), path)
     elif not 0 < config.cosine_threshold <= 1:
         raise InputError("must lie in (0, 1]", field="cosine-threshold")
+    info = embedder.info if embedder is not None else identify_model(config.model_path,
+                                                                      config.model_sha256)
+    return calibration, info
+
+
+def _prepare_embedding(config: ScanConfig, ws: Workspace, embedder: Embedder | None,
+                       calibration_pairs: Any, info: Any) -> _Embedding | None:
+    if not config.embed:
+        return None
     if embedder is None:
-        embedder = Embedder(identify_model(config.model_path, config.model_sha256))
+        embedder = Embedder(info)
     cache = EmbeddingCache(ws.root / "cache" / "embeddings.sqlite")
     counts = EmbedCounts()
-    info = embedder.info.to_json()
+    described = embedder.info.to_json()
     if calibration_pairs is not None:
         (pairs, sha), path = calibration_pairs
         calibration_counts = EmbedCounts()
@@ -107,11 +116,11 @@ def _prepare_embedding(config: ScanConfig, ws: Workspace, embedder: Embedder | N
                            lambda texts: embed_texts(embedder, cache, texts, calibration_counts),
                            embedder.info.sha256)
         threshold = result.threshold
-        report = {"enabled": True, "model": info, "threshold_source": "calibrated",
+        report = {"enabled": True, "model": described, "threshold_source": "calibrated",
                   "calibration": result.to_json()}
     else:
         threshold = float(config.cosine_threshold)
-        report = {"enabled": True, "model": info, "threshold_source": "given"}
+        report = {"enabled": True, "model": described, "threshold_source": "given"}
     report["top_k"] = config.top_k
     return _Embedding(embedder, cache, threshold, report, counts)
 
@@ -181,16 +190,18 @@ def run_scan(ws: Workspace, config: ScanConfig, *, embedder: Embedder | None = N
         raise InputError("--probe-endpoint needs --probe-model", field="probe-model")
     if config.top_k < 1:
         raise InputError("must be at least 1", field="top-k")
-    emb = _prepare_embedding(config, ws, embedder)
-    timing["embedding_setup"] = time.perf_counter() - clock
+    calibration_pairs, model_info = _check_embedding(config, embedder)
 
-    clock = time.perf_counter()
     required = (config.probe_answer_field,) if config.probe_endpoint else ()
     evalset = load_eval(config.eval, require_fields=required)
     texts = [item.canonical for item in evalset.items]
     index = EvalIndex(texts, config.ngram)
     internal = internal_dups.ngram_pairs(index, texts)
     timing["eval_and_index"] = time.perf_counter() - clock
+
+    clock = time.perf_counter()
+    emb = _prepare_embedding(config, ws, embedder, calibration_pairs, model_info)
+    timing["embedding_setup"] = time.perf_counter() - clock
 
     topk = None
     consumer = None

@@ -29,12 +29,11 @@ class SyntheticData:
 
 
 def _vocabulary(size: int, rng: np.random.Generator) -> list[str]:
-    words: set[str] = set()
-    while len(words) < size:
-        k = int(rng.integers(1, 4))
-        words.add("".join(_SYLLABLES[i] for i in rng.integers(0, len(_SYLLABLES), k))
-                  + str(int(rng.integers(0, 10))) * int(rng.random() < 0.05))
-    return sorted(words)
+    from itertools import product
+
+    every = ["".join(p) for k in (2, 3, 4) for p in product(_SYLLABLES, repeat=k)]
+    chosen = rng.choice(len(every), size=size, replace=False)
+    return sorted(every[i] for i in chosen.tolist())
 
 
 def make_synthetic(directory: Path, *, pool_size: int, eval_size: int = 1319,
@@ -69,7 +68,11 @@ def make_synthetic(directory: Path, *, pool_size: int, eval_size: int = 1319,
             words[len(words) // 2] = "changed"
             text = " ".join(words)
         elif kind == "embedded":
-            text = "as seen on a forum: " + text + " posted by a user last year"
+            # enough context around the copy that its Jaccard is far below 0.8
+            # (containment stays 1.0): no MinHash estimate can flip the verdict
+            text = (" ".join(vocab[i] for i in rng.choice(len(vocab), size=30).tolist())
+                    + " " + text + " "
+                    + " ".join(vocab[i] for i in rng.choice(len(vocab), size=20).tolist()))
         plants[pool_index] = text
         planted[kind].append((eval_index, pool_index))
 
