@@ -90,8 +90,9 @@ class _IdCheck:
         self.parts: list[np.ndarray] = []
 
     def add(self, ids: list[Any]) -> None:
-        self.parts.append(np.fromiter((hash(canonical_json(i)) for i in ids),
-                                      dtype=np.int64, count=len(ids)))
+        # hash() of the str or int itself: salted, but the same within this
+        # process, and 1 and "1" differ; verify() confirms with exact values
+        self.parts.append(np.fromiter(map(hash, ids), dtype=np.int64, count=len(ids)))
 
     def verify(self) -> None:
         if not self.parts:
@@ -158,8 +159,9 @@ def _collect(source: Source, results: Iterator[tuple[Batch, BatchResult]], jobs:
             raise row_error(source, batch.start + result.bad.row, source.text_field,
                             result.bad.message)
         if id_check is not None:
-            ids = [check_id(value, source, batch.start + k)
-                   for k, value in enumerate(batch.ids or [None] * len(batch.texts))]
+            ids = batch.ids if batch.ids_checked else [
+                check_id(value, source, batch.start + k)
+                for k, value in enumerate(batch.ids or [None] * len(batch.texts))]
             id_check.add(ids)
         else:
             ids = list(range(batch.start, batch.start + len(batch.texts)))

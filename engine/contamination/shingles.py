@@ -6,10 +6,10 @@ space; a text of fewer than ``n`` words is one shingle, its whole canonical
 string.
 
 The fast path hashes the same shingles without making Python strings: a
-batch of documents becomes one byte array; ASCII upper case is folded and
-ASCII whitespace splits words by table lookup; each word gets a 64-bit
-polynomial hash from a prefix sum, and each run of ``n`` words a 64-bit hash
-of its word hashes. Equal shingles always get equal hashes, so a lookup of
+batch of documents becomes one byte string; ASCII upper case is folded and
+ASCII whitespace becomes a space in C (``bytes.lower``, ``bytes.translate``);
+each word gets a 64-bit key from its length and its first and last eight
+bytes, and each run of ``n`` words a 64-bit hash of its word keys. Equal shingles always get equal hashes, so a lookup of
 these hashes in the eval set's shingle hashes never misses a shared shingle;
 unequal ones may collide, which only costs an exact check that then fails.
 
@@ -26,20 +26,14 @@ import numpy as np
 
 from engine.contamination.canonical_text import canonical
 
-# str.isspace() within ASCII: \t \n \v \f \r (9-13), the separators \x1c-\x1f
-# (28-31) and space (32). Comparisons, not table lookups: numpy's fancy
-# indexing with a uint8 index is ten times slower than a few compares.
+# str.isspace() within ASCII is \t \n \v \f \r (9-13), the separators \x1c-\x1f
+# (28-31) and space. bytes.lower() and bytes.translate() fold case and map
+# them all to a space in one C pass each; numpy then needs one compare.
+_TO_SPACE = bytes.maketrans(bytes([9, 10, 11, 12, 13, 28, 29, 30, 31]), b" " * 9)
+# 0xFF never occurs in UTF-8, so it can end each document unambiguously.
+_END = 0xFF
+_END_TO_NUL = bytes.maketrans(b"\xff", b"\x00")
 
-
-def _ascii_space(b: np.ndarray) -> np.ndarray:
-    return (b == 32) | ((b >= 9) & (b <= 13)) | ((b >= 28) & (b <= 31))
-
-
-def _ascii_lower(b: np.ndarray) -> np.ndarray:
-    upper = (b >= 65) & (b <= 90)
-    return b + (upper.view(np.uint8) << np.uint8(5))
-
-_BYTE_BASE = np.uint32(0x01000193)  # odd, so it has an inverse mod 2**32
 _WORD_BASE = np.uint64(0x9E3779B97F4A7C15)
 _MIX = np.uint64(0xBF58476D1CE4E5B9)
 
@@ -63,36 +57,13 @@ def shingle_positions(canonical_text: str, n: int) -> dict[str, list[int]]:
     return out
 
 
-class _Powers:
-    """Powers of the byte base and of its inverse mod 2**32, grown on demand."""
-
-    def __init__(self) -> None:
-        self.up = np.ones(1, dtype=np.uint32)
-        self.down = np.ones(1, dtype=np.uint32)
-
-    def get(self, size: int) -> tuple[np.ndarray, np.ndarray]:
-        if len(self.up) < size:
-            size = max(size, 2 * len(self.up), 1 << 16)
-            inverse = np.uint32(pow(int(_BYTE_BASE), -1, 1 << 32))
-            up = np.empty(size, dtype=np.uint32)
-            down = np.empty(size, dtype=np.uint32)
-            up[0] = down[0] = 1
-            up[1:] = _BYTE_BASE
-            down[1:] = inverse
-            with np.errstate(over="ignore"):
-                self.up = np.cumprod(up, dtype=np.uint32)
-                self.down = np.cumprod(down, dtype=np.uint32)
-        return self.up, self.down
-
-
-_POWERS = _Powers()
 
 
 @dataclass(frozen=True)
 class EncodedBatch:
     """Documents as one byte array, each followed by a terminator position."""
 
-    data: np.ndarray        # uint8, documents back to back, a 0 byte after each
+    data: np.ndarray        # uint8, folded documents back to back, 0xFF after each
     ends: np.ndarray        # int64, index of each document's terminator
 
 
@@ -123,48 +94,55 @@ def encode_for_hashing(texts: list[str]) -> tuple[EncodedBatch, list[str | None]
             parts.append(canon.encode("utf-8"))
             made.append(canon)
     lengths = np.fromiter((len(p) for p in parts), dtype=np.int64, count=len(parts))
-    data = np.frombuffer(b"\x00".join(parts) + b"\x00", dtype=np.uint8)
+    folded = (b"\xff".join(parts) + b"\xff").lower().translate(_TO_SPACE)
     ends = np.cumsum(lengths + 1) - 1
-    return EncodedBatch(data, ends), made
+    return EncodedBatch(np.frombuffer(folded, dtype=np.uint8), ends), made
+
+
+def _word_keys(data: np.ndarray, starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
+    """Gives a 64-bit key per word from its length and its first and last 8 bytes.
+
+    Equal words always get equal keys; words over 16 bytes that differ only
+    in the middle collide, which only adds candidates. Two unaligned 8-byte
+    loads per word, and no work per byte.
+    """
+    padded = np.concatenate([np.zeros(8, np.uint8), data, np.zeros(8, np.uint8)])
+    # eight bytes starting at every position: at[i] is data[i-8:i] little-endian
+    at = np.ndarray((len(data) + 9,), dtype="<u8", buffer=padded, strides=(1,))
+    length = (stops - starts).astype(np.uint64)
+    first = at[starts + 8]
+    short = length < 8
+    keep_bytes = (np.uint64(1) << (np.minimum(length, 7) * np.uint64(8))) - np.uint64(1)
+    first = np.where(short, first & keep_bytes, first)
+    last = np.where(length > 8, at[stops], np.uint64(0))
+    with np.errstate(over="ignore"):
+        key = first * _MIX + last
+        key ^= key >> np.uint64(29)
+        key = key * _WORD_BASE + length
+    return key
 
 
 def word_hashes(batch: EncodedBatch) -> WordHashes:
     """Gives the hash of every canonical word and each document's canonical bytes."""
-    raw = batch.data
-    size = len(raw)
-    lowered = _ascii_lower(raw)
-    terminator = np.zeros(size, dtype=bool)
-    terminator[batch.ends] = True
-    space = _ascii_space(lowered)
-    word = ~space & ~terminator
-
-    prev_word = np.zeros(size, dtype=bool)
-    prev_word[1:] = word[:-1]
-    next_word = np.zeros(size, dtype=bool)
-    next_word[:-1] = word[1:]
-    starts = np.flatnonzero(word & ~prev_word)
-    stops = np.flatnonzero(word & ~next_word) + 1
-
-    # 32-bit word hashes halve the memory traffic; a collision between two
-    # words only adds a candidate that the exact check then drops.
-    up, down = _POWERS.get(size + 1)
-    prefix = np.zeros(size + 1, dtype=np.uint32)
-    with np.errstate(over="ignore"):
-        # byte + 1 so that trailing NUL bytes still change a word's hash
-        np.cumsum((lowered.astype(np.uint32) + np.uint32(1)) * up[:size], out=prefix[1:])
-        hashes = ((prefix[stops] - prefix[starts]) * down[starts]).astype(np.uint64)
+    data = batch.data
+    word = (data != 32) & (data != _END)
+    edges = np.diff(word.view(np.int8), prepend=np.int8(0), append=np.int8(0))
+    starts = np.flatnonzero(edges == 1)
+    stops = np.flatnonzero(edges == -1)
+    hashes = _word_keys(data, starts, stops)
     before_end = np.searchsorted(starts, batch.ends)
     counts = np.diff(before_end, prepend=0).astype(np.int64)
     docs = np.repeat(np.arange(len(batch.ends), dtype=np.int64), counts)
 
-    # Canonical bytes: the words, one space before every word that is not
-    # the first of its document (the byte there is whitespace), terminators.
-    keep = word | terminator
+    # Canonical bytes: the words, the (single, already folded) space before
+    # every word that is not the first of its document, and the ends.
+    keep = word
+    keep[batch.ends] = True
     not_first = np.ones(len(starts), dtype=bool)
     not_first[np.concatenate(([0], before_end[:-1]))[counts > 0]] = False
     keep[starts[not_first] - 1] = True
-    out = np.where(space, np.uint8(32), lowered)[keep]
-    return WordHashes(hashes, docs, counts, out.tobytes())
+    stream = data[keep].tobytes().translate(_END_TO_NUL)
+    return WordHashes(hashes, docs, counts, stream)
 
 
 def window_hashes(words: WordHashes, n: int) -> tuple[np.ndarray, np.ndarray]:

@@ -62,6 +62,7 @@ class Batch:
     texts: list[Any]
     ids: list[Any] | None
     rows: list[dict[str, Any]] | None = None
+    ids_checked: bool = False      # every id is known good (no per-row check needed)
 
 
 def resolve_source(role: str, spec: str, *, text_field: str, id_field: str | None,
@@ -134,26 +135,58 @@ def iter_batches(source: Source, batch_size: int, *, whole_rows: bool = False
     whose rows the clean set is written from).
     """
     try:
-        dataset = _open(source)
+        # Arrow tables, not dicts of rows: columns come out as lists in C.
+        dataset = _open(source).with_format("arrow")
         start = 0
-        for columns in dataset.iter(batch_size=batch_size):
-            count = len(next(iter(columns.values()))) if columns else 0
-            texts = columns.get(source.text_field)
-            if texts is None:
-                texts = [None] * count
+        for table in dataset.iter(batch_size=batch_size):
+            count = table.num_rows
+            names = set(table.column_names)
+            texts = (_values(table.column(source.text_field))
+                     if source.text_field in names else [None] * count)
             ids = None
+            checked = False
             if source.id_field:
-                ids = columns.get(source.id_field) or [None] * count
+                if source.id_field in names:
+                    column = table.column(source.id_field)
+                    ids = _values(column)
+                    checked = _ids_known_good(column)
+                else:
+                    ids = [None] * count
             rows = None
             if whole_rows:
-                keys = list(columns)
-                rows = [dict(zip(keys, values)) for values in zip(*columns.values())]
-            yield Batch(start, list(texts), None if ids is None else list(ids), rows)
+                columns = {name: _values(table.column(name)) for name in table.column_names}
+                rows = [dict(zip(columns, cells)) for cells in zip(*columns.values())]
+            yield Batch(start, texts, ids, rows, checked)
             start += count
     except InputError:
         raise
     except Exception as exc:  # datasets/pyarrow/pandas raise many kinds
         raise diagnose(source, exc) from exc
+
+
+def _values(column: Any) -> list[Any]:
+    """Gives a column's Python values; a column of mixed JSON types comes as JSON text."""
+    values = column.to_pylist()
+    if getattr(column.type, "extension_name", "") == "arrow.json":
+        return [None if v is None else json.loads(v) for v in values]
+    return values
+
+
+def _ids_known_good(column: Any) -> bool:
+    """Gives True when an Arrow id column has no null, and only integers or non-blank strings."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if column.null_count:
+        return False
+    if pa.types.is_integer(column.type):
+        return True
+    if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
+        if not len(column):
+            return True
+        shortest = pc.min(pc.utf8_length(pc.utf8_trim_whitespace(column))).as_py()
+        return bool(shortest)
+    return False
 
 
 def count_rows(source: Source) -> int | None:
