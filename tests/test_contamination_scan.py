@@ -37,13 +37,16 @@ def scanned(tmp_path_factory) -> Path:
     import subprocess
     import sys
 
+    import os
+
     ws = tmp_path_factory.mktemp("scan") / "ws"
     base = [sys.executable, "-m", "engine.cli", "--workspace", str(ws)]
     subprocess.run(base + ["init"], check=True, capture_output=True)
+    env = {**os.environ, "SEALDESK_PROGRESS_FILE": str(ws.parent / "progress.jsonl")}
     proc = subprocess.run(base + ["scan", "contamination", "--eval", str(SAMPLE / "eval.jsonl"),
                                   "--pool", str(SAMPLE / "pool.jsonl"), "--text-field", "question",
                                   "--pool-text-field", "text", "--id-field", "id", "--no-embed"],
-                          capture_output=True, text=True)
+                          capture_output=True, text=True, env=env)
     assert proc.returncode == 0, proc.stderr
     assert "flagged items" in proc.stdout
     return ws
@@ -186,3 +189,10 @@ def test_a_rescan_of_unchanged_data_adds_no_items(scanned, sealdesk, tmp_path):
     with Workspace.open(scanned) as ws:
         assert len(ws.items(queue="flagged_pairs")) == 10
         assert ws.conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 2
+
+
+def test_the_scan_reports_progress_for_the_jobs_panel(scanned):
+    lines = read_jsonl(scanned.parent / "progress.jsonl")
+    pool = [line for line in lines if line["stage"] == "scanning pool"]
+    assert pool[0]["total"] == 53 and pool[0]["unit"] == "docs"
+    assert pool[-1]["finished"] and pool[-1]["done"] == 53

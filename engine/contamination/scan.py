@@ -206,6 +206,7 @@ def run_scan(ws: Workspace, config: ScanConfig, *, embedder: Embedder | None = N
     topk = None
     consumer = None
     embed_stage = None
+    pool_rows = count_rows(config.pool) if rep is not None else None
     if emb is not None:
         clock = time.perf_counter()
         stage = rep.stage("embedding eval set", total=len(texts), unit="texts") if rep else None
@@ -223,8 +224,7 @@ def run_scan(ws: Workspace, config: ScanConfig, *, embedder: Embedder | None = N
                     float(np.dot(eval_vectors[a], eval_vectors[b])))
         topk = TopK(eval_vectors, config.top_k, emb.threshold)
         timing["embedding_eval"] = time.perf_counter() - clock
-        total = count_rows(config.pool)
-        embed_stage = rep.stage("embedding pool", total=total, unit="texts") if rep else None
+        embed_stage = rep.stage("embedding pool", total=pool_rows, unit="texts") if rep else None
 
         def consumer(batch, ids):
             canon = [canonical(t) for t in batch.texts]
@@ -232,8 +232,7 @@ def run_scan(ws: Workspace, config: ScanConfig, *, embedder: Embedder | None = N
             topk.add(vectors, batch.start, ids, batch.texts)
 
     clock = time.perf_counter()
-    total = count_rows(config.pool)
-    pool_stage = rep.stage("scanning pool", total=total, unit="docs") if rep else None
+    pool_stage = rep.stage("scanning pool", total=pool_rows, unit="docs") if rep else None
     scan = scan_pool(config.pool, index, jobs=config.jobs, batch_size=config.batch_size,
                      consumer=consumer, stage=pool_stage)
     for stage in (pool_stage, embed_stage):
