@@ -22,8 +22,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from engine.contamination.canonical_text import canonical
-from engine.contamination.shingles import (HashSet, encode_for_hashing, shingle_set,
-                                           window_hashes, word_hashes)
+from engine.contamination.shingles import (BadText, HashSet, TextBlock, encode_block,
+                                           encode_for_hashing, shingle_set, window_hashes,
+                                           word_hashes)
 
 
 @dataclass(frozen=True)
@@ -139,20 +140,46 @@ def _peak_rss_kb() -> int:
     return 0
 
 
-def match_batch(index: EvalIndex, values: list[object]) -> BatchResult:
+def _prepare(values: list[object] | TextBlock):
+    """Gives (encoded batch, text of doc i, canonical text of doc i), or a BadRow."""
+    if isinstance(values, TextBlock):
+        try:
+            batch, made = encode_block(values)
+        except BadText as exc:
+            return BadRow(exc.index, exc.reason)
+        text_of = values.text
+    else:
+        bad = check_texts(values)
+        if bad is not None:
+            return bad
+        batch, listed = encode_for_hashing(values)  # type: ignore[arg-type]
+        made = {i: c for i, c in enumerate(listed) if c is not None}
+        text_of = values.__getitem__  # type: ignore[assignment]
+
+    def canonical_of(i: int) -> str:
+        found = made.get(i)
+        return found if found is not None else canonical(text_of(i))
+
+    return batch, text_of, canonical_of
+
+
+def match_batch(index: EvalIndex, values: list[object] | TextBlock) -> BatchResult:
     """Gives every (eval item, document) pair of a batch that meets a threshold.
 
-    The texts are validated first; the first bad one is reported and nothing
-    else is computed. The canonical bytes of the batch come back for the
-    content hash.
+    ``values`` are the raw text values (checked here), or a TextBlock of
+    UTF-8 texts. The first bad text is reported and nothing else computed.
+    The canonical bytes of the batch come back for the content hash.
     """
-    bad = check_texts(values)
-    if bad is not None:
-        return BatchResult(len(values), b"", bad=bad, pid=os.getpid())
-    texts: list[str] = values  # type: ignore[assignment]
+    prepared = _prepare(values)
+    if isinstance(prepared, BadRow):
+        return BatchResult(len(values), b"", bad=prepared, pid=os.getpid())
+    batch, text_of, canonical_of = prepared
     settings = index.settings
-    batch, made = encode_for_hashing(texts)
     words = word_hashes(batch)
+    empty = np.flatnonzero(words.counts == 0)
+    if len(empty):
+        bad = BadRow(int(empty[0]), "empty text (nothing left after canonicalization)")
+        return BatchResult(len(values), b"", bad=bad, pid=os.getpid())
     hashes, docs = window_hashes(words, settings.n)
     hit = index.hashes.contains(hashes)
     hit_docs = docs[hit]
@@ -167,16 +194,14 @@ def match_batch(index: EvalIndex, values: list[object]) -> BatchResult:
                 candidates.setdefault(d, set()).update(found)
     if index.short:
         for d in np.flatnonzero(words.counts < settings.n).tolist():
-            text = made[d] if made[d] is not None else canonical(texts[d])
-            found = index.short.get(text)
+            found = index.short.get(canonical_of(d))
             if found:
                 candidates.setdefault(d, set()).update(found)
 
     pairs: list[PairScore] = []
     kept: dict[int, str] = {}
     for d in sorted(candidates):
-        text = made[d] if made[d] is not None else canonical(texts[d])
-        doc_set = shingle_set(text, settings.n)
+        doc_set = shingle_set(canonical_of(d), settings.n)
         for e in sorted(candidates[d]):
             eval_set = index.shingles[e]
             small, large = (eval_set, doc_set) if len(eval_set) <= len(doc_set) else (doc_set, eval_set)
@@ -186,8 +211,8 @@ def match_batch(index: EvalIndex, values: list[object]) -> BatchResult:
             pair = PairScore(e, d, shared, len(eval_set), len(doc_set))
             if pair.jaccard >= settings.jaccard or pair.containment >= settings.containment:
                 pairs.append(pair)
-                kept[d] = texts[d]
-    return BatchResult(len(texts), words.canonical_stream, tuple(pairs), kept, None,
+                kept[d] = text_of(d)
+    return BatchResult(len(values), words.canonical_stream, tuple(pairs), kept, None,
                        len(candidates), _peak_rss_kb(), os.getpid())
 
 
@@ -201,7 +226,7 @@ def worker_init(index: EvalIndex) -> None:
     _WORKER_INDEX = index
 
 
-def worker_match(values: list[object]) -> BatchResult:
+def worker_match(values: list[object] | TextBlock) -> BatchResult:
     """Gives ``match_batch`` against the index this worker holds."""
     assert _WORKER_INDEX is not None, "worker_init was not called"
     return match_batch(_WORKER_INDEX, values)

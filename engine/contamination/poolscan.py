@@ -59,7 +59,7 @@ BatchConsumer = Callable[[Batch, list[Any]], None]
 
 def _in_process(index: EvalIndex, batches: Iterable[Batch]) -> Iterator[tuple[Batch, BatchResult]]:
     for batch in batches:
-        yield batch, match_batch(index, batch.texts)
+        yield batch, match_batch(index, batch.matchable)
 
 
 def _in_workers(index: EvalIndex, batches: Iterable[Batch], jobs: int
@@ -70,7 +70,7 @@ def _in_workers(index: EvalIndex, batches: Iterable[Batch], jobs: int
         window: deque[tuple[Batch, Future[BatchResult]]] = deque()
         try:
             for batch in batches:
-                window.append((batch, executor.submit(worker_match, batch.texts)))
+                window.append((batch, executor.submit(worker_match, batch.matchable)))
                 if len(window) >= 2 * jobs + 1:
                     done, future = window.popleft()
                     yield done, future.result()
@@ -161,10 +161,10 @@ def _collect(source: Source, results: Iterator[tuple[Batch, BatchResult]], jobs:
         if id_check is not None:
             ids = batch.ids if batch.ids_checked else [
                 check_id(value, source, batch.start + k)
-                for k, value in enumerate(batch.ids or [None] * len(batch.texts))]
+                for k, value in enumerate(batch.ids or [None] * batch.count)]
             id_check.add(ids)
         else:
-            ids = list(range(batch.start, batch.start + len(batch.texts)))
+            ids = list(range(batch.start, batch.start + batch.count))
         hasher.add_stream(result.canonical_stream, result.count)
         candidates += result.candidates
         peaks[result.pid] = max(peaks.get(result.pid, 0), result.peak_rss_kb)

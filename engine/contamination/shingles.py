@@ -99,26 +99,93 @@ def encode_for_hashing(texts: list[str]) -> tuple[EncodedBatch, list[str | None]
     return EncodedBatch(np.frombuffer(folded, dtype=np.uint8), ends), made
 
 
+class BadText(ValueError):
+    """A text of a block that cannot be used: its index and why."""
+
+    def __init__(self, index: int, reason: str) -> None:
+        super().__init__(reason)
+        self.index = index
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class TextBlock:
+    """Texts as their UTF-8 bytes back to back, with offsets (Arrow's string layout).
+
+    This is how a batch travels to a worker: two buffers, no Python strings.
+    """
+
+    offsets: np.ndarray     # int64, n + 1 offsets into data, starting at 0
+    data: bytes
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def text(self, i: int) -> str:
+        """Gives text i as a str (raises UnicodeDecodeError on bad UTF-8)."""
+        return self.data[self.offsets[i]:self.offsets[i + 1]].decode("utf-8")
+
+    @classmethod
+    def from_arrow(cls, array) -> "TextBlock":
+        """Gives the block of a null-free Arrow string array, copying only its own bytes."""
+        width = np.int64 if str(array.type) == "large_string" else np.int32
+        raw = np.frombuffer(array.buffers()[1], dtype=width)
+        offsets = raw[array.offset:array.offset + len(array) + 1].astype(np.int64)
+        first, last = int(offsets[0]), int(offsets[-1])
+        data = memoryview(array.buffers()[2])[first:last].tobytes() if last > first else b""
+        return cls(offsets - first, data)
+
+
+def encode_block(block: TextBlock) -> tuple[EncodedBatch, dict[int, str]]:
+    """Gives the batch bytes of a text block, and the canonical form of each non-ASCII text.
+
+    ASCII texts go in as their raw bytes; the others are decoded and
+    canonicalized in Python (raises BadText on bad UTF-8).
+    """
+    offsets = block.offsets
+    data = np.frombuffer(block.data, dtype=np.uint8)
+    made: dict[int, str] = {}
+    view = memoryview(block.data)
+    parts: list = [view[a:b] for a, b in zip(offsets[:-1].tolist(), offsets[1:].tolist())]
+    filled = np.flatnonzero(offsets[1:] > offsets[:-1])
+    if len(filled):
+        # the largest byte of each non-empty text: 0x80 or more means non-ASCII
+        largest = np.maximum.reduceat(data, offsets[filled])
+        for i in filled[largest >= 0x80].tolist():
+            try:
+                made[i] = canonical(block.text(i))
+            except UnicodeDecodeError as exc:
+                raise BadText(i, f"not UTF-8 (byte 0x{exc.object[exc.start]:02x} at byte "
+                                 f"{exc.start + 1} of the text)") from exc
+            parts[i] = made[i].encode("utf-8")
+    lengths = np.fromiter((len(p) for p in parts), dtype=np.int64, count=len(parts))
+    folded = (b"\xff".join(parts) + b"\xff").lower().translate(_TO_SPACE)
+    ends = np.cumsum(lengths + 1) - 1
+    return EncodedBatch(np.frombuffer(folded, dtype=np.uint8), ends), made
+
+
+_LOW_BYTES = np.array([(1 << (8 * k)) - 1 for k in range(8)] + [(1 << 64) - 1], dtype=np.uint64)
+
+
 def _word_keys(data: np.ndarray, starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
     """Gives a 64-bit key per word from its length and its first and last 8 bytes.
 
     Equal words always get equal keys; words over 16 bytes that differ only
-    in the middle collide, which only adds candidates. Two unaligned 8-byte
+    in the middle collide, which only adds candidates. Unaligned 8-byte
     loads per word, and no work per byte.
     """
     padded = np.concatenate([np.zeros(8, np.uint8), data, np.zeros(8, np.uint8)])
     # eight bytes starting at every position: at[i] is data[i-8:i] little-endian
     at = np.ndarray((len(data) + 9,), dtype="<u8", buffer=padded, strides=(1,))
-    length = (stops - starts).astype(np.uint64)
-    first = at[starts + 8]
-    short = length < 8
-    keep_bytes = (np.uint64(1) << (np.minimum(length, 7) * np.uint64(8))) - np.uint64(1)
-    first = np.where(short, first & keep_bytes, first)
-    last = np.where(length > 8, at[stops], np.uint64(0))
+    length = stops - starts
+    key = at[starts + 8] & _LOW_BYTES[np.minimum(length, 8)]
     with np.errstate(over="ignore"):
-        key = first * _MIX + last
+        key *= _MIX
+        key += length.astype(np.uint64)
+        longer = np.flatnonzero(length > 8)
+        if len(longer):
+            key[longer] += at[stops[longer]] * _WORD_BASE
         key ^= key >> np.uint64(29)
-        key = key * _WORD_BASE + length
     return key
 
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
+from engine.contamination.shingles import TextBlock
 from engine.errors import InputError
 
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
@@ -56,13 +57,32 @@ class Source:
 
 @dataclass(frozen=True)
 class Batch:
-    """Consecutive rows: the first row's index, the text values and the id values."""
+    """Consecutive rows: the first row's index, their text values and id values.
+
+    Plain Arrow string columns without nulls travel as a ``TextBlock`` (two
+    buffers, cheap to hand to a worker); anything else as Python values.
+    """
 
     start: int
-    texts: list[Any]
+    count: int
+    values: list[Any] | None
+    block: TextBlock | None
     ids: list[Any] | None
     rows: list[dict[str, Any]] | None = None
     ids_checked: bool = False      # every id is known good (no per-row check needed)
+
+    @property
+    def texts(self) -> list[Any]:
+        """Gives the text values as Python objects."""
+        if self.values is not None:
+            return self.values
+        assert self.block is not None
+        return [self.block.text(i) for i in range(len(self.block))]
+
+    @property
+    def matchable(self) -> list[Any] | TextBlock:
+        """Gives what the matcher takes: the block when there is one."""
+        return self.block if self.block is not None else self.values  # type: ignore[return-value]
 
 
 def resolve_source(role: str, spec: str, *, text_field: str, id_field: str | None,
@@ -141,8 +161,7 @@ def iter_batches(source: Source, batch_size: int, *, whole_rows: bool = False
         for table in dataset.iter(batch_size=batch_size):
             count = table.num_rows
             names = set(table.column_names)
-            texts = (_values(table.column(source.text_field))
-                     if source.text_field in names else [None] * count)
+            values, block = _texts(table, source.text_field, count)
             ids = None
             checked = False
             if source.id_field:
@@ -156,12 +175,25 @@ def iter_batches(source: Source, batch_size: int, *, whole_rows: bool = False
             if whole_rows:
                 columns = {name: _values(table.column(name)) for name in table.column_names}
                 rows = [dict(zip(columns, cells)) for cells in zip(*columns.values())]
-            yield Batch(start, texts, ids, rows, checked)
+            yield Batch(start, count, values, block, ids, rows, checked)
             start += count
     except InputError:
         raise
     except Exception as exc:  # datasets/pyarrow/pandas raise many kinds
         raise diagnose(source, exc) from exc
+
+
+def _texts(table: Any, field: str, count: int) -> tuple[list[Any] | None, TextBlock | None]:
+    """Gives a text column as a TextBlock when it is null-free Arrow strings, else as values."""
+    import pyarrow as pa
+
+    if field not in table.column_names:
+        return [None] * count, None
+    column = table.column(field)
+    if column.null_count == 0 and (pa.types.is_string(column.type)
+                                   or pa.types.is_large_string(column.type)):
+        return None, TextBlock.from_arrow(column.combine_chunks())
+    return _values(column), None
 
 
 def _values(column: Any) -> list[Any]:
