@@ -21,4 +21,4 @@ $SD items --queue flagged_pairs --status undecided --json \
 $SD contamination clean --out $DEMO/clean_eval.jsonl
 
 # 4. The speed claim, small enough for a demo (the README has 100k and 1M figures).
-$SD bench contamination --pool-size 20000 --eval-size 1319
+$SD bench contamination --pool-size 5000 --eval-size 1319
