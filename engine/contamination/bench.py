@@ -36,7 +36,9 @@ def run_reference(eval_path: str, pool_path: str, limit: int | None) -> dict[str
     from engine.contamination.canonical_text import canonical
     from engine.contamination.reference import reference_scan
     from engine.contamination.sources import iter_batches, resolve_source
-    import datasketch  # noqa: F401  (imported before the clock starts)
+    import datasketch
+
+    assert datasketch.MinHashLSH  # imported before the clock starts
 
     started = time.perf_counter()
     eval_source = resolve_source("eval", eval_path, text_field="question", id_field=None)

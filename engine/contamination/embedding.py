@@ -111,7 +111,12 @@ class Embedder:
         except ImportError:
             pass
         self.info = info
-        self._model = SentenceTransformer(info.path, device="cpu")
+        try:
+            self._model = SentenceTransformer(info.path, device="cpu")
+        except Exception as exc:  # a directory that is not a sentence-transformers model
+            raise InputError(f"cannot load as a sentence-transformers model: "
+                             f"{' '.join(str(exc).split())[:300]}", path=info.path,
+                             field="model") from exc
         dimension = getattr(self._model, "get_embedding_dimension", None) or \
             self._model.get_sentence_embedding_dimension
         self.dim = int(dimension() or 0)

@@ -23,7 +23,7 @@ from engine.contamination.calibration import (DEFAULT_CALIBRATION, calibrate,
                                               read_calibration)
 from engine.contamination.canonical_text import canonical
 from engine.contamination.embedding import (EmbedCounts, Embedder, EmbeddingCache, TopK,
-                                            embed_texts, identify_model, text_sha256)
+                                            embed_texts, identify_model)
 from engine.contamination.evalset import EvalSet, load_eval
 from engine.contamination.minhash import Signatures
 from engine.contamination.ngram import EvalIndex, NgramSettings
@@ -181,17 +181,54 @@ def _pool_pairs(scan: PoolScan, evalset: EvalSet, topk: TopK | None, emb: _Embed
     return out, docs
 
 
+def _consumer(emb: _Embedding, topk: TopK, stage: Any):
+    """Gives the pool-batch consumer that embeds each batch and merges it into the top-k."""
+    def consume(batch, ids):
+        texts = batch.texts
+        vectors = embed_texts(emb.embedder, emb.cache, [canonical(t) for t in texts], emb.counts,
+                              stage)
+        topk.add(vectors, batch.start, ids, texts)
+    return consume
+
+
+def _write(ws: Workspace, findings: Findings, timing: dict[str, float]) -> ScanOutcome:
+    """Gives the outcome after writing the artifacts and ingesting the items."""
+    evalset = findings.eval
+    now = datetime.now(timezone.utc)
+    inputs_tag = sha256_hex(f"{evalset.provenance['content_sha256']}"
+                            f"{findings.pool_provenance['content_sha256']}".encode())[:8]
+    run_id = f"contam-{now.strftime('%Y%m%dT%H%M%S%fZ')}-{inputs_tag}"
+    rows = flagged_rows(findings)
+    report = build_report(findings, rows, run_id, now.isoformat(timespec="seconds"), timing)
+    items = backlog_items(findings, run_id)
+    eval_rows = [{"index": it.index, "id": it.id, "text": it.text, "row": it.row}
+                 for it in evalset.items]
+    run_dir = ws.run_dir(run_id)
+    artifacts = {
+        REPORT: write_json_artifact(run_dir / REPORT, report),
+        PAIRS: write_jsonl_artifact(run_dir / PAIRS, rows),
+        EVAL_ITEMS: write_jsonl_artifact(run_dir / EVAL_ITEMS, eval_rows),
+        # the items as ingested: clean reads its item ids from here, since an
+        # item unchanged since an earlier scan keeps that scan's run id
+        ITEMS: write_jsonl_artifact(run_dir / ITEMS, [item.to_json() for item in items]),
+    }
+    manifest = {"kind": "contamination-scan", "artifacts": artifacts,
+                "inputs": {"eval": evalset.provenance, "pool": findings.pool_provenance},
+                "thresholds": report["thresholds"]}
+    ingest = ws.ingest(items, runs={run_id: manifest}, source=f"scan {run_id}")
+    return ScanOutcome(run_id, run_dir, report, rows, items, ingest, artifacts)
+
+
 def run_scan(ws: Workspace, config: ScanConfig, *, embedder: Embedder | None = None,
              rep: Any = None) -> ScanOutcome:
     """Gives the outcome of a full scan: artifacts written, items ingested."""
-    timing: dict[str, float] = {}
-    clock = time.perf_counter()
     if config.probe_endpoint and not config.probe_model:
         raise InputError("--probe-endpoint needs --probe-model", field="probe-model")
     if config.top_k < 1:
         raise InputError("must be at least 1", field="top-k")
+    timing: dict[str, float] = {}
+    clock = time.perf_counter()
     calibration_pairs, model_info = _check_embedding(config, embedder)
-
     required = (config.probe_answer_field,) if config.probe_endpoint else ()
     evalset = load_eval(config.eval, require_fields=required)
     texts = [item.canonical for item in evalset.items]
@@ -202,60 +239,47 @@ def run_scan(ws: Workspace, config: ScanConfig, *, embedder: Embedder | None = N
     clock = time.perf_counter()
     emb = _prepare_embedding(config, ws, embedder, calibration_pairs, model_info)
     timing["embedding_setup"] = time.perf_counter() - clock
+    try:
+        topk = consumer = embed_stage = None
+        pool_rows = count_rows(config.pool) if rep is not None else None
+        if emb is not None:
+            clock = time.perf_counter()
+            stage = rep.stage("embedding eval set", total=len(texts), unit="texts") if rep else None
+            eval_vectors = embed_texts(emb.embedder, emb.cache, texts, emb.counts, stage)
+            internal = internal_dups.with_cosines(internal, eval_vectors, emb.threshold,
+                                                  index.shingles)
+            topk = TopK(eval_vectors, config.top_k, emb.threshold)
+            timing["embedding_eval"] = time.perf_counter() - clock
+            embed_stage = rep.stage("embedding pool", total=pool_rows, unit="texts") if rep else None
+            consumer = _consumer(emb, topk, embed_stage)
 
-    topk = None
-    consumer = None
-    embed_stage = None
-    pool_rows = count_rows(config.pool) if rep is not None else None
-    if emb is not None:
         clock = time.perf_counter()
-        stage = rep.stage("embedding eval set", total=len(texts), unit="texts") if rep else None
-        eval_vectors = embed_texts(emb.embedder, emb.cache, texts, emb.counts, stage)
-        for (a, b), cosine in internal_dups.embedding_pairs(eval_vectors, emb.threshold).items():
-            held = internal.get((a, b))
-            internal[(a, b)] = internal_dups.InternalPair(
-                a, b, held.shared if held else 0,
-                held.a_shingles if held else len(index.shingles[a]),
-                held.b_shingles if held else len(index.shingles[b]), cosine)
-        for (a, b), held in list(internal.items()):
-            if held.cosine is None:
-                internal[(a, b)] = internal_dups.InternalPair(
-                    a, b, held.shared, held.a_shingles, held.b_shingles,
-                    float(np.dot(eval_vectors[a], eval_vectors[b])))
-        topk = TopK(eval_vectors, config.top_k, emb.threshold)
-        timing["embedding_eval"] = time.perf_counter() - clock
-        embed_stage = rep.stage("embedding pool", total=pool_rows, unit="texts") if rep else None
+        pool_stage = rep.stage("scanning pool", total=pool_rows, unit="docs") if rep else None
+        scan = scan_pool(config.pool, index, jobs=config.jobs, batch_size=config.batch_size,
+                         consumer=consumer, stage=pool_stage)
+        for stage in (pool_stage, embed_stage):
+            if stage is not None:
+                stage.finish()
+        timing["pool"] = time.perf_counter() - clock
 
-        def consumer(batch, ids):
-            canon = [canonical(t) for t in batch.texts]
-            vectors = embed_texts(emb.embedder, emb.cache, canon, emb.counts, embed_stage)
-            topk.add(vectors, batch.start, ids, batch.texts)
+        clock = time.perf_counter()
+        probe = _probe(config, evalset, rep)
+        timing["probe"] = time.perf_counter() - clock
 
-    clock = time.perf_counter()
-    pool_stage = rep.stage("scanning pool", total=pool_rows, unit="docs") if rep else None
-    scan = scan_pool(config.pool, index, jobs=config.jobs, batch_size=config.batch_size,
-                     consumer=consumer, stage=pool_stage)
-    for stage in (pool_stage, embed_stage):
-        if stage is not None:
-            stage.finish()
-    timing["pool"] = time.perf_counter() - clock
-
-    clock = time.perf_counter()
-    probe = _probe(config, evalset, rep)
-    timing["probe"] = time.perf_counter() - clock
-
-    signatures = Signatures(config.ngram.num_perm)
-    pool_pairs, docs = _pool_pairs(scan, evalset, topk, emb, index, signatures)
+        signatures = Signatures(config.ngram.num_perm)
+        pool_pairs, docs = _pool_pairs(scan, evalset, topk, emb, index, signatures)
+    finally:
+        if emb is not None:
+            emb.cache.close()
     internal_list = sorted(internal.values(), key=lambda p: (p.a, p.b))
     internal_minhash = {(p.a, p.b): signatures.jaccard(f"e{p.a}", index.shingles[p.a],
                                                        f"e{p.b}", index.shingles[p.b])
                         for p in internal_list}
-    embedding_report = {"enabled": False}
+    embedding_report: dict[str, Any] = {"enabled": False}
     if emb is not None:
         embedding_report = {**emb.report, "texts_embedded": emb.counts.embedded,
                             "texts_from_cache": emb.counts.cached,
                             "cache": str(emb.cache.path)}
-        emb.cache.close()
     findings = Findings(
         eval=evalset, pool_provenance=scan.provenance, settings=config.ngram,
         pool_pairs=pool_pairs, pool_docs=docs, internal=internal_list,
@@ -267,28 +291,4 @@ def run_scan(ws: Workspace, config: ScanConfig, *, embedder: Embedder | None = N
                 "candidate_docs": scan.candidates, "pool_docs": scan.n,
                 "workers": scan.jobs, "pool_seconds": round(scan.seconds, 3),
                 "pool_docs_per_s": round(scan.n / scan.seconds, 1) if scan.seconds else None})
-
-    now = datetime.now(timezone.utc)
-    inputs_tag = sha256_hex(f"{evalset.provenance['content_sha256']}"
-                            f"{scan.provenance['content_sha256']}".encode())[:8]
-    run_id = f"contam-{now.strftime('%Y%m%dT%H%M%S%fZ')}-{inputs_tag}"
-    rows = flagged_rows(findings)
-    report = build_report(findings, rows, run_id, now.isoformat(timespec="seconds"), timing)
-    items = backlog_items(findings, run_id)
-    eval_rows = [{"index": it.index, "id": it.id, "text": it.text, "row": it.row}
-                 for it in evalset.items]
-
-    run_dir = ws.run_dir(run_id)
-    artifacts = {
-        REPORT: write_json_artifact(run_dir / REPORT, report),
-        PAIRS: write_jsonl_artifact(run_dir / PAIRS, rows),
-        EVAL_ITEMS: write_jsonl_artifact(run_dir / EVAL_ITEMS, eval_rows),
-        # the items as ingested: clean reads its item ids from here, since an
-        # item unchanged since an earlier scan keeps that scan's run id
-        ITEMS: write_jsonl_artifact(run_dir / ITEMS, [item.to_json() for item in items]),
-    }
-    manifest = {"kind": "contamination-scan", "artifacts": artifacts,
-                "inputs": {"eval": evalset.provenance, "pool": scan.provenance},
-                "thresholds": report["thresholds"]}
-    ingest = ws.ingest(items, runs={run_id: manifest}, source=f"scan {run_id}")
-    return ScanOutcome(run_id, run_dir, report, rows, items, ingest, artifacts)
+    return _write(ws, findings, timing)

@@ -46,17 +46,6 @@ def shingle_set(canonical_text: str, n: int) -> frozenset[str]:
     return frozenset(" ".join(words[i:i + n]) for i in range(len(words) - n + 1))
 
 
-def shingle_positions(canonical_text: str, n: int) -> dict[str, list[int]]:
-    """Gives each shingle with the word indexes where it starts."""
-    words = canonical_text.split(" ")
-    if len(words) < n:
-        return {canonical_text: [0]}
-    out: dict[str, list[int]] = {}
-    for i in range(len(words) - n + 1):
-        out.setdefault(" ".join(words[i:i + n]), []).append(i)
-    return out
-
-
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,6 @@ import csv
 import io
 import json
 import logging
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -377,8 +376,3 @@ def file_sha256(source: Source) -> str | None:
         for block in iter(lambda: handle.read(1 << 22), b""):
             sha.update(block)
     return sha.hexdigest()
-
-
-def describe_path(source: Source) -> str:
-    """Gives the absolute path of a file source (for the report)."""
-    return os.path.abspath(source.name) if source.kind == "file" else source.name
