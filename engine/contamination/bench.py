@@ -66,18 +66,19 @@ def run_sealdesk(eval_path: str, pool_path: str, jobs: int | None) -> dict[str, 
     from engine.contamination import internal
     from engine.contamination.evalset import load_eval
     from engine.contamination.ngram import EvalIndex, NgramSettings
-    from engine.contamination.poolscan import scan_pool
+    from engine.contamination.poolscan import scan_pool, start_workers_early
     from engine.contamination.sources import _quiet_datasets, resolve_source
 
     _quiet_datasets()  # the import, not the work, before the clock starts
     started = time.perf_counter()
+    pool_source = resolve_source("pool", pool_path, text_field="text", id_field="id")
+    start_workers_early(pool_source, jobs)
     settings = NgramSettings()
     evalset = load_eval(resolve_source("eval", eval_path, text_field="question", id_field="id"))
     texts = [item.canonical for item in evalset.items]
     index = EvalIndex(texts, settings)
     internal_pairs = internal.ngram_pairs(index, texts)
-    scan = scan_pool(resolve_source("pool", pool_path, text_field="text", id_field="id"),
-                     index, jobs=jobs)
+    scan = scan_pool(pool_source, index, jobs=jobs)
     seconds = time.perf_counter() - started
     jaccard = sorted([p.eval_index, p.doc] for p in scan.pairs if p.jaccard >= settings.jaccard)
     containment = sorted([p.eval_index, p.doc] for p in scan.pairs

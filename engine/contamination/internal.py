@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from engine.contamination.ngram import EvalIndex, match_batch
+from engine.contamination.ngram import EvalIndex
 
 
 @dataclass(frozen=True)
@@ -44,17 +44,20 @@ class InternalPair:
 
 
 def ngram_pairs(index: EvalIndex, canonical_texts: list[str]) -> dict[tuple[int, int], InternalPair]:
-    """Gives every pair of distinct eval items that meets a Jaccard or containment threshold."""
+    """Gives every pair of distinct eval items that meets a Jaccard or containment threshold.
+
+    Candidates are the pairs that share a shingle hash (no pair at a
+    threshold shares none); the exact shingle sets then decide.
+    """
+    settings = index.settings
     found: dict[tuple[int, int], InternalPair] = {}
-    if not canonical_texts:
-        return found
-    result = match_batch(index, list(canonical_texts))
-    for pair in result.pairs:
-        if pair.doc == pair.eval_index:
-            continue
-        a, b = sorted((pair.doc, pair.eval_index))
-        sizes = {pair.eval_index: pair.eval_shingles, pair.doc: pair.doc_shingles}
-        found[(a, b)] = InternalPair(a, b, pair.shared, sizes[a], sizes[b])
+    for a, b in sorted(index.sibling_candidates()):
+        sa, sb = index.shingles[a], index.shingles[b]
+        pair = InternalPair(a, b, len(sa & sb), len(sa), len(sb))
+        if pair.shared and (pair.jaccard >= settings.jaccard
+                            or max(pair.containment_ab, pair.containment_ba)
+                            >= settings.containment):
+            found[(a, b)] = pair
     return found
 
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from engine.contamination.canonical_text import canonical
-from engine.contamination.shingles import (BadText, HashSet, TextBlock, encode_block,
+from engine.contamination.shingles import (BadText, Postings, TextBlock, encode_block,
                                            encode_for_hashing, shingle_set, window_hashes,
                                            word_hashes)
 
@@ -94,21 +94,25 @@ class EvalIndex:
         for i, c in enumerate(canonical_texts):
             if c.count(" ") + 1 < n:
                 self.short[c] = self.short.get(c, ()) + (i,)
-        postings: dict[int, list[int]] = {}
         if canonical_texts:
             batch, _ = encode_for_hashing(canonical_texts)
             hashes, docs = window_hashes(word_hashes(batch), n)
-            for h, d in zip(hashes.tolist(), docs.tolist()):
-                items = postings.setdefault(h, [])
-                if not items or items[-1] != d:
-                    items.append(d)
-            self.hashes = HashSet(hashes)
         else:
-            self.hashes = HashSet(np.empty(0, dtype=np.uint64))
-        self.postings = {h: tuple(v) for h, v in postings.items()}
+            hashes, docs = np.empty(0, dtype=np.uint64), np.empty(0, dtype=np.int64)
+        self.postings = Postings(hashes, docs)
 
     def __len__(self) -> int:
         return len(self.shingles)
+
+    def sibling_candidates(self) -> set[tuple[int, int]]:
+        """Gives every pair of distinct eval items that share a shingle (a < b)."""
+        out: set[tuple[int, int]] = set()
+        for position in self.postings.shared_by_several.tolist():
+            holders = self.postings.holders(position).tolist()
+            out.update((a, b) for i, a in enumerate(holders) for b in holders[i + 1:])
+        for same in self.short.values():
+            out.update((a, b) for i, a in enumerate(same) for b in same[i + 1:])
+        return out
 
 
 def check_texts(values: list[object]) -> BadRow | None:
@@ -181,22 +185,16 @@ def match_batch(index: EvalIndex, values: list[object] | TextBlock) -> BatchResu
         bad = BadRow(int(empty[0]), "empty text (nothing left after canonicalization)")
         return BatchResult(len(values), b"", bad=bad, pid=os.getpid())
     hashes, docs = window_hashes(words, settings.n)
-    hit = index.hashes.contains(hashes)
-    hit_docs = docs[hit]
-    hit_hashes = hashes[hit]
-
+    found = index.postings.find(hashes)
+    hit = np.flatnonzero(found >= 0)
     candidates: dict[int, set[int]] = {}
-    if len(hit_docs):
-        order = np.argsort(hit_docs, kind="stable")
-        for d, h in zip(hit_docs[order].tolist(), hit_hashes[order].tolist()):
-            found = index.postings.get(h)
-            if found:
-                candidates.setdefault(d, set()).update(found)
+    for d, position in zip(docs[hit].tolist(), found[hit].tolist()):
+        candidates.setdefault(d, set()).update(index.postings.holders(position).tolist())
     if index.short:
         for d in np.flatnonzero(words.counts < settings.n).tolist():
-            found = index.short.get(canonical_of(d))
-            if found:
-                candidates.setdefault(d, set()).update(found)
+            same = index.short.get(canonical_of(d))
+            if same:
+                candidates.setdefault(d, set()).update(same)
 
     pairs: list[PairScore] = []
     kept: dict[int, str] = {}

@@ -56,7 +56,7 @@ class PoolPair:
         return self.shared / self.eval_shingles if self.eval_shingles else 0.0
 
 
-@dataclass
+@dataclass(frozen=True)
 class Findings:
     """Everything the channels found, ready to be written."""
 

@@ -27,7 +27,7 @@ from engine.contamination.embedding import (EmbedCounts, Embedder, EmbeddingCach
 from engine.contamination.evalset import EvalSet, load_eval
 from engine.contamination.minhash import Signatures
 from engine.contamination.ngram import EvalIndex, NgramSettings
-from engine.contamination.poolscan import PoolDoc, PoolScan, scan_pool
+from engine.contamination.poolscan import PoolDoc, PoolScan, scan_pool, start_workers_early
 from engine.contamination.probe import ChatClient, ProbeItem, run_probe, sample_indexes
 from engine.contamination.report import (Findings, PoolPair, backlog_items, build_report,
                                          flagged_rows)
@@ -63,7 +63,7 @@ class ScanConfig:
     batch_size: int = 2048
 
 
-@dataclass
+@dataclass(frozen=True)
 class ScanOutcome:
     """What a scan wrote and ingested."""
 
@@ -229,6 +229,7 @@ def run_scan(ws: Workspace, config: ScanConfig, *, embedder: Embedder | None = N
     timing: dict[str, float] = {}
     clock = time.perf_counter()
     calibration_pairs, model_info = _check_embedding(config, embedder)
+    start_workers_early(config.pool, config.jobs)
     required = (config.probe_answer_field,) if config.probe_endpoint else ()
     evalset = load_eval(config.eval, require_fields=required)
     texts = [item.canonical for item in evalset.items]

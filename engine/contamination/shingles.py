@@ -219,26 +219,39 @@ def window_hashes(words: WordHashes, n: int) -> tuple[np.ndarray, np.ndarray]:
     return h[same_doc], words.docs[:count][same_doc]
 
 
-class HashSet:
-    """A sorted array of 64-bit hashes with a bitmap in front for fast misses."""
+class Postings:
+    """Which eval items hold each window hash: sorted unique hashes, each with its items.
+
+    A bitmap on the low 24 bits sits in front of the sorted array, so that a
+    window no eval item holds is usually rejected by one memory load.
+    """
 
     BITS = 1 << 24
 
-    def __init__(self, hashes: np.ndarray) -> None:
-        self.sorted = np.unique(hashes.astype(np.uint64))
+    def __init__(self, hashes: np.ndarray, items: np.ndarray) -> None:
+        pairs = np.unique(np.stack([hashes.astype(np.uint64), items.astype(np.uint64)]), axis=1)
+        self.sorted, starts, counts = np.unique(pairs[0], return_index=True, return_counts=True)
+        self.offsets = np.append(starts, pairs.shape[1]).astype(np.int64)
+        self.items = pairs[1].astype(np.int64)
         self.bitmap = np.zeros(self.BITS // 8, dtype=np.uint8)
         low = (self.sorted & np.uint64(self.BITS - 1)).astype(np.int64)
         np.bitwise_or.at(self.bitmap, low >> 3, (1 << (low & 7)).astype(np.uint8))
+        self.shared_by_several = np.flatnonzero(counts > 1)
 
-    def contains(self, hashes: np.ndarray) -> np.ndarray:
-        """Gives a boolean mask: which of the hashes are in the set."""
-        low = (hashes & np.uint64(self.BITS - 1)).astype(np.int64)
-        maybe = ((self.bitmap[low >> 3] >> (low & 7).astype(np.uint8)) & 1).astype(bool)
-        found = np.zeros(len(hashes), dtype=bool)
+    def find(self, hashes: np.ndarray) -> np.ndarray:
+        """Gives, for each hash, its position in ``sorted``, or -1 when no item holds it."""
+        found = np.full(len(hashes), -1, dtype=np.int64)
         if not len(self.sorted):
             return found
+        low = (hashes & np.uint64(self.BITS - 1)).astype(np.int64)
+        maybe = np.flatnonzero((self.bitmap[low >> 3] >> (low & 7).astype(np.uint8)) & 1)
         probe = hashes[maybe]
         pos = np.searchsorted(self.sorted, probe)
         pos[pos >= len(self.sorted)] = 0
-        found[np.flatnonzero(maybe)] = self.sorted[pos] == probe
+        hit = self.sorted[pos] == probe
+        found[maybe[hit]] = pos[hit]
         return found
+
+    def holders(self, position: int) -> np.ndarray:
+        """Gives the eval items that hold the hash at a position of ``sorted``."""
+        return self.items[self.offsets[position]:self.offsets[position + 1]]
