@@ -1,0 +1,136 @@
+"""After review: the clean eval set, its content hash and the power it leaves.
+
+Accepted items (confirmed leaks or duplicates) are dropped; rejected ones
+(false positives) are kept. An item nobody has decided is refused unless
+the caller allows it, in which case it is kept and listed. Everything is
+read from the scan's own artifacts, each checked against its sidecar and
+against the hash the run manifest recorded.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from engine.artifacts import atomic_write, read_verified, write_json_artifact, write_jsonl_artifact
+from engine.canonical import canonical_json, canonical_sha256, sha256_hex, strict_loads
+from engine.contamination.canonical_text import content_sha256
+from engine.contamination.power import minimum_detectable_difference
+from engine.contamination.scan import EVAL_ITEMS, ITEMS, REPORT
+from engine.errors import InputError, IntegrityError
+from engine.ledger.store import effective_decisions
+from engine.workspace import Workspace
+
+CLEAN_SET = "clean_eval.jsonl"
+CLEAN_REPORT = "clean_report.json"
+_SHOW = 10
+
+
+@dataclass(frozen=True)
+class CleanOutcome:
+    """The clean run: where it was written and what it says."""
+
+    run_id: str
+    run_dir: Path
+    report: dict[str, Any]
+
+
+def latest_scan(ws: Workspace) -> str:
+    """Gives the id of the most recent contamination scan in the workspace."""
+    row = ws.conn.execute("SELECT run_id FROM runs WHERE kind='contamination-scan' "
+                          "ORDER BY created_at DESC, run_id DESC LIMIT 1").fetchone()
+    if row is None:
+        raise InputError("no contamination scan in this workspace (run: sealdesk scan "
+                         "contamination --eval E --pool P)", field="run")
+    return row[0]
+
+
+def _artifact(ws: Workspace, run_id: str, name: str, manifest: dict[str, Any]) -> bytes:
+    path = ws.artifacts_dir / run_id / name
+    data = read_verified(path)
+    recorded = manifest.get("artifacts", {}).get(name)
+    if recorded is not None and recorded != sha256_hex(data):
+        raise IntegrityError(f"{path}: bytes differ from the hash the run manifest recorded")
+    return data
+
+
+def _lines(data: bytes) -> list[dict[str, Any]]:
+    return [strict_loads(line) for line in data.split(b"\n") if line.strip()]
+
+
+def clean(ws: Workspace, run_id: str | None = None, *, allow_undecided: bool = False,
+          alpha: float = 0.05, power: float = 0.8, accuracy: float = 0.5,
+          out: Path | None = None) -> CleanOutcome:
+    """Gives the clean run after writing the clean set and its report."""
+    run_id = run_id or latest_scan(ws)
+    row = ws.conn.execute("SELECT kind, manifest, manifest_sha256 FROM runs WHERE run_id=?",
+                          (run_id,)).fetchone()
+    if row is None or row[0] != "contamination-scan":
+        raise InputError(f"{run_id!r} is not a contamination scan in this workspace",
+                         field="run")
+    manifest = json.loads(row[1])
+    report = strict_loads(_artifact(ws, run_id, REPORT, manifest))
+    eval_rows = _lines(_artifact(ws, run_id, EVAL_ITEMS, manifest))
+    items = _lines(_artifact(ws, run_id, ITEMS, manifest))
+
+    decided = effective_decisions(ws.conn, "flagged_pairs")
+    dropped, kept, undecided = [], [], []
+    for item in items:
+        payload = item["payload"]
+        entry = {"item_id": item["item_id"], "index": payload["eval"]["index"],
+                 "id": payload["eval"]["id"], "channels": payload.get("channels", [])}
+        decision = decided.get(("flagged_pairs", item["item_id"]))
+        if decision is not None and decision["decision"] in ("accept", "reject"):
+            entry.update(decision=decision["decision"], principal=decision["principal"],
+                         record_hash=decision["record_hash"])
+            (dropped if decision["decision"] == "accept" else kept).append(entry)
+        else:
+            undecided.append(entry)
+    if undecided and not allow_undecided:
+        names = ", ".join(f"{u['item_id']} (eval {u['id']})" for u in undecided[:_SHOW])
+        more = f" and {len(undecided) - _SHOW} more" if len(undecided) > _SHOW else ""
+        raise InputError(f"{len(undecided)} flagged item(s) have no accept/reject decision: "
+                         f"{names}{more}; decide them, or pass --allow-undecided to keep them",
+                         field="decision")
+
+    drop = {d["index"] for d in dropped}
+    clean_rows = [r for r in eval_rows if r["index"] not in drop]
+    n_before, n_after = len(eval_rows), len(clean_rows)
+    mde_before = minimum_detectable_difference(n_before, alpha=alpha, power=power,
+                                               accuracy=accuracy)
+    mde_after = minimum_detectable_difference(n_after, alpha=alpha, power=power,
+                                              accuracy=accuracy)
+    basis = [(d["item_id"], d["decision"], d["record_hash"]) for d in dropped + kept]
+    clean_id = f"{run_id}.clean-{canonical_sha256([sorted(basis), allow_undecided])[:10]}"
+    clean_report = {
+        "scan_run": run_id,
+        "scan_manifest_sha256": row[2],
+        "eval": report["test"],
+        "n_before": n_before,
+        "n_after": n_after,
+        "content_sha256_before": content_sha256(r["text"] for r in eval_rows),
+        "content_sha256_after": content_sha256(r["text"] for r in clean_rows),
+        "dropped": sorted(dropped, key=lambda d: d["index"]),
+        "kept_after_review": sorted(kept, key=lambda d: d["index"]),
+        "kept_undecided": sorted(undecided, key=lambda d: d["index"]),
+        "power": {
+            "test": "two-sided two-proportion z-test, two models on the same items",
+            "alpha": alpha, "power": power, "accuracy": accuracy,
+            "mde_before": round(mde_before, 6),
+            "mde_after": round(mde_after, 6) if n_after else None,
+            "mde_increase": round(mde_after - mde_before, 6) if n_after else None,
+        },
+    }
+    clean_set = [r["row"] for r in clean_rows]
+    run_dir = ws.run_dir(clean_id)
+    artifacts = {CLEAN_SET: write_jsonl_artifact(run_dir / CLEAN_SET, clean_set),
+                 CLEAN_REPORT: write_json_artifact(run_dir / CLEAN_REPORT, clean_report)}
+    if out is not None:
+        atomic_write(Path(out), b"".join(canonical_json(r) + b"\n" for r in clean_set))
+    ws.ingest([], runs={clean_id: {"kind": "contamination-clean", "artifacts": artifacts,
+                                   "inputs": {"scan_run": run_id,
+                                              "scan_manifest_sha256": row[2]}}},
+              source=f"clean {clean_id}")
+    return CleanOutcome(clean_id, run_dir, clean_report)

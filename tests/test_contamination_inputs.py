@@ -1,0 +1,187 @@
+"""Bad input: one line naming file, line and field; nothing written. Good input in every format."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from engine.contamination.ngram import NgramSettings
+from engine.contamination.scan import ScanConfig, run_scan
+from engine.contamination.sources import resolve_source
+from engine.errors import InputError
+from engine.workspace import Workspace
+
+QUESTION = ("Natalia sold clips to 48 of her friends in April, and then she sold half as many "
+            "clips in May. How many clips did Natalia sell altogether in April and May?")
+
+
+def write_jsonl(path: Path, rows: list[dict | str]) -> Path:
+    with open(path, "w", encoding="utf-8") as handle:
+        for row in rows:
+            handle.write((row if isinstance(row, str) else json.dumps(row)) + "\n")
+    return path
+
+
+@pytest.fixture
+def ws(tmp_path) -> Path:
+    root = tmp_path / "ws"
+    Workspace.init(root).close()
+    return root
+
+
+@pytest.fixture
+def good(tmp_path) -> tuple[Path, Path]:
+    ev = write_jsonl(tmp_path / "eval.jsonl", [{"id": "q1", "text": QUESTION},
+                                               {"id": "q2", "text": "A different question."}])
+    pool = write_jsonl(tmp_path / "pool.jsonl", [{"id": "d1", "text": "Intro. " + QUESTION},
+                                                 {"id": "d2", "text": "Unrelated words."}])
+    return ev, pool
+
+
+def scan(sealdesk, ws, ev, pool, *extra):
+    return sealdesk("scan", "contamination", "--eval", ev, "--pool", pool, "--id-field", "id",
+                    "--no-embed", *extra, workspace=ws)
+
+
+def refused(ws: Path, ev, pool, *, jobs: int = 1, **source_options) -> InputError:
+    """Runs a scan in this process; gives the InputError it must raise."""
+    with Workspace.open(ws) as opened, pytest.raises(InputError) as caught:
+        config = ScanConfig(
+            eval=resolve_source("eval", str(ev), text_field="text", id_field="id",
+                                **source_options),
+            pool=resolve_source("pool", str(pool), text_field="text", id_field="id"),
+            ngram=NgramSettings(), embed=False, jobs=jobs)
+        run_scan(opened, config)
+    assert_nothing_written(ws)
+    return caught.value
+
+
+def assert_nothing_written(ws: Path) -> None:
+    with Workspace.open(ws) as opened:
+        assert opened.conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 0
+        assert opened.conn.execute("SELECT COUNT(*) FROM items").fetchone()[0] == 0
+    assert list((ws / "artifacts").iterdir()) == []
+
+
+def where(error: InputError) -> tuple[str | None, int | None, str | None]:
+    return error.path, error.line, error.field
+
+
+def assert_refused(proc, ws: Path, expected_prefix: str) -> None:
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith(f"sealdesk: error: {expected_prefix}"), lines[0]
+    assert_nothing_written(ws)
+
+
+def test_a_missing_text_field_names_file_line_and_field(sealdesk, ws, tmp_path, good):
+    ev = write_jsonl(tmp_path / "e.jsonl", [{"id": "a", "text": QUESTION}, "",
+                                            {"id": "b", "body": "no text here"}])
+    assert_refused(scan(sealdesk, ws, ev, good[1]), ws,
+                   f"{ev}:3: field 'text': missing")
+
+
+def test_an_empty_pool_text_names_its_line(sealdesk, ws, tmp_path, good):
+    pool = write_jsonl(tmp_path / "p.jsonl", [{"id": "d1", "text": "fine"},
+                                              {"id": "d2", "text": " \n\t "}])
+    error = refused(ws, good[0], pool)
+    assert where(error) == (str(pool), 2, "text") and error.reason.startswith("empty text")
+
+
+def test_a_non_string_text_is_refused(sealdesk, ws, tmp_path, good):
+    pool = write_jsonl(tmp_path / "p.jsonl", [{"id": "d1", "text": "fine"},
+                                              {"id": "d2", "text": 42}])
+    error = refused(ws, good[0], pool)
+    assert where(error) == (str(pool), 2, "text") and "must be a string" in error.reason
+
+
+def test_non_utf8_bytes_name_line_and_field(sealdesk, ws, tmp_path, good):
+    pool = tmp_path / "p.jsonl"
+    pool.write_bytes(b'{"id": "d1", "text": "fine"}\n{"id": "d2", "text": "caf\xe9 au lait"}\n')
+    error = refused(ws, good[0], pool)
+    assert where(error) == (str(pool), 2, "text") and error.reason.startswith("not UTF-8 (byte 0xe9")
+
+
+def test_duplicate_eval_ids_name_the_second_line_and_the_first(sealdesk, ws, tmp_path, good):
+    ev = write_jsonl(tmp_path / "e.jsonl", [{"id": "q1", "text": "one two"},
+                                            {"id": "q2", "text": "three"},
+                                            {"id": "q1", "text": "four"}])
+    error = refused(ws, ev, good[1])
+    assert where(error) == (str(ev), 3, "id")
+    assert error.reason == "duplicate id 'q1' (first at line 1)"
+
+
+def test_duplicate_pool_ids_are_refused(sealdesk, ws, tmp_path, good):
+    pool = write_jsonl(tmp_path / "p.jsonl", [{"id": "d1", "text": "a"}, {"id": "d2", "text": "b"},
+                                              {"id": "d1", "text": "c"}])
+    error = refused(ws, good[0], pool)
+    assert where(error) == (str(pool), 3, "id") and error.reason.startswith("duplicate id 'd1'")
+
+
+def test_a_bad_row_deep_in_a_pool_read_by_worker_processes_names_its_line(sealdesk, ws, tmp_path,
+                                                                          good):
+    rows = [{"id": f"d{i}", "text": f"document number {i}"} for i in range(5000)]
+    rows[4321]["text"] = ""
+    pool = write_jsonl(tmp_path / "p.jsonl", rows)
+    error = refused(ws, good[0], pool, jobs=2)
+    assert where(error) == (str(pool), 4322, "text")
+
+
+def test_a_hub_dataset_without_a_revision_is_refused_as_unpinned(sealdesk, ws, good):
+    proc = scan(sealdesk, ws, "openai/gsm8k", good[1], "--eval-split", "test")
+    assert_refused(proc, ws, "openai/gsm8k: field 'revision': unpinned")
+
+
+@pytest.mark.parametrize("revision", ["main", "v1.0", "e53f048"])
+def test_a_branch_tag_or_short_sha_is_refused_with_the_reason(revision):
+    with pytest.raises(InputError) as caught:
+        resolve_source("eval", "openai/gsm8k", text_field="text", id_field=None, split="test",
+                       revision=revision)
+    assert where(caught.value) == ("openai/gsm8k", None, "revision")
+    assert caught.value.reason.startswith(f"'{revision}' is not a 40-hex commit sha")
+    assert "a branch or tag moves" in caught.value.reason
+
+
+def test_an_unreadable_file_is_named(tmp_path):
+    missing = tmp_path / "nowhere.jsonl"
+    with pytest.raises(InputError) as caught:
+        resolve_source("pool", str(missing), text_field="text", id_field=None)
+    assert where(caught.value) == (str(missing), None, None)
+    assert caught.value.reason == "cannot read: No such file or directory"
+
+
+def test_malformed_json_names_its_line(sealdesk, ws, tmp_path, good):
+    pool = write_jsonl(tmp_path / "p.jsonl", [{"id": "d1", "text": "fine"}, '{"id": "d2", "text":'])
+    error = refused(ws, good[0], pool)
+    assert (error.path, error.line) == (str(pool), 2) and error.reason.startswith("not valid JSON")
+
+
+def test_csv_and_parquet_inputs_are_read_through_datasets(sealdesk, ws, tmp_path):
+    ev = tmp_path / "eval.csv"
+    ev.write_text(f'id,text\nq1,"{QUESTION}"\nq2,42\n', encoding="utf-8")
+    pool = tmp_path / "pool.parquet"
+    pq.write_table(pa.table({"id": ["d1", "d2"], "text": ["Intro. " + QUESTION, "other"]}), pool)
+    proc = scan(sealdesk, ws, ev, pool, "--json")
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["test"]["n"] == 2 and report["pool"]["n"] == 2
+    assert report["counts"]["containment_overlap_items"] == 1
+
+
+def test_a_null_parquet_text_names_its_row(sealdesk, ws, tmp_path, good):
+    pool = tmp_path / "pool.parquet"
+    pq.write_table(pa.table({"id": ["d1", "d2"], "text": ["fine", None]}), pool)
+    error = refused(ws, good[0], pool)
+    assert where(error) == (str(pool), 2, "text") and error.reason.startswith("missing")
+
+
+def test_an_empty_csv_cell_names_its_line(sealdesk, ws, tmp_path, good):
+    pool = tmp_path / "pool.csv"
+    pool.write_text('id,text\nd1,"two\nlines"\nd2,\n', encoding="utf-8")
+    error = refused(ws, good[0], pool)
+    assert where(error) == (str(pool), 4, "text") and error.reason.startswith("empty text")
