@@ -102,6 +102,17 @@ def clean(ws: Workspace, run_id: str | None = None, *, allow_undecided: bool = F
                                                accuracy=accuracy)
     mde_after = minimum_detectable_difference(n_after, alpha=alpha, power=power,
                                               accuracy=accuracy)
+    # Leakage after the drop: flagged items still in the set that no reviewer
+    # cleared (only --allow-undecided keeps any); reviewer-rejected ones were
+    # judged false positives, and confirmed leaks are gone.
+    flagged = len(items)
+    leakage = {
+        "before": round(flagged / n_before, 6) if n_before else None,
+        "after": round(len(undecided) / n_after, 6) if n_after else None,
+        "flagged_before": flagged,
+        "unreviewed_after": len(undecided),
+        "definition": "flagged eval items not cleared by a reviewer / eval items",
+    }
     basis = [(d["item_id"], d["decision"], d["record_hash"]) for d in dropped + kept]
     clean_id = f"{run_id}.clean-{canonical_sha256([sorted(basis), allow_undecided])[:10]}"
     clean_report = {
@@ -110,6 +121,7 @@ def clean(ws: Workspace, run_id: str | None = None, *, allow_undecided: bool = F
         "eval": report["test"],
         "n_before": n_before,
         "n_after": n_after,
+        "leakage": leakage,
         "content_sha256_before": content_sha256(r["text"] for r in eval_rows),
         "content_sha256_after": content_sha256(r["text"] for r in clean_rows),
         "dropped": sorted(dropped, key=lambda d: d["index"]),

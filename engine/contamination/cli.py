@@ -197,6 +197,10 @@ def clean_command(ctx: Any, run_id: str | None, allow_undecided: bool, alpha: fl
                f"review, {len(r['kept_undecided'])} undecided kept)")
     click.echo(f"  content sha256 {r['content_sha256_after']} (was "
                f"{r['content_sha256_before'][:16]}...)")
+    leak = r["leakage"]
+    leak_after = "n/a" if leak["after"] is None else f"{leak['after']:.2%}"
+    click.echo(f"  leakage rate {leak['before']:.2%} -> {leak_after} (flagged items not "
+               "cleared by a reviewer)")
     after = "n/a" if p["mde_after"] is None else f"{p['mde_after']:.4f}"
     click.echo(f"  minimum detectable accuracy difference (alpha {p['alpha']}, power "
                f"{p['power']}): {p['mde_before']:.4f} -> {after}")
