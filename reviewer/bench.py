@@ -52,10 +52,8 @@ def _payload(i: int, rnd: random.Random) -> dict:
 
 def build_workspace(root: Path, n_items: int, extra: int) -> tuple[Path, str]:
     """Gives (key path, principal) after filling a workspace with n_items flagged pairs."""
-    from cryptography.hazmat.primitives import serialization
-    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-
     from engine.ledger.enrol import enrol
+    from engine.ledger.signers import write_new_key
     from engine.progress import reporter
     from engine.workspace import BacklogItem, Workspace
 
@@ -74,15 +72,8 @@ def build_workspace(root: Path, n_items: int, extra: int) -> tuple[Path, str]:
                 stage.advance(len(batch))
                 batch = []
         stage.finish()
-        key = Ed25519PrivateKey.generate()
         path = root / "bench_key"
-        path.write_bytes(key.private_bytes(serialization.Encoding.PEM,
-                                           serialization.PrivateFormat.OpenSSH,
-                                           serialization.NoEncryption()))
-        path.chmod(0o600)
-        pub = key.public_key().public_bytes(serialization.Encoding.OpenSSH,
-                                            serialization.PublicFormat.OpenSSH)
-        (root / "bench_key.pub").write_bytes(pub + b" bench\n")
+        write_new_key(path, "bench")
         enrol(ws.allowed_signers_path, "bench", ["reviewer"], root / "bench_key.pub")
     return path, "bench"
 

@@ -22,19 +22,10 @@ VERIFY_GOAL_RATIO = 1.5    # verify throughput / raw single-core Ed25519 verify
 
 
 def _write_key(directory: Path):
-    from cryptography.hazmat.primitives import serialization
-    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+    from engine.ledger.signers import write_new_key
 
-    key = Ed25519PrivateKey.generate()
     path = directory / "bench_ed25519"
-    path.write_bytes(key.private_bytes(serialization.Encoding.PEM,
-                                       serialization.PrivateFormat.OpenSSH,
-                                       serialization.NoEncryption()))
-    path.chmod(0o600)
-    pub = key.public_key().public_bytes(serialization.Encoding.OpenSSH,
-                                        serialization.PublicFormat.OpenSSH)
-    (directory / "bench_ed25519.pub").write_bytes(pub + b" bench\n")
-    return key, path
+    return write_new_key(path, "bench"), path
 
 
 def run_bench(records: int, directory: Path, processes: int) -> dict:

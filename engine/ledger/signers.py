@@ -168,3 +168,21 @@ def agent_ed25519_keys(client: AgentClient | None = None) -> list[PublicKey]:
             continue
         keys.append(PublicKey(blob=ident.public_blob, comment=ident.comment))
     return keys
+
+
+def write_new_key(path: Path, comment: str = "sealdesk") -> Ed25519PrivateKey:
+    """Gives a new Ed25519 key after writing it as an OpenSSH key pair (path, path.pub).
+
+    For benchmarks and throwaway workspaces; people make their keys with
+    ``ssh-keygen -t ed25519``.
+    """
+    key = Ed25519PrivateKey.generate()
+    path = Path(path)
+    path.write_bytes(key.private_bytes(serialization.Encoding.PEM,
+                                       serialization.PrivateFormat.OpenSSH,
+                                       serialization.NoEncryption()))
+    path.chmod(0o600)
+    pub = key.public_key().public_bytes(serialization.Encoding.OpenSSH,
+                                        serialization.PublicFormat.OpenSSH)
+    path.with_name(path.name + ".pub").write_bytes(pub + f" {comment}\n".encode())
+    return key
