@@ -173,3 +173,50 @@ def verify(blob: bytes, message: bytes, namespace: str) -> Sshsig:
     except InvalidSignature as exc:
         raise SignatureError("signature does not verify") from exc
     return sig
+
+
+@dataclass(frozen=True)
+class _Head:
+    """What a checked SSHSIG prefix (everything before the 64 signature bytes) holds."""
+
+    namespace: str
+    public_blob: bytes
+    key: Ed25519PublicKey
+    fingerprint: str
+    signed_prefix: bytes  # signed_data up to the message digest's string
+    hasher: object
+
+
+class Verifier:
+    """Verifies many SSHSIGs, parsing each distinct signer/namespace prefix once.
+
+    In a ledger every signature by one key in one role shares the same bytes
+    up to the final 64 signature bytes. The first such signature is decoded
+    and checked in full; later ones with an identical prefix are, by
+    construction, well-formed the same way, so only their 64 bytes and the
+    message digest differ. The Ed25519 check itself runs for every one.
+    """
+
+    def __init__(self) -> None:
+        self._heads: dict[bytes, _Head] = {}
+
+    def verify(self, blob: bytes, message: bytes, namespace: str) -> tuple[bytes, str]:
+        """Gives (public key blob, fingerprint) after checking blob over message in namespace."""
+        head = self._heads.get(blob[:-64])
+        if head is None:
+            sig = verify(blob, message, namespace)  # full decode and check, raises on fault
+            hash_algorithm = sig.hash_algorithm
+            self._heads[blob[:-64]] = _Head(
+                sig.namespace, sig.public_key, _public_key(ed25519_raw_from_blob(sig.public_key)),
+                fingerprint(sig.public_key),
+                MAGIC + pack_string(sig.namespace) + pack_string(b"")
+                + pack_string(hash_algorithm), _HASHES[hash_algorithm])
+            return sig.public_key, fingerprint(sig.public_key)
+        if head.namespace != namespace:
+            raise SignatureError(f"signature namespace {head.namespace!r}, expected {namespace!r}")
+        digest = head.hasher(message).digest()
+        try:
+            head.key.verify(blob[-64:], head.signed_prefix + pack_string(digest))
+        except InvalidSignature as exc:
+            raise SignatureError("signature does not verify") from exc
+        return head.public_blob, head.fingerprint

@@ -35,6 +35,7 @@ from engine.ledger.records import (
 from engine.roles import QUEUE_ROLES, SIGNOFF_ROLE, NAMESPACE_BY_ROLE
 
 _RANGE = 2000
+_MIN_RANGE = 256
 
 
 @dataclass(frozen=True)
@@ -98,6 +99,7 @@ class RecordChecker:
         self.ctx = ctx
         self._timed = any(e.valid_after or e.valid_before for e in ctx.allowed.entries)
         self._auth: dict[tuple[str, bytes, str], bool] = {}
+        self._verifier = sshsig.Verifier()
 
     def authorized(self, principal: str, blob: bytes, namespace: str, time: str) -> bool:
         if self._timed:
@@ -157,12 +159,13 @@ class RecordChecker:
         if namespace is None:
             return f"unknown role {role!r}", body
         try:
-            sig = sshsig.verify(sshsig.dearmor(signature), message, namespace)
+            public_blob, key_fingerprint = self._verifier.verify(
+                sshsig.dearmor(signature), message, namespace)
         except sshsig.SignatureError as exc:
             return f"signature: {exc}", body
-        if sshsig.fingerprint(sig.public_key) != body["key"]:
+        if key_fingerprint != body["key"]:
             return "signature key differs from the record's key fingerprint", body
-        if not self.authorized(body["principal"], sig.public_key, namespace, body["time"]):
+        if not self.authorized(body["principal"], public_blob, namespace, body["time"]):
             return (f"{body['principal']} with key {body['key']} is not allowed to sign as "
                     f"{role} ({namespace}) in trust/allowed_signers"), body
         if kind == "signoff":
@@ -349,8 +352,11 @@ def verify_ledger(conn: sqlite3.Connection, ctx: Context, *, processes: int | No
         return report
     # A tampered table may not start at 1; ranges still cover every stored seq.
     start = min(lo, 1)
-    ranges = [(a, min(a + _RANGE - 1, hi)) for a in range(start, hi + 1, _RANGE)]
     procs = processes if processes is not None else (os.cpu_count() or 1)
+    # Several ranges per worker, so that no worker idles while another finishes
+    # a long last range; each range still amortises its own SQLite connection.
+    size = max(_MIN_RANGE, min(_RANGE, -(-(hi - start + 1) // (procs * 8))))
+    ranges = [(a, min(a + size - 1, hi)) for a in range(start, hi + 1, size)]
     if procs > 1 and len(ranges) > 1:
         mp = multiprocessing.get_context("fork")
         with mp.Pool(min(procs, len(ranges)), initializer=_init_worker,
