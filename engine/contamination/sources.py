@@ -39,12 +39,13 @@ class Source:
     config: str | None
     text_field: str
     id_field: str | None
+    origin: str | None = None  # what messages call a file read from a local copy (a shard)
 
     @property
     def label(self) -> str:
         """Gives how messages name this source."""
         if self.kind == "file":
-            return self.name
+            return self.origin or self.name
         return f"{self.name}[{self.split}]@{self.revision}"
 
     def provenance(self) -> dict[str, Any]:

@@ -1,0 +1,314 @@
+"""Execution backends for a sharded pool, behind one interface, and the driver loop.
+
+A backend runs ``shardscan.scan_shard`` on its workers: ``local`` in worker
+processes of this machine, ``ray`` in Ray actors (``raybackend.py``). Each
+is given the job (eval index, fields, embedding plan) once, when it
+starts, and then shards one by one; each shard gives back only its
+matches. The driver (``run_shards``) keeps every worker busy, retries a
+shard that failed (``--shard-retries`` times), records each finished shard
+in the workspace, advances the progress stages from the workers' reports,
+and hands the outcomes, in shard order, to the merge.
+
+What a failure does: bad input in a shard (a row the scan refuses) is not
+retried; the first such shard in pool order is reported in one line and
+nothing is written. A shard that keeps failing otherwise (a worker killed,
+a read that errors) is named in one line and the scan exits non-zero
+WITHOUT writing a report or ingesting items: a contamination report that
+silently lacks a shard would understate the leakage rate and could be
+signed off. The shards that did finish are recorded, so rerunning the same
+command scans only what is left.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import Counter, deque
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor
+from concurrent.futures import wait as wait_futures
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, replace
+from queue import Empty
+from typing import Any, Protocol
+
+from engine.contamination.shardrecords import ShardRecords
+from engine.contamination.shards import Shard
+from engine.contamination.shardscan import (RunCounts, ShardJob, ShardOutcome, ShardRefused,
+                                            ShardReply, ShardSkipped, record_name, scan_shard,
+                                            worker_embedder)
+from engine.errors import SealdeskError
+
+_POLL_S = 0.25
+_REPORT_EVERY_S = 0.2
+
+
+class ShardFailed(SealdeskError):
+    """A shard still failed after its retries; nothing was written."""
+
+    exit_code = 6
+
+
+class ShardCrash(Exception):
+    """A shard's attempt failed for a reason other than its input (retried)."""
+
+
+class Backend(Protocol):
+    """Runs shard scans on some workers; the driver loop uses nothing else."""
+
+    name: str
+    workers: int
+
+    def start(self, job: ShardJob) -> None:
+        """Ships the job to every worker (once) and gets them ready."""
+
+    def submit(self, shard: Shard, rescan: bool) -> Any:
+        """Starts one shard; gives a handle (``rescan`` ignores its record)."""
+
+    def wait(self, handles: list[Any], timeout: float) -> list[Any]:
+        """Gives the handles that are done, waiting at most ``timeout`` seconds."""
+
+    def result(self, handle: Any) -> ShardReply:
+        """Gives a done shard's reply; raises ShardCrash when its attempt failed."""
+
+    def progress(self) -> dict[int, int]:
+        """Gives documents done per shard position since the last call."""
+
+    def close(self) -> None:
+        """Stops the workers (and whatever the backend started)."""
+
+
+class ProgressReport:
+    """A worker's report of documents done, sent at most every 0.2 s."""
+
+    def __init__(self, position: int, send: Any) -> None:
+        self.position, self.send = position, send
+        self.pending = 0
+        self.last = time.monotonic()
+
+    def __call__(self, count: int) -> None:
+        self.pending += count
+        now = time.monotonic()
+        if now - self.last >= _REPORT_EVERY_S:
+            self.flush()
+            self.last = now
+
+    def flush(self) -> None:
+        if self.pending:
+            self.send(self.position, self.pending)
+            self.pending = 0
+
+
+# -- the local backend: worker processes -------------------------------------
+_LOCAL: dict[str, Any] = {}
+
+
+def _local_init(job: ShardJob, queue: Any, threads: int) -> None:
+    from engine.contamination.ngram import worker_init
+
+    worker_init(job.index)
+    _LOCAL.update(job=job, queue=queue, threads=threads)
+
+
+def _local_scan(shard: Shard, rescan: bool) -> ShardReply:
+    job: ShardJob = _LOCAL["job"]
+    if rescan:
+        job = replace(job, done=frozenset())
+    embedder = worker_embedder(job.embed, threads=_LOCAL["threads"])
+    report = ProgressReport(shard.position, lambda p, k: _LOCAL["queue"].put((p, k)))
+    reply = scan_shard(job, shard, report, embedder)
+    report.flush()
+    return reply
+
+
+class LocalBackend:
+    """Worker processes on this machine, one shard each at a time."""
+
+    name = "local"
+
+    def __init__(self, workers: int | None = None) -> None:
+        self.workers = max(1, workers or os.cpu_count() or 1)
+        self._executor: ProcessPoolExecutor | None = None
+        self._job: ShardJob | None = None
+        self._queue: Any = None
+
+    def start(self, job: ShardJob) -> None:
+        from engine.contamination.poolscan import worker_context
+
+        self._job = job
+        context = worker_context()
+        self._queue = context.Queue()
+        threads = max(1, (os.cpu_count() or 1) // self.workers)
+        self._executor = ProcessPoolExecutor(max_workers=self.workers, mp_context=context,
+                                             initializer=_local_init,
+                                             initargs=(job, self._queue, threads))
+
+    def submit(self, shard: Shard, rescan: bool) -> Future:
+        if self._executor is None:  # a worker died and took the pool with it
+            assert self._job is not None
+            self.start(self._job)
+        assert self._executor is not None
+        return self._executor.submit(_local_scan, shard, rescan)
+
+    def wait(self, handles: list[Future], timeout: float) -> list[Future]:
+        done, _ = wait_futures(handles, timeout=timeout, return_when=FIRST_COMPLETED)
+        return list(done)
+
+    def result(self, handle: Future) -> ShardReply:
+        try:
+            return handle.result()
+        except BrokenProcessPool as exc:
+            if self._executor is not None:
+                self._executor.shutdown(wait=False, cancel_futures=True)
+                self._executor = None
+            raise ShardCrash("a worker process died (killed, or out of memory)") from exc
+        except Exception as exc:  # the shard's read or scan raised: retried
+            raise ShardCrash(_one_line(exc)) from exc
+
+    def progress(self) -> dict[int, int]:
+        done: Counter[int] = Counter()
+        while True:
+            try:
+                position, count = self._queue.get_nowait()
+            except (Empty, OSError, ValueError):
+                return dict(done)
+            done[position] += count
+
+    def close(self) -> None:
+        if self._executor is not None:
+            self._executor.shutdown(wait=True, cancel_futures=True)
+            self._executor = None
+        if self._queue is not None:
+            self._queue.close()
+            self._queue.join_thread()
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+# -- the driver ---------------------------------------------------------------
+@dataclass
+class _Stages:
+    shards: Any
+    docs: Any
+    total_bytes: int | None
+    bytes_done: int = 0
+    docs_done: int = 0
+
+    def shard_done(self, shard: Shard, n: int) -> None:
+        if self.shards is not None:
+            self.shards.advance(1)
+        self.docs_done += n
+        if shard.size is not None and self.total_bytes:
+            self.bytes_done += shard.size
+            if self.docs is not None and self.bytes_done:
+                # documents per byte so far, applied to every byte listed
+                self.docs.set_total(round(self.docs_done * self.total_bytes / self.bytes_done))
+
+
+def run_shards(backend: Backend, job: ShardJob, shards: list[Shard],
+               records: ShardRecords | None, *, retries: int = 2,
+               rep: Any = None) -> tuple[list[ShardOutcome], RunCounts]:
+    """Gives every shard's outcome in shard order; raises on bad input or a failed shard."""
+    counts = RunCounts(shards=len(shards))
+    sizes = [s.size for s in shards]
+    stages = _Stages(
+        rep.stage("pool shards", total=len(shards), unit="shards") if rep else None,
+        rep.stage("scanning pool", total=None, unit="docs") if rep else None,
+        sum(sizes) if None not in sizes else None)  # type: ignore[arg-type]
+    pending: deque[tuple[Shard, bool]] = deque((s, False) for s in shards)
+    in_flight: dict[Any, Shard] = {}
+    reported: Counter[int] = Counter()
+    attempts: Counter[int] = Counter()
+    outcomes: dict[int, ShardOutcome] = {}
+    refused: ShardRefused | None = None
+    failed: dict[int, str] = {}
+    clock = time.perf_counter()
+    backend.start(job)
+    counts.startup_seconds = time.perf_counter() - clock
+    clock = time.perf_counter()
+    try:
+        while pending or in_flight:
+            while pending and len(in_flight) < 2 * backend.workers:
+                shard, rescan = pending.popleft()
+                if refused is None or shard.position < refused.position:
+                    in_flight[backend.submit(shard, rescan)] = shard
+            if not in_flight:
+                break
+            ready = backend.wait(list(in_flight), _POLL_S)
+            _advance(stages, backend.progress(), reported)
+            for handle in ready:
+                shard = in_flight.pop(handle)
+                try:
+                    reply = backend.result(handle)
+                except ShardCrash as crash:
+                    _uncount(stages, reported, shard.position)
+                    attempts[shard.position] += 1
+                    if attempts[shard.position] <= retries:
+                        counts.retries[shard.url] = attempts[shard.position]
+                        pending.appendleft((shard, False))
+                    else:
+                        failed[shard.position] = str(crash)
+                    continue
+                if isinstance(reply, ShardRefused):
+                    if refused is None or reply.position < refused.position:
+                        refused = reply
+                    continue
+                if isinstance(reply, ShardSkipped):
+                    outcome = records.load(reply.record, shard.position, shard.url) \
+                        if records is not None else None
+                    if outcome is None:  # an unreadable record: scan the shard after all
+                        pending.appendleft((shard, True))
+                        continue
+                    counts.from_records += 1
+                else:
+                    outcome = reply
+                    counts.scanned += 1
+                    if records is not None:
+                        records.save(record_name(shard, outcome.file_sha256), outcome)
+                outcomes[shard.position] = outcome
+                _uncount(stages, reported, shard.position)
+                if stages.docs is not None:
+                    stages.docs.advance(outcome.n)
+                stages.shard_done(shard, outcome.n)
+        counts.scan_seconds = time.perf_counter() - clock
+    finally:
+        backend.close()
+    if refused is not None:
+        raise refused.error()
+    if failed:
+        counts.failed = {shards[p].url: reason for p, reason in sorted(failed.items())}
+        raise _failure(shards, failed, retries, len(outcomes))
+    for stage in (stages.shards, stages.docs):
+        if stage is not None:
+            if stage is stages.docs:
+                stage.set_total(stages.docs_done)
+            stage.finish()
+    return [outcomes[s.position] for s in shards], counts
+
+
+def _advance(stages: _Stages, progress: dict[int, int], reported: Counter[int]) -> None:
+    for position, count in progress.items():
+        reported[position] += count
+        if stages.docs is not None:
+            stages.docs.advance(count)
+
+
+def _uncount(stages: _Stages, reported: Counter[int], position: int) -> None:
+    """Takes back what a shard's workers reported (its outcome or retry counts afresh)."""
+    count = reported.pop(position, 0)
+    if count and stages.docs is not None:
+        stages.docs.advance(-count)
+
+
+def _failure(shards: list[Shard], failed: dict[int, str], retries: int,
+             finished: int) -> ShardFailed:
+    first = min(failed)
+    more = f" (and {len(failed) - 1} more shard(s) failed)" if len(failed) > 1 else ""
+    left = len(shards) - finished
+    return ShardFailed(
+        f"pool shard {shards[first].url} failed {retries + 1} time(s): {failed[first]}{more}; "
+        f"no report was written and nothing ingested; {finished} finished shard(s) are "
+        f"recorded, so rerunning the same command scans only the {left} left")
+
