@@ -33,9 +33,10 @@ from typing import Any, Protocol
 
 from engine.contamination.shardrecords import ShardRecords
 from engine.contamination.shards import Shard
-from engine.contamination.shardscan import (RunCounts, ShardJob, ShardOutcome, ShardRefused,
-                                            ShardReply, ShardSkipped, record_name, scan_shard,
-                                            worker_embedder)
+from engine.contamination.shardscan import (RunCounts, ShardAttemptFailed, ShardJob,
+                                            ShardOutcome, ShardRefused, ShardReply,
+                                            ShardSkipped, one_line, prepare_worker,
+                                            record_name, scan_shard)
 from engine.errors import SealdeskError
 
 _POLL_S = 0.25
@@ -103,17 +104,14 @@ _LOCAL: dict[str, Any] = {}
 
 
 def _local_init(job: ShardJob, queue: Any, threads: int) -> None:
-    from engine.contamination.ngram import worker_init
-
-    worker_init(job.index)
-    _LOCAL.update(job=job, queue=queue, threads=threads)
+    _LOCAL.update(job=job, queue=queue, embedder=prepare_worker(job, threads))
 
 
 def _local_scan(shard: Shard, rescan: bool) -> ShardReply:
     job: ShardJob = _LOCAL["job"]
     if rescan:
         job = replace(job, done=frozenset())
-    embedder = worker_embedder(job.embed, threads=_LOCAL["threads"])
+    embedder = _LOCAL["embedder"]
     report = ProgressReport(shard.position, lambda p, k: _LOCAL["queue"].put((p, k)))
     reply = scan_shard(job, shard, report, embedder)
     report.flush()
@@ -121,7 +119,11 @@ def _local_scan(shard: Shard, rescan: bool) -> ShardReply:
 
 
 class LocalBackend:
-    """Worker processes on this machine, one shard each at a time."""
+    """Worker processes on this machine, one shard each at a time.
+
+    With one worker the shards are scanned in this process, one after the
+    other (no process to start, and nothing to ship).
+    """
 
     name = "local"
 
@@ -130,11 +132,15 @@ class LocalBackend:
         self._executor: ProcessPoolExecutor | None = None
         self._job: ShardJob | None = None
         self._queue: Any = None
+        self._here: Counter[int] = Counter()
 
     def start(self, job: ShardJob) -> None:
         from engine.contamination.poolscan import worker_context
 
         self._job = job
+        if self.workers == 1:
+            _LOCAL.update(job=job, queue=None, embedder=prepare_worker(job))
+            return
         context = worker_context()
         self._queue = context.Queue()
         threads = max(1, (os.cpu_count() or 1) // self.workers)
@@ -143,11 +149,25 @@ class LocalBackend:
                                              initargs=(job, self._queue, threads))
 
     def submit(self, shard: Shard, rescan: bool) -> Future:
+        if self.workers == 1:
+            return self._scan_here(shard, rescan)
         if self._executor is None:  # a worker died and took the pool with it
             assert self._job is not None
             self.start(self._job)
         assert self._executor is not None
         return self._executor.submit(_local_scan, shard, rescan)
+
+    def _scan_here(self, shard: Shard, rescan: bool) -> Future:
+        future: Future = Future()
+        job = replace(self._job, done=frozenset()) if rescan else self._job
+        report = ProgressReport(shard.position,
+                                lambda position, count: self._here.update({position: count}))
+        try:
+            future.set_result(scan_shard(job, shard, report, _LOCAL["embedder"]))
+        except Exception as exc:
+            future.set_exception(exc)
+        report.flush()
+        return future
 
     def wait(self, handles: list[Future], timeout: float) -> list[Future]:
         done, _ = wait_futures(handles, timeout=timeout, return_when=FIRST_COMPLETED)
@@ -162,16 +182,18 @@ class LocalBackend:
                 self._executor = None
             raise ShardCrash("a worker process died (killed, or out of memory)") from exc
         except Exception as exc:  # the shard's read or scan raised: retried
-            raise ShardCrash(_one_line(exc)) from exc
+            raise ShardCrash(str(exc) if isinstance(exc, ShardAttemptFailed)
+                             else one_line(exc)) from exc
 
     def progress(self) -> dict[int, int]:
-        done: Counter[int] = Counter()
-        while True:
+        done, self._here = self._here, Counter()
+        while self._queue is not None:
             try:
                 position, count = self._queue.get_nowait()
             except (Empty, OSError, ValueError):
-                return dict(done)
+                break
             done[position] += count
+        return dict(done)
 
     def close(self) -> None:
         if self._executor is not None:
@@ -180,11 +202,8 @@ class LocalBackend:
         if self._queue is not None:
             self._queue.close()
             self._queue.join_thread()
-
-
-def _one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split())
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+            self._queue = None
+        _LOCAL.clear()
 
 
 # -- the driver ---------------------------------------------------------------

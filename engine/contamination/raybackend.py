@@ -25,7 +25,8 @@ from typing import Any
 
 from engine.contamination.backends import ProgressReport, ShardCrash
 from engine.contamination.shards import Shard
-from engine.contamination.shardscan import ShardJob, ShardReply, scan_shard, worker_embedder
+from engine.contamination.shardscan import (ShardAttemptFailed, ShardJob, ShardReply, one_line,
+                                            prepare_worker, scan_shard)
 from engine.errors import SealdeskError
 
 OBJECT_STORE_BYTES = 256 * 1024 * 1024
@@ -51,12 +52,9 @@ class ShardActor:
     """A Ray worker holding the job and, for the paraphrase channel, its own model."""
 
     def __init__(self, job: ShardJob, progress: Any) -> None:
-        from engine.contamination.ngram import worker_init
-
-        worker_init(job.index)
         self.job = job
         self.progress = progress
-        self.embedder = worker_embedder(job.embed)
+        self.embedder = prepare_worker(job)   # one model load per actor
 
     def ready(self) -> bool:
         """Gives True once constructed (the job deserialized, the model loaded)."""
@@ -168,9 +166,9 @@ class RayBackend:
             self._replace(slot)
             raise ShardCrash("its Ray worker died (killed, or out of memory)") from exc
         except ray.exceptions.RayTaskError as exc:
-            cause = exc.cause if getattr(exc, "cause", None) is not None else exc
-            text = " ".join(str(cause).split())
-            raise ShardCrash(f"{type(cause).__name__}: {text}"[:500]) from exc
+            cause = getattr(exc, "cause", None)
+            raise ShardCrash(str(cause) if isinstance(cause, ShardAttemptFailed)
+                             else one_line(cause or exc)) from exc
 
     def _replace(self, slot: int) -> None:
         """Puts a fresh actor in a dead one's place (a bounded number of times)."""

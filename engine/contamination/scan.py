@@ -28,6 +28,7 @@ from engine.contamination.backends import Backend, LocalBackend, run_shards
 from engine.contamination.evalset import EvalSet, load_eval
 from engine.contamination.minhash import Signatures
 from engine.contamination.ngram import EvalIndex, NgramSettings
+from engine.contamination.poolhash import ID_HASH_METHOD
 from engine.contamination.poolmerge import PoolDoc, PoolScan, check_ids, merge
 from engine.contamination.poolscan import scan_pool, start_workers_early
 from engine.contamination.probe import ChatClient, ProbeItem, run_probe, sample_indexes
@@ -269,7 +270,8 @@ def _scan_shards(ws: Workspace, config: ScanConfig, evalset: EvalSet, index: Eva
     settings: dict[str, Any] = {
         "eval_content_sha256": evalset.provenance["content_sha256"],
         "ngram": [config.ngram.n, config.ngram.jaccard, config.ngram.containment],
-        "text_field": pool.text_field, "id_field": pool.id_field, "embed": None}
+        "text_field": pool.text_field, "id_field": pool.id_field,
+        "id_hash": ID_HASH_METHOD if pool.id_field else None, "embed": None}
     if emb is not None:
         plan = EmbedPlan(emb.embedder.info, str(emb.cache.path), emb.eval_vectors,
                          config.top_k, emb.threshold)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import glob
 import gzip
 import hashlib
+import io
 import os
 import re
 import shutil
@@ -140,22 +141,25 @@ def shard_source(shard: Shard, local: LocalShard, text_field: str,
                   id_field, origin=shard.url)
 
 
-class _HashingReader:
+class _HashingReader(io.RawIOBase):
     """A binary reader that hashes every byte read through it."""
 
     def __init__(self, raw: IO[bytes]) -> None:
+        super().__init__()
         self.raw = raw
         self.sha = hashlib.sha256()
-
-    def read(self, size: int = -1) -> bytes:
-        data = self.raw.read(size)
-        self.sha.update(data)
-        return data
 
     def readable(self) -> bool:
         return True
 
+    def readinto(self, buffer: Any) -> int:
+        data = self.raw.read(len(buffer))
+        buffer[:len(data)] = data
+        self.sha.update(data)
+        return len(data)
+
     def drain(self) -> None:
+        """Reads (and hashes) whatever the decompressor left unread."""
         while self.read(_CHUNK):
             pass
 

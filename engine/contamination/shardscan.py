@@ -118,6 +118,20 @@ class ShardRefused:
 ShardReply = ShardOutcome | ShardSkipped | ShardRefused
 
 
+class ShardAttemptFailed(Exception):
+    """A shard's read or scan failed in a worker: why, in one line (retried by the driver).
+
+    Whatever was raised becomes this plain exception, so that it crosses
+    back to the driver intact (an HTTP client's error may not pickle).
+    """
+
+
+def one_line(exc: BaseException) -> str:
+    """Gives an exception as 'Type: message' on one line."""
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text}"[:500] if text else type(exc).__name__
+
+
 def record_name(shard: Shard, file_sha256: str) -> str:
     """Gives the name of a shard's record: its bytes' hash and how they are read."""
     return f"{file_sha256}-{shard.format}-{shard.compression or 'plain'}"
@@ -132,7 +146,8 @@ def scan_shard(job: ShardJob, shard: Shard, report: Report | None = None,
     """Gives what one shard holds (or that it is already recorded, or why it is refused).
 
     ``report(k)`` is told of every k documents done; ``embedder`` is this
-    worker's loaded model (required when ``job.embed`` is set).
+    worker's loaded model (required when ``job.embed`` is set). Any other
+    failure is raised as ShardAttemptFailed.
     """
     started = time.perf_counter()
     try:
@@ -145,6 +160,8 @@ def scan_shard(job: ShardJob, shard: Shard, report: Report | None = None,
                                started)
     except InputError as exc:
         return _refused(shard.position, exc)
+    except Exception as exc:
+        raise ShardAttemptFailed(one_line(exc)) from None
 
 
 def _scan_local(job: ShardJob, shard: Shard, source: Any, file_sha256: str,
@@ -219,6 +236,20 @@ class _ShardEmbedding:
 
 # -- the model a worker loads once -------------------------------------------
 _MODELS: dict[str, Any] = {}
+
+
+def prepare_worker(job: ShardJob, threads: int | None = None) -> Any:
+    """Gives this worker's model (or None), after the imports every shard needs.
+
+    Called once when a worker starts, so that its first shard does not pay
+    for importing the reader (a second or two) or loading the model.
+    """
+    from engine.contamination.ngram import worker_init
+    from engine.contamination.sources import quiet_datasets
+
+    worker_init(job.index)
+    quiet_datasets()
+    return worker_embedder(job.embed, threads)
 
 
 def worker_embedder(plan: EmbedPlan | None, threads: int | None = None) -> Any:

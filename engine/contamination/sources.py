@@ -121,7 +121,8 @@ def resolve_source(role: str, spec: str, *, text_field: str, id_field: str | Non
     return Source(role, spec, "hub", None, split, revision, config, text_field, id_field)
 
 
-def _quiet_datasets() -> Any:
+def quiet_datasets() -> Any:
+    """Gives the datasets module, imported and quiet (a worker calls it before its first shard)."""
     import datasets
 
     datasets.disable_progress_bars()
@@ -134,7 +135,7 @@ def _quiet_datasets() -> Any:
 
 
 def _open(source: Source) -> Any:
-    datasets = _quiet_datasets()
+    datasets = quiet_datasets()
     if source.kind == "hub":
         return datasets.load_dataset(source.name, source.config, split=source.split,
                                      revision=source.revision, streaming=True)
