@@ -323,3 +323,10 @@ def test_gzip_members_written_apart_read_as_one_shard(data, tmp_path):
                                           + gzip.compress("".join(lines[150:]).encode()))
     outcome = scan(tmp_path / "ws", data["eval"], str(tmp_path / "p.jsonl.gz"), jobs=1)
     assert outcome.report["pool"]["n"] == 400
+
+
+def test_the_scan_imports_ray_only_when_the_ray_backend_runs():
+    code = ("import sys, engine.contamination.scan, engine.contamination.cli, "
+            "engine.contamination.backends; print('ray' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False"]
