@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from engine.workspace import Workspace
-from tests.contamination_shard_support import (ShardServer, pool_rows, read_rows, scan,
+from tests.contamination_shard_support import (ShardServer, children, pool_rows, read_rows, scan,
                                                split_into, synthetic_pool)
 
 SAMPLE = Path(__file__).resolve().parent.parent / "sample_data" / "contamination"
@@ -143,3 +143,37 @@ def test_ray_actors_embed_the_shards_and_a_second_scan_embeds_nothing(ray_sessio
     assert first.report["embedding"]["cache"] == str(store)
     assert os.path.getsize(store) > 0
     assert json.dumps(first.report["pool"]) == json.dumps(second.report["pool"])
+
+
+def test_a_ray_worker_killed_mid_shard_is_replaced_and_its_shard_retried(ray_session, data,
+                                                                         tmp_path):
+    import signal
+    import threading
+    import time
+
+    # this session's raylet; its children are the workers it started for our actors
+    raylet = ray_session._private.worker._global_node.all_processes["raylet"][0].process.pid
+    killed: list[int] = []
+
+    def kill_a_scanning_actor() -> None:
+        deadline = time.monotonic() + 60
+        while not killed and time.monotonic() < deadline:
+            for pid in children(raylet):
+                try:
+                    title = Path(f"/proc/{pid}/cmdline").read_bytes()
+                except OSError:
+                    continue
+                if title.startswith(b"ray::ShardActor.scan"):
+                    os.kill(pid, signal.SIGKILL)
+                    killed.append(pid)
+                    return
+            time.sleep(0.005)
+
+    killer = threading.Thread(target=kill_a_scanning_actor)
+    killer.start()
+    on_ray = scan(tmp_path / "ws", data["eval"], str(data["root"] / "seven" / "p-*"),
+                  backend="ray")
+    killer.join()
+    assert killed
+    assert on_ray.report["pool_scan"]["retries"]
+    assert pool_rows(on_ray) == pool_rows(data["single"])

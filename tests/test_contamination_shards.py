@@ -19,7 +19,7 @@ import pytest
 from engine.contamination.canonical_text import canonical, content_sha256
 from engine.contamination.poolhash import PieceBuilder, PoolHasher, pool_sha256
 from engine.workspace import Workspace
-from tests.contamination_shard_support import (ShardServer, pool_rows, read_rows, scan,
+from tests.contamination_shard_support import (ShardServer, children, pool_rows, read_rows, scan,
                                                split_into, synthetic_pool, write_shard)
 
 MIXED = ["pool-00.jsonl", "pool-01.jsonl.gz", "pool-02.jsonl.zst", "pool-03.parquet",
@@ -330,3 +330,29 @@ def test_the_scan_imports_ray_only_when_the_ray_backend_runs():
             "engine.contamination.backends; print('ray' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False"]
+
+
+def test_a_worker_killed_mid_scan_costs_a_retry_not_the_scan(data, tmp_path):
+    import threading
+
+    killed: list[int] = []
+
+    def kill_a_worker() -> None:
+        # workers are children of the fork server, itself a child of this process
+        deadline = time.monotonic() + 60
+        while not killed and time.monotonic() < deadline:
+            for server in children(os.getpid()):
+                if b"forkserver" in Path(f"/proc/{server}/cmdline").read_bytes():
+                    for worker in children(server):
+                        os.kill(worker, signal.SIGKILL)
+                        killed.append(worker)
+                        return
+            time.sleep(0.01)
+
+    killer = threading.Thread(target=kill_a_worker)
+    killer.start()
+    outcome = scan(tmp_path / "ws", data["eval"], str(data["root"] / "mixed" / "pool-*"), jobs=2)
+    killer.join()
+    assert killed
+    assert outcome.report["pool_scan"]["retries"]   # the shards in flight were tried again
+    assert outcome.rows == data["single"].rows

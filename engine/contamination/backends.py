@@ -155,7 +155,15 @@ class LocalBackend:
             assert self._job is not None
             self.start(self._job)
         assert self._executor is not None
-        return self._executor.submit(_local_scan, shard, rescan)
+        try:
+            return self._executor.submit(_local_scan, shard, rescan)
+        except (BrokenProcessPool, OSError) as exc:
+            # a worker died while the pool was starting it: an attempt that failed
+            self._executor.shutdown(wait=False, cancel_futures=True)
+            self._executor = None
+            failed: Future = Future()
+            failed.set_exception(BrokenProcessPool(str(exc)))
+            return failed
 
     def _scan_here(self, shard: Shard, rescan: bool) -> Future:
         future: Future = Future()

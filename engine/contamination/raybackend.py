@@ -131,12 +131,22 @@ class RayBackend:
         self._actor_class = ray.remote(num_cpus=1, max_restarts=0)(ShardActor)
         self._actors = [self._new_actor() for _ in range(self.workers)]
         self._load = {slot: 0 for slot in range(self.workers)}
-        try:
-            ray.get([actor.ready.remote() for actor in self._actors])
-        except ray.exceptions.RayError as exc:
-            self.close()
-            raise RayUnavailable(f"the Ray workers could not start: "
-                                 f"{' '.join(str(exc).split())[:400]}") from exc
+        waiting = list(range(self.workers))
+        for _ in range(3):   # an actor that dies while starting is replaced, twice at most
+            failed = []
+            for slot in waiting:
+                try:
+                    ray.get(self._actors[slot].ready.remote())
+                except ray.exceptions.RayError as exc:
+                    failed.append(slot)
+                    reason = one_line(exc)
+            if not failed:
+                return
+            for slot in failed:
+                self._actors[slot] = self._new_actor()
+            waiting = failed
+        self.close()
+        raise RayUnavailable(f"the Ray workers could not start: {reason}")
 
     def _new_actor(self) -> Any:
         return self._actor_class.remote(self._job_ref, self._progress)
