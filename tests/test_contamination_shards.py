@@ -216,23 +216,26 @@ def test_a_shard_whose_read_fails_once_is_retried_and_the_scan_completes(data, s
     assert outcome.report["pool"]["content_sha256"] == data["single"].report["pool"]["content_sha256"]
 
 
-def test_a_shard_that_keeps_failing_is_named_and_a_rerun_scans_only_it(sealdesk, ws, data,
-                                                                       served):
+def test_a_shard_that_keeps_failing_is_named_and_a_rerun_scans_only_it(ws, data, served):
+    from engine.contamination.backends import ShardFailed
+
     served.failures["pool-03.parquet"] = -1
     pattern = f"{served.url}/pool-*"
-    proc = cli_scan(sealdesk, ws, data["eval"], pattern, "--shard-retries", "1", "--jobs", "1")
-    line = one_line_refusal(proc, ws, f"pool shard {served.url}/pool-03.parquet failed 2 "
-                                      "time(s): ", code=6)
+    with pytest.raises(ShardFailed) as caught:
+        scan(ws, data["eval"], pattern, jobs=1, shard_retries=1)
+    line = caught.value.one_line()
+    assert line.startswith(f"pool shard {served.url}/pool-03.parquet failed 2 time(s): ")
     assert "500" in line and "4 finished shard(s) are recorded" in line
-    assert served.gets["pool-03.parquet"] == 2
+    assert caught.value.exit_code == 6 and served.gets["pool-03.parquet"] == 2
+    with Workspace.open(ws) as opened:
+        assert opened.conn.execute("SELECT COUNT(*) FROM items").fetchone()[0] == 0
+    assert list((ws / "artifacts").iterdir()) == []
     served.failures.clear()
-    proc = cli_scan(sealdesk, ws, data["eval"], pattern, "--json")
-    assert proc.returncode == 0, proc.stderr
-    report = json.loads(proc.stdout)
-    assert (report["pool_scan"]["scanned"], report["pool_scan"]["from_records"]) == (1, 4)
-    assert report["pool"]["content_sha256"] == data["single"].report["pool"]["content_sha256"]
-    (run,) = (ws / "artifacts").iterdir()
-    assert read_rows(run / "flagged_pairs.jsonl") == data["single"].rows
+    rerun = scan(ws, data["eval"], pattern, jobs=1)
+    run = rerun.report["pool_scan"]
+    assert (run["scanned"], run["from_records"]) == (1, 4)
+    assert rerun.report["pool"]["content_sha256"] == data["single"].report["pool"]["content_sha256"]
+    assert rerun.rows == data["single"].rows
 
 
 def test_the_same_scan_again_takes_every_shard_from_its_record_unless_told_not_to(data, tmp_path):

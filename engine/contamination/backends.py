@@ -240,10 +240,6 @@ def run_shards(backend: Backend, job: ShardJob, shards: list[Shard],
     """Gives every shard's outcome in shard order; raises on bad input or a failed shard."""
     counts = RunCounts(shards=len(shards))
     sizes = [s.size for s in shards]
-    stages = _Stages(
-        rep.stage("pool shards", total=len(shards), unit="shards") if rep else None,
-        rep.stage("scanning pool", total=None, unit="docs") if rep else None,
-        sum(sizes) if None not in sizes else None)  # type: ignore[arg-type]
     pending: deque[tuple[Shard, bool]] = deque((s, False) for s in shards)
     in_flight: dict[Any, Shard] = {}
     reported: Counter[int] = Counter()
@@ -255,6 +251,11 @@ def run_shards(backend: Backend, job: ShardJob, shards: list[Shard],
     backend.start(job)
     counts.startup_seconds = time.perf_counter() - clock
     clock = time.perf_counter()
+    # the stages start once the workers are up, so that their rates are the scan's
+    stages = _Stages(
+        rep.stage("pool shards", total=len(shards), unit="shards") if rep else None,
+        rep.stage("scanning pool", total=None, unit="docs") if rep else None,
+        sum(sizes) if None not in sizes else None)  # type: ignore[arg-type]
     try:
         while pending or in_flight:
             while pending and len(in_flight) < 2 * backend.workers:
@@ -264,7 +265,7 @@ def run_shards(backend: Backend, job: ShardJob, shards: list[Shard],
             if not in_flight:
                 break
             ready = backend.wait(list(in_flight), _POLL_S)
-            _advance(stages, backend.progress(), reported)
+            _advance(stages, backend.progress(), reported, set(outcomes) | set(failed))
             for handle in ready:
                 shard = in_flight.pop(handle)
                 try:
@@ -311,12 +312,16 @@ def run_shards(backend: Backend, job: ShardJob, shards: list[Shard],
         if stage is not None:
             if stage is stages.docs:
                 stage.set_total(stages.docs_done)
+                stage.advance(stages.docs_done - stage.done)
             stage.finish()
     return [outcomes[s.position] for s in shards], counts
 
 
-def _advance(stages: _Stages, progress: dict[int, int], reported: Counter[int]) -> None:
+def _advance(stages: _Stages, progress: dict[int, int], reported: Counter[int],
+             finished: set[int]) -> None:
     for position, count in progress.items():
+        if position in finished:
+            continue  # a report that arrived after its shard's outcome: already counted
         reported[position] += count
         if stages.docs is not None:
             stages.docs.advance(count)

@@ -54,7 +54,7 @@ class ShardActor:
     def __init__(self, job: ShardJob, progress: Any) -> None:
         self.job = job
         self.progress = progress
-        self.embedder = prepare_worker(job)   # one model load per actor
+        self.embedder = prepare_worker(job)   # one model per actor, loaded at its first miss
 
     def ready(self) -> bool:
         """Gives True once constructed (the job deserialized, the model loaded)."""

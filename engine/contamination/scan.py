@@ -273,8 +273,8 @@ def _scan_shards(ws: Workspace, config: ScanConfig, evalset: EvalSet, index: Eva
         "text_field": pool.text_field, "id_field": pool.id_field,
         "id_hash": ID_HASH_METHOD if pool.id_field else None, "embed": None}
     if emb is not None:
-        plan = EmbedPlan(emb.embedder.info, str(emb.cache.path), emb.eval_vectors,
-                         config.top_k, emb.threshold)
+        plan = EmbedPlan(emb.embedder.info, emb.embedder.dim, str(emb.cache.path),
+                         emb.eval_vectors, config.top_k, emb.threshold)
         settings["embed"] = {"model": emb.embedder.info.sha256, "top_k": config.top_k,
                              "threshold": emb.threshold,
                              "eval_vectors": sha256_hex(emb.eval_vectors.tobytes())}

@@ -40,6 +40,7 @@ class EmbedPlan:
     """What a worker needs to embed pool shards: the model, the cache, the eval vectors."""
 
     model: Any                 # embedding.ModelInfo
+    dim: int                   # its vectors' length
     cache_path: str            # SQLite file every worker can open (the workspace's, or named)
     eval_vectors: np.ndarray
     top_k: int
@@ -253,22 +254,39 @@ def prepare_worker(job: ShardJob, threads: int | None = None) -> Any:
 
 
 def worker_embedder(plan: EmbedPlan | None, threads: int | None = None) -> Any:
-    """Gives this process's model for the plan, loading it on first use only.
+    """Gives this process's model for the plan: loaded on its first cache miss, once.
 
+    The driver has already loaded and checked the model; a worker whose
+    texts are all in the cache never loads it (a second scan loads nothing).
     ``threads`` caps torch's threads (several workers share the cores).
     """
     if plan is None:
         return None
     found = _MODELS.get(plan.model.sha256)
     if found is None:
-        from engine.contamination.embedding import Embedder
-
-        if threads:
-            import torch
-
-            torch.set_num_threads(threads)
-        found = _MODELS[plan.model.sha256] = Embedder(plan.model)
+        found = _MODELS[plan.model.sha256] = _LazyModel(plan, threads)
     return found
+
+
+class _LazyModel:
+    """An Embedder that loads its model when it is first asked to encode."""
+
+    def __init__(self, plan: EmbedPlan, threads: int | None) -> None:
+        self.info, self.dim, self.threads = plan.model, plan.dim, threads
+        self.loaded: Any = None
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        if self.loaded is None and texts:
+            from engine.contamination.embedding import Embedder
+
+            if self.threads:
+                import torch
+
+                torch.set_num_threads(self.threads)
+            self.loaded = Embedder(self.info)
+        if self.loaded is None:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return self.loaded.encode(texts)
 
 
 @dataclass
