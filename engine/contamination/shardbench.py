@@ -124,8 +124,15 @@ def bench_scaling(backend: str, pool_size: int, eval_size: int, shards: int,
     if as_json:
         click.echo(json.dumps(result, indent=1))
         return
-    click.echo(f"sharded scan, {backend} backend: {pool_size} pool docs in {shards} shards x "
-               f"{eval_size} eval items, {result['cpus']} cpus, {result['date']} UTC")
+    print_scaling(result)
+
+
+def print_scaling(result: dict[str, Any]) -> None:
+    """Prints the scaling runs as a table."""
+    runs, base = result["runs"], result["runs"][0]
+    click.echo(f"sharded scan, {result['backend']} backend: {result['pool_size']} pool docs in "
+               f"{result['shards']} shards x {result['eval_size']} eval items, "
+               f"{result['cpus']} cpus, {result['date']} UTC")
     click.echo(f"{'workers':>7} {'startup s':>10} {'scan s':>8} {'docs/s':>10} {'speed-up':>9} "
                f"{'per worker':>11} {'capacity':>9} {'load 1m before/after':>21}")
     for run in runs:
