@@ -14,6 +14,8 @@ from tests.contamination_shard_support import (ShardServer, children, pool_rows,
                                                split_into, synthetic_pool)
 
 SAMPLE = Path(__file__).resolve().parent.parent / "sample_data" / "contamination"
+# one Ray per module: with `pytest -n 2 --dist loadgroup` these tests share a worker
+pytestmark = pytest.mark.xdist_group("ray")
 
 
 @pytest.fixture(scope="module")

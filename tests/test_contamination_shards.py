@@ -37,6 +37,16 @@ def data(tmp_path_factory) -> dict:
     return {"root": root, "eval": eval_path, "pool": pool_path, "rows": rows, "single": single}
 
 
+@pytest.fixture(scope="module")
+def big(data) -> dict:
+    """Eight shards of 4,500 rows: long enough that a run can be stopped midway."""
+    root = data["root"] / "big"
+    rows = [{**row, "id": f"{k}"} for k, row in enumerate(data["rows"] * 12)]
+    split_into(root, rows, [f"p-{k}.jsonl" for k in range(8)])
+    whole = scan(data["root"] / "ws-big", data["eval"], str(root / "p-*.jsonl"), jobs=1)
+    return {"pattern": str(root / "p-*.jsonl"), "whole": whole, "eval": data["eval"]}
+
+
 def cut_text(prefix: str) -> str:
     """Gives a text whose CRC-32 has its low ten bits zero (it ends a block)."""
     for k in range(1 << 16):
@@ -288,21 +298,18 @@ def test_without_ray_installed_the_ray_backend_is_refused_in_one_line(sealdesk, 
 
 
 @pytest.mark.slow
-def test_a_killed_run_resumes_with_only_the_shards_left(data, ws, tmp_path):
-    rows = data["rows"] * 12   # 36,000 rows: each of 8 shards takes a moment on one worker
-    rows = [{**row, "id": f"{k}"} for k, row in enumerate(rows)]
-    split_into(tmp_path / "big", rows, [f"p-{k}.jsonl" for k in range(8)])
+def test_a_killed_run_resumes_with_only_the_shards_left(data, big, ws):
     args = [sys.executable, "-m", "engine.cli", "--workspace", str(ws), "scan", "contamination",
-            "--eval", str(data["eval"]), "--text-field", "question", "--pool",
-            str(tmp_path / "big" / "p-*.jsonl"), "--pool-text-field", "text", "--id-field", "id",
-            "--no-embed", "--jobs", "1", "--json"]
+            "--eval", str(data["eval"]), "--text-field", "question", "--pool", big["pattern"],
+            "--pool-text-field", "text", "--id-field", "id", "--no-embed", "--jobs", "1",
+            "--json"]
     run = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                            start_new_session=True)
     records = ws / "cache" / "shards"
     deadline = time.monotonic() + 120
     while len(list(records.glob("*/*.npz"))) < 2 and time.monotonic() < deadline:
-        time.sleep(0.05)
-    os.killpg(run.pid, signal.SIGKILL)   # the run, its fork server and its worker
+        time.sleep(0.02)
+    os.killpg(run.pid, signal.SIGKILL)   # the run, and any process it started
     run.wait()
     done = len(list(records.glob("*/*.npz")))
     assert 2 <= done < 8
@@ -311,11 +318,9 @@ def test_a_killed_run_resumes_with_only_the_shards_left(data, ws, tmp_path):
     assert rerun.returncode == 0, rerun.stderr
     report = json.loads(rerun.stdout)
     assert (report["pool_scan"]["from_records"], report["pool_scan"]["scanned"]) == (done, 8 - done)
-    whole = scan(tmp_path / "ws-whole", data["eval"], str(tmp_path / "big" / "p-*.jsonl"),
-                 jobs=2)
     (artifacts,) = (ws / "artifacts").iterdir()
-    assert read_rows(artifacts / "flagged_pairs.jsonl") == whole.rows
-    assert report["pool"] == whole.report["pool"]
+    assert read_rows(artifacts / "flagged_pairs.jsonl") == big["whole"].rows
+    assert report["pool"] == big["whole"].report["pool"]
 
 
 def test_gzip_members_written_apart_read_as_one_shard(data, tmp_path):
@@ -335,27 +340,32 @@ def test_the_scan_imports_ray_only_when_the_ray_backend_runs():
     assert out.stdout.split() == ["False"]
 
 
-def test_a_worker_killed_mid_scan_costs_a_retry_not_the_scan(data, tmp_path):
+@pytest.mark.slow
+def test_a_worker_killed_mid_scan_costs_a_retry_not_the_scan(big, tmp_path):
     import threading
 
     killed: list[int] = []
+    records = tmp_path / "ws" / "cache" / "shards"
 
     def kill_a_worker() -> None:
-        # workers are children of the fork server, itself a child of this process
+        # once a shard is done, the others are in flight: stop one worker, a child
+        # of the fork server, itself a child of this process
         deadline = time.monotonic() + 60
-        while not killed and time.monotonic() < deadline:
-            for server in children(os.getpid()):
-                if b"forkserver" in Path(f"/proc/{server}/cmdline").read_bytes():
-                    for worker in children(server):
-                        os.kill(worker, signal.SIGKILL)
-                        killed.append(worker)
-                        return
-            time.sleep(0.01)
+        while not list(records.glob("*/*.npz")) and time.monotonic() < deadline:
+            time.sleep(0.005)
+        for server in children(os.getpid()):
+            if b"forkserver" in Path(f"/proc/{server}/cmdline").read_bytes():
+                for worker in children(server):
+                    os.kill(worker, signal.SIGKILL)
+                    killed.append(worker)
+                    return
 
     killer = threading.Thread(target=kill_a_worker)
     killer.start()
-    outcome = scan(tmp_path / "ws", data["eval"], str(data["root"] / "mixed" / "pool-*"), jobs=2)
+    outcome = scan(tmp_path / "ws", big["eval"], big["pattern"], jobs=2)
     killer.join()
     assert killed
     assert outcome.report["pool_scan"]["retries"]   # the shards in flight were tried again
-    assert outcome.rows == data["single"].rows
+    assert outcome.rows == big["whole"].rows
+
+

@@ -107,6 +107,10 @@ def _local_init(job: ShardJob, queue: Any, threads: int) -> None:
     _LOCAL.update(job=job, queue=queue, embedder=prepare_worker(job, threads))
 
 
+def _ready() -> bool:
+    return True
+
+
 def _local_scan(shard: Shard, rescan: bool) -> ShardReply:
     job: ShardJob = _LOCAL["job"]
     if rescan:
@@ -143,17 +147,39 @@ class LocalBackend:
             return
         context = worker_context()
         self._queue = context.Queue()
+        self._open_pool(context)
+
+    def _open_pool(self, context: Any = None) -> None:
+        """Starts the worker processes and waits until each holds the job.
+
+        The pool starts workers lazily; starting them here keeps their
+        start-up out of the scan's time. A worker that dies while starting
+        is started again (twice at most).
+        """
+        from engine.contamination.poolscan import worker_context
+
+        context = context or worker_context()
         threads = max(1, (os.cpu_count() or 1) // self.workers)
-        self._executor = ProcessPoolExecutor(max_workers=self.workers, mp_context=context,
-                                             initializer=_local_init,
-                                             initargs=(job, self._queue, threads))
+        for attempt in range(3):
+            executor = ProcessPoolExecutor(max_workers=self.workers, mp_context=context,
+                                           initializer=_local_init,
+                                           initargs=(self._job, self._queue, threads))
+            try:
+                for future in [executor.submit(_ready) for _ in range(self.workers)]:
+                    future.result()
+            except (BrokenProcessPool, OSError):
+                executor.shutdown(wait=False, cancel_futures=True)
+                if attempt == 2:
+                    raise
+                continue
+            self._executor = executor
+            return
 
     def submit(self, shard: Shard, rescan: bool) -> Future:
         if self.workers == 1:
             return self._scan_here(shard, rescan)
         if self._executor is None:  # a worker died and took the pool with it
-            assert self._job is not None
-            self.start(self._job)
+            self._open_pool()
         assert self._executor is not None
         try:
             return self._executor.submit(_local_scan, shard, rescan)

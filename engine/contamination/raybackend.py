@@ -19,6 +19,7 @@ be readable from every node (a shared file system or object store).
 from __future__ import annotations
 
 import logging
+import warnings
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -46,6 +47,22 @@ def import_ray() -> Any:
         raise RayUnavailable("--backend ray needs Ray: pip install 'sealdesk[ray]' "
                              "(or use --backend local)") from exc
     return ray
+
+
+def check_reachable(address: str) -> None:
+    """Refuses, in seconds, a HOST:PORT nobody answers on (Ray itself waits minutes)."""
+    import socket
+
+    hostport = address.split("://", 1)[-1]
+    host, _, port = hostport.rpartition(":")
+    if not host or not port.isdigit():
+        raise RayUnavailable(f"cannot join Ray at {address}: expected auto, HOST:PORT or "
+                             "ray://HOST:PORT")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=5).close()
+    except OSError as exc:
+        raise RayUnavailable(f"cannot join Ray at {address}: nothing answers there "
+                             f"({exc.strerror or exc})") from exc
 
 
 class ShardActor:
@@ -113,12 +130,22 @@ class RayBackend:
             return
         options: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False,
                                    "logging_level": logging.ERROR}
-        if self.address:
-            # the cluster's workers run the engine code of this driver
-            options["runtime_env"] = {"py_modules": [str(Path(__file__).resolve().parents[1])]}
-            ray.init(address=self.address, **options)
-        else:
-            ray.init(num_cpus=self.num_cpus, object_store_memory=OBJECT_STORE_BYTES, **options)
+        if self.address and self.address != "auto":
+            check_reachable(self.address)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")   # the error below says it in one line
+                if self.address:
+                    # the cluster's workers run the engine code of this driver
+                    options["runtime_env"] = {
+                        "py_modules": [str(Path(__file__).resolve().parents[1])]}
+                    ray.init(address=self.address, **options)
+                else:
+                    ray.init(num_cpus=self.num_cpus, object_store_memory=OBJECT_STORE_BYTES,
+                             **options)
+        except Exception as exc:  # Ray raises ConnectionError, RuntimeError, ValueError...
+            where = f"join Ray at {self.address}" if self.address else "start a local Ray"
+            raise RayUnavailable(f"cannot {where}: {one_line(exc)}") from exc
         self._started_here = True
 
     def start(self, job: ShardJob) -> None:

@@ -317,9 +317,11 @@ def run_scan(ws: Workspace, config: ScanConfig, *, embedder: Embedder | None = N
     if config.shard_retries < 0:
         raise InputError("must be 0 or more", field="shard-retries")
     if config.backend == "ray":
-        from engine.contamination.raybackend import import_ray
+        from engine.contamination.raybackend import check_reachable, import_ray
 
-        import_ray()  # a missing extra is said before anything is read
+        import_ray()  # a missing extra, or a cluster nobody runs, is said before any reading
+        if config.ray_address and config.ray_address != "auto":
+            check_reachable(config.ray_address)
     sharded = isinstance(config.pool, ShardedPool)
     timing: dict[str, float] = {}
     clock = time.perf_counter()
