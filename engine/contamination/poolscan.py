@@ -1,9 +1,11 @@
-"""Streams the pool through the eval index on every core; nothing is held whole.
+"""Streams a one-stream pool (a plain file, a hub dataset) through the eval index on every core.
 
 The main process reads batches (``datasets``) and hands them to worker
 processes; at most a few batches are in flight, so memory stays flat however
 large the pool. Results are taken back in order, so the content hash, the
-id checks and the first error are the same as a single-process run.
+id checks and the first error are the same as a single-process run. The
+stream is then merged as a pool of one shard (``poolmerge``), so its pool
+hash and provenance are those a sharded scan of the same rows gives.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from engine.contamination.canonical_text import ContentHasher
 from engine.contamination.ngram import (BatchResult, EvalIndex, PairScore, match_batch,
                                         worker_init, worker_match)
 from engine.contamination.poolhash import PieceBuilder, piece_of
-from engine.contamination.poolmerge import PoolDoc, PoolScan, merge
+from engine.contamination.poolmerge import PoolScan, merge
 from engine.contamination.shardscan import ShardOutcome
 from engine.contamination.sources import (Batch, Source, check_id, iter_batches, locate,
                                           row_error)

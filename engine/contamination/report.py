@@ -17,7 +17,7 @@ from engine.contamination.canonical_text import numbers_only_differ
 from engine.contamination.evalset import EvalSet
 from engine.contamination.internal import InternalPair, clusters
 from engine.contamination.ngram import NgramSettings
-from engine.contamination.poolscan import PoolDoc
+from engine.contamination.poolmerge import PoolDoc
 from engine.contamination.probe import ProbeResult
 from engine.contamination.spans import shared_spans
 from engine.workspace import BacklogItem

@@ -19,12 +19,12 @@ import numpy as np
 from engine.artifacts import write_json_artifact, write_jsonl_artifact
 from engine.canonical import sha256_hex
 from engine.contamination import internal as internal_dups
+from engine.contamination.backends import Backend, LocalBackend, run_shards
 from engine.contamination.calibration import (DEFAULT_CALIBRATION, calibrate,
                                               read_calibration)
 from engine.contamination.canonical_text import canonical
 from engine.contamination.embedding import (EmbedCounts, Embedder, EmbeddingCache, TopK,
                                             embed_texts, identify_model)
-from engine.contamination.backends import Backend, LocalBackend, run_shards
 from engine.contamination.evalset import EvalSet, load_eval
 from engine.contamination.minhash import Signatures
 from engine.contamination.ngram import EvalIndex, NgramSettings
@@ -316,6 +316,8 @@ def run_scan(ws: Workspace, config: ScanConfig, *, embedder: Embedder | None = N
         raise InputError("must be at least 1", field="top-k")
     if config.shard_retries < 0:
         raise InputError("must be 0 or more", field="shard-retries")
+    if config.backend not in ("local", "ray"):
+        raise InputError(f"unknown backend {config.backend!r}: local or ray", field="backend")
     if config.backend == "ray":
         from engine.contamination.raybackend import check_reachable, import_ray
 
