@@ -31,6 +31,7 @@ from dataclasses import dataclass, replace
 from queue import Empty
 from typing import Any, Protocol
 
+from engine.contamination.poolhash import PoolHasher, TreePiece
 from engine.contamination.shardrecords import ShardRecords
 from engine.contamination.shards import Shard
 from engine.contamination.shardscan import (RunCounts, ShardAttemptFailed, ShardJob,
@@ -271,6 +272,7 @@ def run_shards(backend: Backend, job: ShardJob, shards: list[Shard],
     reported: Counter[int] = Counter()
     attempts: Counter[int] = Counter()
     outcomes: dict[int, ShardOutcome] = {}
+    fold = _InOrder(len(shards))
     refused: ShardRefused | None = None
     failed: dict[int, str] = {}
     clock = time.perf_counter()
@@ -322,6 +324,7 @@ def run_shards(backend: Backend, job: ShardJob, shards: list[Shard],
                     if records is not None:
                         records.save(record_name(shard, outcome.file_sha256), outcome)
                 outcomes[shard.position] = outcome
+                fold.take(outcomes)
                 _uncount(stages, reported, shard.position)
                 if stages.docs is not None:
                     stages.docs.advance(outcome.n)
@@ -334,6 +337,7 @@ def run_shards(backend: Backend, job: ShardJob, shards: list[Shard],
     if failed:
         counts.failed = {shards[p].url: reason for p, reason in sorted(failed.items())}
         raise _failure(shards, failed, retries, len(outcomes))
+    counts.pool_sha256 = fold.hasher.hexdigest()
     for stage in (stages.shards, stages.docs):
         if stage is not None:
             if stage is stages.docs:
@@ -341,6 +345,27 @@ def run_shards(backend: Backend, job: ShardJob, shards: list[Shard],
                 stage.advance(stages.docs_done - stage.done)
             stage.finish()
     return [outcomes[s.position] for s in shards], counts
+
+
+class _InOrder:
+    """Folds finished shards' pieces into the pool hash as soon as all before them are in.
+
+    A piece is about 1 MB (a shard's two partial blocks); folded at once and
+    dropped, the driver holds only the pieces of shards that finished early.
+    """
+
+    def __init__(self, count: int) -> None:
+        self.count = count
+        self.next = 0
+        self.hasher = PoolHasher()
+
+    def take(self, outcomes: dict[int, ShardOutcome]) -> None:
+        while self.next < self.count and self.next in outcomes:
+            outcome = outcomes[self.next]
+            self.hasher.add(outcome.piece)
+            outcomes[self.next] = replace(outcome, piece=TreePiece(outcome.piece.n, False,
+                                                                   b"", b"", b""))
+            self.next += 1
 
 
 def _advance(stages: _Stages, progress: dict[int, int], reported: Counter[int],

@@ -51,11 +51,14 @@ class PoolScan:
 
 
 def merge(outcomes: list[ShardOutcome], provenance: dict[str, Any], *, seconds: float,
-          jobs: int, topk: Any = None, run: dict[str, Any] | None = None) -> PoolScan:
+          jobs: int, topk: Any = None, run: dict[str, Any] | None = None,
+          pool_sha256: str | None = None) -> PoolScan:
     """Gives the pool scan of shard outcomes taken in shard order.
 
     ``provenance`` is the pool's description without its size and hash;
-    ``topk`` (an empty embedding.TopK) receives the shards' top-k.
+    ``topk`` (an empty embedding.TopK) receives the shards' top-k;
+    ``pool_sha256`` is the pool hash when the pieces were folded already
+    (``backends.run_shards`` folds them as shards come in).
     """
     hasher = PoolHasher()
     pairs: list[PairScore] = []
@@ -64,7 +67,8 @@ def merge(outcomes: list[ShardOutcome], provenance: dict[str, Any], *, seconds: 
     peaks: dict[int, int] = {}
     candidates = offset = 0
     for outcome in outcomes:
-        hasher.add(outcome.piece)
+        if pool_sha256 is None:
+            hasher.add(outcome.piece)
         candidates += outcome.candidates
         for pair in outcome.pairs:
             pairs.append(PairScore(pair.eval_index, pair.doc + offset, pair.shared,
@@ -86,7 +90,7 @@ def merge(outcomes: list[ShardOutcome], provenance: dict[str, Any], *, seconds: 
     if offset == 0:
         raise InputError("the pool has no rows", path=provenance.get("name"))
     pairs.sort(key=lambda p: (p.doc, p.eval_index))
-    full = {**provenance, "n": offset, "content_sha256": hasher.hexdigest(),
+    full = {**provenance, "n": offset, "content_sha256": pool_sha256 or hasher.hexdigest(),
             "content_hash": METHOD, "shards": len(outcomes)}
     return PoolScan(full, pairs, docs, offset, candidates, seconds, peaks, jobs, shards, topk,
                     run or {})

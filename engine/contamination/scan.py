@@ -298,7 +298,7 @@ def _scan_shards(ws: Workspace, config: ScanConfig, evalset: EvalSet, index: Eva
            "docs_per_s": round(scanned_docs / counts.scan_seconds, 1)
            if scanned_docs and counts.scan_seconds else None}
     scan = merge(outcomes, pool.provenance(), seconds=seconds, jobs=backend.workers, topk=topk,
-                 run=run)
+                 run=run, pool_sha256=counts.pool_sha256)
     if emb is not None:
         for outcome in outcomes:
             if outcome.topk is not None:

@@ -61,7 +61,8 @@ def run_side(eval_path: str, pool_pattern: str, backend_name: str, workers: int)
         backend = LocalBackend(workers)
     job = ShardJob(index, "text", "id", "bench", 2048)
     outcomes, counts = run_shards(backend, job, list(pool.shards), None, retries=0)
-    scan = merge(outcomes, pool.provenance(), seconds=counts.scan_seconds, jobs=workers)
+    scan = merge(outcomes, pool.provenance(), seconds=counts.scan_seconds, jobs=workers,
+                 pool_sha256=counts.pool_sha256)
     busy = sum(o.seconds for o in outcomes)
     return {"backend": backend_name, "workers": workers, "shards": len(outcomes),
             "docs": scan.n, "startup_s": round(counts.startup_seconds, 2),

@@ -298,5 +298,6 @@ class RunCounts:
     from_records: int = 0
     retries: dict[str, int] = field(default_factory=dict)
     failed: dict[str, str] = field(default_factory=dict)
+    pool_sha256: str = ""            # the pool hash, folded as the shards came in
     startup_seconds: float = 0.0     # until every worker held the job
     scan_seconds: float = 0.0        # from then until the last shard was in
