@@ -27,7 +27,7 @@ system-deps:
 	@sh .ci/system-deps
 
 test: $(STAMP) system-deps
-	$(BIN)/python -m pytest -n 2 $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n 2 --dist loadgroup $(PYTEST_ARGS)
 
 demo: $(STAMP)
 	@sh .ci/demo "$(DEMO)" "$(BIN)"

@@ -33,7 +33,7 @@ class Stage:
         self._start = time.monotonic()
         self._last = 0.0
         self._bar = bar
-        self._task = bar.add_task(name, total=total) if bar is not None else None
+        self._task = bar.add_task(name, total=total, unit=unit) if bar is not None else None
         self._file = os.environ.get("SEALDESK_PROGRESS_FILE")
         self._emit(force=True)
 
@@ -77,6 +77,20 @@ class Stage:
                 self._file = None  # progress is a courtesy: it never fails the work
 
 
+def _rate_column():
+    """Gives a rich column showing a stage's rate, e.g. ``82,263 docs/s``."""
+    from rich.progress import ProgressColumn
+    from rich.text import Text
+
+    class RateColumn(ProgressColumn):
+        def render(self, task) -> Text:
+            if not task.speed:
+                return Text("")
+            return Text(f"{task.speed:,.0f} {task.fields.get('unit', 'items')}/s")
+
+    return RateColumn()
+
+
 class Reporter:
     """Hands out stages; draws bars only when stderr is a terminal."""
 
@@ -90,7 +104,7 @@ class Reporter:
                                        TextColumn, TimeElapsedColumn, TimeRemainingColumn)
 
             self._bar = Progress(TextColumn("{task.description}"), BarColumn(),
-                                 MofNCompleteColumn(), TimeElapsedColumn(),
+                                 MofNCompleteColumn(), _rate_column(), TimeElapsedColumn(),
                                  TimeRemainingColumn(), console=Console(stderr=True),
                                  transient=False)
 

@@ -12,7 +12,8 @@ import pytest
 
 from engine.artifacts import read_verified
 from engine.canonical import canonical_sha256
-from engine.contamination.canonical_text import content_sha256
+from engine.contamination.canonical_text import canonical, content_sha256
+from engine.contamination.poolhash import pool_sha256
 from engine.workspace import Workspace
 
 SAMPLE = Path(__file__).resolve().parent.parent / "sample_data" / "contamination"
@@ -57,7 +58,12 @@ def test_report_records_both_datasets_provenance_with_the_seeds_content_hash(sca
     questions = [r["question"] for r in read_jsonl(SAMPLE / "eval.jsonl")]
     texts = [r["text"] for r in read_jsonl(SAMPLE / "pool.jsonl")]
     assert report["test"]["content_sha256"] == content_sha256(questions)
+    # a one-file pool carries the seed's hash, and beside it the block hash that a
+    # sharded scan of the same items gives whatever the sharding
     assert report["pool"]["content_sha256"] == content_sha256(texts)
+    assert report["pool"]["content_hash"] == "sha256-items-nul"
+    assert report["pool"]["content_sha256_blocks"] == pool_sha256(canonical(t) for t in texts)
+    assert report["pool_shards"][0]["content_sha256"] == content_sha256(texts)
     assert report["test"]["n"] == len(questions) and report["pool"]["n"] == len(texts)
     assert report["test"]["file_sha256"] == hashlib.sha256(
         (SAMPLE / "eval.jsonl").read_bytes()).hexdigest()

@@ -67,9 +67,9 @@ def run_sealdesk(eval_path: str, pool_path: str, jobs: int | None) -> dict[str, 
     from engine.contamination.evalset import load_eval
     from engine.contamination.ngram import EvalIndex, NgramSettings
     from engine.contamination.poolscan import scan_pool, start_workers_early
-    from engine.contamination.sources import _quiet_datasets, resolve_source
+    from engine.contamination.sources import quiet_datasets, resolve_source
 
-    _quiet_datasets()  # the import, not the work, before the clock starts
+    quiet_datasets()  # the import, not the work, before the clock starts
     started = time.perf_counter()
     pool_source = resolve_source("pool", pool_path, text_field="text", id_field="id")
     start_workers_early(pool_source, jobs)
@@ -133,9 +133,18 @@ def _exact_jaccard(eval_path: Path, pool_path: Path, pairs: list[list[int]]) -> 
 @click.option("--jobs", type=int, default=None, help="sealdesk worker processes (default: all).")
 @click.option("--data-dir", type=click.Path(file_okay=False), default=None,
               help="Where the generated files live (reused when present).")
+@click.option("--backend", type=click.Choice(["local", "ray"]), default=None,
+              help="Instead: the sharded scan's scaling on this backend (default pool 4M "
+                   "docs in 16 shards, 1 then 2 workers).")
+@click.option("--shards", type=int, default=16, show_default=True,
+              help="With --backend: pool files.")
+@click.option("--workers", default="1,2", show_default=True,
+              help="With --backend: worker counts to run, in order.")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-def bench_contamination(pool_size: int, eval_size: int, reference_size: int | None,
-                        no_reference: bool, jobs: int | None, data_dir: str | None,
+@click.pass_context
+def bench_contamination(click_ctx: click.Context, pool_size: int, eval_size: int,
+                        reference_size: int | None, no_reference: bool, jobs: int | None,
+                        data_dir: str | None, backend: str | None, shards: int, workers: str,
                         as_json: bool) -> None:
     """sealdesk's n-gram channels against the seed's datasketch code.
 
@@ -146,12 +155,33 @@ def bench_contamination(pool_size: int, eval_size: int, reference_size: int | No
     pool on every core). Prints pool docs/s of each, their ratio, peak RSS
     of each, and whether both flag the same pairs.
 
+    With --backend, measures instead how the sharded scan scales: a pool
+    of --pool-size documents (default 4,000,000) in --shards files, scanned
+    by 1 then 2 workers (--workers) of that backend, each run in a fresh
+    subprocess (a fresh local Ray for ray); prints docs/s, the speed-up,
+    per-worker throughput and the load average around each run.
+
     \b
     Examples:
       sealdesk bench contamination                      # 100k docs, both sides
       sealdesk bench contamination --pool-size 1000000 --reference-size 100000
       sealdesk bench contamination --pool-size 1000000 --no-reference
+      sealdesk bench contamination --backend ray        # 4M docs, 16 shards, 1 then 2
+      sealdesk bench contamination --backend local --pool-size 400000 --workers 1,2
     """
+    if backend is not None:
+        from engine.contamination.shardbench import bench_scaling
+
+        source = click_ctx.get_parameter_source("pool_size")
+        size = 4_000_000 if source == click.core.ParameterSource.DEFAULT else pool_size
+        try:
+            counts = [int(w) for w in workers.split(",") if w.strip()]
+        except ValueError:
+            counts = []
+        if not counts or min(counts) < 1 or shards < 1:
+            raise click.BadParameter("give worker counts like 1,2 and at least one shard")
+        bench_scaling(backend, size, eval_size, shards, counts, data_dir, as_json)
+        return
     from engine.contamination.synthetic import make_synthetic
 
     root = Path(data_dir) if data_dir else Path(tempfile.gettempdir()) / "sealdesk-bench-contamination"

@@ -14,8 +14,11 @@ from typing import Any
 @click.option("--eval", "eval_spec", required=True, metavar="FILE|NAME",
               help="Eval set: a .jsonl/.csv/.parquet file, or a hub dataset name "
                    "(then --eval-split and a 40-hex --eval-revision are required).")
-@click.option("--pool", "pool_spec", required=True, metavar="FILE|NAME",
-              help="Training pool, same forms; streamed, never held whole.")
+@click.option("--pool", "pool_spec", required=True, metavar="FILE|PATTERN|URL|NAME",
+              help="Training pool: one file or hub dataset as for --eval, or many shards: "
+                   "a quoted pattern of .jsonl, .jsonl.gz, .jsonl.zst or .parquet files, "
+                   "local or an fsspec URL (file:///data/pool-*.jsonl.zst), taken in "
+                   "sorted order. Streamed, never held whole.")
 @click.option("--text-field", default="text", show_default=True,
               help="Field holding the text (both sets).")
 @click.option("--id-field", default=None, help="Field holding an id (default: the row index).")
@@ -53,7 +56,23 @@ from typing import Any
               help="Field with the worked answer whose last number is masked.")
 @click.option("--probe-sample", default=100, show_default=True,
               help="Items probed, evenly spread (0 = all).")
-@click.option("--jobs", type=int, default=None, help="Worker processes (default: all cores).")
+@click.option("--jobs", type=int, default=None,
+              help="Workers: processes (local) or actors (ray) [default: every CPU].")
+@click.option("--backend", type=click.Choice(["local", "ray"]), default="local",
+              show_default=True,
+              help="Where shards are scanned: worker processes here, or Ray actors "
+                   "(needs sealdesk[ray]).")
+@click.option("--ray-address", default=None, metavar="auto|ray://HOST:PORT",
+              help="Join a running Ray cluster (default: start a local Ray for the run).")
+@click.option("--ray-num-cpus", type=int, default=None,
+              help="CPUs of the local Ray started for the run [default: every core].")
+@click.option("--shard-retries", type=int, default=2, show_default=True,
+              help="Times a failed shard is tried again before the scan gives up.")
+@click.option("--resume/--no-resume", default=True, show_default=True,
+              help="Skip shards the workspace recorded as done (by content hash).")
+@click.option("--embed-cache", type=click.Path(dir_okay=False), default=None,
+              help="SQLite embedding cache every worker can open "
+                   "[default: workspace/cache/embeddings.sqlite].")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.pass_obj
 def scan_contamination(ctx: Any, eval_spec: str, pool_spec: str, text_field: str,
@@ -67,6 +86,8 @@ def scan_contamination(ctx: Any, eval_spec: str, pool_spec: str, text_field: str
                        cosine_threshold: float | None, calibration: str | None, top_k: int,
                        probe_endpoint: str | None, probe_model: str | None,
                        probe_answer_field: str, probe_sample: int, jobs: int | None,
+                       backend: str, ray_address: str | None, ray_num_cpus: int | None,
+                       shard_retries: int, resume: bool, embed_cache: str | None,
                        as_json: bool) -> None:
     """Flag eval items that leak from a training pool or repeat each other.
 
@@ -89,9 +110,22 @@ def scan_contamination(ctx: Any, eval_spec: str, pool_spec: str, text_field: str
           --text-field question --pool corpus.parquet --pool-text-field text
       sealdesk scan contamination --eval e.jsonl --pool p.jsonl --no-embed \\
           --probe-endpoint http://127.0.0.1:8000/v1 --probe-model qwen
+
+    \b
+    A sharded pool (quote the pattern), on worker processes or on Ray:
+      sealdesk scan contamination --eval e.jsonl --pool 'shards/pool-*.jsonl.zst'
+      sealdesk scan contamination --eval e.jsonl --pool 'file:///data/pool-*.parquet' \\
+          --backend ray --ray-num-cpus 2
+      sealdesk scan contamination --eval e.jsonl --pool 's3://bucket/pool/*.parquet' \\
+          --backend ray --ray-address ray://head:10001 --embed-cache /shared/emb.sqlite
+
+    Each finished shard is recorded in the workspace by its content hash;
+    rerunning after a failure or a kill scans only the shards left. A shard
+    that fails --shard-retries+1 times is named and nothing is written.
     """
     from engine.contamination.ngram import NgramSettings
     from engine.contamination.scan import ScanConfig, run_scan
+    from engine.contamination.shards import is_sharded, sharded_pool
     from engine.contamination.sources import resolve_source
     from engine.errors import InputError
     from engine.progress import reporter
@@ -103,9 +137,32 @@ def scan_contamination(ctx: Any, eval_spec: str, pool_spec: str, text_field: str
         raise InputError("must be at least 1", field="ngram" if ngram_n < 1 else "num-perm")
     eval_source = resolve_source("eval", eval_spec, text_field=text_field, id_field=id_field,
                                  split=eval_split, revision=eval_revision, config=eval_config)
-    pool_source = resolve_source("pool", pool_spec, text_field=pool_text_field or text_field,
-                                 id_field=pool_id_field or id_field, split=pool_split,
-                                 revision=pool_revision, config=pool_config)
+    for name, number in (("jobs", jobs), ("ray-num-cpus", ray_num_cpus)):
+        if number is not None and number < 1:
+            raise InputError("must be at least 1", field=name)
+    if (ray_address or ray_num_cpus) and backend != "ray":
+        raise InputError("applies to --backend ray", field="ray-address" if ray_address
+                         else "ray-num-cpus")
+    if ray_address and ray_num_cpus:
+        raise InputError("a cluster joined with --ray-address has its own CPUs",
+                         field="ray-num-cpus")
+    pool_text, pool_id = pool_text_field or text_field, pool_id_field or id_field
+    pool_source: Any
+    if is_sharded(pool_spec) or (backend == "ray" and Path(pool_spec).is_file()):
+        for name, value in (("pool-split", pool_split), ("pool-revision", pool_revision),
+                            ("pool-config", pool_config)):
+            if value is not None:
+                raise InputError("applies to a hub dataset, not to files", path=pool_spec,
+                                 field=name)
+        pool_source = sharded_pool(pool_spec, text_field=pool_text, id_field=pool_id)
+    else:
+        pool_source = resolve_source("pool", pool_spec, text_field=pool_text, id_field=pool_id,
+                                     split=pool_split, revision=pool_revision,
+                                     config=pool_config)
+        if backend == "ray":
+            raise InputError("a hub dataset is read as one stream; --backend ray scans "
+                             "files: download its Parquet files and pass them as a pattern",
+                             path=pool_spec, field="backend")
     config = ScanConfig(
         eval=eval_source, pool=pool_source,
         ngram=NgramSettings(n=ngram_n, jaccard=jaccard, containment=containment,
@@ -114,7 +171,10 @@ def scan_contamination(ctx: Any, eval_spec: str, pool_spec: str, text_field: str
         cosine_threshold=cosine_threshold,
         calibration=Path(calibration) if calibration else None, top_k=top_k,
         probe_endpoint=probe_endpoint, probe_model=probe_model,
-        probe_answer_field=probe_answer_field, probe_sample=probe_sample, jobs=jobs)
+        probe_answer_field=probe_answer_field, probe_sample=probe_sample, jobs=jobs,
+        backend=backend, ray_address=ray_address, ray_num_cpus=ray_num_cpus,
+        shard_retries=shard_retries, resume=resume,
+        embed_cache=Path(embed_cache) if embed_cache else None)
     with ctx.open() as ws, reporter() as rep:
         outcome = run_scan(ws, config, rep=rep)
     if as_json:
@@ -145,6 +205,13 @@ def scan_contamination(ctx: Any, eval_spec: str, pool_spec: str, text_field: str
         probe = report["probe"]
         click.echo(f"  probe: reconstruction {probe['reconstruction_rate']:.2%}, unaided "
                    f"accuracy {probe['accuracy_unaided']:.2%}, excess {probe['excess']:+.2%}")
+    if report["pool_scan"]:
+        run = report["pool_scan"]
+        retried = f", {len(run['retries'])} retried" if run["retries"] else ""
+        speed = f"; {run['docs_per_s']:,.0f} docs/s" if run["docs_per_s"] else ""
+        click.echo(f"  pool: {run['shards']} shard(s) on {run['backend']} x{run['workers']}: "
+                   f"{run['scanned']} scanned, {run['from_records']} from records"
+                   f"{retried}{speed}")
     click.echo(f"  backlog: {outcome.ingest.added} new item(s), {outcome.ingest.unchanged} "
                f"already held (queue flagged_pairs)")
     click.echo(f"  artifacts: {outcome.run_dir}")

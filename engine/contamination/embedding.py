@@ -228,7 +228,9 @@ class TopK:
         """Merges a batch of pool vectors (rows start, start+1, ...)."""
         if not len(vectors):
             return
-        sims = self.eval @ vectors.T
+        # in float64, so that a score does not depend on which other documents
+        # share its batch (a float32 product may sum in a shape-dependent order)
+        sims = (self.eval.astype(np.float64) @ vectors.astype(np.float64).T).astype(np.float32)
         scores = np.concatenate([self.scores, sims.astype(np.float32)], axis=1)
         index = np.concatenate(
             [self.index, np.broadcast_to(np.arange(start, start + len(vectors)), sims.shape)],
@@ -242,6 +244,27 @@ class TopK:
             offset = row - start
             if 0 <= offset < len(texts):
                 self.docs[row] = (ids[offset], texts[offset])
+        for row in set(self.docs) - wanted:
+            del self.docs[row]
+
+    def absorb(self, scores: np.ndarray, rows: np.ndarray, docs: dict[int, tuple[Any, str]],
+               offset: int) -> None:
+        """Merges another top-k (a shard's, rows counted from ``offset``) into this one.
+
+        The global top k of every eval item is within the union of the
+        shards' top k, and the same order (higher score, then earlier
+        document) picks it, so the result is the one a single stream gives.
+        """
+        shifted = np.where(rows >= 0, rows + offset, -1)
+        scores = np.concatenate([self.scores, scores.astype(np.float32)], axis=1)
+        index = np.concatenate([self.index, shifted], axis=1)
+        order = np.lexsort((np.where(index >= 0, index, np.iinfo(np.int64).max), -scores),
+                           axis=1)[:, :self.k]
+        self.scores = np.take_along_axis(scores, order, axis=1)
+        self.index = np.take_along_axis(index, order, axis=1)
+        for row, doc in docs.items():
+            self.docs[row + offset] = doc
+        wanted = set(self.index[self.scores >= self.threshold].tolist())
         for row in set(self.docs) - wanted:
             del self.docs[row]
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from engine.contamination.canonical_text import canonical
+from engine.contamination.poolhash import split_blocks
 from engine.contamination.shingles import (BadText, Postings, TextBlock, encode_block,
                                            encode_for_hashing, shingle_set, window_hashes,
                                            word_hashes)
@@ -79,6 +80,8 @@ class BatchResult:
     candidates: int = 0
     peak_rss_kb: int = 0
     pid: int = 0
+    block_ends: tuple[int, ...] = ()   # where pool-hash blocks end in canonical_stream
+    inner_blocks: bytes = b""          # digests of the whole blocks between those ends
 
 
 class EvalIndex:
@@ -133,7 +136,8 @@ def check_texts(values: list[object]) -> BadRow | None:
     return None
 
 
-def _peak_rss_kb() -> int:
+def peak_rss_kb() -> int:
+    """Gives this process's peak resident memory in kB (0 where /proc is absent)."""
     try:
         with open("/proc/self/status", encoding="ascii") as handle:
             for line in handle:
@@ -210,8 +214,10 @@ def match_batch(index: EvalIndex, values: list[object] | TextBlock) -> BatchResu
             if pair.jaccard >= settings.jaccard or pair.containment >= settings.containment:
                 pairs.append(pair)
                 kept[d] = text_of(d)
+    # the pool hash's block cuts are found here, on the worker, not by the reader
+    ends, inner = split_blocks(words.canonical_stream, len(values))
     return BatchResult(len(values), words.canonical_stream, tuple(pairs), kept, None,
-                       len(candidates), _peak_rss_kb(), os.getpid())
+                       len(candidates), peak_rss_kb(), os.getpid(), ends, inner)
 
 
 # -- workers -----------------------------------------------------------------

@@ -1,9 +1,11 @@
-"""Streams the pool through the eval index on every core; nothing is held whole.
+"""Streams a one-stream pool (a plain file, a hub dataset) through the eval index on every core.
 
 The main process reads batches (``datasets``) and hands them to worker
 processes; at most a few batches are in flight, so memory stays flat however
 large the pool. Results are taken back in order, so the content hash, the
-id checks and the first error are the same as a single-process run.
+id checks and the first error are the same as a single-process run. The
+stream is then merged as a pool of one shard (``poolmerge``), so its pool
+hash and provenance are those a sharded scan of the same rows gives.
 """
 
 from __future__ import annotations
@@ -14,7 +16,6 @@ import time
 from collections import deque
 from contextlib import closing
 from concurrent.futures import Future, ProcessPoolExecutor
-from dataclasses import dataclass, field
 from itertools import chain
 from typing import Any, Callable, Iterable, Iterator
 
@@ -24,34 +25,14 @@ from engine.canonical import canonical_json
 from engine.contamination.canonical_text import ContentHasher
 from engine.contamination.ngram import (BatchResult, EvalIndex, PairScore, match_batch,
                                         worker_init, worker_match)
+from engine.contamination.poolhash import PieceBuilder, piece_of
+from engine.contamination.poolmerge import PoolScan, merge
+from engine.contamination.shardscan import ShardOutcome
 from engine.contamination.sources import (Batch, Source, check_id, iter_batches, locate,
                                           row_error)
 from engine.errors import InputError
 
 BATCH_SIZE = 2048
-
-
-@dataclass(frozen=True)
-class PoolDoc:
-    """A pool document that some channel flagged: index, id, original text."""
-
-    index: int
-    id: str | int
-    text: str
-
-
-@dataclass(frozen=True)
-class PoolScan:
-    """What streaming the pool found: exact pairs, the flagged docs, provenance."""
-
-    provenance: dict[str, Any]
-    pairs: list[PairScore]            # doc = the pool index
-    docs: dict[int, PoolDoc]
-    n: int
-    candidates: int
-    seconds: float
-    worker_peak_rss_kb: dict[int, int] = field(default_factory=dict)
-    jobs: int = 1
 
 
 BatchConsumer = Callable[[Batch, list[Any]], None]
@@ -62,7 +43,7 @@ def _in_process(index: EvalIndex, batches: Iterable[Batch]) -> Iterator[tuple[Ba
         yield batch, match_batch(index, batch.matchable)
 
 
-def _context() -> Any:
+def worker_context() -> Any:
     """Gives the multiprocessing context: a fork server where there is one, else spawn.
 
     Workers must not be forks of this process (its reader threads and its
@@ -72,7 +53,8 @@ def _context() -> Any:
     """
     if "forkserver" in multiprocessing.get_all_start_methods():
         context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(["engine.contamination.ngram"])
+        context.set_forkserver_preload(["engine.contamination.ngram",
+                                          "engine.contamination.shardscan"])
         return context
     return multiprocessing.get_context("spawn")
 
@@ -86,7 +68,7 @@ def start_workers_early(source: Source, jobs: int | None) -> None:
         return
     if source.kind == "file" and os.path.getsize(source.name) < 4 * BATCH_SIZE * 1024:
         return  # a couple of batches: matched in this process
-    if _context().get_start_method() == "forkserver":
+    if worker_context().get_start_method() == "forkserver":
         from multiprocessing import forkserver
 
         forkserver.ensure_running()
@@ -94,7 +76,7 @@ def start_workers_early(source: Source, jobs: int | None) -> None:
 
 def _in_workers(index: EvalIndex, batches: Iterable[Batch], jobs: int
                 ) -> Iterator[tuple[Batch, BatchResult]]:
-    context = _context()
+    context = worker_context()
     with ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=worker_init,
                              initargs=(index,)) as executor:
         window: deque[tuple[Batch, Future[BatchResult]]] = deque()
@@ -179,9 +161,10 @@ def _scan(source: Source, index: EvalIndex, batches: Iterator[Batch], jobs: int,
 def _collect(source: Source, results: Iterator[tuple[Batch, BatchResult]], jobs: int,
              consumer: BatchConsumer | None, stage: Any, started: float) -> PoolScan:
     hasher = ContentHasher()
+    pieces = PieceBuilder()
     id_check = _IdCheck(source) if source.id_field else None
     pairs: list[PairScore] = []
-    docs: dict[int, PoolDoc] = {}
+    docs: dict[int, tuple[Any, str]] = {}
     peaks: dict[int, int] = {}
     candidates = 0
     for batch, result in results:
@@ -196,13 +179,15 @@ def _collect(source: Source, results: Iterator[tuple[Batch, BatchResult]], jobs:
         else:
             ids = list(range(batch.start, batch.start + batch.count))
         hasher.add_stream(result.canonical_stream, result.count)
+        pieces.add(piece_of(result.canonical_stream, result.count, result.block_ends,
+                            result.inner_blocks))
         candidates += result.candidates
         peaks[result.pid] = max(peaks.get(result.pid, 0), result.peak_rss_kb)
         for pair in result.pairs:
             pool_index = batch.start + pair.doc
             pairs.append(PairScore(pair.eval_index, pool_index, pair.shared,
                                    pair.eval_shingles, pair.doc_shingles))
-            docs[pool_index] = PoolDoc(pool_index, ids[pair.doc], result.texts[pair.doc])
+            docs[pool_index] = (ids[pair.doc], result.texts[pair.doc])
         if consumer is not None:
             consumer(batch, ids)
         if stage is not None:
@@ -211,6 +196,10 @@ def _collect(source: Source, results: Iterator[tuple[Batch, BatchResult]], jobs:
         id_check.verify()
     if hasher.n == 0:
         raise InputError("the pool has no rows", path=source.label)
-    provenance = {**source.provenance(), "n": hasher.n, "content_sha256": hasher.hexdigest()}
-    return PoolScan(provenance, pairs, docs, hasher.n, candidates,
-                    time.perf_counter() - started, peaks, jobs)
+    # one stream is one shard: the same merge as a sharded pool's gives the same hash
+    outcome = ShardOutcome(0, source.label, None, hasher.n, hasher.hexdigest(), pieces.piece(),
+                           tuple(pairs), docs, candidates, None)
+    scan = merge([outcome], source.provenance(), seconds=time.perf_counter() - started,
+                 jobs=jobs)
+    return PoolScan(scan.provenance, scan.pairs, scan.docs, scan.n, scan.candidates,
+                    scan.seconds, peaks, jobs, scan.shards)

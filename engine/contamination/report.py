@@ -17,7 +17,7 @@ from engine.contamination.canonical_text import numbers_only_differ
 from engine.contamination.evalset import EvalSet
 from engine.contamination.internal import InternalPair, clusters
 from engine.contamination.ngram import NgramSettings
-from engine.contamination.poolscan import PoolDoc
+from engine.contamination.poolmerge import PoolDoc
 from engine.contamination.probe import ProbeResult
 from engine.contamination.spans import shared_spans
 from engine.workspace import BacklogItem
@@ -72,6 +72,8 @@ class Findings:
     probe: ProbeResult | None
     embedding: dict[str, Any] = field(default_factory=lambda: {"enabled": False})
     search: dict[str, Any] = field(default_factory=dict)
+    pool_shards: list[dict[str, Any]] = field(default_factory=list)
+    pool_scan: dict[str, Any] = field(default_factory=dict)
 
 
 def _r(value: float | None) -> float | None:
@@ -268,6 +270,8 @@ def build_report(findings: Findings, rows: list[dict[str, Any]], run_id: str, da
     return {
         "test": findings.eval.provenance,
         "pool": findings.pool_provenance,
+        # each shard's bytes hash, rows and the seed's hash of its items alone
+        "pool_shards": findings.pool_shards,
         "counts": {
             "ngram_overlap_items": len(by_channel["ngram"]),
             "containment_overlap_items": len(by_channel["containment"]),
@@ -299,6 +303,7 @@ def build_report(findings: Findings, rows: list[dict[str, Any]], run_id: str, da
         "embedding": findings.embedding,
         "probe": None if findings.probe is None else findings.probe.to_json(),
         "ngram_search": findings.search,
+        "pool_scan": findings.pool_scan,
         "recommended_action": RECOMMENDED_ACTION,
         "provenance": {"date": date, "run_id": run_id, "machine": _machine()},
         "timing_s": {k: round(v, 3) for k, v in timing.items()},

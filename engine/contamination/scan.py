@@ -19,6 +19,7 @@ import numpy as np
 from engine.artifacts import write_json_artifact, write_jsonl_artifact
 from engine.canonical import sha256_hex
 from engine.contamination import internal as internal_dups
+from engine.contamination.backends import Backend, LocalBackend, run_shards
 from engine.contamination.calibration import (DEFAULT_CALIBRATION, calibrate,
                                               read_calibration)
 from engine.contamination.canonical_text import canonical
@@ -27,10 +28,15 @@ from engine.contamination.embedding import (EmbedCounts, Embedder, EmbeddingCach
 from engine.contamination.evalset import EvalSet, load_eval
 from engine.contamination.minhash import Signatures
 from engine.contamination.ngram import EvalIndex, NgramSettings
-from engine.contamination.poolscan import PoolDoc, PoolScan, scan_pool, start_workers_early
+from engine.contamination.poolhash import ID_HASH_METHOD
+from engine.contamination.poolmerge import PoolDoc, PoolScan, check_ids, merge
+from engine.contamination.poolscan import scan_pool, start_workers_early
 from engine.contamination.probe import ChatClient, ProbeItem, run_probe, sample_indexes
 from engine.contamination.report import (Findings, PoolPair, backlog_items, build_report,
                                          flagged_rows)
+from engine.contamination.shardrecords import ShardRecords, scan_key
+from engine.contamination.shards import ShardedPool
+from engine.contamination.shardscan import EmbedPlan, ShardJob
 from engine.contamination.shingles import shingle_set
 from engine.contamination.sources import Source, count_rows
 from engine.errors import InputError
@@ -47,7 +53,7 @@ class ScanConfig:
     """Everything a scan needs to know; defaults are the seed's settings."""
 
     eval: Source
-    pool: Source
+    pool: Source | ShardedPool
     ngram: NgramSettings = NgramSettings()
     embed: bool = True
     model_path: str | None = None
@@ -59,8 +65,14 @@ class ScanConfig:
     probe_model: str | None = None
     probe_answer_field: str = "answer"
     probe_sample: int = 100
-    jobs: int | None = None
+    jobs: int | None = None          # workers: processes (local) or actors (ray)
     batch_size: int = 2048
+    backend: str = "local"           # "local" or "ray"
+    ray_address: str | None = None   # "auto", "ray://HOST:PORT", or None: start one
+    ray_num_cpus: int | None = None
+    shard_retries: int = 2
+    resume: bool = True              # reuse the workspace's records of finished shards
+    embed_cache: Path | None = None  # default: workspace/cache/embeddings.sqlite
 
 
 @dataclass(frozen=True)
@@ -83,6 +95,7 @@ class _Embedding:
     threshold: float
     report: dict[str, Any]
     counts: EmbedCounts
+    eval_vectors: Any = None
 
 
 def _check_embedding(config: ScanConfig, embedder: Embedder | None) -> tuple[Any, Any]:
@@ -106,7 +119,7 @@ def _prepare_embedding(config: ScanConfig, ws: Workspace, embedder: Embedder | N
         return None
     if embedder is None:
         embedder = Embedder(info)
-    cache = EmbeddingCache(ws.root / "cache" / "embeddings.sqlite")
+    cache = EmbeddingCache(config.embed_cache or ws.root / "cache" / "embeddings.sqlite")
     counts = EmbedCounts()
     described = embedder.info.to_json()
     if calibration_pairs is not None:
@@ -219,6 +232,81 @@ def _write(ws: Workspace, findings: Findings, timing: dict[str, float]) -> ScanO
     return ScanOutcome(run_id, run_dir, report, rows, items, ingest, artifacts)
 
 
+def _scan_stream(config: ScanConfig, index: EvalIndex, emb: _Embedding | None,
+                 rep: Any) -> tuple[PoolScan, TopK | None]:
+    """Gives the scan of one stream (a plain file or a hub dataset) read by this process."""
+    assert isinstance(config.pool, Source)
+    topk = consumer = embed_stage = None
+    pool_rows = count_rows(config.pool) if rep is not None else None
+    if emb is not None:
+        topk = TopK(emb.eval_vectors, config.top_k, emb.threshold)
+        embed_stage = rep.stage("embedding pool", total=pool_rows, unit="texts") if rep else None
+        consumer = _consumer(emb, topk, embed_stage)
+    pool_stage = rep.stage("scanning pool", total=pool_rows, unit="docs") if rep else None
+    scan = scan_pool(config.pool, index, jobs=config.jobs, batch_size=config.batch_size,
+                     consumer=consumer, stage=pool_stage)
+    for stage in (pool_stage, embed_stage):
+        if stage is not None:
+            stage.finish()
+    return scan, topk
+
+
+def backend_for(config: ScanConfig) -> Backend:
+    """Gives the execution backend the config names (Ray is imported only for ``ray``)."""
+    if config.backend == "ray":
+        from engine.contamination.raybackend import RayBackend
+
+        return RayBackend(config.ray_address, config.ray_num_cpus, config.jobs)
+    return LocalBackend(config.jobs)
+
+
+def _scan_shards(ws: Workspace, config: ScanConfig, evalset: EvalSet, index: EvalIndex,
+                 emb: _Embedding | None, rep: Any) -> tuple[PoolScan, TopK | None]:
+    """Gives the scan of a sharded pool, its shards spread over the backend's workers."""
+    pool = config.pool
+    assert isinstance(pool, ShardedPool)
+    started = time.perf_counter()
+    plan = None
+    settings: dict[str, Any] = {
+        "eval_content_sha256": evalset.provenance["content_sha256"],
+        "ngram": [config.ngram.n, config.ngram.jaccard, config.ngram.containment],
+        "text_field": pool.text_field, "id_field": pool.id_field,
+        "id_hash": ID_HASH_METHOD if pool.id_field else None, "embed": None}
+    if emb is not None:
+        plan = EmbedPlan(emb.embedder.info, emb.embedder.dim, str(emb.cache.path),
+                         emb.eval_vectors, config.top_k, emb.threshold)
+        settings["embed"] = {"model": emb.embedder.info.sha256, "top_k": config.top_k,
+                             "threshold": emb.threshold,
+                             "eval_vectors": sha256_hex(emb.eval_vectors.tobytes())}
+    key = scan_key(settings)
+    records = ShardRecords(ws.root, key)
+    job = ShardJob(index, pool.text_field, pool.id_field, key, config.batch_size, plan,
+                   records.names() if config.resume else frozenset())
+    backend = backend_for(config)
+    outcomes, counts = run_shards(backend, job, list(pool.shards), records,
+                                  retries=config.shard_retries, rep=rep)
+    if pool.id_field:
+        check_ids(outcomes, list(pool.shards), pool.text_field, pool.id_field)
+    topk = TopK(emb.eval_vectors, config.top_k, emb.threshold) if emb is not None else None
+    seconds = time.perf_counter() - started
+    scanned_docs = sum(o.n for o in outcomes if not o.from_record)
+    run = {"backend": backend.name, "workers": backend.workers, "shards": counts.shards,
+           "scanned": counts.scanned, "from_records": counts.from_records,
+           "retries": counts.retries, "records": str(records.directory.relative_to(ws.root)),
+           "docs_scanned": scanned_docs, "startup_s": round(counts.startup_seconds, 3),
+           "scan_s": round(counts.scan_seconds, 3),
+           "docs_per_s": round(scanned_docs / counts.scan_seconds, 1)
+           if scanned_docs and counts.scan_seconds else None}
+    scan = merge(outcomes, pool.provenance(), seconds=seconds, jobs=backend.workers, topk=topk,
+                 run=run, pool_sha256=counts.pool_sha256)
+    if emb is not None:
+        for outcome in outcomes:
+            if outcome.topk is not None:
+                emb.counts.embedded += outcome.topk.embedded
+                emb.counts.cached += outcome.topk.cached
+    return scan, topk
+
+
 def run_scan(ws: Workspace, config: ScanConfig, *, embedder: Embedder | None = None,
              rep: Any = None) -> ScanOutcome:
     """Gives the outcome of a full scan: artifacts written, items ingested."""
@@ -226,10 +314,22 @@ def run_scan(ws: Workspace, config: ScanConfig, *, embedder: Embedder | None = N
         raise InputError("--probe-endpoint needs --probe-model", field="probe-model")
     if config.top_k < 1:
         raise InputError("must be at least 1", field="top-k")
+    if config.shard_retries < 0:
+        raise InputError("must be 0 or more", field="shard-retries")
+    if config.backend not in ("local", "ray"):
+        raise InputError(f"unknown backend {config.backend!r}: local or ray", field="backend")
+    if config.backend == "ray":
+        from engine.contamination.raybackend import check_reachable, import_ray
+
+        import_ray()  # a missing extra, or a cluster nobody runs, is said before any reading
+        if config.ray_address and config.ray_address != "auto":
+            check_reachable(config.ray_address)
+    sharded = isinstance(config.pool, ShardedPool)
     timing: dict[str, float] = {}
     clock = time.perf_counter()
     calibration_pairs, model_info = _check_embedding(config, embedder)
-    start_workers_early(config.pool, config.jobs)
+    if not sharded:
+        start_workers_early(config.pool, config.jobs)  # type: ignore[arg-type]
     required = (config.probe_answer_field,) if config.probe_endpoint else ()
     evalset = load_eval(config.eval, require_fields=required)
     texts = [item.canonical for item in evalset.items]
@@ -241,26 +341,19 @@ def run_scan(ws: Workspace, config: ScanConfig, *, embedder: Embedder | None = N
     emb = _prepare_embedding(config, ws, embedder, calibration_pairs, model_info)
     timing["embedding_setup"] = time.perf_counter() - clock
     try:
-        topk = consumer = embed_stage = None
-        pool_rows = count_rows(config.pool) if rep is not None else None
         if emb is not None:
             clock = time.perf_counter()
             stage = rep.stage("embedding eval set", total=len(texts), unit="texts") if rep else None
-            eval_vectors = embed_texts(emb.embedder, emb.cache, texts, emb.counts, stage)
-            internal = internal_dups.with_cosines(internal, eval_vectors, emb.threshold,
+            emb.eval_vectors = embed_texts(emb.embedder, emb.cache, texts, emb.counts, stage)
+            internal = internal_dups.with_cosines(internal, emb.eval_vectors, emb.threshold,
                                                   index.shingles)
-            topk = TopK(eval_vectors, config.top_k, emb.threshold)
             timing["embedding_eval"] = time.perf_counter() - clock
-            embed_stage = rep.stage("embedding pool", total=pool_rows, unit="texts") if rep else None
-            consumer = _consumer(emb, topk, embed_stage)
 
         clock = time.perf_counter()
-        pool_stage = rep.stage("scanning pool", total=pool_rows, unit="docs") if rep else None
-        scan = scan_pool(config.pool, index, jobs=config.jobs, batch_size=config.batch_size,
-                         consumer=consumer, stage=pool_stage)
-        for stage in (pool_stage, embed_stage):
-            if stage is not None:
-                stage.finish()
+        if sharded:
+            scan, topk = _scan_shards(ws, config, evalset, index, emb, rep)
+        else:
+            scan, topk = _scan_stream(config, index, emb, rep)
         timing["pool"] = time.perf_counter() - clock
 
         clock = time.perf_counter()
@@ -291,5 +384,6 @@ def run_scan(ws: Workspace, config: ScanConfig, *, embedder: Embedder | None = N
                           "Jaccard and containment on string shingle sets decide",
                 "candidate_docs": scan.candidates, "pool_docs": scan.n,
                 "workers": scan.jobs, "pool_seconds": round(scan.seconds, 3),
-                "pool_docs_per_s": round(scan.n / scan.seconds, 1) if scan.seconds else None})
+                "pool_docs_per_s": round(scan.n / scan.seconds, 1) if scan.seconds else None},
+        pool_shards=scan.shards, pool_scan=scan.run)
     return _write(ws, findings, timing)

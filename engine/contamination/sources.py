@@ -39,12 +39,13 @@ class Source:
     config: str | None
     text_field: str
     id_field: str | None
+    origin: str | None = None  # what messages call a file read from a local copy (a shard)
 
     @property
     def label(self) -> str:
         """Gives how messages name this source."""
         if self.kind == "file":
-            return self.name
+            return self.origin or self.name
         return f"{self.name}[{self.split}]@{self.revision}"
 
     def provenance(self) -> dict[str, Any]:
@@ -120,7 +121,8 @@ def resolve_source(role: str, spec: str, *, text_field: str, id_field: str | Non
     return Source(role, spec, "hub", None, split, revision, config, text_field, id_field)
 
 
-def _quiet_datasets() -> Any:
+def quiet_datasets() -> Any:
+    """Gives the datasets module, imported and quiet (a worker calls it before its first shard)."""
     import datasets
 
     datasets.disable_progress_bars()
@@ -133,7 +135,7 @@ def _quiet_datasets() -> Any:
 
 
 def _open(source: Source) -> Any:
-    datasets = _quiet_datasets()
+    datasets = quiet_datasets()
     if source.kind == "hub":
         return datasets.load_dataset(source.name, source.config, split=source.split,
                                      revision=source.revision, streaming=True)

@@ -26,6 +26,7 @@ class SyntheticData:
     eval_path: Path
     pool_path: Path
     planted: dict[str, list[tuple[int, int]]]   # kind -> [(eval index, pool index)]
+    pool_shards: tuple[Path, ...] = ()          # when written as shards: their files, in order
 
 
 def _vocabulary(size: int, rng: np.random.Generator) -> list[str]:
@@ -37,8 +38,14 @@ def _vocabulary(size: int, rng: np.random.Generator) -> list[str]:
 
 
 def make_synthetic(directory: Path, *, pool_size: int, eval_size: int = 1319,
-                   eval_words: int = 50, doc_words: int = 85, seed: int = 7) -> SyntheticData:
-    """Gives a written eval set and pool (JSONL) with leaks planted at known places."""
+                   eval_words: int = 50, doc_words: int = 85, seed: int = 7,
+                   shards: int = 0) -> SyntheticData:
+    """Gives a written eval set and pool (JSONL) with leaks planted at known places.
+
+    With ``shards`` > 0 the pool is written as that many files
+    ``pool-00000.jsonl``... (equal row ranges, in order) instead of one
+    ``pool.jsonl``; their concatenation is the same pool for the same seed.
+    """
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(seed)
@@ -80,7 +87,11 @@ def make_synthetic(directory: Path, *, pool_size: int, eval_size: int = 1319,
         for i, text in enumerate(evals):
             handle.write(json.dumps({"id": f"e{i}", "question": text}) + "\n")
     chunk = 50_000
-    with open(directory / "pool.jsonl", "w", encoding="utf-8") as handle:
+    names = [directory / f"pool-{k:05d}.jsonl" for k in range(shards)] if shards else \
+        [directory / "pool.jsonl"]
+    bounds = [pool_size * k // len(names) for k in range(len(names) + 1)]
+    handles = [open(name, "w", encoding="utf-8") for name in names]
+    try:
         for start in range(0, pool_size, chunk):
             count = min(chunk, pool_size - start)
             rows = rng.choice(len(vocab), size=(count, doc_words), p=weights)
@@ -92,6 +103,14 @@ def make_synthetic(directory: Path, *, pool_size: int, eval_size: int = 1319,
                     text = " ".join([vocab[i] for i in row.tolist()])
                     if index % 100 == 99:
                         text = "café " + text
-                lines.append(json.dumps({"id": f"d{index}", "text": text}, ensure_ascii=False))
-            handle.write("\n".join(lines) + "\n")
-    return SyntheticData(directory / "eval.jsonl", directory / "pool.jsonl", planted)
+                lines.append(json.dumps({"id": f"d{index}", "text": text},
+                                        ensure_ascii=False) + "\n")
+            for k, handle in enumerate(handles):
+                low, high = max(bounds[k], start), min(bounds[k + 1], start + count)
+                if low < high:
+                    handle.write("".join(lines[low - start:high - start]))
+    finally:
+        for handle in handles:
+            handle.close()
+    return SyntheticData(directory / "eval.jsonl", names[0] if not shards else directory,
+                         planted, tuple(names) if shards else ())
