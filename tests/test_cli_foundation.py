@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
 from engine.canonical import canonical_json
+from tests.conftest import SEALDESK
 from tests.ledger_fixtures import make_items, write_items_file
 
 
@@ -191,13 +195,40 @@ def test_unreadable_workspace_database_is_refused(sealdesk, tmp_path):
     assert (ws / "sealdesk.db").read_bytes() == before
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their mode")
+# Root reads any file whatever its mode, so as root the command runs twice in
+# one process: once as root (which loads every module it imports lazily; the
+# interpreter may sit under /root), then with its privileges dropped to nobody.
+DROP_TO_NOBODY = (
+    "import os, sys\n"
+    "import engine.cli\n"
+    "try:\n"
+    "    engine.cli.main(sys.argv[1:])\n"
+    "except SystemExit:\n"
+    "    pass\n"
+    "os.setgroups([]); os.setgid(65534); os.setuid(65534)\n"
+    "engine.cli.main(sys.argv[1:])\n"
+)
+
+
 def test_workspace_without_read_permission_is_refused(sealdesk, tmp_path):
-    ws = tmp_path / "locked"
-    sealdesk("init", workspace=ws, check=True)
-    os.chmod(ws / "sealdesk.db", 0)
-    err = one_line_error(sealdesk("items", workspace=ws))
-    assert "not readable" in err
+    # A world-traversable parent, so only the database's own mode can refuse.
+    parent = Path(tempfile.mkdtemp(prefix="sealdesk-locked-"))
+    try:
+        parent.chmod(0o755)
+        ws = parent / "locked"
+        sealdesk("init", workspace=ws, check=True)
+        ws.chmod(0o755)
+        db = ws / "sealdesk.db"
+        os.chmod(db, 0)
+        cmd = [sys.executable, "-c", DROP_TO_NOBODY] if os.geteuid() == 0 else list(SEALDESK)
+        proc = subprocess.run(cmd + ["--workspace", str(ws), "items"], capture_output=True,
+                              text=True, cwd="/", timeout=120)
+        err = one_line_error(proc)
+        assert f"{db} is not readable by this user" in err
+        os.chmod(db, 0o600)
+        assert sealdesk("items", workspace=ws, check=True).returncode == 0
+    finally:
+        shutil.rmtree(parent, ignore_errors=True)
 
 
 def test_workspace_env_variable_is_used(sealdesk, tmp_path):
