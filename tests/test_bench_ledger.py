@@ -8,10 +8,11 @@ import json
 def test_bench_ledger_appends_verifies_and_leaves_nothing_behind(sealdesk, tmp_path):
     out = tmp_path / "bench"
     out.mkdir()
-    proc = sealdesk("bench", "ledger", "--records", "30", "--processes", "2", "--dir", out,
+    proc = sealdesk("bench", "ledger", "--records", "30", "--processes", "2", "--rounds", "2",
+                    "--dir", out,
                     "--json", check=True)
     figures = json.loads(proc.stdout)
-    assert figures["records"] == 30 and figures["processes"] == 2
+    assert figures["records"] == 30 and figures["processes"] == 2 and figures["rounds"] == 2
     for name in ("append_per_s", "raw_sign_per_s", "verify_per_s", "verify_1proc_per_s",
                  "raw_verify_per_s"):
         assert figures[name] > 0, name

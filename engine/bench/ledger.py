@@ -28,7 +28,7 @@ def _write_key(directory: Path):
     return write_new_key(path, "bench"), path
 
 
-def run_bench(records: int, directory: Path, processes: int) -> dict:
+def run_bench(records: int, directory: Path, processes: int, rounds: int = 3) -> dict:
     """Gives the measured rates of one run."""
     from engine.ledger import sshsig
     from engine.ledger.audit import verify_workspace
@@ -60,27 +60,35 @@ def run_bench(records: int, directory: Path, processes: int) -> dict:
         sigs = [raw_key.sign(d) for d in datas]
         raw_sign_s = time.perf_counter() - t0
         pub = raw_key.public_key()
-        t0 = time.perf_counter()
-        for sig, data in zip(sigs, datas):
-            pub.verify(sig, data)
-        raw_verify_s = time.perf_counter() - t0
 
-        t0 = time.perf_counter()
-        report = verify_workspace(ws, processes=processes)
-        verify_s = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        report1 = verify_workspace(ws, processes=1)
-        verify1_s = time.perf_counter() - t0
+        def raw_verify() -> None:
+            for sig, data in zip(sigs, datas):
+                pub.verify(sig, data)
+
+        # Rounds interleave the raw and the sealdesk runs and each keeps its best
+        # time, so a noisy neighbour on a shared machine slows neither alone.
+        best = {"raw": float("inf"), "procs": float("inf"), "one": float("inf")}
+        reports = []
+        for _ in range(rounds):
+            for name, run in (("raw", raw_verify),
+                              ("procs", lambda: reports.append(
+                                  verify_workspace(ws, processes=processes))),
+                              ("one", lambda: reports.append(
+                                  verify_workspace(ws, processes=1)))):
+                t0 = time.perf_counter()
+                run()
+                best[name] = min(best[name], time.perf_counter() - t0)
         ws.close()
-    if not (report.ok and report1.ok and report.records == records):
+    if not all(r.ok and r.records == records for r in reports):
         raise click.ClickException("benchmark ledger failed to verify")
     return {
         "records": records, "processes": processes,
         "append_per_s": records / append_s,
         "raw_sign_per_s": records / raw_sign_s,
-        "verify_per_s": records / verify_s,
-        "verify_1proc_per_s": records / verify1_s,
-        "raw_verify_per_s": records / raw_verify_s,
+        "verify_per_s": records / best["procs"],
+        "verify_1proc_per_s": records / best["one"],
+        "raw_verify_per_s": records / best["raw"],
+        "rounds": rounds,
         "date": date.today().isoformat(),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.python_implementation()} "
                    f"{platform.python_version()}",
@@ -94,17 +102,21 @@ def run_bench(records: int, directory: Path, processes: int) -> dict:
               show_default=True, help="Where the throwaway workspace lives (its disk is measured).")
 @click.option("--processes", default=None, type=int,
               help="Verify worker processes (default: every core).")
+@click.option("--rounds", default=3, show_default=True, type=click.IntRange(min=1),
+              help="Verify rounds (raw and sealdesk interleaved); each keeps its best.")
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
-def bench_ledger(records: int, directory: str, processes: int | None, as_json: bool) -> None:
+def bench_ledger(records: int, directory: str, processes: int | None, rounds: int,
+                 as_json: bool) -> None:
     """Append N signed records (one durable transaction each), then verify them.
 
     Prints records/s for both beside the raw Ed25519 sign and verify rates
     measured in the same run on the same messages, and the goals: append at
     least 300 records/s fully durable; verify at least 1.5x the single-core
-    raw Ed25519 verify rate.
+    raw Ed25519 verify rate. Verify runs --rounds times, interleaved with the
+    raw loop; each reports its best round.
     """
     procs = processes or os.cpu_count() or 1
-    r = run_bench(records, Path(directory), procs)
+    r = run_bench(records, Path(directory), procs, rounds)
     if as_json:
         click.echo(json.dumps(r, indent=1))
         return

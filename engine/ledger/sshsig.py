@@ -112,8 +112,10 @@ def dearmor(text: str) -> bytes:
         raise SignatureError("signature is not armored SSHSIG text")
     inner = body[len(ARMOR_BEGIN) : -len(ARMOR_END)]
     try:
-        return base64.b64decode("".join(inner.split()), validate=True)
-    except binascii.Error as exc:
+        # strict_mode refuses any byte outside the alphabet and misplaced padding,
+        # without b64decode's per-call regex (verify dearmors every record).
+        return binascii.a2b_base64("".join(inner.split()), strict_mode=True)
+    except (binascii.Error, ValueError) as exc:
         raise SignatureError(f"signature base64: {exc}") from exc
 
 
@@ -183,7 +185,7 @@ class _Head:
     public_blob: bytes
     key: Ed25519PublicKey
     fingerprint: str
-    signed_prefix: bytes  # signed_data up to the message digest's string
+    signed_prefix: bytes  # signed_data up to the message digest's bytes (length included)
     hasher: object
 
 
@@ -206,17 +208,18 @@ class Verifier:
         if head is None:
             sig = verify(blob, message, namespace)  # full decode and check, raises on fault
             hash_algorithm = sig.hash_algorithm
+            hasher = _HASHES[hash_algorithm]
             self._heads[blob[:-64]] = _Head(
                 sig.namespace, sig.public_key, _public_key(ed25519_raw_from_blob(sig.public_key)),
                 fingerprint(sig.public_key),
                 MAGIC + pack_string(sig.namespace) + pack_string(b"")
-                + pack_string(hash_algorithm), _HASHES[hash_algorithm])
+                + pack_string(hash_algorithm) + pack_u32(hasher().digest_size), hasher)
             return sig.public_key, fingerprint(sig.public_key)
         if head.namespace != namespace:
             raise SignatureError(f"signature namespace {head.namespace!r}, expected {namespace!r}")
         digest = head.hasher(message).digest()
         try:
-            head.key.verify(blob[-64:], head.signed_prefix + pack_string(digest))
+            head.key.verify(blob[-64:], head.signed_prefix + digest)
         except InvalidSignature as exc:
             raise SignatureError("signature does not verify") from exc
         return head.public_blob, head.fingerprint

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import multiprocessing
+import operator
 import os
 import sqlite3
 from collections import Counter
@@ -23,6 +24,7 @@ from engine.canonical import canonical_json
 from engine.errors import SealdeskError
 from engine.ledger import sshsig
 from engine.ledger.allowed_signers import AllowedSigners
+from engine.ledger.fastbody import read_common_body
 from engine.ledger.records import (
     BODY_FIELDS,
     DECISIONS,
@@ -35,6 +37,7 @@ from engine.ledger.records import (
 from engine.roles import QUEUE_ROLES, SIGNOFF_ROLE, NAMESPACE_BY_ROLE
 
 _RANGE = 2000
+_indexed = operator.itemgetter(*INDEXED_FIELDS)  # body -> tuple of the indexed columns
 _MIN_RANGE = 256
 
 
@@ -125,27 +128,22 @@ class RecordChecker:
         message = message_text.encode("utf-8")
         if hashlib.sha256(message).hexdigest() != record_hash:
             return "record hash does not match the signed message (message or hash edited)", None
-        try:
-            body = json.loads(message_text)
-            # Re-encoding also refuses duplicate keys and NaN: they cannot round-trip.
-            canonical = isinstance(body, dict) and canonical_json(body) == message
-        except (ValueError, SealdeskError) as exc:
-            return f"message is not canonical JSON: {exc}", None
-        if not canonical:
-            return "message is not canonical JSON", None
-        if body.keys() != BODY_FIELDS or body["v"] != RECORD_VERSION:
+        body = read_common_body(message_text)
+        if body is None:
+            body, reason = _read_body(message_text, message)
+            if reason is not None:
+                return reason, None
+        if body["v"] != RECORD_VERSION:
             return "message fields differ from a version-1 record", None
-        wrong = _wrong_type(body)
-        if wrong is not None:
-            return wrong, None
         if body["seq"] != seq:
             return f"stored at seq {seq} but signed as seq {body['seq']} (reordered?)", body
         if body["prev"] != prev_hash:
             return "stored previous-hash column differs from the signed one", body
-        for name, value in zip(INDEXED_FIELDS, row[5:]):
-            if body[name] != value:
-                return (f"column '{name}' was edited: stored {value!r}, signed "
-                        f"{body[name]!r}"), body
+        if _indexed(body) != row[5:]:
+            for name, value in zip(INDEXED_FIELDS, row[5:]):
+                if body[name] != value:
+                    return (f"column '{name}' was edited: stored {value!r}, signed "
+                            f"{body[name]!r}"), body
         ctx = self.ctx
         if body["workspace"] != ctx.workspace_id:
             return "record belongs to another workspace", body
@@ -192,6 +190,24 @@ class RecordChecker:
         if kind == "retract" and not body["retracts"]:
             return "retract record names no record", body
         return None, body
+
+
+def _read_body(message_text: str, message: bytes) -> tuple[dict | None, str | None]:
+    """Gives (body, None) or (None, why) for any message: the general path."""
+    try:
+        body = json.loads(message_text)
+        # Re-encoding also refuses duplicate keys and NaN: they cannot round-trip.
+        canonical = isinstance(body, dict) and canonical_json(body) == message
+    except (ValueError, SealdeskError) as exc:
+        return None, f"message is not canonical JSON: {exc}"
+    if not canonical:
+        return None, "message is not canonical JSON"
+    if body.keys() != BODY_FIELDS:
+        return None, "message fields differ from a version-1 record"
+    wrong = _wrong_type(body)
+    if wrong is not None:
+        return None, wrong
+    return body, None
 
 
 _TEXT = ("workspace", "prev", "kind", "principal", "role", "key", "time")
