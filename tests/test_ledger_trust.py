@@ -179,3 +179,39 @@ def test_an_exported_record_of_a_since_expired_key_verifies_with_ssh_keygen_at_i
 
     assert ssh_keygen() != 0  # expired now
     assert ssh_keygen(f"-Overify-time={line['verify_time']}") == 0
+
+
+def _enrol_many(path: str, keys: list[str], start, worker: int) -> None:
+    from engine.ledger.enrol import enrol
+
+    start.wait()
+    for n, key in enumerate(keys):
+        enrol(Path(path), f"p{worker}-{n}", ["reviewer"], Path(key))
+
+
+def test_concurrent_enrolments_all_land_in_allowed_signers(tmp_path):
+    """Four processes enrolling at once: no read-modify-write overwrites another."""
+    import multiprocessing
+
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+    from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+
+    keys = []
+    for i in range(4 * 15):
+        pub = Ed25519PrivateKey.generate().public_key().public_bytes(
+            Encoding.OpenSSH, PublicFormat.OpenSSH)
+        key = tmp_path / f"k{i}.pub"
+        key.write_bytes(pub + b"\n")
+        keys.append(str(key))
+    path = tmp_path / "allowed_signers"
+    ctx = multiprocessing.get_context("fork")
+    start = ctx.Barrier(4)
+    procs = [ctx.Process(target=_enrol_many, args=(str(path), keys[w::4], start, w))
+             for w in range(4)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+    assert [p.exitcode for p in procs] == [0, 0, 0, 0]
+    principals = {e.principals for e in AllowedSigners.load(path).entries}
+    assert principals == {(f"p{w}-{n}",) for w in range(4) for n in range(15)}
