@@ -19,7 +19,7 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable
 
 from engine import item_query
 from engine.canonical import canonical_json, canonical_sha256, parse_canonical, sha256_hex

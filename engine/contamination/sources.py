@@ -257,7 +257,7 @@ def locate(source: Source, row: int) -> tuple[str, int]:
         with open(source.name, encoding="utf-8", errors="surrogateescape", newline="") as f:
             reader = csv.reader(f)
             last = 0
-            for index, record in enumerate(reader):
+            for index, _record in enumerate(reader):
                 begins = last + 1
                 last = reader.line_num
                 if index == row + 1:  # record 0 is the header

@@ -6,7 +6,6 @@ file serves ``ssh-keygen -Y verify -f trust/allowed_signers``.
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -14,7 +13,6 @@ from functools import lru_cache
 from pathlib import Path
 
 from engine.errors import InputError, SigningKeyError
-from engine.ledger import sshsig
 from engine.ledger.signers import PublicKey, parse_public_key
 from engine.roles import NAMESPACE_BY_ROLE, ROLE_BY_NAMESPACE, ROLES
 
@@ -247,17 +245,6 @@ def enrol_line(principal: str, roles: list[str], key: PublicKey) -> str:
     namespaces = ",".join(NAMESPACE_BY_ROLE[r] for r in ROLES if r in roles)
     comment = f" {key.comment}" if key.comment and key.comment.isprintable() else ""
     return f'{principal} namespaces="{namespaces}" {key.openssh()}{comment}\n'
-
-
-def append_line(path: Path, line: str) -> None:
-    """Appends a line durably to the allowed_signers file."""
-    path = Path(path)
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        os.write(fd, line.encode("utf-8"))
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def role_of_namespace(namespace: str) -> str | None:

@@ -15,7 +15,7 @@ import click
 
 if TYPE_CHECKING:  # the CLI may run as __main__, so its Ctx is passed with pass_obj
     from engine.cli import Ctx
-from engine.errors import InputError, IntegrityError, NotReadyError
+from engine.errors import IntegrityError, NotReadyError
 from engine.ledger.signoff import SignoffSummary, lead_signer, sign_off, signoff_summary
 
 _PENDING_LISTED = 20

@@ -209,12 +209,12 @@ class Verifier:
             sig = verify(blob, message, namespace)  # full decode and check, raises on fault
             hash_algorithm = sig.hash_algorithm
             hasher = _HASHES[hash_algorithm]
-            self._heads[blob[:-64]] = _Head(
+            head = self._heads[blob[:-64]] = _Head(
                 sig.namespace, sig.public_key, _public_key(ed25519_raw_from_blob(sig.public_key)),
                 fingerprint(sig.public_key),
                 MAGIC + pack_string(sig.namespace) + pack_string(b"")
                 + pack_string(hash_algorithm) + pack_u32(hasher().digest_size), hasher)
-            return sig.public_key, fingerprint(sig.public_key)
+            return head.public_blob, head.fingerprint
         if head.namespace != namespace:
             raise SignatureError(f"signature namespace {head.namespace!r}, expected {namespace!r}")
         digest = head.hasher(message).digest()

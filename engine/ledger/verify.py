@@ -37,8 +37,8 @@ from engine.ledger.records import (
 from engine.roles import QUEUE_ROLES, SIGNOFF_ROLE, NAMESPACE_BY_ROLE
 
 _RANGE = 2000
-_indexed = operator.itemgetter(*INDEXED_FIELDS)  # body -> tuple of the indexed columns
 _MIN_RANGE = 256
+_indexed = operator.itemgetter(*INDEXED_FIELDS)  # body -> tuple of the indexed columns
 
 
 @dataclass(frozen=True)
