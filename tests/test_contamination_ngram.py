@@ -98,7 +98,7 @@ def test_internal_duplicates_are_pairs_of_distinct_items_grouped_into_clusters()
     base = " ".join(f"w{i}" for i in range(30))
     texts = [base, base.replace("w29", "x"), "unrelated " * 14, base + " more words here"]
     index = EvalIndex(texts, NgramSettings())
-    pairs = ngram_pairs(index, texts)
+    pairs = ngram_pairs(index)
     assert set(pairs) == {(0, 1), (0, 3), (1, 3)}
     assert pairs[(0, 1)].jaccard == pytest.approx(17 / 19)
     assert clusters(list(pairs)) == [[0, 1, 3]]

@@ -77,7 +77,7 @@ def run_sealdesk(eval_path: str, pool_path: str, jobs: int | None) -> dict[str, 
     evalset = load_eval(resolve_source("eval", eval_path, text_field="question", id_field="id"))
     texts = [item.canonical for item in evalset.items]
     index = EvalIndex(texts, settings)
-    internal_pairs = internal.ngram_pairs(index, texts)
+    internal_pairs = internal.ngram_pairs(index)
     scan = scan_pool(pool_source, index, jobs=jobs)
     seconds = time.perf_counter() - started
     jaccard = sorted([p.eval_index, p.doc] for p in scan.pairs if p.jaccard >= settings.jaccard)

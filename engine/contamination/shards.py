@@ -29,11 +29,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Iterator
 
-from engine.contamination.sources import Source
+from engine.artifacts import file_sha256
+from engine.contamination.sources import FORMATS, Source
 from engine.errors import InputError
 
-_FORMATS = {".jsonl": "json", ".json": "json", ".ndjson": "json", ".csv": "csv",
-            ".parquet": "parquet", ".pq": "parquet"}
 _COMPRESSIONS = {".gz": "gzip", ".zst": "zstd", ".zstd": "zstd"}
 _GLOB = re.compile(r"[*?\[]")
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
@@ -82,7 +81,7 @@ def kind_of(name: str) -> tuple[str, str | None]:
         if lower.endswith(suffix):
             compression, lower = codec, lower[:-len(suffix)]
             break
-    for suffix, fmt in _FORMATS.items():
+    for suffix, fmt in FORMATS.items():
         if lower.endswith(suffix):
             if compression and fmt == "parquet":
                 break  # Parquet compresses inside the file
@@ -184,7 +183,7 @@ _BAD_COMPRESSION = (EOFError, zlib.error, gzip.BadGzipFile)
 
 
 @contextmanager
-def fetched(shard: Shard, spool_dir: str | None = None) -> Iterator[LocalShard]:
+def fetched(shard: Shard) -> Iterator[LocalShard]:
     """Gives the shard as a local uncompressed file and its raw bytes' SHA-256.
 
     A local uncompressed shard is read in place (hashed first). Any other is
@@ -193,17 +192,14 @@ def fetched(shard: Shard, spool_dir: str | None = None) -> Iterator[LocalShard]:
     read is left to raise as it is, for the caller to retry.
     """
     if shard.is_local and shard.compression is None:
-        sha = hashlib.sha256()
         try:
-            with open(shard.local_path(), "rb") as handle:
-                for block in iter(lambda: handle.read(_CHUNK), b""):
-                    sha.update(block)
+            digest = file_sha256(Path(shard.local_path()))
         except FileNotFoundError as exc:
             raise FileNotFoundError(f"{shard.url}: the shard vanished after listing") from exc
-        yield LocalShard(shard.local_path(), sha.hexdigest())
+        yield LocalShard(shard.local_path(), digest)
         return
     suffix = {"json": ".jsonl", "csv": ".csv", "parquet": ".parquet"}[shard.format]
-    fd, spooled = tempfile.mkstemp(prefix="sealdesk-shard-", suffix=suffix, dir=spool_dir)
+    fd, spooled = tempfile.mkstemp(prefix="sealdesk-shard-", suffix=suffix)
     try:
         with os.fdopen(fd, "wb") as out, _open_raw(shard) as raw:
             reader = _HashingReader(raw)

@@ -27,7 +27,7 @@ import numpy as np
 
 from engine.contamination.canonical_text import ContentHasher, canonical
 from engine.contamination.ngram import EvalIndex, PairScore, match_batch, peak_rss_kb
-from engine.contamination.poolhash import PieceBuilder, TreePiece, id_hashes
+from engine.contamination.poolhash import PieceBuilder, TreePiece, id_hashes, piece_of
 from engine.contamination.shards import Shard, fetched, shard_source
 from engine.contamination.sources import check_id, iter_batches, row_error
 from engine.errors import InputError
@@ -187,7 +187,9 @@ def _scan_local(job: ShardJob, shard: Shard, source: Any, file_sha256: str,
                     for k, value in enumerate(batch.ids or [None] * batch.count)]
                 hashes.append(id_hashes(ids))
             hasher.add_stream(result.canonical_stream, result.count)
-            builder.add_stream(result.canonical_stream, result.count)
+            # The worker already split the stream into hash blocks: reuse them.
+            builder.add(piece_of(result.canonical_stream, result.count, result.block_ends,
+                                 result.inner_blocks))
             candidates += result.candidates
             for pair in result.pairs:
                 docs[batch.start + pair.doc] = (ids[pair.doc] if ids is not None else None,

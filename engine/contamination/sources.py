@@ -18,12 +18,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
+from engine import artifacts
 from engine.contamination.shingles import TextBlock
 from engine.errors import InputError
 
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
-_FORMATS = {".jsonl": "json", ".json": "json", ".ndjson": "json", ".csv": "csv",
-            ".parquet": "parquet", ".pq": "parquet"}
+FORMATS = {".jsonl": "json", ".json": "json", ".ndjson": "json", ".csv": "csv",
+           ".parquet": "parquet", ".pq": "parquet"}
 
 
 @dataclass(frozen=True)
@@ -91,7 +92,7 @@ def resolve_source(role: str, spec: str, *, text_field: str, id_field: str | Non
     """Gives a checked source, or refuses an unreadable file or an unpinned revision."""
     path = Path(spec)
     suffix = path.suffix.lower()
-    if path.exists() or suffix in _FORMATS:
+    if path.exists() or suffix in FORMATS:
         if revision is not None:
             raise InputError(f"--{role}-revision applies to hub datasets; {spec} is a local "
                              "file", path=spec, field="revision")
@@ -102,10 +103,10 @@ def resolve_source(role: str, spec: str, *, text_field: str, id_field: str | Non
                 handle.read(1)
         except OSError as exc:
             raise InputError(f"cannot read: {exc.strerror}", path=spec) from exc
-        if suffix not in _FORMATS:
+        if suffix not in FORMATS:
             raise InputError(f"unknown file type {suffix or '(none)'!r}; expected .jsonl, "
                              ".csv or .parquet", path=spec)
-        return Source(role, str(path), "file", _FORMATS[suffix], None, None, None,
+        return Source(role, str(path), "file", FORMATS[suffix], None, None, None,
                       text_field, id_field)
     if revision is None:
         raise InputError(f"unpinned: no such file, and a hub dataset must be pinned to a "
@@ -371,10 +372,4 @@ def file_sha256(source: Source) -> str | None:
     """Gives the SHA-256 of a local source file's bytes (None for hub data)."""
     if source.kind != "file":
         return None
-    import hashlib
-
-    sha = hashlib.sha256()
-    with open(source.name, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 22), b""):
-            sha.update(block)
-    return sha.hexdigest()
+    return artifacts.file_sha256(Path(source.name))
