@@ -17,6 +17,7 @@ import re
 import sqlite3
 import uuid
 from dataclasses import dataclass
+from functools import cached_property
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterable
@@ -149,11 +150,6 @@ class ItemsFile:
     items: tuple[tuple[BacklogItem, str], ...]
 
 
-def read_items_file(path: Path) -> list[BacklogItem]:
-    """Gives every item of a JSONL file whose lines are canonical JSON; all or nothing."""
-    return [item for item, _ in read_items_files([path])[0].items]
-
-
 def read_items_files(paths: Iterable[str | Path]) -> list[ItemsFile]:
     """Gives every file's items after checking all of them; all or nothing.
 
@@ -201,9 +197,14 @@ class Workspace:
     def __init__(self, root: Path, conn: sqlite3.Connection) -> None:
         self.root = Path(root)
         self.conn = conn
-        self.db = database(conn)
         row = conn.execute("SELECT value FROM meta WHERE key='workspace_id'").fetchone()
         self.workspace_id: str = row[0]
+
+    @cached_property
+    def db(self):
+        """The sqlite-utils view records are appended through (imported on first append:
+        read-only commands and the app's first screen do not pay for the import)."""
+        return database(self.conn)
 
     # -- where things are -------------------------------------------------
     @property
@@ -433,17 +434,6 @@ class Workspace:
                         "tags": tags.split(",") if tags else [], "status": state,
                         "decision": eff})
         return out[offset: None if limit is None else offset + limit]
-
-    def counts(self) -> dict[str, dict[str, int]]:
-        """Gives per queue: total items and how many are accepted/rejected/skipped."""
-        out = {q: {"total": 0, "accept": 0, "reject": 0, "skip": 0} for q in QUEUES}
-        for q, n in self.conn.execute("SELECT queue, COUNT(*) FROM items GROUP BY queue"):
-            out[q]["total"] = n
-        for (q, _), eff in store.effective_decisions(self.conn).items():
-            out[q][eff["decision"]] += 1
-        for q in out:
-            out[q]["undecided"] = out[q]["total"] - out[q]["accept"] - out[q]["reject"]
-        return out
 
     # -- browsing (the review app reads through these) ----------------------
     def page(self, queue: str, filters: "item_query.ItemFilter | None" = None,

@@ -29,15 +29,13 @@ from textual.worker import Worker, WorkerState
 from engine.errors import SealdeskError
 from engine.item_query import last_signoff
 from engine.ledger.records import Record
-from engine.ledger.signoff import SignoffSummary, sign_off, signoff_summary
+from engine.ledger.signoff import SignoffSummary, pending_text, sign_off, signoff_summary
 from engine.roles import SIGNOFF_ROLE
 from engine.workspace import Workspace
 from reviewer.review_screen import POLL_SECONDS, why_not_written
 from reviewer.session import Session
 from reviewer.signoff_view import render_signed, render_summary
 from reviewer.widgets.bars import KeyHints, StatusBar
-
-_QUESTION_PENDING_SHOWN = 5
 
 
 class SummaryRead(Message):
@@ -245,13 +243,9 @@ class SignoffScreen(Screen):
         out.append(f"\n{len(s.artifacts)} artifact(s) and {len(s.runs)} run manifest(s) bound "
                    "by SHA-256")
         if with_exceptions and s.pending:
-            listed = ", ".join(f"{p.queue}/{p.item_id}"
-                               for p in s.pending[:_QUESTION_PENDING_SHOWN])
-            more = (f" and {len(s.pending) - _QUESTION_PENDING_SHOWN} more"
-                    if len(s.pending) > _QUESTION_PENDING_SHOWN else "")
             out.append(f"\nWITH {len(s.pending)} EXCEPTION(S), listed in the record: ",
                        style="bold reverse")
-            out.append(listed + more)
+            out.append(pending_text(s.pending))
         return out
 
     @work(thread=True, exclusive=True, group="sign-off", exit_on_error=False)

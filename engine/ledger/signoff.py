@@ -14,6 +14,7 @@ extends.
 from __future__ import annotations
 
 import sqlite3
+from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -103,7 +104,7 @@ class SignoffSummary:
             more = f" (and {len(self.problems) - 1} more)" if len(self.problems) > 1 else ""
             return f"will not sign off: {self.problems[0]}{more}"
         if self.pending and not with_exceptions:
-            return (f"{len(self.pending)} item(s) are undecided: {_pending_text(self.pending)}; "
+            return (f"{len(self.pending)} item(s) are undecided: {pending_text(self.pending)}; "
                     "decide them, or sign off with exceptions to list them in the record")
         return None
 
@@ -126,13 +127,18 @@ class SignoffSummary:
 
 
 def _queues_and_pending(ws) -> tuple[tuple[QueueStatus, ...], tuple[PendingItem, ...]]:
-    counts = ws.counts()
-    queues = tuple(QueueStatus(q, counts[q]["total"], counts[q]["accept"], counts[q]["reject"],
-                               counts[q]["skip"], counts[q]["undecided"]) for q in QUEUES)
-    pending = tuple(PendingItem(r["queue"], r["item_id"], r["item_sha256"], r["title"],
-                                r["status"])
-                    for r in ws.items() if r["status"] in ("undecided", "skip"))
-    return queues, pending
+    # One pass over the items with their effective decisions gives both.
+    counts = {q: Counter() for q in QUEUES}
+    pending = []
+    for r in ws.items():
+        counts[r["queue"]][r["status"]] += 1
+        if r["status"] in ("undecided", "skip"):
+            pending.append(PendingItem(r["queue"], r["item_id"], r["item_sha256"], r["title"],
+                                       r["status"]))
+    queues = tuple(QueueStatus(q, c.total(), c["accept"], c["reject"], c["skip"],
+                               c.total() - c["accept"] - c["reject"])
+                   for q, c in counts.items())
+    return queues, tuple(pending)
 
 
 def _artifact_checks(artifacts: tuple[ArtifactRef, ...],
@@ -185,9 +191,9 @@ def signoff_summary(ws) -> SignoffSummary:
     )
 
 
-def _status_data(summary: SignoffSummary) -> dict[str, Any]:
-    """Gives the compact run conclusions bound into the sign-off record."""
-    c, e, v = summary.contamination, summary.exam, summary.coverage
+def _status_data(status) -> dict[str, Any]:
+    """Gives the compact run conclusions (of a run_status) bound into the sign-off record."""
+    c, e, v = status.contamination, status.exam, status.coverage
     return {
         "contamination": {"state": c.state, "leakage_before": c.leakage_before,
                           "leakage_after": c.leakage_after, "dropped_items": c.dropped_items,
@@ -210,7 +216,8 @@ def lead_signer(ws, key: str | Path | None = None) -> Signer:
     return choose_signer(key, ws.allowed_signers(), (SIGNOFF_ROLE,))
 
 
-def _pending_text(pending: tuple[PendingItem, ...]) -> str:
+def pending_text(pending: tuple[PendingItem, ...]) -> str:
+    """Gives the first few pending items as queue/id, and how many more."""
     shown = ", ".join(f"{p.queue}/{p.item_id}" for p in pending[:_PENDING_SHOWN])
     more = f" and {len(pending) - _PENDING_SHOWN} more" if len(pending) > _PENDING_SHOWN else ""
     return shown + more
@@ -227,13 +234,16 @@ def sign_off(ws, signer: Signer, with_exceptions: bool = False, *,
     manifest. ``expected_size`` is the tree size the lead reviewed: if the
     ledger has grown since, nothing is signed and the lead looks again.
     """
-    summary = signoff_summary(ws)
-    if summary.problems:
-        raise IntegrityError(f"will not sign off: {summary.problems[0]}"
-                             + (f" (and {len(summary.problems) - 1} more problem(s))"
-                                if len(summary.problems) > 1 else ""))
-    artifacts = {a.path: a.sha256 for a in summary.artifacts}
-    status = _status_data(summary)
+    # Only the artifact checks and run conclusions are needed up front; the tree
+    # head, queues and pending items are read inside the write transaction.
+    run = run_status(ws.artifacts_dir)
+    problems, _ = _artifact_checks(run.artifacts, _runs(ws.conn))
+    if problems:
+        raise IntegrityError(f"will not sign off: {problems[0]}"
+                             + (f" (and {len(problems) - 1} more problem(s))"
+                                if len(problems) > 1 else ""))
+    artifacts = {a.path: a.sha256 for a in run.artifacts}
+    status = _status_data(run)
 
     def bind(conn: sqlite3.Connection) -> dict[str, Any]:
         # Runs inside the append's write transaction: no record can land between
@@ -245,7 +255,7 @@ def sign_off(ws, signer: Signer, with_exceptions: bool = False, *,
                                 f"{head.size} records); look at the new summary and sign again")
         queues, pending = _queues_and_pending(ws)
         if pending and not with_exceptions:
-            raise NotReadyError(f"{len(pending)} item(s) are undecided: {_pending_text(pending)}; "
+            raise NotReadyError(f"{len(pending)} item(s) are undecided: {pending_text(pending)}; "
                                 "decide them, or sign off with --with-exceptions to list "
                                 "them in the record")
         body = cp.note_body(head.origin, head.size, head.root)
