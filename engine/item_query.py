@@ -82,11 +82,6 @@ class ItemFilter:
                              field="score_min")
         return self
 
-    def is_empty(self) -> bool:
-        """Says whether the filter lets every item through."""
-        return not any((self.status, self.tag, self.score_min is not None,
-                        self.score_max is not None, self.text, self.decided_by))
-
 
 @dataclass(frozen=True)
 class ItemRow:

@@ -35,10 +35,6 @@ class CategoryGatePolicy:
     max_benign_fpr: float
     max_recall_regression: float
 
-    @property
-    def attack_categories(self) -> tuple[str, ...]:
-        return tuple(c for c in self.required_categories if c != self.benign_category)
-
     def to_json(self) -> dict[str, Any]:
         """Gives the policy as a JSON object (categories in policy order)."""
         return {"required_categories": list(self.required_categories),

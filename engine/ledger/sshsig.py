@@ -74,14 +74,13 @@ def signed_data(namespace: str, message: bytes, hash_algorithm: str = HASH_ALGOR
     """Gives the exact bytes the key signs for a message in a namespace."""
     if not namespace:
         raise SignatureError("namespace must not be empty")
-    digest = _HASHES[hash_algorithm](message).digest()
-    return (
-        MAGIC
-        + pack_string(namespace)
-        + pack_string(b"")
-        + pack_string(hash_algorithm)
-        + pack_string(digest)
-    )
+    return _signed_prefix(namespace, hash_algorithm) + _HASHES[hash_algorithm](message).digest()
+
+
+def _signed_prefix(namespace: str, hash_algorithm: str) -> bytes:
+    """Gives the signed data up to the message digest's bytes (their length included)."""
+    return (MAGIC + pack_string(namespace) + pack_string(b"") + pack_string(hash_algorithm)
+            + pack_u32(_HASHES[hash_algorithm]().digest_size))
 
 
 def encode(public_blob: bytes, namespace: str, signature_blob: bytes,
@@ -208,12 +207,10 @@ class Verifier:
         if head is None:
             sig = verify(blob, message, namespace)  # full decode and check, raises on fault
             hash_algorithm = sig.hash_algorithm
-            hasher = _HASHES[hash_algorithm]
             head = self._heads[blob[:-64]] = _Head(
                 sig.namespace, sig.public_key, _public_key(ed25519_raw_from_blob(sig.public_key)),
-                fingerprint(sig.public_key),
-                MAGIC + pack_string(sig.namespace) + pack_string(b"")
-                + pack_string(hash_algorithm) + pack_u32(hasher().digest_size), hasher)
+                fingerprint(sig.public_key), _signed_prefix(sig.namespace, hash_algorithm),
+                _HASHES[hash_algorithm])
             return head.public_blob, head.fingerprint
         if head.namespace != namespace:
             raise SignatureError(f"signature namespace {head.namespace!r}, expected {namespace!r}")
