@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +50,9 @@ def canonical_json(value: Any) -> bytes:
     except ValueError as exc:  # NaN / Infinity
         raise InputError(f"value cannot be canonical JSON: {exc}") from exc
     return text.encode("utf-8")
+
+
+SHA256_HEX = re.compile(r"^[0-9a-f]{64}$")  # what sha256_hex gives
 
 
 def sha256_hex(data: bytes) -> str:

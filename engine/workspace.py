@@ -35,7 +35,7 @@ from engine.roles import QUEUE_ROLES, QUEUES, SIGNOFF_ROLE
 
 SCHEMA_VERSION = "1"
 DB_NAME = "sealdesk.db"
-_RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 _ITEM_FIELDS = {"queue", "item_id", "run_id", "payload", "item_sha256"}
 
 SCHEMA = """
@@ -130,7 +130,7 @@ def validate_item(obj: Any, *, path: str | None = None, line: int | None = None)
         raise bad(f"unknown queue {obj['queue']!r} (expected {', '.join(QUEUES)})", "queue")
     if not isinstance(obj["item_id"], str) or not obj["item_id"] or len(obj["item_id"]) > 256:
         raise bad("must be a non-empty string of at most 256 characters", "item_id")
-    if not isinstance(obj["run_id"], str) or not _RUN_ID.match(obj["run_id"]):
+    if not isinstance(obj["run_id"], str) or not RUN_ID.match(obj["run_id"]):
         raise bad("must match [A-Za-z0-9][A-Za-z0-9._-]* (it names a directory)", "run_id")
     if not isinstance(obj["payload"], dict):
         raise bad("must be a JSON object", "payload")
@@ -221,7 +221,7 @@ class Workspace:
 
     def run_dir(self, run_id: str) -> Path:
         """Gives (and creates) ``artifacts/<run_id>/``."""
-        if not _RUN_ID.match(run_id):
+        if not RUN_ID.match(run_id):
             raise InputError(f"run id {run_id!r} is not a safe directory name", field="run_id")
         path = self.artifacts_dir / run_id
         path.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -371,7 +371,7 @@ class Workspace:
         Every decision binds its run's manifest hash: a run id silently kept
         with its old manifest would bind artifacts that are no longer on disk.
         """
-        if not _RUN_ID.match(run_id):
+        if not RUN_ID.match(run_id):
             raise InputError(f"run id {run_id!r} is not a safe directory name", field="run_id")
         row = self.conn.execute("SELECT manifest_sha256 FROM runs WHERE run_id=?",
                                 (run_id,)).fetchone()

@@ -11,13 +11,13 @@ they are leaks is the reviewer's call.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from engine.canonical import load_json, sha256_hex
 from engine.contamination.canonical_text import canonical
 from engine.errors import InputError
 
@@ -69,8 +69,6 @@ class Calibration:
 
 def read_calibration(path: Path) -> tuple[list[CalibrationPair], str]:
     """Gives the labelled pairs and the file's SHA-256, or names the bad line and field."""
-    import hashlib
-
     try:
         data = Path(path).read_bytes()
     except OSError as exc:
@@ -79,12 +77,7 @@ def read_calibration(path: Path) -> tuple[list[CalibrationPair], str]:
     for number, raw in enumerate(data.split(b"\n"), start=1):
         if not raw.strip():
             continue
-        try:
-            row = json.loads(raw.decode("utf-8"))
-        except UnicodeDecodeError as exc:
-            raise InputError(f"not UTF-8 ({exc.reason})", path=str(path), line=number) from exc
-        except ValueError as exc:
-            raise InputError(f"not valid JSON: {exc}", path=str(path), line=number) from exc
+        row = load_json(raw, path=str(path), line=number)
         if not isinstance(row, dict):
             raise InputError("a row must be a JSON object", path=str(path), line=number)
         for name in ("a", "b"):
@@ -99,7 +92,7 @@ def read_calibration(path: Path) -> tuple[list[CalibrationPair], str]:
     if not {"paraphrase", "unrelated"} <= labels:
         raise InputError("needs at least one 'paraphrase' and one 'unrelated' pair",
                          path=str(path), field="label")
-    return pairs, hashlib.sha256(data).hexdigest()
+    return pairs, sha256_hex(data)
 
 
 def choose_threshold(positives: list[float], negatives: list[float]) -> tuple[float, float, float, float]:

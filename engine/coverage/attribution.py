@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.canonical import canonical_sha256, sha256_hex
+from engine.artifacts import file_sha256
+from engine.canonical import canonical_sha256
 from engine.coverage.misses import Miss
 from engine.coverage.policy import AttributionPolicy, positive_integer
 from engine.errors import InputError, SealdeskError
@@ -40,7 +41,7 @@ class Detector:
 
 def directory_digest(directory: Path) -> str:
     """Gives the SHA-256 of the canonical map of every file's relative path to its SHA-256."""
-    files = {str(p.relative_to(directory)): sha256_hex(p.read_bytes())
+    files = {str(p.relative_to(directory)): file_sha256(p)
              for p in sorted(directory.rglob("*")) if p.is_file()}
     if not files:
         raise InputError("model directory holds no files", path=directory)

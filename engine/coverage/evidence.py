@@ -25,7 +25,7 @@ from engine.coverage.findings import FindingSource, load_benchmark
 from engine.coverage.trust import TrustRoot
 from engine.errors import InputError, IntegrityError, PermissionRefused
 from engine.ledger import store
-from engine.ledger.audit import verify_workspace
+from engine.ledger.audit import require_verified
 from engine.ledger.signers import Signer
 from engine.workspace import BacklogItem, Workspace
 
@@ -51,11 +51,7 @@ class Evidence:
 
 
 def _ledger_must_verify(ws: Workspace) -> Any:
-    report = verify_workspace(ws, processes=1)
-    if not report.ok:
-        raise IntegrityError(f"the ledger does not verify: {report.first.reason}",
-                             seq=report.first.seq or None)
-    return report
+    return require_verified(ws, "no evidence is made from it", processes=1)
 
 
 def _backlog_for(ws: Workspace, benchmark_sha256: str) -> list[dict[str, Any]]:
@@ -129,7 +125,7 @@ def make_evidence(ws: Workspace, benchmark_path: Path, signature_path: Path, tru
     (or finding) the lead's approval of the exact claim."""
     source, raw, signature = load_benchmark(benchmark_path, signature_path, trust)
     reviews = reviews_of(ws, source)
-    _ledger_must_verify(ws)
+    report = _ledger_must_verify(ws)
     if signer is not None:
         # Refuse a non-lead before anything is written.
         ws.identify(signer, principal, APPROVER_ROLE, QUEUE)
@@ -151,11 +147,11 @@ def make_evidence(ws: Workspace, benchmark_path: Path, signature_path: Path, tru
         ws.decide(signer, QUEUE, item.item_id, "accept", note=note, principal=principal,
                   role=APPROVER_ROLE)
         standing = store.effective_decisions_for(ws.conn, QUEUE, item.item_id)
+        report = _ledger_must_verify(ws)  # the evidence names the head that holds the approval
     if standing["decision"] != "accept" or standing["role"] != APPROVER_ROLE:
         raise PermissionRefused(f"claim {item.item_id} stands at {standing['decision']} by "
                                 f"{standing['principal']} as {standing['role']}; evidence "
                                 "needs an accept made as lead")
-    report = _ledger_must_verify(ws)
     held = ws.item(QUEUE, item.item_id)
     evidence = {
         "schema_version": SCHEMA, "workspace": ws.workspace_id,

@@ -9,18 +9,17 @@ sealdesk reads them only to measure.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from engine.canonical import SHA256_HEX as SHA256
 from engine.canonical import canonical_json, sha256_hex
 from engine.coverage.tables import Table
 from engine.coverage.trust import TrustRoot
 from engine.errors import InputError, IntegrityError
 
 SCHEMA = "sealdesk.coverage-holdout.v1"
-SHA256 = re.compile(r"^[0-9a-f]{64}$")
 MANIFEST_FIELDS = frozenset({"schema_version", "holdout_id", "version", "created_at", "samples"})
 SAMPLE_FIELDS = frozenset({"case_id", "text", "label_int", "category", "source_ref"})
 HOLDOUT_COLUMNS = {"case_id": "id", "text": "text", "label_int": "binary", "category": "name",

@@ -10,15 +10,14 @@ with the file, the line (JSONL, CSV) or row (Parquet) and the column.
 from __future__ import annotations
 
 import csv
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from engine.canonical import SHA256_HEX as SHA256
 from engine.canonical import load_json
 from engine.errors import InputError
 
-SHA256 = re.compile(r"^[0-9a-f]{64}$")
 
 
 def _non_empty(value: Any) -> Any:

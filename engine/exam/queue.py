@@ -57,7 +57,8 @@ def payload_for(completion: dict[str, Any], cand: dict[str, Any]) -> dict[str, A
 def item_for(completion: dict[str, Any], cand: dict[str, Any], run_id: str) -> BacklogItem:
     """Gives the backlog item of one abstained candidate."""
     payload = payload_for(completion, cand)
-    return BacklogItem.make(QUEUE, "exam-" + canonical_sha256(payload)[:16], run_id, payload)
+    sha = canonical_sha256(payload)
+    return BacklogItem(QUEUE, "exam-" + sha[:16], run_id, payload, sha)
 
 
 def abstained_items(art: dict[str, Any], run_id: str, *,

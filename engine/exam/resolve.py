@@ -36,13 +36,9 @@ class Resolution:
 
 def verified_ledger(ws: Any) -> None:
     """Refuses a workspace whose ledger does not verify from first record to last."""
-    from engine.ledger.audit import verify_workspace
+    from engine.ledger.audit import require_verified
 
-    report = verify_workspace(ws)
-    if not report.ok:
-        first = report.first
-        raise IntegrityError(f"the ledger does not verify ({first.where}); no decision is "
-                             "folded from it")
+    require_verified(ws, "no decision is folded from it")
 
 
 def adjudicator_decisions(ws: Any, art: dict[str, Any]) -> tuple[dict[str, dict[str, Any]], int, int]:

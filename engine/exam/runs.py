@@ -7,7 +7,6 @@ sealed artifact that already exists is never replaced by different bytes.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,17 +19,16 @@ from engine.exam.inputs import Completion, ExamInputs, InputPaths, load_inputs
 from engine.exam.oracles import NoRater, Recorded, SweepFile, VoteFile
 from engine.exam.queue import QUEUE, abstained_items
 from engine.exam.schema import check_expected, read_bytes
+from engine.workspace import RUN_ID
 
 ARTIFACT = "exam-adjudication.json"
 QUEUE_FILE = "adjudication-queue.jsonl"
-# The workspace's rule for run ids (they name directories), checked up front
-# so that a bad id is refused before any work or any write.
-_RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
 
 def check_run_id(run_id: str | None, option: str = "run-id") -> None:
-    """Refuses a run id that cannot name a directory under artifacts/."""
-    if run_id is not None and not _RUN_ID.match(run_id):
+    """Refuses a run id that cannot name a directory under artifacts/ (the workspace's
+    rule), up front, before any work or any write."""
+    if run_id is not None and not RUN_ID.match(run_id):
         raise InputError(f"{run_id!r} must match [A-Za-z0-9][A-Za-z0-9._-]* (it names a "
                          "directory)", field=option)
 

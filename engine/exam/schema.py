@@ -6,11 +6,11 @@ import re
 from pathlib import Path
 from typing import Any, Iterator
 
+from engine.canonical import SHA256_HEX as SHA256_PATTERN
 from engine.canonical import load_json, sha256_hex
 from engine.errors import InputError
 
 ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
-SHA256_PATTERN = re.compile(r"^[0-9a-f]{64}$")
 
 
 class Row:

@@ -43,6 +43,17 @@ def verify_workspace(ws, *, processes: int | None = None, show_progress: bool = 
     return report
 
 
+
+def require_verified(ws, consequence: str, *, processes: int | None = None) -> Report:
+    """Gives the report of a ledger that verifies; else an IntegrityError naming the
+    first fault and what is refused because of it (``consequence``)."""
+    report = verify_workspace(ws, processes=processes)
+    if not report.ok:
+        first = report.first
+        raise IntegrityError(f"the ledger does not verify ({first.where}); {consequence}",
+                             seq=first.seq or None)
+    return report
+
 def export_records(ws, out: Path) -> int:
     """Writes one JSON line per record (exact message, armored SSHSIG); gives the count."""
     lines = []
