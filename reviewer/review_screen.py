@@ -21,6 +21,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 from textual.screen import Screen
+from textual.timer import Timer
 from textual.widgets import Input, Static
 from textual.worker import Worker, WorkerState
 
@@ -133,6 +134,7 @@ class ReviewScreen(Screen):
         self.message = ""
         self.first_ready: float | None = None
         self._watermark: Watermark | None = None
+        self._poll_timer: Timer | None = None  # set on mount; paused while covered
         self.own_records: set[int] = set()
         self.last_signoff: SignoffMark | None = None
         self._search_token = 0
@@ -185,8 +187,19 @@ class ReviewScreen(Screen):
         self.reload()
         self.queue_list.focus()
         self._watermark = self.ws.watermark()
-        self.set_interval(POLL_SECONDS, self.poll)
+        self._poll_timer = self.set_interval(POLL_SECONDS, self.poll)
         self.first_ready = time.perf_counter()
+
+    def on_screen_suspend(self) -> None:
+        # Covered (sign-off, jobs, a dialog): a pushed screen does not stop this
+        # screen's timers, and nobody sees what its poll would redraw.
+        if self._poll_timer is not None:
+            self._poll_timer.pause()
+
+    def on_screen_resume(self) -> None:
+        if self._poll_timer is not None:
+            self._poll_timer.resume()
+            self.poll()  # the watermark diff catches up on whatever moved meanwhile
 
     # -- data -------------------------------------------------------------------
     def _fetch(self, offset: int, limit: int) -> list[ItemRow]:

@@ -19,6 +19,7 @@ from engine.ledger.signoff import sign_off
 from engine.workspace import BacklogItem, Workspace
 from reviewer.app import ReviewApp
 from reviewer.modals import HelpScreen
+from reviewer.review_screen import POLL_SECONDS
 from reviewer.session import open_session, read_only_session
 from reviewer.signoff_screen import ConfirmSignoff, SignoffScreen
 from tests.review_app_fixtures import notices, records, settle, text_of
@@ -383,3 +384,22 @@ async def test_an_artifact_that_differs_from_its_sidecar_blocks_signing_and_says
         assert app.screen is screen
         assert "exam-score.json: bytes differ from its .sha256 sidecar" in notices(app)
     assert signoff_data(team.ws) == []
+
+
+async def test_a_covered_review_screen_stops_polling_and_catches_up_when_shown_again(team):
+    app = team.app(team.rita)
+    async with app.run_test(size=SIZE) as pilot:
+        lst = app.review.queue_list
+        reads = []
+        watermark = app.review.ws.watermark
+        app.review.ws.watermark = lambda: reads.append(1) or watermark()
+        await pilot.press("question_mark")
+        await settle(pilot, lambda: isinstance(app.screen, HelpScreen))
+        reads.clear()
+        with Workspace.open(team.ws.root) as other:
+            other.decide(team.ravi, "flagged_pairs", "fp-0", "reject")
+        await pilot.pause(3 * POLL_SECONDS)
+        assert reads == [] and lst.row(0).status == "undecided"   # hidden: no polling
+        await pilot.press("escape")
+        await settle(pilot, lambda: lst.row(0).status == "reject")  # shown: caught up
+        assert lst.row(0).principal == "ravi"
