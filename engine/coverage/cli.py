@@ -86,7 +86,7 @@ def report_cmd(ctx, rows: str, policy_path: str, detector_version: str,
         --evaluation-set-id dev-1
     """
     from engine.artifacts import write_json_artifact
-    from engine.canonical import canonical_sha256, sha256_hex
+    from engine.canonical import canonical_sha256
     from engine.coverage.findings import load_report_document, report_document
     from engine.coverage.policy import load_gate_policy
     from engine.coverage.report import stratified_report, table_locator
@@ -104,7 +104,7 @@ def report_cmd(ctx, rows: str, policy_path: str, detector_version: str,
     weak = identify_weak_categories(report, list(prior.report) if prior else None, policy,
                                     previous_path=previous)
     document = report_document(report, weak, policy, detector_sha256=detector_sha256,
-                               rows_sha256=sha256_hex(Path(rows).read_bytes()),
+                               rows_sha256=table.sha256,
                                previous_report_sha256=prior.sha256 if prior else None)
     with ctx.open() as ws:
         out = ws.run_dir(f"coverage-report-{canonical_sha256(document)[:16]}")

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from engine.artifacts import write_json_artifact, write_jsonl_artifact
-from engine.canonical import canonical_sha256, sha256_hex
+from engine.canonical import canonical_sha256
 from engine.coverage.backlog import build_items
 from engine.coverage.findings import FindingSource
 from engine.coverage.misses import select_misses
@@ -61,7 +61,7 @@ def run_backlog(ws: Workspace, source: FindingSource, rows_path: Path, policy_pa
                 explanations[miss.case_id] = explain_miss(detector, miss, policy)
                 stage.advance()
             stage.finish()
-    inputs = {"source": source.to_json(), "rows_sha256": sha256_hex(rows_path.read_bytes()),
+    inputs = {"source": source.to_json(), "rows_sha256": table.sha256,
               "policy": policy.to_json(), "model_sha256": model_sha256}
     run_id = f"coverage-backlog-{canonical_sha256(inputs)[:16]}"
     items = build_items(source, selection, explanations, policy, run_id=run_id,

@@ -10,12 +10,13 @@ with the file, the line (JSONL, CSV) or row (Parquet) and the column.
 from __future__ import annotations
 
 import csv
+import io
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
 from engine.canonical import SHA256_HEX as SHA256
-from engine.canonical import load_json
+from engine.canonical import load_json, sha256_hex
 from engine.errors import InputError
 
 
@@ -76,34 +77,34 @@ class Table:
     path: str
     rows: tuple[dict[str, Any], ...]
     lines: tuple[int, ...]
+    sha256: str  # of exactly the bytes the rows were parsed from
 
     def line_of(self, index: int) -> int:
         return self.lines[index]
 
 
-def _csv_record_lines(path: Path) -> list[int]:
+def _csv_record_lines(text: str) -> list[int]:
     # pandas gives values but not where a quoted multi-line record starts;
     # the csv module gives that, skipping blank lines as pandas does.
     starts: list[int] = []
-    with path.open(newline="", encoding="utf-8") as handle:
-        reader = csv.reader(handle)
-        previous_end = 0
-        for record in reader:
-            start = previous_end + 1
-            previous_end = reader.line_num
-            if record:
-                starts.append(start)
+    reader = csv.reader(io.StringIO(text, newline=""))
+    previous_end = 0
+    for record in reader:
+        start = previous_end + 1
+        previous_end = reader.line_num
+        if record:
+            starts.append(start)
     return starts
 
 
-def _raw_rows(path: Path) -> tuple[list[str], list[dict[str, Any]], list[int]]:
-    """Gives (columns, raw rows, line per row) of a CSV, JSONL or Parquet file."""
+def _raw_rows(path: Path, data: bytes) -> tuple[list[str], list[dict[str, Any]], list[int]]:
+    """Gives (columns, raw rows, line per row) of a CSV, JSONL or Parquet file's bytes."""
     import pandas as pd
 
     suffix = path.suffix.lower()
     if suffix == ".jsonl":
         rows, lines, columns = [], [], []
-        for number, raw in enumerate(path.read_bytes().split(b"\n"), start=1):
+        for number, raw in enumerate(data.split(b"\n"), start=1):
             if not raw.strip():
                 continue
             obj = load_json(raw, path=path, line=number)
@@ -116,19 +117,19 @@ def _raw_rows(path: Path) -> tuple[list[str], list[dict[str, Any]], list[int]]:
             lines.append(number)
         return columns, rows, lines
     if suffix == ".csv":
-        with path.open(newline="", encoding="utf-8") as handle:
-            header = next(csv.reader(handle), [])
+        text = data.decode("utf-8")
+        header = next(csv.reader(io.StringIO(text, newline="")), [])
         twice = sorted({c for c in header if header.count(c) > 1})
         if twice:
             raise InputError("column appears twice in the header", path=path, line=1,
                              field=twice[0])
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False, na_filter=False,
-                            encoding="utf-8")
-        starts = _csv_record_lines(path)[1:]
+        frame = pd.read_csv(io.BytesIO(data), dtype=str, keep_default_na=False,
+                            na_filter=False, encoding="utf-8")
+        starts = _csv_record_lines(text)[1:]
         lines = starts if len(starts) == len(frame) else [i + 2 for i in range(len(frame))]
         return list(frame.columns), frame.to_dict(orient="records"), lines
     if suffix == ".parquet":
-        frame = pd.read_parquet(path)
+        frame = pd.read_parquet(io.BytesIO(data))
         records = [{k: _native(v) for k, v in r.items()} for r in frame.to_dict(orient="records")]
         return [str(c) for c in frame.columns], records, [i + 1 for i in range(len(frame))]
     raise InputError("tables are .csv, .jsonl or .parquet", path=path)
@@ -157,7 +158,9 @@ def read_table(path: str | Path, columns: dict[str, str], *, unique: str | None 
     """
     path = Path(path)
     try:
-        names, raw_rows, lines = _raw_rows(path)
+        # Read once: the rows and the hash that binds them come from the same bytes.
+        data = path.read_bytes()
+        names, raw_rows, lines = _raw_rows(path, data)
     except OSError as exc:
         raise InputError(f"cannot read: {exc.strerror or exc}", path=path) from exc
     except UnicodeDecodeError as exc:
@@ -200,4 +203,4 @@ def read_table(path: str | Path, columns: dict[str, str], *, unique: str | None 
                                  path=path, line=line, field=unique)
             first_seen[key] = line
         rows.append(row)
-    return Table(str(path), tuple(rows), tuple(lines))
+    return Table(str(path), tuple(rows), tuple(lines), sha256_hex(data))
