@@ -8,6 +8,7 @@ laptop is all a lead needs.
 from __future__ import annotations
 
 import os
+from datetime import datetime, timezone
 from pathlib import Path
 
 from engine.errors import AgentError, PermissionRefused
@@ -20,9 +21,11 @@ def choose_signer(key: str | Path | None, allowed: AllowedSigners,
                   roles: tuple[str, ...] = ()) -> Signer:
     """Gives the signer for this session: the key file if named, else the agent's key.
 
-    With ``roles``, the agent's first key enrolled in one of them is taken
-    (an agent may hold one person's reviewer key and another's adjudicator
-    key); otherwise, or if none is, the first enrolled key.
+    With ``roles``, the agent's first key enrolled in one of them now is
+    taken (an agent may hold one person's reviewer key and another's
+    adjudicator key); otherwise, or if none is, the first key enrolled in
+    some role now; a key outside its valid-after/valid-before window is
+    passed over, as ``Workspace.identify`` would refuse it.
     """
     if key:
         return FileSigner(Path(key).expanduser())
@@ -33,12 +36,18 @@ def choose_signer(key: str | Path | None, allowed: AllowedSigners,
     keys = agent_ed25519_keys(client)
     if not keys:
         raise AgentError("ssh-agent holds no ssh-ed25519 key (ssh-add one, or pass --key FILE)")
-    enrolled = [pub for pub in keys if pub.blob in {k.blob for k in allowed.keys()}]
-    for pub in enrolled:
-        if any(set(roles) & set(allowed.roles_for(name, pub.blob))
-               for name in allowed.principals_for(pub.blob)):
+    known = {k.blob for k in allowed.keys()}
+    enrolled = [pub for pub in keys if pub.blob in known]
+    now = datetime.now(timezone.utc)
+    held = [(pub, {role for name in allowed.principals_for(pub.blob)
+                   for role in allowed.roles_for(name, pub.blob, now)}) for pub in enrolled]
+    for pub, current in held:
+        if set(roles) & current:
             return AgentSigner(pub, client)
-    if enrolled:
+    for pub, current in held:
+        if current:
+            return AgentSigner(pub, client)
+    if enrolled:  # every one out of its window: identify() then says so
         return AgentSigner(enrolled[0], client)
     raise PermissionRefused(
         "none of ssh-agent's keys (" + ", ".join(k.fingerprint for k in keys)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -314,17 +315,16 @@ def test_cli_signoff_json_summary_is_machine_readable(team, sealdesk):
     assert summary["ready"] is True
 
 
-def test_the_lead_key_is_chosen_from_an_agent_that_holds_a_reviewer_key_first(team, tmp_path,
-                                                                                monkeypatch):
+@contextmanager
+def agent_holding(tmp_path, monkeypatch, *keys: Path):
+    """Runs a real ssh-agent holding keys in this order, as SSH_AUTH_SOCK."""
     import os
     import subprocess
     import time
 
-    from engine.ledger.signoff import lead_signer
     from tests.conftest import require_tool
 
     require_tool("ssh-agent")
-    ws, rita, lena, _ids = team
     sock = tmp_path / "agent.sock"
     agent = subprocess.Popen(["ssh-agent", "-D", "-a", str(sock)], stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL)
@@ -333,15 +333,41 @@ def test_the_lead_key_is_chosen_from_an_agent_that_holds_a_reviewer_key_first(te
         while not sock.exists() and time.monotonic() < deadline:
             time.sleep(0.05)
         env = {**os.environ, "SSH_AUTH_SOCK": str(sock)}
-        for key in (rita.path, lena.path):  # rita's key is the agent's first
+        for key in keys:
             subprocess.run(["ssh-add", "-q", str(key)], env=env, check=True, capture_output=True)
         monkeypatch.setenv("SSH_AUTH_SOCK", str(sock))
-        chosen = lead_signer(ws)
-        assert chosen.public_key.blob == lena.public_key.blob
-        assert type(chosen).__name__ == "AgentSigner"
+        yield
     finally:
         agent.terminate()
         agent.wait(timeout=10)
+
+
+def test_the_lead_key_is_chosen_from_an_agent_that_holds_a_reviewer_key_first(team, tmp_path,
+                                                                                monkeypatch):
+    from engine.ledger.signoff import lead_signer
+
+    ws, rita, lena, _ids = team
+    with agent_holding(tmp_path, monkeypatch, rita.path, lena.path):  # rita's key first
+        chosen = lead_signer(ws)
+        assert chosen.public_key.blob == lena.public_key.blob
+        assert type(chosen).__name__ == "AgentSigner"
+
+
+def test_an_expired_lead_key_first_in_the_agent_is_passed_over(team, tmp_path, monkeypatch,
+                                                                 keygen):
+    from engine.ledger.signers import read_public_key
+    from engine.ledger.signoff import lead_signer
+
+    ws, _rita, lena, _ids = team
+    old = keygen("lena-2019")
+    line = (f'lena valid-before="20200101",namespaces="lead@sealdesk" '
+            f"{read_public_key(Path(f'{old}.pub')).openssh()}\n")
+    with ws.allowed_signers_path.open("a") as handle:
+        handle.write(line)
+    with agent_holding(tmp_path, monkeypatch, old, lena.path):  # the expired key first
+        chosen = lead_signer(ws)
+        assert chosen.public_key.blob == lena.public_key.blob
+        assert ws.identify(chosen, None, "lead") == ("lena", "lead")
 
 
 @pytest.fixture
