@@ -12,7 +12,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Iterable
 
-from engine.canonical import canonical_json, sha256_hex
+from engine.canonical import canonical_json, canonical_jsonl, sha256_hex
 from engine.errors import IntegrityError, InputError
 
 
@@ -83,8 +83,7 @@ def write_json_artifact(path: Path, value: Any) -> str:
 
 def write_jsonl_artifact(path: Path, rows: Iterable[Any]) -> str:
     """Writes one canonical JSON value per line with its sidecar; gives the digest."""
-    data = b"".join(canonical_json(row) + b"\n" for row in rows)
-    return write_artifact(path, data)
+    return write_artifact(path, canonical_jsonl(rows))
 
 
 def read_verified(path: Path) -> bytes:

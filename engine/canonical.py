@@ -10,7 +10,7 @@ import hashlib
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 from engine.errors import InputError
 
@@ -50,6 +50,11 @@ def canonical_json(value: Any) -> bytes:
     except ValueError as exc:  # NaN / Infinity
         raise InputError(f"value cannot be canonical JSON: {exc}") from exc
     return text.encode("utf-8")
+
+
+def canonical_jsonl(rows: Iterable[Any]) -> bytes:
+    """Gives one canonical JSON value per line, each line ending in LF."""
+    return b"".join(canonical_json(row) + b"\n" for row in rows)
 
 
 SHA256_HEX = re.compile(r"^[0-9a-f]{64}$")  # what sha256_hex gives

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from engine.artifacts import atomic_write, read_verified, write_json_artifact, write_jsonl_artifact
-from engine.canonical import canonical_json, canonical_sha256, sha256_hex, strict_loads
+from engine.canonical import (canonical_jsonl, canonical_sha256, sha256_hex,
+                              strict_loads)
 from engine.contamination.canonical_text import content_sha256
 from engine.contamination.power import minimum_detectable_difference
 from engine.contamination.scan import EVAL_ITEMS, ITEMS, REPORT
@@ -140,7 +141,7 @@ def clean(ws: Workspace, run_id: str | None = None, *, allow_undecided: bool = F
     artifacts = {CLEAN_SET: write_jsonl_artifact(run_dir / CLEAN_SET, clean_set),
                  CLEAN_REPORT: write_json_artifact(run_dir / CLEAN_REPORT, clean_report)}
     if out is not None:
-        atomic_write(Path(out), b"".join(canonical_json(r) + b"\n" for r in clean_set))
+        atomic_write(Path(out), canonical_jsonl(clean_set))
     ws.ingest([], runs={clean_id: {"kind": "contamination-clean", "artifacts": artifacts,
                                    "inputs": {"scan_run": run_id,
                                               "scan_manifest_sha256": row[2]}}},

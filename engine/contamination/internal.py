@@ -42,6 +42,11 @@ class InternalPair:
         """Gives the fraction of b's shingles found in a."""
         return self.shared / self.b_shingles if self.b_shingles else 0.0
 
+    @property
+    def containment(self) -> float:
+        """Gives the larger containment: either item mostly inside the other."""
+        return max(self.containment_ab, self.containment_ba)
+
 
 def ngram_pairs(index: EvalIndex) -> dict[tuple[int, int], InternalPair]:
     """Gives every pair of distinct eval items that meets a Jaccard or containment threshold.
@@ -54,9 +59,7 @@ def ngram_pairs(index: EvalIndex) -> dict[tuple[int, int], InternalPair]:
     for a, b in sorted(index.sibling_candidates()):
         sa, sb = index.shingles[a], index.shingles[b]
         pair = InternalPair(a, b, len(sa & sb), len(sa), len(sb))
-        if pair.shared and (pair.jaccard >= settings.jaccard
-                            or max(pair.containment_ab, pair.containment_ba)
-                            >= settings.containment):
+        if pair.shared and settings.channels(pair.jaccard, pair.containment):
             found[(a, b)] = pair
     return found
 

@@ -38,6 +38,12 @@ class NgramSettings:
     num_perm: int = 128
     lsh_threshold: float = 0.5
 
+    def channels(self, jaccard: float, containment: float) -> list[str]:
+        """Gives the n-gram channels an overlap meets: "ngram" and/or "containment"."""
+        return ([name for name, value, floor in (("ngram", jaccard, self.jaccard),
+                                                 ("containment", containment, self.containment))
+                 if value >= floor])
+
 
 @dataclass(frozen=True)
 class PairScore:
@@ -211,7 +217,7 @@ def match_batch(index: EvalIndex, values: list[object] | TextBlock) -> BatchResu
             if not shared:
                 continue  # a hash collision, not an overlap
             pair = PairScore(e, d, shared, len(eval_set), len(doc_set))
-            if pair.jaccard >= settings.jaccard or pair.containment >= settings.containment:
+            if settings.channels(pair.jaccard, pair.containment):
                 pairs.append(pair)
                 kept[d] = text_of(d)
     # the pool hash's block cuts are found here, on the worker, not by the reader

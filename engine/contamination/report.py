@@ -82,11 +82,7 @@ def _r(value: float | None) -> float | None:
 
 def pool_channels(pair: PoolPair, findings: Findings) -> list[str]:
     """Gives the channels that flag a pool pair, in the order ngram, containment, embed."""
-    out = []
-    if pair.jaccard >= findings.settings.jaccard:
-        out.append("ngram")
-    if pair.containment >= findings.settings.containment:
-        out.append("containment")
+    out = findings.settings.channels(pair.jaccard, pair.containment)
     if pair.in_top_k and pair.cosine is not None and findings.cosine_threshold is not None \
             and pair.cosine >= findings.cosine_threshold:
         out.append("embed")
@@ -95,12 +91,7 @@ def pool_channels(pair: PoolPair, findings: Findings) -> list[str]:
 
 def internal_via(pair: InternalPair, findings: Findings) -> list[str]:
     """Gives what makes two eval items duplicates: ngram, containment and/or embed."""
-    s = findings.settings
-    out = []
-    if pair.shared and pair.jaccard >= s.jaccard:
-        out.append("ngram")
-    if pair.shared and max(pair.containment_ab, pair.containment_ba) >= s.containment:
-        out.append("containment")
+    out = findings.settings.channels(pair.jaccard, pair.containment) if pair.shared else []
     if pair.cosine is not None and findings.cosine_threshold is not None \
             and pair.cosine >= findings.cosine_threshold:
         out.append("embed")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from engine.canonical import canonical_json, sha256_hex
+from engine.canonical import canonical_jsonl, sha256_hex
 from engine.exam.endpoint import ModelSpec, client
 from engine.exam.inputs import Completion, Context, lane_tallies, LaneRow
 from engine.exam.oracles import SweepRequest
@@ -41,11 +41,6 @@ def _lane_rows(spec: ModelSpec, completions: tuple[Completion, ...],
     return rows
 
 
-def jsonl_bytes(rows: list[dict[str, Any]]) -> bytes:
-    """Gives canonical JSONL bytes of rows."""
-    return b"".join(canonical_json(r) + b"\n" for r in rows)
-
-
 def label(completions: tuple[Completion, ...], contexts: dict[str, Context],
           specs: dict[str, ModelSpec], corpus_sha256: str, context_sha256: str,
           progress: Any = None) -> tuple[dict[str, bytes], dict[str, Any]]:
@@ -57,7 +52,7 @@ def label(completions: tuple[Completion, ...], contexts: dict[str, Context],
         futures = {lane: pool.submit(_lane_rows, specs[lane], completions, contexts,
                                      stages[lane]) for lane in LANES}
         rows = {lane: futures[lane].result() for lane in LANES}
-    files = {lane: jsonl_bytes(rows[lane]) for lane in LANES}
+    files = {lane: canonical_jsonl(rows[lane]) for lane in LANES}
     lanes = {}
     for lane in LANES:
         tallies = lane_tallies({r["completion_id"]: LaneRow(

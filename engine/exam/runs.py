@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.canonical import canonical_json, sha256_hex
+from engine.canonical import canonical_json, canonical_jsonl, sha256_hex
 from engine.errors import ConflictError, InputError
 from engine.exam.adjudicate import Raters, build_core
 from engine.exam.artifact import code_identity, seal
@@ -145,7 +145,7 @@ def adjudicate(ws: Any, paths: InputPaths, files: RaterFiles, run_id: str | None
     digest = sha256_hex(data)
     run_id = run_id or f"exam-{digest[:12]}"
     items = [item for _, item in abstained_items(art, run_id)]
-    queue_data = b"".join(canonical_json(i.to_json()) + b"\n" for i in items)
+    queue_data = canonical_jsonl(i.to_json() for i in items)
     target = ws.artifacts_dir / run_id / ARTIFACT
     if target.exists() and target.read_bytes() != data:
         raise ConflictError(f"{target} already holds a different sealed artifact; choose "
