@@ -63,7 +63,7 @@ def _check_head(ws_origin: str, seq: int, body: dict, builder: merkle.TreeBuilde
 
 def verify_signoff_heads(ws, report: Report) -> None:
     """Adds a Fault for every sign-off whose signed tree head the ledger no longer matches."""
-    last = ws.conn.execute("SELECT MAX(seq) FROM records WHERE kind='signoff'").fetchone()[0]
+    last = report.last_signoff
     if last is None:
         return  # no tree head was signed: nothing to re-derive
     origin = origin_for(ws.workspace_id)
@@ -91,14 +91,13 @@ def verify_signed_artifacts(ws, report: Report) -> None:
     artifact rewritten afterwards (with a fresh sidecar) would otherwise pass
     every later check. Artifacts added after the sign-off are not its concern.
     """
-    row = ws.conn.execute("SELECT seq, message FROM records WHERE kind='signoff' "
-                          "ORDER BY seq DESC LIMIT 1").fetchone()
-    if row is None or row[0] in {f.seq for f in report.faults}:
+    seq = report.last_signoff
+    if seq is None or seq in {f.seq for f in report.faults}:
         return  # none yet, or its own fault already says why it cannot be trusted
-    seq, message = row
+    row = ws.conn.execute("SELECT message FROM records WHERE seq = ?", (seq,)).fetchone()
     try:
-        data = strict_loads(message).get("data")
-    except (TypeError, ValueError, AttributeError):
+        data = strict_loads(row[0]).get("data")
+    except (TypeError, ValueError, AttributeError):  # gone, or not a readable record
         return
     bound = data.get("artifacts") if isinstance(data, dict) else None
     if not isinstance(bound, dict):

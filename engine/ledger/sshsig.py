@@ -26,6 +26,7 @@ ED25519 = "ssh-ed25519"
 ARMOR_BEGIN = "-----BEGIN SSH SIGNATURE-----"
 ARMOR_END = "-----END SSH SIGNATURE-----"
 _ARMOR_WIDTH = 70
+NOT_VERIFIED = "signature does not verify"
 _HASHES = {"sha256": hashlib.sha256, "sha512": hashlib.sha512}
 
 
@@ -172,7 +173,7 @@ def verify(blob: bytes, message: bytes, namespace: str) -> Sshsig:
     try:
         _public_key(raw).verify(sig_bytes, signed_data(namespace, message, sig.hash_algorithm))
     except InvalidSignature as exc:
-        raise SignatureError("signature does not verify") from exc
+        raise SignatureError(NOT_VERIFIED) from exc
     return sig
 
 
@@ -188,6 +189,10 @@ class _Head:
     hasher: object
 
 
+# (public key, 64 signature bytes, signed data): an Ed25519 check not yet run.
+Deferred = tuple[Ed25519PublicKey, bytes, bytes]
+
+
 class Verifier:
     """Verifies many SSHSIGs, parsing each distinct signer/namespace prefix once.
 
@@ -201,8 +206,15 @@ class Verifier:
     def __init__(self) -> None:
         self._heads: dict[bytes, _Head] = {}
 
-    def verify(self, blob: bytes, message: bytes, namespace: str) -> tuple[bytes, str]:
-        """Gives (public key blob, fingerprint) after checking blob over message in namespace."""
+    def prepare(self, blob: bytes, message: bytes,
+                namespace: str) -> tuple[bytes, str, Deferred | None]:
+        """Gives (public key blob, fingerprint, deferred Ed25519 check) for blob over message.
+
+        Everything but the Ed25519 arithmetic is checked here (a fault raises
+        SignatureError). The deferred check is for ``run_deferred``; it is None
+        when this call already ran it: a signer's first signature is checked
+        in full.
+        """
         head = self._heads.get(blob[:-64])
         if head is None:
             sig = verify(blob, message, namespace)  # full decode and check, raises on fault
@@ -211,12 +223,23 @@ class Verifier:
                 sig.namespace, sig.public_key, _public_key(ed25519_raw_from_blob(sig.public_key)),
                 fingerprint(sig.public_key), _signed_prefix(sig.namespace, hash_algorithm),
                 _HASHES[hash_algorithm])
-            return head.public_blob, head.fingerprint
+            return head.public_blob, head.fingerprint, None
         if head.namespace != namespace:
             raise SignatureError(f"signature namespace {head.namespace!r}, expected {namespace!r}")
-        digest = head.hasher(message).digest()
+        return head.public_blob, head.fingerprint, (
+            head.key, blob[-64:], head.signed_prefix + head.hasher(message).digest())
+
+
+def run_deferred(checks: list[Deferred]) -> list[int]:
+    """Gives the positions of the deferred checks whose signature does not verify.
+
+    Verify runs a batch of records' Ed25519 checks back to back, after the
+    parsing of the batch, rather than one between the parsing of each record.
+    """
+    failed = []
+    for position, (key, signature, data) in enumerate(checks):
         try:
-            head.key.verify(blob[-64:], head.signed_prefix + digest)
-        except InvalidSignature as exc:
-            raise SignatureError("signature does not verify") from exc
-        return head.public_blob, head.fingerprint
+            key.verify(signature, data)
+        except InvalidSignature:
+            failed.append(position)
+    return failed

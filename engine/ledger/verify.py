@@ -3,9 +3,13 @@
 The ledger is cut into seq ranges; each worker process (one per core) opens
 the database read-only, checks its range record by record (hash, canonical
 form, columns against the signed body, SSHSIG, signer, role, item binding)
-and the links inside it, and sends back only faults and its two boundary
-links. The parent joins the boundaries and checks retractions, so almost
-all the work runs in parallel and little crosses between processes.
+and the links inside it, and sends back only faults, its two boundary
+links, the retracts that passed and its last sign-off. The parent joins the
+boundaries and checks retractions, so almost all the work runs in parallel,
+little crosses between processes, and the table is read once.
+
+Within a range, rows are parsed a batch at a time and the batch's Ed25519
+checks then run back to back (``sshsig.run_deferred``).
 """
 
 from __future__ import annotations
@@ -38,7 +42,9 @@ from engine.roles import QUEUE_ROLES, SIGNOFF_ROLE, NAMESPACE_BY_ROLE
 
 _RANGE = 2000
 _MIN_RANGE = 256
+_BATCH = 64  # rows parsed before their Ed25519 checks run back to back
 _indexed = operator.itemgetter(*INDEXED_FIELDS)  # body -> tuple of the indexed columns
+_KIND_COLUMN = 5 + INDEXED_FIELDS.index("kind")  # in a row of _ROW_SQL
 
 
 @dataclass(frozen=True)
@@ -62,6 +68,7 @@ class Report:
     head_hash: str = GENESIS_PREV
     faults: list[Fault] = field(default_factory=list)
     signers: dict[str, int] = field(default_factory=dict)
+    last_signoff: int | None = None  # highest seq whose kind column says signoff
 
     @property
     def ok(self) -> bool:
@@ -93,6 +100,12 @@ class RangeResult:
     last: tuple[int, str, str] | None = None    # (seq, record_hash, time) of the last record
     faults: list[Fault] = field(default_factory=list)
     signers: Counter = field(default_factory=Counter)
+    retracts: list[tuple] = field(default_factory=list)  # (seq, queue, item_id, role, target)
+    last_signoff: int | None = None  # highest seq whose kind column says signoff
+
+
+# (fault or None, body or None, deferred signature check or None, fault if it verifies)
+Staged = tuple[str | None, dict | None, sshsig.Deferred | None, str | None]
 
 
 class RecordChecker:
@@ -114,82 +127,95 @@ class RecordChecker:
             hit = self._auth[key] = self.ctx.allowed.authorizes(principal, blob, namespace)
         return hit
 
-    def check(self, row: tuple) -> tuple[str | None, dict | None]:
-        """Gives (fault reason or None, signed body or None) for one stored row."""
-        try:
-            return self._check(row)
-        except Exception as exc:  # a rebuilt table can hold anything: a fault, never a crash
-            return f"record cannot be checked ({type(exc).__name__}: {exc})", None
+    def stage(self, row: tuple) -> Staged:
+        """Checks one stored row up to the Ed25519 arithmetic, which it defers.
 
-    def _check(self, row: tuple) -> tuple[str | None, dict | None]:
+        Gives (fault reason or None, signed body or None, the deferred
+        signature check or None, the fault reason should the signature verify).
+        """
+        try:
+            return self._stage(row)
+        except Exception as exc:  # a rebuilt table can hold anything: a fault, never a crash
+            return f"record cannot be checked ({type(exc).__name__}: {exc})", None, None, None
+
+    def _stage(self, row: tuple) -> Staged:
         seq, record_hash, prev_hash, message_text, signature = row[:5]
         if not isinstance(message_text, str) or not isinstance(signature, str):
-            return "message or signature column does not hold text", None
+            return "message or signature column does not hold text", None, None, None
         message = message_text.encode("utf-8")
         if hashlib.sha256(message).hexdigest() != record_hash:
-            return "record hash does not match the signed message (message or hash edited)", None
+            return ("record hash does not match the signed message (message or hash edited)",
+                    None, None, None)
         body = read_common_body(message_text)
         if body is None:
             body, reason = _read_body(message_text, message)
             if reason is not None:
-                return reason, None
+                return reason, None, None, None
+        reason = self._read_columns(body, row)
+        if reason is not None:
+            return reason, body, None, None
+        namespace = NAMESPACE_BY_ROLE.get(body["role"])
+        if namespace is None:
+            return f"unknown role {body['role']!r}", body, None, None
+        try:
+            public_blob, key_fingerprint, deferred = self._verifier.prepare(
+                sshsig.dearmor(signature), message, namespace)
+        except sshsig.SignatureError as exc:
+            return f"signature: {exc}", body, None, None
+        return None, body, deferred, self._after_signature(body, public_blob, key_fingerprint,
+                                                           namespace)
+
+    def _read_columns(self, body: dict, row: tuple) -> str | None:
+        """Gives why a well-formed body disagrees with its row or is of no known kind."""
         if body["v"] != RECORD_VERSION:
-            return "message fields differ from a version-1 record", None
-        if body["seq"] != seq:
-            return f"stored at seq {seq} but signed as seq {body['seq']} (reordered?)", body
-        if body["prev"] != prev_hash:
-            return "stored previous-hash column differs from the signed one", body
+            return "message fields differ from a version-1 record"
+        if body["seq"] != row[0]:
+            return f"stored at seq {row[0]} but signed as seq {body['seq']} (reordered?)"
+        if body["prev"] != row[2]:
+            return "stored previous-hash column differs from the signed one"
         if _indexed(body) != row[5:]:
             for name, value in zip(INDEXED_FIELDS, row[5:]):
                 if body[name] != value:
-                    return (f"column '{name}' was edited: stored {value!r}, signed "
-                            f"{body[name]!r}"), body
-        ctx = self.ctx
-        if body["workspace"] != ctx.workspace_id:
-            return "record belongs to another workspace", body
+                    return f"column '{name}' was edited: stored {value!r}, signed {body[name]!r}"
+        if body["workspace"] != self.ctx.workspace_id:
+            return "record belongs to another workspace"
+        if body["kind"] not in KINDS:
+            return f"unknown record kind {body['kind']!r}"
+        return _field_of_another_kind(body)
+
+    def _after_signature(self, body: dict, public_blob: bytes, key_fingerprint: str,
+                         namespace: str) -> str | None:
+        """Gives the fault a record has even with a good signature, or None."""
         kind, role = body["kind"], body["role"]
-        if kind not in KINDS:
-            return f"unknown record kind {kind!r}", body
-        odd = _field_of_another_kind(body)
-        if odd is not None:
-            return odd, body
-        namespace = NAMESPACE_BY_ROLE.get(role)
-        if namespace is None:
-            return f"unknown role {role!r}", body
-        try:
-            public_blob, key_fingerprint = self._verifier.verify(
-                sshsig.dearmor(signature), message, namespace)
-        except sshsig.SignatureError as exc:
-            return f"signature: {exc}", body
         if key_fingerprint != body["key"]:
-            return "signature key differs from the record's key fingerprint", body
+            return "signature key differs from the record's key fingerprint"
         if not self.authorized(body["principal"], public_blob, namespace, body["time"]):
             return (f"{body['principal']} with key {body['key']} is not allowed to sign as "
-                    f"{role} ({namespace}) in trust/allowed_signers"), body
+                    f"{role} ({namespace}) in trust/allowed_signers")
         if kind == "signoff":
             if role != SIGNOFF_ROLE:
-                return f"sign-off made in role {role}, requires {SIGNOFF_ROLE}", body
-            return None, body
+                return f"sign-off made in role {role}, requires {SIGNOFF_ROLE}"
+            return None
         queue = body["queue"]
         if queue not in QUEUE_ROLES:
-            return f"unknown queue {queue!r}", body
+            return f"unknown queue {queue!r}"
         if role not in QUEUE_ROLES[queue]:
-            return f"role {role} may not decide items of queue {queue}", body
-        held = ctx.items.get((queue, body["item_id"]))
+            return f"role {role} may not decide items of queue {queue}"
+        held = self.ctx.items.get((queue, body["item_id"]))
         if held is None:
-            return f"item {queue}/{body['item_id']} is not in the workspace", body
+            return f"item {queue}/{body['item_id']} is not in the workspace"
         if held[0] != body["item_sha256"]:
             return (f"item hash {str(body['item_sha256'])[:12]}… is not the workspace's item "
-                    f"{queue}/{body['item_id']}"), body
+                    f"{queue}/{body['item_id']}")
         if held[1] != body["run_sha256"]:
-            return "run artifact hash differs from the item's run", body
+            return "run artifact hash differs from the item's run"
         if held[2] is not None:
-            return held[2], body
+            return held[2]
         if kind == "decision" and body["decision"] not in DECISIONS:
-            return f"unknown decision {body['decision']!r}", body
+            return f"unknown decision {body['decision']!r}"
         if kind == "retract" and not body["retracts"]:
-            return "retract record names no record", body
-        return None, body
+            return "retract record names no record"
+        return None
 
 
 def _read_body(message_text: str, message: bytes) -> tuple[dict | None, str | None]:
@@ -303,30 +329,51 @@ def _ranges(start: int, hi: int, procs: int) -> list[tuple[int, int]]:
 
 
 def _check_rows(checker: RecordChecker, rows) -> RangeResult:
+    """Checks a range's rows a batch at a time: everything but Ed25519 for each row of the
+    batch, then the batch's Ed25519 checks back to back (see ``sshsig.run_deferred``)."""
     out = RangeResult()
-    prev_seq, prev_hash, prev_time = None, None, ""
+    batch: list[tuple[tuple, Staged]] = []
     for row in rows:
+        batch.append((row, checker.stage(row)))
+        if len(batch) == _BATCH:
+            _finish(batch, out)
+            batch = []
+    _finish(batch, out)
+    return out
+
+
+def _finish(batch: list[tuple[tuple, Staged]], out: RangeResult) -> None:
+    """Runs a batch's deferred signature checks and adds its rows to ``out``."""
+    at = [i for i, (_, staged) in enumerate(batch) if staged[2] is not None]
+    not_verified = {at[i] for i in sshsig.run_deferred([batch[i][1][2] for i in at])}
+    for position, (row, (reason, body, _, after)) in enumerate(batch):
         seq, record_hash, stored_prev = row[0], row[1], row[2]
-        reason, body = checker.check(row)
+        if reason is None:
+            reason = f"signature: {sshsig.NOT_VERIFIED}" if position in not_verified else after
         # The time column was compared with the signed body; an unreadable record has none.
         time = body["time"] if reason is None and body is not None else ""
         out.count += 1
-        if out.first is None:
+        if out.last is None:
             out.first = (seq, stored_prev, time)
-        elif seq != prev_seq + 1:
-            out.faults.append(_gap_fault(prev_seq, seq))
-        elif stored_prev != prev_hash:
-            out.faults.append(_link_fault(seq))
-        elif time and time < prev_time:
-            out.faults.append(_time_fault(seq, time, prev_time))
+            prev_time = ""
+        else:
+            prev_seq, prev_hash, prev_time = out.last
+            if seq != prev_seq + 1:
+                out.faults.append(_gap_fault(prev_seq, seq))
+            elif stored_prev != prev_hash:
+                out.faults.append(_link_fault(seq))
+            elif time and time < prev_time:
+                out.faults.append(_time_fault(seq, time, prev_time))
         if reason is not None:
             out.faults.append(Fault(seq, reason))
         elif body is not None:
             out.signers[body["principal"]] += 1
-        prev_seq, prev_hash = seq, record_hash
-        prev_time = time or prev_time
-        out.last = (seq, record_hash, prev_time)
-    return out
+            if body["kind"] == "retract":
+                out.retracts.append((seq, body["queue"], body["item_id"], body["role"],
+                                     body["retracts"]))
+        if row[_KIND_COLUMN] == "signoff":  # the column, as the sign-off checks read it
+            out.last_signoff = seq
+        out.last = (seq, record_hash, time or prev_time)
 
 
 def _time_fault(seq: int, time: str, prev_time: str) -> Fault:
@@ -398,24 +445,29 @@ def verify_ledger(conn: sqlite3.Connection, ctx: Context, *, processes: int | No
         mp = multiprocessing.get_context("fork")
         with mp.Pool(min(procs, len(ranges)), initializer=_init_worker,
                      initargs=(ctx,)) as pool:
-            _join(pool.imap(check_range, ranges), report, progress)
+            retracts = _join(pool.imap(check_range, ranges), report, progress)
     else:
         _init_worker(ctx)
         try:
-            _join(map(check_range, ranges), report, progress)
+            retracts = _join(map(check_range, ranges), report, progress)
         finally:
             _init_worker(None)
-    _check_retractions(conn, report)
+    _check_retractions(conn, report, retracts)
     return report
 
 
-def _join(results, report: Report, progress) -> None:
+def _join(results, report: Report, progress) -> list[tuple]:
+    """Joins the ranges' results into the report; gives the retract records that passed."""
     expected_seq, prev_hash, prev_time = 1, GENESIS_PREV, ""
     signers: Counter = Counter()
+    retracts: list[tuple] = []
     for part in results:
         report.faults.extend(part.faults)
         signers.update(part.signers)
+        retracts.extend(part.retracts)
         report.records += part.count
+        if part.last_signoff is not None:
+            report.last_signoff = part.last_signoff
         if part.first is not None:
             seq, first_prev, first_time = part.first
             if seq != expected_seq:
@@ -430,24 +482,28 @@ def _join(results, report: Report, progress) -> None:
         if progress is not None:
             progress(report.records)
     report.signers = dict(signers)
+    return retracts
 
 
-def _check_retractions(conn: sqlite3.Connection, report: Report) -> None:
+def _check_retractions(conn: sqlite3.Connection, report: Report, retracts: list[tuple]) -> None:
     """Adds faults for retracts that name no earlier decision on the same item.
 
-    Columns are trusted here only for records that passed their own check
-    (which compared every column with the signed body).
+    ``retracts`` holds only records that passed their own check, read from
+    their signed bodies; each target is looked up by its record hash, whose
+    columns are trusted only if the target passed its own check too.
     """
     bad = {f.seq for f in report.faults}
-    rows = conn.execute(
-        "SELECT r.seq, r.queue, r.item_id, r.role, r.retracts, t.seq, t.kind, t.queue, "
-        "t.item_id, t.role FROM records r LEFT JOIN records t ON t.record_hash = r.retracts "
-        "WHERE r.kind = 'retract' ORDER BY r.seq"
-    ).fetchall()
+    targets: dict[str, tuple] = {}
+    hashes = sorted({target for *_, target in retracts})
+    for start in range(0, len(hashes), 500):  # within SQLite's bound-parameter limit
+        chunk = hashes[start:start + 500]
+        for row in conn.execute(
+                "SELECT record_hash, seq, kind, queue, item_id, role FROM records "
+                f"WHERE record_hash IN ({', '.join('?' * len(chunk))})", chunk):
+            targets[row[0]] = row[1:]
     seen: set[str] = set()
-    for seq, queue, item_id, role, target, t_seq, t_kind, t_queue, t_item, t_role in rows:
-        if seq in bad:
-            continue
+    for seq, queue, item_id, role, target in retracts:
+        t_seq, t_kind, t_queue, t_item, t_role = targets.get(target, (None,) * 5)
         if t_seq is None or t_kind != "decision" or t_seq >= seq or t_seq in bad:
             reason = "retracts a record that is not an earlier decision"
         elif (t_queue, t_item) != (queue, item_id):
