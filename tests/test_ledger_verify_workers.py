@@ -1,0 +1,78 @@
+"""Verify's worker processes: shared ranges, progress, and a worker that dies or fails."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+
+import pytest
+
+from engine.errors import SealdeskError
+from engine.ledger import verify
+from engine.ledger.audit import verify_workspace
+from tests.ledger_fixtures import make_items
+
+RECORDS = 300  # several small ranges, so both processes claim some
+
+
+@pytest.fixture
+def ledger(workspace, enrol):
+    rita = enrol("rita", "reviewer")
+    workspace.ingest(make_items(4))
+    for i in range(RECORDS):
+        workspace.decide(rita, "flagged_pairs", f"item-{i % 4}", "accept")
+    return workspace
+
+
+def test_two_processes_share_the_ranges_and_report_progress(ledger, monkeypatch):
+    parent = os.getpid()
+    child_started = multiprocessing.get_context("fork").Event()
+    in_parent: list[tuple[int, int]] = []
+    real = verify.check_range
+
+    def spy(bounds):
+        if os.getpid() == parent:
+            # Hold the parent at its first range until the child has claimed one.
+            assert child_started.wait(timeout=60), "the forked child never claimed a range"
+            in_parent.append(bounds)
+        else:
+            child_started.set()
+        return real(bounds)
+
+    monkeypatch.setattr(verify, "check_range", spy)
+    ctx = verify.load_context(ledger.conn, ledger.db_path, ledger.workspace_id,
+                              ledger.allowed_signers())
+    seen: list[int] = []
+    report = verify.verify_ledger(ledger.conn, ctx, processes=2, progress=seen.append)
+    assert report.ok and report.records == RECORDS and report.signers == {"rita": RECORDS}
+    ranges = verify._ranges(1, RECORDS, 2)
+    assert 0 < len(in_parent) < len(ranges)      # each process checked some of the ranges
+    assert len(seen) == len(in_parent) and seen == sorted(seen) and seen[-1] <= RECORDS
+
+
+def test_a_worker_that_dies_fails_verify_instead_of_passing_or_hanging(ledger, monkeypatch):
+    parent = os.getpid()
+    real = verify.check_range
+
+    def die_in_child(bounds):
+        if os.getpid() != parent:
+            os._exit(9)  # as if killed: no report ever reaches the parent
+        return real(bounds)
+
+    monkeypatch.setattr(verify, "check_range", die_in_child)
+    with pytest.raises(SealdeskError, match="worker process died before it reported"):
+        verify_workspace(ledger, processes=2)
+
+
+def test_a_worker_that_raises_names_the_error(ledger, monkeypatch):
+    parent = os.getpid()
+    real = verify.check_range
+
+    def fail_in_child(bounds):
+        if os.getpid() != parent:
+            raise MemoryError("no room for the range")
+        return real(bounds)
+
+    monkeypatch.setattr(verify, "check_range", fail_in_child)
+    with pytest.raises(SealdeskError, match="MemoryError: no room for the range"):
+        verify_workspace(ledger, processes=2)
