@@ -206,14 +206,15 @@ class Verifier:
     def __init__(self) -> None:
         self._heads: dict[bytes, _Head] = {}
 
-    def prepare(self, blob: bytes, message: bytes,
-                namespace: str) -> tuple[bytes, str, Deferred | None]:
+    def prepare(self, blob: bytes, message: bytes, namespace: str, *,
+                sha512_digest: bytes | None = None) -> tuple[bytes, str, Deferred | None]:
         """Gives (public key blob, fingerprint, deferred Ed25519 check) for blob over message.
 
         Everything but the Ed25519 arithmetic is checked here (a fault raises
         SignatureError). The deferred check is for ``run_deferred``; it is None
         when this call already ran it: a signer's first signature is checked
-        in full.
+        in full. ``sha512_digest``, the message's SHA-512 if the caller has it,
+        is used when the signature hashes with SHA-512.
         """
         head = self._heads.get(blob[:-64])
         if head is None:
@@ -226,8 +227,12 @@ class Verifier:
             return head.public_blob, head.fingerprint, None
         if head.namespace != namespace:
             raise SignatureError(f"signature namespace {head.namespace!r}, expected {namespace!r}")
+        if sha512_digest is not None and head.hasher is hashlib.sha512:
+            digest = sha512_digest
+        else:
+            digest = head.hasher(message).digest()
         return head.public_blob, head.fingerprint, (
-            head.key, blob[-64:], head.signed_prefix + head.hasher(message).digest())
+            head.key, blob[-64:], head.signed_prefix + digest)
 
 
 def run_deferred(checks: list[Deferred]) -> list[int]:
