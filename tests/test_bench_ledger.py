@@ -14,6 +14,8 @@ def test_bench_ledger_appends_verifies_and_leaves_nothing_behind(sealdesk, tmp_p
     figures = json.loads(proc.stdout)
     assert figures["records"] == 30 and figures["processes"] == 2 and figures["rounds"] == 2
     for name in ("append_per_s", "raw_sign_per_s", "verify_per_s", "verify_1proc_per_s",
-                 "raw_verify_per_s"):
+                 "raw_verify_per_s", "verify_ratio", "verify_1proc_ratio", "verify_ratio_best_of"):
         assert figures[name] > 0, name
+    # one ratio per 2-process verify run, each against the raw runs either side of it
+    assert len(figures["verify_ratios"]) == 2 and sorted(figures["verify_ratios"])[0] > 0
     assert list(out.iterdir()) == []  # the throwaway workspace and key are gone
