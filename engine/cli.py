@@ -198,6 +198,9 @@ def keys_list(ctx: Ctx) -> None:
     for entry in allowed.entries:
         roles = ",".join(entry.roles) or "-"
         click.echo(f"{','.join(entry.principals):20} {roles:28} {entry.key.fingerprint}")
+    for line in allowed.skipped:
+        click.echo(f"{','.join(line.principals):20} {'-':28} skipped: {line.key_type} key "
+                   f"(line {line.line}); sealdesk signs and checks ssh-ed25519 only")
 
 
 @cli.command()

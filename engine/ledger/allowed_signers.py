@@ -6,6 +6,8 @@ file serves ``ssh-keygen -Y verify -f trust/allowed_signers``.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -14,6 +16,7 @@ from pathlib import Path
 
 from engine.errors import InputError, SigningKeyError
 from engine.ledger.signers import PublicKey, parse_public_key
+from engine.ledger.sshwire import Reader, WireError
 from engine.roles import NAMESPACE_BY_ROLE, ROLE_BY_NAMESPACE, ROLES
 
 
@@ -131,8 +134,26 @@ def _parse_time(value: str) -> datetime:
     return parsed.astimezone(timezone.utc)
 
 
-def parse_line(text: str, *, path: str, line: int) -> Entry | None:
-    """Gives the entry on one line, or None for a blank or comment line."""
+@dataclass(frozen=True)
+class Skipped:
+    """A well-formed line whose key is not Ed25519: valid for ssh-keygen, never for sealdesk."""
+
+    principals: tuple[str, ...]
+    key_type: str
+    line: int
+
+
+# OpenSSH key types a shared allowed_signers file may hold (for git or other
+# signatures). sealdesk never signs or accepts them, so their lines authorise
+# nothing here; refusing the whole file over them would lock a team out.
+FOREIGN_KEY_TYPES = frozenset({
+    "ssh-rsa", "ssh-dss", "ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384", "ecdsa-sha2-nistp521",
+    "sk-ecdsa-sha2-nistp256@openssh.com", "sk-ssh-ed25519@openssh.com",
+})
+
+
+def parse_line(text: str, *, path: str, line: int) -> Entry | Skipped | None:
+    """Gives the entry on one line, Skipped for another key type, None for a blank or comment."""
     stripped = text.strip()
     if not stripped or stripped.startswith("#"):
         return None
@@ -165,6 +186,10 @@ def parse_line(text: str, *, path: str, line: int) -> Entry | None:
             except ValueError as exc:
                 raise InputError(str(exc), path=path, line=line, field=name) from exc
         rest = rest[1:]
+    if rest and rest[0] in FOREIGN_KEY_TYPES:
+        if len(rest) < 2 or _blob_key_type(rest[1]) != rest[0]:
+            raise InputError(f"malformed {rest[0]} key", path=path, line=line, field="key")
+        return Skipped(principals, rest[0], line)
     try:
         key = parse_public_key(" ".join(rest), source=f"{path}:{line}")
     except SigningKeyError as exc:
@@ -172,12 +197,22 @@ def parse_line(text: str, *, path: str, line: int) -> Entry | None:
     return Entry(principals, namespaces, valid_after, valid_before, key, line)
 
 
+def _blob_key_type(text: str) -> str | None:
+    """Gives the key type named inside a base64 public-key blob, or None if unreadable."""
+    try:
+        return Reader(base64.b64decode(text, validate=True)).string().decode("ascii")
+    except (binascii.Error, WireError, UnicodeDecodeError):
+        return None
+
+
 class AllowedSigners:
     """The parsed allowed_signers file."""
 
-    def __init__(self, entries: list[Entry], path: Path | None = None) -> None:
+    def __init__(self, entries: list[Entry], path: Path | None = None,
+                 skipped: list[Skipped] | None = None) -> None:
         self.entries = entries
         self.path = path
+        self.skipped = skipped or []
 
     @classmethod
     def load(cls, path: Path) -> "AllowedSigners":
@@ -189,14 +224,16 @@ class AllowedSigners:
             return cls([], path)
         except (OSError, UnicodeDecodeError) as exc:
             raise InputError(f"cannot read: {exc}", path=path) from exc
-        entries = []
+        entries, skipped = [], []
         # Lines end at LF only, as ssh-keygen reads them: a CR or any other
         # Unicode line break inside a line must not start an entry of its own.
         for number, raw in enumerate(text.split("\n"), start=1):
             entry = parse_line(raw, path=str(path), line=number)
-            if entry is not None:
+            if isinstance(entry, Skipped):
+                skipped.append(entry)
+            elif entry is not None:
                 entries.append(entry)
-        return cls(entries, path)
+        return cls(entries, path, skipped)
 
     def authorizes(self, principal: str, key_blob: bytes, namespace: str,
                    when: datetime | None = None) -> bool:
