@@ -6,6 +6,8 @@ import sys
 
 import click
 
+from engine.roles import ROLES
+
 
 @click.command("review")
 @click.option("--key", default=None, type=click.Path(dir_okay=False),
@@ -13,6 +15,9 @@ import click
                    "is set, else the config file's key.")
 @click.option("--principal", default=None,
               help="When the key is enrolled under several names.")
+@click.option("--role", default=None, type=click.Choice(ROLES),
+              help="Sign with the ssh-agent key enrolled in this role (say, lead to sign off "
+                   "when the agent also holds a reviewer key); refuse to start without it.")
 @click.option("--read-only", is_flag=True,
               help="Browse without signing (no key needed). Automatic when there is no key.")
 @click.option("--theme", default=None,
@@ -22,8 +27,8 @@ import click
               help="Config file. Default: $SEALDESK_CONFIG, else "
                    "~/.config/sealdesk/config.toml.")
 @click.pass_obj
-def review(ctx, key: str | None, principal: str | None, read_only: bool, theme: str | None,
-           config_file: str | None) -> None:
+def review(ctx, key: str | None, principal: str | None, role: str | None, read_only: bool,
+           theme: str | None, config_file: str | None) -> None:
     """Review the three backlogs and sign decisions, in the terminal.
 
     \b
@@ -37,6 +42,7 @@ def review(ctx, key: str | None, principal: str | None, read_only: bool, theme: 
     \b
       sealdesk review                          # ssh-agent key (SSH_AUTH_SOCK)
       sealdesk review --key ~/.ssh/id_ed25519  # a key file
+      sealdesk review --role lead              # the agent's lead key, to sign off
       sealdesk review --read-only              # browse, no key
       sealdesk review --theme high-contrast    # 16-colour terminals
 
@@ -66,7 +72,8 @@ def review(ctx, key: str | None, principal: str | None, read_only: bool, theme: 
         # Who signs is settled before any screen is drawn, so a refusal is a
         # plain one-line error in the shell.
         session = open_session(ws, key=key, config_key=config.key,
-                               principal=principal or config.principal, read_only=read_only)
+                               principal=principal or config.principal, read_only=read_only,
+                               role=role)
         if not (sys.stdin.isatty() and sys.stdout.isatty()):
             raise InputError("sealdesk review needs a terminal (for scripts: sealdesk items "
                              "--json and sealdesk decide)")

@@ -65,8 +65,13 @@ def read_only_session(reason: str) -> Session:
 
 
 def open_session(ws, *, key: str | None, config_key: str | None = None,
-                 principal: str | None = None, read_only: bool = False) -> Session:
-    """Gives the session for this workspace, refusing a key it does not enrol."""
+                 principal: str | None = None, read_only: bool = False,
+                 role: str | None = None) -> Session:
+    """Gives the session for this workspace, refusing a key it does not enrol.
+
+    ``role`` picks, among ssh-agent's keys, one enrolled in that role (a lead
+    whose agent also holds a reviewer key), and refuses a session without it.
+    """
     if read_only:
         return read_only_session("started with --read-only")
     allowed = ws.allowed_signers()
@@ -77,7 +82,7 @@ def open_session(ws, *, key: str | None, config_key: str | None = None,
     agent_trouble = None
     if signer is None and os.environ.get("SSH_AUTH_SOCK"):
         try:
-            signer, source = choose_signer(None, allowed), "ssh-agent"
+            signer, source = choose_signer(None, allowed, (role,) if role else ()), "ssh-agent"
         except AgentError as exc:
             # No usable agent key is "no key", not a refusal: browse, or use the config key.
             agent_trouble = exc.one_line()
@@ -105,4 +110,8 @@ def open_session(ws, *, key: str | None, config_key: str | None = None,
     if not roles:
         raise PermissionRefused(f"{principal} with key {fp} may not sign in any role "
                                 f"({ws.allowed_signers_path}); browse with --read-only")
+    if role is not None and role not in roles:
+        raise PermissionRefused(f"{principal} with key {fp} ({source}) is not enrolled as "
+                                f"{role} in {ws.allowed_signers_path} (roles: "
+                                f"{', '.join(roles)}); add that key to ssh-agent or pass --key")
     return Session(signer, principal, roles, source)

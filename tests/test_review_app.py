@@ -490,3 +490,16 @@ def test_an_agent_key_not_enrolled_is_refused(desk, agent, keygen):
         open_session(desk.ws, key=None)
     assert "none of ssh-agent's keys" in str(err.value)
     assert str(desk.ws.allowed_signers_path) in str(err.value)
+
+
+def test_role_picks_the_agent_key_enrolled_in_it(desk, agent):
+    import subprocess
+
+    for key in (desk.rita, desk.lena):  # a reviewer key first, as a lead's agent may list it
+        subprocess.run(["ssh-add", "-q", str(key)], check=True, capture_output=True)
+    assert open_session(desk.ws, key=None).principal == "rita"
+    session = open_session(desk.ws, key=None, role="lead")
+    assert (session.principal, session.source, session.signoff_refusal()) == (
+        "lena", "ssh-agent", None)
+    with pytest.raises(PermissionRefused, match="rita with key .* is not enrolled as lead"):
+        open_session(desk.ws, key=str(desk.rita), role="lead")
