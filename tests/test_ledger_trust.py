@@ -8,14 +8,18 @@ sealdesk would let a key act in a role its owner was never given.
 
 from __future__ import annotations
 
+import base64
 import subprocess
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from engine.errors import InputError
 from engine.ledger import sshsig
-from engine.ledger.allowed_signers import AllowedSigners
+from engine.ledger.allowed_signers import AllowedSigners, parse_line
 from engine.ledger.signers import read_public_key
 
 # (principals field, options field, principal asked, namespace asked)
@@ -215,3 +219,43 @@ def test_concurrent_enrolments_all_land_in_allowed_signers(tmp_path):
     assert [p.exitcode for p in procs] == [0, 0, 0, 0]
     principals = {e.principals for e in AllowedSigners.load(path).entries}
     assert principals == {(f"p{w}-{n}",) for w in range(4) for n in range(15)}
+
+
+# -- verify's windows: text comparison must agree with allowed_signers' datetimes --
+
+_BOUND = st.one_of(
+    st.none(),
+    st.datetimes(min_value=datetime(1000, 1, 1), max_value=datetime(9999, 12, 30)).flatmap(
+        lambda d: st.sampled_from([d.strftime("%Y%m%d"), d.strftime("%Y%m%d%H%M"),
+                                   d.strftime("%Y%m%d%H%M%S"), d.strftime("%Y%m%d%H%M%SZ")])),
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.tuples(_BOUND, _BOUND), min_size=1, max_size=3),
+       st.lists(st.datetimes(min_value=datetime(1000, 1, 1), max_value=datetime(9999, 12, 30)),
+                min_size=1, max_size=8))
+def test_verify_time_windows_agree_with_allowed_signers(bounds, times):
+    from engine.ledger.records import parse_time, time_text
+    from engine.ledger.verify import Context, RecordChecker
+
+    blob = sshsig.ed25519_public_blob(bytes(range(32)))
+    b64 = base64.b64encode(blob).decode()
+    lines = []
+    for after, before in bounds:
+        options = [f'valid-after="{after}"' if after else "",
+                   f'valid-before="{before}"' if before else "", 'namespaces="reviewer@sealdesk"']
+        lines.append(f"rita {','.join(o for o in options if o)} ssh-ed25519 {b64}")
+    allowed = AllowedSigners([parse_line(line, path='allowed_signers', line=n) for n, line in enumerate(lines, 1)])
+    checker = RecordChecker(Context("unused.db", "ws", allowed, {}))
+    # every bound itself and a microsecond either side: where a text order could slip
+    edges = [bound + timedelta(microseconds=step) for e in allowed.entries
+             for bound in (e.valid_after, e.valid_before) if bound for step in (-1, 0, 1)]
+    for when in [t.replace(tzinfo=timezone.utc) for t in times] + edges:
+        text = time_text(when)
+        expected = allowed.authorizes("rita", blob, "reviewer@sealdesk", parse_time(text))
+        assert checker.authorized("rita", blob, "reviewer@sealdesk", text) == expected, (
+            lines, text)
+        # another principal or namespace is never allowed, in any window
+        assert not checker.authorized("eve", blob, "reviewer@sealdesk", text)
+        assert not checker.authorized("rita", blob, "lead@sealdesk", text)

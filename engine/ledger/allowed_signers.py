@@ -15,6 +15,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from engine.errors import InputError, SigningKeyError
+from engine.ledger.records import time_text
 from engine.ledger.signers import PublicKey, parse_public_key
 from engine.ledger.sshwire import Reader, WireError
 from engine.roles import NAMESPACE_BY_ROLE, ROLE_BY_NAMESPACE, ROLES
@@ -244,6 +245,17 @@ class AllowedSigners:
                     and (when is None or entry.valid_at(when))):
                 return True
         return False
+
+    def windows(self, principal: str, key_blob: bytes,
+                namespace: str) -> tuple[tuple[str, str], ...]:
+        """Gives when principal may sign in namespace with the key, one (from, until) per
+        line that allows it, as record-time texts (``records.time_text``): from inclusive,
+        until exclusive, "" and "~" where the line sets no bound."""
+        return tuple((time_text(e.valid_after) if e.valid_after else "",
+                      time_text(e.valid_before) if e.valid_before else "~")
+                     for e in self.entries
+                     if e.key.blob == key_blob and e.matches_principal(principal)
+                     and e.allows_namespace(namespace))
 
     def principals_for(self, key_blob: bytes) -> list[str]:
         """Gives the literal principals enrolled with a key, in file order."""

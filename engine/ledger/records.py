@@ -35,7 +35,17 @@ BODY_FIELDS = frozenset({
 
 def utc_now() -> str:
     """Gives the current UTC time as ISO 8601 with microseconds and ``Z``."""
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return time_text(datetime.now(timezone.utc))
+
+
+def time_text(when: datetime) -> str:
+    """Gives a time in the one form records use (``YYYY-MM-DDTHH:MM:SS.ffffffZ``, UTC).
+
+    Every field is fixed-width, so two such texts sort as their times do.
+    """
+    d = when.astimezone(timezone.utc)
+    return (f"{d.year:04d}-{d.month:02d}-{d.day:02d}T{d.hour:02d}:{d.minute:02d}:"
+            f"{d.second:02d}.{d.microsecond:06d}Z")
 
 
 def parse_time(value: str) -> datetime:

@@ -115,19 +115,23 @@ class RecordChecker:
 
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
-        self._timed = any(e.valid_after or e.valid_before for e in ctx.allowed.entries)
-        self._auth: dict[tuple[str, bytes, str], bool] = {}
+        # (principal, key, namespace) -> the time windows in which allowed_signers allows it
+        self._windows: dict[tuple[str, bytes, str], tuple[tuple[str, str], ...]] = {}
         self._verifier = sshsig.Verifier()
 
     def authorized(self, principal: str, blob: bytes, namespace: str, time: str) -> bool:
-        if self._timed:
-            when = parse_time(time)
-            return self.ctx.allowed.authorizes(principal, blob, namespace, when)
+        """Says whether allowed_signers lets principal sign in namespace with the key at a
+        record's (well-formed) signed time."""
         key = (principal, blob, namespace)
-        hit = self._auth.get(key)
-        if hit is None:
-            hit = self._auth[key] = self.ctx.allowed.authorizes(principal, blob, namespace)
-        return hit
+        windows = self._windows.get(key)
+        if windows is None:
+            windows = self._windows[key] = self.ctx.allowed.windows(principal, blob, namespace)
+        # Record times and the bounds share one fixed-width UTC form, so text order is
+        # time order: no datetime is parsed per record, even with valid-before lines.
+        for after, before in windows:
+            if after <= time < before:
+                return True
+        return False
 
     def stage_batch(self, rows: list[tuple]) -> list[Staged]:
         """Checks a batch of stored rows up to the Ed25519 arithmetic, which it defers.
