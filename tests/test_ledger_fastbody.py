@@ -140,3 +140,15 @@ def test_fast_reader_takes_a_time_exactly_when_parse_time_does(y, mo, d, h, mi, 
     except ValueError:
         real = False
     assert (read_common_body(message) is not None) == real, time
+
+
+def test_fast_reader_takes_a_character_exactly_when_json_needs_no_escape_for_it():
+    """Every code point up to U+3000, then a stride to the last: the string class's edges."""
+    points = [*range(0x3000), *range(0x3000, 0x110000, 97), 0x10FFFF]
+    for point in points:
+        if 0xD800 <= point <= 0xDFFF:
+            continue  # not text: no UTF-8 message can hold it
+        char = chr(point)
+        message = canonical_json({**COMMON, "note": f"a{char}b"}).decode("utf-8")
+        plain = json.dumps(char, ensure_ascii=False) == f'"{char}"'
+        assert (read_common_body(message) is not None) == plain, hex(point)
