@@ -200,7 +200,7 @@ def keys_list(ctx: Ctx) -> None:
         click.echo(f"{','.join(entry.principals):20} {roles:28} {entry.key.fingerprint}")
     for line in allowed.skipped:
         click.echo(f"{','.join(line.principals):20} {'-':28} skipped: {line.key_type} key "
-                   f"(line {line.line}); sealdesk signs and checks ssh-ed25519 only")
+                   f"(line {line.line}); {line.why}")
 
 
 @cli.command()

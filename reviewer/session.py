@@ -9,6 +9,7 @@ is refused before the app starts, with the reason and what to do.
 from __future__ import annotations
 
 import os
+from datetime import datetime, timezone
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -59,6 +60,13 @@ class Session:
         return None
 
 
+def _holds(allowed, signer: Signer, role: str) -> bool:
+    """Says whether any name the signer's key is enrolled under holds the role now."""
+    blob = signer.public_key.blob
+    now = datetime.now(timezone.utc)
+    return any(role in allowed.roles_for(name, blob, now) for name in allowed.principals_for(blob))
+
+
 def read_only_session(reason: str) -> Session:
     """Gives a session that browses and never signs."""
     return Session(None, None, (), "none", reason)
@@ -86,11 +94,16 @@ def open_session(ws, *, key: str | None, config_key: str | None = None,
         except AgentError as exc:
             # No usable agent key is "no key", not a refusal: browse, or use the config key.
             agent_trouble = exc.one_line()
+        if signer is not None and role and config_key and not _holds(allowed, signer, role):
+            signer = None  # the agent has no key in that role: the config key may have it
     if signer is None and config_key:
         signer, source = FileSigner(Path(config_key).expanduser()), f"key file {config_key}"
     if signer is None:
-        return read_only_session(agent_trouble or "no signing key (pass --key FILE, start "
-                                 "ssh-agent, or set key in the config file)")
+        why = agent_trouble or ("no signing key (pass --key FILE, start ssh-agent, or set key "
+                                "in the config file)")
+        if role:  # asked to sign in a role: browsing instead would not be what was asked
+            raise PermissionRefused(f"--role {role}: {why}")
+        return read_only_session(why)
     fp = signer.public_key.fingerprint
     names = allowed.principals_for(signer.public_key.blob)
     if not names:
@@ -111,7 +124,9 @@ def open_session(ws, *, key: str | None, config_key: str | None = None,
         raise PermissionRefused(f"{principal} with key {fp} may not sign in any role "
                                 f"({ws.allowed_signers_path}); browse with --read-only")
     if role is not None and role not in roles:
+        hint = ("use a key enrolled as " + role if source.startswith("key file")
+                else f"add the {role} key to ssh-agent or pass --key")
         raise PermissionRefused(f"{principal} with key {fp} ({source}) is not enrolled as "
                                 f"{role} in {ws.allowed_signers_path} (roles: "
-                                f"{', '.join(roles)}); add that key to ssh-agent or pass --key")
+                                f"{', '.join(roles)}); {hint}")
     return Session(signer, principal, roles, source)

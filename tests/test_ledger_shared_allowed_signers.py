@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
+from engine.errors import InputError
 from engine.ledger.audit import verify_workspace
 from tests.ledger_fixtures import make_items
 from tests.ssh_fixtures import keygen_verify
@@ -72,3 +75,51 @@ def test_a_malformed_foreign_key_line_is_still_refused(workspace, enrol, sealdes
     err = proc.stderr.strip()
     assert len(err.splitlines()) == 1
     assert f"allowed_signers:{number_of(trust, 'bob ')}: field 'key': malformed ssh-rsa key" in err
+
+
+def test_a_certificate_authority_line_is_skipped_as_ssh_keygen_ignores_it(workspace, enrol,
+                                                                          keygen, sealdesk,
+                                                                          tmp_path):
+    """ssh-keygen takes a CA line's key only for certificates, never for a plain-key
+    signature such as every sealdesk record: verify with the CA key alone must fail."""
+    rita = enrol("rita", "reviewer")
+    trust = workspace.allowed_signers_path
+    workspace.ingest(make_items(1))
+    workspace.decide(rita, "flagged_pairs", "item-0", "accept")
+    out = tmp_path / "export.jsonl"
+    sealdesk("export", "--out", out, workspace=workspace.root, check=True)
+    record = json.loads(out.read_text().splitlines()[0])
+    ca_only = tmp_path / "ca_only"
+    ca_only.write_text(f'rita cert-authority,namespaces="reviewer@sealdesk" {pub_line(rita.path)}\n')
+    assert keygen_verify(ca_only, "rita", record["namespace"], record["message"].encode(),
+                         record["signature"], tmp_path).returncode != 0
+
+    with trust.open("a") as f:
+        f.write(f"ops cert-authority {pub_line(keygen('ca'))}\n")
+        f.write(f"git cert-authority {pub_line(keygen('gitca', key_type='rsa'))}\n")
+    assert verify_workspace(workspace).ok
+    assert [(s.principals, s.key_type) for s in workspace.allowed_signers().skipped] == [
+        (("ops",), "cert-authority ssh-ed25519"), (("git",), "cert-authority ssh-rsa")]
+    listing = sealdesk("keys", "list", workspace=workspace.root, check=True).stdout
+    assert "certificate authorities sign no sealdesk record" in listing
+
+
+def test_options_ssh_keygen_refuses_are_refused_not_granted(workspace, enrol, keygen):
+    """An unquoted value, a repeated option, a key blob that is only its type's name: each
+    is a one-line error naming the line, never a grant."""
+    enrol("rita", "reviewer")
+    trust = workspace.allowed_signers_path
+    good = trust.read_text()
+    key = pub_line(keygen("bob"))
+    bad_lines = {
+        f"bob namespaces=reviewer@sealdesk {key}": "must be in double quotes",
+        f'bob valid-before=20990101,namespaces="reviewer@sealdesk" {key}':
+            "must be in double quotes",
+        f'bob namespaces="lead@sealdesk",namespaces="reviewer@sealdesk" {key}': "given twice",
+        "bob ssh-rsa AAAAB3NzaC1yc2E=": "malformed ssh-rsa key",
+    }
+    for line, reason in bad_lines.items():
+        trust.write_text(good + line + "\n")
+        with pytest.raises(InputError, match=reason) as err:
+            workspace.allowed_signers()
+        assert f"allowed_signers:{number_of(trust, 'bob ')}" in err.value.one_line()

@@ -503,3 +503,19 @@ def test_role_picks_the_agent_key_enrolled_in_it(desk, agent):
         "lena", "ssh-agent", None)
     with pytest.raises(PermissionRefused, match="rita with key .* is not enrolled as lead"):
         open_session(desk.ws, key=str(desk.rita), role="lead")
+
+
+def test_role_with_no_key_refuses_rather_than_browsing(desk, agent):
+    with pytest.raises(PermissionRefused, match="--role lead: ssh-agent holds no ssh-ed25519 key"):
+        open_session(desk.ws, key=None, role="lead")
+    assert open_session(desk.ws, key=None).read_only  # without --role, browsing is fine
+
+
+def test_role_falls_back_to_the_config_key_when_the_agent_lacks_it(desk, agent):
+    import subprocess
+
+    subprocess.run(["ssh-add", "-q", str(desk.rita)], check=True, capture_output=True)
+    session = open_session(desk.ws, key=None, config_key=str(desk.lena), role="lead")
+    assert (session.principal, session.source) == ("lena", f"key file {desk.lena}")
+    with pytest.raises(PermissionRefused, match="not enrolled as lead .*use a key enrolled as lead"):
+        open_session(desk.ws, key=str(desk.rita), role="lead")

@@ -94,7 +94,7 @@ def run_bench(records: int, directory: Path, processes: int, rounds: int = 5) ->
         "verify_per_s": records / median(times["procs"]),
         "verify_1proc_per_s": records / median(times["one"]),
         "raw_verify_per_s": records / median(times["raw"]),
-        # each verify run's rate over the mean rate of the raw runs either side of it
+        # per verify run: the mean time of the raw runs either side over its own time
         "verify_ratio": median(pairs["procs"]),
         "verify_1proc_ratio": median(pairs["one"]),
         "verify_ratios": [round(r, 3) for r in pairs["procs"]],

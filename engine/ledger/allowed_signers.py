@@ -137,24 +137,29 @@ def _parse_time(value: str) -> datetime:
 
 @dataclass(frozen=True)
 class Skipped:
-    """A well-formed line whose key is not Ed25519: valid for ssh-keygen, never for sealdesk."""
+    """A well-formed line that can never authorise a sealdesk record (ssh-keygen takes it)."""
 
     principals: tuple[str, ...]
     key_type: str
     line: int
+    why: str
 
 
 # OpenSSH key types a shared allowed_signers file may hold (for git or other
-# signatures). sealdesk never signs or accepts them, so their lines authorise
-# nothing here; refusing the whole file over them would lock a team out.
-FOREIGN_KEY_TYPES = frozenset({
-    "ssh-rsa", "ssh-dss", "ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384", "ecdsa-sha2-nistp521",
-    "sk-ecdsa-sha2-nistp256@openssh.com", "sk-ssh-ed25519@openssh.com",
-})
+# signatures), with the number of wire strings in each one's public-key blob.
+# sealdesk never signs or accepts them, so their lines authorise nothing here;
+# refusing the whole file over them would lock a team out.
+FOREIGN_KEY_TYPES = {
+    "ssh-rsa": 3, "ssh-dss": 5, "ecdsa-sha2-nistp256": 3, "ecdsa-sha2-nistp384": 3,
+    "ecdsa-sha2-nistp521": 3, "sk-ecdsa-sha2-nistp256@openssh.com": 4,
+    "sk-ssh-ed25519@openssh.com": 3,
+}
+_QUOTED_OPTIONS = ("namespaces", "valid-after", "valid-before")
 
 
 def parse_line(text: str, *, path: str, line: int) -> Entry | Skipped | None:
-    """Gives the entry on one line, Skipped for another key type, None for a blank or comment."""
+    """Gives the entry on one line, Skipped for a line that authorises nothing here (another
+    key type, a certificate authority), None for a blank or comment line."""
     stripped = text.strip()
     if not stripped or stripped.startswith("#"):
         return None
@@ -167,43 +172,69 @@ def parse_line(text: str, *, path: str, line: int) -> Entry | Skipped | None:
     principals = tuple(p for p in fields[0].strip('"').split(",") if p)
     rest = fields[1:]
     namespaces = valid_after = valid_before = None
+    authority = False
     if not rest[0].startswith(("ssh-", "ecdsa-", "sk-")):
+        seen: set[str] = set()
         for opt in _split_options(rest[0]):
-            name, _, value = opt.partition("=")
+            name, equals, value = opt.partition("=")
             name = name.lower()
+            if name in seen:
+                raise InputError(f"option {name!r} given twice", path=path, line=line,
+                                 field="options")
+            seen.add(name)
+            if name == "cert-authority" and not equals:
+                authority = True
+                continue
+            if name not in _QUOTED_OPTIONS:
+                raise InputError(f"unknown option {name!r}", path=path, line=line,
+                                 field="options")
+            if len(value) < 2 or value[0] != '"' or value[-1] != '"':
+                # ssh-keygen refuses an unquoted value; sealdesk must not grant on it
+                raise InputError(f'the value must be in double quotes ({name}="...")',
+                                 path=path, line=line, field=name)
+            value = value[1:-1]
             try:
                 if name == "namespaces":
-                    namespaces = tuple(v for v in value.strip('"').split(",") if v)
+                    namespaces = tuple(v for v in value.split(",") if v)
                 elif name == "valid-after":
                     valid_after = _parse_time(value)
-                elif name == "valid-before":
-                    valid_before = _parse_time(value)
-                elif name == "cert-authority":
-                    raise InputError("cert-authority lines are not supported", path=path,
-                                     line=line, field="options")
                 else:
-                    raise InputError(f"unknown option {name!r}", path=path, line=line,
-                                     field="options")
+                    valid_before = _parse_time(value)
             except ValueError as exc:
                 raise InputError(str(exc), path=path, line=line, field=name) from exc
         rest = rest[1:]
     if rest and rest[0] in FOREIGN_KEY_TYPES:
-        if len(rest) < 2 or _blob_key_type(rest[1]) != rest[0]:
+        if len(rest) < 2 or not _well_formed_blob(rest[0], rest[1]):
             raise InputError(f"malformed {rest[0]} key", path=path, line=line, field="key")
-        return Skipped(principals, rest[0], line)
-    try:
-        key = parse_public_key(" ".join(rest), source=f"{path}:{line}")
-    except SigningKeyError as exc:
-        raise InputError(str(exc).split(": ", 1)[-1], path=path, line=line, field="key") from exc
-    return Entry(principals, namespaces, valid_after, valid_before, key, line)
+        key_type = rest[0]
+    else:
+        try:
+            key = parse_public_key(" ".join(rest), source=f"{path}:{line}")
+        except SigningKeyError as exc:
+            raise InputError(str(exc).split(": ", 1)[-1], path=path, line=line,
+                             field="key") from exc
+        if not authority:
+            return Entry(principals, namespaces, valid_after, valid_before, key, line)
+        key_type = "ssh-ed25519"
+    if authority:  # vouches for certificates only; a sealdesk record is signed by a plain key
+        return Skipped(principals, f"cert-authority {key_type}", line,
+                       "certificate authorities sign no sealdesk record")
+    return Skipped(principals, key_type, line, "sealdesk signs and checks ssh-ed25519 only")
 
 
-def _blob_key_type(text: str) -> str | None:
-    """Gives the key type named inside a base64 public-key blob, or None if unreadable."""
+def _well_formed_blob(key_type: str, text: str) -> bool:
+    """Says whether base64 text holds a public-key blob of that type: its name, then the
+    type's other wire strings, and nothing after."""
     try:
-        return Reader(base64.b64decode(text, validate=True)).string().decode("ascii")
-    except (binascii.Error, WireError, UnicodeDecodeError):
-        return None
+        reader = Reader(base64.b64decode(text, validate=True))
+        if reader.string() != key_type.encode("ascii"):
+            return False
+        for _ in range(FOREIGN_KEY_TYPES[key_type] - 1):
+            if not reader.string():
+                return False
+        return reader.at_end()
+    except (binascii.Error, WireError):
+        return False
 
 
 class AllowedSigners:
