@@ -98,3 +98,18 @@ def test_bad_signatures_are_named_wherever_they_fall_in_a_batch(workspace, enrol
     for processes in (1, 2):
         assert faults(workspace, processes) == [
             (seq, "signature: signature does not verify") for seq in broken]
+
+
+def test_a_retract_with_a_broken_link_counts_for_nothing(desk):
+    """A record with any fault, its link included, cannot be the retraction of record."""
+    ws, rita, first, _, _ = desk
+    signed_retract(ws, rita, "item-0", first)      # seq 4
+    signed_retract(ws, rita, "item-0", first)      # seq 5: "already retracted", unless 4 fails
+    conn = sqlite3.connect(ws.db_path, isolation_level=None)
+    conn.executescript("DROP TRIGGER records_no_update;")
+    conn.execute("UPDATE records SET record_hash = ? WHERE seq = 3", ("ab" * 32,))
+    assert faults(ws) == [
+        (3, "record hash does not match the signed message (message or hash edited)"),
+        (4, "previous-hash link broken (a record before it was removed, replaced or "
+            "reordered)"),
+    ]

@@ -24,7 +24,7 @@ def ledger(workspace, enrol):
     return workspace
 
 
-def test_two_processes_share_the_ranges_and_report_progress(ledger, monkeypatch):
+def test_two_processes_share_the_ranges_and_report_progress(ledger, monkeypatch, tmp_path):
     parent = os.getpid()
     child_started = multiprocessing.get_context("fork").Event()
     in_parent: list[tuple[int, int]] = []
@@ -43,11 +43,21 @@ def test_two_processes_share_the_ranges_and_report_progress(ledger, monkeypatch)
     ctx = verify.load_context(ledger.conn, ledger.db_path, ledger.workspace_id,
                               ledger.allowed_signers())
     seen: list[int] = []
-    report = verify.verify_ledger(ledger.conn, ctx, processes=2, progress=seen.append)
+    callers = tmp_path / "progress-callers"
+
+    def progress(done: int) -> None:
+        seen.append(done)
+        with callers.open("a") as f:  # a forked child's calls would land here too
+            f.write(f"{os.getpid()}\n")
+
+    report = verify.verify_ledger(ledger.conn, ctx, processes=2, progress=progress)
     assert report.ok and report.records == RECORDS and report.signers == {"rita": RECORDS}
     ranges = verify._ranges(1, RECORDS, 2)
     assert 0 < len(in_parent) < len(ranges)      # each process checked some of the ranges
-    assert len(seen) == len(in_parent) and seen == sorted(seen) and seen[-1] <= RECORDS
+    # Progress comes from this process only (a callback's locks may not survive a fork):
+    # once per range it checked, then once more when every range is in.
+    assert set(callers.read_text().split()) == {str(parent)}
+    assert len(seen) == len(in_parent) + 1 and seen == sorted(seen) and seen[-1] == RECORDS
 
 
 def test_a_worker_that_dies_fails_verify_instead_of_passing_or_hanging(ledger, monkeypatch):
@@ -75,4 +85,15 @@ def test_a_worker_that_raises_names_the_error(ledger, monkeypatch):
 
     monkeypatch.setattr(verify, "check_range", fail_in_child)
     with pytest.raises(SealdeskError, match="MemoryError: no room for the range"):
+        verify_workspace(ledger, processes=2)
+
+
+def test_one_process_never_touches_multiprocessing(ledger, monkeypatch):
+    """Where fork or POSIX semaphores are missing, verify with one process still works."""
+    def refuse(*args, **kwargs):
+        raise OSError("no multiprocessing here")
+
+    monkeypatch.setattr(verify.multiprocessing, "get_context", refuse)
+    assert verify_workspace(ledger, processes=1).ok
+    with pytest.raises(OSError, match="no multiprocessing here"):
         verify_workspace(ledger, processes=2)

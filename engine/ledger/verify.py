@@ -21,6 +21,7 @@ import operator
 import os
 import sqlite3
 from collections import Counter
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -488,6 +489,9 @@ def verify_ledger(conn: sqlite3.Connection, ctx: Context, *, processes: int | No
     return report
 
 
+_DIED = "a verify worker process died before it reported; run sealdesk verify again"
+
+
 def _check_ranges(ranges: list[tuple[int, int]], workers: int, progress) -> list[RangeResult]:
     """Gives the result of each range, in order, checked by this process and ``workers - 1``
     forked children.
@@ -495,29 +499,59 @@ def _check_ranges(ranges: list[tuple[int, int]], workers: int, progress) -> list
     Each process claims the next unchecked range until none is left, so a
     process that runs slow simply claims fewer. This process works too: on
     two cores, one fork and no pool threads (a multiprocessing.Pool's start-up
-    and tear-down came to about 20 ms per verify).
+    and tear-down came to about 20 ms per verify). Only this process reports
+    progress: a callback may take locks (rich's bar does) that a fork would
+    leave held in the child.
     """
+    if workers <= 1:  # no fork, no semaphore: works where multiprocessing cannot
+        results, done = [], 0
+        for bounds in ranges:
+            results.append(check_range(bounds))
+            done += results[-1].count
+            if progress is not None:
+                progress(done)
+        return results
     mp = multiprocessing.get_context("fork")
     lock = mp.Lock()
     claimed = mp.RawValue("q", 0)   # next range to claim
     checked = mp.RawValue("q", 0)   # records checked so far, for the progress bar
+    children: list[tuple[multiprocessing.Process, object]] = []
+    parent = os.getpid()
 
-    def work() -> list[tuple[int, RangeResult]]:
+    def check_children() -> None:
+        # A child killed (say by the OOM killer) while holding the lock, or before it
+        # reports, would leave this process waiting for ever: it looks while it waits.
+        if any(child.exitcode not in (None, 0) for child, _ in children):
+            raise SealdeskError(_DIED)
+
+    @contextmanager
+    def locked():
+        if os.getpid() == parent:
+            while not lock.acquire(timeout=0.2):
+                check_children()
+        else:
+            lock.acquire()
+        try:
+            yield
+        finally:
+            lock.release()
+
+    def work(report) -> list[tuple[int, RangeResult]]:
         out = []
         while True:
-            with lock:
+            with locked():
                 index = claimed.value
                 claimed.value = index + 1
             if index >= len(ranges):
                 return out
             result = check_range(ranges[index])
             out.append((index, result))
-            with lock:
+            with locked():
                 checked.value += result.count
-            if progress is not None:
-                progress(checked.value)
+                done = checked.value
+            if report is not None:
+                report(done)
 
-    children = []
     try:
         for _ in range(workers - 1):
             receive, send = mp.Pipe(duplex=False)
@@ -525,13 +559,14 @@ def _check_ranges(ranges: list[tuple[int, int]], workers: int, progress) -> list
             child.start()
             send.close()  # the child holds the only write end: its death reads as EOF
             children.append((child, receive))
-        results = work()
-        for child, receive in children:
+        results = work(progress)
+        for _, receive in children:
+            while not receive.poll(0.2):
+                check_children()
             try:
                 status, payload = receive.recv()
             except EOFError:
-                raise SealdeskError("a verify worker process died before it reported; "
-                                     "run sealdesk verify again") from None
+                raise SealdeskError(_DIED) from None
             if status != "ok":
                 raise SealdeskError(f"a verify worker process failed: {payload}")
             results.extend(payload)
@@ -541,13 +576,15 @@ def _check_ranges(ranges: list[tuple[int, int]], workers: int, progress) -> list
             if child.is_alive():
                 child.terminate()
             child.join()
+    if progress is not None:
+        progress(checked.value)
     return [result for _, result in sorted(results, key=operator.itemgetter(0))]
 
 
 def _child(work, send) -> None:
     """A forked child's whole life: check ranges, send back what it found."""
     try:
-        send.send(("ok", work()))
+        send.send(("ok", work(None)))
     except BaseException as exc:  # reported by the parent, which raises
         send.send(("error", f"{type(exc).__name__}: {exc}"))
     finally:
@@ -599,6 +636,8 @@ def _check_retractions(conn: sqlite3.Connection, report: Report, retracts: list[
             targets[row[0]] = row[1:]
     seen: set[str] = set()
     for seq, queue, item_id, role, target in retracts:
+        if seq in bad:  # a link or time fault too: it cannot count as the retraction
+            continue
         t_seq, t_kind, t_queue, t_item, t_role = targets.get(target, (None,) * 5)
         if t_seq is None or t_kind != "decision" or t_seq >= seq or t_seq in bad:
             reason = "retracts a record that is not an earlier decision"
