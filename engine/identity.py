@@ -39,8 +39,7 @@ def choose_signer(key: str | Path | None, allowed: AllowedSigners,
     known = {k.blob for k in allowed.keys()}
     enrolled = [pub for pub in keys if pub.blob in known]
     now = datetime.now(timezone.utc)
-    held = [(pub, {role for name in allowed.principals_for(pub.blob)
-                   for role in allowed.roles_for(name, pub.blob, now)}) for pub in enrolled]
+    held = [(pub, allowed.roles_of_key(pub.blob, now)) for pub in enrolled]
     for pub, current in held:
         if set(roles) & current:
             return AgentSigner(pub, client)

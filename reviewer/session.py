@@ -9,8 +9,8 @@ is refused before the app starts, with the reason and what to do.
 from __future__ import annotations
 
 import os
-from datetime import datetime, timezone
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 
 from engine.errors import AgentError, PermissionRefused
@@ -60,13 +60,6 @@ class Session:
         return None
 
 
-def _holds(allowed, signer: Signer, role: str) -> bool:
-    """Says whether any name the signer's key is enrolled under holds the role now."""
-    blob = signer.public_key.blob
-    now = datetime.now(timezone.utc)
-    return any(role in allowed.roles_for(name, blob, now) for name in allowed.principals_for(blob))
-
-
 def read_only_session(reason: str) -> Session:
     """Gives a session that browses and never signs."""
     return Session(None, None, (), "none", reason)
@@ -94,7 +87,9 @@ def open_session(ws, *, key: str | None, config_key: str | None = None,
         except AgentError as exc:
             # No usable agent key is "no key", not a refusal: browse, or use the config key.
             agent_trouble = exc.one_line()
-        if signer is not None and role and config_key and not _holds(allowed, signer, role):
+        if (signer is not None and role and config_key
+                and role not in allowed.roles_of_key(signer.public_key.blob,
+                                                     datetime.now(timezone.utc))):
             signer = None  # the agent has no key in that role: the config key may have it
     if signer is None and config_key:
         signer, source = FileSigner(Path(config_key).expanduser()), f"key file {config_key}"

@@ -253,7 +253,11 @@ def test_verify_time_windows_agree_with_allowed_signers(bounds, times):
              for bound in (e.valid_after, e.valid_before) if bound for step in (-1, 0, 1)]
     for when in [t.replace(tzinfo=timezone.utc) for t in times] + edges:
         text = time_text(when)
-        expected = allowed.authorizes("rita", blob, "reviewer@sealdesk", parse_time(text))
+        at = parse_time(text)  # ssh-keygen's rule, on datetimes
+        expected = any((e.valid_after is None or e.valid_after <= at)
+                       and (e.valid_before is None or at < e.valid_before)
+                       for e in allowed.entries)
+        assert allowed.authorizes("rita", blob, "reviewer@sealdesk", at) == expected
         assert checker.authorized("rita", blob, "reviewer@sealdesk", text) == expected, (
             lines, text)
         # another principal or namespace is never allowed, in any window

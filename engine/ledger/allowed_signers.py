@@ -42,14 +42,6 @@ class Entry:
             return True
         return match_pattern_list(namespace, self.namespaces)
 
-    def valid_at(self, when: datetime) -> bool:
-        """Says whether the key is valid at a time."""
-        if self.valid_after and when < self.valid_after:
-            return False
-        if self.valid_before and when >= self.valid_before:
-            return False
-        return True
-
     @property
     def roles(self) -> tuple[str, ...]:
         """Gives the sealdesk roles this line grants."""
@@ -270,12 +262,9 @@ class AllowedSigners:
     def authorizes(self, principal: str, key_blob: bytes, namespace: str,
                    when: datetime | None = None) -> bool:
         """Says whether principal may sign in namespace with this key (at a time)."""
-        for entry in self.entries:
-            if (entry.key.blob == key_blob and entry.matches_principal(principal)
-                    and entry.allows_namespace(namespace)
-                    and (when is None or entry.valid_at(when))):
-                return True
-        return False
+        at = time_text(when) if when is not None else None
+        return any(at is None or after <= at < before
+                   for after, before in self.windows(principal, key_blob, namespace))
 
     def windows(self, principal: str, key_blob: bytes,
                 namespace: str) -> tuple[tuple[str, str], ...]:
@@ -304,6 +293,11 @@ class AllowedSigners:
             if self.authorizes(principal, key_blob, ns, when):
                 roles.append(role)
         return roles
+
+    def roles_of_key(self, key_blob: bytes, when: datetime | None = None) -> set[str]:
+        """Gives the roles any name enrolled with the key holds (at a time, when given)."""
+        return {role for name in self.principals_for(key_blob)
+                for role in self.roles_for(name, key_blob, when)}
 
     def keys(self) -> list[PublicKey]:
         """Gives every distinct enrolled key."""

@@ -127,8 +127,8 @@ class RecordChecker:
         windows = self._windows.get(key)
         if windows is None:
             windows = self._windows[key] = self.ctx.allowed.windows(principal, blob, namespace)
-        # Record times and the bounds share one fixed-width UTC form, so text order is
-        # time order: no datetime is parsed per record, even with valid-before lines.
+        # The same test as allowed_signers.authorizes, on the record's own time text:
+        # no datetime is parsed per record, even with valid-before lines.
         for after, before in windows:
             if after <= time < before:
                 return True
