@@ -8,6 +8,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from engine.errors import AgentError, SigningKeyError
 from engine.ledger import sshsig
@@ -147,3 +149,36 @@ def test_decide_without_a_key_takes_the_agent_key_enrolled_for_the_queues_role(
                     "accept", workspace=ws, env=env)
     assert proc.returncode == 0, proc.stderr
     assert "by adam as adjudicator" in proc.stdout
+
+
+BLOB = sshsig.encode(sshsig.ed25519_public_blob(bytes(range(32))), "reviewer@sealdesk",
+                     bytes(range(83)))
+ARMORED = sshsig.armor(BLOB)
+
+
+def outcome(text: str):
+    try:
+        return sshsig.dearmor(text)
+    except sshsig.SignatureError:
+        return "refused"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, len(ARMORED)),
+                          st.sampled_from(["\n", "\r", " ", "\t", "=", "*", "A", "-", "\n\n"])),
+                max_size=3))
+def test_dearmor_of_the_exact_layout_agrees_with_the_general_path(inserts):
+    """dearmor takes ssh-keygen's exact layout without stripping; a leading space sends
+    the same text the general way, and the two must agree on every variant."""
+    text = ARMORED
+    for at, what in sorted(inserts, reverse=True):
+        text = text[:at] + what + text[at:]
+    assert outcome(text) == outcome(" " + text)
+
+
+def test_dearmor_gives_the_blob_of_its_exact_layout_and_refuses_a_stray_character():
+    assert sshsig.dearmor(ARMORED) == BLOB
+    lines = ARMORED.split("\n")
+    lines[2] = lines[2][:10] + "*" + lines[2][10:]
+    with pytest.raises(sshsig.SignatureError, match="base64"):
+        sshsig.dearmor("\n".join(lines))

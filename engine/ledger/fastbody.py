@@ -31,7 +31,7 @@ _STR_OR_NULL = r'(?:null|' + _STR + r')'
 _INT = r'(0|-?[1-9][0-9]{0,17})'  # longer integers take the general path
 # parse_time's shape, with the clock ranges datetime.fromisoformat enforces;
 # the calendar date is checked (and cached) apart.
-_TIME = (r'"(([0-9]{4}-[0-9]{2}-[0-9]{2})'
+_TIME = (r'"([0-9]{4}-[0-9]{2}-[0-9]{2}'
          r'T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]\.[0-9]{6}Z)"')
 
 _SHAPE = (
@@ -59,22 +59,33 @@ def _real_day(text: str) -> bool:
     return ok
 
 
+# The fields common_fields gives, in order: every signed field but "data" (always null
+# in the common shape), with "seq" and "v" as their canonical digit text.
+COMMON_FIELDS = tuple(name for name, part in _SHAPE if name != "data")
+_TIME_AT = COMMON_FIELDS.index("time")
+
+
+def common_fields(message: str) -> tuple[str | None, ...] | None:
+    """Gives the COMMON_FIELDS of a canonical, well-typed record of the common shape,
+    else None. Text only: no dict and no int is built (verify's fast path compares the
+    texts with the row's columns)."""
+    m = _RECORD.fullmatch(message)
+    if m is None:
+        return None
+    fields = m.groups()
+    if not _real_day(fields[_TIME_AT][:10]):
+        return None
+    return fields
+
 def read_common_body(message: str) -> dict[str, Any] | None:
     """Gives the body of a canonical, well-typed record of the common shape, else None.
 
     None says only "not the common shape": the caller must then check the
     message the general way, which accepts or refuses it with a reason.
     """
-    m = _RECORD.fullmatch(message)
-    if m is None:
+    fields = common_fields(message)
+    if fields is None:
         return None
-    (decision, item_id, item_sha256, key, kind, note, prev, principal, queue, retracts,
-     role, run_sha256, seq, time, day, v, workspace) = m.groups()
-    if not _real_day(day):
-        return None
-    return {
-        "data": None, "decision": decision, "item_id": item_id, "item_sha256": item_sha256,
-        "key": key, "kind": kind, "note": note, "prev": prev, "principal": principal,
-        "queue": queue, "retracts": retracts, "role": role, "run_sha256": run_sha256,
-        "seq": int(seq), "time": time, "v": int(v), "workspace": workspace,
-    }
+    body: dict[str, Any] = dict(zip(COMMON_FIELDS, fields))
+    body["seq"], body["v"], body["data"] = int(body["seq"]), int(body["v"]), None
+    return body

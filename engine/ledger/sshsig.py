@@ -105,8 +105,20 @@ def armor(blob: bytes) -> str:
     return "\n".join([ARMOR_BEGIN, *lines, ARMOR_END]) + "\n"
 
 
+_HEAD = ARMOR_BEGIN + "\n"
+_TAIL = "\n" + ARMOR_END + "\n"
+
+
 def dearmor(text: str) -> bytes:
     """Gives the binary SSHSIG blob inside armored text."""
+    if text.startswith(_HEAD) and text.endswith(_TAIL) and len(text) >= len(_HEAD) + len(_TAIL):
+        # The exact layout ssh-keygen and ``armor`` write: lines of base64 between the
+        # marker lines. Should the lines hold anything else, the general path decides.
+        try:
+            return binascii.a2b_base64(text[len(_HEAD):-len(_TAIL)].replace("\n", ""),
+                                       strict_mode=True)
+        except (binascii.Error, ValueError):
+            pass
     body = text.strip()
     if not body.startswith(ARMOR_BEGIN) or not body.endswith(ARMOR_END):
         raise SignatureError("signature is not armored SSHSIG text")

@@ -29,7 +29,7 @@ from engine.canonical import canonical_json
 from engine.errors import SealdeskError
 from engine.ledger import sshsig
 from engine.ledger.allowed_signers import AllowedSigners
-from engine.ledger.fastbody import read_common_body
+from engine.ledger.fastbody import COMMON_FIELDS, common_fields
 from engine.ledger.records import (
     BODY_FIELDS,
     DECISIONS,
@@ -48,6 +48,11 @@ _BATCH = 64  # rows parsed before their Ed25519 checks run back to back
 _COLUMNS = tuple(name for name in INDEXED_FIELDS if name != "seq")
 _indexed = operator.itemgetter(*_COLUMNS)  # body -> tuple of those columns
 _KIND_COLUMN = 5 + _COLUMNS.index("kind")  # in a row of _ROW_SQL
+# What joining ranges and checking retractions need of a record that passed, in this order.
+_FACTS = ("time", "principal", "kind", "queue", "item_id", "role", "retracts")
+_body_facts = operator.itemgetter(*_FACTS)  # from a body dict
+_common_facts = operator.itemgetter(*(COMMON_FIELDS.index(name) for name in _FACTS))
+_common_columns = operator.itemgetter(*(COMMON_FIELDS.index(name) for name in _COLUMNS))
 
 
 @dataclass(frozen=True)
@@ -107,8 +112,9 @@ class RangeResult:
     last_signoff: int | None = None  # highest seq whose kind column says signoff
 
 
-# (fault or None, body or None, deferred signature check or None, fault if it verifies)
-Staged = tuple[str | None, dict | None, sshsig.Deferred | None, str | None]
+# (fault or None, the _FACTS of its body or None, deferred signature check or None,
+#  fault if it verifies)
+Staged = tuple[str | None, tuple | None, sshsig.Deferred | None, str | None]
 
 
 class RecordChecker:
@@ -137,7 +143,7 @@ class RecordChecker:
     def stage_batch(self, rows: list[tuple]) -> list[Staged]:
         """Checks a batch of stored rows up to the Ed25519 arithmetic, which it defers.
 
-        Gives, per row, (fault reason or None, signed body or None, the
+        Gives, per row, (fault reason or None, the body's _FACTS or None, the
         deferred signature check or None, the fault reason should the
         signature verify). Each step that touches a lot of code (SHA-256,
         reading the body, dearmoring, SHA-512) runs across the whole batch
@@ -146,30 +152,78 @@ class RecordChecker:
         the L1 instruction and data misses per record fell by about 40%
         (3,412 to 2,037 and 1,745 to 1,001); on this VM the wall-clock gain
         was within its noise.
+
+        A row of the common shape first takes ``_pass_common``, which can only
+        pass it; anything it does not pass takes the general path, which
+        passes it or names its fault.
         """
         try:
             texts = [row[3] for row in rows]
             messages = [t.encode("utf-8") if type(t) is str else None for t in texts]
             hashes = [None if m is None else _sha256(m).hexdigest() for m in messages]
-            bodies = [None if m is None else read_common_body(t)
-                      for t, m in zip(texts, messages)]
+            fields = [None if m is None else common_fields(t) for t, m in zip(texts, messages)]
             blobs = [_dearmored(row[4]) for row in rows]
             digests = [None if m is None else _sha512(m).digest() for m in messages]
         except Exception:  # e.g. text that will not encode: each row then says why itself
             return [self._guarded(row) for row in rows]
-        return [self._guarded(*parts)
-                for parts in zip(rows, messages, hashes, bodies, blobs, digests)]
+        return [(f is not None and self._pass_common(row, message, h, f, blob, digest))
+                or self._guarded(row, message, h, None, blob, digest)
+                for row, message, h, f, blob, digest
+                in zip(rows, messages, hashes, fields, blobs, digests)]
+
+    def _pass_common(self, row: tuple, message: bytes, message_hash: str,
+                     fields: tuple, blob: bytes | None, digest: bytes) -> Staged | None:
+        """Passes a fault-free row of the common shape in fewer steps than ``_stage``.
+
+        ``fields`` are the message's COMMON_FIELDS (``fastbody.common_fields``:
+        the message is canonical and well typed). Each test is one of
+        ``_stage``'s, on the fields' text, with no dict built; where any fails
+        it gives None and says nothing more: ``_stage`` then checks the row
+        again and names the fault. So this path can only ever pass a row
+        ``_stage`` passes, which a property test holds it to.
+        """
+        (decision, item_id, item_sha256, key, kind, note, prev, principal, queue, retracts,
+         role, run_sha256, seq, time, v, workspace) = fields
+        if (message_hash != row[1] or v != _VERSION_TEXT or seq != str(row[0])
+                or prev != row[2] or _common_columns(fields) != row[5:]
+                or workspace != self.ctx.workspace_id or blob is None):
+            return None
+        # A field only one kind carries is null elsewhere ("data" is null in this shape).
+        if kind == "decision":
+            if decision not in DECISIONS or retracts is not None:
+                return None
+        elif kind == "retract":
+            if decision is not None or not retracts:
+                return None
+        elif kind != "note" or decision is not None or retracts is not None or not note:
+            return None  # a sign-off, or a kind sealdesk does not write
+        namespace = NAMESPACE_BY_ROLE.get(role)
+        if (namespace is None or role not in QUEUE_ROLES.get(queue, ())
+                or self.ctx.items.get((queue, item_id)) != (item_sha256, run_sha256, None)):
+            return None
+        try:
+            public_blob, key_fingerprint, deferred = self._verifier.prepare(
+                blob, message, namespace, sha512_digest=digest)
+        except sshsig.SignatureError:
+            return None
+        if key_fingerprint != key or not self.authorized(principal, public_blob, namespace,
+                                                          time):
+            return None
+        return None, _common_facts(fields), deferred, None
 
     def _guarded(self, row: tuple, *ready) -> Staged:
         try:
-            return self._stage(row, *ready)
+            reason, body, deferred, after = self._stage(row, *ready)
+            return reason, None if body is None else _body_facts(body), deferred, after
         except Exception as exc:  # a rebuilt table can hold anything: a fault, never a crash
             return f"record cannot be checked ({type(exc).__name__}: {exc})", None, None, None
 
     def _stage(self, row: tuple, message: bytes | None = None, message_hash: str | None = None,
                body: dict | None = None, blob: bytes | None = None,
-               digest: bytes | None = None) -> Staged:
-        """Checks one row; what ``stage_batch`` computed already comes in (else None)."""
+               digest: bytes | None = None) -> tuple[str | None, dict | None,
+                                                     sshsig.Deferred | None, str | None]:
+        """Checks one row; gives (fault or None, body or None, deferred check or None, fault
+        if it verifies). What ``stage_batch`` computed already comes in (else None)."""
         seq, record_hash, prev_hash, message_text, signature = row[:5]
         if not isinstance(message_text, str) or not isinstance(signature, str):
             return "message or signature column does not hold text", None, None, None
@@ -251,6 +305,7 @@ class RecordChecker:
 
 _sha256 = hashlib.sha256
 _sha512 = hashlib.sha512
+_VERSION_TEXT = str(RECORD_VERSION)
 
 
 def _dearmored(signature: object) -> bytes | None:
@@ -384,12 +439,12 @@ def _finish(rows: list[tuple], staged: list[Staged], out: RangeResult) -> None:
     """Runs a batch's deferred signature checks and adds its rows to ``out``."""
     at = [i for i, checked in enumerate(staged) if checked[2] is not None]
     not_verified = {at[i] for i in sshsig.run_deferred([staged[i][2] for i in at])}
-    for position, (row, (reason, body, _, after)) in enumerate(zip(rows, staged)):
+    for position, (row, (reason, facts, _, after)) in enumerate(zip(rows, staged)):
         seq, record_hash, stored_prev = row[0], row[1], row[2]
         if reason is None:
             reason = f"signature: {sshsig.NOT_VERIFIED}" if position in not_verified else after
         # The time column was compared with the signed body; an unreadable record has none.
-        time = body["time"] if reason is None and body is not None else ""
+        time = facts[0] if reason is None and facts is not None else ""
         out.count += 1
         if out.last is None:
             out.first = (seq, stored_prev, time)
@@ -404,11 +459,11 @@ def _finish(rows: list[tuple], staged: list[Staged], out: RangeResult) -> None:
                 out.faults.append(_time_fault(seq, time, prev_time))
         if reason is not None:
             out.faults.append(Fault(seq, reason))
-        elif body is not None:
-            out.signers[body["principal"]] += 1
-            if body["kind"] == "retract":
-                out.retracts.append((seq, body["queue"], body["item_id"], body["role"],
-                                     body["retracts"]))
+        elif facts is not None:
+            _, principal, kind, queue, item_id, role, retracts = facts
+            out.signers[principal] += 1
+            if kind == "retract":
+                out.retracts.append((seq, queue, item_id, role, retracts))
         if row[_KIND_COLUMN] == "signoff":  # the column, as the sign-off checks read it
             out.last_signoff = seq
         out.last = (seq, record_hash, time or prev_time)
