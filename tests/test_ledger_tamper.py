@@ -263,6 +263,21 @@ def test_a_records_table_rebuilt_without_strict_types_is_a_fault_not_a_crash(led
     assert fault.seq == 4
 
 
+@pytest.mark.parametrize("stored", ["'three'", "3.5", "NULL", "X'03'"])
+def test_a_record_whose_seq_is_not_an_integer_is_a_fault_not_a_crash(ledger, stored):
+    # A table rebuilt without INTEGER PRIMARY KEY can hold any seq. Verify reads the
+    # chain by integer ranges, so such a row is named, not skipped (the app reads it).
+    ws, _ = ledger
+    conn = raw(ws)
+    conn.executescript("ALTER TABLE records RENAME TO old; "
+                       "CREATE TABLE records AS SELECT * FROM old; DROP TABLE old;")
+    conn.execute("INSERT INTO records SELECT * FROM records WHERE seq = 3")
+    conn.execute(f"UPDATE records SET seq = {stored} "
+                 "WHERE rowid = (SELECT MAX(rowid) FROM records)")
+    report = verify_workspace(ws, processes=1)
+    assert report.first.seq == 0 and "not an integer" in report.first.reason, report.faults
+
+
 def test_a_record_backdated_before_the_one_it_follows_is_caught(ledger):
     # A key whose valid-before has passed could otherwise sign a new head record
     # claiming a time when it was still valid.
