@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engine.canonical import canonical_json
-from engine.ledger.fastbody import read_common_body
+from engine.ledger.fastbody import COMMON_FIELDS, common_fields
 from engine.ledger.records import BODY_FIELDS, parse_time
 from engine.ledger.verify import _read_body
 
@@ -24,6 +24,16 @@ TIME = st.one_of(
     st.from_regex(r"\A[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z\Z"),
     TEXT,
 )
+
+
+def read_common_body(message: str) -> dict | None:
+    """The body common_fields' texts stand for: seq and v are integer text, data is null."""
+    fields = common_fields(message)
+    if fields is None:
+        return None
+    body = dict(zip(COMMON_FIELDS, fields))
+    body["seq"], body["v"], body["data"] = int(body["seq"]), int(body["v"]), None
+    return body
 
 
 def typed(body: dict) -> list:

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import re
 from datetime import date
-from typing import Any
 
 # Any character but '"', '\\' and U+0000-U+001F, written as positive ranges: sre
 # scans these about 15% faster than the same set negated.
@@ -68,7 +67,11 @@ _TIME_AT = COMMON_FIELDS.index("time")
 def common_fields(message: str) -> tuple[str | None, ...] | None:
     """Gives the COMMON_FIELDS of a canonical, well-typed record of the common shape,
     else None. Text only: no dict and no int is built (verify's fast path compares the
-    texts with the row's columns)."""
+    texts with the row's columns).
+
+    None says only "not the common shape": the caller must then check the
+    message the general way, which accepts or refuses it with a reason.
+    """
     m = _RECORD.fullmatch(message)
     if m is None:
         return None
@@ -76,16 +79,3 @@ def common_fields(message: str) -> tuple[str | None, ...] | None:
     if not _real_day(fields[_TIME_AT][:10]):
         return None
     return fields
-
-def read_common_body(message: str) -> dict[str, Any] | None:
-    """Gives the body of a canonical, well-typed record of the common shape, else None.
-
-    None says only "not the common shape": the caller must then check the
-    message the general way, which accepts or refuses it with a reason.
-    """
-    fields = common_fields(message)
-    if fields is None:
-        return None
-    body: dict[str, Any] = dict(zip(COMMON_FIELDS, fields))
-    body["seq"], body["v"], body["data"] = int(body["seq"]), int(body["v"]), None
-    return body

@@ -115,6 +115,8 @@ class RangeResult:
 # (fault or None, the _FACTS of its body or None, deferred signature check or None,
 #  fault if it verifies)
 Staged = tuple[str | None, tuple | None, sshsig.Deferred | None, str | None]
+# The same from the general path, with the whole body dict in place of its _FACTS.
+Checked = tuple[str | None, dict | None, sshsig.Deferred | None, str | None]
 
 
 class RecordChecker:
@@ -221,8 +223,7 @@ class RecordChecker:
 
     def _stage(self, row: tuple, message: bytes | None = None, message_hash: str | None = None,
                body: dict | None = None, blob: bytes | None = None,
-               digest: bytes | None = None) -> tuple[str | None, dict | None,
-                                                     sshsig.Deferred | None, str | None]:
+               digest: bytes | None = None) -> Checked:
         """Checks one row; gives (fault or None, body or None, deferred check or None, fault
         if it verifies). What ``stage_batch`` computed already comes in (else None)."""
         seq, record_hash, prev_hash, message_text, signature = row[:5]
