@@ -113,3 +113,19 @@ def test_a_retract_with_a_broken_link_counts_for_nothing(desk):
         (4, "previous-hash link broken (a record before it was removed, replaced or "
             "reordered)"),
     ]
+
+
+def test_a_copy_of_the_retracted_decision_is_the_first_fault_not_the_retract(desk):
+    """A table rebuilt without its UNIQUE record_hash can hold a decision twice. The copy
+    is the bad record; the retract that names the decision's hash stays good, so the
+    first fault verify names is the copy's seq."""
+    ws, rita, first, _, _ = desk
+    signed_retract(ws, rita, "item-0", first)      # seq 4: a good retract of seq 1
+    conn = sqlite3.connect(ws.db_path, isolation_level=None)
+    conn.executescript("ALTER TABLE records RENAME TO old; "
+                       "CREATE TABLE records AS SELECT * FROM old; DROP TABLE old;")
+    head = conn.execute("SELECT record_hash FROM records WHERE seq = 4").fetchone()[0]
+    conn.execute("INSERT INTO records SELECT * FROM records WHERE seq = 1")
+    conn.execute("UPDATE records SET seq = 5, prev_hash = ? "
+                 "WHERE rowid = (SELECT MAX(rowid) FROM records)", (head,))
+    assert faults(ws) == [(5, "stored at seq 5 but signed as seq 1 (reordered?)")]

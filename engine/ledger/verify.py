@@ -691,6 +691,10 @@ def _check_retractions(conn: sqlite3.Connection, report: Report, retracts: list[
     ``retracts`` holds only records that passed their own check, read from
     their signed bodies; each target is looked up by its record hash, whose
     columns are trusted only if the target passed its own check too.
+
+    A table rebuilt without its UNIQUE record_hash can hold one record twice;
+    at most one copy can pass (each signs its own seq), and that copy is the
+    target: the other is a fault of its own, not of the retract.
     """
     bad = {f.seq for f in report.faults}
     targets: dict[str, tuple] = {}
@@ -699,8 +703,10 @@ def _check_retractions(conn: sqlite3.Connection, report: Report, retracts: list[
         chunk = hashes[start:start + 500]
         for row in conn.execute(
                 "SELECT record_hash, seq, kind, queue, item_id, role FROM records "
-                f"WHERE record_hash IN ({', '.join('?' * len(chunk))})", chunk):
-            targets[row[0]] = row[1:]
+                f"WHERE record_hash IN ({', '.join('?' * len(chunk))}) ORDER BY seq", chunk):
+            held = targets.get(row[0])
+            if held is None or (held[0] in bad and row[1] not in bad):
+                targets[row[0]] = row[1:]
     seen: set[str] = set()
     for seq, queue, item_id, role, target in retracts:
         if seq in bad:  # a link or time fault too: it cannot count as the retraction
