@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
 
 import pytest
 
@@ -72,6 +73,52 @@ def test_a_worker_that_dies_fails_verify_instead_of_passing_or_hanging(ledger, m
     monkeypatch.setattr(verify, "check_range", die_in_child)
     with pytest.raises(SealdeskError, match="worker process died before it reported"):
         verify_workspace(ledger, processes=2)
+
+
+
+@pytest.mark.timeout(60)
+def test_a_worker_killed_while_holding_the_range_lock_fails_verify_instead_of_hanging(
+        ledger, monkeypatch):
+    """A child SIGKILLed between taking and releasing the shared lock leaves it held for
+    ever; the parent must notice while it waits for the lock, and say so."""
+    parent = os.getpid()
+    real_context = verify.multiprocessing.get_context("fork")
+    child_holds_it = real_context.Event()
+    parent_waits: list[bool] = []   # what each of the parent's acquires returned
+
+    class DyingLock:
+        def __init__(self):
+            self._lock = real_context.Lock()
+
+        def acquire(self, *args, **kwargs):
+            got = self._lock.acquire(*args, **kwargs)
+            if os.getpid() != parent:
+                child_holds_it.set()
+                os.kill(os.getpid(), signal.SIGKILL)   # dies holding it
+            parent_waits.append(got)
+            return got
+
+        def release(self):
+            self._lock.release()
+
+    class Context:
+        def __getattr__(self, name):
+            return getattr(real_context, name)
+
+        Lock = staticmethod(DyingLock)
+
+    real = verify.check_range
+
+    def after_the_child_died(bounds):
+        if os.getpid() == parent:
+            assert child_holds_it.wait(timeout=30), "the forked child never took the lock"
+        return real(bounds)
+
+    monkeypatch.setattr(verify.multiprocessing, "get_context", lambda method: Context())
+    monkeypatch.setattr(verify, "check_range", after_the_child_died)
+    with pytest.raises(SealdeskError, match="worker process died before it reported"):
+        verify_workspace(ledger, processes=2)
+    assert False in parent_waits   # the parent was kept waiting for the lock, and looked
 
 
 def test_a_worker_that_raises_names_the_error(ledger, monkeypatch):
