@@ -144,3 +144,34 @@ def test_one_process_never_touches_multiprocessing(ledger, monkeypatch):
     assert verify_workspace(ledger, processes=1).ok
     with pytest.raises(OSError, match="no multiprocessing here"):
         verify_workspace(ledger, processes=2)
+
+
+def test_two_verifies_in_threads_of_one_process_each_check_their_own_ledger(
+        ledger, keygen, tmp_path):
+    """Verify keeps a context, a connection and a checker per process; two threads that
+    verify two workspaces at once must not check one's records against the other's."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from engine.ledger.enrol import enrol as enrol_key
+    from engine.ledger.signers import FileSigner
+    from engine.workspace import Workspace
+
+    other = Workspace.init(tmp_path / "other")
+    ravi = keygen("ravi")
+    enrol_key(other.allowed_signers_path, "ravi", ["reviewer"], ravi.with_name(ravi.name + ".pub"))
+    other.ingest(make_items(3))
+    for i in range(RECORDS // 2):
+        other.decide(FileSigner(ravi), "flagged_pairs", f"item-{i % 3}", "reject")
+    other.close()
+
+    def verify_often(root, processes: int) -> list[tuple]:
+        with Workspace.open(root) as ws:  # a connection of this thread's own
+            return [(r.ok, r.records, r.signers) for r in
+                    (verify_workspace(ws, processes=processes) for _ in range(6))]
+
+    with ThreadPoolExecutor(2) as pool:
+        for processes in (1, 2):
+            mine = pool.submit(verify_often, ledger.root, processes)
+            theirs = pool.submit(verify_often, other.root, processes)
+            assert mine.result() == [(True, RECORDS, {"rita": RECORDS})] * 6
+            assert theirs.result() == [(True, RECORDS // 2, {"ravi": RECORDS // 2})] * 6

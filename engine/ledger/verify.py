@@ -20,6 +20,7 @@ import multiprocessing
 import operator
 import os
 import sqlite3
+import threading
 from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -386,6 +387,9 @@ def _field_of_another_kind(body: dict) -> str | None:
 
 
 _CTX: Context | None = None
+# Held by the verify whose context the globals below are: two verifies in threads of
+# one process take turns (each checks its ranges with every core anyway).
+_ONE_AT_A_TIME = threading.Lock()
 _CONN: sqlite3.Connection | None = None      # this process's read-only connection
 _CHECKER: RecordChecker | None = None        # and checker, kept across its ranges
 
@@ -546,11 +550,12 @@ def verify_ledger(conn: sqlite3.Connection, ctx: Context, *, processes: int | No
     start = min(lo, 1)
     procs = processes if processes is not None else (os.cpu_count() or 1)
     ranges = _ranges(start, hi, procs)
-    _init_worker(ctx)
-    try:
-        results = _check_ranges(ranges, min(procs, len(ranges)), progress)
-    finally:
-        _init_worker(None)
+    with _ONE_AT_A_TIME:  # the worker globals are this process's: one verify holds them
+        _init_worker(ctx)
+        try:
+            results = _check_ranges(ranges, min(procs, len(ranges)), progress)
+        finally:
+            _init_worker(None)
     retracts = _join(results, report)
     _check_retractions(conn, report, retracts)
     return report
