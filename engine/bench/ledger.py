@@ -172,9 +172,11 @@ def bench_ledger(records: int, directory: str, processes: int | None, rounds: in
     over fastest verify run, wherever each fell).
 
     The raw loop is also run cut across the verify's processes, either side
-    of each N-process verify: no verifier can beat that rate on these cores,
-    so verify's share of it says how small the per-record overhead is, apart
-    from how well the machine runs N processes at once.
+    of each N-process verify, in N fixed slices: while the cores keep one
+    speed no verifier can beat that rate, so verify's share of it says how
+    small the per-record overhead is, apart from how well the machine runs N
+    processes at once. (Verify hands out ranges as processes free up, so on
+    cores whose speeds drift apart it can read above it.)
     """
     procs = processes or os.cpu_count() or 1
     r = run_bench(records, Path(directory), procs, rounds)
