@@ -12,8 +12,9 @@ import tempfile
 from pathlib import Path
 from typing import Any, Iterable
 
-from engine.canonical import canonical_json, canonical_jsonl, sha256_hex
+from engine.canonical import SHA256_HEX, canonical_json, canonical_jsonl, sha256_hex
 from engine.errors import IntegrityError, InputError
+from engine.outputs import refuse_unsafe_target
 
 
 def _fsync_dir(directory: Path) -> None:
@@ -27,6 +28,7 @@ def _fsync_dir(directory: Path) -> None:
 def atomic_write(path: Path, data: bytes, *, mode: int = 0o600) -> None:
     """Writes bytes to path so that readers see all of them or none."""
     path = Path(path)
+    refuse_unsafe_target(path)
     try:
         _atomic_write(path, data, mode)
     except OSError as exc:
@@ -89,13 +91,23 @@ def write_jsonl_artifact(path: Path, rows: Iterable[Any]) -> str:
 def read_verified(path: Path) -> bytes:
     """Gives an artifact's bytes after checking them against the sidecar."""
     path = Path(path)
+    side_path = sidecar_path(path)
     try:
         data = path.read_bytes()
-        side = sidecar_path(path).read_text(encoding="utf-8").split()
     except OSError as exc:
         raise InputError(f"cannot read artifact: {exc.strerror}", path=path) from exc
-    if not side or len(side[0]) != 64:
-        raise IntegrityError(f"{sidecar_path(path)}: sidecar is not '<sha256>  <name>'")
+    try:
+        side = side_path.read_bytes().decode("ascii").split()
+    except FileNotFoundError as exc:
+        raise IntegrityError(f"{side_path}: the artifact's .sha256 sidecar is missing, so "
+                             f"{path.name} cannot be checked") from exc
+    except OSError as exc:
+        raise InputError(f"cannot read the artifact's sidecar: {exc.strerror}",
+                         path=side_path) from exc
+    except UnicodeDecodeError:
+        side = []
+    if not side or len(side[0]) != 64 or not SHA256_HEX.match(side[0]):
+        raise IntegrityError(f"{side_path}: sidecar is not '<sha256>  <name>'")
     if sha256_hex(data) != side[0]:
         raise IntegrityError(f"{path}: bytes do not match their .sha256 sidecar")
     return data

@@ -131,3 +131,15 @@ def test_the_clean_command_prints_the_new_hash_and_power(scanned, enrol, sealdes
     assert "22 -> 21 items (1 dropped, 9 kept after review, 0 undecided kept)" in proc.stdout
     # 2.801585 * sqrt(0.5 / 22) = 0.422355 and 2.801585 * sqrt(0.5 / 21) = 0.432294
     assert "0.4224 -> 0.4323" in proc.stdout
+
+
+def test_an_out_path_that_cannot_be_written_leaves_no_clean_run_behind(scanned, tmp_path):
+    workspace, outcome, by_eval = scanned
+    blocker = tmp_path / "blocker"
+    blocker.write_text("a file where a directory should be")
+    runs_before = sorted(p.name for p in workspace.artifacts_dir.iterdir())
+    with pytest.raises(InputError, match="cannot write"):
+        clean(workspace, allow_undecided=True, out=blocker / "clean.jsonl")
+    assert sorted(p.name for p in workspace.artifacts_dir.iterdir()) == runs_before
+    assert workspace.conn.execute("SELECT COUNT(*) FROM runs WHERE run_id LIKE '%clean%'"
+                                  ).fetchone()[0] == 0

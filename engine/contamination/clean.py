@@ -137,11 +137,11 @@ def clean(ws: Workspace, run_id: str | None = None, *, allow_undecided: bool = F
         },
     }
     clean_set = [r["row"] for r in clean_rows]
+    if out is not None:  # first: a path that cannot be written leaves no run behind
+        atomic_write(Path(out), canonical_jsonl(clean_set))
     run_dir = ws.run_dir(clean_id)
     artifacts = {CLEAN_SET: write_jsonl_artifact(run_dir / CLEAN_SET, clean_set),
                  CLEAN_REPORT: write_json_artifact(run_dir / CLEAN_REPORT, clean_report)}
-    if out is not None:
-        atomic_write(Path(out), canonical_jsonl(clean_set))
     ws.ingest([], runs={clean_id: {"kind": "contamination-clean", "artifacts": artifacts,
                                    "inputs": {"scan_run": run_id,
                                               "scan_manifest_sha256": row[2]}}},

@@ -11,6 +11,7 @@ from typing import Any
 
 import click
 
+from engine.outputs import OutputFile
 
 _FILE = click.Path(dir_okay=False)
 _DIR = click.Path(file_okay=False)
@@ -139,7 +140,7 @@ def keygen(trust_root: str, keys_dir: str, roles: tuple[str, ...]) -> None:
 @click.option("--holdout-id", required=True)
 @click.option("--version", "version", required=True)
 @click.option("--created-at", default=None, help="ISO 8601 time. Default: now (UTC).")
-@click.option("--out", required=True, type=_FILE)
+@click.option("--out", required=True, type=OutputFile())
 def holdout_cmd(rows: str, holdout_id: str, version: str, created_at: str | None,
                 out: str) -> None:
     """Write a canonical holdout manifest from rows (sign it with `coverage sign`)."""
@@ -165,7 +166,7 @@ def holdout_cmd(rows: str, holdout_id: str, version: str, created_at: str | None
 @click.option("--genesis", is_flag=True,
               help="Explicitly scope a genesis measurement: baseline_report_sha256 is null.")
 @click.option("--expires-in", default="7d", show_default=True, help="e.g. 30d, 12h.")
-@click.option("--out", required=True, type=_FILE)
+@click.option("--out", required=True, type=OutputFile())
 def scope_cmd(template: str, holdout_path: str, baseline: str | None, genesis: bool,
               expires_in: str, out: str) -> None:
     """Write a canonical evaluation scope (sign it with `coverage sign --role scope`).
@@ -248,7 +249,7 @@ def store_init(store: str, store_id: str, timeout: float) -> None:
 @click.option("--benchmark-key", default=None, type=_FILE,
               help="The benchmark authority's key. Without it the measurement is reserved "
                    "and left for `coverage finalize`.")
-@click.option("--out", default=None, type=_FILE,
+@click.option("--out", default=None, type=OutputFile(),
               help="Also copy the signed benchmark to OUT and OUT.sig (never overwritten).")
 @click.pass_obj
 def benchmark_cmd(ctx, trust_root: str, holdout_path: str, holdout_signature: str | None,
@@ -480,7 +481,7 @@ def check_evidence_cmd(ctx, evidence: str, trust_root: str) -> None:
 @click.option("--rows", required=True, type=_FILE,
               help="Rows with text and label (e.g. debug rows) to train on.")
 @click.option("--out", required=True, type=_DIR)
-@click.option("--steps", default=20, show_default=True, type=int)
+@click.option("--steps", default=20, show_default=True, type=click.IntRange(min=1))
 def tiny_model(rows: str, out: str, steps: int) -> None:
     """Train a tiny local classifier (seconds, CPU) to try attribution without a model."""
     from engine.coverage.tables import DEBUG_COLUMNS, read_table

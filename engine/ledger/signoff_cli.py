@@ -16,6 +16,7 @@ import click
 if TYPE_CHECKING:  # the CLI may run as __main__, so its Ctx is passed with pass_obj
     from engine.cli import Ctx
 from engine.errors import IntegrityError, NotReadyError
+from engine.outputs import OutputFile
 from engine.ledger.signoff import SignoffSummary, lead_signer, sign_off, signoff_summary
 
 _PENDING_LISTED = 20
@@ -157,9 +158,9 @@ def checkpoint() -> None:
 
 
 @checkpoint.command("export")
-@click.option("--out", default="-", show_default=True,
+@click.option("--out", default="-", show_default=True, type=OutputFile(allow_stdout=True),
               help="File to write; '-' writes to stdout.")
-@click.option("--signoff", "signoff_seq", type=int, default=None,
+@click.option("--signoff", "signoff_seq", type=click.IntRange(min=1), default=None,
               help="Seq of the sign-off to export (default: the latest).")
 @click.pass_obj
 def checkpoint_export(ctx: "Ctx", out: str, signoff_seq: int | None) -> None:

@@ -1,0 +1,114 @@
+"""Where a command may write a file the user named (``--out``).
+
+Every user-named output is written atomically: a new file is renamed over
+the path. That rename would as happily replace the workspace's own database,
+its trust list, a directory entry such as ``/dev/null`` or a symbolic link as
+an old export, so a path is checked before any work starts:
+
+- it must not be one of the workspace's own files (``sealdesk.db`` and its
+  journals, anything under ``trust/`` or ``artifacts/``): the ledger and the
+  trust list are changed only through sealdesk's own append paths;
+- if it exists it must be a regular file (not a directory, device, pipe,
+  socket or link); an old regular file is replaced, as an export is meant to.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import click
+
+from engine.errors import InputError
+
+_DB_FILES = ("sealdesk.db", "sealdesk.db-wal", "sealdesk.db-shm", "sealdesk.db-journal")
+_OWNED_DIRS = ("trust", "artifacts")
+
+
+def refuse_unsafe_target(path: str | Path, *, field: str | None = None) -> None:
+    """Raises InputError if path exists and is not a regular file (checked without
+    following a link: the rename would replace the link itself)."""
+    try:
+        mode = os.lstat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):  # nothing there; the write says more
+        return
+    except OSError as exc:
+        raise InputError(f"cannot check the output path: {exc.strerror or exc}",
+                         path=path, field=field) from exc
+    if stat.S_ISREG(mode):
+        return
+    kind = ("a directory" if stat.S_ISDIR(mode) else "a symbolic link" if stat.S_ISLNK(mode)
+            else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+            else "a pipe" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode)
+            else "not a regular file")
+    raise InputError(f"is {kind}; sealdesk writes a new file and renames it into place, "
+                     "which would replace it: name a new or regular file", path=path, field=field)
+
+
+def workspace_owner(path: str | Path, workspace_root: str | Path) -> str | None:
+    """Gives which workspace file path would overwrite (e.g. 'sealdesk.db'), else None."""
+    root = Path(os.path.realpath(workspace_root))
+    target = Path(os.path.realpath(path))
+    try:
+        relative = target.relative_to(root)
+    except ValueError:
+        return None
+    parts = relative.parts
+    if not parts:
+        return "the workspace directory"
+    if len(parts) == 1 and parts[0] in _DB_FILES:
+        return parts[0]
+    if parts[0] in _OWNED_DIRS:
+        return f"{parts[0]}/"
+    return None
+
+
+def check_output_path(path: str | Path, workspace_root: str | Path | None, *,
+                      field: str | None = None) -> Path:
+    """Gives path if a command may write its output there; else an InputError."""
+    if workspace_root is not None:
+        owner = workspace_owner(path, workspace_root)
+        if owner is not None:
+            raise InputError(f"is the workspace's own {owner} ({workspace_root}); write the "
+                             "output outside the workspace's database, trust/ and artifacts/",
+                             path=path, field=field)
+    refuse_unsafe_target(path, field=field)
+    return Path(path)
+
+
+class OutputFile(click.ParamType):
+    """A click type for ``--out FILE``: checked before the command does any work.
+
+    With ``allow_stdout``, ``-`` means standard output and is passed through.
+    """
+
+    name = "file"
+
+    def __init__(self, *, allow_stdout: bool = False) -> None:
+        self.allow_stdout = allow_stdout
+
+    def convert(self, value, param, ctx):  # noqa: ANN001 - click's signature
+        if value is None or (self.allow_stdout and value == "-"):
+            return value
+        text = os.fspath(value)
+        root = _workspace_root(ctx)
+        field = param.opts[0] if param is not None and param.opts else None
+        try:
+            check_output_path(text, root, field=field)
+        except InputError as exc:
+            self.fail(f"{text}: {exc.reason}", param, ctx)
+        return text
+
+
+def _workspace_root(ctx: click.Context | None) -> Path | None:
+    """Gives the workspace the command runs against (flag, env, default)."""
+    from engine.workspace import resolve_path
+
+    flag = None
+    while ctx is not None:
+        if ctx.obj is not None and hasattr(ctx.obj, "workspace_flag"):
+            flag = ctx.obj.workspace_flag
+            break
+        ctx = ctx.parent
+    return resolve_path(flag)

@@ -1,0 +1,44 @@
+"""Artifacts are checked against their ``.sha256`` sidecars, and a broken sidecar
+is named as the sidecar, not as the artifact."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.artifacts import read_verified, sidecar_path, write_artifact
+from engine.errors import IntegrityError, InputError
+
+
+@pytest.fixture
+def artifact(tmp_path):
+    path = tmp_path / "run-1" / "pairs.jsonl"
+    write_artifact(path, b'{"a":1}\n')
+    return path
+
+
+def test_a_written_artifact_reads_back_and_an_edited_one_is_caught(artifact):
+    assert read_verified(artifact) == b'{"a":1}\n'
+    artifact.write_bytes(b'{"a":2}\n')
+    with pytest.raises(IntegrityError, match="do not match their .sha256 sidecar"):
+        read_verified(artifact)
+
+
+def test_a_missing_sidecar_is_named_as_the_sidecar(artifact):
+    sidecar_path(artifact).unlink()
+    with pytest.raises(IntegrityError, match=r"pairs\.jsonl\.sha256: the artifact's .sha256 "
+                                             r"sidecar is missing"):
+        read_verified(artifact)
+
+
+@pytest.mark.parametrize("content", [b"\xff\xfe not text\n", b"", b"z" * 64 + b"  pairs.jsonl\n"],
+                         ids=["not-utf8", "empty", "not-hex"])
+def test_a_sidecar_that_is_not_a_digest_line_is_an_integrity_error(artifact, content):
+    sidecar_path(artifact).write_bytes(content)
+    with pytest.raises(IntegrityError, match="sidecar is not '<sha256>  <name>'"):
+        read_verified(artifact)
+
+
+def test_a_missing_artifact_is_an_input_error_naming_it(artifact):
+    artifact.unlink()
+    with pytest.raises(InputError, match="pairs.jsonl: cannot read artifact"):
+        read_verified(artifact)

@@ -1,0 +1,92 @@
+"""A file the user names with --out never replaces the workspace's own files, a
+device, a pipe or a link: the atomic rename would replace whatever sits there."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+import pytest
+
+from engine.artifacts import atomic_write
+from engine.errors import InputError
+from tests.test_cli_foundation import cli_ws, one_line_error, snapshot  # noqa: F401  (fixture)
+
+
+def _workspace_files(ws):
+    return {p: p.read_bytes() for p in sorted(ws.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("command,target,owner", [
+    (("export", "--out"), "sealdesk.db", "sealdesk.db"),
+    (("export", "--out"), "trust/allowed_signers", "trust/"),
+    (("checkpoint", "export", "--out"), "sealdesk.db-wal", "sealdesk.db-wal"),
+    (("contamination", "clean", "--out"), "artifacts/run-1/clean.jsonl", "artifacts/"),
+    (("coverage", "holdout", "--rows", "rows.jsonl", "--holdout-id", "h", "--version", "1",
+      "--out"), "sealdesk.db", "sealdesk.db"),
+])
+def test_an_output_naming_a_workspace_file_is_refused_before_any_work(cli_ws, sealdesk, tmp_path,
+                                                                       command, target, owner):
+    ws, _ = cli_ws
+    before = _workspace_files(ws)
+    # Reached through a path that does not start with the workspace's own spelling.
+    roundabout = tmp_path / "elsewhere" / ".." / "ws" / target
+    (tmp_path / "elsewhere").mkdir()
+    err = one_line_error(sealdesk(*command, roundabout, workspace=ws))
+    assert err.startswith("sealdesk: error: ") and "--out" in err, err
+    assert f"workspace's own {owner}" in err, err
+    assert _workspace_files(ws) == before
+    assert not list((ws / "artifacts").glob("*clean*"))
+    assert sealdesk("verify", workspace=ws).returncode == 0
+
+
+def test_an_output_through_a_link_into_the_workspace_is_refused(cli_ws, sealdesk, tmp_path):
+    ws, _ = cli_ws
+    link = tmp_path / "records.jsonl"
+    link.symlink_to(ws / "sealdesk.db")
+    before = (ws / "sealdesk.db").read_bytes()
+    err = one_line_error(sealdesk("export", "--out", link, workspace=ws))
+    assert "workspace's own sealdesk.db" in err
+    assert (ws / "sealdesk.db").read_bytes() == before and link.is_symlink()
+
+
+@pytest.mark.parametrize("kind", ["pipe", "link", "directory"])
+def test_an_output_that_exists_and_is_not_a_regular_file_is_left_alone(cli_ws, sealdesk, tmp_path,
+                                                                        kind):
+    ws, _ = cli_ws
+    target = tmp_path / "out"
+    other = tmp_path / "kept.txt"
+    other.write_text("a file the link points at\n")
+    if kind == "pipe":
+        os.mkfifo(target)
+    elif kind == "link":
+        target.symlink_to(other)
+    else:
+        target.mkdir()
+    err = one_line_error(sealdesk("checkpoint", "export", "--out", target, workspace=ws))
+    assert str(target) in err and "--out" in err
+    mode = os.lstat(target).st_mode
+    assert {"pipe": stat.S_ISFIFO, "link": stat.S_ISLNK, "directory": stat.S_ISDIR}[kind](mode)
+    assert other.read_text() == "a file the link points at\n"
+
+
+def test_an_old_export_is_replaced_and_stdout_still_works(cli_ws, sealdesk, tmp_path):
+    ws, keys = cli_ws
+    out = tmp_path / "records.jsonl"
+    out.write_text("stale\n")
+    sealdesk("decide", "--queue", "flagged_pairs", "--item", "item-0", "--decision", "accept",
+             "--key", keys["rita"], workspace=ws, check=True)
+    sealdesk("export", "--out", out, workspace=ws, check=True)
+    assert out.read_text().count("\n") == 1 and '"seq": 1' in out.read_text()
+    proc = sealdesk("checkpoint", "export", "--out", "-", workspace=ws)
+    assert "--out" not in proc.stderr  # '-' passes the path check: the error is the missing sign-off
+    assert "sign-off" in proc.stderr
+
+
+def test_an_internal_atomic_write_never_replaces_a_pipe(tmp_path):
+    pipe = tmp_path / "result.json"
+    os.mkfifo(pipe)
+    with pytest.raises(InputError, match="is a pipe"):
+        atomic_write(pipe, b"{}")
+    assert stat.S_ISFIFO(os.lstat(pipe).st_mode)
+    assert [p.name for p in tmp_path.iterdir()] == ["result.json"]  # no temp file left
