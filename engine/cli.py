@@ -18,6 +18,7 @@ import click
 
 from engine import __version__
 from engine.errors import SealdeskError
+from engine.outputs import OutputFile
 
 # name -> "module:attribute" of a click command, loaded on first use. A
 # command whose module is not installed is simply not offered.
@@ -294,6 +295,18 @@ def decide(ctx: Ctx, queue: str, item_ids: tuple[str, ...], decision: str, note:
         ids = _stdin_ids()
     else:
         ids = [(item_id, None) for item_id in item_ids]
+    if not ids:
+        raise InputError("no item ids on stdin; nothing was signed", path="<stdin>",
+                         field="item")
+    first_at: dict[str, int | None] = {}
+    for number, (item_id, line) in enumerate(ids, start=1):
+        if item_id in first_at:  # one decision per item per run: a repeat is a mistake
+            earlier = first_at[item_id]
+            where = f"line {earlier}" if line else f"--item #{earlier}"
+            raise InputError(f"item {item_id!r} is given twice (first at {where}); nothing "
+                             "was signed", path="<stdin>" if line else None, line=line,
+                             field="item")
+        first_at[item_id] = line if line else number
     with ctx.open() as ws:
         # Every id is checked before the first signature: a typo on line 40
         # must not leave 39 signed records behind.
@@ -344,7 +357,8 @@ def undo(ctx: Ctx, queue: str, item_id: str, note: str | None, key: str | None,
 @cli.command()
 @click.option("--checkpoint", "checkpoint", default=None, type=click.Path(dir_okay=False),
               help="Also check the workspace against an exported checkpoint.")
-@click.option("--jobs", default=None, type=int, help="Worker processes (default: all cores).")
+@click.option("--jobs", default=None, type=click.IntRange(min=1),
+              help="Worker processes (default: all cores).")
 @click.option("--quiet", "-q", is_flag=True)
 @pass_ctx
 def verify(ctx: Ctx, checkpoint: str | None, jobs: int | None, quiet: bool) -> None:
@@ -371,7 +385,7 @@ def verify(ctx: Ctx, checkpoint: str | None, jobs: int | None, quiet: bool) -> N
 
 
 @cli.command()
-@click.option("--out", required=True, type=click.Path(dir_okay=False),
+@click.option("--out", required=True, type=OutputFile(),
               help="JSONL file to write (one record per line).")
 @pass_ctx
 def export(ctx: Ctx, out: str) -> None:
@@ -407,8 +421,17 @@ def bench() -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """Runs the CLI, turning sealdesk errors into one line and an exit code."""
+    args = sys.argv[1:] if argv is None else list(argv)
+    for number, arg in enumerate(args, start=1):
+        try:
+            arg.encode("utf-8")
+        except UnicodeEncodeError:  # bytes a UTF-8 locale could not decode (surrogateescape)
+            shown = arg.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+            click.echo(f"sealdesk: error: argument {number} ({shown}) is not valid UTF-8; "
+                       "sealdesk signs and stores text, so every argument must be UTF-8", err=True)
+            sys.exit(2)
     try:
-        cli.main(args=argv, prog_name="sealdesk", standalone_mode=False)
+        cli.main(args=args, prog_name="sealdesk", standalone_mode=False)
     except SealdeskError as exc:
         click.echo(f"sealdesk: error: {exc.one_line()}", err=True)
         sys.exit(exc.exit_code)

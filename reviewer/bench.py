@@ -202,15 +202,16 @@ def _p95(values: list[float]) -> float:
 
 
 @click.command("review")
-@click.option("--items", "n_items", default=100_000, show_default=True,
+@click.option("--items", "n_items", default=100_000, show_default=True, type=click.IntRange(min=1),
               help="Items in the bench workspace.")
-@click.option("--decisions", default=200, show_default=True,
+@click.option("--decisions", default=200, show_default=True, type=click.IntRange(min=1),
               help="Decisions timed, in the app and directly.")
-@click.option("--reference-rows", default=None, type=int,
+@click.option("--reference-rows", default=None, type=click.IntRange(min=1),
               help="Rows loaded into the DataTable reference. Default: all --items.")
 @click.option("--reference-timeout", default=600.0, show_default=True,
               help="Seconds the DataTable reference may take before it is called off.")
-@click.option("--runs", default=3, show_default=True, help="First-screen runs (median kept).")
+@click.option("--runs", default=3, show_default=True, type=click.IntRange(min=1),
+              help="First-screen runs (median kept).")
 def bench_review(n_items: int, decisions: int, reference_rows: int | None,
                  reference_timeout: float, runs: int) -> None:
     """Time the review app against the reference approaches; print ratios.

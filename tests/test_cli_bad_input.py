@@ -119,6 +119,12 @@ def test_a_database_error_while_appending_is_one_line_and_writes_nothing(cli_ws,
     (("decide", "--queue", "flagged_pairs", "--item", "item-0"), "--decision"),
     (("decide", "--queue", "nope", "--item", "x", "--decision", "accept"), "nope"),
     (("exam", "adjudicate", "--corpus", "{tmp}"), "is a directory"),
+    (("verify", "--jobs", "0"), "--jobs"),
+    (("verify", "--jobs", "-1"), "--jobs"),
+    (("bench", "ledger", "-n", "0", "--dir", "{tmp}"), "--records"),
+    (("checkpoint", "export", "--signoff", "0"), "--signoff"),
+    (("scan", "contamination", "--eval", "{tmp}/e.jsonl", "--pool", "{tmp}/p.jsonl",
+      "--jobs", "0"), "--jobs"),
 ])
 def test_usage_errors_are_one_line_naming_the_option(cli_ws, sealdesk, tmp_path, args, named):
     ws, _ = cli_ws
@@ -135,3 +141,30 @@ def test_a_database_without_its_workspace_id_is_refused_in_one_line(cli_ws, seal
     conn.close()
     err = one_line_error(sealdesk("items", workspace=ws))
     assert "workspace_id" in err and "sealdesk.db" in err
+
+
+@pytest.mark.parametrize("how", ["flags", "stdin"])
+def test_decide_refuses_an_item_given_twice_and_signs_nothing(cli_ws, sealdesk, how):
+    ws, keys = cli_ws
+    before = snapshot(ws)
+    if how == "flags":
+        args = ("--item", "item-0", "--item", "item-1", "--item", "item-0")
+        proc = sealdesk("decide", "--queue", "flagged_pairs", *args, "--decision", "accept",
+                        "--key", keys["rita"], workspace=ws)
+        where = "field 'item': item 'item-0' is given twice (first at --item #1)"
+    else:
+        proc = sealdesk("decide", "--queue", "flagged_pairs", "--item", "-", "--decision",
+                        "accept", "--key", keys["rita"], input="item-0\nitem-1\n\nitem-1\n",
+                        workspace=ws)
+        where = "<stdin>:4: field 'item': item 'item-1' is given twice (first at line 2)"
+    err = one_line_error(proc)
+    assert where in err, err
+    assert snapshot(ws) == before
+
+
+def test_decide_with_nothing_on_stdin_is_an_error_not_zero_decisions(cli_ws, sealdesk):
+    ws, keys = cli_ws
+    err = one_line_error(sealdesk("decide", "--queue", "flagged_pairs", "--item", "-",
+                                  "--decision", "accept", "--key", keys["rita"], input="\n",
+                                  workspace=ws))
+    assert "<stdin>: field 'item': no item ids on stdin; nothing was signed" in err

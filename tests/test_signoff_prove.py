@@ -112,6 +112,17 @@ def test_an_unknown_record_is_an_error_naming_it(ledger):
         prove_inclusion(ledger.conn, "xyz", ledger.allowed_signers())
 
 
+def test_a_seq_too_large_for_sqlite_or_in_other_digits_is_an_input_error(ledger, sealdesk):
+    with pytest.raises(InputError, match="no record '99999999999999999999999'"):
+        prove_inclusion(ledger.conn, "99999999999999999999999", ledger.allowed_signers())
+    for ref in ("\u00b2", "\u0661"):  # superscript two, Arabic-Indic one: isdigit() says yes
+        with pytest.raises(InputError, match="neither a record seq nor a record hash"):
+            prove_inclusion(ledger.conn, ref, ledger.allowed_signers())
+    proc = sealdesk("prove", "9" * 40, workspace=ledger.root)  # 40 digits: also hex, no match
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    assert f"no record '{'9' * 40}'" in proc.stderr
+
+
 def test_prove_against_a_checkpoint_file(ledger, sealdesk, tmp_path):
     path = tmp_path / "checkpoint.txt"
     path.write_text(checkpoint_of(ledger.conn, ledger.allowed_signers())[1], encoding="utf-8")

@@ -147,11 +147,11 @@ def run_bench(records: int, directory: Path, processes: int, rounds: int = 5) ->
 
 
 @click.command("ledger")
-@click.option("--records", "-n", default=5000, show_default=True,
+@click.option("--records", "-n", default=5000, show_default=True, type=click.IntRange(min=1),
               help="Signed records to append, then verify.")
 @click.option("--dir", "directory", default=".", type=click.Path(file_okay=False),
               show_default=True, help="Where the throwaway workspace lives (its disk is measured).")
-@click.option("--processes", default=None, type=int,
+@click.option("--processes", default=None, type=click.IntRange(min=1),
               help="Verify worker processes (default: every core).")
 @click.option("--rounds", default=5, show_default=True, type=click.IntRange(min=1),
               help="Verify runs of each kind, each between two raw Ed25519 runs.")

@@ -123,20 +123,22 @@ def _exact_jaccard(eval_path: Path, pool_path: Path, pairs: list[list[int]]) -> 
 
 
 @click.command("contamination")
-@click.option("--pool-size", default=100_000, show_default=True,
+@click.option("--pool-size", default=100_000, show_default=True, type=click.IntRange(min=1),
               help="Synthetic pool documents (about 500 bytes each).")
-@click.option("--eval-size", default=1319, show_default=True, help="Synthetic eval items.")
-@click.option("--reference-size", type=int, default=None,
+@click.option("--eval-size", default=1319, show_default=True, type=click.IntRange(min=1),
+              help="Synthetic eval items.")
+@click.option("--reference-size", type=click.IntRange(min=1), default=None,
               help="Pool documents the seed's reference runs on (default: all, at most "
                    "100000; it needs ~11 GB of RSS for 1M). Pairs are compared on this prefix.")
 @click.option("--no-reference", is_flag=True, help="Run sealdesk only.")
-@click.option("--jobs", type=int, default=None, help="sealdesk worker processes (default: all).")
+@click.option("--jobs", type=click.IntRange(min=1),
+              default=None, help="sealdesk worker processes (default: all).")
 @click.option("--data-dir", type=click.Path(file_okay=False), default=None,
               help="Where the generated files live (reused when present).")
 @click.option("--backend", type=click.Choice(["local", "ray"]), default=None,
               help="Instead: the sharded scan's scaling on this backend (default pool 4M "
                    "docs in 16 shards, 1 then 2 workers).")
-@click.option("--shards", type=int, default=16, show_default=True,
+@click.option("--shards", type=click.IntRange(min=1), default=16, show_default=True,
               help="With --backend: pool files.")
 @click.option("--workers", default="1,2", show_default=True,
               help="With --backend: worker counts to run, in order.")

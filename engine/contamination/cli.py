@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import click
 
-from typing import Any
+from engine.outputs import OutputFile
 
 
 @click.command("contamination")
@@ -30,11 +31,12 @@ from typing import Any
 @click.option("--pool-split", default=None)
 @click.option("--pool-revision", default=None, help="40-hex commit sha (hub datasets).")
 @click.option("--pool-config", default=None)
-@click.option("--ngram", "ngram_n", default=13, show_default=True, help="Words per shingle.")
+@click.option("--ngram", "ngram_n", default=13, show_default=True, type=click.IntRange(min=1),
+              help="Words per shingle.")
 @click.option("--jaccard", default=0.8, show_default=True, help="Flag at exact Jaccard >=.")
 @click.option("--containment", default=0.5, show_default=True,
               help="Flag when this fraction of an eval item's shingles is in a document.")
-@click.option("--num-perm", default=128, show_default=True,
+@click.option("--num-perm", default=128, show_default=True, type=click.IntRange(min=1),
               help="MinHash permutations of the reported estimate.")
 @click.option("--embed/--no-embed", default=True, show_default=True,
               help="Run the embedding paraphrase channel (needs sealdesk[embed]).")
@@ -47,16 +49,17 @@ from typing import Any
 @click.option("--calibration", type=click.Path(dir_okay=False), default=None,
               help="Labelled pairs (JSONL) that set the cosine threshold "
                    "[default: sample_data/contamination/calibration.jsonl].")
-@click.option("--top-k", default=3, show_default=True, help="Pool items kept per eval item.")
+@click.option("--top-k", default=3, show_default=True, type=click.IntRange(min=1),
+              help="Pool items kept per eval item.")
 @click.option("--probe-endpoint", default=None, metavar="URL",
               help="OpenAI-compatible server (e.g. http://127.0.0.1:8000/v1) for the "
                    "masked-answer probe.")
 @click.option("--probe-model", default=None, help="Model name to ask.")
 @click.option("--probe-answer-field", default="answer", show_default=True,
               help="Field with the worked answer whose last number is masked.")
-@click.option("--probe-sample", default=100, show_default=True,
+@click.option("--probe-sample", default=100, show_default=True, type=click.IntRange(min=0),
               help="Items probed, evenly spread (0 = all).")
-@click.option("--jobs", type=int, default=None,
+@click.option("--jobs", type=click.IntRange(min=1), default=None,
               help="Workers: processes (local) or actors (ray) [default: every CPU].")
 @click.option("--backend", type=click.Choice(["local", "ray"]), default="local",
               show_default=True,
@@ -64,9 +67,9 @@ from typing import Any
                    "(needs sealdesk[ray]).")
 @click.option("--ray-address", default=None, metavar="auto|ray://HOST:PORT",
               help="Join a running Ray cluster (default: start a local Ray for the run).")
-@click.option("--ray-num-cpus", type=int, default=None,
+@click.option("--ray-num-cpus", type=click.IntRange(min=1), default=None,
               help="CPUs of the local Ray started for the run [default: every core].")
-@click.option("--shard-retries", type=int, default=2, show_default=True,
+@click.option("--shard-retries", type=click.IntRange(min=0), default=2, show_default=True,
               help="Times a failed shard is tried again before the scan gives up.")
 @click.option("--resume/--no-resume", default=True, show_default=True,
               help="Skip shards the workspace recorded as done (by content hash).")
@@ -230,7 +233,7 @@ def contamination() -> None:
 @click.option("--power", default=0.8, show_default=True, help="Power wanted.")
 @click.option("--accuracy", default=0.5, show_default=True,
               help="Accuracy both models are near (0.5 is the worst case).")
-@click.option("--out", type=click.Path(dir_okay=False), default=None,
+@click.option("--out", type=OutputFile(), default=None,
               help="Also write the clean set (JSONL) to this path.")
 @click.pass_obj
 def clean_command(ctx: Any, run_id: str | None, allow_undecided: bool, alpha: float,

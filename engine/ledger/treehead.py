@@ -201,7 +201,8 @@ def _find_record(conn: sqlite3.Connection, ref: str) -> tuple[int, str, bytes]:
     """Gives (seq, hash, message) of a record named by seq or by hash (8+ hex prefix)."""
     text = ref.strip().lstrip("#")
     row = None
-    if text.isdigit():
+    digits = text.isascii() and text.isdigit()  # str.isdigit alone passes '²' and '١'
+    if digits and int(text) < 2**63:  # a seq is an SQLite integer; a longer run may be a hash
         row = conn.execute("SELECT seq, record_hash, message FROM records WHERE seq=?",
                            (int(text),)).fetchone()
     is_hex = len(text) >= 8 and all(c in "0123456789abcdef" for c in text.lower())
@@ -212,7 +213,7 @@ def _find_record(conn: sqlite3.Connection, ref: str) -> tuple[int, str, bytes]:
             raise InputError(f"record hash prefix {text!r} names more than one record; give "
                              "more hex", field="record")
         row = rows[0] if rows else None
-    elif not text.isdigit():
+    elif not digits:
         raise InputError(f"{ref!r} is neither a record seq nor a record hash (8+ hex)",
                          field="record")
     if row is None:
