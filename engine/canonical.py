@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 from pathlib import Path
 from typing import Any, Iterable
@@ -49,7 +50,11 @@ def canonical_json(value: Any) -> bytes:
             text = _ENCODER.encode(value)
     except ValueError as exc:  # NaN / Infinity
         raise InputError(f"value cannot be canonical JSON: {exc}") from exc
-    return text.encode("utf-8")
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError as exc:  # a lone surrogate (from argv or a \ud800 escape)
+        raise InputError("value cannot be canonical JSON: a string holds a lone surrogate "
+                         f"(position {exc.start}), which is not Unicode text") from exc
 
 
 def canonical_jsonl(rows: Iterable[Any]) -> bytes:
@@ -57,7 +62,7 @@ def canonical_jsonl(rows: Iterable[Any]) -> bytes:
     return b"".join(canonical_json(row) + b"\n" for row in rows)
 
 
-SHA256_HEX = re.compile(r"^[0-9a-f]{64}$")  # what sha256_hex gives
+SHA256_HEX = re.compile(r"^[0-9a-f]{64}\Z")  # what sha256_hex gives
 
 
 def sha256_hex(data: bytes) -> str:
@@ -83,13 +88,35 @@ def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return result
 
 
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):  # 1e400: valid JSON, but no float holds it and no hash could
+        raise ValueError(f"number {text[:40]} is beyond a 64-bit float")
+    return value
+
+
+# A lone surrogate can only come from a \uD800-\uDFFF escape; most texts have none,
+# so the walk that finds one runs only when this cheap search hits.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abcdefABCDEF]")
+
+
 def strict_loads(text: str | bytes) -> Any:
-    """Gives the parsed JSON value; duplicate keys, NaN and Infinity are refused."""
+    """Gives the parsed JSON value; duplicate keys, NaN, Infinity, numbers beyond a
+    float, lone surrogates and nesting deeper than Python can recurse are refused."""
     if isinstance(text, bytes):
         text = text.decode("utf-8")
-    return json.loads(
-        text, object_pairs_hook=_no_duplicate_keys, parse_constant=_refuse_constant
-    )
+    try:
+        value = json.loads(text, object_pairs_hook=_no_duplicate_keys,
+                           parse_constant=_refuse_constant, parse_float=_finite_float)
+    except RecursionError:
+        raise ValueError("nested too deeply to parse") from None
+    if _SURROGATE_ESCAPE.search(text):
+        try:
+            json.dumps(value, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValueError("a string holds a lone surrogate escape (\\ud800-\\udfff), "
+                             "which is not Unicode text") from None
+    return value
 
 
 def load_json(raw: bytes, *, path: str | Path | None = None, line: int | None = None) -> Any:

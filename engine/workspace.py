@@ -35,8 +35,18 @@ from engine.roles import QUEUE_ROLES, QUEUES, SIGNOFF_ROLE
 
 SCHEMA_VERSION = "1"
 DB_NAME = "sealdesk.db"
-RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}\Z")
 _ITEM_FIELDS = {"queue", "item_id", "run_id", "payload", "item_sha256"}
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def _fits_float(number: int) -> bool:
+    try:
+        float(number)
+    except OverflowError:  # beyond about 1.8e308
+        return False
+    return True
+
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -130,10 +140,17 @@ def validate_item(obj: Any, *, path: str | None = None, line: int | None = None)
         raise bad(f"unknown queue {obj['queue']!r} (expected {', '.join(QUEUES)})", "queue")
     if not isinstance(obj["item_id"], str) or not obj["item_id"] or len(obj["item_id"]) > 256:
         raise bad("must be a non-empty string of at most 256 characters", "item_id")
+    if _CONTROL.search(obj["item_id"]):  # a NUL or an escape would reach terminals and SQL
+        raise bad("must not hold control characters", "item_id")
     if not isinstance(obj["run_id"], str) or not RUN_ID.match(obj["run_id"]):
         raise bad("must match [A-Za-z0-9][A-Za-z0-9._-]* (it names a directory)", "run_id")
     if not isinstance(obj["payload"], dict):
         raise bad("must be a JSON object", "payload")
+    summary = obj["payload"].get("summary")
+    score = summary.get("score") if isinstance(summary, dict) else None
+    if isinstance(score, int) and not isinstance(score, bool) and not _fits_float(score):
+        raise bad("is too large for a score (the backlog sorts by it as a float)",
+                  "payload.summary.score")
     expected = canonical_sha256(obj["payload"])
     if obj["item_sha256"] != expected:
         raise bad(f"is not the SHA-256 of the canonical payload ({expected})", "item_sha256")
@@ -272,6 +289,14 @@ class Workspace:
                                  "(create one with: sealdesk init)")
         if not os.access(db_path, os.R_OK):
             raise WorkspaceError(f"{db_path} is not readable by this user")
+        # Checked before connecting: connecting switches the file to WAL, which would
+        # write a header into an empty file or another program's file.
+        with open(db_path, "rb") as handle:
+            magic = handle.read(16)
+        if magic != b"SQLite format 3\x00":
+            what = "is empty" if not magic else "is not an SQLite database"
+            raise WorkspaceError(f"{db_path}: {what}, so not a sealdesk database (nothing "
+                                 "was written to it)")
         try:
             conn = connect(db_path)
             row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()

@@ -195,6 +195,17 @@ def test_unreadable_workspace_database_is_refused(sealdesk, tmp_path):
     assert (ws / "sealdesk.db").read_bytes() == before
 
 
+@pytest.mark.parametrize("command", [("items",), ("verify",), ("export", "--out", "x.jsonl")])
+def test_an_empty_database_file_is_refused_and_stays_empty(sealdesk, tmp_path, command):
+    ws = tmp_path / "empty"
+    ws.mkdir()
+    (ws / "sealdesk.db").touch()
+    err = one_line_error(sealdesk(*command, workspace=ws))
+    assert "sealdesk.db: is empty, so not a sealdesk database" in err, err
+    assert (ws / "sealdesk.db").stat().st_size == 0
+    assert sorted(p.name for p in ws.iterdir()) == ["sealdesk.db"]  # no -wal, no -shm
+
+
 # Root reads any file whatever its mode, so as root the command runs twice in
 # one process: once as root (which loads every module it imports lazily; the
 # interpreter may sit under /root), then with its privileges dropped to nobody.

@@ -185,3 +185,14 @@ def test_an_empty_csv_cell_names_its_line(sealdesk, ws, tmp_path, good):
     pool.write_text('id,text\nd1,"two\nlines"\nd2,\n', encoding="utf-8")
     error = refused(ws, good[0], pool)
     assert where(error) == (str(pool), 4, "text") and error.reason.startswith("empty text")
+
+
+@pytest.mark.parametrize("which", ["eval", "pool"])
+def test_an_empty_file_is_named_as_empty_not_as_a_parser_exception(sealdesk, ws, tmp_path, good,
+                                                                   which):
+    empty = tmp_path / f"{which}-empty.jsonl"
+    empty.touch()
+    ev, pool = (empty, good[1]) if which == "eval" else (good[0], empty)
+    what = "eval set" if which == "eval" else "pool"
+    assert_refused(scan(sealdesk, ws, ev, pool), ws,
+                   f"{empty}: the file is empty: the {what} has no rows")

@@ -13,6 +13,7 @@ import csv
 import io
 import json
 import logging
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +23,7 @@ from engine import artifacts
 from engine.contamination.shingles import TextBlock
 from engine.errors import InputError
 
-_COMMIT = re.compile(r"^[0-9a-f]{40}$")
+_COMMIT = re.compile(r"^[0-9a-f]{40}\Z")
 FORMATS = {".jsonl": "json", ".json": "json", ".ndjson": "json", ".csv": "csv",
            ".parquet": "parquet", ".pq": "parquet"}
 
@@ -343,6 +344,10 @@ def diagnose(source: Source, exc: BaseException) -> InputError:
     found = None
     if source.kind == "file":
         try:
+            if os.path.getsize(source.name) == 0:  # datasets says only "StopIteration"
+                what = "eval set" if source.role == "eval" else "pool"
+                return InputError(f"the file is empty: the {what} has no rows",
+                                  path=source.label)
             if source.format == "json":
                 found = _diagnose_json(source)
             elif source.format == "csv":

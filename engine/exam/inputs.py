@@ -20,7 +20,7 @@ from engine.exam.schema import Row, check_expected, jsonl_rows, parse_json, read
 LANE_STATUSES = ("ok", "operational_failure")
 REQUEST_PROFILES = ("deterministic-v1", "provider-default-v1")
 MESSAGE_ROLES = ("user", "assistant", "system", "tool")
-_TURN = re.compile(r"^turn-(0|[1-9][0-9]{0,8})$")
+_TURN = re.compile(r"^turn-(0|[1-9][0-9]{0,8})\Z")
 
 # Anything that would let a labeler see another rater's or the detector's work.
 FORBIDDEN_CONTEXT = {

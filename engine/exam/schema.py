@@ -10,7 +10,7 @@ from engine.canonical import SHA256_HEX as SHA256_PATTERN
 from engine.canonical import load_json, sha256_hex
 from engine.errors import InputError
 
-ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
+ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}\Z")
 
 
 class Row:

@@ -30,8 +30,8 @@ from engine.ledger.allowed_signers import AllowedSigners
 from engine.roles import SIGNOFF_ROLE, namespace_for
 
 SIGNATURE_MARK = "\u2014 "  # C2SP signed-note: a signature line starts with an em dash and a space
-_SIZE = re.compile(r"^(0|[1-9][0-9]{0,19})$")
-_FINGERPRINT = re.compile(r"^SHA256:[A-Za-z0-9+/]{43}$")
+_SIZE = re.compile(r"^(0|[1-9][0-9]{0,19})\Z")
+_FINGERPRINT = re.compile(r"^SHA256:[A-Za-z0-9+/]{43}\Z")
 
 
 def origin_for(workspace_id: str) -> str:

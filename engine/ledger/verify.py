@@ -325,6 +325,8 @@ def _read_body(message_text: str, message: bytes) -> tuple[dict | None, str | No
         body = json.loads(message_text)
         # Re-encoding also refuses duplicate keys and NaN: they cannot round-trip.
         canonical = isinstance(body, dict) and canonical_json(body) == message
+    except RecursionError:  # a forged message may nest deeper than Python recurses
+        return None, "message is not canonical JSON: nested too deeply to parse"
     except (ValueError, SealdeskError) as exc:
         return None, f"message is not canonical JSON: {exc}"
     if not canonical:
