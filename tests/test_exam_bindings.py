@@ -188,3 +188,14 @@ def test_a_whole_completion_v1_adjudication_is_refused(tmp_path, workspace):
     with pytest.raises(InputError) as err:
         verified_artifact(workspace, path, digest, exam.input_paths(), exam.rater_files())
     assert err.value.field == "schema_version" and "whole-completion" in err.value.reason
+
+
+def test_an_adjudication_whose_schema_version_is_the_float_2_is_refused(tmp_path, workspace):
+    exam = _exam(tmp_path / "exam")
+    art = build(exam)
+    art["schema_version"] = 2.0  # 2.0 == 2 in Python; the contract says the integer 2
+    path = tmp_path / "float" / "exam-adjudication.json"
+    digest = write_artifact_file(path, art)
+    with pytest.raises(InputError) as err:
+        verified_artifact(workspace, path, digest, exam.input_paths(), exam.rater_files())
+    assert err.value.field == "schema_version"

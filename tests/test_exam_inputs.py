@@ -181,3 +181,12 @@ def test_a_context_file_other_than_the_locked_one_is_refused(tmp_path):
     with pytest.raises(InputError) as err:
         load_inputs(replace(exam.input_paths(), expected_context_sha256="a" * 64))
     assert _where(err.value) == ("context.jsonl", None, "expected-context-sha256")
+
+
+@pytest.mark.parametrize("as_type", [float, str], ids=["float", "string"])
+def test_a_schema_version_that_only_compares_equal_is_refused(tmp_path, as_type):
+    exam = _exam(tmp_path)
+    held = json.loads(exam.paths["corpus"].read_text().splitlines()[0])["schema_version"]
+    _edit(exam.paths["corpus"], 1, lambda o: o.update(schema_version=as_type(held)))
+    err = _refusal(exam)
+    assert _where(err) == ("corpus.jsonl", 1, "schema_version"), err

@@ -181,7 +181,7 @@ def parse_artifact(data: bytes, path: Path) -> dict[str, Any]:
     art = parse_canonical(data, path=str(path))
     if not isinstance(art, dict) or art.get("artifact") != "exam-adjudication":
         raise InputError("not an exam-adjudication artifact", path=path, field="artifact")
-    if art.get("schema_version") != 2:
+    if type(art.get("schema_version")) is not int or art["schema_version"] != 2:
         raise InputError("only schema_version 2 (per-candidate adjudication) is accepted; "
                          "whole-completion adjudication arrays are refused", path=path,
                          field="schema_version")

@@ -83,7 +83,8 @@ class Row:
 
     def version(self, obj: dict[str, Any], expected: int) -> None:
         """Checks schema_version."""
-        if obj.get("schema_version") != expected or isinstance(obj.get("schema_version"), bool):
+        version = obj.get("schema_version")
+        if type(version) is not int or version != expected:  # 2.0 == 2 and True == 1 in Python
             raise self.error(f"must be {expected}", "schema_version")
 
     def sha256(self, obj: dict[str, Any], key: str, prefix: str = "") -> str:
