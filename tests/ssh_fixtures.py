@@ -41,12 +41,23 @@ SEALDESK = f"{shlex.quote(PY)} -m engine.cli"
 
 
 def ensure_sshd() -> str:
-    """Gives the sshd path, installing Debian's openssh-server first when root may."""
-    if not (shutil.which("sshd") or Path("/usr/sbin/sshd").exists()) and os.geteuid() == 0 \
-            and shutil.which("apt-get"):
-        subprocess.run("apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install "
-                       "-y -qq --no-install-recommends openssh-server", shell=True,
-                       check=True, capture_output=True, timeout=900)
+    """Gives the sshd path, installing Debian's openssh-server first when root may.
+
+    Test workers take turns under a lock, and "installed" means dpkg finished:
+    the binary is unpacked before the package's script makes the sshd user, and
+    a worker that saw only the binary once started sshd without that user.
+    """
+    if os.geteuid() == 0 and shutil.which("apt-get") and shutil.which("dpkg-query"):
+        import fcntl
+
+        with open("/tmp/sealdesk-test-apt.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            status = subprocess.run(["dpkg-query", "-W", "-f=${Status}", "openssh-server"],
+                                    capture_output=True, text=True).stdout
+            if status != "install ok installed":
+                subprocess.run("apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get "
+                               "install -y -qq --no-install-recommends openssh-server",
+                               shell=True, check=True, capture_output=True, timeout=900)
     return require_tool("sshd")
 
 
