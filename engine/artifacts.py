@@ -14,7 +14,7 @@ from typing import Any, Iterable
 
 from engine.canonical import SHA256_HEX, canonical_json, canonical_jsonl, sha256_hex
 from engine.errors import IntegrityError, InputError
-from engine.outputs import refuse_unsafe_target
+from engine.outputs import refuse_unsafe_target, write_target
 
 
 def _fsync_dir(directory: Path) -> None:
@@ -30,7 +30,7 @@ def atomic_write(path: Path, data: bytes, *, mode: int = 0o600) -> None:
     path = Path(path)
     refuse_unsafe_target(path)
     try:
-        _atomic_write(path, data, mode)
+        _atomic_write(write_target(path), data, mode)
     except OSError as exc:
         raise InputError(f"cannot write: {exc.strerror or exc}", path=path) from exc
 

@@ -2,14 +2,16 @@
 
 Every user-named output is written atomically: a new file is renamed over
 the path. That rename would as happily replace the workspace's own database,
-its trust list, a directory entry such as ``/dev/null`` or a symbolic link as
-an old export, so a path is checked before any work starts:
+its trust list or a device such as ``/dev/null`` as an old export, so a path
+is checked before any work starts:
 
 - it must not be one of the workspace's own files (``sealdesk.db`` and its
   journals, anything under ``trust/`` or ``artifacts/``): the ledger and the
   trust list are changed only through sealdesk's own append paths;
-- if it exists it must be a regular file (not a directory, device, pipe,
-  socket or link); an old regular file is replaced, as an export is meant to.
+- if it exists it must be a regular file (not a directory, device, pipe or
+  socket); an old regular file is replaced, as an export is meant to. A link
+  is followed, as a shell redirect follows it: its target is replaced and the
+  link stays.
 """
 
 from __future__ import annotations
@@ -26,11 +28,17 @@ _DB_FILES = ("sealdesk.db", "sealdesk.db-wal", "sealdesk.db-shm", "sealdesk.db-j
 _OWNED_DIRS = ("trust", "artifacts")
 
 
+def write_target(path: str | Path) -> Path:
+    """Gives where an atomic write of path lands: through any links, as a shell
+    redirect writes, so a linked file stays linked and its target is replaced."""
+    return Path(os.path.realpath(path))
+
+
 def refuse_unsafe_target(path: str | Path, *, field: str | None = None) -> None:
-    """Raises InputError if path exists and is not a regular file (checked without
-    following a link: the rename would replace the link itself)."""
+    """Raises InputError if what path names (through links) exists and is not a
+    regular file: a directory, device, pipe or socket cannot be replaced by a rename."""
     try:
-        mode = os.lstat(path).st_mode
+        mode = os.lstat(write_target(path)).st_mode
     except (FileNotFoundError, NotADirectoryError):  # nothing there; the write says more
         return
     except OSError as exc:
@@ -38,12 +46,13 @@ def refuse_unsafe_target(path: str | Path, *, field: str | None = None) -> None:
                          path=path, field=field) from exc
     if stat.S_ISREG(mode):
         return
-    kind = ("a directory" if stat.S_ISDIR(mode) else "a symbolic link" if stat.S_ISLNK(mode)
+    kind = ("a directory" if stat.S_ISDIR(mode)
             else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
             else "a pipe" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode)
             else "not a regular file")
-    raise InputError(f"is {kind}; sealdesk writes a new file and renames it into place, "
-                     "which would replace it: name a new or regular file", path=path, field=field)
+    raise InputError(f"is {kind}, not a regular file; sealdesk writes a new file and renames "
+                     "it over the path, which would replace it rather than write into it",
+                     path=path, field=field)
 
 
 def workspace_owner(path: str | Path, workspace_root: str | Path) -> str | None:

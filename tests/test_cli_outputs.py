@@ -50,24 +50,46 @@ def test_an_output_through_a_link_into_the_workspace_is_refused(cli_ws, sealdesk
     assert (ws / "sealdesk.db").read_bytes() == before and link.is_symlink()
 
 
-@pytest.mark.parametrize("kind", ["pipe", "link", "directory"])
+@pytest.mark.parametrize("kind", ["pipe", "directory", "link to a pipe"])
 def test_an_output_that_exists_and_is_not_a_regular_file_is_left_alone(cli_ws, sealdesk, tmp_path,
                                                                         kind):
     ws, _ = cli_ws
     target = tmp_path / "out"
-    other = tmp_path / "kept.txt"
-    other.write_text("a file the link points at\n")
     if kind == "pipe":
         os.mkfifo(target)
-    elif kind == "link":
-        target.symlink_to(other)
-    else:
+    elif kind == "directory":
         target.mkdir()
+    else:
+        os.mkfifo(tmp_path / "pipe")
+        target.symlink_to(tmp_path / "pipe")
     err = one_line_error(sealdesk("checkpoint", "export", "--out", target, workspace=ws))
-    assert str(target) in err and "--out" in err
-    mode = os.lstat(target).st_mode
-    assert {"pipe": stat.S_ISFIFO, "link": stat.S_ISLNK, "directory": stat.S_ISDIR}[kind](mode)
-    assert other.read_text() == "a file the link points at\n"
+    assert str(target) in err and "--out" in err and "not a regular file" in err
+    assert {"pipe": stat.S_ISFIFO, "directory": stat.S_ISDIR,
+            "link to a pipe": stat.S_ISLNK}[kind](os.lstat(target).st_mode)
+
+
+def test_an_output_through_a_link_replaces_its_target_and_the_link_stays(cli_ws, sealdesk,
+                                                                         tmp_path):
+    ws, _ = cli_ws
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    (shared / "records.jsonl").write_text("stale\n")
+    link = tmp_path / "records.jsonl"
+    link.symlink_to(shared / "records.jsonl")
+    sealdesk("export", "--out", link, workspace=ws, check=True)
+    assert link.is_symlink() and (shared / "records.jsonl").read_text() == ""  # 0 records
+    assert sorted(p.name for p in shared.iterdir()) == ["records.jsonl"]  # no temp file left
+
+
+def test_keys_add_writes_through_a_linked_trust_file(cli_ws, sealdesk, keygen, tmp_path):
+    ws, keys = cli_ws
+    shared = tmp_path / "allowed_signers.shared"
+    (ws / "trust" / "allowed_signers").rename(shared)
+    (ws / "trust" / "allowed_signers").symlink_to(shared)
+    sealdesk("keys", "add", "--principal", "adam", "--role", "adjudicator", "--key",
+             f"{keys['adam']}.pub", workspace=ws, check=True)
+    assert (ws / "trust" / "allowed_signers").is_symlink()
+    assert "adam" in shared.read_text() and "rita" in shared.read_text()
 
 
 def test_an_old_export_is_replaced_and_stdout_still_works(cli_ws, sealdesk, tmp_path):
