@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from engine.canonical import SHA256_HEX, canonical_json, canonical_jsonl, sha256_hex
-from engine.errors import IntegrityError, InputError
+from engine.errors import ConflictError, IntegrityError, InputError
 from engine.outputs import refuse_unsafe_target, write_target
 
 
@@ -76,6 +76,25 @@ def write_artifact(path: Path, data: bytes) -> str:
     atomic_write(path, data)
     atomic_write(sidecar_path(path), f"{digest}  {path.name}\n".encode())
     return digest
+
+
+def write_sealed(outputs: dict[Path, bytes], hint: str) -> dict[Path, str]:
+    """Writes artifacts that are sealed once written: if any path already holds other
+    bytes (a sign-off may have bound them), nothing is written and a ConflictError
+    says so, with ``hint`` saying where to write instead. The same bytes again are a
+    no-op rewrite. Gives each path's digest."""
+    for path, data in outputs.items():
+        try:
+            held = Path(path).read_bytes()
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            raise InputError(f"cannot read the artifact already there: {exc.strerror}",
+                             path=path) from exc
+        if held != data:
+            raise ConflictError(f"{path} already holds a different artifact (sealed "
+                                f"artifacts are never rewritten; nothing was written); {hint}")
+    return {Path(path): write_artifact(path, data) for path, data in outputs.items()}
 
 
 def write_json_artifact(path: Path, value: Any) -> str:

@@ -42,3 +42,17 @@ def test_a_missing_artifact_is_an_input_error_naming_it(artifact):
     artifact.unlink()
     with pytest.raises(InputError, match="pairs.jsonl: cannot read artifact"):
         read_verified(artifact)
+
+
+def test_write_sealed_writes_nothing_when_any_path_holds_other_bytes(tmp_path):
+    from engine.artifacts import write_sealed
+    from engine.errors import ConflictError
+
+    first, second = tmp_path / "run" / "a.json", tmp_path / "run" / "b.json"
+    write_sealed({first: b"1", second: b"2"}, "use another run")
+    write_sealed({first: b"1", second: b"2"}, "use another run")  # the same bytes: fine
+    first.unlink()
+    with pytest.raises(ConflictError, match=r"b\.json already holds a different artifact.*"
+                                            r"use another run"):
+        write_sealed({first: b"1", second: b"two"}, "use another run")
+    assert not first.exists() and second.read_bytes() == b"2"

@@ -152,6 +152,28 @@ def test_the_sample_exam_end_to_end_with_real_keys(sealdesk, tmp_path, sample, k
     assert refused.returncode == 1
     assert "binds votes SHA-256" in refused.stderr
     assert (run / "exam-score.json").read_bytes() == before
+    votes.write_bytes((SAMPLE / "votes.jsonl").read_bytes())
+    # Scoring the same replay again rewrites the same bytes; another replay's score
+    # never replaces it (a sign-off may have bound it), but goes into a run of its own.
+    sealdesk(*score, workspace=ws, check=True)
+    other = sample / "replay-other.jsonl"
+    rows = (sample / "replay.jsonl").read_text().splitlines()
+    other.write_text("\n".join([rows[0].replace(
+        '{"candidate_id":"det-01-1","entity":"API","family":"runtime","trigger_end":41,'
+        '"trigger_start":30}', "")] + rows[1:]) + "\n")
+    assert other.read_text() != (sample / "replay.jsonl").read_text()
+    rescore = [a if a != str(sample / "replay.jsonl") else str(other) for a in score]
+    rescore[rescore.index("--expected-replay-sha256") + 1] = _sha(other)
+    refused = sealdesk(*rescore, workspace=ws)
+    assert refused.returncode == 4 and refused.stderr.count("\n") == 1, refused.stderr
+    assert "exam-score.json already holds a different artifact" in refused.stderr
+    assert "--out-run-id" in refused.stderr
+    assert (run / "exam-score.json").read_bytes() == before
+    out = sealdesk(*rescore, "--out-run-id", "ex-final-v2", workspace=ws, check=True)
+    assert out.stdout.startswith("FAIL") or out.stdout.startswith("PASS")
+    second = json.loads((ws / "artifacts" / "ex-final-v2" / "exam-score.json").read_bytes())
+    assert second["metrics"]["recall"]["numerator"] < 9  # one true detection fewer
+    assert (run / "exam-score.json").read_bytes() == before
 
 
 def test_the_committed_sample_is_what_its_generator_writes(tmp_path):

@@ -275,9 +275,13 @@ def resolve(ctx: Ctx, run_id: str, artifact: Path | None, out_run_id: str | None
               help="Detector replay JSONL: per completion, status and candidates.")
 @_sha_option("replay", True, "the detector replay")
 @click.option("--strict", is_flag=True, help="Exit 1 unless the status is PASS.")
+@click.option("--out-run-id", default=None,
+              help="Run to write the score into. Default: --run-id. A run that already "
+                   "holds a different score is refused: score another replay into a new run.")
 @click.pass_obj
 def score(ctx: Ctx, run_id: str, adjudication: Path | None, expected_adjudication_sha256: str,
-          replay: Path, expected_replay_sha256: str, strict: bool, **kw: Any) -> None:
+          replay: Path, expected_replay_sha256: str, strict: bool, out_run_id: str | None,
+          **kw: Any) -> None:
     """Score a detector replay against the sealed gold (matcher exam-matcher-v0.1).
 
     The artifact is refused unless it re-derives byte for byte from the
@@ -291,11 +295,13 @@ def score(ctx: Ctx, run_id: str, adjudication: Path | None, expected_adjudicatio
     (a null metric fails its gate). Status: PENDING_ADJUDICATION while
     anything abstains, else PASS or FAIL.
     """
-    from engine.artifacts import write_json_artifact, write_jsonl_artifact
+    from engine.artifacts import write_sealed
+    from engine.canonical import canonical_json, canonical_jsonl
     from engine.exam.queue import abstained_items
-    from engine.exam.runs import QUEUE_FILE
+    from engine.exam.runs import QUEUE_FILE, check_run_id
     from engine.exam.score import load_replay, score as run_score, verified_artifact
 
+    check_run_id(out_run_id, "out-run-id")
     with ctx.open() as ws:
         path = _artifact_path(ws, run_id, adjudication)
         art, digest, inputs = verified_artifact(ws, path, expected_adjudication_sha256,
@@ -303,10 +309,11 @@ def score(ctx: Ctx, run_id: str, adjudication: Path | None, expected_adjudicatio
         rows, replay_sha = load_replay(replay, expected_replay_sha256, inputs)
         scored = run_score(art, digest, rows, replay_sha)
         queue = [item.to_json() for _, item in abstained_items(art, run_id, only_open=True)]
-        run_dir = ws.run_dir(run_id)
-        write_json_artifact(run_dir / "exam-score.json", scored.score)
-        write_jsonl_artifact(run_dir / "gold.jsonl", scored.gold)
-        write_jsonl_artifact(run_dir / QUEUE_FILE, queue)
+        run_dir = ws.run_dir(out_run_id or run_id)
+        write_sealed({run_dir / "exam-score.json": canonical_json(scored.score),
+                      run_dir / "gold.jsonl": canonical_jsonl(scored.gold),
+                      run_dir / QUEUE_FILE: canonical_jsonl(queue)},
+                     "score this replay into a new run with --out-run-id")
     result = scored.score
     click.echo(f"{result['status']} (adjudication {art['status']}, matcher "
                f"{result['matcher']})")
