@@ -6,6 +6,7 @@ crash leaves either the old file or the new one, never half of either.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import tempfile
@@ -52,6 +53,17 @@ def _atomic_write(path: Path, data: bytes, mode: int) -> None:
             pass
         raise
     _fsync_dir(path.parent)
+
+
+def read_capped(path: str | Path, limit: int) -> bytes:
+    """Gives a small file's bytes, reading at most ``limit`` + 1 of them: a key or a
+    checkpoint named by mistake as /dev/zero or a multi-GB file must not fill memory.
+    Too large is an OSError (EFBIG) whose strerror says so, for the callers' handlers."""
+    with open(path, "rb") as handle:
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise OSError(errno.EFBIG, f"larger than {limit:,} bytes, so not this kind of file")
+    return data
 
 
 def file_sha256(path: Path) -> str:

@@ -168,3 +168,44 @@ def test_decide_with_nothing_on_stdin_is_an_error_not_zero_decisions(cli_ws, sea
                                   "--decision", "accept", "--key", keys["rita"], input="\n",
                                   workspace=ws))
     assert "<stdin>: field 'item': no item ids on stdin; nothing was signed" in err
+
+
+@pytest.mark.parametrize("principal,why", [
+    ("#lena", "must not start with '#'"), ("-lena", "must not start with '-'"),
+    ("le\x1bna", "control characters"),
+])
+def test_keys_add_refuses_a_principal_the_trust_file_would_misread(cli_ws, sealdesk, principal,
+                                                                   why):
+    ws, keys = cli_ws
+    before = (ws / "trust" / "allowed_signers").read_bytes()
+    err = one_line_error(sealdesk("keys", "add", "--principal", principal, "--role", "lead",
+                                  "--key", f"{keys['adam']}.pub", workspace=ws))
+    assert "field 'principal'" in err and why in err, err
+    assert (ws / "trust" / "allowed_signers").read_bytes() == before
+
+
+def test_keys_add_refuses_a_key_file_holding_two_keys(cli_ws, sealdesk, tmp_path):
+    ws, keys = cli_ws
+    two = tmp_path / "two.pub"
+    two.write_text(Path(f"{keys['adam']}.pub").read_text() + Path(f"{keys['rita']}.pub")
+                   .read_text())
+    before = (ws / "trust" / "allowed_signers").read_bytes()
+    err = one_line_error(sealdesk("keys", "add", "--principal", "adam", "--role", "adjudicator",
+                                  "--key", two, workspace=ws))
+    assert f"{two}: holds 2 key lines" in err, err
+    assert (ws / "trust" / "allowed_signers").read_bytes() == before
+
+
+@pytest.mark.parametrize("command", [
+    ("keys", "add", "--principal", "zed", "--role", "reviewer", "--key", "/dev/zero"),
+    ("decide", "--queue", "flagged_pairs", "--item", "item-0", "--decision", "accept",
+     "--key", "/dev/zero"),
+    ("verify", "--checkpoint", "/dev/zero"),
+])
+def test_an_endless_file_named_as_a_key_or_checkpoint_is_refused_not_read(cli_ws, sealdesk,
+                                                                          command):
+    ws, _ = cli_ws
+    before = snapshot(ws)
+    err = one_line_error(sealdesk(*command, workspace=ws))
+    assert "/dev/zero" in err and "larger than" in err, err
+    assert snapshot(ws) == before

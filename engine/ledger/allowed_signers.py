@@ -309,9 +309,13 @@ class AllowedSigners:
 
 def enrol_line(principal: str, roles: list[str], key: PublicKey) -> str:
     """Gives the allowed_signers line enrolling a key for some roles."""
-    if not principal or any(c.isspace() or c in ',"*?!' for c in principal):
+    if not principal or any(c.isspace() or c in ',"*?!' or not c.isprintable()
+                            for c in principal):
         raise InputError(f"principal {principal!r} must be a single name without spaces, "
-                         "commas, quotes or wildcards", field="principal")
+                         "commas, quotes, wildcards or control characters", field="principal")
+    if principal[0] in "#-":  # '#' makes the line a comment; '-' reads as an option
+        raise InputError(f"principal {principal!r} must not start with '{principal[0]}'",
+                         field="principal")
     unknown = [r for r in roles if r not in ROLES]
     if unknown or not roles:
         raise InputError(f"role(s) {', '.join(unknown) or '(none)'} unknown; expected "

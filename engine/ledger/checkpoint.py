@@ -132,8 +132,10 @@ def read_checkpoint(path: str | Path, stdin_text: str | None = None) -> Checkpoi
     """Gives the checkpoint in a file (``-`` reads the text given as stdin_text)."""
     if str(path) == "-":
         return parse_checkpoint(stdin_text or "", path="<stdin>")
+    from engine.artifacts import read_capped
+
     try:
-        text = Path(path).read_bytes().decode("utf-8")
+        text = read_capped(path, 1 << 20).decode("utf-8")  # a checkpoint is a few hundred bytes
     except OSError as exc:
         raise InputError(f"cannot read checkpoint: {exc.strerror}", path=path) from exc
     except UnicodeDecodeError as exc:

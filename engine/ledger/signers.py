@@ -60,13 +60,26 @@ def parse_public_key(text: str, *, source: str = "key") -> PublicKey:
     return PublicKey(blob=blob, comment=parts[2] if len(parts) > 2 else "")
 
 
+KEY_FILE_LIMIT = 64 * 1024  # an OpenSSH key file is well under 1 KiB
+
+
 def read_public_key(path: Path) -> PublicKey:
-    """Gives the public key in an OpenSSH ``.pub`` file."""
+    """Gives the public key in an OpenSSH ``.pub`` file, which must hold exactly one."""
+    from engine.artifacts import read_capped
+
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SigningKeyError(f"{path}: cannot read public key: {exc}") from exc
-    return parse_public_key(text, source=str(path))
+        text = read_capped(path, KEY_FILE_LIMIT).decode("utf-8")
+    except OSError as exc:
+        raise SigningKeyError(f"{path}: cannot read public key: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise SigningKeyError(f"{path}: cannot read public key: not UTF-8 ({exc.reason})"
+                              ) from exc
+    # Lines end at LF only, as ssh-keygen reads them: a CR stays inside its line.
+    lines = [line for line in text.split("\n") if line.strip() and not line.startswith("#")]
+    if len(lines) > 1:
+        raise SigningKeyError(f"{path}: holds {len(lines)} key lines; give a file with "
+                              "exactly one key (one person, one key)")
+    return parse_public_key(lines[0] if lines else "", source=str(path))
 
 
 class Signer(Protocol):
@@ -84,8 +97,10 @@ class FileSigner:
 
     def __init__(self, path: Path, passphrase: bytes | None = None) -> None:
         path = Path(path)
+        from engine.artifacts import read_capped
+
         try:
-            data = path.read_bytes()
+            data = read_capped(path, KEY_FILE_LIMIT)
         except OSError as exc:
             raise SigningKeyError(f"{path}: cannot read private key: {exc.strerror}") from exc
         if passphrase is None:
