@@ -277,6 +277,19 @@ def test_cli_signoff_asks_and_a_no_writes_nothing(team, sealdesk, tmp_path):
     assert record_count(ws) == 3
 
 
+def test_cli_signoff_with_stdin_ended_before_an_answer_is_an_error_not_an_abort(team, sealdesk,
+                                                                               tmp_path):
+    ws, rita, _lena, ids = team
+    decide_all(ws, rita, ids)
+    root, key = _paths(ws, tmp_path)
+    proc = sealdesk("signoff", "--key", key, workspace=root, input="")
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        "sealdesk: error: standard input ended before a yes to the prompt; nothing was signed "
+        "(pass --yes to sign without asking)"]
+    assert record_count(ws) == 3
+
+
 def test_cli_signoff_asks_and_a_yes_signs(team, sealdesk, tmp_path):
     ws, rita, _lena, ids = team
     decide_all(ws, rita, ids)

@@ -15,7 +15,7 @@ import click
 
 if TYPE_CHECKING:  # the CLI may run as __main__, so its Ctx is passed with pass_obj
     from engine.cli import Ctx
-from engine.errors import IntegrityError, NotReadyError
+from engine.errors import InputError, IntegrityError, NotReadyError
 from engine.outputs import OutputFile
 from engine.ledger.signoff import SignoffSummary, lead_signer, sign_off, signoff_summary
 
@@ -135,8 +135,15 @@ def signoff(ctx: "Ctx", yes: bool, with_exceptions: bool, summary_only: bool, as
         who, _role = ws.identify(signer, principal, "lead")
         if not yes:
             extra = (f" with {len(summary.pending)} exception(s)" if summary.pending else "")
-            if not click.confirm(f"\nSign off {summary.tree.size} record(s) as {who} (lead)"
-                                 f"{extra}?", default=False):
+            try:
+                agreed = click.confirm(f"\nSign off {summary.tree.size} record(s) as {who} "
+                                       f"(lead){extra}?", default=False)
+            except click.exceptions.Abort:
+                if sys.stdin.isatty():
+                    raise  # Ctrl-C or Ctrl-D at the prompt: the person chose to stop
+                raise InputError("standard input ended before a yes to the prompt; nothing "
+                                    "was signed (pass --yes to sign without asking)") from None
+            if not agreed:
                 click.echo("not signed: nothing was written")
                 sys.exit(1)
         rec = sign_off(ws, signer, with_exceptions, principal=who, note=note,
