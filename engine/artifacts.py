@@ -137,8 +137,10 @@ def read_verified(path: Path) -> bytes:
                          path=side_path) from exc
     except UnicodeDecodeError:
         side = []
-    if not side or len(side[0]) != 64 or not SHA256_HEX.match(side[0]):
+    if len(side) != 2 or not SHA256_HEX.match(side[0]):
         raise IntegrityError(f"{side_path}: sidecar is not '<sha256>  <name>'")
+    if side[1].removeprefix("*") != path.name:  # sha256sum -b marks binary mode with '*'
+        raise IntegrityError(f"{side_path}: sidecar names {side[1]!r}, not {path.name!r}")
     if sha256_hex(data) != side[0]:
         raise IntegrityError(f"{path}: bytes do not match their .sha256 sidecar")
     return data

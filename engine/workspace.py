@@ -36,6 +36,8 @@ from engine.roles import QUEUE_ROLES, QUEUES, SIGNOFF_ROLE
 SCHEMA_VERSION = "1"
 DB_NAME = "sealdesk.db"
 RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}\Z")
+RUN_ID_RULE = ("must match [A-Za-z0-9][A-Za-z0-9._-]* and be at most 128 characters (it names "
+               "a directory)")
 _ITEM_FIELDS = {"queue", "item_id", "run_id", "payload", "item_sha256"}
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
@@ -143,7 +145,7 @@ def validate_item(obj: Any, *, path: str | None = None, line: int | None = None)
     if _CONTROL.search(obj["item_id"]):  # a NUL or an escape would reach terminals and SQL
         raise bad("must not hold control characters", "item_id")
     if not isinstance(obj["run_id"], str) or not RUN_ID.match(obj["run_id"]):
-        raise bad("must match [A-Za-z0-9][A-Za-z0-9._-]* (it names a directory)", "run_id")
+        raise bad(RUN_ID_RULE, "run_id")
     if not isinstance(obj["payload"], dict):
         raise bad("must be a JSON object", "payload")
     summary = obj["payload"].get("summary")
@@ -239,7 +241,7 @@ class Workspace:
     def run_dir(self, run_id: str) -> Path:
         """Gives (and creates) ``artifacts/<run_id>/``."""
         if not RUN_ID.match(run_id):
-            raise InputError(f"run id {run_id!r} is not a safe directory name", field="run_id")
+            raise InputError(f"run id {run_id!r} {RUN_ID_RULE}", field="run_id")
         path = self.artifacts_dir / run_id
         path.mkdir(parents=True, exist_ok=True, mode=0o700)
         return path
@@ -397,7 +399,7 @@ class Workspace:
         with its old manifest would bind artifacts that are no longer on disk.
         """
         if not RUN_ID.match(run_id):
-            raise InputError(f"run id {run_id!r} is not a safe directory name", field="run_id")
+            raise InputError(f"run id {run_id!r} {RUN_ID_RULE}", field="run_id")
         row = self.conn.execute("SELECT manifest_sha256 FROM runs WHERE run_id=?",
                                 (run_id,)).fetchone()
         if row is not None and manifest is None:

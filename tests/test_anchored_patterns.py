@@ -45,3 +45,17 @@ def test_ingest_refuses_a_run_id_ending_in_a_newline(cli_ws, sealdesk, tmp_path)
     assert f"{path}:1" in err and "run_id" in err, err
     assert snapshot(ws) == before
     assert json.loads(path.read_text())["run_id"] == "run-1\n"  # the newline reached ingest
+
+
+def test_a_run_id_too_long_is_told_the_length_limit(cli_ws, sealdesk, tmp_path):
+    from engine.workspace import BacklogItem
+    from tests.ledger_fixtures import write_items_file
+
+    ws, _ = cli_ws
+    path = tmp_path / "long.jsonl"
+    write_items_file(path, [BacklogItem.make("flagged_pairs", "l-1", "r" * 129, {"t": 1})])
+    err = one_line_error(sealdesk("ingest", path, workspace=ws))
+    assert "field 'run_id'" in err and "at most 128 characters" in err, err
+    err = one_line_error(sealdesk("exam", "resolve", "--run-id", "x", "--out-run-id", "r" * 129,
+                                  workspace=ws))
+    assert "field 'out-run-id'" in err and "at most 128 characters" in err, err

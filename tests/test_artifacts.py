@@ -56,3 +56,15 @@ def test_write_sealed_writes_nothing_when_any_path_holds_other_bytes(tmp_path):
                                             r"use another run"):
         write_sealed({first: b"1", second: b"two"}, "use another run")
     assert not first.exists() and second.read_bytes() == b"2"
+
+
+def test_a_sidecar_naming_another_file_is_refused_and_sha256sum_b_is_read(artifact):
+    digest = sidecar_path(artifact).read_text().split()[0]
+    sidecar_path(artifact).write_text(f"{digest}  other.jsonl\n")
+    with pytest.raises(IntegrityError, match="sidecar names 'other.jsonl', not 'pairs.jsonl'"):
+        read_verified(artifact)
+    sidecar_path(artifact).write_text(f"{digest}\n")  # the right hash, but no name
+    with pytest.raises(IntegrityError, match="sidecar is not '<sha256>  <name>'"):
+        read_verified(artifact)
+    sidecar_path(artifact).write_text(f"{digest} *pairs.jsonl\n")  # sha256sum -b
+    assert read_verified(artifact) == b'{"a":1}\n'

@@ -19,7 +19,7 @@ from engine.exam.inputs import Completion, ExamInputs, InputPaths, load_inputs
 from engine.exam.oracles import NoRater, Recorded, SweepFile, VoteFile
 from engine.exam.queue import QUEUE, abstained_items
 from engine.exam.schema import check_expected, read_bytes
-from engine.workspace import RUN_ID
+from engine.workspace import RUN_ID, RUN_ID_RULE
 
 ARTIFACT = "exam-adjudication.json"
 QUEUE_FILE = "adjudication-queue.jsonl"
@@ -29,8 +29,7 @@ def check_run_id(run_id: str | None, option: str = "run-id") -> None:
     """Refuses a run id that cannot name a directory under artifacts/ (the workspace's
     rule), up front, before any work or any write."""
     if run_id is not None and not RUN_ID.match(run_id):
-        raise InputError(f"{run_id!r} must match [A-Za-z0-9][A-Za-z0-9._-]* (it names a "
-                         "directory)", field=option)
+        raise InputError(f"{run_id!r} {RUN_ID_RULE}", field=option)
 
 
 @dataclass(frozen=True)
