@@ -187,3 +187,16 @@ def test_the_committed_sample_is_what_its_generator_writes(tmp_path):
     assert written == sorted(p.name for p in SAMPLE.iterdir() if p.suffix in (".jsonl", ".json"))
     for name in written:
         assert (out / name).read_bytes() == (SAMPLE / name).read_bytes(), name
+
+
+@pytest.mark.parametrize("name", ["votes", "sweep"])
+def test_a_locked_hash_without_its_file_is_refused_not_ignored(sealdesk, tmp_path, sample, name):
+    ws = _init(tmp_path / "ws")
+    args = _inputs(sample)
+    at = args.index(f"--{name}")
+    del args[at:at + 2]  # the file goes; its --expected-...-sha256 stays
+    out = sealdesk("exam", "adjudicate", "--run-id", "ex", *args, workspace=ws)
+    assert out.returncode == 2 and out.stderr.count("\n") == 1, out.stderr
+    assert f"field 'expected-{name}-sha256': --expected-{name}-sha256 is given without " \
+           f"--{name}" in out.stderr
+    assert list((ws / "artifacts").iterdir()) == [] and _items(ws) == []

@@ -66,8 +66,13 @@ def _paths(kw: dict[str, Any]):
 
 
 def _files(kw: dict[str, Any]):
+    from engine.errors import InputError
     from engine.exam.runs import RaterFiles
 
+    for name in ("votes", "sweep"):  # a locked hash of a file not given locks nothing
+        if kw.get(f"expected_{name}_sha256") is not None and kw.get(name) is None:
+            raise InputError(f"--expected-{name}-sha256 is given without --{name}; give the "
+                             f"file it locks, or drop it", field=f"expected-{name}-sha256")
     return RaterFiles(kw.get("votes"), kw.get("expected_votes_sha256"), kw["sweep"],
                       kw["expected_sweep_sha256"], kw.get("adjudicator_config"),
                       kw.get("labelers_config"))
