@@ -64,6 +64,15 @@ def review(ctx, key: str | None, principal: str | None, role: str | None, read_o
 
     config = load_config(Path(config_file) if config_file else None,
                          known_binding_ids=binding_ids())
+    if theme:  # a theme typed on the command line is checked now; the config's is told in-app
+        from textual.theme import BUILTIN_THEMES
+
+        from reviewer.theming import ALIASES, load_themes, resolve_theme_name
+
+        known = set(BUILTIN_THEMES) | set(load_themes())
+        if resolve_theme_name(theme) not in known:
+            raise InputError(f"no theme named {theme!r} (themes: "
+                             f"{', '.join(sorted(set(ALIASES) | known))})", field="theme")
     from engine.item_query import ensure_indexes
 
     ws = ctx.open()

@@ -55,11 +55,17 @@ def _line_of(text: str, key: str) -> int | None:
 
 
 def load_config(path: Path | None = None, *, known_binding_ids: set[str] | None = None) -> Config:
-    """Gives the config at path (default: config_path()); empty if the file is absent."""
+    """Gives the config at path (default: config_path()). Only the default file may be
+    absent (then the config is empty): a file named by --config or $SEALDESK_CONFIG
+    that is not there is an error, since its settings would be silently dropped."""
+    named = path is not None or bool(os.environ.get("SEALDESK_CONFIG"))
     path = Path(path) if path is not None else config_path()
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
+        if named:
+            raise InputError("config file not found (named by --config or $SEALDESK_CONFIG)",
+                             path=path) from None
         return Config()
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"cannot read config: {exc}", path=path) from exc

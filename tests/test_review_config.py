@@ -10,9 +10,19 @@ from reviewer.config import load_config
 from reviewer.theming import choose_theme, load_themes
 
 
-def test_a_missing_config_file_is_an_empty_config(tmp_path):
-    config = load_config(tmp_path / "absent.toml")
+def test_a_missing_default_config_file_is_an_empty_config(tmp_path, monkeypatch):
+    monkeypatch.delenv("SEALDESK_CONFIG", raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    config = load_config()
     assert (config.theme, config.key, config.keymap) == (None, None, {})
+
+
+def test_a_named_config_file_that_is_not_there_is_an_error(tmp_path, monkeypatch):
+    with pytest.raises(InputError, match="absent.toml: config file not found"):
+        load_config(tmp_path / "absent.toml")
+    monkeypatch.setenv("SEALDESK_CONFIG", str(tmp_path / "gone.toml"))
+    with pytest.raises(InputError, match="gone.toml: config file not found"):
+        load_config()
 
 
 def test_config_gives_theme_key_and_keymap(tmp_path):
@@ -114,3 +124,18 @@ def test_review_with_a_bad_config_names_file_line_and_field(sealdesk, workspace,
     proc = sealdesk("review", "--config", cfg, workspace=workspace.root)
     assert proc.returncode == 2
     assert f"{cfg}:2: field 'keymap.nope'" in proc.stderr
+
+
+def test_review_refuses_a_theme_it_does_not_have_before_starting(sealdesk, workspace):
+    proc = sealdesk("review", "--read-only", "--theme", "nope-theme", workspace=workspace.root)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    assert "field 'theme': no theme named 'nope-theme'" in proc.stderr
+    assert "high-contrast" in proc.stderr and "nord" in proc.stderr
+    ok = sealdesk("review", "--read-only", "--theme", "nord", workspace=workspace.root)
+    assert "needs a terminal" in ok.stderr  # a Textual theme passes the check
+
+
+def test_review_with_a_named_config_that_is_not_there_stops(sealdesk, workspace, tmp_path):
+    proc = sealdesk("review", "--read-only", "--config", tmp_path / "nope.toml",
+                    workspace=workspace.root)
+    assert proc.returncode == 2 and "nope.toml: config file not found" in proc.stderr
