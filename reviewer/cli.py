@@ -77,7 +77,6 @@ def review(ctx, key: str | None, principal: str | None, role: str | None, read_o
 
     ws = ctx.open()
     with ws:
-        ensure_indexes(ws.conn)  # a workspace made before the browse index gets it once
         # Who signs is settled before any screen is drawn, so a refusal is a
         # plain one-line error in the shell.
         session = open_session(ws, key=key, config_key=config.key,
@@ -86,6 +85,9 @@ def review(ctx, key: str | None, principal: str | None, role: str | None, read_o
         if not (sys.stdin.isatty() and sys.stdout.isatty()):
             raise InputError("sealdesk review needs a terminal (for scripts: sealdesk items "
                              "--json and sealdesk decide)")
+        # Only now, with nothing left to refuse: a workspace made before the browse
+        # index gets it once (a refused start writes nothing).
+        ensure_indexes(ws.conn)
         app = ReviewApp(ws, session, theme=choose_theme(theme, config.theme),
                         keymap=config.keymap)
         app.run()

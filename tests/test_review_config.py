@@ -139,3 +139,15 @@ def test_review_with_a_named_config_that_is_not_there_stops(sealdesk, workspace,
     proc = sealdesk("review", "--read-only", "--config", tmp_path / "nope.toml",
                     workspace=workspace.root)
     assert proc.returncode == 2 and "nope.toml: config file not found" in proc.stderr
+
+
+def test_a_refused_review_start_leaves_an_old_workspace_unmigrated(sealdesk, workspace):
+    import sqlite3
+
+    conn = sqlite3.connect(workspace.root / "sealdesk.db", isolation_level=None)
+    conn.execute("DROP INDEX IF EXISTS records_signoff")  # as a workspace made before it
+    schema = conn.execute("SELECT name, sql FROM sqlite_master ORDER BY name").fetchall()
+    proc = sealdesk("review", "--read-only", workspace=workspace.root)
+    assert "needs a terminal" in proc.stderr
+    assert conn.execute("SELECT name, sql FROM sqlite_master ORDER BY name").fetchall() == schema
+    conn.close()
