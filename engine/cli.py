@@ -18,7 +18,7 @@ import click
 
 from engine import __version__
 from engine.errors import SealdeskError
-from engine.outputs import OutputFile
+from engine.outputs import InputFile, OutputFile
 
 # name -> "module:attribute" of a click command, loaded on first use. A
 # command whose module is not installed is simply not offered.
@@ -172,7 +172,7 @@ def keys() -> None:
 @click.option("--role", "roles", required=True, multiple=True,
               type=click.Choice(["reviewer", "adjudicator", "lead"]),
               help="Role to grant; repeat for several.")
-@click.option("--key", "key_path", required=True, type=click.Path(dir_okay=False),
+@click.option("--key", "key_path", required=True, type=InputFile(),
               help="The person's OpenSSH public key (ssh-ed25519 ... .pub).")
 @pass_ctx
 def keys_add(ctx: Ctx, principal: str, roles: tuple[str, ...], key_path: str) -> None:
@@ -205,7 +205,7 @@ def keys_list(ctx: Ctx) -> None:
 
 
 @cli.command()
-@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.argument("files", nargs=-1, required=True, type=InputFile())
 @pass_ctx
 def ingest(ctx: Ctx, files: tuple[str, ...]) -> None:
     """Add backlog items from JSONL files (one canonical item per line).
@@ -275,7 +275,7 @@ def _signer(ws, key: str | None, queue: str | None = None, role: str | None = No
               help="Item id; repeat for several, or '-' to read ids from stdin.")
 @click.option("--decision", required=True, type=click.Choice(["accept", "reject", "skip"]))
 @click.option("--note", default=None, help="Why; kept in the signed record.")
-@click.option("--key", default=None, type=click.Path(dir_okay=False),
+@click.option("--key", default=None, type=InputFile(),
               help="OpenSSH private key file. Default: a key from ssh-agent.")
 @click.option("--principal", default=None, help="When the key is enrolled under several names.")
 @click.option("--role", default=None, type=click.Choice(["reviewer", "adjudicator", "lead"]))
@@ -343,7 +343,7 @@ def _stdin_ids() -> list[tuple[str, int]]:
               type=click.Choice(["flagged_pairs", "adjudication", "weak_categories"]))
 @click.option("--item", "item_id", required=True)
 @click.option("--note", default=None)
-@click.option("--key", default=None, type=click.Path(dir_okay=False))
+@click.option("--key", default=None, type=InputFile())
 @click.option("--principal", default=None)
 @pass_ctx
 def undo(ctx: Ctx, queue: str, item_id: str, note: str | None, key: str | None,
@@ -355,7 +355,7 @@ def undo(ctx: Ctx, queue: str, item_id: str, note: str | None, key: str | None,
 
 
 @cli.command()
-@click.option("--checkpoint", "checkpoint", default=None, type=click.Path(dir_okay=False),
+@click.option("--checkpoint", "checkpoint", default=None, type=InputFile(),
               help="Also check the workspace against an exported checkpoint.")
 @click.option("--jobs", default=None, type=click.IntRange(min=1),
               help="Worker processes (default: all cores).")

@@ -1,4 +1,5 @@
-"""Where a command may write a file the user named (``--out``).
+"""Paths a user names on the command line: where a command may write (``--out``),
+and which files it may read.
 
 Every user-named output is written atomically: a new file is renamed over
 the path. That rename would as happily replace the workspace's own database,
@@ -121,3 +122,22 @@ def _workspace_root(ctx: click.Context | None) -> Path | None:
             break
         ctx = ctx.parent
     return resolve_path(flag)
+
+
+class InputFile(click.Path):
+    """A click type for an input file: as click.Path(dir_okay=False), and a device is
+    refused up front (/dev/zero would be read until memory ran out). A pipe passes, so
+    process substitution (<(...)) still works."""
+
+    def __init__(self, **kwargs) -> None:  # noqa: ANN003 - click.Path's own options
+        super().__init__(dir_okay=False, **kwargs)
+
+    def convert(self, value, param, ctx):  # noqa: ANN001 - click's signature
+        converted = super().convert(value, param, ctx)
+        try:
+            mode = os.stat(converted).st_mode
+        except OSError:
+            return converted  # missing or unreadable: the reader says so, naming the file
+        if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+            self.fail(f"{os.fspath(value)}: is a device, not a file", param, ctx)
+        return converted

@@ -6,11 +6,12 @@ import sys
 
 import click
 
+from engine.outputs import InputFile
 from engine.roles import ROLES
 
 
 @click.command("review")
-@click.option("--key", default=None, type=click.Path(dir_okay=False),
+@click.option("--key", default=None, type=InputFile(),
               help="OpenSSH private key to sign with. Default: ssh-agent when SSH_AUTH_SOCK "
                    "is set, else the config file's key.")
 @click.option("--principal", default=None,
@@ -23,7 +24,7 @@ from engine.roles import ROLES
 @click.option("--theme", default=None,
               help="dark, light, high-contrast, or any Textual theme. Default: $TEXTUAL_THEME, "
                    "else the config file's theme, else dark.")
-@click.option("--config", "config_file", default=None, type=click.Path(dir_okay=False),
+@click.option("--config", "config_file", default=None, type=InputFile(),
               help="Config file. Default: $SEALDESK_CONFIG, else "
                    "~/.config/sealdesk/config.toml.")
 @click.pass_obj

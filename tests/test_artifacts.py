@@ -68,3 +68,22 @@ def test_a_sidecar_naming_another_file_is_refused_and_sha256sum_b_is_read(artifa
         read_verified(artifact)
     sidecar_path(artifact).write_text(f"{digest} *pairs.jsonl\n")  # sha256sum -b
     assert read_verified(artifact) == b'{"a":1}\n'
+
+
+def test_read_capped_refuses_a_file_past_its_limit_and_names_the_limit(tmp_path, keygen):
+    import errno
+
+    from engine.artifacts import read_capped
+    from engine.errors import SigningKeyError
+    from engine.ledger.signers import KEY_FILE_LIMIT, read_public_key
+
+    path = tmp_path / "big"
+    path.write_bytes(b"x" * 1025)
+    assert read_capped(path, 1025) == b"x" * 1025
+    with pytest.raises(OSError) as caught:
+        read_capped(path, 1024)
+    assert caught.value.errno == errno.EFBIG and "larger than 1,024 bytes" in str(caught.value)
+    padded = tmp_path / "padded.pub"  # a real key line, then a long run of padding
+    padded.write_text((keygen("pad").parent / "pad.pub").read_text() + "#" * KEY_FILE_LIMIT)
+    with pytest.raises(SigningKeyError, match="larger than 65,536 bytes"):
+        read_public_key(padded)

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from engine.outputs import OutputFile
+from engine.outputs import InputFile, OutputFile
 
 
 @click.command("contamination")
@@ -46,7 +46,7 @@ from engine.outputs import OutputFile
 @click.option("--model-sha256", default=None, help="Expected SHA-256 of --model's weights.")
 @click.option("--cosine-threshold", type=float, default=None,
               help="Flag at cosine >= this (default: calibrated from --calibration).")
-@click.option("--calibration", type=click.Path(dir_okay=False), default=None,
+@click.option("--calibration", type=InputFile(), default=None,
               help="Labelled pairs (JSONL) that set the cosine threshold "
                    "[default: sample_data/contamination/calibration.jsonl].")
 @click.option("--top-k", default=3, show_default=True, type=click.IntRange(min=1),

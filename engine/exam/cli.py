@@ -8,10 +8,12 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import click
 
+from engine.outputs import InputFile
+
 if TYPE_CHECKING:  # click passes the engine.cli.Ctx object; no import at run time
     from engine.cli import Ctx
 
-FILE = click.Path(dir_okay=False, path_type=Path)
+FILE = InputFile(path_type=Path)
 
 
 def _options(*decorators: Callable) -> Callable:

@@ -16,7 +16,7 @@ import click
 if TYPE_CHECKING:  # the CLI may run as __main__, so its Ctx is passed with pass_obj
     from engine.cli import Ctx
 from engine.errors import InputError, IntegrityError, NotReadyError
-from engine.outputs import OutputFile
+from engine.outputs import InputFile, OutputFile
 from engine.ledger.signoff import SignoffSummary, lead_signer, sign_off, signoff_summary
 
 _PENDING_LISTED = 20
@@ -97,7 +97,7 @@ def summary_lines(s: SignoffSummary) -> list[str]:
               help="Sign although items are undecided; the record lists each one.")
 @click.option("--summary-only", is_flag=True, help="Print the summary and sign nothing.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-@click.option("--key", default=None, type=click.Path(dir_okay=False),
+@click.option("--key", default=None, type=InputFile(),
               help="Lead's OpenSSH private key file. Default: the lead's key in ssh-agent.")
 @click.option("--principal", default=None, help="When the key is enrolled under several names.")
 @click.option("--note", default=None, help="Kept in the signed record.")
