@@ -218,3 +218,153 @@ def test_holdout_seals_rows_into_a_canonical_manifest(sealdesk, tmp_path):
                     "--out", tmp_path / "dup.json")
     assert done.returncode == 2 and f"{dup}:41: field 'case_id'" in done.stderr
     assert not (tmp_path / "dup.json").exists()
+
+
+# -- bad input found by the second hunt ----------------------------------------------
+
+@pytest.mark.parametrize("edit, line, expected", [
+    (lambda r: f"{r},extra", 2, "expected 5 fields, got 6"),       # every row one longer
+    (lambda r: r.rsplit(",", 1)[0], 2, "expected 5 fields, got 4"),  # every row one shorter
+])
+def test_csv_row_whose_field_count_differs_from_the_header_is_refused(
+        sealdesk, workspace, tmp_path, edit, line, expected):
+    rows = tmp_path / "rows.csv"
+    pd.DataFrame(eval_rows({})).to_csv(rows, index=False)
+    header, *body = rows.read_text().splitlines()
+    rows.write_text("\n".join([header] + [edit(r) for r in body]) + "\n")
+    done = sealdesk("coverage", "report", "--rows", rows, "--policy", SAMPLE / "policy.toml",
+                    "--detector-version", "v", "--evaluation-set-id", "s",
+                    workspace=workspace.root)
+    assert done.returncode == 2
+    assert done.stderr == f"sealdesk: error: {rows}:{line}: {expected}\n"
+    assert artifacts(workspace.root) == []
+
+
+def test_keygen_refuses_a_repeated_role_and_writes_nothing(sealdesk, tmp_path):
+    done = sealdesk("coverage", "keygen", "--trust-root", tmp_path / "t", "--keys",
+                    tmp_path / "k", "--role", "scope", "--role", "scope")
+    assert done.returncode == 2
+    assert done.stderr == "sealdesk: error: field 'role': role 'scope' is given twice\n"
+    assert not (tmp_path / "t").exists() and not (tmp_path / "k").exists()
+
+
+def test_holdout_and_scope_never_overwrite_an_existing_out_file(sealdesk, tmp_path):
+    from tests.coverage_support import holdout_samples, write_jsonl
+
+    root = tmp_path / "authority"
+    _authority(sealdesk, root)
+    scope = _scope(sealdesk, root, "scope-genesis.toml", "scope.json")
+    before = {p: p.read_bytes() for p in (root / "holdout.json", scope)}
+    rows = write_jsonl(tmp_path / "rows.jsonl", holdout_samples()[:1])
+    done = sealdesk("coverage", "holdout", "--rows", rows, "--holdout-id", "X", "--version",
+                    "9", "--out", root / "holdout.json")
+    assert done.returncode == 2
+    assert done.stderr == (f"sealdesk: error: {root / 'holdout.json'}: already exists; a "
+                           "holdout manifest is never overwritten\n")
+    done = sealdesk("coverage", "scope", "--template", SAMPLE / "scope-candidate.toml",
+                    "--holdout", root / "holdout.json", "--genesis", "--out", scope)
+    assert done.returncode == 2
+    assert done.stderr == (f"sealdesk: error: {scope}: already exists; an evaluation scope "
+                           "is never overwritten\n")
+    assert {p: p.read_bytes() for p in before} == before
+
+
+def test_sign_refuses_a_document_of_another_role(sealdesk, tmp_path):
+    root = tmp_path / "authority"
+    _authority(sealdesk, root)
+    signature = (root / "holdout.json.sig").read_bytes()
+    done = sealdesk("coverage", "sign", "--role", "scope", "--key", root / "private/scope.key",
+                    root / "holdout.json")
+    assert done.returncode == 2
+    assert done.stderr == (f"sealdesk: error: {root / 'holdout.json'}: field 'schema_version': "
+                           "the scope key signs only sealdesk.coverage-scope.v1 documents, "
+                           "this one is 'sealdesk.coverage-holdout.v1'\n")
+    assert (root / "holdout.json.sig").read_bytes() == signature
+
+
+def test_sign_never_replaces_another_signature_but_repeats_its_own(sealdesk, tmp_path):
+    root = tmp_path / "authority"
+    _authority(sealdesk, root)
+    sealdesk("coverage", "keygen", "--trust-root", tmp_path / "t2", "--keys", tmp_path / "k2",
+             "--role", "holdout", check=True)
+    signature = (root / "holdout.json.sig").read_bytes()
+    done = sealdesk("coverage", "sign", "--role", "holdout", "--key",
+                    tmp_path / "k2/holdout.key", root / "holdout.json")
+    assert done.returncode == 4
+    assert done.stderr == (f"sealdesk: error: {root / 'holdout.json.sig'}: already holds "
+                           "another signature (another key or other bytes); a signature is "
+                           "never replaced, nothing was written\n")
+    assert (root / "holdout.json.sig").read_bytes() == signature
+    sealdesk("coverage", "sign", "--role", "holdout", "--key", root / "private/holdout.key",
+             root / "holdout.json", check=True)  # Ed25519 is deterministic: the same bytes
+    assert (root / "holdout.json.sig").read_bytes() == signature
+
+
+@pytest.mark.slow
+def test_benchmark_with_another_roles_key_reserves_and_writes_nothing(sealdesk, workspace,
+                                                                       tmp_path):
+    root = tmp_path / "authority"
+    _authority(sealdesk, root)
+    genesis = _scope(sealdesk, root, "scope-genesis.toml", "scope-genesis.json")
+    done = _benchmark(sealdesk, workspace.root, root, genesis, "predictions_v1.jsonl", V1, "v1",
+                      "--benchmark-key", root / "private/scope.key")
+    assert done.returncode == 2
+    assert done.stderr == (f"sealdesk: error: {root / 'private/scope.key'}: not the benchmark "
+                           "authority's key (its public half is not "
+                           f"{root / 'trust/benchmark.pub'})\n")
+    db = sqlite3.connect(root / "lineage.db")
+    assert db.execute("SELECT COUNT(*) FROM lineages").fetchone()[0] == 0
+    assert db.execute("SELECT COUNT(*) FROM evidence").fetchone()[0] == 0
+    db.close()
+    assert artifacts(workspace.root) == []
+    done = _benchmark(sealdesk, workspace.root, root, genesis, "predictions_v1.jsonl", V1, "v1",
+                      "--benchmark-key", root / "private/benchmark.key")
+    assert done.returncode == 0, done.stderr
+    assert "ELIGIBLE: 0 finding(s)" in done.stdout
+
+
+def _template(tmp_path: Path, old: str, new: str) -> Path:
+    text = (SAMPLE / "scope-genesis.toml").read_text()
+    assert old in text
+    path = tmp_path / "template.toml"
+    path.write_text(text.replace(old, new))
+    return path
+
+
+@pytest.mark.parametrize("old, new, where, reason", [
+    ('candidate_version = "v1"', "candidate_version = 1979-05-27",
+     ":7: field 'candidate_version'",
+     "a TOML date is not a JSON value; write it as a quoted string"),
+    ('candidate_version = "v1"', "candidate_version = 1979-05-27T07:32:00Z",
+     ":7: field 'candidate_version'",
+     "a TOML datetime is not a JSON value; write it as a quoted string"),
+    ("min_category_recall = 0.8", "min_category_recall = nan",
+     ":11: field 'min_category_recall'", "nan is not a JSON number (no NaN or infinity)"),
+    ("max_benign_fpr = 0.1", "max_benign_fpr = -inf",
+     ":12: field 'max_benign_fpr'", "-inf is not a JSON number (no NaN or infinity)"),
+    # The scope's own key is named, not the gate policy's min_attack_recall.
+    ("min_category_recall = 0.8", "min_category_recall = 2",
+     ": field 'min_category_recall'", "must be finite and in [0, 1], got 2"),
+    ("max_category_regression = 0.1", "max_category_regression = 1.5",
+     ": field 'max_category_regression'", "must be finite and in [0, 1], got 1.5"),
+])
+def test_scope_template_value_json_cannot_hold_or_out_of_range_is_named(
+        sealdesk, tmp_path, old, new, where, reason):
+    template = _template(tmp_path, old, new)
+    done = sealdesk("coverage", "scope", "--template", template, "--holdout",
+                    SAMPLE / "holdout.json", "--genesis", "--out", tmp_path / "s.json")
+    assert done.returncode == 2
+    assert done.stderr == f"sealdesk: error: {template}{where}: {reason}\n"
+    assert not (tmp_path / "s.json").exists()
+
+
+@pytest.mark.parametrize("expires", ["100000000d", "99999999999999999999d", "3661d",
+                                     "87841h"])
+def test_scope_expiry_beyond_the_limit_is_refused(sealdesk, tmp_path, expires):
+    done = sealdesk("coverage", "scope", "--template", SAMPLE / "scope-genesis.toml",
+                    "--holdout", SAMPLE / "holdout.json", "--genesis", "--expires-in", expires,
+                    "--out", tmp_path / "s.json")
+    assert done.returncode == 2
+    assert done.stderr == (f"sealdesk: error: field 'expires_in': {expires!r} is longer than "
+                           "the 3660-day limit\n")
+    assert not (tmp_path / "s.json").exists()

@@ -307,3 +307,84 @@ def test_a_g001_report_becomes_a_backlog_bound_to_its_detector(workspace, tmp_pa
     assert sorted(i.payload["category"] for i in run.items) == [
         "benign", "context_manipulation", "obfuscation"]
     assert {i.payload["source"]["kind"] for i in run.items} == {"report"}
+
+
+# -- bad input found by the second hunt ----------------------------------------------
+
+def test_evidence_made_again_after_a_signoff_keeps_the_signed_bytes(
+        sealdesk, workspace, hold, people):
+    backlog_in(workspace, hold)
+    review_all(workspace, people)
+    assert evidence(sealdesk, workspace, hold, "--key", people["lena"].path).returncode == 0
+    [path] = evidence_files(workspace)
+    signed = path.read_bytes()
+    done = sealdesk("signoff", "--yes", "--key", people["lena"].path, workspace=workspace.root)
+    assert done.returncode == 0, done.stderr
+    done = evidence(sealdesk, workspace, hold, "--key", people["lena"].path, "--note", "again")
+    assert done.returncode == 4
+    assert done.stderr == (f"sealdesk: error: {path} already holds a different artifact "
+                           "(sealed artifacts are never rewritten; nothing was written); it "
+                           "stands as written: check it with `sealdesk coverage "
+                           "check-evidence`\n")
+    assert path.read_bytes() == signed and evidence_files(workspace) == [path]
+    assert sealdesk("verify", workspace=workspace.root).returncode == 0
+
+
+def test_evidence_whose_approval_was_withdrawn_is_not_replaced(workspace, hold, people):
+    from engine.errors import ConflictError
+
+    backlog_in(workspace, hold)
+    review_all(workspace, people)
+    made = evidence_in(workspace, hold, people["lena"])
+    written = made.path.read_bytes()
+    [claim] = [i for i in workspace.items() if i["item_id"].startswith("ev-")]
+    workspace.retract(people["lena"], "weak_categories", claim["item_id"], role="lead")
+    records = workspace.conn.execute("SELECT COUNT(*) FROM records").fetchone()[0]
+    with pytest.raises(ConflictError, match="whose approval no longer stands"):
+        evidence_in(workspace, hold, people["lena"])
+    assert workspace.conn.execute("SELECT COUNT(*) FROM records").fetchone()[0] == records
+    assert made.path.read_bytes() == written
+
+
+@pytest.mark.parametrize("field, forged", [
+    ("approval.principal", "rita"), ("approval.decision", "reject"),
+    ("approval.role", "reviewer"), ("approval.seq", 1), ("approval.time", "2025-01-01T00:00:00Z"),
+    ("release_authority", "lena"), ("ledger.records", 1), ("ledger.head_hash", "0" * 64),
+    ("claim_item.queue", "other"), ("claim_item.run_sha256", "0" * 64),
+])
+def test_check_evidence_refuses_a_field_that_differs_from_the_ledger(
+        workspace, hold, people, field, forged):
+    backlog_in(workspace, hold)
+    review_all(workspace, people)
+    path = evidence_in(workspace, hold, people["lena"]).path
+    value = json.loads(path.read_bytes())
+    outer, _, inner = field.partition(".")
+    if inner:
+        value[outer][inner] = forged
+    else:
+        value[outer] = forged
+    write_artifact(path, canonical_json(value))  # a consistent sidecar, too
+    with pytest.raises(IntegrityError, match=rf"field '{field}'"):
+        check_evidence(workspace, path, hold[0].trust)
+
+
+@pytest.mark.parametrize("name, value, limit", [
+    ("tokenizer_max_length", 99999999999999999999, 8192),
+    ("integration_steps", 999999999999, 1000),
+])
+def test_attribution_policy_beyond_its_bound_is_refused_naming_file_line_and_field(
+        sealdesk, workspace, hold, tmp_path, name, value, limit):
+    text = (SAMPLE / "attribution.toml").read_text()
+    lines = text.splitlines()
+    number = next(i for i, line in enumerate(lines, start=1) if line.startswith(name))
+    lines[number - 1] = f"{name} = {value}"
+    policy = tmp_path / "attribution.toml"
+    policy.write_text("\n".join(lines) + "\n")
+    auth, path = hold
+    done = sealdesk("coverage", "backlog", "--benchmark", path, "--trust-root",
+                    auth.trust.directory, "--rows", SAMPLE / "debug_rows.jsonl", "--policy",
+                    policy, workspace=workspace.root)
+    assert done.returncode == 2
+    assert done.stderr == (f"sealdesk: error: {policy}:{number}: field '{name}': must be at "
+                           f"most {limit}, got {value}\n")
+    assert workspace.items() == [] and not list((workspace.root / "artifacts").iterdir())

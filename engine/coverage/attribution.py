@@ -17,7 +17,7 @@ from typing import Any
 from engine.artifacts import file_sha256
 from engine.canonical import canonical_sha256
 from engine.coverage.misses import Miss
-from engine.coverage.policy import AttributionPolicy, positive_integer
+from engine.coverage.policy import ATTRIBUTION_LIMITS, AttributionPolicy, positive_integer
 from engine.errors import InputError, SealdeskError
 
 EXTRA_HINT = "attribution needs the optional extra: pip install 'sealdesk[attribution]'"
@@ -82,8 +82,10 @@ def explain_miss(detector: Detector, miss: Miss, policy: AttributionPolicy) -> d
     import torch
     from captum.attr import LayerIntegratedGradients
 
-    max_length = positive_integer(policy.tokenizer_max_length, "tokenizer_max_length")
-    steps = positive_integer(policy.integration_steps, "integration_steps")
+    max_length = positive_integer(policy.tokenizer_max_length, "tokenizer_max_length",
+                                  maximum=ATTRIBUTION_LIMITS["tokenizer_max_length"])
+    steps = positive_integer(policy.integration_steps, "integration_steps",
+                             maximum=ATTRIBUTION_LIMITS["integration_steps"])
     if miss.label == miss.pred or miss.label not in (0, 1):
         raise InputError(f"case {miss.case_id!r} is not a binary detector miss", field="label")
     model, tokenizer = detector.model, detector.tokenizer

@@ -58,6 +58,16 @@ def _echo_report(report: list[dict[str, Any]], weak: list[dict[str, Any]]) -> No
     Console(width=110).print(table)
 
 
+def _refuse_existing(out: str, what: str) -> None:
+    """Raises naming OUT (or OUT.sig) if it exists: a document that may have been
+    signed is never overwritten, and a new one never sits beside an old signature."""
+    from engine.errors import InputError
+
+    for path in (out, out + ".sig"):
+        if Path(path).exists():
+            raise InputError(f"already exists; {what} is never overwritten", path=path)
+
+
 @coverage.command("report")
 @click.option("--rows", required=True, type=_FILE,
               help="Evaluation rows: CSV, JSONL or Parquet with exactly case_id, label, pred, "
@@ -149,6 +159,7 @@ def holdout_cmd(rows: str, holdout_id: str, version: str, created_at: str | None
     from engine.coverage.holdout import HOLDOUT_COLUMNS, build_manifest
     from engine.coverage.tables import read_table
 
+    _refuse_existing(out, "a holdout manifest")
     stamp = created_at or datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     raw = build_manifest(read_table(rows, HOLDOUT_COLUMNS), holdout_id, version, stamp)
     atomic_write(Path(out), raw, mode=0o644)
@@ -182,6 +193,7 @@ def scope_cmd(template: str, holdout_path: str, baseline: str | None, genesis: b
 
     if genesis == (baseline is not None):
         raise InputError("give exactly one of --baseline FILE and --genesis", field="baseline")
+    _refuse_existing(out, "an evaluation scope")
     value, _ = read_document(Path(template))
     raw = build_scope(value, holdout_manifest_sha256=sha256_hex(Path(holdout_path).read_bytes()),
                       baseline_report_sha256=None if genesis else sha256_hex(
@@ -199,20 +211,42 @@ def scope_cmd(template: str, holdout_path: str, baseline: str | None, genesis: b
               help="If given, the signature is verified against it after signing.")
 @click.argument("document", type=_FILE)
 def sign_cmd(role: str, key: str, trust_root: str | None, document: str) -> None:
-    """Sign a canonical JSON document as a role; writes DOCUMENT.sig (raw 64 bytes)."""
+    """Sign a canonical JSON document as a role; writes DOCUMENT.sig (raw 64 bytes).
+
+    The document's schema_version must be the role's kind of document, and
+    an existing DOCUMENT.sig is never replaced by a different signature.
+    """
     from engine.artifacts import atomic_write
     from engine.canonical import parse_canonical
+    from engine.coverage import benchmark, holdout, scope
     from engine.coverage.trust import TrustRoot, load_private_key, sign
+    from engine.errors import ConflictError, InputError
 
+    schema = {"holdout": holdout.SCHEMA, "scope": scope.SCHEMA,
+              "benchmark": benchmark.SCHEMA}[role]
     raw = Path(document).read_bytes()
-    if not isinstance(parse_canonical(raw, path=document), dict):
-        from engine.errors import InputError
-
+    value = parse_canonical(raw, path=document)
+    if not isinstance(value, dict):
         raise InputError("a signed role document must be a JSON object", path=document)
+    if value.get("schema_version") != schema:
+        raise InputError(f"the {role} key signs only {schema} documents, this one is "
+                         f"{value.get('schema_version')!r}", path=document,
+                         field="schema_version")
     signature = sign(load_private_key(key), raw)
     if trust_root:
         TrustRoot.at(trust_root).verify(role, raw, signature, what=document)
-    atomic_write(Path(document + ".sig"), signature, mode=0o644)
+    sig_path = Path(document + ".sig")
+    try:
+        held = sig_path.read_bytes()
+    except FileNotFoundError:
+        held = signature
+    except OSError as exc:
+        raise InputError(f"cannot read the signature already there: {exc.strerror}",
+                         path=sig_path) from exc
+    if held != signature:
+        raise ConflictError(f"{sig_path}: already holds another signature (another key or "
+                            "other bytes); a signature is never replaced, nothing was written")
+    atomic_write(sig_path, signature, mode=0o644)
     click.echo(f"wrote {document}.sig ({role})")
 
 
@@ -278,13 +312,15 @@ def benchmark_cmd(ctx, trust_root: str, holdout_path: str, holdout_signature: st
 
     if baseline is None and baseline_signature is not None:
         raise InputError("--baseline-signature without --baseline", field="baseline")
-    if out is not None and (Path(out).exists() or Path(out + ".sig").exists()):
-        raise InputError("already exists; a published benchmark is never overwritten",
-                         path=out)
+    if out is not None:
+        _refuse_existing(out, "a published benchmark")
+    trust = TrustRoot.at(trust_root)
     key = load_private_key(benchmark_key) if benchmark_key else None
+    if key is not None:
+        trust.check_private_key("benchmark", key, what=benchmark_key)
     with ctx.open() as ws:
         done = measure_candidate(
-            ws, TrustRoot.at(trust_root), holdout=holdout_path,
+            ws, trust, holdout=holdout_path,
             holdout_signature=holdout_signature, scope=scope_path,
             scope_signature=scope_signature, baseline=baseline,
             baseline_signature=baseline_signature, predictions=predictions,

@@ -17,13 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.artifacts import read_verified, write_json_artifact
+from engine.artifacts import read_verified, write_sealed
 from engine.canonical import canonical_json, canonical_sha256, parse_canonical, sha256_hex
 from engine.coverage.backlog import ITEM_KIND, QUEUE
 from engine.coverage.benchmark import check_benchmark_shape
 from engine.coverage.findings import FindingSource, load_benchmark
 from engine.coverage.trust import TrustRoot
-from engine.errors import InputError, IntegrityError, PermissionRefused
+from engine.errors import ConflictError, InputError, IntegrityError, PermissionRefused
 from engine.ledger import store
 from engine.ledger.audit import require_verified
 from engine.ledger.signers import Signer
@@ -33,6 +33,7 @@ CLAIM_KIND = "coverage.evidence_claim"
 SCHEMA = "sealdesk.coverage-evidence.v1"
 APPROVER_ROLE = "lead"
 REVIEW_DECISIONS = ("accept", "reject")
+APPROVAL_FIELDS = frozenset({"seq", "record_hash", "principal", "role", "decision", "time"})
 EVIDENCE_FIELDS = frozenset({
     "schema_version", "workspace", "benchmark", "benchmark_sha256", "benchmark_signature",
     "claim_item", "claim", "reviews", "approval", "ledger", "release_authority",
@@ -139,8 +140,14 @@ def make_evidence(ws: Workspace, benchmark_path: Path, signature_path: Path, tru
                            "review_records": [r["record_hash"] for r in reviews]}}
     ws.ingest([item], runs={run_id: manifest}, source=str(benchmark_path))
 
+    path = ws.artifacts_dir / run_id / "coverage_evidence.json"
     standing = store.effective_decisions_for(ws.conn, QUEUE, item.item_id)
     if standing is None:
+        if path.exists():
+            # A new approval would make other evidence, which could never be written.
+            raise ConflictError(f"{path} already holds the evidence of this claim, whose "
+                                "approval no longer stands; sealed evidence is never "
+                                "rewritten (nothing was written)")
         if signer is None:
             raise PermissionRefused(f"claim {item.item_id} awaits a lead's approval: run again "
                                     "with --key LEAD_KEY (or a lead's key in ssh-agent)")
@@ -160,21 +167,28 @@ def make_evidence(ws: Workspace, benchmark_path: Path, signature_path: Path, tru
         "claim_item": {"queue": QUEUE, "item_id": item.item_id,
                        "item_sha256": item.item_sha256, "run_sha256": held["run_sha256"]},
         "claim": claim, "reviews": reviews,
-        "approval": {k: standing[k] for k in ("seq", "record_hash", "principal", "role",
-                                              "decision", "time")},
+        "approval": {k: standing[k] for k in sorted(APPROVAL_FIELDS)},
         "ledger": {"records": report.records, "head_hash": report.head_hash},
         "release_authority": "none",
     }
-    path = ws.run_dir(run_id) / "coverage_evidence.json"
-    digest = write_json_artifact(path, evidence)
+    # Sealed once written: a sign-off may bind these bytes, and a later run (the
+    # ledger has grown since) would otherwise replace them.
+    path = ws.run_dir(run_id) / path.name
+    digest = write_sealed({path: canonical_json(evidence)},
+                          "it stands as written: check it with `sealdesk coverage "
+                          "check-evidence`")[path]
     return Evidence(path, digest, source.eligibility, len(reviews), standing["record_hash"])
 
 
-def _record_matches(ws: Workspace, record_hash: str, *, item_id: str, item_sha256: str,
-                    decision: str, roles: tuple[str, ...], what: str) -> None:
-    record = store.get_record(ws.conn, record_hash)
+def _record_matches(ws: Workspace, entry: dict[str, Any], *, item_id: str, item_sha256: str,
+                    decision: str, roles: tuple[str, ...], what: str, path: Path) -> None:
+    """Raises unless the ledger record ``entry`` names is a standing decision of the item
+    and every field ``entry`` states about it is what the record says."""
+    record_hash = entry["record_hash"]
+    record = (store.get_record(ws.conn, record_hash) if isinstance(record_hash, str)
+              else None)
     if record is None or record.record_hash != record_hash:
-        raise IntegrityError(f"{what}: record {record_hash[:16]}… is not in the ledger")
+        raise IntegrityError(f"{what}: record {str(record_hash)[:16]}… is not in the ledger")
     body = record.body
     if (body["kind"], body["queue"], body["item_id"], body["item_sha256"], body["decision"]) != (
             "decision", QUEUE, item_id, item_sha256, decision):
@@ -183,10 +197,29 @@ def _record_matches(ws: Workspace, record_hash: str, *, item_id: str, item_sha25
     if body["role"] not in roles:
         raise IntegrityError(f"{what}: record #{record.seq} was made as {body['role']}, "
                              f"needs {' or '.join(roles)}")
+    held = dict(body, seq=record.seq, record_hash=record.record_hash)
+    for name in sorted(entry):
+        if name in held and entry[name] != held[name]:
+            raise IntegrityError(f"{path}: field '{what}.{name}' is {entry[name]!r}, ledger "
+                                 f"record #{record.seq} says {held[name]!r}")
     standing = store.effective_decisions_for(ws.conn, QUEUE, item_id)
     if standing is None or standing["record_hash"] != record_hash:
         raise IntegrityError(f"{what}: record #{record.seq} no longer stands (retracted or "
                              "superseded); make the evidence again")
+
+
+def _ledger_matches(ws: Workspace, ledger: Any, approval_seq: int, path: Path) -> None:
+    """Raises unless ``ledger`` names a head of this ledger that holds the approval."""
+    if not isinstance(ledger, dict) or set(ledger) != {"records", "head_hash"}:
+        raise InputError("must be exactly records and head_hash", path=path, field="ledger")
+    count = ledger["records"]
+    if type(count) is not int or count < approval_seq:
+        raise IntegrityError(f"{path}: field 'ledger.records' is {count!r}, not a head that "
+                             f"holds the approval (record #{approval_seq})")
+    record = store.get_record(ws.conn, count)
+    if record is None or record.record_hash != ledger["head_hash"]:
+        raise IntegrityError(f"{path}: field 'ledger.head_hash' is not the hash of ledger "
+                             f"record #{count}")
 
 
 def check_evidence(ws: Workspace, path: Path, trust: TrustRoot) -> dict[str, Any]:
@@ -210,11 +243,18 @@ def check_evidence(ws: Workspace, path: Path, trust: TrustRoot) -> dict[str, Any
     trust.verify("benchmark", raw, signature, what=f"{path}: benchmark")
     check_benchmark_shape(value["benchmark"], path=str(path))
     _ledger_must_verify(ws)
+    if value["release_authority"] != "none":
+        raise IntegrityError(f"{path}: field 'release_authority' is "
+                             f"{value['release_authority']!r}; evidence carries none")
     claim, item = value["claim"], value["claim_item"]
     held = ws.item(QUEUE, item["item_id"])
     if held is None or held["item_sha256"] != item["item_sha256"] \
             or canonical_sha256(claim) != item["item_sha256"]:
         raise IntegrityError(f"{path}: the claim is not the workspace's item {item['item_id']}")
+    for name, expected in (("queue", QUEUE), ("run_sha256", held["run_sha256"])):
+        if item[name] != expected:
+            raise IntegrityError(f"{path}: field 'claim_item.{name}' is {item[name]!r}, the "
+                                 f"workspace's item has {expected!r}")
     if (claim["benchmark_sha256"], claim["benchmark_signature_sha256"], claim["reviews"]) != (
             value["benchmark_sha256"], sha256_hex(signature), value["reviews"]):
         raise IntegrityError(f"{path}: the claim binds another benchmark or other reviews")
@@ -223,16 +263,24 @@ def check_evidence(ws: Workspace, path: Path, trust: TrustRoot) -> dict[str, Any
                         - reviewed_categories)
     if unreviewed:
         raise IntegrityError(f"{path}: weak category {unreviewed[0]!r} has no review record")
-    for review in value["reviews"]:
+    for i, review in enumerate(value["reviews"]):
         reviewed = ws.item(QUEUE, review["item_id"])
         if reviewed is None or reviewed["payload"].get("source", {}).get("sha256") \
                 != value["benchmark_sha256"]:
             raise IntegrityError(f"{path}: reviewed item {review['item_id']} is not a backlog "
                                  "item of this benchmark")
-        _record_matches(ws, review["record_hash"], item_id=review["item_id"],
+        if review["category"] != reviewed["payload"].get("category"):
+            raise IntegrityError(f"{path}: field 'reviews[{i}].category' is "
+                                 f"{review['category']!r}, item {review['item_id']} is about "
+                                 f"{reviewed['payload'].get('category')!r}")
+        _record_matches(ws, review, item_id=review["item_id"],
                         item_sha256=review["item_sha256"], decision=review["decision"],
-                        roles=("reviewer", "lead"), what=f"review of {review['item_id']}")
-    _record_matches(ws, value["approval"]["record_hash"], item_id=item["item_id"],
-                    item_sha256=item["item_sha256"], decision="accept", roles=(APPROVER_ROLE,),
-                    what="approval")
+                        roles=("reviewer", "lead"), what=f"reviews[{i}]", path=path)
+    approval = value["approval"]
+    if not isinstance(approval, dict) or set(approval) != APPROVAL_FIELDS:
+        raise InputError(f"must be exactly {', '.join(sorted(APPROVAL_FIELDS))}", path=path,
+                         field="approval")
+    _record_matches(ws, approval, item_id=item["item_id"], item_sha256=item["item_sha256"],
+                    decision="accept", roles=(APPROVER_ROLE,), what="approval", path=path)
+    _ledger_matches(ws, value["ledger"], approval["seq"], path)
     return value

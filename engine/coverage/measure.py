@@ -59,6 +59,9 @@ def measure_candidate(ws: Workspace, trust: TrustRoot, *, holdout: str,
                       key: Ed25519PrivateKey | None) -> Measured:
     """Gives the measurement after verifying, deriving, reserving and (with a key)
     signing, reading back and finalizing it."""
+    if key is not None:
+        # A wrong key found only after reserving would burn a one-use genesis.
+        trust.check_private_key("benchmark", key, what="the signing key")
     scope_raw, scope_sig = read_signed(scope, scope_signature)
     verified = check_scope(trust.verify_document("scope", scope_raw, scope_sig, what=scope),
                            scope_raw, path=scope)

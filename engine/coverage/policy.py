@@ -12,6 +12,7 @@ import math
 import re
 import tomllib
 from dataclasses import dataclass
+from datetime import date, time
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,10 @@ GATE_FIELDS = ("required_categories", "benign_category", "min_attack_recall",
                "max_benign_fpr", "max_recall_regression")
 ATTRIBUTION_FIELDS = ("max_examples_per_category", "selection_seed", "tokenizer_max_length",
                       "integration_steps", "top_tokens_per_direction")
+# Far above what attribution needs (a classifier reads at most a few thousand
+# tokens; integrated gradients converge in tens to hundreds of steps), and low
+# enough that a typo is refused rather than overflowing or exhausting memory.
+ATTRIBUTION_LIMITS = {"tokenizer_max_length": 8192, "integration_steps": 1000}
 
 
 @dataclass(frozen=True)
@@ -71,10 +76,13 @@ def probability(value: Any, name: str, *, path: str | None = None,
 
 
 def positive_integer(value: Any, name: str, *, path: str | None = None,
-                     line: int | None = None) -> int:
-    """Gives value if it is an int of at least 1 (booleans refused)."""
+                     line: int | None = None, maximum: int | None = None) -> int:
+    """Gives value if it is an int of at least 1 and at most ``maximum`` (booleans refused)."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise InputError("must be a positive integer", path=path, line=line, field=name)
+    if maximum is not None and value > maximum:
+        raise InputError(f"must be at most {maximum}, got {value}", path=path, line=line,
+                         field=name)
     return value
 
 
@@ -127,7 +135,28 @@ def read_document(path: Path) -> tuple[dict[str, Any], str]:
         raise InputError(f"not valid JSON: {exc}", path=path) from exc
     if not isinstance(value, dict):
         raise InputError("must hold one object of policy fields", path=path)
+    for key, inner in value.items():
+        odd = _not_json(inner, key)
+        if odd is not None:
+            raise InputError(odd[1], path=path, line=line_of(text, key), field=odd[0])
     return value, text
+
+
+def _not_json(value: Any, name: str) -> tuple[str, str] | None:
+    """Gives (field, reason) of the first value within that JSON cannot hold, if any."""
+    # TOML has dates, times, nan and inf; what is hashed or signed is canonical JSON.
+    if isinstance(value, (date, time)):  # a datetime is a date
+        return name, (f"a TOML {type(value).__name__} is not a JSON value; write it as a "
+                      "quoted string")
+    if isinstance(value, float) and not math.isfinite(value):
+        return name, f"{value!r} is not a JSON number (no NaN or infinity)"
+    inner = (value.items() if isinstance(value, dict)
+             else enumerate(value) if isinstance(value, list) else ())
+    for key, item in inner:
+        odd = _not_json(item, f"{name}.{key}" if isinstance(value, dict) else f"{name}[{key}]")
+        if odd is not None:
+            return odd
+    return None
 
 
 def line_of(text: str, key: str) -> int | None:
@@ -184,5 +213,6 @@ def load_attribution_policy(path: Path) -> AttributionPolicy:
                 raise InputError("must be a non-empty string", path=path,
                                  line=line_of(text, name), field=name)
         else:
-            positive_integer(value[name], name, path=str(path), line=line_of(text, name))
+            positive_integer(value[name], name, path=str(path), line=line_of(text, name),
+                             maximum=ATTRIBUTION_LIMITS.get(name))
     return AttributionPolicy(**{name: value[name] for name in ATTRIBUTION_FIELDS})

@@ -17,7 +17,7 @@ from typing import Any
 
 from engine.canonical import canonical_json, sha256_hex
 from engine.coverage.holdout import SHA256
-from engine.coverage.policy import CategoryGatePolicy, gate_policy_from
+from engine.coverage.policy import CategoryGatePolicy, gate_policy_from, probability
 from engine.errors import InputError, PermissionRefused
 
 SCHEMA = "sealdesk.coverage-scope.v1"
@@ -30,6 +30,8 @@ SCOPE_FIELDS = frozenset({
 # Fields a scope template supplies; the rest are computed when it is written.
 TEMPLATE_FIELDS = SCOPE_FIELDS - {"schema_version", "expires_at", "holdout_manifest_sha256",
                                   "baseline_report_sha256"}
+# A scope is renewed, not signed for ever; the bound also keeps expires_at a real date.
+MAX_EXPIRY = timedelta(days=3660)
 
 
 @dataclass(frozen=True)
@@ -90,6 +92,9 @@ def check_scope(value: dict[str, Any], raw: bytes, *, path: str,
     expires = parse_time(value["expires_at"], field="expires_at", path=path)
     if expires <= (now or datetime.now(timezone.utc)):
         raise PermissionRefused(f"{path}: evaluation scope expired at {value['expires_at']}")
+    # Checked here under the scope's own names, which the gate policy calls otherwise.
+    for name in ("min_category_recall", "max_benign_fpr", "max_category_regression"):
+        probability(value[name], name, path=path)
     policy = gate_policy_from({
         "required_categories": value["required_categories"],
         "benign_category": value["benign_category"],
@@ -101,11 +106,19 @@ def check_scope(value: dict[str, Any], raw: bytes, *, path: str,
 
 
 def parse_duration(text: str) -> timedelta:
-    """Gives the duration of text such as ``30d``, ``12h`` or ``90m``."""
+    """Gives the duration of text such as ``30d``, ``12h`` or ``90m``, at most MAX_EXPIRY."""
     units = {"d": "days", "h": "hours", "m": "minutes", "s": "seconds"}
-    if not text or text[-1] not in units or not text[:-1].isdigit() or int(text[:-1]) < 1:
+    digits = text[:-1].lstrip("0")
+    # str.isdigit also takes '²', which int() refuses: ASCII digits only.
+    if not text or text[-1] not in units or not digits or not digits.isascii() \
+            or not digits.isdigit():
         raise InputError(f"{text!r} is not a duration like 30d, 12h, 90m", field="expires_in")
-    return timedelta(**{units[text[-1]]: int(text[:-1])})
+    unit = timedelta(**{units[text[-1]]: 1})
+    # Compare before building: a timedelta of 10**20 days overflows.
+    if len(digits) > 12 or int(digits) * unit > MAX_EXPIRY:
+        raise InputError(f"{text!r} is longer than the {MAX_EXPIRY.days}-day limit",
+                         field="expires_in")
+    return int(digits) * unit
 
 
 def build_scope(template: dict[str, Any], *, holdout_manifest_sha256: str,

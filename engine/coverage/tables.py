@@ -83,18 +83,20 @@ class Table:
         return self.lines[index]
 
 
-def _csv_record_lines(text: str) -> list[int]:
-    # pandas gives values but not where a quoted multi-line record starts;
-    # the csv module gives that, skipping blank lines as pandas does.
-    starts: list[int] = []
+def _csv_records(text: str) -> list[tuple[int, int]]:
+    """Gives (line the record starts on, its field count) of each non-blank CSV record."""
+    # pandas gives values but not where a quoted multi-line record starts,
+    # nor a ragged row (it takes a row one field longer than the header as
+    # an index); the csv module gives both, skipping blank lines as pandas does.
+    records: list[tuple[int, int]] = []
     reader = csv.reader(io.StringIO(text, newline=""))
     previous_end = 0
     for record in reader:
         start = previous_end + 1
         previous_end = reader.line_num
         if record:
-            starts.append(start)
-    return starts
+            records.append((start, len(record)))
+    return records
 
 
 def _raw_rows(path: Path, data: bytes) -> tuple[list[str], list[dict[str, Any]], list[int]]:
@@ -123,9 +125,14 @@ def _raw_rows(path: Path, data: bytes) -> tuple[list[str], list[dict[str, Any]],
         if twice:
             raise InputError("column appears twice in the header", path=path, line=1,
                              field=twice[0])
+        records = _csv_records(text)[1:]
+        for start, count in records:
+            if count != len(header):
+                raise InputError(f"expected {len(header)} fields, got {count}", path=path,
+                                 line=start)
         frame = pd.read_csv(io.BytesIO(data), dtype=str, keep_default_na=False,
                             na_filter=False, encoding="utf-8")
-        starts = _csv_record_lines(text)[1:]
+        starts = [start for start, _ in records]
         lines = starts if len(starts) == len(frame) else [i + 2 for i in range(len(frame))]
         return list(frame.columns), frame.to_dict(orient="records"), lines
     if suffix == ".parquet":

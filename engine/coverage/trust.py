@@ -63,6 +63,16 @@ class TrustRoot:
                              f"holds {len(raw)}", path=path)
         return Ed25519PublicKey.from_public_bytes(raw)
 
+    def check_private_key(self, role: str, key: Ed25519PrivateKey, *, what: str) -> None:
+        """Returns only if ``key`` is the private half of the role's public key."""
+        def raw(public: Ed25519PublicKey) -> bytes:
+            return public.public_bytes(serialization.Encoding.Raw,
+                                       serialization.PublicFormat.Raw)
+
+        if raw(key.public_key()) != raw(self.public_key(role)):
+            raise SigningKeyError(f"{what}: not the {role} authority's key (its public half "
+                                  f"is not {self.directory / (role + '.pub')})")
+
     def verify(self, role: str, raw: bytes, signature: bytes, *, what: str) -> None:
         """Returns only if ``signature`` is the role key's Ed25519 signature of ``raw``."""
         if not isinstance(raw, bytes) or not isinstance(signature, bytes):
@@ -94,6 +104,9 @@ def generate(trust_dir: Path, keys_dir: Path, roles: tuple[str, ...] = ROLES) ->
     ``keys_dir/<role>.key`` (PEM, 0600). Existing files are never replaced.
     """
     trust_dir, keys_dir = Path(trust_dir), Path(keys_dir)
+    twice = sorted({r for r in roles if roles.count(r) > 1})
+    if twice:
+        raise InputError(f"role {twice[0]!r} is given twice", field="role")
     for role in roles:
         _role(role)
         for path in (trust_dir / f"{role}.pub", keys_dir / f"{role}.key"):
