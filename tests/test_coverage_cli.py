@@ -368,3 +368,77 @@ def test_scope_expiry_beyond_the_limit_is_refused(sealdesk, tmp_path, expires):
     assert done.stderr == (f"sealdesk: error: field 'expires_in': {expires!r} is longer than "
                            "the 3660-day limit\n")
     assert not (tmp_path / "s.json").exists()
+
+
+# -- the rest of the second hunt ------------------------------------------------------
+
+def test_a_store_deadline_beyond_an_hour_is_refused_where_it_is_written(sealdesk, tmp_path):
+    template = _template(tmp_path, "decision_store_timeout_seconds = 5",
+                         "decision_store_timeout_seconds = 99999999999999999999")
+    done = sealdesk("coverage", "scope", "--template", template, "--holdout",
+                    SAMPLE / "holdout.json", "--genesis", "--out", tmp_path / "s.json")
+    assert done.returncode == 2 and "field 'decision_store_timeout_seconds'" in done.stderr
+    assert "0 to 3600 seconds" in done.stderr and not (tmp_path / "s.json").exists()
+    store = sealdesk("coverage", "store-init", "--store", tmp_path / "l.db", "--store-id", "x",
+                     "--timeout", "86400")
+    assert store.returncode == 2 and "field 'timeout'" in store.stderr
+    assert not (tmp_path / "l.db").exists()
+
+
+@pytest.mark.parametrize("stamp", ["yesterday", "2025-13-01T00:00:00Z", "2025-06-01T24:00:00Z",
+                                   "2025-06-01T00:00:00"])
+def test_holdout_created_at_must_be_a_real_zoned_time(sealdesk, tmp_path, stamp):
+    from tests.coverage_support import holdout_samples, write_jsonl
+
+    rows = write_jsonl(tmp_path / "rows.jsonl", holdout_samples())
+    done = sealdesk("coverage", "holdout", "--rows", rows, "--holdout-id", "h", "--version", "3",
+                    "--created-at", stamp, "--out", tmp_path / "h.json")
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert "field 'created-at'" in done.stderr and not (tmp_path / "h.json").exists()
+
+
+def test_holdout_created_at_in_another_zone_is_written_in_utc(sealdesk, tmp_path):
+    from engine.canonical import parse_canonical
+    from tests.coverage_support import holdout_samples, write_jsonl
+
+    rows = write_jsonl(tmp_path / "rows.jsonl", holdout_samples())
+    sealdesk("coverage", "holdout", "--rows", rows, "--holdout-id", "h", "--version", "3",
+             "--created-at", "2025-06-01T02:00:00+02:00", "--out", tmp_path / "h.json",
+             check=True)
+    assert parse_canonical((tmp_path / "h.json").read_bytes())["created_at"] == \
+        "2025-06-01T00:00:00Z"
+
+
+def test_keygen_refuses_one_directory_for_trust_root_and_private_keys(sealdesk, tmp_path):
+    done = sealdesk("coverage", "keygen", "--trust-root", tmp_path / "k", "--keys",
+                    tmp_path / "x" / ".." / "k")
+    assert done.returncode == 2 and "field 'keys'" in done.stderr
+    assert not (tmp_path / "k").exists()
+
+
+def test_finalize_with_a_key_but_no_payload_is_refused_not_a_listing(sealdesk, tmp_path):
+    root = tmp_path / "authority"
+    _authority(sealdesk, root)
+    done = sealdesk("coverage", "finalize", "--trust-root", root / "trust", "--store",
+                    root / "lineage.db", "--store-id", "demo", "--benchmark-key",
+                    root / "private/benchmark.key")
+    assert done.returncode == 2 and "field 'payload-sha256'" in done.stderr, done.stderr
+    assert "unresolved" not in done.stdout
+
+
+def test_tiny_model_refuses_one_label_naming_the_file_and_a_runaway_step_count(sealdesk,
+                                                                               tmp_path):
+    from tests.coverage_support import write_jsonl
+
+    rows = [r for r in json_rows(SAMPLE / "debug_rows.jsonl") if r["label"] == 1]
+    one = write_jsonl(tmp_path / "one.jsonl", rows)
+    done = sealdesk("coverage", "tiny-model", "--rows", one, "--out", tmp_path / "m")
+    assert done.returncode == 2 and f"{one}: field 'label'" in done.stderr, done.stderr
+    steps = sealdesk("coverage", "tiny-model", "--rows", one, "--out", tmp_path / "m",
+                     "--steps", "99999999999999999999")
+    assert steps.returncode == 2 and "--steps" in steps.stderr
+    assert not (tmp_path / "m").exists()
+
+
+def json_rows(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]

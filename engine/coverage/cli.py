@@ -5,15 +5,16 @@ Thin: each command parses its options, calls the engine and prints.
 
 from __future__ import annotations
 
+import os
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import click
 
-from engine.outputs import OutputFile
+from engine.outputs import InputFile, OutputFile
 
-_FILE = click.Path(dir_okay=False)
+_FILE = InputFile()
 _DIR = click.Path(file_okay=False)
 
 
@@ -139,7 +140,11 @@ def keygen(trust_root: str, keys_dir: str, roles: tuple[str, ...]) -> None:
     keys as PKCS#8 PEM in KEYS/<role>.key. Nothing existing is replaced.
     """
     from engine.coverage.trust import ROLES, generate
+    from engine.errors import InputError
 
+    if os.path.realpath(trust_root) == os.path.realpath(keys_dir):
+        raise InputError("--trust-root and --keys are the same directory; keep the private "
+                         "keys apart from the public trust root", field="keys")
     for path in generate(Path(trust_root), Path(keys_dir), roles or ROLES):
         click.echo(f"made {path} and {Path(trust_root) / (path.stem + '.pub')}")
 
@@ -160,6 +165,11 @@ def holdout_cmd(rows: str, holdout_id: str, version: str, created_at: str | None
     from engine.coverage.tables import read_table
 
     _refuse_existing(out, "a holdout manifest")
+    if created_at is not None:  # written into a manifest that gets signed: a real time
+        from engine.coverage.scope import parse_time
+
+        created_at = parse_time(created_at, field="created-at").astimezone(
+            timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     stamp = created_at or datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     raw = build_manifest(read_table(rows, HOLDOUT_COLUMNS), holdout_id, version, stamp)
     atomic_write(Path(out), raw, mode=0o644)
@@ -378,6 +388,10 @@ def finalize_cmd(ctx, trust_root: str, store: str, store_id: str, timeout: float
     from engine.coverage.trust import TrustRoot, load_private_key
     from engine.errors import InputError
 
+    if payload_sha256 is None and (signature is not None or benchmark_key is not None):
+        raise InputError("--signature and --benchmark-key finalize one reservation: give its "
+                         "--payload-sha256 (without both, finalize lists the reservations)",
+                         field="payload-sha256")
     trust = TrustRoot.at(trust_root)
     with LineageStore(store, store_id, timeout, trust) as lineage:
         if payload_sha256 is None:
@@ -517,13 +531,17 @@ def check_evidence_cmd(ctx, evidence: str, trust_root: str) -> None:
 @click.option("--rows", required=True, type=_FILE,
               help="Rows with text and label (e.g. debug rows) to train on.")
 @click.option("--out", required=True, type=_DIR)
-@click.option("--steps", default=20, show_default=True, type=click.IntRange(min=1))
+@click.option("--steps", default=20, show_default=True, type=click.IntRange(min=1, max=10_000))
 def tiny_model(rows: str, out: str, steps: int) -> None:
     """Train a tiny local classifier (seconds, CPU) to try attribution without a model."""
     from engine.coverage.tables import DEBUG_COLUMNS, read_table
     from engine.coverage.tiny_detector import train_tiny_detector
+    from engine.errors import InputError
 
     table = read_table(rows, DEBUG_COLUMNS)
+    if len({r["label"] for r in table.rows}) < 2:
+        raise InputError("training needs texts of both labels, 0 and 1", path=rows,
+                         field="label")
     path = train_tiny_detector([r["text"] for r in table.rows], [r["label"] for r in table.rows],
                                out, steps=steps)
     click.echo(f"trained a tiny classifier on {len(table.rows)} texts: {path}")

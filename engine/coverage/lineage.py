@@ -18,14 +18,13 @@ writers on one host (SQLite WAL does not work over NFS/SMB).
 from __future__ import annotations
 
 import hashlib
-import math
 import os
 import sqlite3
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.coverage.scope import Scope
+from engine.coverage.scope import Scope, deadline_seconds
 from engine.coverage.trust import TrustRoot
 from engine.errors import ConflictError, InputError, IntegrityError, PermissionRefused
 
@@ -58,12 +57,8 @@ BEGIN SELECT RAISE(ABORT, 'evidence replacement denied'); END;
 
 
 def lock_timeout(value: object) -> float:
-    """Gives the lock deadline in seconds if finite and non-negative."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) \
-            or not math.isfinite(value) or value < 0:
-        raise InputError("the lineage store deadline must be finite and non-negative",
-                         field="timeout")
-    return float(value)
+    """Gives the lock deadline in seconds (0 to scope.MAX_DEADLINE_SECONDS)."""
+    return deadline_seconds(value, field="timeout")
 
 
 def provision_store(path: str | Path, store_id: str, timeout_seconds: float) -> None:

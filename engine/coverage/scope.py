@@ -84,11 +84,8 @@ def check_scope(value: dict[str, Any], raw: bytes, *, path: str,
     if baseline is not None and (not isinstance(baseline, str) or not SHA256.match(baseline)):
         raise InputError("must be null (genesis) or 64 lower-case hex digits", path=path,
                          field="baseline_report_sha256")
-    timeout = value["decision_store_timeout_seconds"]
-    if (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
-            or not math.isfinite(timeout) or timeout < 0):
-        raise InputError("the lineage store deadline must be finite and non-negative", path=path,
-                         field="decision_store_timeout_seconds")
+    deadline_seconds(value["decision_store_timeout_seconds"], path=path,
+                     field="decision_store_timeout_seconds")
     expires = parse_time(value["expires_at"], field="expires_at", path=path)
     if expires <= (now or datetime.now(timezone.utc)):
         raise PermissionRefused(f"{path}: evaluation scope expired at {value['expires_at']}")
@@ -103,6 +100,19 @@ def check_scope(value: dict[str, Any], raw: bytes, *, path: str,
         "max_recall_regression": value["max_category_regression"],
     }, path=path)
     return Scope(value, sha256_hex(raw), policy, expires)
+
+
+# How long a writer waits for the lineage store's lock; a day-long wait is a hang.
+MAX_DEADLINE_SECONDS = 3600
+
+
+def deadline_seconds(value: Any, *, field: str, path: str | None = None) -> float:
+    """Gives the lineage store's lock deadline: finite, 0..MAX_DEADLINE_SECONDS."""
+    if (isinstance(value, bool) or not isinstance(value, (int, float))
+            or not math.isfinite(value) or not 0 <= value <= MAX_DEADLINE_SECONDS):
+        raise InputError(f"the lineage store deadline must be 0 to {MAX_DEADLINE_SECONDS} "
+                         "seconds", path=path, field=field)
+    return float(value)
 
 
 def parse_duration(text: str) -> timedelta:
