@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import math
 import json
 import re
 from pathlib import Path
@@ -143,3 +144,26 @@ def test_an_out_path_that_cannot_be_written_leaves_no_clean_run_behind(scanned, 
     assert sorted(p.name for p in workspace.artifacts_dir.iterdir()) == runs_before
     assert workspace.conn.execute("SELECT COUNT(*) FROM runs WHERE run_id LIKE '%clean%'"
                                   ).fetchone()[0] == 0
+
+
+def test_other_power_parameters_make_another_clean_run_never_a_rewrite(scanned, enrol):
+    workspace, outcome, by_eval = scanned
+    decide(workspace, enrol("rita", "reviewer"), by_eval, accept=["q-clips"])
+    first = clean(workspace, allow_undecided=True)
+    held = {p.name: p.read_bytes() for p in first.run_dir.iterdir()}
+    second = clean(workspace, allow_undecided=True, alpha=0.01, power=0.9)
+    assert second.run_id != first.run_id
+    assert {p.name: p.read_bytes() for p in first.run_dir.iterdir()} == held
+    assert second.report["power"]["alpha"] == 0.01
+    again = clean(workspace, allow_undecided=True)  # the same inputs: the same run, unchanged
+    assert again.run_id == first.run_id
+    assert {p.name: p.read_bytes() for p in first.run_dir.iterdir()} == held
+
+
+def test_a_tiny_alpha_is_computed_not_a_statistics_error():
+    from engine.contamination.power import minimum_detectable_difference
+
+    tiny = minimum_detectable_difference(100, alpha=1e-300)
+    assert math.isfinite(tiny) and tiny > minimum_detectable_difference(100, alpha=1e-10)
+    # 2.801585 * sqrt(0.5 / 22) = 0.422355, as before the change of formula
+    assert round(minimum_detectable_difference(22), 6) == 0.422355

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.artifacts import atomic_write, read_verified, write_json_artifact, write_jsonl_artifact
-from engine.canonical import (canonical_jsonl, canonical_sha256, sha256_hex,
+from engine.artifacts import atomic_write, read_verified, write_sealed
+from engine.canonical import (canonical_json, canonical_jsonl, canonical_sha256, sha256_hex,
                               strict_loads)
 from engine.contamination.canonical_text import content_sha256
 from engine.contamination.power import minimum_detectable_difference
@@ -115,7 +115,11 @@ def clean(ws: Workspace, run_id: str | None = None, *, allow_undecided: bool = F
         "definition": "flagged eval items not cleared by a reviewer / eval items",
     }
     basis = [(d["item_id"], d["decision"], d["record_hash"]) for d in dropped + kept]
-    clean_id = f"{run_id}.clean-{canonical_sha256([sorted(basis), allow_undecided])[:10]}"
+    # Every input of the report names the run: other parameters are another clean run,
+    # never a rewrite of one already recorded.
+    params = {"alpha": alpha, "power": power, "accuracy": accuracy}
+    clean_id = (f"{run_id}.clean-"
+                f"{canonical_sha256([sorted(basis), allow_undecided, params])[:10]}")
     clean_report = {
         "scan_run": run_id,
         "scan_manifest_sha256": row[2],
@@ -140,8 +144,10 @@ def clean(ws: Workspace, run_id: str | None = None, *, allow_undecided: bool = F
     if out is not None:  # first: a path that cannot be written leaves no run behind
         atomic_write(Path(out), canonical_jsonl(clean_set))
     run_dir = ws.run_dir(clean_id)
-    artifacts = {CLEAN_SET: write_jsonl_artifact(run_dir / CLEAN_SET, clean_set),
-                 CLEAN_REPORT: write_json_artifact(run_dir / CLEAN_REPORT, clean_report)}
+    written = write_sealed({run_dir / CLEAN_SET: canonical_jsonl(clean_set),
+                            run_dir / CLEAN_REPORT: canonical_json(clean_report)},
+                           "this clean run is already recorded with other contents")
+    artifacts = {path.name: digest for path, digest in written.items()}
     ws.ingest([], runs={clean_id: {"kind": "contamination-clean", "artifacts": artifacts,
                                    "inputs": {"scan_run": run_id,
                                               "scan_manifest_sha256": row[2]}}},

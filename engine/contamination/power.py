@@ -25,5 +25,6 @@ def minimum_detectable_difference(n: int, *, alpha: float = 0.05, power: float =
     if n <= 0:
         return math.inf
     z = NormalDist()
-    spread = z.inv_cdf(1 - alpha / 2) + z.inv_cdf(power)
+    # -inv_cdf(alpha/2), not inv_cdf(1 - alpha/2): the same value, but 1 - 1e-300/2 is 1.0.
+    spread = -z.inv_cdf(alpha / 2) + z.inv_cdf(power)
     return spread * math.sqrt(2 * accuracy * (1 - accuracy) / n)
