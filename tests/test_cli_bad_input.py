@@ -127,6 +127,8 @@ def test_a_database_error_while_appending_is_one_line_and_writes_nothing(cli_ws,
     (("checkpoint", "export", "--signoff", "0"), "--signoff"),
     (("scan", "contamination", "--eval", "{tmp}/e.jsonl", "--pool", "{tmp}/p.jsonl",
       "--jobs", "0"), "--jobs"),
+    (("scan", "contamination", "--eval", "{tmp}/e.jsonl", "--pool", "{tmp}/p.jsonl",
+      "--num-perm", "100000000"), "--num-perm"),
 ])
 def test_usage_errors_are_one_line_naming_the_option(cli_ws, sealdesk, tmp_path, args, named):
     ws, _ = cli_ws

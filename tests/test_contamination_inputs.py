@@ -196,3 +196,15 @@ def test_an_empty_file_is_named_as_empty_not_as_a_parser_exception(sealdesk, ws,
     what = "eval set" if which == "eval" else "pool"
     assert_refused(scan(sealdesk, ws, ev, pool), ws,
                    f"{empty}: the file is empty: the {what} has no rows")
+
+
+@pytest.mark.parametrize("which", ["eval", "pool"])
+def test_a_csv_whose_rows_are_wider_than_its_header_is_refused_not_shifted(ws, tmp_path, good,
+                                                                           which):
+    wide = tmp_path / f"{which}.csv"
+    wide.write_text(f'id,text\nd1,"{QUESTION}",extra\nd2,"more words here",extra\n',
+                    encoding="utf-8")
+    ev, pool = (wide, good[1]) if which == "eval" else (good[0], wide)
+    error = refused(ws, ev, pool)
+    assert where(error) == (str(wide), 2, None)
+    assert error.reason == "expected 2 fields (as the header), got 3"

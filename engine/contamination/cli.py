@@ -36,7 +36,7 @@ from engine.outputs import InputFile, OutputFile
 @click.option("--jaccard", default=0.8, show_default=True, help="Flag at exact Jaccard >=.")
 @click.option("--containment", default=0.5, show_default=True,
               help="Flag when this fraction of an eval item's shingles is in a document.")
-@click.option("--num-perm", default=128, show_default=True, type=click.IntRange(min=1),
+@click.option("--num-perm", default=128, show_default=True, type=click.IntRange(1, 8192),
               help="MinHash permutations of the reported estimate.")
 @click.option("--embed/--no-embed", default=True, show_default=True,
               help="Run the embedding paraphrase channel (needs sealdesk[embed]).")

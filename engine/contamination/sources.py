@@ -143,11 +143,27 @@ def _open(source: Source) -> Any:
                                      revision=source.revision, streaming=True)
     options: dict[str, Any] = {}
     if source.format == "csv":
+        _check_csv_width(source)
         # Every cell as the exact string written: no "NA" -> NaN, no "42" -> int.
         fields = [f for f in (source.text_field, source.id_field) if f]
         options = {"na_filter": False, "converters": {f: str for f in fields}}
     return datasets.load_dataset(source.format, data_files=source.name, split="train",
                                  streaming=True, **options)
+
+
+def _check_csv_width(source: Source) -> None:
+    """Refuses a CSV whose first row has more cells than its header: pandas would take
+    the first column for a row index and shift every field by one, silently."""
+    try:
+        with open(source.name, encoding="utf-8", newline="") as handle:
+            reader = csv.reader(handle)
+            header = next(reader, None)
+            row = next(reader, None)
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return  # the reader proper names these
+    if header is not None and row is not None and len(row) > len(header):
+        raise InputError(f"expected {len(header)} fields (as the header), got {len(row)}",
+                         path=source.label, line=reader.line_num)
 
 
 def iter_batches(source: Source, batch_size: int, *, whole_rows: bool = False
