@@ -208,3 +208,15 @@ def test_a_csv_whose_rows_are_wider_than_its_header_is_refused_not_shifted(ws, t
     error = refused(ws, ev, pool)
     assert where(error) == (str(wide), 2, None)
     assert error.reason == "expected 2 fields (as the header), got 3"
+
+
+def test_a_scan_whose_run_cannot_be_recorded_leaves_no_artifacts(sealdesk, ws, good):
+    import sqlite3
+
+    conn = sqlite3.connect(ws / "sealdesk.db", isolation_level=None)
+    conn.execute("CREATE TRIGGER jam BEFORE INSERT ON runs "
+                 "BEGIN SELECT RAISE(ABORT, 'disk says no'); END")
+    conn.close()
+    proc = scan(sealdesk, ws, *good)
+    assert proc.returncode == 2 and "disk says no" in proc.stderr, proc.stderr
+    assert list((ws / "artifacts").iterdir()) == []

@@ -8,6 +8,8 @@ written (atomically, with sidecars) and the items ingested.
 
 from __future__ import annotations
 
+import shutil
+import sqlite3
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -228,8 +230,24 @@ def _write(ws: Workspace, findings: Findings, timing: dict[str, float]) -> ScanO
     manifest = {"kind": "contamination-scan", "artifacts": artifacts,
                 "inputs": {"eval": evalset.provenance, "pool": findings.pool_provenance},
                 "thresholds": report["thresholds"]}
-    ingest = ws.ingest(items, runs={run_id: manifest}, source=f"scan {run_id}")
+    try:
+        ingest = ws.ingest(items, runs={run_id: manifest}, source=f"scan {run_id}")
+    except Exception:
+        _drop_unrecorded(ws, run_id, run_dir)
+        raise
     return ScanOutcome(run_id, run_dir, report, rows, items, ingest, artifacts)
+
+
+def _drop_unrecorded(ws: Workspace, run_id: str, run_dir: Path) -> None:
+    """Removes a new run's artifacts when recording the run failed (locked, full,
+    refused): a run the database does not hold must not stay half there. A run
+    that is held, or that cannot be checked, is left alone."""
+    try:
+        held = ws.conn.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+    except sqlite3.Error:
+        return
+    if held is None:
+        shutil.rmtree(run_dir, ignore_errors=True)
 
 
 def _scan_stream(config: ScanConfig, index: EvalIndex, emb: _Embedding | None,
