@@ -138,6 +138,28 @@ def test_usage_errors_are_one_line_naming_the_option(cli_ws, sealdesk, tmp_path,
     assert snapshot(ws) == before
 
 
+@pytest.mark.parametrize("extra,field", [
+    (("--no-embed", "--model", "{tmp}"), "model"),
+    (("--no-embed", "--cosine-threshold", "0.8"), "cosine-threshold"),
+    (("--model-sha256", "deadbeef"), "model-sha256"),
+    (("--model-sha256", "ab" * 32), "model-sha256"),  # no --model: the default is pinned
+    (("--cosine-threshold", "0.8", "--calibration", "{tmp}/e.jsonl"), "calibration"),
+    (("--probe-endpoint", " "), "probe-endpoint"),
+    (("--probe-model", "qwen"), "probe-model"),
+])
+def test_a_scan_option_that_would_be_ignored_is_refused(cli_ws, sealdesk, tmp_path, extra,
+                                                        field):
+    ws, _ = cli_ws
+    for name in ("e.jsonl", "p.jsonl"):
+        (tmp_path / name).write_text('{"id":"a","text":"some words"}\n')
+    before = snapshot(ws)
+    err = one_line_error(sealdesk("scan", "contamination", "--eval", tmp_path / "e.jsonl",
+                                  "--pool", tmp_path / "p.jsonl",
+                                  *[a.format(tmp=tmp_path) for a in extra], workspace=ws))
+    assert err.startswith(f"sealdesk: error: field '{field}': "), err
+    assert snapshot(ws) == before
+
+
 def test_a_database_without_its_workspace_id_is_refused_in_one_line(cli_ws, sealdesk):
     ws, _ = cli_ws
     conn = sqlite3.connect(ws / "sealdesk.db", isolation_level=None)

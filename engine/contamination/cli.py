@@ -138,6 +138,8 @@ def scan_contamination(ctx: Any, eval_spec: str, pool_spec: str, text_field: str
             raise InputError("must lie in (0, 1]", field=name)
     if ngram_n < 1 or num_perm < 1:
         raise InputError("must be at least 1", field="ngram" if ngram_n < 1 else "num-perm")
+    _refuse_options_that_do_nothing(embed, model_path, model_sha256, cosine_threshold,
+                                    calibration, embed_cache, probe_endpoint, probe_model)
     eval_source = resolve_source("eval", eval_spec, text_field=text_field, id_field=id_field,
                                  split=eval_split, revision=eval_revision, config=eval_config)
     for name, number in (("jobs", jobs), ("ray-num-cpus", ray_num_cpus)):
@@ -223,6 +225,38 @@ def scan_contamination(ctx: Any, eval_spec: str, pool_spec: str, text_field: str
 @click.group("contamination")
 def contamination() -> None:
     """After review: write the clean eval set and its power check."""
+
+
+def _refuse_options_that_do_nothing(embed: bool, model_path: str | None,
+                                    model_sha256: str | None, cosine_threshold: float | None,
+                                    calibration: str | None, embed_cache: str | None,
+                                    probe_endpoint: str | None, probe_model: str | None) -> None:
+    """Refuses an option the scan would ignore: a check the user asked for must run."""
+    from engine.canonical import SHA256_HEX
+    from engine.errors import InputError
+
+    if not embed:
+        for name, value in (("model", model_path), ("model-sha256", model_sha256),
+                            ("cosine-threshold", cosine_threshold),
+                            ("calibration", calibration), ("embed-cache", embed_cache)):
+            if value is not None:
+                raise InputError("applies to the embedding channel, which --no-embed turns "
+                                 "off", field=name)
+    if model_sha256 is not None:
+        if not SHA256_HEX.match(model_sha256.lower()):
+            raise InputError("must be 64 hex digits (the SHA-256 of the model's weights)",
+                             field="model-sha256")
+        if model_path is None:
+            raise InputError("applies to --model; the default model's hash is pinned",
+                             field="model-sha256")
+    if calibration is not None and cosine_threshold is not None:
+        raise InputError("--cosine-threshold sets the threshold that --calibration would "
+                         "derive: give one of them", field="calibration")
+    if probe_endpoint is not None and not probe_endpoint.strip():
+        raise InputError("must be a URL such as http://127.0.0.1:8000/v1",
+                         field="probe-endpoint")
+    if probe_model is not None and probe_endpoint is None:
+        raise InputError("applies to --probe-endpoint", field="probe-model")
 
 
 @contamination.command("clean")
