@@ -7,6 +7,8 @@ sample (a few dozen texts).
 from __future__ import annotations
 
 import json
+import os
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -15,8 +17,8 @@ import pytest
 pytest.importorskip("sentence_transformers")
 
 from engine.contamination.calibration import choose_threshold  # noqa: E402
-from engine.contamination.embedding import (DEFAULT_WEIGHTS_SHA256, EmbeddingCache, TopK,  # noqa: E402
-                                            identify_model)
+from engine.contamination.embedding import (DEFAULT_WEIGHTS_SHA256, Embedder,  # noqa: E402
+                                            EmbeddingCache, TopK, identify_model)
 from engine.contamination.ngram import NgramSettings  # noqa: E402
 from engine.contamination.scan import ScanConfig, run_scan  # noqa: E402
 from engine.contamination.sources import resolve_source  # noqa: E402
@@ -28,9 +30,19 @@ SAMPLE = Path(__file__).resolve().parent.parent / "sample_data" / "contamination
 
 @pytest.fixture(scope="module")
 def embedder():
-    from engine.contamination.embedding import Embedder
-
     return Embedder(identify_model(None))
+
+
+def cls_pooling_copy(directory: Path) -> Path:
+    """Gives a copy of the default model (the same weights, linked) that pools by CLS token."""
+    source = Path(identify_model(None).path)
+    shutil.copytree(source, directory, ignore=shutil.ignore_patterns("model.safetensors"))
+    os.symlink(source / "model.safetensors", directory / "model.safetensors")
+    pooling = directory / "1_Pooling" / "config.json"
+    config = json.loads(pooling.read_text())
+    pooling.write_text(json.dumps({**config, "pooling_mode_cls_token": True,
+                                   "pooling_mode_mean_tokens": False}))
+    return directory
 
 
 def sample_config(**options) -> ScanConfig:
@@ -124,3 +136,58 @@ def test_a_rescan_of_the_same_pool_embeds_nothing_twice(tmp_path, embedder):
     assert second.report["embedding"]["texts_embedded"] == 0
     assert second.report["embedding"]["texts_from_cache"] == len(rows)
     assert second.rows == first.rows
+
+
+def test_the_model_identity_covers_every_file_not_only_the_weights(tmp_path):
+    default = identify_model(None)
+    copy = Path(shutil.copytree(default.path, tmp_path / "copy"))
+    assert identify_model(copy).identity == default.identity
+    cls = identify_model(cls_pooling_copy(tmp_path / "cls"))
+    assert cls.sha256 == default.sha256  # the same weights: --model-sha256 still checks these
+    assert cls.identity != default.identity
+    (copy / "tokenizer_config.json").write_text(
+        (copy / "tokenizer_config.json").read_text().replace("true", "false"))
+    assert identify_model(copy).identity not in (default.identity, cls.identity)
+    assert identify_model(copy).to_json()["identity_sha256"] == identify_model(copy).identity
+
+
+@pytest.mark.slow
+def test_a_model_with_the_same_weights_and_another_pooling_reuses_no_cached_vector(
+        tmp_path, embedder):
+    cls = Embedder(identify_model(cls_pooling_copy(tmp_path / "cls")))
+    with Workspace.init(tmp_path / "shared") as ws:
+        first = run_scan(ws, sample_config(jobs=1, cosine_threshold=0.8), embedder=embedder)
+        reused = run_scan(ws, sample_config(jobs=1, cosine_threshold=0.8), embedder=cls)
+    with Workspace.init(tmp_path / "fresh") as ws:
+        fresh = run_scan(ws, sample_config(jobs=1, cosine_threshold=0.8), embedder=cls)
+    assert reused.report["embedding"]["texts_embedded"] == \
+        first.report["embedding"]["texts_embedded"]
+    assert reused.rows == fresh.rows
+    assert reused.rows != first.rows  # CLS pooling does flag other pairs than mean pooling
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("cache, reason", [
+    ("afile/x.sqlite", "cannot make the folder afile: File exists"),
+    ("notes.txt", "file is not a database"),
+    ("/dev/null", "not a regular file"),
+])
+def test_an_unusable_embed_cache_is_refused_in_one_line_naming_it(sealdesk, tmp_path, cache,
+                                                                  reason):
+    (tmp_path / "afile").touch()
+    (tmp_path / "notes.txt").write_text("hello\n")
+    ws = tmp_path / "ws"
+    Workspace.init(ws).close()
+    proc = sealdesk("scan", "contamination", "--eval", SAMPLE / "eval.jsonl", "--pool",
+                    SAMPLE / "pool.jsonl", "--text-field", "question", "--id-field", "id",
+                    "--pool-text-field", "text", "--cosine-threshold", "0.8", "--embed-cache",
+                    cache, workspace=ws, cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    expected = (f"sealdesk: error: {cache}: field 'embed-cache': cannot be used as the "
+                f"embedding cache (--embed-cache): {reason}")
+    assert proc.stderr.splitlines() == [expected]
+    assert (tmp_path / "notes.txt").read_text() == "hello\n"
+    with Workspace.open(ws) as opened:
+        assert opened.conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 0
+    assert sorted(p.name for p in ws.iterdir()) == ["artifacts", "sealdesk.db", "trust"]
+    assert list((ws / "artifacts").iterdir()) == []

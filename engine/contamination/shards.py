@@ -28,6 +28,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Iterator
+from urllib.parse import urlsplit
 
 from engine.artifacts import file_sha256
 from engine.contamination.sources import FORMATS, Source
@@ -115,6 +116,7 @@ def _list_remote(spec: str) -> tuple[list[str], dict[str, int | None]]:
     import fsspec
 
     try:
+        urlsplit(spec)  # an unclosed IPv6 bracket: ValueError here, not a TypeError in aiohttp
         fs, path = fsspec.core.url_to_fs(spec)
         if _GLOB.search(path):
             details = fs.glob(path, detail=True)

@@ -264,9 +264,9 @@ def worker_embedder(plan: EmbedPlan | None, threads: int | None = None) -> Any:
     """
     if plan is None:
         return None
-    found = _MODELS.get(plan.model.sha256)
+    found = _MODELS.get(plan.model.identity)
     if found is None:
-        found = _MODELS[plan.model.sha256] = _LazyModel(plan, threads)
+        found = _MODELS[plan.model.identity] = _LazyModel(plan, threads)
     return found
 
 
