@@ -378,3 +378,28 @@ def test_a_worker_killed_mid_scan_costs_a_retry_not_the_scan(big, tmp_path):
     assert outcome.rows == big["whole"].rows
 
 
+
+
+def test_a_pool_file_whose_name_looks_like_a_pattern_is_read_as_itself(sealdesk, tmp_path):
+    from engine.workspace import Workspace
+
+    ws = tmp_path / "ws"
+    Workspace.init(ws).close()
+    ev = tmp_path / "eval.jsonl"
+    ev.write_text(json.dumps({"id": "q1", "text": "how many clips did natalia sell in april "
+                              "and may altogether this year"}) + "\n")
+    pool = tmp_path / "pool[1].jsonl"
+    pool.write_text(json.dumps({"id": "d1", "text": "how many clips did natalia sell in april "
+                                "and may altogether this year"}) + "\n")
+    (tmp_path / "pool1.jsonl").write_text(json.dumps({"id": "other", "text": "unrelated"}) + "\n")
+    done = sealdesk("scan", "contamination", "--eval", ev, "--pool", pool, "--id-field", "id",
+                    "--no-embed", "--json", workspace=ws)
+    assert done.returncode == 0, done.stderr
+    read = json.loads(done.stdout)["pool"]
+    plain = tmp_path / "plain.jsonl"  # the same bytes under a plain name, for comparison
+    plain.write_bytes(pool.read_bytes())
+    same = json.loads(sealdesk("scan", "contamination", "--eval", ev, "--pool", plain,
+                               "--id-field", "id", "--no-embed", "--json", workspace=ws,
+                               check=True).stdout)["pool"]
+    assert read["name"] == str(pool) and read["n"] == 1
+    assert read["content_sha256"] == same["content_sha256"]  # not pool1.jsonl's "unrelated"

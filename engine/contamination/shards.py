@@ -70,8 +70,11 @@ class LocalShard:
 
 def is_sharded(spec: str) -> bool:
     """Says whether a --pool value is a pattern, a URL or a compressed file (the shard path)."""
-    return bool(_GLOB.search(spec) or _URL.match(spec)
-                or Path(spec).suffix.lower() in _COMPRESSIONS)
+    if Path(spec).suffix.lower() in _COMPRESSIONS:
+        return True
+    if os.path.isfile(spec):  # a file that exists is itself, even named 'pool[1].jsonl'
+        return False
+    return bool(_GLOB.search(spec) or _URL.match(spec))
 
 
 def kind_of(name: str) -> tuple[str, str | None]:
@@ -97,7 +100,8 @@ def list_shards(spec: str) -> list[Shard]:
         names, sizes = _list_remote(spec)
     else:
         path = spec[len("file://"):] if spec.startswith("file://") else spec
-        found = sorted(p for p in glob.glob(path, recursive=True) if os.path.isfile(p))
+        found = ([path] if os.path.isfile(path)  # a literal name wins over its pattern reading
+                 else sorted(p for p in glob.glob(path, recursive=True) if os.path.isfile(p)))
         if spec.startswith("file://"):
             names = ["file://" + p for p in found]
         else:

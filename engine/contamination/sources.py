@@ -10,6 +10,7 @@ to name the line and field that are wrong.
 from __future__ import annotations
 
 import csv
+import glob
 import io
 import json
 import logging
@@ -147,8 +148,9 @@ def _open(source: Source) -> Any:
         # Every cell as the exact string written: no "NA" -> NaN, no "42" -> int.
         fields = [f for f in (source.text_field, source.id_field) if f]
         options = {"na_filter": False, "converters": {f: str for f in fields}}
-    return datasets.load_dataset(source.format, data_files=source.name, split="train",
-                                 streaming=True, **options)
+    # data_files is a pattern to datasets: escaped, 'pool[1].jsonl' is that file, not pool1.
+    return datasets.load_dataset(source.format, data_files=glob.escape(source.name),
+                                 split="train", streaming=True, **options)
 
 
 def _check_csv_width(source: Source) -> None:
