@@ -129,6 +129,8 @@ def test_a_database_error_while_appending_is_one_line_and_writes_nothing(cli_ws,
       "--jobs", "0"), "--jobs"),
     (("scan", "contamination", "--eval", "{tmp}/e.jsonl", "--pool", "{tmp}/p.jsonl",
       "--num-perm", "100000000"), "--num-perm"),
+    (("bench", "contamination", "--backend", "local", "--pool-size", "5", "--shards", "100",
+      "--data-dir", "{tmp}"), "--shards"),
 ])
 def test_usage_errors_are_one_line_naming_the_option(cli_ws, sealdesk, tmp_path, args, named):
     ws, _ = cli_ws

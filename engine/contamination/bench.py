@@ -182,6 +182,10 @@ def bench_contamination(click_ctx: click.Context, pool_size: int, eval_size: int
             counts = []
         if not counts or min(counts) < 1 or shards < 1:
             raise click.BadParameter("give worker counts like 1,2 and at least one shard")
+        if shards > size:  # an empty shard file is no pool: the scan would refuse it
+            raise click.BadParameter(f"{shards} shards of {size} documents leave some empty; "
+                                     "give at most one shard per document",
+                                     param_hint="'--shards'")
         bench_scaling(backend, size, eval_size, shards, counts, data_dir, as_json)
         return
     from engine.contamination.synthetic import make_synthetic
