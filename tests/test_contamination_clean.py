@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import hashlib
-import math
 import json
+import math
 import re
 from pathlib import Path
 
@@ -167,3 +167,25 @@ def test_a_tiny_alpha_is_computed_not_a_statistics_error():
     assert math.isfinite(tiny) and tiny > minimum_detectable_difference(100, alpha=1e-10)
     # 2.801585 * sqrt(0.5 / 22) = 0.422355, as before the change of formula
     assert round(minimum_detectable_difference(22), 6) == 0.422355
+
+
+def test_an_eval_item_confirmed_a_leak_on_another_item_is_never_kept_silently(scanned, enrol):
+    from engine.workspace import BacklogItem
+
+    workspace, outcome, by_eval = scanned
+    rita = enrol("rita", "reviewer")
+    held = workspace.item("flagged_pairs", by_eval["q-clips"])["payload"]["eval"]
+    # An item of another scan for the same eval item, with other evidence: its id differs.
+    other = BacklogItem.make("flagged_pairs", "fp-earlier", "scan-earlier",
+                             {"eval": dict(held), "channels": ["embed"], "matches": []})
+    workspace.ingest([other], runs={"scan-earlier": {"kind": "test", "artifacts": {},
+                                                     "inputs": {}}})
+    workspace.decide(rita, "flagged_pairs", "fp-earlier", "accept", note="leak")
+    with pytest.raises(InputError) as err:
+        clean(workspace, allow_undecided=True)
+    assert err.value.field == "decision"
+    assert "eval q-clips was confirmed a leak on item fp-earlier (by rita)" in err.value.reason
+    assert by_eval["q-clips"] in err.value.reason
+    assert not any("clean" in p.name for p in workspace.artifacts_dir.iterdir())
+    decide(workspace, rita, by_eval, accept=["q-clips"])  # decided here too: clean runs
+    assert clean(workspace, allow_undecided=True).report["n_after"] == 21

@@ -61,6 +61,30 @@ def _lines(data: bytes) -> list[dict[str, Any]]:
     return [strict_loads(line) for line in data.split(b"\n") if line.strip()]
 
 
+def _refuse_keeping_a_confirmed_leak(ws: Workspace, decided: dict, items: list[dict[str, Any]],
+                                     undecided: list[dict[str, Any]]) -> None:
+    """Refuses, even with --allow-undecided, an undecided item whose eval item (same id,
+    same text) a reviewer confirmed as a leak on another flagged item, e.g. one of an
+    earlier scan that found less evidence: an item id hashes its evidence, so the accept
+    does not carry over, and keeping the item would put a confirmed leak in the clean set."""
+    if not undecided:
+        return
+    texts = {item["item_id"]: item["payload"]["eval"].get("text") for item in items}
+    wanted = {(u["id"], texts[u["item_id"]]): u for u in undecided}
+    for (queue, item_id), decision in decided.items():
+        if decision["decision"] != "accept" or item_id in texts:
+            continue
+        held = ws.item(queue, item_id)
+        ev = (held or {}).get("payload", {}).get("eval") or {}
+        match = wanted.get((ev.get("id"), ev.get("text")))
+        if match is not None:
+            raise InputError(f"eval {match['id']} was confirmed a leak on item {item_id} "
+                             f"(by {decision['principal']}), but this scan's item "
+                             f"{match['item_id']} for it is undecided: an earlier decision does "
+                             "not carry over to an item with other evidence; decide it",
+                             field="decision")
+
+
 def clean(ws: Workspace, run_id: str | None = None, *, allow_undecided: bool = False,
           alpha: float = 0.05, power: float = 0.8, accuracy: float = 0.5,
           out: Path | None = None) -> CleanOutcome:
@@ -89,6 +113,7 @@ def clean(ws: Workspace, run_id: str | None = None, *, allow_undecided: bool = F
             (dropped if decision["decision"] == "accept" else kept).append(entry)
         else:
             undecided.append(entry)
+    _refuse_keeping_a_confirmed_leak(ws, decided, items, undecided)
     if undecided and not allow_undecided:
         names = ", ".join(f"{u['item_id']} (eval {u['id']})" for u in undecided[:_SHOW])
         more = f" and {len(undecided) - _SHOW} more" if len(undecided) > _SHOW else ""
