@@ -148,6 +148,8 @@ def test_usage_errors_are_one_line_naming_the_option(cli_ws, sealdesk, tmp_path,
     (("--cosine-threshold", "0.8", "--calibration", "{tmp}/e.jsonl"), "calibration"),
     (("--probe-endpoint", " "), "probe-endpoint"),
     (("--probe-model", "qwen"), "probe-model"),
+    (("--text-field", ""), "text-field"),
+    (("--pool-id-field", " "), "pool-id-field"),
 ])
 def test_a_scan_option_that_would_be_ignored_is_refused(cli_ws, sealdesk, tmp_path, extra,
                                                         field):

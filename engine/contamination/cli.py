@@ -140,6 +140,10 @@ def scan_contamination(ctx: Any, eval_spec: str, pool_spec: str, text_field: str
         raise InputError("must be at least 1", field="ngram" if ngram_n < 1 else "num-perm")
     _refuse_options_that_do_nothing(embed, model_path, model_sha256, cosine_threshold,
                                     calibration, embed_cache, probe_endpoint, probe_model)
+    for name, value in (("text-field", text_field), ("id-field", id_field),
+                        ("pool-text-field", pool_text_field), ("pool-id-field", pool_id_field)):
+        if value is not None and not value.strip():
+            raise InputError("must name a field (it is empty)", field=name)
     eval_source = resolve_source("eval", eval_spec, text_field=text_field, id_field=id_field,
                                  split=eval_split, revision=eval_revision, config=eval_config)
     for name, number in (("jobs", jobs), ("ray-num-cpus", ray_num_cpus)):
