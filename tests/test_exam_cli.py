@@ -200,3 +200,20 @@ def test_a_locked_hash_without_its_file_is_refused_not_ignored(sealdesk, tmp_pat
     assert f"field 'expected-{name}-sha256': --expected-{name}-sha256 is given without " \
            f"--{name}" in out.stderr
     assert list((ws / "artifacts").iterdir()) == [] and _items(ws) == []
+
+
+def test_adjudicating_other_inputs_into_a_held_run_changes_nothing(sealdesk, tmp_path, sample):
+    ws = _init(tmp_path / "ws")
+    sealdesk("exam", "adjudicate", "--run-id", "ex", *_inputs(sample), workspace=ws, check=True)
+    run = ws / "artifacts" / "ex"
+    held = {p.name: p.read_bytes() for p in run.iterdir()}
+    items = _items(ws)
+    sealdesk("exam", "adjudicate", "--run-id", "ex", *_inputs(sample), workspace=ws,
+             check=True)  # the same inputs: the same bytes, nothing to refuse
+    votes = sample / "votes.jsonl"
+    votes.write_text(votes.read_text().replace('"vote":"reject"', '"vote":"accept"', 1))
+    again = sealdesk("exam", "adjudicate", "--run-id", "ex", *_inputs(sample), workspace=ws)
+    assert again.returncode == 4 and again.stderr.count("\n") == 1, again.stderr
+    assert "exam-adjudication.json already holds a different artifact" in again.stderr
+    assert "choose another --run-id" in again.stderr
+    assert {p.name: p.read_bytes() for p in run.iterdir()} == held and _items(ws) == items

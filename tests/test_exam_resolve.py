@@ -183,3 +183,22 @@ def test_a_human_decision_forged_into_the_artifact_is_refused(pending, workspace
     digest = write_json_artifact(out, seal(core_of(art), human, art["resolution"]))
     with pytest.raises(IntegrityError):
         verified_artifact(workspace, out, digest, exam.input_paths(), exam.rater_files())
+
+
+def test_resolving_into_a_run_that_holds_another_resolution_changes_nothing(pending, workspace,
+                                                                            enrol, sealdesk):
+    _, path, items = pending
+    adam = enrol("adam", "adjudicator")
+    workspace.decide(adam, "adjudication", items["The API is live."], "accept")
+    first = sealdesk("exam", "resolve", "--run-id", "ex1", "--out-run-id", "ex1-final",
+                     workspace=workspace.root)
+    assert first.returncode == 0, first.stderr
+    target = workspace.artifacts_dir / "ex1-final" / "exam-adjudication.json"
+    held = target.read_bytes()
+    workspace.decide(adam, "adjudication", items["The cache is warm."], "reject")
+    again = sealdesk("exam", "resolve", "--run-id", "ex1", "--out-run-id", "ex1-final",
+                     workspace=workspace.root)
+    assert again.returncode == 4 and again.stderr.count("\n") == 1, again.stderr
+    assert "already holds a different artifact" in again.stderr
+    assert "choose another --out-run-id" in again.stderr
+    assert target.read_bytes() == held

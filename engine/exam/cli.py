@@ -237,9 +237,8 @@ def resolve(ctx: Ctx, run_id: str, artifact: Path | None, out_run_id: str | None
       sealdesk decide --queue adjudication --item exam-1a2b... --decision accept --key adam
       sealdesk exam resolve --run-id exam-demo --out-run-id exam-demo-final
     """
-    from engine.artifacts import write_json_artifact
+    from engine.artifacts import write_sealed
     from engine.canonical import canonical_json
-    from engine.errors import ConflictError
     from engine.exam.resolve import resolve as fold, resolved_run_id
     from engine.exam.runs import ARTIFACT, check_run_id
 
@@ -252,12 +251,9 @@ def resolve(ctx: Ctx, run_id: str, artifact: Path | None, out_run_id: str | None
                        "of this artifact yet; nothing written")
             return
         out_run = out_run_id or resolved_run_id(run_id.split("-resolved-")[0], result.artifact)
-        target = ws.artifacts_dir / out_run / ARTIFACT
-        data = canonical_json(result.artifact)
-        if target.exists() and target.read_bytes() != data:
-            raise ConflictError(f"{target} already holds a different sealed artifact; choose "
-                                "another --out-run-id")
-        digest = write_json_artifact(ws.run_dir(out_run) / ARTIFACT, result.artifact)
+        target = ws.run_dir(out_run) / ARTIFACT
+        digest = write_sealed({target: canonical_json(result.artifact)},
+                              "choose another --out-run-id")[target]
         manifest = {"kind": "exam-adjudication-resolved", "artifacts": {ARTIFACT: digest},
                     "inputs": result.artifact["inputs"],
                     "base_sha256": result.artifact["resolution"]["base_sha256"],

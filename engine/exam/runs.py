@@ -145,19 +145,16 @@ def adjudicate(ws: Any, paths: InputPaths, files: RaterFiles, run_id: str | None
     run_id = run_id or f"exam-{digest[:12]}"
     items = [item for _, item in abstained_items(art, run_id)]
     queue_data = canonical_jsonl(i.to_json() for i in items)
-    target = ws.artifacts_dir / run_id / ARTIFACT
-    if target.exists() and target.read_bytes() != data:
-        raise ConflictError(f"{target} already holds a different sealed artifact; choose "
-                            "another --run-id")
     for item in items:
         held = ws.item(QUEUE, item.item_id)
         if held is not None and held["item_sha256"] != item.item_sha256:
             raise ConflictError(f"item {QUEUE}/{item.item_id} exists with different bytes")
-    from engine.artifacts import write_artifact
+    from engine.artifacts import write_sealed
 
     run_dir = ws.run_dir(run_id)
-    write_artifact(run_dir / ARTIFACT, data)
-    queue_sha = write_artifact(run_dir / QUEUE_FILE, queue_data)
+    written = write_sealed({run_dir / ARTIFACT: data, run_dir / QUEUE_FILE: queue_data},
+                           "choose another --run-id")
+    queue_sha = written[run_dir / QUEUE_FILE]
     added = 0
     if ingest:
         manifest = {"kind": "exam-adjudication",
