@@ -25,7 +25,7 @@ import click
 
 from engine.errors import InputError
 
-_DB_FILES = ("sealdesk.db", "sealdesk.db-wal", "sealdesk.db-shm", "sealdesk.db-journal")
+_DB_SUFFIXES = ("", "-wal", "-shm", "-journal")  # the database and SQLite's files beside it
 _OWNED_DIRS = ("trust", "artifacts")
 
 
@@ -58,6 +58,8 @@ def refuse_unsafe_target(path: str | Path, *, field: str | None = None) -> None:
 
 def workspace_owner(path: str | Path, workspace_root: str | Path) -> str | None:
     """Gives which workspace file path would overwrite (e.g. 'sealdesk.db'), else None."""
+    from engine.workspace import DB_NAME  # only when an --out is given: not at start-up
+
     root = Path(os.path.realpath(workspace_root))
     target = Path(os.path.realpath(path))
     try:
@@ -67,7 +69,7 @@ def workspace_owner(path: str | Path, workspace_root: str | Path) -> str | None:
     parts = relative.parts
     if not parts:
         return "the workspace directory"
-    if len(parts) == 1 and parts[0] in _DB_FILES:
+    if len(parts) == 1 and parts[0] in {DB_NAME + suffix for suffix in _DB_SUFFIXES}:
         return parts[0]
     if parts[0] in _OWNED_DIRS:
         return f"{parts[0]}/"

@@ -202,8 +202,8 @@ def _p95(values: list[float]) -> float:
 
 
 @click.command("review")
-@click.option("--items", "n_items", default=100_000, show_default=True, type=click.IntRange(min=1),
-              help="Items in the bench workspace.")
+@click.option("--items", "n_items", default=100_000, show_default=True,
+              type=click.IntRange(min=1), help="Items in the bench workspace.")
 @click.option("--decisions", default=200, show_default=True, type=click.IntRange(min=1),
               help="Decisions timed, in the app and directly.")
 @click.option("--reference-rows", default=None, type=click.IntRange(min=1),

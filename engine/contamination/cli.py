@@ -136,8 +136,6 @@ def scan_contamination(ctx: Any, eval_spec: str, pool_spec: str, text_field: str
     for name, value in (("jaccard", jaccard), ("containment", containment)):
         if not 0 < value <= 1:
             raise InputError("must lie in (0, 1]", field=name)
-    if ngram_n < 1 or num_perm < 1:
-        raise InputError("must be at least 1", field="ngram" if ngram_n < 1 else "num-perm")
     _refuse_options_that_do_nothing(embed, model_path, model_sha256, cosine_threshold,
                                     calibration, embed_cache, probe_endpoint, probe_model)
     for name, value in (("text-field", text_field), ("id-field", id_field),
@@ -146,9 +144,6 @@ def scan_contamination(ctx: Any, eval_spec: str, pool_spec: str, text_field: str
             raise InputError("must name a field (it is empty)", field=name)
     eval_source = resolve_source("eval", eval_spec, text_field=text_field, id_field=id_field,
                                  split=eval_split, revision=eval_revision, config=eval_config)
-    for name, number in (("jobs", jobs), ("ray-num-cpus", ray_num_cpus)):
-        if number is not None and number < 1:
-            raise InputError("must be at least 1", field=name)
     if (ray_address or ray_num_cpus) and backend != "ray":
         raise InputError("applies to --backend ray", field="ray-address" if ray_address
                          else "ray-num-cpus")

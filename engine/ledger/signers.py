@@ -96,9 +96,9 @@ class FileSigner:
     """Signs with an OpenSSH private key file (``ssh-keygen -t ed25519``)."""
 
     def __init__(self, path: Path, passphrase: bytes | None = None) -> None:
-        path = Path(path)
         from engine.artifacts import read_capped
 
+        path = Path(path)
         try:
             data = read_capped(path, KEY_FILE_LIMIT)
         except OSError as exc:

@@ -16,8 +16,8 @@ import click
 if TYPE_CHECKING:  # the CLI may run as __main__, so its Ctx is passed with pass_obj
     from engine.cli import Ctx
 from engine.errors import InputError, IntegrityError, NotReadyError
-from engine.outputs import InputFile, OutputFile
 from engine.ledger.signoff import SignoffSummary, lead_signer, sign_off, signoff_summary
+from engine.outputs import InputFile, OutputFile
 
 _PENDING_LISTED = 20
 
@@ -142,7 +142,7 @@ def signoff(ctx: "Ctx", yes: bool, with_exceptions: bool, summary_only: bool, as
                 if sys.stdin.isatty():
                     raise  # Ctrl-C or Ctrl-D at the prompt: the person chose to stop
                 raise InputError("standard input ended before a yes to the prompt; nothing "
-                                    "was signed (pass --yes to sign without asking)") from None
+                                 "was signed (pass --yes to sign without asking)") from None
             if not agreed:
                 click.echo("not signed: nothing was written")
                 sys.exit(1)
