@@ -36,4 +36,4 @@ bench: $(STAMP)
 	$(BIN)/sealdesk bench ledger
 
 clean:
-	rm -rf $(VENV) $(DEMO) .pytest_cache build *.egg-info
+	rm -rf $(VENV) $(DEMO) $(DEMO)-receipts .pytest_cache build *.egg-info

@@ -23,6 +23,10 @@ from engine.outputs import InputFile, OutputFile
 # name -> "module:attribute" of a click command, loaded on first use. A
 # command whose module is not installed is simply not offered.
 TOP_LEVEL_LAZY = {
+    "init": ("engine.ledger.keys_cli:init",
+             "Create a workspace whose ledger starts with the founding lead's genesis."),
+    "keys": ("engine.ledger.keys_cli:keys",
+             "Who may sign, in which role: enrol, revoke, list, migrate (lead-signed)."),
     "contamination": ("engine.contamination.cli:contamination",
                       "After review: write the clean eval set and its power check."),
     "exam": ("engine.exam.cli:exam", "Blind two-lane exam: adjudicate, resolve, score."),
@@ -118,10 +122,11 @@ class Ctx:
 
         return resolve_path(self.workspace_flag)
 
-    def open(self):
+    def open(self, *, read_only: bool = False, unmigrated: bool = False):
+        """Gives the workspace; ``read_only`` for commands that never write to it."""
         from engine.workspace import Workspace
 
-        return Workspace.open(self.path)
+        return Workspace.open(self.path, read_only=read_only, unmigrated=unmigrated)
 
 
 pass_ctx = click.make_pass_decorator(Ctx)
@@ -139,69 +144,15 @@ def cli(ctx: click.Context, workspace: str | None) -> None:
     coverage, and record every decision as a signed, append-only record.
 
     \b
-    A first session:
-      sealdesk init
-      sealdesk keys add --principal alice --role reviewer --key ~/.ssh/id_ed25519.pub
+    A first session (the lead's key signs the genesis and every enrolment):
+      sealdesk init --lead lena --key ~/.ssh/id_ed25519
+      sealdesk keys add --principal rita --role reviewer --key rita.pub
       sealdesk scan contamination --eval eval.jsonl --pool pool.jsonl
       sealdesk review                 # or: sealdesk decide ... for scripts
       sealdesk verify
     """
     ctx.obj = Ctx(workspace)
     _SESSION[:] = [ctx.obj]
-
-
-@cli.command()
-@pass_ctx
-def init(ctx: Ctx) -> None:
-    """Create a workspace (database, artifacts/, trust/allowed_signers)."""
-    from engine.workspace import Workspace
-
-    with Workspace.init(ctx.path) as ws:
-        click.echo(f"workspace {ws.root} ready (id {ws.workspace_id})")
-        click.echo(f"next: sealdesk --workspace {ws.root} keys add --principal NAME "
-                   "--role reviewer --key ~/.ssh/id_ed25519.pub")
-
-
-@cli.group()
-def keys() -> None:
-    """Enrol and list who may sign, and in which roles."""
-
-
-@keys.command("add")
-@click.option("--principal", required=True, help="Name recorded in every record you sign.")
-@click.option("--role", "roles", required=True, multiple=True,
-              type=click.Choice(["reviewer", "adjudicator", "lead"]),
-              help="Role to grant; repeat for several.")
-@click.option("--key", "key_path", required=True, type=InputFile(),
-              help="The person's OpenSSH public key (ssh-ed25519 ... .pub).")
-@pass_ctx
-def keys_add(ctx: Ctx, principal: str, roles: tuple[str, ...], key_path: str) -> None:
-    """Enrol a public key for some roles in trust/allowed_signers.
-
-    Each role is a signature namespace (reviewer@sealdesk, ...), written as
-    namespaces="..." so that ssh-keygen -Y verify enforces it too.
-    """
-    from engine.ledger.enrol import enrol
-
-    with ctx.open() as ws:
-        line = enrol(ws.allowed_signers_path, principal, list(roles), Path(key_path))
-    click.echo(f"enrolled: {line.strip()}")
-
-
-@keys.command("list")
-@pass_ctx
-def keys_list(ctx: Ctx) -> None:
-    """Show every enrolled key with its principals and roles."""
-    with ctx.open() as ws:
-        allowed = ws.allowed_signers()
-    if not allowed.entries:
-        click.echo("no one is enrolled yet (sealdesk keys add ...)")
-    for entry in allowed.entries:
-        roles = ",".join(entry.roles) or "-"
-        click.echo(f"{','.join(entry.principals):20} {roles:28} {entry.key.fingerprint}")
-    for line in allowed.skipped:
-        click.echo(f"{','.join(line.principals):20} {'-':28} skipped: {line.key_type} key "
-                   f"(line {line.line}); {line.why}")
 
 
 @cli.command()
@@ -244,7 +195,7 @@ def ingest(ctx: Ctx, files: tuple[str, ...]) -> None:
 @pass_ctx
 def items(ctx: Ctx, queue: str | None, status: str | None, as_json: bool) -> None:
     """List backlog items and their effective decision."""
-    with ctx.open() as ws:
+    with ctx.open(read_only=True) as ws:
         rows = ws.items(queue=queue, status=status)
     if as_json:
         click.echo(json.dumps(rows, ensure_ascii=False, indent=1))
@@ -265,7 +216,7 @@ def _signer(ws, key: str | None, queue: str | None = None, role: str | None = No
     from engine.roles import QUEUE_ROLES
 
     roles = (role,) if role else QUEUE_ROLES.get(queue, ())
-    return choose_signer(key, ws.allowed_signers(), roles)
+    return choose_signer(key, ws.authority(), roles)
 
 
 @cli.command()
@@ -315,11 +266,32 @@ def decide(ctx: Ctx, queue: str, item_ids: tuple[str, ...], decision: str, note:
                 raise InputError(f"no item {item_id!r} in queue {queue}; nothing was signed",
                                  path="<stdin>" if line else None, line=line, field="item")
         signer = _signer(ws, key, queue, role)
+        kept = []
         for item_id, _ in ids:
             rec = ws.decide(signer, queue, item_id, decision, note=note, principal=principal,
                             role=role)
+            kept.append(ws.receipt(rec))
             click.echo(f"#{rec.seq} {decision} {queue}/{item_id} by {rec.body['principal']} "
                        f"as {rec.body['role']} {rec.record_hash[:12]}")
+        _keep_receipts(kept)
+
+
+def _keep_receipts(kept: list[dict[str, Any]]) -> None:
+    """Keeps receipts in the signer's own state directory and says where (on stderr, so
+    that scripts reading the records' lines are not disturbed)."""
+    from engine.ledger.receipts import keep
+
+    if not kept:
+        return
+    last = kept[-1]
+    try:
+        path = keep(kept)
+    except OSError as exc:
+        click.echo(f"warning: receipts not kept ({exc.strerror or exc}); the last is: "
+                   f"seq {last['seq']} {last['record_hash']} root {last['root']}", err=True)
+        return
+    click.echo(f"receipt: #{last['seq']} tree {last['tree_size']} root {last['root'][:16]} "
+               f"({len(kept)} kept in {path})", err=True)
 
 
 def _stdin_ids() -> list[tuple[str, int]]:
@@ -351,27 +323,43 @@ def undo(ctx: Ctx, queue: str, item_id: str, note: str | None, key: str | None,
     """Retract an item's standing decision (appends a retract record)."""
     with ctx.open() as ws:
         rec = ws.retract(_signer(ws, key, queue), queue, item_id, note=note, principal=principal)
+        kept = [ws.receipt(rec)]
     click.echo(f"#{rec.seq} retracted {rec.body['retracts'][:12]} on {queue}/{item_id}")
+    _keep_receipts(kept)
 
 
 @cli.command()
 @click.option("--checkpoint", "checkpoint", default=None, type=InputFile(),
               help="Also check the workspace against an exported checkpoint.")
+@click.option("--anchor", default=None, type=InputFile(),
+              help="An allowed_signers file with the lead key(s) you trust (your own copy): "
+                   "the genesis must be signed by them.")
+@click.option("--receipts", default=None, type=click.Path(file_okay=False),
+              help="A directory of signers' receipts: every receipted record must still be "
+                   "here, unchanged (catches a rollback or a fork).")
+@click.option("--witness", "witnesses", multiple=True, type=click.Path(file_okay=False),
+              help="A witness directory of pushed checkpoints: the ledger must extend each "
+                   "one (repeat for several).")
 @click.option("--jobs", default=None, type=click.IntRange(min=1),
               help="Worker processes (default: all cores).")
 @click.option("--quiet", "-q", is_flag=True)
 @pass_ctx
-def verify(ctx: Ctx, checkpoint: str | None, jobs: int | None, quiet: bool) -> None:
-    """Check every record's hash, link, signature, signer and role.
+def verify(ctx: Ctx, checkpoint: str | None, anchor: str | None, receipts: str | None,
+           witnesses: tuple[str, ...], jobs: int | None, quiet: bool) -> None:
+    """Check every record's hash, link, signature, signer, role and enrolment.
 
-    Exits 0 when the ledger is whole; otherwise names the first bad record
-    (seq and reason) and exits 1.
+    Who may sign record N is replayed from the genesis and the enrolment
+    records before N. Exits 0 when the ledger is whole; otherwise names the
+    first bad record (seq and reason) and exits 1.
     """
     from engine.ledger.audit import verify_workspace
 
-    with ctx.open() as ws:
+    with ctx.open(read_only=True) as ws:
         report = verify_workspace(ws, processes=jobs, show_progress=not quiet,
-                                  checkpoint=Path(checkpoint) if checkpoint else None)
+                                  checkpoint=Path(checkpoint) if checkpoint else None,
+                                  anchor=Path(anchor) if anchor else None,
+                                  receipts=Path(receipts) if receipts else None,
+                                  witnesses=tuple(map(Path, witnesses)))
     if report.ok:
         who = ", ".join(f"{p} {n}" for p, n in sorted(report.signers.items())) or "none"
         click.echo(f"ok: {report.records} record(s) verified; head {report.head_hash[:16]}; "
@@ -404,7 +392,7 @@ def export(ctx: Ctx, out: str) -> None:
     """
     from engine.ledger.audit import export_records
 
-    with ctx.open() as ws:
+    with ctx.open(read_only=True) as ws:
         n = export_records(ws, Path(out))
     click.echo(f"wrote {n} record(s) to {out}")
 

@@ -1,8 +1,7 @@
 """Choosing who signs: an explicit key file, else a key from ssh-agent.
 
 With no ``--key``, sealdesk asks the agent for its Ed25519 keys and takes the
-first one the workspace's allowed_signers enrols, so ``ssh -A`` from a
-laptop is all a lead needs.
+first one the ledger enrols, so ``ssh -A`` from a laptop is all a lead needs.
 """
 
 from __future__ import annotations
@@ -12,13 +11,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from engine.errors import AgentError, PermissionRefused
-from engine.ledger.allowed_signers import AllowedSigners
 from engine.ledger.agent import AgentClient
 from engine.ledger.signers import AgentSigner, FileSigner, Signer, agent_ed25519_keys
 
 
-def choose_signer(key: str | Path | None, allowed: AllowedSigners,
-                  roles: tuple[str, ...] = ()) -> Signer:
+def choose_signer(key: str | Path | None, allowed, roles: tuple[str, ...] = ()) -> Signer:
     """Gives the signer for this session: the key file if named, else the agent's key.
 
     With ``roles``, the agent's first key enrolled in one of them now is
@@ -50,5 +47,24 @@ def choose_signer(key: str | Path | None, allowed: AllowedSigners,
         return AgentSigner(enrolled[0], client)
     raise PermissionRefused(
         "none of ssh-agent's keys (" + ", ".join(k.fingerprint for k in keys)
-        + f") is enrolled in {allowed.path}; enrol one with sealdesk keys add"
+        + f") is enrolled in {allowed.path}; a lead enrols one with sealdesk keys add"
     )
+
+
+def founding_signer(key: str | Path | None) -> Signer:
+    """Gives the signer of a new workspace's genesis: the key file, else the agent's one key.
+
+    Nobody is enrolled yet, so there is nothing to choose by: an agent
+    holding several keys must be told which (``--key``).
+    """
+    if key:
+        return FileSigner(Path(key).expanduser())
+    if not os.environ.get("SSH_AUTH_SOCK"):
+        raise AgentError("the genesis needs the founding lead's key: pass --key FILE or "
+                         "start ssh-agent (SSH_AUTH_SOCK is not set)")
+    client = AgentClient()
+    keys = agent_ed25519_keys(client)
+    if len(keys) != 1:
+        raise AgentError(f"ssh-agent holds {len(keys)} ssh-ed25519 keys; say which founds "
+                         "this workspace with --key FILE")
+    return AgentSigner(keys[0], client)

@@ -4,7 +4,8 @@ A workspace is a directory::
 
     sealdesk.db            one SQLite database (WAL, synchronous=FULL, STRICT)
     artifacts/<run_id>/    each engine run's artifacts with .sha256 sidecars
-    trust/allowed_signers  who may sign in which role (OpenSSH format)
+    trust/allowed_signers  who may sign in which role, generated from the ledger's
+                           enrolment records for ssh-keygen (never read as truth)
 
 Items are immutable once ingested: ingesting the same bytes again is a no-op,
 and an id that exists with different bytes is refused.
@@ -28,6 +29,7 @@ from engine.errors import (ConflictError, InputError, IntegrityError,
                            PermissionRefused, WorkspaceError)
 from engine.ledger import store
 from engine.ledger.allowed_signers import AllowedSigners
+from engine.ledger.authority import Authority, authority_mark, load_authority
 from engine.ledger.records import DECISIONS, Record, utc_now
 from engine.ledger.signers import Signer
 from engine.sqlitedb import connect, database, write_transaction
@@ -218,6 +220,8 @@ class Workspace:
         self.conn = conn
         row = conn.execute("SELECT value FROM meta WHERE key='workspace_id'").fetchone()
         self.workspace_id: str = row[0]
+        self._authority: tuple[tuple[int, int], Authority] | None = None
+        self._tree = None  # receipts' tree head, extended as this process appends
 
     @cached_property
     def db(self):
@@ -255,13 +259,6 @@ class Workspace:
             root.mkdir(parents=True, exist_ok=True)
             (root / "artifacts").mkdir(exist_ok=True, mode=0o700)
             (root / "trust").mkdir(exist_ok=True)
-            signers = root / "trust" / "allowed_signers"
-            if not signers.exists():
-                signers.write_text(
-                    "# sealdesk allowed signers (OpenSSH ALLOWED SIGNERS format).\n"
-                    "# Add people with: sealdesk keys add --principal P --role R --key KEY.pub\n",
-                    encoding="utf-8",
-                )
             conn = connect(root / DB_NAME)
         except (OSError, sqlite3.Error) as exc:
             raise WorkspaceError(f"cannot create workspace at {root}: {exc}") from exc
@@ -278,8 +275,14 @@ class Workspace:
         return cls(root, conn)
 
     @classmethod
-    def open(cls, root: str | Path) -> "Workspace":
-        """Gives the existing workspace at root, or a clear error saying what to do."""
+    def open(cls, root: str | Path, *, read_only: bool = False,
+             unmigrated: bool = False) -> "Workspace":
+        """Gives the existing workspace at root, or a clear error saying what to do.
+
+        A workspace whose ledger predates its own enrolment records is opened
+        only to read (``read_only``) or to migrate it (``unmigrated``): every
+        other command is refused with the one command that migrates it.
+        """
         root = Path(root)
         db_path = root / DB_NAME
         if not root.is_dir():
@@ -318,7 +321,15 @@ class Workspace:
             conn.close()
             raise WorkspaceError(f"{db_path}: table {', '.join(missing)} is missing; this "
                                  "workspace was damaged (restore it from a copy)")
-        return cls(root, conn)
+        ws = cls(root, conn)
+        if not read_only and not unmigrated and ws.needs_migration():
+            conn.close()
+            raise WorkspaceError(
+                f"workspace {root} predates enrolment in the ledger: who may sign is still the "
+                "unsigned trust/allowed_signers, so nothing is written to it until a lead signs "
+                f"that file into the ledger once, with: sealdesk --workspace {root} keys migrate "
+                "[--lead-key FILE]  (read commands such as verify and items still work)")
+        return ws
 
     def close(self) -> None:
         self.conn.close()
@@ -330,9 +341,50 @@ class Workspace:
         self.close()
 
     # -- trust ------------------------------------------------------------
-    def allowed_signers(self) -> AllowedSigners:
-        """Gives the parsed trust/allowed_signers."""
+    def legacy_signers(self) -> AllowedSigners:
+        """Gives the parsed trust/allowed_signers as a workspace from before enrolment
+        records kept it by hand (read only to migrate it)."""
         return AllowedSigners.load(self.allowed_signers_path)
+
+    def authority(self) -> Authority:
+        """Gives who may sign what, replayed from the ledger (cached until it changes)."""
+        mark = authority_mark(self.conn)
+        if self._authority is None or self._authority[0] != mark:
+            self._authority = (mark, load_authority(self.conn))
+        return self._authority[1]
+
+    def signers(self) -> "Authority | AllowedSigners":
+        """Gives who may sign, for reading: the ledger's authority, or for a ledger with no
+        authority records yet, its legacy allowed_signers file."""
+        auth = self.authority()
+        return auth if auth.verdicts else self.legacy_signers()
+
+    def receipt(self, record: Record) -> dict[str, Any]:
+        """Gives the receipt of a record this process appended (seq, hash, tree head)."""
+        from engine.ledger.receipts import TreeCache, receipt
+
+        if self._tree is None:
+            self._tree = TreeCache()
+        return receipt(self.conn, record, self._tree)
+
+    def needs_migration(self) -> bool:
+        """Says whether the ledger has no authority records yet but records or enrolled
+        signers from before them (a workspace ``sealdesk keys migrate`` must sign in)."""
+        if authority_mark(self.conn)[0]:
+            return False
+        if self.conn.execute("SELECT 1 FROM records LIMIT 1").fetchone():
+            return True
+        try:
+            return bool(self.legacy_signers().entries)
+        except InputError:
+            return True  # a file no one can read still held someone: migrate says why
+
+    def write_allowed_signers(self) -> None:
+        """Regenerates trust/allowed_signers from the ledger, for ssh-keygen."""
+        from engine.ledger.enrol import write_allowed_signers
+
+        self.allowed_signers_path.parent.mkdir(exist_ok=True)
+        write_allowed_signers(self.conn, self.allowed_signers_path, self.workspace_id)
 
     # -- runs and items ---------------------------------------------------
     def run_manifest_sha256(self, run_id: str) -> str | None:
@@ -500,14 +552,15 @@ class Workspace:
         if queue is not None and queue not in QUEUES:
             raise InputError(f"unknown queue {queue!r} (expected {', '.join(QUEUES)})",
                              field="queue")
-        allowed = self.allowed_signers()
+        allowed = self.authority()
         blob = signer.public_key.blob
         names = allowed.principals_for(blob)
         if principal is None:
             if not names:
                 raise PermissionRefused(
-                    f"key {signer.public_key.fingerprint} is not in {self.allowed_signers_path} "
-                    "(enrol it with: sealdesk keys add --principal P --role R --key KEY.pub)")
+                    f"key {signer.public_key.fingerprint} is not enrolled in this workspace's "
+                    "ledger (a lead enrols it with: sealdesk keys add --principal P --role R "
+                    "--key KEY.pub)")
             if len(names) > 1:
                 raise PermissionRefused(f"key {signer.public_key.fingerprint} is enrolled as "
                                         f"{', '.join(names)}; choose one with --principal")
@@ -517,7 +570,7 @@ class Workspace:
         held = allowed.roles_for(principal, blob, datetime.now(timezone.utc))
         if not held:
             raise PermissionRefused(f"{principal} with key {signer.public_key.fingerprint} may "
-                                    f"not sign in any role now ({self.allowed_signers_path})")
+                                    "not sign in any role now (see: sealdesk keys list)")
         wanted = QUEUE_ROLES[queue] if queue else None
         if role is None:
             choices = [r for r in (wanted or held) if r in held]

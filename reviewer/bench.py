@@ -52,8 +52,8 @@ def _payload(i: int, rnd: random.Random) -> dict:
 
 def build_workspace(root: Path, n_items: int, extra: int) -> tuple[Path, str]:
     """Gives (key path, principal) after filling a workspace with n_items flagged pairs."""
-    from engine.ledger.enrol import enrol
-    from engine.ledger.signers import write_new_key
+    from engine.ledger.enrol import found
+    from engine.ledger.signers import FileSigner, write_new_key
     from engine.progress import reporter
     from engine.workspace import BacklogItem, Workspace
 
@@ -74,7 +74,7 @@ def build_workspace(root: Path, n_items: int, extra: int) -> tuple[Path, str]:
         stage.finish()
         path = root / "bench_key"
         write_new_key(path, "bench")
-        enrol(ws.allowed_signers_path, "bench", ["reviewer"], root / "bench_key.pub")
+        found(ws.db, ws.workspace_id, FileSigner(path), "bench", ("reviewer", "lead"))
     return path, "bench"
 
 

@@ -75,7 +75,7 @@ def open_session(ws, *, key: str | None, config_key: str | None = None,
     """
     if read_only:
         return read_only_session("started with --read-only")
-    allowed = ws.allowed_signers()
+    allowed = ws.authority()
     signer: Signer | None = None
     source = "none"
     if key:
@@ -103,9 +103,9 @@ def open_session(ws, *, key: str | None, config_key: str | None = None,
     names = allowed.principals_for(signer.public_key.blob)
     if not names:
         raise PermissionRefused(
-            f"key {fp} ({source}) is not enrolled in {ws.allowed_signers_path}, so it may not "
-            "sign decisions here; enrol it (sealdesk keys add --principal NAME --role ROLE "
-            "--key KEY.pub) or browse with --read-only")
+            f"key {fp} ({source}) is not enrolled in this workspace's ledger, so it may not "
+            "sign decisions here; a lead enrols it (sealdesk keys add --principal NAME --role "
+            "ROLE --key KEY.pub) or browse with --read-only")
     if principal is None:
         if len(names) > 1:
             raise PermissionRefused(f"key {fp} is enrolled as {', '.join(names)}; choose one "
@@ -113,15 +113,15 @@ def open_session(ws, *, key: str | None, config_key: str | None = None,
         principal = names[0]
     elif principal not in names:
         raise PermissionRefused(f"key {fp} is not enrolled as {principal} (it is enrolled as "
-                                f"{', '.join(names)}) in {ws.allowed_signers_path}")
+                                f"{', '.join(names)})")
     roles = tuple(allowed.roles_for(principal, signer.public_key.blob))
     if not roles:
-        raise PermissionRefused(f"{principal} with key {fp} may not sign in any role "
-                                f"({ws.allowed_signers_path}); browse with --read-only")
+        raise PermissionRefused(f"{principal} with key {fp} may not sign in any role now "
+                                "(see: sealdesk keys list); browse with --read-only")
     if role is not None and role not in roles:
         hint = ("use a key enrolled as " + role if source.startswith("key file")
                 else f"add the {role} key to ssh-agent or pass --key")
         raise PermissionRefused(f"{principal} with key {fp} ({source}) is not enrolled as "
-                                f"{role} in {ws.allowed_signers_path} (roles: "
+                                f"{role} (roles: "
                                 f"{', '.join(roles)}); {hint}")
     return Session(signer, principal, roles, source)

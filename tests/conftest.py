@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Callable
 
@@ -24,6 +25,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.pop("SSH_AUTH_SOCK", None)
+# Receipts go to the signer's own state directory: in tests, one of the run's own.
+os.environ["SEALDESK_RECEIPTS"] = tempfile.mkdtemp(prefix="sealdesk-test-receipts-")
 os.environ.pop("SEALDESK_WORKSPACE", None)
 
 SEALDESK = [sys.executable, "-m", "engine.cli"]
@@ -79,25 +82,58 @@ def keygen(tmp_path: Path) -> Callable[[str], Path]:
     return make
 
 
-@pytest.fixture
-def workspace(tmp_path: Path):
-    """Gives a freshly initialised real workspace (closed at teardown)."""
+FOUNDER = "founder"  # the principal whose key signs a test workspace's genesis
+
+
+def found_workspace(root: Path, key: Path):
+    """Gives a new workspace whose genesis names the key at ``key`` as founding lead."""
+    from engine.ledger.enrol import found
+    from engine.ledger.signers import FileSigner
     from engine.workspace import Workspace
 
-    ws = Workspace.init(tmp_path / "ws")
+    ws = Workspace.init(root)
+    found(ws.db, ws.workspace_id, FileSigner(key), FOUNDER)
+    ws.write_allowed_signers()
+    return ws
+
+
+@pytest.fixture
+def founder_key(keygen) -> Path:
+    """Gives the private key file of the founding lead of the ``workspace`` fixture."""
+    return keygen(FOUNDER)
+
+
+@pytest.fixture
+def workspace(tmp_path: Path, founder_key: Path):
+    """Gives a real workspace whose ledger starts with a genesis (closed at teardown).
+
+    Its founding lead is the principal ``founder`` (``founder_key``), who
+    signs the enrolments ``enrol`` makes.
+    """
+    ws = found_workspace(tmp_path / "ws", founder_key)
     yield ws
     ws.close()
 
 
+def enrol_key(ws, founder_key: Path, name: str, roles, key: Path):
+    """Enrols the public key beside ``key`` for name in roles, signed by the founder."""
+    from engine.ledger.enrol import enrol
+    from engine.ledger.signers import FileSigner, read_public_key
+
+    enrol(ws.db, ws.workspace_id, FileSigner(founder_key), name, tuple(roles),
+          read_public_key(Path(f"{key}.pub")))
+    ws.write_allowed_signers()
+
+
 @pytest.fixture
-def enrol(workspace, keygen):
-    """Gives ``enrol("rita", "reviewer", ...)`` -> FileSigner for a new enrolled key."""
-    from engine.ledger.enrol import enrol as enrol_key
+def enrol(workspace, keygen, founder_key):
+    """Gives ``enrol("rita", "reviewer", ...)`` -> FileSigner for a new key the founding lead
+    enrols (an enrol record in the ledger)."""
     from engine.ledger.signers import FileSigner
 
     def make(name: str, *roles: str):
         key = keygen(name)
-        enrol_key(workspace.allowed_signers_path, name, list(roles), Path(f"{key}.pub"))
+        enrol_key(workspace, founder_key, name, roles, key)
         return FileSigner(key)
 
     return make

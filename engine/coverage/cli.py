@@ -502,7 +502,7 @@ def evidence_cmd(ctx, benchmark: str, benchmark_signature: str | None, trust_roo
     with ctx.open() as ws:
         signer = None
         if key or os.environ.get("SSH_AUTH_SOCK"):
-            signer = choose_signer(key, ws.allowed_signers(), (APPROVER_ROLE,))
+            signer = choose_signer(key, ws.signers(), (APPROVER_ROLE,))
         made = make_evidence(ws, Path(benchmark),
                              Path(benchmark_signature or benchmark + ".sig"), trust, signer,
                              principal=principal, note=note)

@@ -7,17 +7,33 @@ from pathlib import Path
 
 from engine.artifacts import atomic_write
 from engine.canonical import strict_loads
-from engine.errors import IntegrityError
+from engine.errors import InputError, IntegrityError
 from engine.ledger import store
 from engine.ledger.records import parse_time
-from engine.ledger.verify import Report, load_context, verify_ledger
+from engine.ledger.allowed_signers import AllowedSigners
+from engine.ledger.authority import check_anchor, signer_policy
+from engine.ledger.verify import Fault, Report, load_context, verify_ledger
 from engine.roles import namespace_for
 
 
 def verify_workspace(ws, *, processes: int | None = None, show_progress: bool = False,
-                     checkpoint: Path | None = None) -> Report:
-    """Gives the verification report of every record in the workspace."""
-    ctx = load_context(ws.conn, ws.db_path, ws.workspace_id, ws.allowed_signers())
+                     checkpoint: Path | None = None, anchor: Path | None = None,
+                     receipts: Path | None = None, witnesses: tuple[Path, ...] = ()) -> Report:
+    """Gives the verification report of every record in the workspace.
+
+    Who may sign each record is replayed from the ledger's genesis and
+    enrolment records; with ``anchor`` (an allowed_signers file the verifier
+    brings), the genesis must also be signed by a lead key it trusts.
+    """
+    policy = signer_policy(ws.conn, ws.allowed_signers_path)
+    anchor_faults = []
+    if anchor is not None:
+        if not Path(anchor).is_file():
+            raise InputError("no such file (the anchor is an allowed_signers file holding "
+                             "the lead key(s) you trust)", path=anchor, field="--anchor")
+        anchor_faults = [Fault(seq, why) for seq, why
+                         in check_anchor(policy, AllowedSigners.load(anchor), str(anchor))]
+    ctx = load_context(ws.conn, ws.db_path, ws.workspace_id, policy)
     # The bar's total: MAX(seq) is an index lookup, where COUNT(*) reads the table.
     total = (ws.conn.execute("SELECT MAX(seq) FROM records").fetchone()[0] or 0
              if show_progress else 0)
@@ -36,10 +52,26 @@ def verify_workspace(ws, *, processes: int | None = None, show_progress: bool = 
         verify_signoff_heads,
     )
 
+    report.faults.extend(anchor_faults)
+    report.authority = policy
     verify_signoff_heads(ws, report)
     verify_signed_artifacts(ws, report)
     if checkpoint is not None:
         verify_against_checkpoint(ws, checkpoint, report)
+    if receipts is not None:
+        from engine.ledger.receipts import check_receipts, read_receipts
+
+        report.faults.extend(Fault(seq, why) for seq, why in
+                             check_receipts(ws.conn, read_receipts(receipts, ws.workspace_id)))
+    if witnesses:
+        from engine.ledger.checkpoint import origin_for
+        from engine.ledger.treehead import leaf_hashes
+        from engine.ledger.witness import conflicts, stored
+
+        leaves = leaf_hashes(ws.conn)
+        for witness in witnesses:
+            report.faults.extend(Fault(seq, why) for seq, why in conflicts(
+                leaves, origin_for(ws.workspace_id), stored(witness, ws.workspace_id)))
     return report
 
 

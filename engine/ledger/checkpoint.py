@@ -1,8 +1,10 @@
 """Checkpoints: a signed tree head as a small text file that travels off the box.
 
 The format follows C2SP's signed-note and tlog-checkpoint: a note body of
-three lines (origin, tree size in decimal, base64 root hash), a blank line,
-then the signature. The signature is an OpenSSH SSHSIG of exactly the body
+three lines (origin, tree size in decimal, base64 root hash), then, for a
+ledger with a genesis record, one extension line ``anchor SHA256:...``
+naming the founding lead key(s) the ledger grew from, a blank line, then
+the signature. The signature is an OpenSSH SSHSIG of exactly the body
 bytes, made by the lead at sign-off in the lead's namespace, so that
 
     awk '/^$/{exit} {print}' checkpoint.txt > body
@@ -26,7 +28,6 @@ from pathlib import Path
 
 from engine.errors import InputError
 from engine.ledger import sshsig
-from engine.ledger.allowed_signers import AllowedSigners
 from engine.roles import SIGNOFF_ROLE, namespace_for
 
 SIGNATURE_MARK = "\u2014 "  # C2SP signed-note: a signature line starts with an em dash and a space
@@ -39,12 +40,17 @@ def origin_for(workspace_id: str) -> str:
     return f"sealdesk/{workspace_id}"
 
 
-def note_body(origin: str, size: int, root: bytes) -> bytes:
-    """Gives the exact note bytes the lead signs: origin, size, base64 root, each ending in LF."""
+ANCHOR_MARK = "anchor "
+
+
+def note_body(origin: str, size: int, root: bytes, anchor: tuple[str, ...] = ()) -> bytes:
+    """Gives the exact note bytes the lead signs: origin, size, base64 root and, for an
+    anchored ledger, the anchor line, each ending in LF."""
     if not origin or "\n" in origin or origin != origin.strip():
         raise InputError(f"origin {origin!r} must be one line without surrounding spaces",
                          field="origin")
-    return f"{origin}\n{size}\n{base64.b64encode(root).decode()}\n".encode("utf-8")
+    extension = f"{ANCHOR_MARK}{' '.join(anchor)}\n" if anchor else ""
+    return f"{origin}\n{size}\n{base64.b64encode(root).decode()}\n{extension}".encode("utf-8")
 
 
 def sign_note(signer, body: bytes) -> str:
@@ -64,6 +70,7 @@ class Checkpoint:
     fingerprint: str
     signature: str  # armored SSHSIG over ``body``
     body: bytes
+    anchor: tuple[str, ...] = ()  # fingerprints of the founding lead key(s), when named
 
     @property
     def root_b64(self) -> str:
@@ -101,31 +108,43 @@ def parse_checkpoint(text: str, *, path: str | Path = "checkpoint") -> Checkpoin
         raise bad(f"root hash is not base64: {exc}", 3, "root") from exc
     if len(root) != 32:
         raise bad(f"root hash is {len(root)} bytes, not 32", 3, "root")
-    if lines[3] != "":
-        raise bad("expected a blank line after the root hash (extension lines are not used "
-                  "by sealdesk)", 4, "root")
-    header = lines[4]
+    anchor: tuple[str, ...] = ()
+    at = 3  # index of the blank line that ends the note body
+    if lines[3].startswith(ANCHOR_MARK):
+        anchor = tuple(lines[3][len(ANCHOR_MARK):].split(" "))
+        if not all(_FINGERPRINT.match(fp) for fp in anchor):
+            raise bad("anchor line must be: anchor SHA256:<43 base64> [SHA256:...]", 4,
+                      "anchor")
+        at = 4
+    if len(lines) < at + 3:
+        raise bad("too short: expected a blank line and a signature after the note",
+                  len(lines), "signature")
+    if lines[at] != "":
+        raise bad("expected a blank line after the root hash (the only extension line "
+                  "sealdesk writes is 'anchor ...')", at + 1, "root")
+    header = lines[at + 1]
     if not header.startswith(SIGNATURE_MARK):
-        raise bad("signature line must start with an em dash and a space", 5, "signature")
+        raise bad("signature line must start with an em dash and a space", at + 2, "signature")
     parts = header[len(SIGNATURE_MARK):].split(" ")
     if len(parts) != 3:
-        raise bad("signature line must be: \u2014 PRINCIPAL NAMESPACE SHA256:FINGERPRINT", 5,
-                  "signature")
+        raise bad("signature line must be: \u2014 PRINCIPAL NAMESPACE SHA256:FINGERPRINT",
+                  at + 2, "signature")
     principal, namespace, fingerprint = parts
     if not _FINGERPRINT.match(fingerprint):
-        raise bad(f"key fingerprint {fingerprint!r} is not SHA256:<43 base64>", 5, "signature")
-    armored = lines[5:]
+        raise bad(f"key fingerprint {fingerprint!r} is not SHA256:<43 base64>", at + 2,
+                  "signature")
+    armored = lines[at + 2:]
     if armored[0] != sshsig.ARMOR_BEGIN or armored[-1] != sshsig.ARMOR_END:
         raise bad("expected an armored SSH signature (BEGIN/END SSH SIGNATURE) to the end",
-                  6, "signature")
+                  at + 3, "signature")
     signature = "\n".join(armored) + "\n"
     try:
         sshsig.decode(sshsig.dearmor(signature))
     except sshsig.SignatureError as exc:
-        raise bad(f"malformed SSH signature: {exc}", 6, "signature") from exc
-    body = "\n".join(lines[:3]).encode("utf-8") + b"\n"
+        raise bad(f"malformed SSH signature: {exc}", at + 3, "signature") from exc
+    body = "\n".join(lines[:at]).encode("utf-8") + b"\n"
     return Checkpoint(origin, int(size_text), root, principal, namespace, fingerprint,
-                      signature, body)
+                      signature, body, anchor)
 
 
 def read_checkpoint(path: str | Path, stdin_text: str | None = None) -> Checkpoint:
@@ -143,7 +162,7 @@ def read_checkpoint(path: str | Path, stdin_text: str | None = None) -> Checkpoi
     return parse_checkpoint(text, path=path)
 
 
-def check_signature(cp: Checkpoint, allowed: AllowedSigners) -> None:
+def check_signature(cp: Checkpoint, allowed) -> None:
     """Checks the checkpoint's SSHSIG: lead namespace, named key, enrolled as lead; raises."""
     lead_ns = namespace_for(SIGNOFF_ROLE)
     if cp.namespace != lead_ns:

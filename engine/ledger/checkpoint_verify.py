@@ -31,7 +31,8 @@ from engine.ledger.verify import Fault, Report
 from engine.roles import SIGNOFF_ROLE, namespace_for
 
 
-def _check_head(ws_origin: str, seq: int, body: dict, builder: merkle.TreeBuilder) -> str | None:
+def _check_head(ws_origin: str, seq: int, body: dict, builder: merkle.TreeBuilder,
+                anchor: tuple[str, ...] = ()) -> str | None:
     """Gives why a sign-off's signed tree head is wrong, or None when it is right."""
     head = signed_head_from(seq, "", body)
     if head is None:
@@ -49,8 +50,10 @@ def _check_head(ws_origin: str, seq: int, body: dict, builder: merkle.TreeBuilde
                 "(a record before the sign-off was rewritten, removed or reordered)")
     if head.note is None or head.note_signature is None:
         return "sign-off's checkpoint note or signature is missing"
-    if head.note.encode("utf-8") != note_body(head.tree.origin, head.tree.size, head.tree.root):
-        return "sign-off's checkpoint note differs from its tree head"
+    if head.note.encode("utf-8") != note_body(head.tree.origin, head.tree.size, head.tree.root,
+                                              anchor):
+        return ("sign-off's checkpoint note differs from its tree head"
+                + (f" and anchor ({' '.join(anchor)})" if anchor else ""))
     lead_ns = namespace_for(SIGNOFF_ROLE)
     try:
         sig = sshsig.verify(sshsig.dearmor(head.note_signature), head.note.encode("utf-8"), lead_ns)
@@ -67,6 +70,8 @@ def verify_signoff_heads(ws, report: Report) -> None:
     if last is None:
         return  # no tree head was signed: nothing to re-derive
     origin = origin_for(ws.workspace_id)
+    genesis = getattr(report.authority, "genesis", None)
+    anchor = tuple(key.fingerprint for _, key in genesis.founders) if genesis else ()
     builder = merkle.TreeBuilder()
     expected = 1
     for seq, kind, message in ws.conn.execute(
@@ -75,7 +80,10 @@ def verify_signoff_heads(ws, report: Report) -> None:
             return  # the per-record walk has reported it; leaf positions are lost
         if kind == "signoff":
             try:
-                reason = _check_head(origin, seq, strict_loads(message), builder)
+                # A sign-off after the genesis names its anchor; one before it (a ledger
+                # migrated later) could not.
+                named = anchor if genesis is not None and seq > genesis.seq else ()
+                reason = _check_head(origin, seq, strict_loads(message), builder, named)
             except ValueError:
                 reason = None  # not JSON: the per-record check reports it
             if reason is not None:
@@ -140,8 +148,15 @@ def verify_against_checkpoint(ws, checkpoint_path: Path | str, report: Report) -
     if cp.origin != origin:
         fault(max(n, 1), f"is for log {cp.origin!r}, this workspace is {origin!r}")
         return
+    genesis = getattr(report.authority, "genesis", None)
+    ours = tuple(key.fingerprint for _, key in genesis.founders) if genesis else ()
+    if cp.anchor and cp.anchor != ours:
+        fault(max(n, 1), f"is anchored to the lead key(s) {' '.join(cp.anchor)}, but this "
+                         f"workspace's genesis names {' '.join(ours) or 'none'}: it is not the "
+                         "ledger the checkpoint's lead founded")
+        return
     try:
-        check_signature(cp, ws.allowed_signers())
+        check_signature(cp, ws.signers())
     except sshsig.SignatureError as exc:
         fault(max(n, 1), f"signature: {exc}")
         return

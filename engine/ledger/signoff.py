@@ -21,6 +21,7 @@ from typing import Any
 
 from engine.errors import IntegrityError, NotReadyError
 from engine.ledger import checkpoint as cp
+from engine.ledger.authority import anchor_of, authority_data, load_authority
 from engine.ledger.records import Record
 from engine.ledger.signers import Signer
 from engine.ledger.treehead import (
@@ -213,7 +214,7 @@ def lead_signer(ws, key: str | Path | None = None) -> Signer:
     """
     from engine.identity import choose_signer
 
-    return choose_signer(key, ws.allowed_signers(), (SIGNOFF_ROLE,))
+    return choose_signer(key, ws.signers(), (SIGNOFF_ROLE,))
 
 
 def pending_text(pending: tuple[PendingItem, ...]) -> str:
@@ -258,7 +259,9 @@ def sign_off(ws, signer: Signer, with_exceptions: bool = False, *,
             raise NotReadyError(f"{len(pending)} item(s) are undecided: {pending_text(pending)}; "
                                 "decide them, or sign off with --with-exceptions to list "
                                 "them in the record")
-        body = cp.note_body(head.origin, head.size, head.root)
+        auth = load_authority(conn)
+        anchor = anchor_of(auth)
+        body = cp.note_body(head.origin, head.size, head.root, anchor)
         data = {
             "type": SIGNOFF_TYPE,
             "tree": {"origin": head.origin, "size": head.size, "root": head.root_hex},
@@ -271,6 +274,7 @@ def sign_off(ws, signer: Signer, with_exceptions: bool = False, *,
             "exceptions": [{"queue": p.queue, "item_id": p.item_id,
                             "item_sha256": p.item_sha256, "status": p.status} for p in pending],
             "status": status,
+            "authority": authority_data(auth),
         }
         return {"data": data}
 

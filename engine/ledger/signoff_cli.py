@@ -17,6 +17,7 @@ if TYPE_CHECKING:  # the CLI may run as __main__, so its Ctx is passed with pass
     from engine.cli import Ctx
 from engine.errors import InputError, IntegrityError, NotReadyError
 from engine.ledger.signoff import SignoffSummary, lead_signer, sign_off, signoff_summary
+from engine.ledger.witness import push_latest
 from engine.outputs import InputFile, OutputFile
 
 _PENDING_LISTED = 20
@@ -148,6 +149,7 @@ def signoff(ctx: "Ctx", yes: bool, with_exceptions: bool, summary_only: bool, as
                 sys.exit(1)
         rec = sign_off(ws, signer, with_exceptions, principal=who, note=note,
                        expected_size=None if yes else summary.tree.size)
+        pushed = push_latest(ws)
     tree = rec.body["data"]["tree"]
     if as_json:
         click.echo(json.dumps({"seq": rec.seq, "record_hash": rec.record_hash,
@@ -156,7 +158,24 @@ def signoff(ctx: "Ctx", yes: bool, with_exceptions: bool, summary_only: bool, as
         return
     click.echo(f"signed off: record #{rec.seq} {rec.record_hash[:16]} by {rec.body['principal']} "
                f"over {tree['size']} record(s), root {tree['root'][:16]}")
-    click.echo("keep a copy off this host: sealdesk checkpoint export --out checkpoint.txt")
+    if not _report_pushes(pushed):
+        sys.exit(1)
+    if not pushed:
+        click.echo("keep a copy off this host: sealdesk checkpoint export --out checkpoint.txt "
+                   "(or push every sign-off: sealdesk checkpoint witness add DIR)")
+
+
+def _report_pushes(pushed) -> bool:
+    """Prints where each witness got the checkpoint; gives False if any reported a fork."""
+    ok = True
+    for target, outcome in pushed:
+        if isinstance(outcome, Exception):
+            click.echo(f"WITNESS {target}: {outcome.one_line()}", err=True)
+            ok = False
+        else:
+            how = " (committed)" if outcome.committed else ""
+            click.echo(f"checkpoint pushed to witness {outcome.path}{how}")
+    return ok
 
 
 @click.group()
@@ -187,13 +206,62 @@ def checkpoint_export(ctx: "Ctx", out: str, signoff_seq: int | None) -> None:
     from engine.ledger.treehead import checkpoint_of
 
     with ctx.open() as ws:
-        head, text = checkpoint_of(ws.conn, ws.allowed_signers(), signoff_seq)
+        head, text = checkpoint_of(ws.conn, ws.signers(), signoff_seq)
     if out == "-":
         click.echo(text, nl=False)
         return
     atomic_write(Path(out), text.encode("utf-8"), mode=0o644)
     click.echo(f"wrote checkpoint of sign-off #{head.seq} ({head.tree.size} records) to {out}",
                err=True)
+
+
+@checkpoint.group("witness")
+def checkpoint_witness() -> None:
+    """Directories (or git repositories) every sign-off's checkpoint is pushed to."""
+
+
+@checkpoint_witness.command("add")
+@click.argument("directory", type=click.Path(file_okay=False))
+@click.pass_obj
+def witness_add(ctx: "Ctx", directory: str) -> None:
+    """Push every later sign-off's checkpoint to DIRECTORY (and push the latest now).
+
+    A witness that already holds a checkpoint of this workspace that its
+    ledger does not extend (a copy that forked) is reported as a fork.
+    """
+    from engine.ledger.witness import add_witness
+
+    Path(directory).mkdir(parents=True, exist_ok=True)
+    with ctx.open() as ws:
+        held = add_witness(ws.conn, Path(directory))
+        pushed = push_latest(ws)
+    click.echo(f"witnesses: {', '.join(map(str, held))}")
+    if not _report_pushes(pushed):
+        sys.exit(1)
+
+
+@checkpoint_witness.command("list")
+@click.pass_obj
+def witness_list(ctx: "Ctx") -> None:
+    """Show where checkpoints are pushed."""
+    from engine.ledger.witness import witnesses
+
+    with ctx.open(read_only=True) as ws:
+        held = witnesses(ws.conn)
+    click.echo("\n".join(map(str, held)) if held else "no witness (sealdesk checkpoint "
+                                                        "witness add DIR)")
+
+
+@checkpoint.command("push")
+@click.pass_obj
+def checkpoint_push(ctx: "Ctx") -> None:
+    """Push the latest sign-off's checkpoint to every witness now."""
+    with ctx.open(read_only=True) as ws:
+        pushed = push_latest(ws)
+    if not pushed:
+        click.echo("no witness (sealdesk checkpoint witness add DIR)")
+    if not _report_pushes(pushed):
+        sys.exit(1)
 
 
 @click.command()
@@ -224,10 +292,10 @@ def prove(ctx: "Ctx", record: str, checkpoint_path: str | None, as_json: bool) -
             stdin_text = sys.stdin.read() if checkpoint_path == "-" else None
             cp = read_checkpoint(checkpoint_path, stdin_text)
             try:
-                check_signature(cp, ws.allowed_signers())
+                check_signature(cp, ws.signers())
             except ValueError as exc:
                 raise IntegrityError(f"checkpoint {checkpoint_path}: signature: {exc}") from exc
-        proof = prove_inclusion(ws.conn, record, ws.allowed_signers(), cp)
+        proof = prove_inclusion(ws.conn, record, ws.signers(), cp)
     if as_json:
         click.echo(json.dumps(proof.to_json(), ensure_ascii=False, indent=1))
         return

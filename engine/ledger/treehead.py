@@ -17,7 +17,6 @@ from typing import Any
 from engine.canonical import strict_loads
 from engine.errors import InputError, IntegrityError
 from engine.ledger import merkle
-from engine.ledger.allowed_signers import AllowedSigners
 from engine.ledger.checkpoint import (
     Checkpoint,
     check_signature,
@@ -170,7 +169,7 @@ def latest_signed_head(conn: sqlite3.Connection) -> SignedHead | None:
     return heads[-1] if heads else None
 
 
-def checkpoint_of(conn: sqlite3.Connection, allowed: AllowedSigners,
+def checkpoint_of(conn: sqlite3.Connection, allowed,
                   signoff_seq: int | None = None) -> tuple[SignedHead, str]:
     """Gives a sign-off's signed head and its checkpoint file text (latest by default).
 
@@ -221,7 +220,7 @@ def _find_record(conn: sqlite3.Connection, ref: str) -> tuple[int, str, bytes]:
     return row[0], row[1], row[2].encode("utf-8")
 
 
-def prove_inclusion(conn: sqlite3.Connection, ref: str, allowed: AllowedSigners,
+def prove_inclusion(conn: sqlite3.Connection, ref: str, allowed,
                     checkpoint: Checkpoint | None = None) -> InclusionProof:
     """Gives a verified inclusion proof of a record against the latest signed tree head.
 

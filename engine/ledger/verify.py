@@ -29,7 +29,7 @@ from pathlib import Path
 from engine.canonical import canonical_json
 from engine.errors import SealdeskError
 from engine.ledger import sshsig
-from engine.ledger.allowed_signers import AllowedSigners
+from engine.ledger.authority import AUTHORITY_KINDS, SignerPolicy
 from engine.ledger.fastbody import COMMON_FIELDS, common_fields
 from engine.ledger.records import (
     BODY_FIELDS,
@@ -78,6 +78,7 @@ class Report:
     faults: list[Fault] = field(default_factory=list)
     signers: dict[str, int] = field(default_factory=dict)
     last_signoff: int | None = None  # highest seq whose kind column says signoff
+    authority: SignerPolicy | None = None  # who could sign what, as replayed
 
     @property
     def ok(self) -> bool:
@@ -94,7 +95,9 @@ class Context:
 
     db_path: str
     workspace_id: str
-    allowed: AllowedSigners
+    # who may sign which record: the ledger's replayed authority (an un-migrated
+    # ledger: its legacy trust/allowed_signers, and a fault saying so)
+    signers: SignerPolicy
     # (queue, item_id) -> (item sha, run manifest sha, why the stored bytes are bad or None)
     items: dict[tuple[str, str], tuple[str, str, str | None]]
     faults: tuple[Fault, ...] = ()  # stored items and runs whose bytes no longer hash right
@@ -125,23 +128,8 @@ class RecordChecker:
 
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
-        # (principal, key, namespace) -> the time windows in which allowed_signers allows it
-        self._windows: dict[tuple[str, bytes, str], tuple[tuple[str, str], ...]] = {}
+        self._allows = ctx.signers.allows
         self._verifier = sshsig.Verifier()
-
-    def authorized(self, principal: str, blob: bytes, namespace: str, time: str) -> bool:
-        """Says whether allowed_signers lets principal sign in namespace with the key at a
-        record's (well-formed) signed time."""
-        key = (principal, blob, namespace)
-        windows = self._windows.get(key)
-        if windows is None:
-            windows = self._windows[key] = self.ctx.allowed.windows(principal, blob, namespace)
-        # The same test as allowed_signers.authorizes, on the record's own time text:
-        # no datetime is parsed per record, even with valid-before lines.
-        for after, before in windows:
-            if after <= time < before:
-                return True
-        return False
 
     def stage_batch(self, rows: list[tuple]) -> list[Staged]:
         """Checks a batch of stored rows up to the Ed25519 arithmetic, which it defers.
@@ -210,8 +198,8 @@ class RecordChecker:
                 blob, message, namespace, sha512_digest=digest)
         except sshsig.SignatureError:
             return None
-        if key_fingerprint != key or not self.authorized(principal, public_blob, namespace,
-                                                          time):
+        if key_fingerprint != key or not self._allows(principal, public_blob, role, row[0],
+                                                       time):
             return None
         return None, _common_facts(fields), deferred, None
 
@@ -277,9 +265,12 @@ class RecordChecker:
         kind, role = body["kind"], body["role"]
         if key_fingerprint != body["key"]:
             return "signature key differs from the record's key fingerprint"
-        if not self.authorized(body["principal"], public_blob, namespace, body["time"]):
-            return (f"{body['principal']} with key {body['key']} is not allowed to sign as "
-                    f"{role} ({namespace}) in trust/allowed_signers")
+        if kind in AUTHORITY_KINDS:
+            # Replayed in order before the ranges were cut: its verdict is ready.
+            return self.ctx.signers.verdict(body["seq"], kind)
+        if not self._allows(body["principal"], public_blob, role, body["seq"], body["time"]):
+            return self.ctx.signers.why_not(body["principal"], public_blob, role, body["seq"],
+                                            body["time"])
         if kind == "signoff":
             if role != SIGNOFF_ROLE:
                 return f"sign-off made in role {role}, requires {SIGNOFF_ROLE}"
@@ -369,16 +360,20 @@ def _wrong_type(body: dict) -> str | None:
 
 # A field only one kind of record carries; anywhere else it must be null, so the
 # signed bytes say one thing (a note cannot also read as an accept).
-_KIND_OF_FIELD = {"decision": "decision", "retracts": "retract", "data": "signoff"}
+_KIND_OF_FIELD = {"decision": ("decision",), "retracts": ("retract",),
+                  "data": ("signoff", *AUTHORITY_KINDS)}
 _ITEM_FIELDS = ("queue", "item_id", "item_sha256", "run_sha256")
 
 
 def _field_of_another_kind(body: dict) -> str | None:
     """Gives why a record carries a field its kind never has, or None."""
     kind = body["kind"]
-    for name, owner in _KIND_OF_FIELD.items():
-        if body[name] is not None and kind != owner:
-            return f"a {kind} record carries '{name}', which only a {owner} record has"
+    for name, owners in _KIND_OF_FIELD.items():
+        if body[name] is not None and kind not in owners:
+            return (f"a {kind} record carries '{name}', which only a {' or '.join(owners)} "
+                    "record has")
+    if kind in AUTHORITY_KINDS:
+        return None  # the authority replay reads the rest of its fields
     if kind == "signoff":
         named = [name for name in _ITEM_FIELDS if body[name] is not None]
         if named:
@@ -494,7 +489,7 @@ def _link_fault(seq: int) -> Fault:
 
 
 def load_context(conn: sqlite3.Connection, db_path: Path, workspace_id: str,
-                 allowed: AllowedSigners) -> Context:
+                 signers: SignerPolicy) -> Context:
     """Gives the verification context read from the workspace database.
 
     The hash columns are not taken on trust: each item's stored payload and
@@ -520,7 +515,8 @@ def load_context(conn: sqlite3.Connection, db_path: Path, workspace_id: str,
                    "(edited after ingest)")
             faults.append(Fault(0, why))
         items[(q, i)] = (sha, run_sha, why)
-    return Context(str(db_path), workspace_id, allowed, items, tuple(faults))
+    return Context(str(db_path), workspace_id, signers, items,
+                   tuple(faults) + tuple(Fault(seq, why) for seq, why in signers.faults()))
 
 
 def _text_sha256(text: object) -> str | None:
