@@ -115,6 +115,18 @@ def workspace(tmp_path: Path, founder_key: Path):
     ws.close()
 
 
+@pytest.fixture
+def init_cli(sealdesk, founder_key):
+    """Gives ``init(ws)``: founds a workspace through the real CLI (``sealdesk init --lead
+    founder``) and gives the options that sign a later ``keys add`` as that lead."""
+
+    def run(ws: Path) -> list[str]:
+        sealdesk("init", "--lead", FOUNDER, "--key", founder_key, workspace=ws, check=True)
+        return ["--lead-key", str(founder_key)]
+
+    return run
+
+
 def enrol_key(ws, founder_key: Path, name: str, roles, key: Path):
     """Enrols the public key beside ``key`` for name in roles, signed by the founder."""
     from engine.ledger.enrol import enrol
