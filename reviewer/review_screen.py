@@ -378,7 +378,19 @@ class ReviewScreen(Screen):
 
     def _appended(self, record) -> None:
         self.own_records.add(record.seq)
+        self._keep_receipt(record)
         self._show_status()
+
+    def _keep_receipt(self, record) -> None:
+        """Keeps the receipt of an acknowledged record in the signer's own state directory."""
+        from engine.ledger.receipts import keep
+
+        try:
+            keep([self.ws.receipt(record)])
+        except (OSError, SealdeskError, sqlite3.Error) as exc:
+            self.app.notify(f"record #{record.seq} is signed and kept, but its receipt could "
+                            f"not be written: {exc}", title="Receipt", severity="warning",
+                            timeout=8, markup=False)
 
     def action_decide(self, decision: str) -> None:
         """Signs and appends a decision on the highlighted item, then moves to the next."""

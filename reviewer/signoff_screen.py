@@ -30,6 +30,7 @@ from engine.errors import SealdeskError
 from engine.item_query import last_signoff
 from engine.ledger.records import Record
 from engine.ledger.signoff import SignoffSummary, pending_text, sign_off, signoff_summary
+from engine.ledger.witness import push_latest
 from engine.roles import SIGNOFF_ROLE
 from engine.workspace import Workspace
 from reviewer.review_screen import POLL_SECONDS, why_not_written
@@ -49,9 +50,10 @@ class SummaryRead(Message):
 class SignDone(Message):
     """A sign-off attempt ended: the appended record, or why nothing was written."""
 
-    def __init__(self, record: Record | None, why: str | None) -> None:
+    def __init__(self, record: Record | None, why: str | None,
+                 forks: tuple[str, ...] = ()) -> None:
         super().__init__()
-        self.record, self.why = record, why
+        self.record, self.why, self.forks = record, why, forks
 
 
 class ConfirmSignoff(ModalScreen[str | None]):
@@ -258,7 +260,11 @@ class SignoffScreen(Screen):
             except (SealdeskError, sqlite3.Error) as exc:
                 self.post_message(SignDone(None, why_not_written(exc)))
                 return
-        self.post_message(SignDone(record, None))
+            # The sign-off stands; a witness that reports a fork is said out loud.
+            forks = [f"witness {target}: {outcome.one_line()}"
+                     for target, outcome in push_latest(writer)
+                     if isinstance(outcome, SealdeskError)]
+        self.post_message(SignDone(record, None, tuple(forks)))
 
     @on(SignDone)
     def _sign_done(self, event: SignDone) -> None:
@@ -276,6 +282,9 @@ class SignoffScreen(Screen):
             self.app.notify(f"record #{record.seq} {record.record_hash[:16]}; export the "
                             "checkpoint to keep it off this host", title="Signed off",
                             timeout=8, markup=False)
+            for fork in event.forks:
+                self.app.notify(fork, title="Witness", severity="error", timeout=20,
+                                markup=False)
         self.read_summary()
 
     # -- the rest ---------------------------------------------------------------

@@ -204,6 +204,19 @@ def artifacts_section(s: SignoffSummary) -> Text:
     return out
 
 
+def signers_section(s: SignoffSummary) -> Text:
+    """Gives who may sign what now (from the ledger's enrolment records) and the anchor."""
+    out = _head("Who may sign")
+    out.append(f"  {len(s.signers)}")
+    out.append(f"\n  anchor {' '.join(s.anchor) or 'none'}")
+    for g in s.signers:
+        out.append(f"\n  {clean(g.principal)}  {'/'.join(g.roles)}  since #{g.since}")
+        out.append(f"\n    {g.key}")
+    for principal, fps in s.multi_key:
+        out.append(f"\n  {clean(principal)} signed with {len(fps)} keys", style="bold")
+    return out
+
+
 def problems_section(s: SignoffSummary) -> Text | None:
     """Gives integrity problems (they block signing) and warnings, or None when there are none."""
     if not s.problems and not s.warnings:
@@ -229,7 +242,7 @@ def render_summary(s: SignoffSummary, *, width: int, sign_key: str = "s",
     problems = problems_section(s)
     if problems is not None:
         status = [problems, blank, *status]
-    lists = [pending_section(s), blank, artifacts_section(s)]
+    lists = [pending_section(s), blank, signers_section(s), blank, artifacts_section(s)]
     top = [readiness(s, sign_key, exceptions_key), blank, tree_section(s), blank]
     if width < WIDE:
         return Group(*top, *status, blank, *lists)

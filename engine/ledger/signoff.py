@@ -74,6 +74,16 @@ class PendingItem:
 
 
 @dataclass(frozen=True)
+class SignerStatus:
+    """One enrolment in force: who may sign, in which roles, since which record."""
+
+    principal: str
+    roles: tuple[str, ...]
+    key: str  # fingerprint
+    since: int
+
+
+@dataclass(frozen=True)
 class SignoffSummary:
     """What the lead signs off on, as of one tree size."""
 
@@ -89,6 +99,9 @@ class SignoffSummary:
     exam: ExamStatus
     coverage: CoverageStatus
     last_signoff: SignedHead | None
+    signers: tuple[SignerStatus, ...] = ()  # who may sign what now
+    anchor: tuple[str, ...] = ()  # the genesis's founding lead key fingerprints
+    multi_key: tuple[tuple[str, tuple[str, ...]], ...] = ()  # principals who signed with 2+ keys
 
     @property
     def ready(self) -> bool:
@@ -185,11 +198,29 @@ def signoff_summary(ws) -> SignoffSummary:
     runs = _runs(ws.conn)
     problems, warnings = _artifact_checks(status.artifacts, runs)
     warnings += [f"cannot read {u}" for u in status.unreadable]
+    auth = ws.authority()
+    if auth.genesis is None:
+        problems.append("the ledger has no genesis record: nobody is anchored to sign off "
+                        "(sealdesk keys migrate)")
+    signers = tuple(SignerStatus(g.principal, g.roles, g.key.fingerprint, g.granted_by)
+                    for g in auth.in_force())
     return SignoffSummary(
         ws.workspace_id, head_of(cp.origin_for(ws.workspace_id), leaves), queues, pending,
         status.artifacts, tuple((r[0], r[1]) for r in runs), tuple(problems), tuple(warnings),
         status.contamination, status.exam, status.coverage, latest_signed_head(ws.conn),
+        signers, anchor_of(auth), signed_with_several_keys(ws.conn),
     )
+
+
+def signed_with_several_keys(conn: sqlite3.Connection) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """Gives each principal whose records were signed with more than one key, with the keys."""
+    keys: dict[str, list[str]] = {}
+    for principal, key in conn.execute(
+            "SELECT DISTINCT principal, json_extract(message, '$.key') FROM records "
+            "ORDER BY principal, seq"):
+        if isinstance(key, str) and key not in keys.setdefault(principal, []):
+            keys[principal].append(key)
+    return tuple((p, tuple(k)) for p, k in keys.items() if len(k) > 1)
 
 
 def _status_data(status) -> dict[str, Any]:

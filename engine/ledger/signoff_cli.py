@@ -74,6 +74,11 @@ def summary_lines(s: SignoffSummary) -> list[str]:
     for k in v.categories:
         why = f" ({', '.join(k.findings)})" if k.findings else ""
         out.append(f"  {k.category:<28}{k.eligibility}{why}")
+    out += ["", f"Who may sign (from the ledger; anchor {' '.join(s.anchor) or 'none'}):"]
+    for g in s.signers:
+        out.append(f"  {g.principal:<16}{'/'.join(g.roles):<28}{g.key}  since #{g.since}")
+    for principal, fps in s.multi_key:
+        out.append(f"  note: {principal} signed with {len(fps)} keys: {', '.join(fps)}")
     out += ["", f"Artifacts bound by SHA-256: {len(s.artifacts)}"]
     for a in s.artifacts:
         flag = "" if a.sidecar == "ok" else f"  [sidecar {a.sidecar}]"
