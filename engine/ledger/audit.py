@@ -87,7 +87,18 @@ def require_verified(ws, consequence: str, *, processes: int | None = None) -> R
     return report
 
 def export_records(ws, out: Path) -> int:
-    """Writes one JSON line per record (exact message, armored SSHSIG); gives the count."""
+    """Writes one JSON line per record (exact message, armored SSHSIG); gives the count.
+
+    Each line also names the enrolment that let its signer sign it
+    (``granted_by``: the seq of the genesis or enrol record, itself exported)
+    and that enrolment's allowed_signers line, so an auditor can check every
+    record with ssh-keygen alone, and check each line against the signed
+    enrolment it came from.
+    """
+    from engine.ledger.authority import allowed_signers_line, grant_for, load_authority
+    from engine.ledger.sshsig import dearmor, decode
+
+    auth = load_authority(ws.conn)
     lines = []
     for row in store.iter_records(ws.conn):
         seq, record_hash, _prev, message, signature = row[:5]
@@ -101,10 +112,17 @@ def export_records(ws, out: Path) -> int:
         except (TypeError, ValueError, KeyError) as exc:
             raise IntegrityError(f"cannot export: the message is not a readable record "
                                  f"({type(exc).__name__}); run sealdesk verify", seq=seq) from exc
-        lines.append(json.dumps({
-            "seq": seq, "record_hash": record_hash, "message": message,
-            "signature": signature, "principal": principal, "role": body["role"],
-            "namespace": namespace, "kind": kind, "verify_time": verify_time,
-        }, ensure_ascii=False, sort_keys=True) + "\n")
+        line = {"seq": seq, "record_hash": record_hash, "message": message,
+                "signature": signature, "principal": principal, "role": body["role"],
+                "namespace": namespace, "kind": kind, "verify_time": verify_time}
+        try:
+            grant = grant_for(auth, principal, decode(dearmor(signature)).public_key,
+                              body["role"], seq, body["time"])
+        except ValueError:  # a signature that does not decode: verify says why
+            grant = None
+        if grant is not None:
+            line["granted_by"] = grant.granted_by
+            line["allowed_signers"] = allowed_signers_line(auth, grant)
+        lines.append(json.dumps(line, ensure_ascii=False, sort_keys=True) + "\n")
     atomic_write(out, "".join(lines).encode("utf-8"), mode=0o644)
     return len(lines)

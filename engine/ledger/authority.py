@@ -559,6 +559,13 @@ def _ssh_time(text: str) -> str:
     return parse_time(text).strftime("%Y%m%d%H%M%SZ")
 
 
+def grant_for(auth: Authority, principal: str, blob: bytes, role: str, seq: int,
+              time: str) -> Grant | None:
+    """Gives the grant that lets a record be signed (principal, key, role, seq, time)."""
+    return next((g for g in auth.grants if g.principal == principal and g.key.blob == blob
+                 and g.covers(role, seq, time)), None)
+
+
 def allowed_signers_lines(auth: Authority) -> list[str]:
     """Gives one allowed_signers line per grant, for ``ssh-keygen -Y verify``.
 
@@ -570,19 +577,21 @@ def allowed_signers_lines(auth: Authority) -> list[str]:
     inclusive: within the second of a revocation it cannot tell before from
     after; ``sealdesk verify`` decides by seq.
     """
-    lines = []
-    for g in auth.grants:
-        options = [f'namespaces="{",".join(NAMESPACE_BY_ROLE[r] for r in g.roles)}"']
-        after = max(g.valid_after, g.granted_at if g.granted_by != _genesis_seq(auth) else "")
-        if after:
-            options.append(f'valid-after="{_ssh_time(after)}"')
-        before = g.valid_before if g.valid_before != NO_BEFORE else None
-        if g.ended_at is not None and (before is None or g.ended_at < before):
-            before = g.ended_at
-        if before is not None:
-            options.append(f'valid-before="{_ssh_time(before)}"')
-        lines.append(f"{g.principal} {','.join(options)} {g.key.openssh()}\n")
-    return lines
+    return [allowed_signers_line(auth, g) for g in auth.grants]
+
+
+def allowed_signers_line(auth: Authority, g: Grant) -> str:
+    """Gives the allowed_signers line of one grant (see ``allowed_signers_lines``)."""
+    options = [f'namespaces="{",".join(NAMESPACE_BY_ROLE[r] for r in g.roles)}"']
+    after = max(g.valid_after, g.granted_at if g.granted_by != _genesis_seq(auth) else "")
+    if after:
+        options.append(f'valid-after="{_ssh_time(after)}"')
+    before = g.valid_before if g.valid_before != NO_BEFORE else None
+    if g.ended_at is not None and (before is None or g.ended_at < before):
+        before = g.ended_at
+    if before is not None:
+        options.append(f'valid-before="{_ssh_time(before)}"')
+    return f"{g.principal} {','.join(options)} {g.key.openssh()}\n"
 
 
 def _genesis_seq(auth: Authority) -> int | None:

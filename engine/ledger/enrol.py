@@ -83,15 +83,14 @@ def found(db, workspace_id: str, signer: Signer, principal: str,
                         kind="genesis", check=check)
 
 
-def migrate(db, workspace_id: str, signer: Signer, legacy: AllowedSigners,
-            principal: str | None = None) -> Record:
-    """Gives the genesis record that signs a legacy allowed_signers file into the ledger.
+def migration_plan(legacy: AllowedSigners, signer: Signer,
+                   principal: str | None = None) -> tuple[list[dict[str, Any]], str]:
+    """Gives (genesis signers, the lead signing) for signing a legacy allowed_signers file in.
 
     Every line that can authorise a sealdesk record becomes a signer of the
-    genesis, with its roles (namespaces) and validity window; the records
-    already in the ledger are adopted under exactly those grants. A line whose
-    principals are patterns cannot name one person and is refused, naming it.
-    The caller has checked that the ledger verifies under the file.
+    genesis, with its roles (namespaces) and validity window. A line whose
+    principals are patterns cannot name one person and is refused, naming
+    it; the signer must be a lead the file names.
     """
     entries, leads = [], []
     for e in legacy.entries:
@@ -119,6 +118,15 @@ def migrate(db, workspace_id: str, signer: Signer, legacy: AllowedSigners,
     if len(set(leads)) > 1:
         raise PermissionRefused(f"key {signer.public_key.fingerprint} is lead as "
                                 f"{', '.join(sorted(set(leads)))}; choose one with --lead")
+    return entries, leads[0]
+
+
+def migrate(db, workspace_id: str, signer: Signer,
+            plan: tuple[list[dict[str, Any]], str]) -> Record:
+    """Gives the genesis record that signs a legacy file's signers (``migration_plan``) into
+    the ledger, adopting every record before it. The caller has checked that the ledger
+    verifies under the file."""
+    entries, lead = plan
 
     def check(conn: sqlite3.Connection) -> dict[str, Any]:
         if load_authority(conn).verdicts:
@@ -126,7 +134,7 @@ def migrate(db, workspace_id: str, signer: Signer, legacy: AllowedSigners,
         seq, _ = store.head(conn)
         return {"data": genesis_data(entries, seq)}
 
-    return store.append(db, signer, workspace_id=workspace_id, principal=leads[0], role=LEAD,
+    return store.append(db, signer, workspace_id=workspace_id, principal=lead, role=LEAD,
                         kind="genesis", check=check)
 
 

@@ -231,15 +231,26 @@ def keys_migrate(ctx: Ctx, lead_key: str | None, lead_principal: str | None) -> 
     with its roles and validity window and adopts the records before it.
     From then on only the ledger says who may sign.
     """
+    from engine.errors import ConflictError, IntegrityError
     from engine.identity import choose_signer
-    from engine.ledger.audit import require_verified
-    from engine.ledger.enrol import migrate
+    from engine.ledger.audit import verify_workspace
+    from engine.ledger.authority import NOT_MIGRATED
+    from engine.ledger.enrol import migrate, migration_plan
 
     with ctx.open(unmigrated=True) as ws:
+        if ws.authority().verdicts:
+            raise ConflictError("this ledger already has authority records; nothing to migrate")
         legacy = ws.legacy_signers()
         signer = choose_signer(lead_key, legacy, ("lead",))
-        report = require_verified(ws, "nothing was migrated (a genesis would vouch for it)")
-        rec = migrate(ws.db, ws.workspace_id, signer, legacy, lead_principal)
+        plan = migration_plan(legacy, signer, lead_principal)
+        report = verify_workspace(ws)
+        faults = [f for f in report.faults if f.reason != NOT_MIGRATED]
+        if faults:
+            first = min(faults, key=lambda f: f.seq)
+            raise IntegrityError(f"the ledger does not verify under trust/allowed_signers "
+                                 f"({first.where}); nothing was migrated (a genesis would "
+                                 "vouch for it)", seq=first.seq or None)
+        rec = migrate(ws.db, ws.workspace_id, signer, plan)
         ws.write_allowed_signers()
     signers = rec.body["data"]["signers"]
     click.echo(f"#{rec.seq} genesis: signed {len(signers)} signer(s) of trust/allowed_signers "
