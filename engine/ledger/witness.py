@@ -126,11 +126,11 @@ def push(witness: Path, workspace_id: str, text: str, leaves: list[bytes], signe
 def push_latest(ws) -> list[tuple[Path, Pushed | IntegrityError]]:
     """Gives, per configured witness, where the latest sign-off's checkpoint went or the
     fork that stopped it (the sign-off itself stands either way)."""
-    from engine.ledger.treehead import checkpoint_of, leaf_hashes
+    from engine.ledger.treehead import checkpoint_of, latest_signed_head, leaf_hashes
 
     targets = witnesses(ws.conn)
-    if not targets:
-        return []
+    if not targets or latest_signed_head(ws.conn) is None:
+        return []  # nothing signed off yet: the next sign-off pushes
     _, text = checkpoint_of(ws.conn, ws.signers())
     leaves = leaf_hashes(ws.conn)
     out: list[tuple[Path, Pushed | IntegrityError]] = []
