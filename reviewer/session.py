@@ -2,7 +2,7 @@
 
 Key choice: ``--key FILE`` if given; else ssh-agent when ``SSH_AUTH_SOCK`` is
 set; else the config file's ``key``; else the session is read-only (browse
-without deciding). A key that the workspace's allowed_signers does not enrol
+without deciding). A key that the ledger does not enrol
 is refused before the app starts, with the reason and what to do.
 """
 

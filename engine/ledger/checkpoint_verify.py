@@ -174,7 +174,8 @@ def verify_against_checkpoint(ws, checkpoint_path: Path | str, report: Report) -
     # leaves must rebuild the signed root itself.
     if merkle.root_of(leaves[:n]) != cp.root:
         fault(max(n, 1), f"records 1..{n} are not the ones the lead signed: their tree "
-                         "root differs from the checkpoint's")
+                         "root differs from the checkpoint's (rewritten, or a copy of this "
+                         "workspace that forked)")
         return
     _check_signoff_record(ws, cp, m, fault)
 
