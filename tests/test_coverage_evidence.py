@@ -363,9 +363,13 @@ def test_check_evidence_refuses_a_field_that_differs_from_the_ledger(
         value[outer][inner] = forged
     else:
         value[outer] = forged
-    write_artifact(path, canonical_json(value))  # a consistent sidecar, too
+    # A copy handed over from elsewhere: the file in the workspace would first be refused
+    # for differing from the hash its run recorded, before any field is read.
+    copy = workspace.root.parent / "handed-over" / path.name
+    copy.parent.mkdir()
+    write_artifact(copy, canonical_json(value))  # a consistent sidecar, too
     with pytest.raises(IntegrityError, match=rf"field '{field}'"):
-        check_evidence(workspace, path, hold[0].trust)
+        check_evidence(workspace, copy, hold[0].trust)
 
 
 @pytest.mark.parametrize("name, value, limit", [

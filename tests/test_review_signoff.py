@@ -22,6 +22,7 @@ from reviewer.modals import HelpScreen
 from reviewer.review_screen import POLL_SECONDS
 from reviewer.session import open_session, read_only_session
 from reviewer.signoff_screen import ConfirmSignoff, SignoffScreen
+from tests.ledger_fixtures import record_run
 from tests.review_app_fixtures import notices, records, settle, text_of
 from tests.test_signoff_record import mth
 
@@ -238,6 +239,7 @@ def write_run_artifacts(ws) -> dict[str, str]:
     for path, doc in files.items():
         run, name = path.split("/")
         write_json_artifact(ws.run_dir(run) / name, doc)
+        record_run(ws, run, name)
         hashes[path] = hashlib.sha256((ws.artifacts_dir / path).read_bytes()).hexdigest()
     return hashes
 

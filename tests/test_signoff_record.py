@@ -16,6 +16,7 @@ from engine.ledger.audit import verify_workspace
 from engine.ledger.signoff import sign_off, signoff_summary
 from engine.ledger.treehead import SIGNOFF_TYPE
 from engine.workspace import BacklogItem
+from tests.ledger_fixtures import record_run
 
 
 def mth(messages: list[bytes]) -> bytes:
@@ -125,6 +126,7 @@ def test_signoff_binds_the_sha256_of_every_artifact(workspace, enrol):
     run_dir = workspace.run_dir("scan-7")
     write_json_artifact(run_dir / "contamination_report.json", {"leakage_rate": 0.25})
     (run_dir / "flagged_pairs.jsonl").write_bytes(b'{"test_idx":1}\n')
+    record_run(workspace, "scan-7", "contamination_report.json", "flagged_pairs.jsonl")
     rec = sign_off(workspace, lena)
     expected = {
         "scan-7/contamination_report.json":
@@ -139,6 +141,7 @@ def test_signoff_refuses_an_artifact_that_differs_from_its_sidecar(team):
     decide_all(ws, rita, ids)
     path = ws.run_dir("scan-7") / "contamination_report.json"
     write_json_artifact(path, {"leakage_rate": 0.25})
+    record_run(ws, "scan-7", path.name)
     path.write_bytes(b'{"leakage_rate":0.0}')
     with pytest.raises(IntegrityError, match="sidecar"):
         sign_off(ws, lena)
@@ -390,6 +393,7 @@ def signed_artifact(team):
     decide_all(ws, rita, ids)
     path = ws.run_dir("scan-7") / "contamination_report.json"
     write_json_artifact(path, {"leakage_rate": 0.25})
+    record_run(ws, "scan-7", path.name)
     return ws, path, sign_off(ws, lena)
 
 
@@ -399,13 +403,14 @@ def test_verify_flags_an_artifact_rewritten_after_the_signoff_that_bound_it(sign
     assert verify_workspace(ws).ok
     write_json_artifact(path, {"leakage_rate": 0.0})  # bytes and sidecar agree again
     report = verify_workspace(ws)
+    # Flagged at the sign-off that bound it, and (seq 0) against the run that recorded it.
     assert [(f.seq, "scan-7/contamination_report.json" in f.reason) for f in report.faults] == [
-        (rec.seq, True)]
+        (rec.seq, True), (0, True)]
 
 
 def test_verify_flags_an_artifact_removed_after_the_signoff_that_bound_it(signed_artifact):
     ws, path, rec = signed_artifact
     path.unlink()
     report = verify_workspace(ws)
-    assert [f.seq for f in report.faults] == [rec.seq]
-    assert "gone" in report.faults[0].reason
+    assert [f.seq for f in report.faults] == [rec.seq, 0]
+    assert all("gone" in f.reason for f in report.faults)

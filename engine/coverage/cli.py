@@ -97,14 +97,14 @@ def report_cmd(ctx, rows: str, policy_path: str, detector_version: str,
         --policy sample_data/coverage/policy.toml --detector-version v2 \\
         --evaluation-set-id dev-1
     """
-    from engine.artifacts import write_json_artifact
-    from engine.canonical import canonical_sha256
+    from engine.canonical import canonical_json, canonical_sha256
     from engine.coverage.findings import load_report_document, report_document
     from engine.coverage.policy import load_gate_policy
     from engine.coverage.report import stratified_report, table_locator
     from engine.coverage.tables import EVAL_COLUMNS, SHA256, read_table
     from engine.coverage.weak import identify_weak_categories
     from engine.errors import InputError
+    from engine.run_records import write_run
 
     if detector_sha256 is not None and not SHA256.match(detector_sha256):
         raise InputError("must be 64 lower-case hex digits", field="detector_sha256")
@@ -119,11 +119,14 @@ def report_cmd(ctx, rows: str, policy_path: str, detector_version: str,
                                rows_sha256=table.sha256,
                                previous_report_sha256=prior.sha256 if prior else None)
     with ctx.open() as ws:
-        out = ws.run_dir(f"coverage-report-{canonical_sha256(document)[:16]}")
-        digest = write_json_artifact(out / "category_report.json", document)
+        written = write_run(ws, f"coverage-report-{canonical_sha256(document)[:16]}",
+                            {"category_report.json": canonical_json(document)},
+                            {"kind": "coverage-report", "inputs": {"rows_sha256": table.sha256}},
+                            hint="a report's file is sealed once written")
     _echo_report(report, weak)
     click.echo(f"{'coverage veto' if weak else 'no weak category'}: {len(weak)} finding(s)")
-    click.echo(f"wrote {out / 'category_report.json'} (sha256 {digest})")
+    click.echo(f"wrote {written.directory / 'category_report.json'} (sha256 "
+               f"{written.digests['category_report.json']}) in run {written.run_id}")
 
 
 @coverage.command("keygen")

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.artifacts import read_verified, write_sealed
+from engine.artifacts import read_verified
 from engine.canonical import canonical_json, canonical_sha256, parse_canonical, sha256_hex
 from engine.coverage.backlog import ITEM_KIND, QUEUE
 from engine.coverage.benchmark import check_benchmark_shape
@@ -27,6 +27,7 @@ from engine.errors import ConflictError, InputError, IntegrityError, PermissionR
 from engine.ledger import store
 from engine.ledger.audit import require_verified
 from engine.ledger.signers import Signer
+from engine.run_records import write_run
 from engine.workspace import BacklogItem, Workspace
 
 CLAIM_KIND = "coverage.evidence_claim"
@@ -134,7 +135,9 @@ def make_evidence(ws: Workspace, benchmark_path: Path, signature_path: Path, tru
     claim_digest = canonical_sha256({"queue": QUEUE, "claim": claim})
     run_id = f"coverage-evidence-{claim_digest[:16]}"
     item = BacklogItem.make(QUEUE, f"ev-{claim_digest[:16]}", run_id, claim)
-    manifest = {"kind": "coverage-evidence", "artifacts": {"benchmark.json": source.sha256},
+    # The claim run writes nothing itself: the evidence file, which names this run's
+    # manifest, is recorded by a run of its own once the approval stands.
+    manifest = {"kind": "coverage-evidence", "artifacts": {},
                 "inputs": {"benchmark_sha256": source.sha256,
                            "benchmark_signature_sha256": sha256_hex(signature),
                            "review_records": [r["record_hash"] for r in reviews]}}
@@ -173,11 +176,15 @@ def make_evidence(ws: Workspace, benchmark_path: Path, signature_path: Path, tru
     }
     # Sealed once written: a sign-off may bind these bytes, and a later run (the
     # ledger has grown since) would otherwise replace them.
-    path = ws.run_dir(run_id) / path.name
-    digest = write_sealed({path: canonical_json(evidence)},
-                          "it stands as written: check it with `sealdesk coverage "
-                          "check-evidence`")[path]
-    return Evidence(path, digest, source.eligibility, len(reviews), standing["record_hash"])
+    written = write_run(ws, run_id, {path.name: canonical_json(evidence)},
+                        {"kind": "coverage-evidence-file",
+                         "inputs": {"claim_item": item.item_id,
+                                    "claim_sha256": item.item_sha256,
+                                    "approval_record": standing["record_hash"]}},
+                        hint="it stands as written: check it with `sealdesk coverage "
+                             "check-evidence`")
+    return Evidence(written.directory / path.name, written.digests[path.name],
+                    source.eligibility, len(reviews), standing["record_hash"])
 
 
 def _record_matches(ws: Workspace, entry: dict[str, Any], *, item_id: str, item_sha256: str,

@@ -13,9 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from engine.artifacts import read_verified, write_artifact
+from engine.artifacts import read_verified
 from engine.canonical import canonical_json
 from engine.coverage.benchmark import (derive_benchmark, evaluation_context,
                                        predictions_from_results)
@@ -25,7 +26,11 @@ from engine.coverage.publish import publish
 from engine.coverage.scope import check_scope
 from engine.coverage.tables import DETECTOR_RESULT_COLUMNS, read_table
 from engine.coverage.trust import TrustRoot, read_signed
+from engine.run_records import SIGNATURE_KEYS, write_run
 from engine.workspace import Workspace
+
+BENCHMARK = "benchmark.json"
+SIGNATURE = BENCHMARK + ".sig"
 
 
 @dataclass(frozen=True)
@@ -39,17 +44,29 @@ class Measured:
     signature: bytes | None
 
 
-def store_benchmark(ws: Workspace, payload_sha256: str, raw: bytes,
-                    signature: bytes | None) -> tuple[Path, bytes, bytes | None]:
-    """Gives (path, bytes read back, signature read back) after writing the run's
-    ``benchmark.json`` and, when signed, ``benchmark.json.sig``."""
-    out = ws.run_dir(f"coverage-benchmark-{payload_sha256[:16]}")
-    path = out / "benchmark.json"
-    write_artifact(path, raw)
+def store_benchmark(ws: Workspace, payload_sha256: str, raw: bytes, signature: bytes | None,
+                    public_key: Ed25519PublicKey | None = None, *,
+                    kind: str = "coverage-benchmark") -> tuple[Path, bytes, bytes | None]:
+    """Gives (path, bytes read back, signature read back) after writing and recording
+    the run's ``benchmark.json`` and, when signed, ``benchmark.json.sig``.
+
+    A signature is recorded with ``public_key``, the benchmark authority's key it
+    verifies under: a sign-off checks it over the benchmark without a trust root.
+    """
+    outputs = {BENCHMARK: raw}
+    manifest: dict[str, Any] = {"kind": kind, "inputs": {"payload_sha256": payload_sha256}}
+    if signature is not None:
+        if public_key is None:
+            raise ValueError("a signed benchmark is recorded with the key it verifies under")
+        outputs[SIGNATURE] = signature
+        manifest[SIGNATURE_KEYS] = {SIGNATURE: public_key.public_bytes(
+            serialization.Encoding.Raw, serialization.PublicFormat.Raw).hex()}
+    written = write_run(ws, f"coverage-benchmark-{payload_sha256[:16]}", outputs, manifest,
+                        hint="a measurement's files are sealed once written")
+    path = written.directory / BENCHMARK
     if signature is None:
         return path, read_verified(path), None
-    write_artifact(out / "benchmark.json.sig", signature)
-    return path, read_verified(path), read_verified(out / "benchmark.json.sig")
+    return path, read_verified(path), read_verified(written.directory / SIGNATURE)
 
 
 def measure_candidate(ws: Workspace, trust: TrustRoot, *, holdout: str,
@@ -88,9 +105,9 @@ def measure_candidate(ws: Workspace, trust: TrustRoot, *, holdout: str,
         done = publish(result, holdout=sealed, scope_raw=scope_raw, scope_signature=scope_sig,
                        baseline_raw=baseline_raw, baseline_signature=baseline_sig, trust=trust,
                        store=lineage,
-                       sign_and_store=lambda sha, data: store_benchmark(ws, sha, data,
-                                                                        key.sign(data))[1:])
-    path = ws.run_dir(f"coverage-benchmark-{done.payload_sha256[:16]}") / "benchmark.json"
+                       sign_and_store=lambda sha, data: store_benchmark(
+                           ws, sha, data, key.sign(data), key.public_key())[1:])
+    path = ws.run_dir(f"coverage-benchmark-{done.payload_sha256[:16]}") / BENCHMARK
     return Measured(result, done.payload_sha256, path, done.payload, done.signature)
 
 
@@ -100,6 +117,8 @@ def finalize_reservation(ws: Workspace, lineage: LineageStore, reserved: Reserva
     exactly its reserved bytes (recovery: nothing is re-measured)."""
     lineage.trust.verify("benchmark", reserved.payload, signature,
                          what=f"reservation {reserved.payload_sha256}")
-    path, raw, back = store_benchmark(ws, reserved.payload_sha256, reserved.payload, signature)
+    path, raw, back = store_benchmark(ws, reserved.payload_sha256, reserved.payload, signature,
+                                      lineage.trust.public_key("benchmark"),
+                                      kind="coverage-finalize")
     lineage.finalize(reserved.payload_sha256, raw, back)
     return path

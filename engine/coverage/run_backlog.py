@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.artifacts import write_json_artifact, write_jsonl_artifact
-from engine.canonical import canonical_sha256
+from engine.artifacts import write_sealed
+from engine.canonical import canonical_json, canonical_jsonl, canonical_sha256
 from engine.coverage.backlog import build_items
 from engine.coverage.findings import FindingSource
 from engine.coverage.misses import select_misses
@@ -68,15 +68,15 @@ def run_backlog(ws: Workspace, source: FindingSource, rows_path: Path, policy_pa
                         model_sha256=model_sha256,
                         not_run_reason=None if model_dir else "no --model was given")
     out = ws.run_dir(run_id)
-    artifacts = {
-        "miss_selection.json": write_json_artifact(out / "miss_selection.json",
-                                                   selection.to_json()),
-        "attributions.json": write_json_artifact(
-            out / "attributions.json",
-            [explanations[k] for k in sorted(explanations)]),
-        "debug_backlog.jsonl": write_jsonl_artifact(out / "debug_backlog.jsonl",
-                                                    [i.to_json() for i in items]),
-    }
+    # Sealed: the run's manifest records these bytes, so a re-run whose attributions
+    # came out different must not replace them.
+    written = write_sealed({
+        out / "miss_selection.json": canonical_json(selection.to_json()),
+        out / "attributions.json": canonical_json([explanations[k]
+                                                   for k in sorted(explanations)]),
+        out / "debug_backlog.jsonl": canonical_jsonl(i.to_json() for i in items),
+    }, "these inputs were already run with other results; nothing was written")
+    artifacts = {path.name: digest for path, digest in written.items()}
     manifest = {"kind": "coverage-backlog", "artifacts": artifacts, "inputs": inputs}
     result = ws.ingest(items, runs={run_id: manifest}, source=str(rows_path))
     return BacklogRun(run_id, out, tuple(items), result.added, result.unchanged)

@@ -109,7 +109,8 @@ def exam() -> None:
               help="Lane models, to validate sweep-only candidates when --votes is absent.")
 @click.option("--run-id", default=None,
               help="Run directory under artifacts/. Default: exam-<12 hex of the artifact>.")
-@click.option("--no-ingest", is_flag=True, help="Write the artifacts but add no backlog items.")
+@click.option("--no-ingest", is_flag=True,
+              help="Write and record the artifacts but add no backlog items.")
 @click.pass_obj
 def adjudicate(ctx: Ctx, run_id: str | None, no_ingest: bool, **kw: Any) -> None:
     """Union both lanes, collect votes, seal exam-adjudication.json, queue abstentions.
@@ -237,10 +238,10 @@ def resolve(ctx: Ctx, run_id: str, artifact: Path | None, out_run_id: str | None
       sealdesk decide --queue adjudication --item exam-1a2b... --decision accept --key adam
       sealdesk exam resolve --run-id exam-demo --out-run-id exam-demo-final
     """
-    from engine.artifacts import write_sealed
     from engine.canonical import canonical_json
     from engine.exam.resolve import resolve as fold, resolved_run_id
     from engine.exam.runs import ARTIFACT, check_run_id
+    from engine.run_records import write_run
 
     check_run_id(out_run_id, "out-run-id")
     with ctx.open() as ws:
@@ -251,19 +252,18 @@ def resolve(ctx: Ctx, run_id: str, artifact: Path | None, out_run_id: str | None
                        "of this artifact yet; nothing written")
             return
         out_run = out_run_id or resolved_run_id(run_id.split("-resolved-")[0], result.artifact)
-        target = ws.run_dir(out_run) / ARTIFACT
-        digest = write_sealed({target: canonical_json(result.artifact)},
-                              "choose another --out-run-id")[target]
-        manifest = {"kind": "exam-adjudication-resolved", "artifacts": {ARTIFACT: digest},
-                    "inputs": result.artifact["inputs"],
-                    "base_sha256": result.artifact["resolution"]["base_sha256"],
-                    "ledger_records": result.artifact["resolution"]["records"]}
-        ws.ingest([], runs={out_run: manifest}, source=f"exam resolve {out_run}")
+        written = write_run(ws, out_run, {ARTIFACT: canonical_json(result.artifact)},
+                            {"kind": "exam-adjudication-resolved",
+                             "inputs": result.artifact["inputs"],
+                             "base_sha256": result.artifact["resolution"]["base_sha256"],
+                             "ledger_records": result.artifact["resolution"]["records"]},
+                            hint="choose another --out-run-id")
     art = result.artifact
     click.echo(f"{art['status']}: applied {result.applied} adjudicator decision(s); "
                f"{result.undecided} undecided, {result.skipped} skipped; "
                f"{len(art['pending'])} pending reason(s)")
-    click.echo(f"wrote {target} (sha256 {digest}) in run {out_run}")
+    click.echo(f"wrote {written.directory / ARTIFACT} (sha256 {written.digests[ARTIFACT]}) in "
+               f"run {written.run_id}")
 
 
 @exam.command()
@@ -291,18 +291,20 @@ def score(ctx: Ctx, run_id: str, adjudication: Path | None, expected_adjudicatio
     inputs given (same SHA-256 each), this protocol and this adjudication
     code, and, if resolved, the ledger's current adjudicator decisions.
     Writes exam-score.json, gold.jsonl and adjudication-queue.jsonl (each
-    with a .sha256 sidecar, mode 0600) under artifacts/RUN/.
+    with a .sha256 sidecar, mode 0600) under artifacts/RUN/ and records
+    their hashes in a run of their own (RUN.exam-score-<hex> when RUN is
+    already a run), which a sign-off checks them against.
 
     \b
     Gates: precision >= 0.70, recall >= 0.40, operational_failure_rate < 0.10
     (a null metric fails its gate). Status: PENDING_ADJUDICATION while
     anything abstains, else PASS or FAIL.
     """
-    from engine.artifacts import write_sealed
     from engine.canonical import canonical_json, canonical_jsonl
     from engine.exam.queue import abstained_items
     from engine.exam.runs import QUEUE_FILE, check_run_id
     from engine.exam.score import load_replay, score as run_score, verified_artifact
+    from engine.run_records import write_run
 
     check_run_id(out_run_id, "out-run-id")
     with ctx.open() as ws:
@@ -312,11 +314,17 @@ def score(ctx: Ctx, run_id: str, adjudication: Path | None, expected_adjudicatio
         rows, replay_sha = load_replay(replay, expected_replay_sha256, inputs)
         scored = run_score(art, digest, rows, replay_sha)
         queue = [item.to_json() for _, item in abstained_items(art, run_id, only_open=True)]
-        run_dir = ws.run_dir(out_run_id or run_id)
-        write_sealed({run_dir / "exam-score.json": canonical_json(scored.score),
-                      run_dir / "gold.jsonl": canonical_jsonl(scored.gold),
-                      run_dir / QUEUE_FILE: canonical_jsonl(queue)},
-                     "score this replay into a new run with --out-run-id")
+        # The adjudication's run row is immutable: the score is recorded by a run of its own.
+        written = write_run(ws, out_run_id or run_id,
+                            {"exam-score.json": canonical_json(scored.score),
+                             "gold.jsonl": canonical_jsonl(scored.gold),
+                             QUEUE_FILE: canonical_jsonl(queue)},
+                            {"kind": "exam-score",
+                             "inputs": {"adjudication_run": run_id,
+                                        "adjudication_sha256": digest,
+                                        "replay_sha256": replay_sha}},
+                            hint="score this replay into a new run with --out-run-id")
+        run_dir = written.directory
     result = scored.score
     click.echo(f"{result['status']} (adjudication {art['status']}, matcher "
                f"{result['matcher']})")
@@ -333,7 +341,8 @@ def score(ctx: Ctx, run_id: str, adjudication: Path | None, expected_adjudicatio
                f"{'null' if agree is None else f'{agree:.4f}'}, claim-existence kappa "
                f"{'null' if kappa is None else f'{kappa:.4f}'}")
     click.echo(f"wrote exam-score.json, gold.jsonl ({len(scored.gold)} claims), "
-               f"{QUEUE_FILE} ({len(queue)} open) in {run_dir}")
+               f"{QUEUE_FILE} ({len(queue)} open) in {run_dir}, recorded by run "
+               f"{written.run_id}")
     if strict and result["status"] != "PASS":
         sys.exit(1)
 

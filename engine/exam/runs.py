@@ -155,11 +155,12 @@ def adjudicate(ws: Any, paths: InputPaths, files: RaterFiles, run_id: str | None
     written = write_sealed({run_dir / ARTIFACT: data, run_dir / QUEUE_FILE: queue_data},
                            "choose another --run-id")
     queue_sha = written[run_dir / QUEUE_FILE]
-    added = 0
-    if ingest:
-        manifest = {"kind": "exam-adjudication",
-                    "artifacts": {ARTIFACT: digest, QUEUE_FILE: queue_sha},
-                    "inputs": art["inputs"], "protocol": art["protocol"]}
-        added = ws.ingest(items, runs={run_id: manifest}, source=f"exam adjudicate {run_id}").added
+    manifest = {"kind": "exam-adjudication",
+                "artifacts": {ARTIFACT: digest, QUEUE_FILE: queue_sha},
+                "inputs": art["inputs"], "protocol": art["protocol"]}
+    # Without ingest the run is still recorded (a sign-off binds only recorded files);
+    # only its queue stays out of the backlog.
+    added = ws.ingest(items if ingest else [], runs={run_id: manifest},
+                      source=f"exam adjudicate {run_id}").added
     return AdjudicateResult(run_id, run_dir / ARTIFACT, digest, art["status"], art["counts"],
                             len(items), added)

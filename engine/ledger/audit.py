@@ -46,6 +46,7 @@ def verify_workspace(ws, *, processes: int | None = None, show_progress: bool = 
                                    progress=lambda n: bar.update(task, completed=n))
     else:
         report = verify_ledger(ws.conn, ctx, processes=processes)
+    from engine.artifact_checks import recorded_artifact_faults
     from engine.ledger.checkpoint_verify import (
         verify_against_checkpoint,
         verify_signed_artifacts,
@@ -56,6 +57,9 @@ def verify_workspace(ws, *, processes: int | None = None, show_progress: bool = 
     report.authority = policy
     verify_signoff_heads(ws, report)
     verify_signed_artifacts(ws, report)
+    # The latest sign-off covers only what it bound; every run's own record covers the rest.
+    report.faults += [Fault(0, why) for why in recorded_artifact_faults(ws.artifacts_dir,
+                                                                         ws.conn)]
     if checkpoint is not None:
         verify_against_checkpoint(ws, checkpoint, report)
     if receipts is not None:

@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from engine.artifact_checks import artifact_problems, latest_signoff_problems
 from engine.errors import IntegrityError, NotReadyError
 from engine.ledger import checkpoint as cp
 from engine.ledger.authority import anchor_of, authority_data, load_authority
@@ -34,8 +35,6 @@ from engine.ledger.treehead import (
 )
 from engine.roles import QUEUES, SIGNOFF_ROLE
 from engine.run_status import (
-    SIDECAR_MISMATCH,
-    SIDECAR_MISSING,
     ArtifactRef,
     ContaminationStatus,
     CoverageStatus,
@@ -155,36 +154,6 @@ def _queues_and_pending(ws) -> tuple[tuple[QueueStatus, ...], tuple[PendingItem,
     return queues, tuple(pending)
 
 
-def _artifact_checks(artifacts: tuple[ArtifactRef, ...],
-                     runs: list[tuple[str, str, str]]) -> tuple[list[str], list[str]]:
-    """Gives (problems, warnings): sidecar and run-manifest disagreements with the files."""
-    from engine.canonical import strict_loads
-
-    problems, warnings = [], []
-    by_path = {a.path: a for a in artifacts}
-    for a in artifacts:
-        if a.sidecar == SIDECAR_MISMATCH:
-            problems.append(f"artifacts/{a.path}: bytes differ from its .sha256 sidecar")
-        elif a.sidecar == SIDECAR_MISSING:
-            warnings.append(f"artifacts/{a.path}: no .sha256 sidecar")
-    for run_id, _sha, manifest in runs:
-        try:
-            listed = strict_loads(manifest).get("artifacts")
-        except (ValueError, AttributeError):
-            continue
-        if not isinstance(listed, dict):
-            continue
-        for name, digest in sorted(listed.items()):
-            held = by_path.get(f"{run_id}/{name}")
-            if held is None:
-                warnings.append(f"run {run_id} lists artifact {name}, not found under "
-                                f"artifacts/{run_id}/")
-            elif held.sha256 != digest:
-                problems.append(f"artifacts/{run_id}/{name}: bytes differ from the hash its "
-                                "run manifest recorded (reviewed items bind that manifest)")
-    return problems, warnings
-
-
 def _runs(conn: sqlite3.Connection) -> list[tuple[str, str, str]]:
     return list(conn.execute("SELECT run_id, manifest_sha256, manifest FROM runs "
                              "ORDER BY run_id"))
@@ -196,7 +165,7 @@ def signoff_summary(ws) -> SignoffSummary:
     leaves = leaf_hashes(ws.conn)
     queues, pending = _queues_and_pending(ws)
     runs = _runs(ws.conn)
-    problems, warnings = _artifact_checks(status.artifacts, runs)
+    problems, warnings = artifact_problems(ws.artifacts_dir, status.artifacts, ws.conn)
     warnings += [f"cannot read {u}" for u in status.unreadable]
     auth = ws.authority()
     if auth.genesis is None:
@@ -255,6 +224,14 @@ def pending_text(pending: tuple[PendingItem, ...]) -> str:
     return shown + more
 
 
+def _refuse(problems: list[str]) -> None:
+    """Raises IntegrityError naming the first problem (and how many more) if there is any."""
+    if problems:
+        raise IntegrityError(f"will not sign off: {problems[0]}"
+                             + (f" (and {len(problems) - 1} more problem(s))"
+                                if len(problems) > 1 else ""))
+
+
 def sign_off(ws, signer: Signer, with_exceptions: bool = False, *,
              principal: str | None = None, note: str | None = None,
              expected_size: int | None = None) -> Record:
@@ -262,24 +239,25 @@ def sign_off(ws, signer: Signer, with_exceptions: bool = False, *,
 
     Refuses (NotReadyError) while any item is undecided or skipped, unless
     ``with_exceptions``, which lists those items in the record; refuses
-    (IntegrityError) when an artifact differs from its sidecar or run
-    manifest. ``expected_size`` is the tree size the lead reviewed: if the
-    ledger has grown since, nothing is signed and the lead looks again.
+    (IntegrityError), naming the file, any artifact that no run recorded,
+    that differs from its sidecar, from the hash its run recorded or from
+    what the latest sign-off bound, or that is a signature which does not
+    verify over its artifact (``engine.artifact_checks``). ``expected_size``
+    is the tree size the lead reviewed: if the ledger has grown since,
+    nothing is signed and the lead looks again.
     """
     # Only the artifact checks and run conclusions are needed up front; the tree
     # head, queues and pending items are read inside the write transaction.
     run = run_status(ws.artifacts_dir)
-    problems, _ = _artifact_checks(run.artifacts, _runs(ws.conn))
-    if problems:
-        raise IntegrityError(f"will not sign off: {problems[0]}"
-                             + (f" (and {len(problems) - 1} more problem(s))"
-                                if len(problems) > 1 else ""))
+    _refuse(artifact_problems(ws.artifacts_dir, run.artifacts, ws.conn)[0])
     artifacts = {a.path: a.sha256 for a in run.artifacts}
     status = _status_data(run)
 
     def bind(conn: sqlite3.Connection) -> dict[str, Any]:
         # Runs inside the append's write transaction: no record can land between
         # the head computed here and the sign-off that binds it.
+        # A sign-off appended since the checks above must not let a changed artifact through.
+        _refuse(latest_signoff_problems(conn, artifacts))
         leaves = leaf_hashes(conn)
         head = head_of(cp.origin_for(ws.workspace_id), leaves)
         if expected_size is not None and head.size != expected_size:
