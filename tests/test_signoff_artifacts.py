@@ -101,8 +101,9 @@ def test_an_exam_score_turned_from_pass_to_fail_with_a_fresh_sidecar_is_refused(
         sealdesk, workspace, lena, tmp_path):
     path = exam_scored(sealdesk, workspace, tmp_path)
     relabel(path, status="FAIL")
+    before = records(workspace)
     done = signoff(sealdesk, workspace, lena)
-    assert_refused(done, workspace, 0, "artifacts/ex/exam-score.json")
+    assert_refused(done, workspace, before, "artifacts/ex/exam-score.json")
     assert "bytes differ from the hash its run manifest recorded" in done.stderr
 
 
@@ -132,9 +133,10 @@ def test_a_benchmark_turned_from_hold_to_eligible_beside_its_signature_is_refuse
     [path] = workspace.artifacts_dir.glob("coverage-benchmark-*/benchmark.json")
     assert json.loads(path.read_bytes())["eligibility"] == "HOLD"
     relabel(path, eligibility="ELIGIBLE", weak_categories=[])
+    before = records(workspace)
     done = signoff(sealdesk, workspace, lena)
     where = f"artifacts/{path.parent.name}/benchmark.json"
-    assert_refused(done, workspace, 0, where, where + ".sig")
+    assert_refused(done, workspace, before, where, where + ".sig")
     assert any(line.startswith(f"PROBLEM: {where}.sig: signature over {where} does not verify")
                for line in done.stdout.splitlines()), done.stdout
 
@@ -162,8 +164,9 @@ def test_a_file_no_run_recorded_is_refused(sealdesk, workspace, lena, tmp_path):
     exam_scored(sealdesk, workspace, tmp_path)
     write_json_artifact(workspace.artifacts_dir / "ex" / "exam-score-final.json",
                         {"status": "PASS"})
+    before = records(workspace)
     done = signoff(sealdesk, workspace, lena)
-    assert_refused(done, workspace, 0, "artifacts/ex/exam-score-final.json")
+    assert_refused(done, workspace, before, "artifacts/ex/exam-score-final.json")
     assert "no run recorded this file" in done.stderr
 
 
@@ -172,7 +175,8 @@ def test_a_signed_off_artifact_that_was_removed_is_refused(sealdesk, workspace, 
     assert signoff(sealdesk, workspace, lena).returncode == 0
     path.unlink()
     path.with_name(path.name + ".sha256").unlink()
-    assert_refused(signoff(sealdesk, workspace, lena), workspace, 1,
+    before = records(workspace)
+    assert_refused(signoff(sealdesk, workspace, lena), workspace, before,
                    "artifacts/ex/exam-score.json")
 
 
@@ -194,8 +198,9 @@ def test_an_sshsig_beside_an_artifact_must_verify_over_it(
     signed("audit-1", canonical_json({"run": "audit-1"}))
     assert signoff(sealdesk, workspace, lena).returncode == 0
     signed("audit-2", canonical_json({"run": "another report"}))
+    before = records(workspace)
     done = signoff(sealdesk, workspace, lena)
-    assert_refused(done, workspace, 1, "artifacts/audit-2/report.json.sig")
+    assert_refused(done, workspace, before, "artifacts/audit-2/report.json.sig")
     assert "SSHSIG: signature does not verify" in done.stderr
 
 
@@ -243,6 +248,7 @@ async def test_the_signoff_screen_shows_the_refusal_and_signs_nothing(
         sealdesk, workspace, lena, tmp_path):
     path = exam_scored(sealdesk, workspace, tmp_path)
     relabel(path, status="FAIL")
+    before = records(workspace)
     app = ReviewApp(workspace, open_session(workspace, key=str(lena.path)))
     async with app.run_test(size=(160, 48)) as pilot:
         await pilot.press("S")
@@ -255,4 +261,4 @@ async def test_the_signoff_screen_shows_the_refusal_and_signs_nothing(
         await pilot.press("s")
         assert app.screen is screen
         assert "artifacts/ex/exam-score.json: bytes differ" in notices(app)
-    assert records(workspace) == 0
+    assert records(workspace) == before
