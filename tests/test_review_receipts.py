@@ -1,0 +1,45 @@
+"""The app leaves a receipt with the signer for every record it acknowledges."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from reviewer.app import ReviewApp
+from reviewer.session import open_session
+from tests.review_app_fixtures import populate, settle
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
+
+
+async def test_each_key_that_signs_keeps_a_receipt_that_catches_a_rollback(
+        workspace, enrol, tmp_path, monkeypatch, sealdesk):
+    receipts = tmp_path / "rita-state"
+    monkeypatch.setenv("SEALDESK_RECEIPTS", str(receipts))  # rita's own state directory
+    desk = populate(workspace, enrol)
+    backup = tmp_path / "backup"
+    shutil.copytree(desk.ws.root, backup)
+    app = ReviewApp(desk.ws, open_session(desk.ws, key=str(desk.rita)))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.press("a", "x")
+        await pilot.press("u")
+        await settle(pilot, lambda: len(list(receipts.glob("*.jsonl"))) == 1)
+    (path,) = receipts.glob("*.jsonl")
+    kept = [json.loads(line) for line in path.read_text().splitlines()]
+    rows = desk.ws.conn.execute("SELECT seq, record_hash FROM records WHERE principal='rita' "
+                                "ORDER BY seq").fetchall()
+    assert [(r["seq"], r["record_hash"]) for r in kept] == rows and len(rows) == 3
+    assert all(r["tree_size"] == r["seq"] for r in kept)
+
+    # The workspace copied back from before rita's session verifies on its own; her
+    # receipts say it lost what the app acknowledged.
+    assert sealdesk("verify", workspace=backup).returncode == 0
+    proc = sealdesk("verify", "--receipts", receipts, workspace=backup)
+    assert proc.returncode == 1 and "rolled back" in proc.stderr
