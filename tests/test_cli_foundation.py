@@ -18,16 +18,19 @@ from tests.ledger_fixtures import make_items, write_items_file
 
 
 @pytest.fixture
-def cli_ws(tmp_path, sealdesk, keygen):
+def cli_ws(tmp_path, sealdesk, keygen, init_cli, founder_key):
+    """Gives a workspace founded through the CLI (genesis, then rita's enrolment as
+    reviewer) holding three items, and the private keys by name ("founder" is the lead
+    whose key signs enrolments; "adam" is enrolled in nothing)."""
     ws = tmp_path / "ws"
-    sealdesk("init", workspace=ws, check=True)
+    lead = init_cli(ws)
     keys = {name: keygen(name) for name in ("rita", "adam")}
     sealdesk("keys", "add", "--principal", "rita", "--role", "reviewer", "--key",
-             f"{keys['rita']}.pub", workspace=ws, check=True)
+             f"{keys['rita']}.pub", *lead, workspace=ws, check=True)
     items = tmp_path / "items.jsonl"
     write_items_file(items, make_items(3))
     sealdesk("ingest", items, workspace=ws, check=True)
-    return ws, keys
+    return ws, {**keys, "founder": founder_key}
 
 
 def snapshot(ws: Path) -> dict[str, bytes]:
@@ -53,7 +56,8 @@ def test_exported_records_verify_with_ssh_keygen(cli_ws, sealdesk, tmp_path):
     out = tmp_path / "records.jsonl"
     sealdesk("export", "--out", out, workspace=ws, check=True)
     lines = [json.loads(line) for line in out.read_text().splitlines()]
-    assert [r["kind"] for r in lines] == ["decision", "decision", "retract"]
+    # The genesis and rita's enrolment are records too, and verify the same way.
+    assert [r["kind"] for r in lines] == ["genesis", "enrol", "decision", "decision", "retract"]
     for rec in lines:
         (tmp_path / "msg").write_text(rec["message"])
         (tmp_path / "msg.sig").write_text(rec["signature"])
@@ -92,7 +96,7 @@ def test_decision_in_a_role_the_signer_lacks_is_refused(cli_ws, sealdesk):
     assert proc.returncode == 3 and "may not sign as lead" in proc.stderr
     proc = sealdesk("decide", "--queue", "flagged_pairs", "--item", "item-0", "--decision",
                     "accept", "--key", keys["adam"], workspace=ws)
-    assert proc.returncode == 3 and "is not in" in proc.stderr
+    assert proc.returncode == 3 and "is not enrolled in this workspace's ledger" in proc.stderr
     assert snapshot(ws) == before
 
 
@@ -156,22 +160,23 @@ def test_bad_item_line_names_file_line_and_field_and_writes_nothing(cli_ws, seal
 
 
 def test_malformed_public_key_is_refused(cli_ws, sealdesk, tmp_path):
-    ws, _ = cli_ws
+    ws, keys = cli_ws
     bad = tmp_path / "bad.pub"
     bad.write_text("ssh-ed25519 AAAAnot-base64!! x\n")
     before = snapshot(ws)
     err = one_line_error(sealdesk("keys", "add", "--principal", "eve", "--role", "reviewer",
-                                  "--key", bad, workspace=ws))
+                                  "--key", bad, "--lead-key", keys["founder"], workspace=ws))
     assert "malformed ssh-ed25519 key" in err
     assert snapshot(ws) == before
 
 
 def test_non_ed25519_key_is_refused(cli_ws, sealdesk, keygen):
-    ws, _ = cli_ws
+    ws, keys = cli_ws
     rsa = keygen("old", key_type="rsa")
     before = snapshot(ws)
     err = one_line_error(sealdesk("keys", "add", "--principal", "old", "--role", "reviewer",
-                                  "--key", f"{rsa}.pub", workspace=ws))
+                                  "--key", f"{rsa}.pub", "--lead-key", keys["founder"],
+                                  workspace=ws))
     assert "ssh-ed25519 only" in err
     err = one_line_error(sealdesk("decide", "--queue", "flagged_pairs", "--item", "item-0",
                                   "--decision", "accept", "--key", rsa, workspace=ws))
@@ -221,13 +226,13 @@ DROP_TO_NOBODY = (
 )
 
 
-def test_workspace_without_read_permission_is_refused(sealdesk, tmp_path):
+def test_workspace_without_read_permission_is_refused(sealdesk, init_cli, tmp_path):
     # A world-traversable parent, so only the database's own mode can refuse.
     parent = Path(tempfile.mkdtemp(prefix="sealdesk-locked-"))
     try:
         parent.chmod(0o755)
         ws = parent / "locked"
-        sealdesk("init", workspace=ws, check=True)
+        init_cli(ws)
         ws.chmod(0o755)
         db = ws / "sealdesk.db"
         os.chmod(db, 0)
@@ -242,11 +247,15 @@ def test_workspace_without_read_permission_is_refused(sealdesk, tmp_path):
         shutil.rmtree(parent, ignore_errors=True)
 
 
-def test_workspace_env_variable_is_used(sealdesk, tmp_path):
+def test_workspace_env_variable_is_used(sealdesk, founder_key, tmp_path):
     ws = tmp_path / "from-env"
-    sealdesk("init", env={"SEALDESK_WORKSPACE": str(ws)}, check=True)
+    sealdesk("init", "--lead", "founder", "--key", founder_key,
+             env={"SEALDESK_WORKSPACE": str(ws)}, check=True)
     assert (ws / "sealdesk.db").exists() and (ws / "trust" / "allowed_signers").exists()
     assert (ws / "artifacts").is_dir()
+    # The genesis went into that workspace's ledger, and commands find it the same way.
+    listed = sealdesk("keys", "list", env={"SEALDESK_WORKSPACE": str(ws)}, check=True).stdout
+    assert "genesis: record 1; founding lead(s): founder" in listed
 
 
 def test_database_is_wal_full_sync_strict(workspace):

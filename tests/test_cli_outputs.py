@@ -3,6 +3,7 @@ device, a pipe or a link: the atomic rename would replace whatever sits there.""
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 
@@ -77,7 +78,8 @@ def test_an_output_through_a_link_replaces_its_target_and_the_link_stays(cli_ws,
     link = tmp_path / "records.jsonl"
     link.symlink_to(shared / "records.jsonl")
     sealdesk("export", "--out", link, workspace=ws, check=True)
-    assert link.is_symlink() and (shared / "records.jsonl").read_text() == ""  # 0 records
+    exported = [json.loads(line) for line in (shared / "records.jsonl").read_text().splitlines()]
+    assert link.is_symlink() and [r["kind"] for r in exported] == ["genesis", "enrol"]
     assert sorted(p.name for p in shared.iterdir()) == ["records.jsonl"]  # no temp file left
 
 
@@ -87,19 +89,24 @@ def test_keys_add_writes_through_a_linked_trust_file(cli_ws, sealdesk, keygen, t
     (ws / "trust" / "allowed_signers").rename(shared)
     (ws / "trust" / "allowed_signers").symlink_to(shared)
     sealdesk("keys", "add", "--principal", "adam", "--role", "adjudicator", "--key",
-             f"{keys['adam']}.pub", workspace=ws, check=True)
+             f"{keys['adam']}.pub", "--lead-key", keys["founder"], workspace=ws, check=True)
     assert (ws / "trust" / "allowed_signers").is_symlink()
-    assert "adam" in shared.read_text() and "rita" in shared.read_text()
+    principals = [line.split()[0] for line in shared.read_text().splitlines()
+                  if line and not line.startswith("#")]
+    assert principals == ["founder", "rita", "adam"]
 
 
 def test_an_old_export_is_replaced_and_stdout_still_works(cli_ws, sealdesk, tmp_path):
     ws, keys = cli_ws
     out = tmp_path / "records.jsonl"
     out.write_text("stale\n")
-    sealdesk("decide", "--queue", "flagged_pairs", "--item", "item-0", "--decision", "accept",
-             "--key", keys["rita"], workspace=ws, check=True)
+    decided = sealdesk("decide", "--queue", "flagged_pairs", "--item", "item-0", "--decision",
+                       "accept", "--key", keys["rita"], workspace=ws, check=True)
+    seq = int(decided.stdout.split()[0].lstrip("#"))  # after the genesis and the enrolment
     sealdesk("export", "--out", out, workspace=ws, check=True)
-    assert out.read_text().count("\n") == 1 and '"seq": 1' in out.read_text()
+    exported = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["seq"] for r in exported] == list(range(1, seq + 1))
+    assert exported[-1]["kind"] == "decision"
     proc = sealdesk("checkpoint", "export", "--out", "-", workspace=ws)
     assert "--out" not in proc.stderr  # '-' passes the path check: the error is the missing sign-off
     assert "sign-off" in proc.stderr

@@ -15,6 +15,7 @@ from engine.canonical import canonical_sha256
 from engine.contamination.canonical_text import canonical, content_sha256
 from engine.contamination.poolhash import pool_sha256
 from engine.workspace import Workspace
+from tests.conftest import FOUNDER
 
 SAMPLE = Path(__file__).resolve().parent.parent / "sample_data" / "contamination"
 POOL_ROW_FIELDS = {"test_idx", "test_id", "pool_idx", "pool_id", "channel", "channels",
@@ -42,7 +43,11 @@ def scanned(tmp_path_factory) -> Path:
 
     ws = tmp_path_factory.mktemp("scan") / "ws"
     base = [sys.executable, "-m", "engine.cli", "--workspace", str(ws)]
-    subprocess.run(base + ["init"], check=True, capture_output=True)
+    lead_key = ws.parent / FOUNDER  # the scan signs nothing; the key only founds the ledger
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(lead_key)],
+                   check=True, capture_output=True)
+    subprocess.run(base + ["init", "--lead", FOUNDER, "--key", str(lead_key)], check=True,
+                   capture_output=True)
     env = {**os.environ, "SEALDESK_PROGRESS_FILE": str(ws.parent / "progress.jsonl")}
     proc = subprocess.run(base + ["scan", "contamination", "--eval", str(SAMPLE / "eval.jsonl"),
                                   "--pool", str(SAMPLE / "pool.jsonl"), "--text-field", "question",

@@ -103,13 +103,15 @@ def test_a_bad_lane_row_is_one_line_naming_file_line_field_and_nothing_is_writte
 
 
 @pytest.mark.slow
-def test_the_sample_exam_end_to_end_with_real_keys(sealdesk, tmp_path, sample, keygen):
-    ws = _init(tmp_path / "ws")
+def test_the_sample_exam_end_to_end_with_real_keys(sealdesk, tmp_path, sample, keygen,
+                                                   init_cli):
+    ws = tmp_path / "ws"
+    lead = init_cli(ws)
     adam, rita = keygen("adam"), keygen("rita")
     sealdesk("keys", "add", "--principal", "adam", "--role", "adjudicator", "--key",
-             f"{adam}.pub", workspace=ws, check=True)
+             f"{adam}.pub", *lead, workspace=ws, check=True)
     sealdesk("keys", "add", "--principal", "rita", "--role", "reviewer", "--key",
-             f"{rita}.pub", workspace=ws, check=True)
+             f"{rita}.pub", *lead, workspace=ws, check=True)
     sealdesk("exam", "adjudicate", "--run-id", "ex", *_inputs(sample), workspace=ws, check=True)
     queue = sealdesk("exam", "queue", "--run-id", "ex", workspace=ws, check=True).stdout
     ids = {line.split("\t")[3]: line.split("\t")[0] for line in queue.splitlines()}

@@ -116,22 +116,44 @@ def test_a_record_by_an_unenrolled_signer_is_refused(pending, workspace, enrol, 
     _, path, items = pending
     enrol("adam", "adjudicator")
     mallory = FileSigner(keygen("mallory"))
-    _forge(workspace, mallory, "adam", "adjudicator", items["The API is live."])
+    forged = _forge(workspace, mallory, "adam", "adjudicator", items["The API is live."])
     with pytest.raises(IntegrityError) as err:
         resolve(workspace, path)
-    assert "not allowed to sign" in str(err.value)
+    assert f"record {forged.seq}: key {mallory.public_key.fingerprint} was never enrolled" \
+        in str(err.value)
 
 
-def test_decisions_of_a_signer_removed_from_allowed_signers_no_longer_count(pending, workspace,
-                                                                            enrol):
+def test_a_decision_signed_after_its_signers_revocation_is_refused(pending, workspace, enrol,
+                                                                   founder_key):
+    from engine.ledger.enrol import revoke
+    from engine.ledger.signers import FileSigner
+
     _, path, items = pending
     adam = enrol("adam", "adjudicator")
     workspace.decide(adam, "adjudication", items["The API is live."], "accept")
-    trust = workspace.allowed_signers_path
-    trust.write_text("".join(l for l in trust.read_text().splitlines(True)
-                             if not l.startswith("adam ")))
-    with pytest.raises(IntegrityError):
+    revoked = revoke(workspace.db, workspace.workspace_id, FileSigner(founder_key), "adam",
+                     adam.public_key, reason="left the team")
+    # What adam signed before the revocation still counts...
+    assert resolve(workspace, path).applied == 1
+    # ...but a record his key signs after it is not his to sign.
+    forged = _forge(workspace, adam, "adam", "adjudicator", items["The cache is warm."])
+    with pytest.raises(IntegrityError) as err:
         resolve(workspace, path)
+    assert f"record {forged.seq}: adam's key {adam.public_key.fingerprint} was revoked at " \
+        f"record {revoked.seq}" in str(err.value)
+
+
+def test_editing_the_generated_allowed_signers_changes_no_decision(pending, workspace, enrol):
+    _, path, items = pending
+    adam = enrol("adam", "adjudicator")
+    workspace.decide(adam, "adjudication", items["The API is live."], "accept")
+    before = resolve(workspace, path).artifact
+    trust = workspace.allowed_signers_path
+    held = trust.read_text()
+    trust.write_text("".join(l for l in held.splitlines(True) if not l.startswith("adam ")))
+    assert trust.read_text() != held
+    # The file is generated for ssh-keygen; who may sign is read from the ledger only.
+    assert canonical_json(resolve(workspace, path).artifact) == canonical_json(before)
 
 
 def test_resolving_a_partly_resolved_artifact_gives_the_same_bytes(pending, workspace, enrol,

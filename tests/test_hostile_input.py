@@ -86,18 +86,21 @@ def test_an_argument_that_is_not_utf8_is_one_line_naming_it(cli_ws, tmp_path, op
 
 def test_verify_names_a_record_rewritten_to_nest_deeper_than_python_recurses(cli_ws, sealdesk):
     ws, keys = cli_ws
+    seqs = []
     for item in ("item-0", "item-1"):
-        sealdesk("decide", "--queue", "flagged_pairs", "--item", item, "--decision", "accept",
-                 "--key", keys["rita"], workspace=ws, check=True)
+        decided = sealdesk("decide", "--queue", "flagged_pairs", "--item", item, "--decision",
+                           "accept", "--key", keys["rita"], workspace=ws, check=True)
+        seqs.append(int(decided.stdout.split()[0].lstrip("#")))
+    seq = seqs[1]  # the second decision (after the genesis and the enrolment)
     deep = "[" * 100_000 + "]" * 100_000
     conn = sqlite3.connect(ws / "sealdesk.db", isolation_level=None)
     conn.execute("DROP TRIGGER records_no_update")
-    conn.execute("UPDATE records SET message=?, record_hash=? WHERE seq=2",
-                 (deep, hashlib.sha256(deep.encode()).hexdigest()))
+    conn.execute("UPDATE records SET message=?, record_hash=? WHERE seq=?",
+                 (deep, hashlib.sha256(deep.encode()).hexdigest(), seq))
     conn.close()
     proc = sealdesk("verify", "--jobs", "1", workspace=ws)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
-    assert proc.stderr.startswith("FAIL: record 2") and "nested too deeply" in proc.stderr
+    assert proc.stderr.startswith(f"FAIL: record {seq}") and "nested too deeply" in proc.stderr
 
 
 def test_a_lone_surrogate_in_a_value_built_in_python_is_an_input_error():

@@ -126,19 +126,19 @@ def test_passphrase_key_without_passphrase_is_refused(keygen, monkeypatch):
 
 
 def test_decide_without_a_key_takes_the_agent_key_enrolled_for_the_queues_role(
-        tmp_path, keygen, agent, sealdesk):
+        tmp_path, keygen, agent, sealdesk, init_cli):
     # An agent holding a reviewer's key first and an adjudicator's second must
     # sign an adjudication with the adjudicator's, not refuse.
     from engine.canonical import canonical_json
     from engine.workspace import BacklogItem
 
     ws = tmp_path / "ws"
-    sealdesk("init", workspace=ws, check=True)
+    lead = init_cli(ws)
     env = {"SSH_AUTH_SOCK": str(agent)}
     for name, role in (("rita", "reviewer"), ("adam", "adjudicator")):
         key = keygen(name)
         sealdesk("keys", "add", "--principal", name, "--role", role, "--key", f"{key}.pub",
-                 workspace=ws, check=True)
+                 *lead, workspace=ws, check=True)
         subprocess.run(["ssh-add", "-q", str(key)], env={**os.environ, **env}, check=True,
                        capture_output=True)
     items = tmp_path / "items.jsonl"
@@ -149,6 +149,36 @@ def test_decide_without_a_key_takes_the_agent_key_enrolled_for_the_queues_role(
                     "accept", workspace=ws, env=env)
     assert proc.returncode == 0, proc.stderr
     assert "by adam as adjudicator" in proc.stdout
+
+
+
+@pytest.mark.parametrize("command", [
+    ("decide", "--queue", "flagged_pairs", "--item", "item-1", "--decision", "accept"),
+    ("keys", "add", "--principal", "rita", "--role", "reviewer", "--key", "{rita}.pub"),
+], ids=["decide", "keys-add"])
+def test_an_agent_holding_no_enrolled_key_is_refused_naming_its_keys(
+        tmp_path, keygen, agent, sealdesk, init_cli, command):
+    from tests.ledger_fixtures import make_items, write_items_file
+    from tests.test_cli_foundation import snapshot
+
+    ws = tmp_path / "ws"
+    init_cli(ws)
+    items = tmp_path / "items.jsonl"
+    write_items_file(items, make_items(2))
+    sealdesk("ingest", items, workspace=ws, check=True)
+    rita, stranger = keygen("rita"), keygen("stranger")
+    subprocess.run(["ssh-add", "-q", str(stranger)],
+                   env={**os.environ, "SSH_AUTH_SOCK": str(agent)}, check=True,
+                   capture_output=True)
+    before = snapshot(ws)
+    proc = sealdesk(*[a.format(rita=rita) for a in command], workspace=ws,
+                    env={"SSH_AUTH_SOCK": str(agent)})
+    fingerprint = read_public_key(Path(f"{stranger}.pub")).fingerprint
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 3 and len(lines) == 1, proc.stderr
+    assert f"none of ssh-agent's keys ({fingerprint}) is enrolled in this workspace's " \
+        "ledger" in lines[0]
+    assert snapshot(ws) == before
 
 
 BLOB = sshsig.encode(sshsig.ed25519_public_blob(bytes(range(32))), "reviewer@sealdesk",

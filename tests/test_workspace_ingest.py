@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from engine.errors import ConflictError
+from engine.ledger import store
 from engine.workspace import BacklogItem
 from tests.ledger_fixtures import make_items
 
@@ -54,10 +55,13 @@ def test_a_note_that_is_not_text_is_refused_before_signing(workspace, enrol):
 
     rita = enrol("rita", "reviewer")
     workspace.ingest(make_items(1))
+    held = store.head(workspace.conn)  # the genesis and rita's enrolment
     with pytest.raises(InputError) as err:
         workspace.decide(rita, "flagged_pairs", "item-0", "accept", note={"why": "x"})
     assert err.value.field == "note"
-    assert verify_workspace(workspace).ok and verify_workspace(workspace).records == 0
+    report = verify_workspace(workspace)
+    assert report.ok and report.records == held[0]
+    assert store.head(workspace.conn) == held
 
 
 def test_a_default_manifest_is_used_only_for_a_run_not_yet_held(workspace):
