@@ -12,6 +12,7 @@ from pathlib import Path
 
 from engine.errors import AgentError, PermissionRefused
 from engine.ledger.agent import AgentClient
+from engine.ledger.allowed_signers import AllowedSigners
 from engine.ledger.signers import AgentSigner, FileSigner, Signer, agent_ed25519_keys
 
 
@@ -45,9 +46,11 @@ def choose_signer(key: str | Path | None, allowed, roles: tuple[str, ...] = ()) 
             return AgentSigner(pub, client)
     if enrolled:  # every one out of its window: identify() then says so
         return AgentSigner(enrolled[0], client)
+    # A legacy file (keys migrate) is named; otherwise the ledger is what enrols.
+    where = allowed.path if isinstance(allowed, AllowedSigners) else "this workspace's ledger"
     raise PermissionRefused(
         "none of ssh-agent's keys (" + ", ".join(k.fingerprint for k in keys)
-        + f") is enrolled in {allowed.path}; a lead enrols one with sealdesk keys add"
+        + f") is enrolled in {where}; a lead enrols one with sealdesk keys add"
     )
 
 
