@@ -46,7 +46,7 @@ def choose_signer(key: str | Path | None, allowed, roles: tuple[str, ...] = ()) 
             return AgentSigner(pub, client)
     if enrolled:  # every one out of its window: identify() then says so
         return AgentSigner(enrolled[0], client)
-    # A legacy file (keys migrate) is named; otherwise the ledger is what enrols.
+    # The ledger's authority has no file; only a legacy allowed_signers (migrate) has.
     where = allowed.path if isinstance(allowed, AllowedSigners) else "this workspace's ledger"
     raise PermissionRefused(
         "none of ssh-agent's keys (" + ", ".join(k.fingerprint for k in keys)
