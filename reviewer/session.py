@@ -2,8 +2,8 @@
 
 Key choice: ``--key FILE`` if given; else ssh-agent when ``SSH_AUTH_SOCK`` is
 set; else the config file's ``key``; else the session is read-only (browse
-without deciding). A key that the ledger does not enrol
-is refused before the app starts, with the reason and what to do.
+without deciding). A key that the workspace's ledger does not enrol is
+refused before the app starts, with the reason and what to do.
 """
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from engine.ledger.authority import AUTHORITY_KINDS
 from engine.workspace import Workspace
 from tests.review_payloads import demo_items, numbered_pairs
 
@@ -31,8 +32,10 @@ def populate(ws: Workspace, enrol) -> Desk:
 
 
 def records(ws: Workspace) -> list[tuple]:
-    """Gives (kind, queue, item_id, decision, principal, role, note, retracts) per record,
-    read through a separate connection, i.e. what is durably in the ledger."""
+    """Gives (kind, queue, item_id, decision, principal, role, note, retracts) per record
+    after the ledger's opening run of authority records (the genesis and the enrolments
+    made before any work), read through a separate connection, i.e. what the people under
+    test durably added. An authority record written later is still listed."""
     conn = sqlite3.connect(ws.db_path)
     try:
         rows = conn.execute("SELECT kind, queue, item_id, decision, principal, role, "
@@ -40,7 +43,10 @@ def records(ws: Workspace) -> list[tuple]:
                             "FROM records ORDER BY seq").fetchall()
     finally:
         conn.close()
-    return rows
+    opening = 0
+    while opening < len(rows) and rows[opening][0] in AUTHORITY_KINDS:
+        opening += 1
+    return rows[opening:]
 
 
 def text_of(widget) -> str:

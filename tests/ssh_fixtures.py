@@ -31,8 +31,8 @@ from typing import Callable
 import pytest
 from cryptography.hazmat.primitives import serialization
 
-from engine.ledger.enrol import enrol as enrol_key
-from engine.ledger.signers import FileSigner
+from engine.ledger.enrol import enrol, found
+from engine.ledger.signers import FileSigner, read_public_key
 from engine.workspace import BacklogItem, Workspace
 from tests.conftest import REPO, require_tool
 
@@ -267,30 +267,50 @@ def items(queue: str, prefix: str, n: int) -> list[BacklogItem]:
             for i in range(n)]
 
 
+def found_and_enrol(ws: Workspace, lead: str, lead_key: Path,
+                    others: dict[str, tuple[str, Path]]) -> None:
+    """Founds ws's empty ledger with the lead's key (the genesis), then has the lead enrol
+    each other person (name -> (role, private key path)) by their public key."""
+    signer = FileSigner(lead_key)
+    found(ws.db, ws.workspace_id, signer, lead)
+    for name, (role, key) in others.items():
+        enrol(ws.db, ws.workspace_id, signer, name, (role,), read_public_key(Path(f"{key}.pub")))
+    ws.write_allowed_signers()
+
+
+# The review ledger: lena's genesis, her enrolment of rita, then rita's three decisions.
+REVIEW_RECORDS = 5
+
+
 @pytest.fixture
 def review(tmp_path: Path, keygen):
-    """The review host's workspace: rita (reviewer, key file) decided 3 pairs; lena enrolled
-    as lead by her public key only."""
+    """The review host's workspace, founded with lena's key as lead (signed on her laptop:
+    only her public key is on the host); lena enrolled rita (reviewer, key file), who
+    decided 3 pairs."""
     ws = Workspace.init(tmp_path / "review" / "ws")
     rita, lena = keygen("rita"), keygen("lena")
-    enrol_key(ws.allowed_signers_path, "rita", ["reviewer"], Path(f"{rita}.pub"))
-    enrol_key(ws.allowed_signers_path, "lena", ["lead"], Path(f"{lena}.pub"))
+    found_and_enrol(ws, "lena", lena, {"rita": ("reviewer", rita)})
     pairs = items("flagged_pairs", "fp", 3)
     ws.ingest(pairs, runs={"run-1": {"kind": "test", "artifacts": {}, "inputs": {}}})
     for item in pairs:
         ws.decide(FileSigner(rita), "flagged_pairs", item.item_id, "accept")
+    assert ws.watermark().head_seq == REVIEW_RECORDS
     yield ws, lena
     ws.close()
 
 
 def people_with_agents(ws: Workspace, people: dict[str, str], *, keygen, agents, sshd,
                        command: str | None = None) -> dict[str, Path]:
-    """Enrols each person (name -> role), lets their key into sshd and into an agent of
-    their own, then deletes the key file; gives each person's agent socket."""
+    """Founds ws's empty ledger with the key of the one person whose role is lead, who
+    enrols the others (name -> role) in the order given: len(people) authority records.
+    Then lets each key into sshd and into an agent of its own and deletes the key file;
+    gives each person's agent socket."""
+    keys = {name: keygen(name) for name in people}
+    (lead,) = [name for name, role in people.items() if role == "lead"]
+    found_and_enrol(ws, lead, keys[lead],
+                    {name: (role, keys[name]) for name, role in people.items() if name != lead})
     socks = {}
-    for name, role in people.items():
-        key = keygen(name)
-        enrol_key(ws.allowed_signers_path, name, [role], Path(f"{key}.pub"))
+    for name, key in keys.items():
         sshd.authorize(Path(f"{key}.pub"), command=command)
         socks[name] = agents(name, key)
         key.unlink()

@@ -155,11 +155,12 @@ async def test_read_only_browses_and_refuses_every_decision(desk):
     assert records(desk.ws) == []
 
 
-def test_a_key_not_in_allowed_signers_cannot_start_a_decision_session(desk, keygen):
+def test_a_key_not_enrolled_in_the_ledger_cannot_start_a_decision_session(desk, keygen):
     stranger = keygen("stranger")
     with pytest.raises(PermissionRefused) as err:
         open_session(desk.ws, key=str(stranger))
-    assert "not enrolled" in str(err.value) and "--read-only" in str(err.value)
+    assert "not enrolled in this workspace's ledger" in str(err.value)
+    assert "--read-only" in str(err.value)
 
 
 def test_no_key_at_all_gives_a_read_only_session(desk):
@@ -488,8 +489,11 @@ def test_an_agent_key_not_enrolled_is_refused(desk, agent, keygen):
     subprocess.run(["ssh-add", "-q", str(keygen("stranger"))], check=True, capture_output=True)
     with pytest.raises(PermissionRefused) as err:
         open_session(desk.ws, key=None)
+    # The ledger decides who may sign: the refusal points there, not at the generated file.
     assert "none of ssh-agent's keys" in str(err.value)
-    assert str(desk.ws.allowed_signers_path) in str(err.value)
+    assert "is enrolled in this workspace's ledger" in str(err.value)
+    assert "sealdesk keys add" in str(err.value)
+    assert "allowed_signers" not in str(err.value)
 
 
 def test_role_picks_the_agent_key_enrolled_in_it(desk, agent):

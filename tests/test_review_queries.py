@@ -112,12 +112,13 @@ def test_progress_counts_effective_decisions_per_queue(four):
 
 
 def test_watermark_moves_when_items_or_records_arrive(four, enrol):
+    tom = enrol("tom", "reviewer")   # an enrol record of its own: made before the readings
     before = four.watermark()
     four.ingest([BacklogItem.make("flagged_pairs", "fp-e", "r1", _pair("echo", 0.1, []))])
     after_ingest = four.watermark()
     assert after_ingest.items_rowid > before.items_rowid
     assert after_ingest.head_seq == before.head_seq
-    four.decide(enrol("tom", "reviewer"), "flagged_pairs", "fp-e", "accept")
+    four.decide(tom, "flagged_pairs", "fp-e", "accept")
     assert four.watermark().head_seq == after_ingest.head_seq + 1
 
 

@@ -44,6 +44,11 @@ WEAK = BacklogItem.make("weak_categories", "weak-obfuscation", "run-1", {
     "summary": {"title": "obfuscation", "score": 0.5, "tags": []}})
 
 
+# The ledger a Team starts from: the founder's genesis, then the enrolments of rita, ravi
+# and lena. Every tree size and record number below counts these first.
+AUTHORITY = 4
+
+
 class Team:
     """rita and ravi (reviewers), lena (lead); three flagged pairs and one weak category."""
 
@@ -52,6 +57,7 @@ class Team:
         self.rita = enrol("rita", "reviewer")
         self.ravi = enrol("ravi", "reviewer")
         self.lena = enrol("lena", "lead")
+        assert ws.watermark().head_seq == AUTHORITY
         ws.ingest([pair(0), pair(1), pair(2), WEAK],
                   runs={"run-1": {"kind": "test", "artifacts": {}, "inputs": {}}})
 
@@ -114,12 +120,13 @@ async def test_the_lead_signs_off_and_the_record_binds_the_tree_head(team):
         status = text_of(app.review.query_one("#status-bar"))
     assert records(team.ws)[-1] == ("signoff", None, None, None, "lena", "lead", None, None)
     (data,) = signoff_data(team.ws)
-    assert data["tree"]["size"] == 4 and data["tree"]["root"] == mth(before).hex()
+    assert data["tree"]["size"] == AUTHORITY + 4 and data["tree"]["root"] == mth(before).hex()
     assert data["with_exceptions"] is False and data["exceptions"] == []
     assert verify_workspace(team.ws).ok
-    assert "SIGNED OFF: record #5" in shown and screen.signed.record_hash in shown
+    signed = AUTHORITY + 4 + 1
+    assert f"SIGNED OFF: record #{signed}" in shown and screen.signed.record_hash in shown
     assert "sealdesk checkpoint export --out checkpoint.txt" in shown
-    assert f"ledger #5 {screen.signed.record_hash[:10]} signed off by lena" in status
+    assert f"ledger #{signed} {screen.signed.record_hash[:10]} signed off by lena" in status
 
 
 async def test_a_reviewer_sees_the_summary_but_may_not_sign(team):
@@ -127,7 +134,7 @@ async def test_a_reviewer_sees_the_summary_but_may_not_sign(team):
     app = team.app(team.rita)
     async with app.run_test(size=SIZE) as pilot:
         screen = await open_signoff(app, pilot)
-        assert "4 record(s)" in body(screen)
+        assert f"{AUTHORITY + 4} record(s)" in body(screen)
         await pilot.press("s", "e")
         assert app.screen is screen
         assert "rita holds reviewer; signing off needs the lead role" in notices(app)
@@ -207,7 +214,7 @@ async def test_a_ledger_that_moved_while_the_lead_confirmed_is_not_signed(team):
             other.decide(team.rita, "flagged_pairs", "fp-2", "reject")
         await pilot.press("enter")
         await settle(pilot, lambda: "changed while you reviewed" in notices(app))
-        await settle(pilot, lambda: screen.summary.tree.size == 4)
+        await settle(pilot, lambda: screen.summary.tree.size == AUTHORITY + 4)
         assert screen.signed is None
     assert signoff_data(team.ws) == []
 
@@ -267,7 +274,7 @@ async def test_the_screen_shows_counts_runs_undecided_tree_head_and_artifact_has
             "Undecided 1 item(s)",
             "flagged_pairs/fp-2 undecided pair 2",
             f"root {root}",
-            "size 3 record(s)"):
+            f"size {AUTHORITY + 3} record(s)"):
         assert any(expected in line for line in lines), (expected, text)
     for path, digest in hashes.items():
         assert path in text and digest in text
@@ -278,10 +285,10 @@ async def test_the_signoff_screen_reads_the_summary_again_when_others_decide(tea
     app = team.app(team.lena)
     async with app.run_test(size=SIZE) as pilot:
         screen = await open_signoff(app, pilot)
-        assert screen.summary.tree.size == 3
+        assert screen.summary.tree.size == AUTHORITY + 3
         with Workspace.open(team.ws.root) as other:
             other.decide(team.rita, "flagged_pairs", "fp-2", "accept")
-        await settle(pilot, lambda: screen.summary.tree.size == 4)
+        await settle(pilot, lambda: screen.summary.tree.size == AUTHORITY + 4)
         assert "READY: every item is accepted or rejected;" in body(screen)
 
 
@@ -334,11 +341,13 @@ async def test_a_signoff_made_elsewhere_appears_in_the_status_bar(team):
             record = sign_off(other, team.lena)
         bar = app.review.query_one("#status-bar")
         await settle(pilot, lambda: "signed off by lena" in text_of(bar))
-        assert f"ledger #5 {record.record_hash[:10]} signed off by lena" in text_of(bar)
+        signed = AUTHORITY + 4 + 1
+        assert record.seq == signed
+        assert f"ledger #{signed} {record.record_hash[:10]} signed off by lena" in text_of(bar)
         with Workspace.open(team.ws.root) as other:
             other.decide(team.ravi, "flagged_pairs", "fp-0", "reject")
-        await settle(pilot, lambda: "ledger #6" in text_of(bar))
-        assert "(sign-off #5)" in text_of(bar)
+        await settle(pilot, lambda: f"ledger #{signed + 1}" in text_of(bar))
+        assert f"(sign-off #{signed})" in text_of(bar)
 
 
 async def test_others_decisions_refresh_the_visible_rows_counts_and_detail(team):

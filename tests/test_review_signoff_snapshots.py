@@ -1,15 +1,27 @@
 """Snapshots of the sign-off screen at 80x24 and 160x48 (pytest-textual-snapshot).
 
-The workspace's id is pinned and nothing is signed yet, so every hash shown
-(tree root, artifacts, run manifest) is the same on every run. Update after a
-deliberate change with:
+The workspace's id is pinned, lena's key comes from a fixed seed and the one
+record, her genesis, is dated at a fixed time, so every hash shown (tree root,
+ledger head, artifacts, run manifest) is the same on every run. Update after
+a deliberate change with:
 pytest tests/test_review_signoff_snapshots.py --snapshot-update
 """
 
 from __future__ import annotations
 
-import pytest
+from pathlib import Path
 
+import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from engine.ledger import sshsig
+from engine.ledger.audit import verify_workspace
+from engine.ledger.enrol import found
+from engine.ledger.records import INDEXED_FIELDS, encode_body
+from engine.ledger.signers import FileSigner
+from engine.roles import namespace_for
+from engine.sqlitedb import write_transaction
 from engine.workspace import Workspace
 from reviewer.app import ReviewApp
 from reviewer.session import open_session
@@ -18,25 +30,54 @@ from tests.review_app_fixtures import settle
 from tests.test_review_signoff import WEAK, pair, write_run_artifacts
 
 PINNED_ID = "00000000-0000-4000-8000-00000000cafe"
+FOUNDED_AT = "2026-01-05T09:00:00.000000Z"
+
+
+def seeded_key(path: Path) -> Path:
+    """Gives the path of an OpenSSH Ed25519 key made from a fixed seed (Ed25519 signatures
+    are deterministic, so its signature over a given message is the same on every run)."""
+    key = Ed25519PrivateKey.from_private_bytes(bytes(range(32)))
+    path.write_bytes(key.private_bytes(serialization.Encoding.PEM,
+                                       serialization.PrivateFormat.OpenSSH,
+                                       serialization.NoEncryption()))
+    path.chmod(0o600)
+    Path(f"{path}.pub").write_bytes(key.public_key().public_bytes(
+        serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH) + b" lena@test\n")
+    return path
+
+
+def found_at(ws: Workspace, scratch: Path, signer: FileSigner, principal: str, time: str):
+    """Appends to ws's empty ledger the genesis ``found`` writes, dated ``time`` instead of
+    now: ``found`` makes it in a scratch ledger, only the time is changed and it is signed
+    again, so what the screen shows is the record sealdesk writes, with a time that repeats."""
+    with Workspace.init(scratch) as other:
+        genesis = found(other.db, ws.workspace_id, signer, principal).body
+    body = {**genesis, "time": time}
+    message, record_hash = encode_body(body)
+    row = {name: body[name] for name in INDEXED_FIELDS}
+    row.update(record_hash=record_hash, prev_hash=body["prev"], message=message.decode(),
+               signature=sshsig.armor(signer.sign(message, namespace_for(body["role"]))))
+    with write_transaction(ws.conn):
+        ws.db["records"].insert(row)
+    ws.write_allowed_signers()
 
 
 @pytest.fixture
-def lead_desk(tmp_path, keygen):
-    """A workspace with a pinned id, four undecided items, run artifacts and lena (lead)."""
-    from pathlib import Path
-
-    from engine.ledger.enrol import enrol
-
+def lead_desk(tmp_path):
+    """A workspace with a pinned id founded by lena (lead), four undecided items and run
+    artifacts."""
     ws = Workspace.init(tmp_path / "ws")
     with ws.conn:
         ws.conn.execute("UPDATE meta SET value=? WHERE key='workspace_id'", (PINNED_ID,))
     ws.close()
     ws = Workspace.open(tmp_path / "ws")
+    lena = seeded_key(tmp_path / "lena")
+    found_at(ws, tmp_path / "scratch", FileSigner(lena), "lena", FOUNDED_AT)
+    report = verify_workspace(ws)   # the hand-dated genesis is a record verify accepts
+    assert report.ok and ws.authority().genesis.time == FOUNDED_AT, report.faults
     ws.ingest([pair(0), pair(1), pair(2), WEAK],
               runs={"run-1": {"kind": "test", "artifacts": {}, "inputs": {}}})
     write_run_artifacts(ws)
-    lena = keygen("lena")
-    enrol(ws.allowed_signers_path, "lena", ["lead"], Path(f"{lena}.pub"))
     yield ws, lena
     ws.close()
 

@@ -20,6 +20,7 @@ import pytest
 from engine.ledger.audit import verify_workspace
 from engine.workspace import BacklogItem, Workspace
 from tests.ssh_fixtures import (  # noqa: F401 - agents, review, sshd, tmux are fixtures
+    REVIEW_RECORDS,
     agents,
     files_holding,
     gate_command,
@@ -66,7 +67,7 @@ def test_the_lead_signs_off_in_the_review_app_over_ssh_with_only_the_forwarded_a
     open_review(tmux, sshd, "lena", ws, sock)
     tmux.wait_for("lena", "lena as lead")
 
-    shown = sign_off_in_app(tmux, "lena", 3)
+    shown = sign_off_in_app(tmux, "lena", REVIEW_RECORDS)
     assert "sealdesk checkpoint export --out checkpoint.txt" in shown
     tmux.keys("lena", "Escape")
     tmux.wait_for("lena", "a accept")                # back on the review screen...
@@ -75,14 +76,15 @@ def test_the_lead_signs_off_in_the_review_app_over_ssh_with_only_the_forwarded_a
     assert "sealdesk review: 1 record(s) signed by lena this session" in shown
 
     check = sealdesk("verify", workspace=ws.root)
-    assert check.returncode == 0 and "signers: lena 1, rita 3" in check.stdout, check.stderr
+    # lena signed the genesis, rita's enrolment and the sign-off; rita her 3 decisions
+    assert check.returncode == 0 and "signers: lena 3, rita 3" in check.stdout, check.stderr
     out = tmp_path / "records.jsonl"
     sealdesk("export", "--out", out, workspace=ws.root, check=True)
     last = json.loads(out.read_text().splitlines()[-1])
     body = json.loads(last["message"])
     assert (body["seq"], body["kind"], body["role"], body["principal"]) == \
-        (4, "signoff", "lead", "lena")
-    assert body["data"]["tree"]["size"] == 3
+        (REVIEW_RECORDS + 1, "signoff", "lead", "lena")
+    assert body["data"]["tree"]["size"] == REVIEW_RECORDS
     keygen = keygen_verify(ws.allowed_signers_path, "lena", "lead@sealdesk",
                            last["message"].encode(), last["signature"], tmp_path)
     assert keygen.returncode == 0, keygen.stderr
@@ -144,7 +146,8 @@ def test_two_reviewers_and_the_lead_in_their_own_apps_over_ssh_see_each_others_d
     assert all(row_shows(lena, "✗", n) for n in (3, 4, 5)), lena
 
     # The lead signs off in her app; the reviewers' status bars show the sign-off as head.
-    sign_off_in_app(tmux, "lena", 8)
+    authority = len(people)   # lena's genesis, then her enrolments of rita and ravi
+    sign_off_in_app(tmux, "lena", authority + 8)
     for name in ("rita", "ravi"):
         tmux.wait_for(name, "signed off by lena")
     tmux.keys("lena", "Escape")
@@ -155,7 +158,8 @@ def test_two_reviewers_and_the_lead_in_their_own_apps_over_ssh_see_each_others_d
 
     rows = ws.conn.execute("SELECT seq, kind, principal, item_id, decision FROM records "
                            "ORDER BY seq").fetchall()
-    assert [r[0] for r in rows] == list(range(1, 10))
+    assert [r[1] for r in rows[:authority]] == ["genesis", "enrol", "enrol"]
+    assert [r[0] for r in rows] == list(range(1, authority + 8 + 1 + 1))
     assert sorted((r[2], r[3], r[4]) for r in rows if r[1] == "decision") == sorted(
         [("rita", f"fp-{n}", "accept") for n in range(3)]
         + [("ravi", f"fp-{n}", "reject") for n in range(3, 6)]

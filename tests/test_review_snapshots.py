@@ -1,6 +1,7 @@
 """Snapshots of every detail pane at 80x24 and 160x48 (pytest-textual-snapshot).
 
-Read-only sessions, so nothing on screen depends on a random key or a path.
+Read-only sessions on a workspace with an empty ledger, so nothing on screen depends on a
+random key, a time or a path.
 Update after a deliberate change with: pytest tests/test_review_snapshots.py --snapshot-update
 """
 
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 
+from engine.workspace import Workspace
 from reviewer.app import ReviewApp
 from reviewer.session import read_only_session
 from tests.review_payloads import demo_items
@@ -24,9 +26,13 @@ PANES = {
 
 
 @pytest.fixture
-def shown(workspace):
-    workspace.ingest(demo_items())
-    return workspace
+def shown(tmp_path):
+    # No genesis: its hash (a fresh key, the time of signing) would show in the status bar.
+    # Browsing needs no authority record, and a ledger with no records is not un-migrated.
+    ws = Workspace.init(tmp_path / "ws")
+    ws.ingest(demo_items())
+    yield ws
+    ws.close()
 
 
 def _app(ws, **kw) -> ReviewApp:

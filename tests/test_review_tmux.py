@@ -51,12 +51,13 @@ def tmux(tmp_path):
 
 
 def test_decisions_made_in_tmux_verify_with_sealdesk_and_ssh_keygen(
-        tmux, workspace, keygen, sealdesk, tmp_path):
+        tmux, workspace, founder_key, keygen, sealdesk, tmp_path):
     # Score order: fp-n-0000 (1.0), fp-n-0001 (0.909), fp-unknown (0.9), ...
     workspace.ingest(demo_items() + numbered_pairs(10))
     key = keygen("rita")
     sealdesk("keys", "add", "--principal", "rita", "--role", "reviewer", "--key",
-             f"{key}.pub", workspace=workspace.root, check=True)
+             f"{key}.pub", "--lead-key", founder_key, workspace=workspace.root, check=True)
+    authority = 2   # the founder's genesis, then rita's enrolment: the app's records follow
     done = tmp_path / "exit-code"
     command = (f"cd {REPO} && env TERM=screen NO_COLOR=1 LANG=C.UTF-8 PYTHONPATH={REPO} "
                f"{sys.executable} -m engine.cli --workspace {workspace.root} review "
@@ -71,7 +72,7 @@ def test_decisions_made_in_tmux_verify_with_sealdesk_and_ssh_keygen(
     tmux("send-keys", "-t", "review", "Space")
     tmux.wait_for("3 decided this session")
     tmux("send-keys", "-t", "review", "u")          # retracts the skip
-    tmux.wait_for("ledger #4")
+    tmux.wait_for(f"ledger #{authority + 4}")
     tmux("send-keys", "-t", "review", "q")
     deadline = time.monotonic() + 30
     while not done.exists() and time.monotonic() < deadline:
@@ -80,15 +81,18 @@ def test_decisions_made_in_tmux_verify_with_sealdesk_and_ssh_keygen(
 
     verify = sealdesk("verify", workspace=workspace.root)
     assert verify.returncode == 0, verify.stderr
-    assert verify.stdout.startswith("ok: 4 record(s) verified")
+    assert verify.stdout.startswith(f"ok: {authority + 4} record(s) verified")
 
     out = tmp_path / "records.jsonl"
     sealdesk("export", "--out", out, workspace=workspace.root, check=True)
     exported = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [(r["kind"], r["principal"]) for r in exported[:authority]] == [
+        ("genesis", "founder"), ("enrol", "founder")]
     assert [(r["kind"], json.loads(r["message"]).get("decision"),
-             json.loads(r["message"])["item_id"]) for r in exported] == [
-        ("decision", "accept", "fp-n-0000"), ("decision", "reject", "fp-n-0001"),
-        ("decision", "skip", "fp-unknown"), ("retract", None, "fp-unknown")]
+             json.loads(r["message"])["item_id"], r["principal"])
+            for r in exported[authority:]] == [
+        ("decision", "accept", "fp-n-0000", "rita"), ("decision", "reject", "fp-n-0001", "rita"),
+        ("decision", "skip", "fp-unknown", "rita"), ("retract", None, "fp-unknown", "rita")]
     for n, rec in enumerate(exported):
         msg, sig = tmp_path / f"msg{n}", tmp_path / f"msg{n}.sig"
         msg.write_bytes(rec["message"].encode("utf-8"))
@@ -98,4 +102,4 @@ def test_decisions_made_in_tmux_verify_with_sealdesk_and_ssh_keygen(
              "-I", rec["principal"], "-n", rec["namespace"], "-s", str(sig)],
             stdin=open(msg, "rb"), capture_output=True, text=True)
         assert check.returncode == 0, check.stderr
-        assert f'Good "{rec["namespace"]}" signature for rita' in check.stdout
+        assert f'Good "{rec["namespace"]}" signature for {rec["principal"]}' in check.stdout

@@ -21,6 +21,7 @@ import pytest
 from engine.ledger.audit import verify_workspace
 from engine.workspace import Workspace
 from tests.ssh_fixtures import (  # noqa: F401 - agents, review, sshd, tmux are fixtures
+    REVIEW_RECORDS,
     SEALDESK,
     agents,
     files_holding,
@@ -44,15 +45,20 @@ def test_lead_signs_off_over_ssh_with_only_the_forwarded_agent(sshd, agents, rev
 
     proc = sshd.run(f"sealdesk --workspace {ws.root} signoff --yes", sock)
     assert proc.returncode == 0, proc.stderr
-    assert "signed off: record #4" in proc.stdout and "by lena over 3 record(s)" in proc.stdout
+    signed = REVIEW_RECORDS + 1
+    assert f"signed off: record #{signed}" in proc.stdout
+    assert f"by lena over {REVIEW_RECORDS} record(s)" in proc.stdout
 
     assert verify_workspace(ws).ok
     check = sealdesk("verify", workspace=ws.root)
-    assert check.returncode == 0 and "lena 1" in check.stdout, check.stderr
-    # ssh-keygen accepts the sign-off record itself...
+    # lena signed the genesis, rita's enrolment and the sign-off
+    assert check.returncode == 0 and "lena 3" in check.stdout, check.stderr
+    # ssh-keygen accepts the sign-off record itself (not lena's genesis, also lead-signed)...
     sealdesk("export", "--out", tmp_path / "records.jsonl", workspace=ws.root, check=True)
+    at = f".[{signed - 1}]"
     script = (
-        "jq -sj '.[3].message' records.jsonl > msg && jq -sj '.[3].signature' records.jsonl "
+        f"jq -se '{at}.kind == \"signoff\"' records.jsonl > /dev/null && "
+        f"jq -sj '{at}.message' records.jsonl > msg && jq -sj '{at}.signature' records.jsonl "
         f"> msg.sig && ssh-keygen -Y verify -f {ws.allowed_signers_path} -I lena "
         "-n lead@sealdesk -s msg.sig < msg")
     keygen_check = subprocess.run(["sh", "-c", script], cwd=tmp_path, capture_output=True,
@@ -71,7 +77,8 @@ def test_lead_signs_off_over_ssh_with_only_the_forwarded_agent(sshd, agents, rev
     assert note_check.returncode == 0, note_check.stderr
     # The lead checks the host against the checkpoint she keeps, sent over stdin.
     against = sshd.run("sealdesk verify --checkpoint -", sock, input=exported.stdout)
-    assert against.returncode == 0 and against.stdout.startswith("ok: 4 record(s)"), against.stderr
+    assert against.returncode == 0 and against.stdout.startswith(f"ok: {signed} record(s)"), \
+        against.stderr
 
     # The lead's private key is in no file: not the workspace, not the review HOME, nowhere here.
     assert files_holding(tmp_path, secrets) == []
@@ -86,7 +93,7 @@ def test_without_agent_forwarding_the_lead_cannot_sign(sshd, agents, review):
     proc = sshd.run(f"sealdesk --workspace {ws.root} signoff --yes", sock, forward=False)
     assert proc.returncode == 2
     assert "SSH_AUTH_SOCK is not set" in proc.stderr
-    assert ws.conn.execute("SELECT COUNT(*) FROM records").fetchone()[0] == 3
+    assert ws.conn.execute("SELECT COUNT(*) FROM records").fetchone()[0] == REVIEW_RECORDS
 
 
 def test_the_gate_behind_sshd_runs_review_work_and_refuses_the_rest(sshd, agents, review,
@@ -102,14 +109,15 @@ def test_the_gate_behind_sshd_runs_review_work_and_refuses_the_rest(sshd, agents
         assert "sealdesk: error: ssh-gate:" in proc.stderr
     assert not (tmp_path / "planted").exists()
     ok = sshd.run("sealdesk verify", sock)
-    assert ok.returncode == 0 and ok.stdout.startswith("ok: 3 record(s) verified"), ok.stderr
+    assert ok.returncode == 0, ok.stderr
+    assert ok.stdout.startswith(f"ok: {REVIEW_RECORDS} record(s) verified"), ok.stdout
 
 
 def test_two_reviewers_and_the_lead_at_once_never_lose_or_fork_a_record(sshd, agents, tmp_path,
                                                                          keygen):
     ws = Workspace.init(tmp_path / "review" / "ws")
-    socks = people_with_agents(ws, {"rita": "reviewer", "ravi": "reviewer", "lena": "lead"},
-                               keygen=keygen, agents=agents, sshd=sshd)
+    people = {"rita": "reviewer", "ravi": "reviewer", "lena": "lead"}
+    socks = people_with_agents(ws, people, keygen=keygen, agents=agents, sshd=sshd)
     pairs, weak = items("flagged_pairs", "fp", 16), items("weak_categories", "wk", 6)
     ws.ingest(pairs + weak, runs={"run-1": {"kind": "test", "artifacts": {}, "inputs": {}}})
     work = {"rita": ("flagged_pairs", pairs[:8]), "ravi": ("flagged_pairs", pairs[8:]),
@@ -131,7 +139,9 @@ def test_two_reviewers_and_the_lead_at_once_never_lose_or_fork_a_record(sshd, ag
 
     rows = ws.conn.execute("SELECT seq, kind, principal, item_id FROM records "
                            "ORDER BY seq").fetchall()
-    assert [r[0] for r in rows] == list(range(1, 8 + 8 + 6 + 2))
+    authority = len(people)   # lena's genesis, then her enrolments of rita and ravi
+    assert [r[1] for r in rows[:authority]] == ["genesis", "enrol", "enrol"]
+    assert [r[0] for r in rows] == list(range(1, authority + 8 + 8 + 6 + 2))
     decided = {(r[2], r[3]) for r in rows if r[1] == "decision"}
     assert decided == {(name, i.item_id) for name, (_q, todo) in work.items() for i in todo}
     assert [r[2] for r in rows if r[1] == "signoff"] == ["lena"]
@@ -148,10 +158,11 @@ def test_lead_confirms_the_signoff_in_a_terminal_over_ssh(sshd, agents, review, 
     ssh = shlex.join(sshd.argv(f"sealdesk --workspace {ws.root} signoff", tty=True))
     tmux.new("lead", f"{ssh}; echo EXIT=$?; sleep 600", width=120, height=50,
              env={"SSH_AUTH_SOCK": str(sock), "TERM": "xterm-256color"})
-    tmux.wait_for("lead", "Sign off 3 record(s) as lena (lead)? [y/N]:")
+    tmux.wait_for("lead", f"Sign off {REVIEW_RECORDS} record(s) as lena (lead)? [y/N]:")
     assert "Undecided" not in tmux.screen("lead")
     tmux.keys("lead", "y", "Enter")
     shown = tmux.wait_for("lead", "EXIT=")
-    assert "signed off: record #4" in shown and "EXIT=0" in shown, shown
+    assert f"signed off: record #{REVIEW_RECORDS + 1}" in shown and "EXIT=0" in shown, shown
     assert verify_workspace(ws).ok
-    assert ws.conn.execute("SELECT principal FROM records WHERE seq=4").fetchone() == ("lena",)
+    assert ws.conn.execute("SELECT kind, principal FROM records WHERE seq=?",
+                           (REVIEW_RECORDS + 1,)).fetchone() == ("signoff", "lena")
