@@ -118,10 +118,12 @@ class Ctx:
 
         return resolve_path(self.workspace_flag)
 
-    def open(self):
+    def open(self, *, read_only: bool = False):
+        """Gives the open workspace; ``read_only`` for commands that only read (they then
+        work on a read-only copy, and can write nothing)."""
         from engine.workspace import Workspace
 
-        return Workspace.open(self.path)
+        return Workspace.open(self.path, read_only=read_only)
 
 
 pass_ctx = click.make_pass_decorator(Ctx)
@@ -192,7 +194,7 @@ def keys_add(ctx: Ctx, principal: str, roles: tuple[str, ...], key_path: str) ->
 @pass_ctx
 def keys_list(ctx: Ctx) -> None:
     """Show every enrolled key with its principals and roles."""
-    with ctx.open() as ws:
+    with ctx.open(read_only=True) as ws:
         allowed = ws.allowed_signers()
     if not allowed.entries:
         click.echo("no one is enrolled yet (sealdesk keys add ...)")
@@ -244,7 +246,7 @@ def ingest(ctx: Ctx, files: tuple[str, ...]) -> None:
 @pass_ctx
 def items(ctx: Ctx, queue: str | None, status: str | None, as_json: bool) -> None:
     """List backlog items and their effective decision."""
-    with ctx.open() as ws:
+    with ctx.open(read_only=True) as ws:
         rows = ws.items(queue=queue, status=status)
     if as_json:
         click.echo(json.dumps(rows, ensure_ascii=False, indent=1))
@@ -369,7 +371,7 @@ def verify(ctx: Ctx, checkpoint: str | None, jobs: int | None, quiet: bool) -> N
     """
     from engine.ledger.audit import verify_workspace
 
-    with ctx.open() as ws:
+    with ctx.open(read_only=True) as ws:
         report = verify_workspace(ws, processes=jobs, show_progress=not quiet,
                                   checkpoint=Path(checkpoint) if checkpoint else None)
     if report.ok:
@@ -404,7 +406,7 @@ def export(ctx: Ctx, out: str) -> None:
     """
     from engine.ledger.audit import export_records
 
-    with ctx.open() as ws:
+    with ctx.open(read_only=True) as ws:
         n = export_records(ws, Path(out))
     click.echo(f"wrote {n} record(s) to {out}")
 
@@ -435,11 +437,14 @@ def main(argv: list[str] | None = None) -> None:
     except SealdeskError as exc:
         click.echo(f"sealdesk: error: {exc.one_line()}", err=True)
         sys.exit(exc.exit_code)
-    except sqlite3.Error as exc:  # locked, full, damaged: one line, never a traceback
-        message = " ".join(str(exc).split())
-        where = _SESSION[0].path / "sealdesk.db" if _SESSION else "sealdesk.db"
-        click.echo(f"sealdesk: error: database {where}: {message}", err=True)
-        sys.exit(2)
+    except sqlite3.Error as exc:  # locked, full, read-only, damaged: one line that says which
+        from engine.sqlitedb import storage_error
+        from engine.workspace import DB_NAME
+
+        where = _SESSION[0].path / DB_NAME if _SESSION else Path(DB_NAME)
+        error = storage_error(exc, where)
+        click.echo(f"sealdesk: error: {error.one_line()}", err=True)
+        sys.exit(error.exit_code)
     except click.exceptions.Abort:
         click.echo("sealdesk: aborted", err=True)
         sys.exit(130)
