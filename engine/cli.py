@@ -123,7 +123,9 @@ class Ctx:
         return resolve_path(self.workspace_flag)
 
     def open(self, *, read_only: bool = False, unmigrated: bool = False):
-        """Gives the workspace; ``read_only`` for commands that never write to it."""
+        """Gives the open workspace; ``read_only`` for commands that only read (they then
+        work on a read-only copy, and can write nothing); ``unmigrated`` for the one
+        command that migrates a workspace from before enrolment records."""
         from engine.workspace import Workspace
 
         return Workspace.open(self.path, read_only=read_only, unmigrated=unmigrated)
@@ -423,11 +425,14 @@ def main(argv: list[str] | None = None) -> None:
     except SealdeskError as exc:
         click.echo(f"sealdesk: error: {exc.one_line()}", err=True)
         sys.exit(exc.exit_code)
-    except sqlite3.Error as exc:  # locked, full, damaged: one line, never a traceback
-        message = " ".join(str(exc).split())
-        where = _SESSION[0].path / "sealdesk.db" if _SESSION else "sealdesk.db"
-        click.echo(f"sealdesk: error: database {where}: {message}", err=True)
-        sys.exit(2)
+    except sqlite3.Error as exc:  # locked, full, read-only, damaged: one line that says which
+        from engine.sqlitedb import storage_error
+        from engine.workspace import DB_NAME
+
+        where = _SESSION[0].path / DB_NAME if _SESSION else Path(DB_NAME)
+        error = storage_error(exc, where)
+        click.echo(f"sealdesk: error: {error.one_line()}", err=True)
+        sys.exit(error.exit_code)
     except click.exceptions.Abort:
         click.echo("sealdesk: aborted", err=True)
         sys.exit(130)

@@ -89,3 +89,25 @@ class AgentError(SealdeskError):
     """The ssh-agent is absent, refused, or does not hold the key."""
 
     exit_code = 2
+
+
+class StorageError(WorkspaceError):
+    """The workspace's database cannot be used as asked; the subclass says why."""
+
+    exit_code = 2
+
+
+class DatabaseLocked(StorageError):
+    """Another process holds the database's lock past the lock timeout."""
+
+
+class DiskFull(StorageError):
+    """The filesystem holding the workspace has no space left for a write."""
+
+
+class ReadOnlyWorkspace(StorageError):
+    """This process may not write the workspace: a read-only copy, mode or filesystem."""
+
+
+class AccessDenied(StorageError):
+    """This process may not read a file or directory of the workspace."""

@@ -1,4 +1,4 @@
-"""How sealdesk opens SQLite, and a quick import of sqlite-utils.
+"""How sealdesk opens SQLite, what its errors mean, and a quick import of sqlite-utils.
 
 sqlite-utils imports pandas and numpy at module load only to map their
 column types, which sealdesk never inserts; that import costs over a second
@@ -8,12 +8,23 @@ import when nothing has loaded them yet.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import sys
 import threading
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Iterator
+from urllib.parse import quote
+
+from engine.errors import (AccessDenied, DatabaseLocked, DiskFull, InputError,
+                           ReadOnlyWorkspace, SealdeskError, WorkspaceError)
+
+# How long a command waits for another process's lock before it gives up.
+LOCK_TIMEOUT_ENV = "SEALDESK_LOCK_TIMEOUT"
+DEFAULT_LOCK_TIMEOUT = 60.0
+READ_COMMANDS = ("verify, items, export, prove, checkpoint export, keys list, "
+                 "signoff --summary-only, review --read-only")
 
 
 def _import_sqlite_utils():
@@ -36,16 +47,180 @@ def database(conn: sqlite3.Connection):
     return _import_sqlite_utils().Database(conn, execute_plugins=False)
 
 
-def connect(db_path: Path) -> sqlite3.Connection:
-    """Gives a connection configured the one way sealdesk uses SQLite."""
-    conn = sqlite3.connect(db_path, isolation_level=None, timeout=60.0,
-                           check_same_thread=False, factory=LockingConnection)
-    conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute("PRAGMA synchronous=FULL")
+def lock_timeout() -> float:
+    """Gives the seconds to wait for another process's lock: $SEALDESK_LOCK_TIMEOUT, else 60."""
+    raw = os.environ.get(LOCK_TIMEOUT_ENV)
+    if raw is None or not raw.strip():
+        return DEFAULT_LOCK_TIMEOUT
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= 86400:  # also refuses nan and inf
+        raise InputError(f"${LOCK_TIMEOUT_ENV}={raw!r}: must be a number of seconds from 0 "
+                         "to 86400")
+    return value
+
+
+def connect(db_path: Path, *, read_only: bool = False) -> sqlite3.Connection:
+    """Gives a connection configured the one way sealdesk uses SQLite.
+
+    ``read_only`` opens without ever writing: no switch to WAL, no journal,
+    and ``query_only`` refuses any statement that would write.
+    """
+    timeout = lock_timeout()
+    if read_only:
+        conn = open_read_only(db_path, timeout=timeout, check_same_thread=False,
+                              factory=LockingConnection)
+        conn.execute("PRAGMA query_only=ON")
+    else:
+        conn = sqlite3.connect(db_path, isolation_level=None, timeout=timeout,
+                               check_same_thread=False, factory=LockingConnection)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=FULL")
     conn.execute("PRAGMA foreign_keys=ON")
     conn.execute("PRAGMA recursive_triggers=ON")
-    conn.execute("PRAGMA busy_timeout=60000")
+    conn.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
     return conn
+
+
+def _uri(db_path: Path, query: str) -> str:
+    # A path holding '?', '#' or '%' would otherwise be read as part of the URI.
+    return f"file:{quote(str(Path(db_path).absolute()))}?{query}"
+
+
+def _wal_exists(db_path: Path) -> bool:
+    try:
+        os.stat(f"{db_path}-wal")
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True  # cannot tell: assume it is there
+    return True
+
+
+def open_read_only(db_path: Path, **kwargs) -> sqlite3.Connection:
+    """Gives a connection that reads the database and can write nothing, not even -shm.
+
+    ``mode=ro`` first: it reads the write-ahead log and sees other processes'
+    commits. In a directory this user cannot write (a read-only copy, a
+    read-only mount) SQLite cannot create the -shm file ``mode=ro`` needs, so
+    then, and only when there is no -wal file (the state a clean close leaves;
+    a -wal file means a writer may be at work, or records not yet in
+    sealdesk.db), the file is opened ``immutable=1``: read as it stands on
+    disk, without locks or side files.
+    """
+    kwargs.setdefault("timeout", lock_timeout())
+    conn = sqlite3.connect(_uri(db_path, "mode=ro"), uri=True, isolation_level=None, **kwargs)
+    try:
+        # Opening is lazy: the first read is what finds the log and the -shm file.
+        conn.execute("SELECT 1 FROM sqlite_schema LIMIT 1").fetchall()
+        return conn
+    except sqlite3.Error as exc:
+        conn.close()
+        primary = (getattr(exc, "sqlite_errorcode", 0) or 0) & 0xFF
+        if primary not in (_READONLY, _CANTOPEN) or _wal_exists(db_path):
+            raise
+    conn = sqlite3.connect(_uri(db_path, "immutable=1"), uri=True, isolation_level=None,
+                           **kwargs)
+    conn.execute("SELECT 1 FROM sqlite_schema LIMIT 1").fetchall()
+    return conn
+
+
+# SQLite's primary result codes (an extended code's low byte).
+_PERM, _BUSY, _LOCKED, _READONLY, _IOERR, _CORRUPT = 3, 5, 6, 8, 10, 11
+_FULL, _CANTOPEN, _NOTADB, _AUTH = 13, 14, 26, 23
+
+
+def storage_error(exc: sqlite3.Error, db_path: Path, *, reading: bool = False) -> SealdeskError:
+    """Gives the one-line sealdesk error saying what really stopped SQLite: another
+    process's lock, a full disk, a read-only workspace, a denied permission (naming the
+    file or directory), a file that is not a database, or else SQLite's own words.
+
+    ``reading``: the error came from opening read-only, so reading itself failed.
+    """
+    db_path = Path(db_path)
+    root = db_path.parent
+    said = " ".join(str(exc).split())
+    code = getattr(exc, "sqlite_errorcode", None)
+    primary = code & 0xFF if isinstance(code, int) else None
+    if primary in (_BUSY, _LOCKED):
+        return DatabaseLocked(f"database {db_path} is locked by another process: waited "
+                              f"{_waited()} for it (${LOCK_TIMEOUT_ENV} sets how long); try "
+                              "again when that process is done")
+    if primary == _FULL or (primary == _IOERR and _no_space_left(root)):
+        return DiskFull(f"disk full: no space left on the filesystem holding {root} "
+                        f"(SQLite: {said}); nothing of the failed write was kept; free some "
+                        "space and try again")
+    if primary in (_READONLY, _CANTOPEN, _PERM, _AUTH):
+        why = _why_not_writable(db_path)
+        unreadable = _unreadable(db_path)
+        if unreadable is not None:
+            return AccessDenied(f"permission denied: {unreadable} (SQLite: {said})")
+        if why is not None:
+            if reading or (_wal_exists(db_path) and not os.path.exists(f"{db_path}-shm")):
+                # SQLite reads a -wal file through its -shm file, which it must then write.
+                return ReadOnlyWorkspace(
+                    f"workspace {root} is read-only ({why}) and SQLite cannot read its "
+                    f"{db_path.name}-wal without writing ({said}); run any sealdesk command "
+                    "on a writable copy once (closing folds the log into the database), then "
+                    "copy it again")
+            return ReadOnlyWorkspace(f"workspace {root} is read-only: {why}; read commands "
+                                     f"still work ({READ_COMMANDS})")
+    if primary == _NOTADB:
+        return WorkspaceError(f"{db_path}: not a sealdesk database ({said})")
+    if primary == _CORRUPT:
+        return WorkspaceError(f"{db_path}: the database is damaged ({said}); restore it "
+                              "from a copy")
+    return WorkspaceError(f"database {db_path}: {said}")
+
+
+def _waited() -> str:
+    try:
+        return f"{lock_timeout():g} s"
+    except InputError:
+        return "its lock timeout"
+
+
+def _no_space_left(directory: Path) -> bool:
+    try:
+        return os.statvfs(directory).f_bavail == 0
+    except OSError:
+        return False
+
+
+def _may(path: str | Path, mode: int) -> bool:
+    # The effective ids and capabilities decide, as they do for SQLite's own open().
+    effective = os.access in os.supports_effective_ids
+    return os.access(path, mode, effective_ids=effective)
+
+
+def _why_not_writable(db_path: Path) -> str | None:
+    """Gives why this process cannot write the database, or None if nothing stops it."""
+    root = db_path.parent
+    try:
+        if os.statvfs(root).f_flag & os.ST_RDONLY:
+            return f"{root} is on a read-only filesystem"
+    except OSError:
+        pass
+    for side in (db_path, Path(f"{db_path}-wal"), Path(f"{db_path}-shm")):
+        if side.exists() and not _may(side, os.W_OK):
+            return f"no write permission on {side}"
+    if not _may(root, os.W_OK | os.X_OK):
+        return (f"no write permission on directory {root} (SQLite creates "
+                f"{db_path.name}-wal and {db_path.name}-shm there)")
+    return None
+
+
+def _unreadable(db_path: Path) -> str | None:
+    """Gives the file or directory this process may not read, or None."""
+    root = db_path.parent
+    if not _may(root, os.R_OK | os.X_OK):
+        return f"cannot read directory {root}"
+    for side in (db_path, Path(f"{db_path}-wal"), Path(f"{db_path}-shm")):
+        if side.exists() and not _may(side, os.R_OK):
+            return f"cannot read {side}"
+    return None
 
 
 class LockingConnection(sqlite3.Connection):

@@ -26,13 +26,13 @@ from typing import Any, Callable, Iterable
 from engine import item_query
 from engine.canonical import canonical_json, canonical_sha256, parse_canonical, sha256_hex
 from engine.errors import (ConflictError, InputError, IntegrityError,
-                           PermissionRefused, WorkspaceError)
+                           PermissionRefused, StorageError, WorkspaceError)
 from engine.ledger import store
 from engine.ledger.allowed_signers import AllowedSigners
 from engine.ledger.authority import Authority, authority_mark, load_authority
 from engine.ledger.records import DECISIONS, Record, utc_now
 from engine.ledger.signers import Signer
-from engine.sqlitedb import connect, database, write_transaction
+from engine.sqlitedb import connect, database, storage_error, write_transaction
 from engine.roles import QUEUE_ROLES, QUEUES, SIGNOFF_ROLE
 
 SCHEMA_VERSION = "1"
@@ -215,9 +215,10 @@ def _summary(payload: dict[str, Any]) -> tuple[str, float | None, str]:
 class Workspace:
     """An open workspace: its database, artifacts and trust list."""
 
-    def __init__(self, root: Path, conn: sqlite3.Connection) -> None:
+    def __init__(self, root: Path, conn: sqlite3.Connection, *, read_only: bool = False) -> None:
         self.root = Path(root)
         self.conn = conn
+        self.read_only = read_only  # opened without write access: every write fails
         row = conn.execute("SELECT value FROM meta WHERE key='workspace_id'").fetchone()
         self.workspace_id: str = row[0]
         self._authority: tuple[tuple[int, int], Authority] | None = None
@@ -279,9 +280,11 @@ class Workspace:
              unmigrated: bool = False) -> "Workspace":
         """Gives the existing workspace at root, or a clear error saying what to do.
 
-        A workspace whose ledger predates its own enrolment records is opened
-        only to read (``read_only``) or to migrate it (``unmigrated``): every
-        other command is refused with the one command that migrates it.
+        ``read_only`` opens it without writing a byte (see ``sqlitedb.open_read_only``),
+        so that an auditor can check a read-only copy; any write then fails. A
+        workspace whose ledger predates its own enrolment records is opened only
+        to read or to migrate it (``unmigrated``): every other command is refused
+        with the one command that migrates it.
         """
         root = Path(root)
         db_path = root / DB_NAME
@@ -302,11 +305,17 @@ class Workspace:
             what = "is empty" if not magic else "is not an SQLite database"
             raise WorkspaceError(f"{db_path}: {what}, so not a sealdesk database (nothing "
                                  "was written to it)")
+        conn = None
         try:
-            conn = connect(db_path)
+            conn = connect(db_path, read_only=read_only)
             row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
         except sqlite3.Error as exc:
-            raise WorkspaceError(f"{db_path}: not a sealdesk database ({exc})") from exc
+            if conn is not None:
+                conn.close()
+            why = storage_error(exc, db_path, reading=read_only)
+            if not isinstance(why, StorageError):  # locked, full, read-only, denied say so
+                why = WorkspaceError(f"{db_path}: not a sealdesk database ({exc})")
+            raise why from exc
         if row is None or row[0] != SCHEMA_VERSION:
             raise WorkspaceError(f"{db_path}: schema version {row and row[0]!r} is not "
                                  f"{SCHEMA_VERSION!r}")
@@ -321,7 +330,7 @@ class Workspace:
             conn.close()
             raise WorkspaceError(f"{db_path}: table {', '.join(missing)} is missing; this "
                                  "workspace was damaged (restore it from a copy)")
-        ws = cls(root, conn)
+        ws = cls(root, conn, read_only=read_only)
         if not read_only and not unmigrated and ws.needs_migration():
             conn.close()
             raise WorkspaceError(

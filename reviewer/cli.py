@@ -76,7 +76,9 @@ def review(ctx, key: str | None, principal: str | None, role: str | None, read_o
                              f"{', '.join(sorted(set(ALIASES) | known))})", field="theme")
     from engine.item_query import ensure_indexes
 
-    ws = ctx.open()
+    # --read-only opens the database without writing a byte, so it also browses a
+    # read-only copy of a workspace.
+    ws = ctx.open(read_only=read_only)
     with ws:
         # Who signs is settled before any screen is drawn, so a refusal is a
         # plain one-line error in the shell.
@@ -87,8 +89,9 @@ def review(ctx, key: str | None, principal: str | None, role: str | None, read_o
             raise InputError("sealdesk review needs a terminal (for scripts: sealdesk items "
                              "--json and sealdesk decide)")
         # Only now, with nothing left to refuse: a workspace made before the browse
-        # index gets it once (a refused start writes nothing).
-        ensure_indexes(ws.conn)
+        # index gets it once (a refused start writes nothing, nor does --read-only).
+        if not ws.read_only:
+            ensure_indexes(ws.conn)
         app = ReviewApp(ws, session, theme=choose_theme(theme, config.theme),
                         keymap=config.keymap)
         app.run()

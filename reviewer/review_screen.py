@@ -231,7 +231,7 @@ class ReviewScreen(Screen):
     def _search(self, token: int, queue: str, filters: ItemFilter, sort: str,
                 keep: str | None) -> None:
         # Its own connection: the UI thread keeps using (and writing) the main one.
-        with Workspace.open(self.ws.root) as reader:
+        with Workspace.open(self.ws.root, read_only=self.ws.read_only) as reader:
             total = reader.count(queue, filters)
             index = (reader.position(queue, keep, filters, sort) if keep else 0) or 0
         self.post_message(SearchDone(token, total, index))

@@ -137,7 +137,7 @@ class SignoffScreen(Screen):
     @work(thread=True, group="sign-off summary", exit_on_error=False)
     def _read(self, root) -> None:
         # Its own connection: the UI thread keeps using the main one.
-        with Workspace.open(root) as reader:
+        with Workspace.open(root, read_only=self.ws.read_only) as reader:
             summary = signoff_summary(reader)
         self.post_message(SummaryRead(summary))
 

@@ -124,7 +124,7 @@ def signoff(ctx: "Ctx", yes: bool, with_exceptions: bool, summary_only: bool, as
       sealdesk signoff --yes --with-exceptions --note "fp-9 waits for legal"
       sealdesk checkpoint export --out checkpoint.txt   # keep it off the box
     """
-    with ctx.open() as ws:
+    with ctx.open(read_only=summary_only) as ws:
         summary = signoff_summary(ws)
         if as_json and (summary_only or not yes):
             click.echo(json.dumps(summary.to_json(), ensure_ascii=False, indent=1))
@@ -210,7 +210,7 @@ def checkpoint_export(ctx: "Ctx", out: str, signoff_seq: int | None) -> None:
     from engine.artifacts import atomic_write
     from engine.ledger.treehead import checkpoint_of
 
-    with ctx.open() as ws:
+    with ctx.open(read_only=True) as ws:
         head, text = checkpoint_of(ws.conn, ws.signers(), signoff_seq)
     if out == "-":
         click.echo(text, nl=False)
@@ -291,7 +291,7 @@ def prove(ctx: "Ctx", record: str, checkpoint_path: str | None, as_json: bool) -
     from engine.ledger.checkpoint import check_signature, read_checkpoint
     from engine.ledger.treehead import prove_inclusion
 
-    with ctx.open() as ws:
+    with ctx.open(read_only=True) as ws:
         cp = None
         if checkpoint_path is not None:
             stdin_text = sys.stdin.read() if checkpoint_path == "-" else None

@@ -41,6 +41,7 @@ from engine.ledger.records import (
     parse_time,
 )
 from engine.roles import QUEUE_ROLES, SIGNOFF_ROLE, NAMESPACE_BY_ROLE
+from engine.sqlitedb import open_read_only
 
 _RANGE = 2000
 _MIN_RANGE = 64
@@ -410,7 +411,7 @@ def check_range(bounds: tuple[int, int]) -> RangeResult:
     if _CONN is None:
         # One connection and one checker per process: opening a connection costs
         # about half a millisecond, and the checker caches keys and signers.
-        _CONN = sqlite3.connect(f"file:{_CTX.db_path}?mode=ro", uri=True)
+        _CONN = open_read_only(Path(_CTX.db_path))
         _CHECKER = RecordChecker(_CTX)
     return _check_rows(_CHECKER, _CONN.execute(_ROW_SQL, bounds))
 
