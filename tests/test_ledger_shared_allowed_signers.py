@@ -123,8 +123,8 @@ def test_a_migration_signs_in_only_the_lines_that_can_sign_a_record(tmp_path, ke
 def test_a_malformed_foreign_key_line_in_an_anchor_is_still_refused(workspace, sealdesk,
                                                                     founder_key, tmp_path):
     anchor = tmp_path / "allowed_signers"
-    anchor.write_text(founder_line(founder_key)
-                      + "bob ssh-rsa AAAAC3NzaC1lZDI1NTE5AAAAIA==\n")  # an ed25519 blob labelled RSA
+    # An ed25519 blob labelled RSA.
+    anchor.write_text(founder_line(founder_key) + "bob ssh-rsa AAAAC3NzaC1lZDI1NTE5AAAAIA==\n")
     proc = sealdesk("verify", "--anchor", anchor, workspace=workspace.root)
     assert proc.returncode == 2
     err = proc.stderr.strip()
