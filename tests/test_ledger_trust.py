@@ -118,7 +118,7 @@ def test_enrolling_a_public_key_whose_comment_hides_a_line_break_keeps_it_out(
     mallory_blob = read_public_key(Path(f"{mallory}.pub")).blob
     assert auth.principals_for(mallory_blob) == []
     # The generated file ssh-keygen reads holds the same two lines, and no mallory.
-    generated = workspace.allowed_signers_path.read_text()
+    generated = workspace.allowed_signers_path.read_bytes().decode()  # CRs kept as they are
     assert [e.principals for e in AllowedSigners.load(workspace.allowed_signers_path).entries
             ] == [(FOUNDER,), ("lena",)]
     assert "mallory" not in generated and "\r" not in generated
