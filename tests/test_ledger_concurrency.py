@@ -29,15 +29,16 @@ for i in range(n):
 def test_four_processes_appending_500_each_make_one_unbroken_chain_of_2000(workspace, enrol):
     enrol("rita", "reviewer")
     workspace.ingest(make_items(50))
+    base = workspace.head()[0]  # the genesis and rita's enrolment
     key = workspace.root.parent / "keys" / "rita"
     procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(workspace.root), str(key),
                                str(w), "500"]) for w in range(4)]
     assert [p.wait(timeout=600) for p in procs] == [0, 0, 0, 0]
     report = verify_workspace(workspace)
     assert report.ok, report.first
-    assert report.records == 2000
+    assert report.records == base + 2000
     notes = {row[0] for row in workspace.conn.execute(
-        "SELECT json_extract(message, '$.note') FROM records")}
+        "SELECT json_extract(message, '$.note') FROM records WHERE kind = 'decision'")}
     assert len(notes) == 2000  # every single append landed exactly once
 
 
@@ -60,7 +61,7 @@ ws.decide(signer, "flagged_pairs", "item-3", "accept", note="never committed")
 def test_writer_killed_mid_append_leaves_a_verifying_ledger(workspace, enrol, tmp_path):
     rita = enrol("rita", "reviewer")
     workspace.ingest(make_items(5))
-    workspace.decide(rita, "flagged_pairs", "item-0", "accept")
+    decided = workspace.decide(rita, "flagged_pairs", "item-0", "accept")
     marker = tmp_path / "inside"
     proc = subprocess.Popen([sys.executable, "-c", PAUSING_WRITER, str(workspace.root),
                              str(workspace.root.parent / "keys" / "rita"), str(marker)])
@@ -72,10 +73,10 @@ def test_writer_killed_mid_append_leaves_a_verifying_ledger(workspace, enrol, tm
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(timeout=10)
     report = verify_workspace(workspace)
-    assert report.ok and report.records == 1
-    # The lock died with the writer: the next append goes through at seq 2.
+    assert report.ok and report.records == decided.seq
+    # The lock died with the writer: the next append goes through right after.
     rec = workspace.decide(rita, "flagged_pairs", "item-1", "reject")
-    assert rec.seq == 2 and verify_workspace(workspace).ok
+    assert rec.seq == decided.seq + 1 and verify_workspace(workspace).ok
 
 
 def test_threads_sharing_one_workspace_never_lose_or_falsely_fail_a_decision(workspace, enrol):
@@ -85,6 +86,7 @@ def test_threads_sharing_one_workspace_never_lose_or_falsely_fail_a_decision(wor
 
     rita = enrol("rita", "reviewer")
     workspace.ingest(make_items(40))
+    base = workspace.head()[0]  # the genesis and rita's enrolment
     errors: list[BaseException] = []
 
     def decide(worker: int) -> None:
@@ -101,4 +103,4 @@ def test_threads_sharing_one_workspace_never_lose_or_falsely_fail_a_decision(wor
         t.join(timeout=120)
     assert errors == []
     report = verify_workspace(workspace)
-    assert report.ok and report.records == 40
+    assert report.ok and report.records == base + 40

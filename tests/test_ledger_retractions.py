@@ -23,13 +23,19 @@ QUEUE = "weak_categories"  # a reviewer or a lead may decide its items
 
 @pytest.fixture
 def desk(workspace, enrol):
-    """Two items; rita (reviewer and lead) accepts item-0 and item-1, then writes a note."""
+    """Two items; rita (reviewer and lead) accepts item-0 and item-1, then writes a note.
+
+    Gives the workspace, rita, the three records' hashes and the seq of the
+    first decision (the genesis and rita's enrolment come before it).
+    """
     rita = enrol("rita", "reviewer", "lead")
     workspace.ingest(make_items(2, queue=QUEUE))
+    first_seq = workspace.head()[0] + 1
     first = workspace.decide(rita, QUEUE, "item-0", "accept", role="reviewer")
     second = workspace.decide(rita, QUEUE, "item-1", "accept", role="reviewer")
     note = workspace.note(rita, QUEUE, "item-0", "checked twice", role="reviewer")
-    return workspace, rita, first.record_hash, second.record_hash, note.record_hash
+    assert first.seq == first_seq
+    return workspace, rita, first.record_hash, second.record_hash, note.record_hash, first_seq
 
 
 def signed_retract(ws, signer, item_id: str, target: str, role: str = "reviewer"):
@@ -45,38 +51,39 @@ def faults(ws, processes: int = 1) -> list[tuple[int, str]]:
 
 
 def test_a_retract_of_an_earlier_decision_on_its_item_verifies(desk):
-    ws, rita, first, _, _ = desk
+    ws, rita, first, _, _, _ = desk
     signed_retract(ws, rita, "item-0", first)
     assert faults(ws) == []
 
 
 @pytest.mark.parametrize("processes", [1, 2])
 def test_each_broken_retraction_rule_is_named_at_its_record(desk, processes):
-    ws, rita, first, second, note = desk
-    signed_retract(ws, rita, "item-0", note)                 # seq 4: a note, not a decision
-    signed_retract(ws, rita, "item-0", "ab" * 32)            # seq 5: names no record at all
-    signed_retract(ws, rita, "item-0", second)               # seq 6: item-1's decision
-    signed_retract(ws, rita, "item-0", first, role="lead")   # seq 7: made as reviewer
-    signed_retract(ws, rita, "item-0", first)                # seq 8: the one good retract
-    signed_retract(ws, rita, "item-0", first)                # seq 9: retracts it again
+    ws, rita, first, second, note, _ = desk
+    base = ws.head()[0]
+    signed_retract(ws, rita, "item-0", note)                 # base+1: a note, not a decision
+    signed_retract(ws, rita, "item-0", "ab" * 32)            # base+2: names no record at all
+    signed_retract(ws, rita, "item-0", second)               # base+3: item-1's decision
+    signed_retract(ws, rita, "item-0", first, role="lead")   # base+4: made as reviewer
+    signed_retract(ws, rita, "item-0", first)                # base+5: the one good retract
+    signed_retract(ws, rita, "item-0", first)                # base+6: retracts it again
     assert faults(ws, processes) == [
-        (4, "retracts a record that is not an earlier decision"),
-        (5, "retracts a record that is not an earlier decision"),
-        (6, "retracts a decision about another item"),
-        (7, "retract in role lead of a decision made as reviewer"),
-        (9, "retracts a decision already retracted"),
+        (base + 1, "retracts a record that is not an earlier decision"),
+        (base + 2, "retracts a record that is not an earlier decision"),
+        (base + 3, "retracts a decision about another item"),
+        (base + 4, "retract in role lead of a decision made as reviewer"),
+        (base + 6, "retracts a decision already retracted"),
     ]
 
 
 def test_a_retract_of_a_faulty_decision_is_itself_refused(desk):
-    ws, rita, first, _, _ = desk
-    signed_retract(ws, rita, "item-0", first)
+    ws, rita, first, _, _, first_seq = desk
+    retract = signed_retract(ws, rita, "item-0", first)
     conn = sqlite3.connect(ws.db_path, isolation_level=None)
     conn.executescript("DROP TRIGGER records_no_update;")
-    conn.execute("UPDATE records SET decision='reject' WHERE seq=1")   # column edited
+    conn.execute("UPDATE records SET decision='reject' WHERE seq=?", (first_seq,))  # edited
     assert faults(ws) == [
-        (1, "column 'decision' was edited: stored 'reject', signed 'accept'"),
-        (4, "retracts a record that is not an earlier decision"),
+        (first_seq, "column 'decision' was edited: stored 'reject', signed 'accept'"),
+        (retract.seq, "retracts a record that is not an earlier decision"),
     ]
 
 
@@ -85,14 +92,17 @@ def test_bad_signatures_are_named_wherever_they_fall_in_a_batch(workspace, enrol
     pinned to its own record, first, middle or last of a batch, and across batches."""
     rita = enrol("rita", "reviewer")
     workspace.ingest(make_items(3))
+    base = workspace.head()[0]  # the genesis and rita's enrolment
     total = 2 * _BATCH + 5
     for i in range(total):
         workspace.decide(rita, "flagged_pairs", f"item-{i % 3}", "accept")
     conn = sqlite3.connect(workspace.db_path, isolation_level=None)
     conn.executescript("DROP TRIGGER records_no_update;")
     sig = dict(conn.execute("SELECT seq, signature FROM records"))
-    # Seq 1 is each worker's first signature by rita, checked in full; the rest are batched.
-    broken = [2, _BATCH, _BATCH + 1, 2 * _BATCH, total]
+    # Seq base+1 is each worker's first signature by rita, checked in full; the rest are
+    # batched. Batches are cut at multiples of _BATCH: last, first, last, and the very end.
+    assert base + 2 < _BATCH
+    broken = [base + 2, _BATCH, _BATCH + 1, 2 * _BATCH, base + total]
     for seq in broken:  # each takes its neighbour's signature: well formed, wrong message
         conn.execute("UPDATE records SET signature=? WHERE seq=?", (sig[seq - 1], seq))
     for processes in (1, 2):
@@ -102,16 +112,17 @@ def test_bad_signatures_are_named_wherever_they_fall_in_a_batch(workspace, enrol
 
 def test_a_retract_with_a_broken_link_counts_for_nothing(desk):
     """A record with any fault, its link included, cannot be the retraction of record."""
-    ws, rita, first, _, _ = desk
-    signed_retract(ws, rita, "item-0", first)      # seq 4
-    signed_retract(ws, rita, "item-0", first)      # seq 5: "already retracted", unless 4 fails
+    ws, rita, first, _, _, _ = desk
+    note_seq = ws.head()[0]
+    signed_retract(ws, rita, "item-0", first)      # note_seq+1
+    signed_retract(ws, rita, "item-0", first)      # "already retracted", unless the first fails
     conn = sqlite3.connect(ws.db_path, isolation_level=None)
     conn.executescript("DROP TRIGGER records_no_update;")
-    conn.execute("UPDATE records SET record_hash = ? WHERE seq = 3", ("ab" * 32,))
+    conn.execute("UPDATE records SET record_hash = ? WHERE seq = ?", ("ab" * 32, note_seq))
     assert faults(ws) == [
-        (3, "record hash does not match the signed message (message or hash edited)"),
-        (4, "previous-hash link broken (a record before it was removed, replaced or "
-            "reordered)"),
+        (note_seq, "record hash does not match the signed message (message or hash edited)"),
+        (note_seq + 1, "previous-hash link broken (a record before it was removed, replaced "
+                       "or reordered)"),
     ]
 
 
@@ -119,13 +130,16 @@ def test_a_copy_of_the_retracted_decision_is_the_first_fault_not_the_retract(des
     """A table rebuilt without its UNIQUE record_hash can hold a decision twice. The copy
     is the bad record; the retract that names the decision's hash stays good, so the
     first fault verify names is the copy's seq."""
-    ws, rita, first, _, _ = desk
-    signed_retract(ws, rita, "item-0", first)      # seq 4: a good retract of seq 1
+    ws, rita, first, _, _, first_seq = desk
+    retract = signed_retract(ws, rita, "item-0", first)   # a good retract of the decision
+    copy_seq = retract.seq + 1
     conn = sqlite3.connect(ws.db_path, isolation_level=None)
     conn.executescript("ALTER TABLE records RENAME TO old; "
                        "CREATE TABLE records AS SELECT * FROM old; DROP TABLE old;")
-    head = conn.execute("SELECT record_hash FROM records WHERE seq = 4").fetchone()[0]
-    conn.execute("INSERT INTO records SELECT * FROM records WHERE seq = 1")
-    conn.execute("UPDATE records SET seq = 5, prev_hash = ? "
-                 "WHERE rowid = (SELECT MAX(rowid) FROM records)", (head,))
-    assert faults(ws) == [(5, "stored at seq 5 but signed as seq 1 (reordered?)")]
+    head = conn.execute("SELECT record_hash FROM records WHERE seq = ?",
+                        (retract.seq,)).fetchone()[0]
+    conn.execute("INSERT INTO records SELECT * FROM records WHERE seq = ?", (first_seq,))
+    conn.execute("UPDATE records SET seq = ?, prev_hash = ? "
+                 "WHERE rowid = (SELECT MAX(rowid) FROM records)", (copy_seq, head))
+    assert faults(ws) == [
+        (copy_seq, f"stored at seq {copy_seq} but signed as seq {first_seq} (reordered?)")]

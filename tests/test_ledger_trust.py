@@ -1,9 +1,16 @@
-"""trust/allowed_signers means to sealdesk exactly what it means to ``ssh-keygen -Y verify``.
+"""An allowed_signers file means to sealdesk exactly what it means to ``ssh-keygen -Y verify``.
 
-Each case writes one allowed_signers line, signs with the real ssh-keygen in a
-namespace and asks both ssh-keygen and sealdesk whether the principal may
-sign there; they must agree. A line that ssh-keygen reads more narrowly than
-sealdesk would let a key act in a role its owner was never given.
+sealdesk reads such a file in two places: the old trust/allowed_signers a
+migration signs into the ledger, and the ``--anchor`` file a verifier
+brings. Each case writes one allowed_signers line, signs with the real
+ssh-keygen in a namespace and asks both ssh-keygen and sealdesk whether the
+principal may sign there; they must agree. A line that ssh-keygen reads more
+narrowly than sealdesk would let a key act in a role its owner was never
+given.
+
+The workspace's own trust/allowed_signers is generated from the ledger's
+enrolment records: the tests below check that what it says to ssh-keygen is
+what the ledger says, and that editing it grants nothing.
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ from engine.errors import InputError
 from engine.ledger import sshsig
 from engine.ledger.allowed_signers import AllowedSigners, parse_line
 from engine.ledger.signers import read_public_key
+from tests.conftest import FOUNDER
 
 # (principals field, options field, principal asked, namespace asked)
 CASES = {
@@ -96,18 +104,27 @@ def test_a_carriage_return_inside_a_line_does_not_start_a_new_entry(keygen, tmp_
 
 
 def test_enrolling_a_public_key_whose_comment_hides_a_line_break_keeps_it_out(
-        workspace, keygen, tmp_path, sealdesk):
+        workspace, keygen, tmp_path, sealdesk, founder_key):
     lena, mallory = keygen("lena"), keygen("mallory")
     mallory_pub = Path(f"{mallory}.pub").read_text().strip()
     crafted = tmp_path / "crafted.pub"
     crafted.write_text(f'{Path(f"{lena}.pub").read_text().strip()} lena\r'
                        f'mallory namespaces="lead@sealdesk" {mallory_pub}\n', newline="")
     sealdesk("keys", "add", "--principal", "lena", "--role", "reviewer", "--key", crafted,
-             workspace=workspace.root, check=True)
-    allowed = workspace.allowed_signers()
-    assert [e.principals for e in allowed.entries] == [("lena",)]
-    assert "mallory" not in workspace.allowed_signers_path.read_text()
-    assert sshsig.ED25519 in workspace.allowed_signers_path.read_text()
+             "--lead-key", founder_key, workspace=workspace.root, check=True)
+    auth = workspace.authority()
+    assert [(g.principal, g.roles) for g in auth.in_force()] == [
+        (FOUNDER, ("lead",)), ("lena", ("reviewer",))]
+    mallory_blob = read_public_key(Path(f"{mallory}.pub")).blob
+    assert auth.principals_for(mallory_blob) == []
+    # The generated file ssh-keygen reads holds the same two lines, and no mallory.
+    generated = workspace.allowed_signers_path.read_bytes().decode()  # CRs kept as they are
+    assert [e.principals for e in AllowedSigners.load(workspace.allowed_signers_path).entries
+            ] == [(FOUNDER,), ("lena",)]
+    assert "mallory" not in generated and "\r" not in generated
+    assert sshsig.ED25519 in generated
+    assert not ssh_keygen_allows(workspace.allowed_signers_path, "mallory", "lead@sealdesk",
+                                 mallory, tmp_path)
 
 
 def test_an_unterminated_quote_names_the_line(tmp_path, keygen):
@@ -119,59 +136,97 @@ def test_an_unterminated_quote_names_the_line(tmp_path, keygen):
     assert err.value.line == 2
 
 
-@pytest.mark.parametrize("window", ['valid-before="20200101"', 'valid-after="29990101"'])
-def test_a_key_outside_its_validity_window_signs_nothing(workspace, keygen, window):
+def test_a_hand_written_allowed_signers_line_grants_nothing(workspace, keygen, founder_key):
+    """trust/allowed_signers is generated, never read: a line added by hand signs nothing;
+    the same grant as a lead-signed enrolment does, and the file is written from the ledger."""
+    from engine.errors import PermissionRefused
+    from engine.ledger.audit import verify_workspace
+    from engine.ledger.enrol import enrol
+    from engine.ledger.signers import FileSigner
+    from engine.workspace import BacklogItem
+
+    key = keygen("rita")
+    rita = FileSigner(key)
+    with workspace.allowed_signers_path.open("a") as f:
+        f.write(f'rita namespaces="reviewer@sealdesk" {Path(f"{key}.pub").read_text()}')
+    workspace.ingest([BacklogItem.make("flagged_pairs", "fp-1", "run-1", {"x": 1})])
+    records = workspace.head()[0]
+    with pytest.raises(PermissionRefused, match="not enrolled"):
+        workspace.decide(rita, "flagged_pairs", "fp-1", "accept")
+    assert workspace.head()[0] == records
+    assert verify_workspace(workspace).ok
+    enrol(workspace.db, workspace.workspace_id, FileSigner(founder_key), "rita", ("reviewer",),
+          rita.public_key)
+    workspace.write_allowed_signers()
+    decided = workspace.decide(rita, "flagged_pairs", "fp-1", "accept")
+    report = verify_workspace(workspace)
+    assert report.ok and report.signers["rita"] == 1 and report.records == decided.seq
+    rita_lines = [line for line in workspace.allowed_signers_path.read_text().splitlines()
+                  if line.startswith("rita ")]
+    assert len(rita_lines) == 1 and "valid-after=" in rita_lines[0]  # from her enrolment on
+
+
+@pytest.mark.parametrize("window", [{"valid_before": "2020-01-01T00:00:00.000000Z"},
+                                    {"valid_after": "2999-01-01T00:00:00.000000Z"}])
+def test_a_key_outside_its_validity_window_signs_nothing(workspace, keygen, founder_key,
+                                                         window):
     # verify checks validity at the record's time; signing must check it at the
     # same moment, or the append-only ledger holds a record that never verifies.
     from engine.errors import PermissionRefused
     from engine.ledger.audit import verify_workspace
+    from engine.ledger.enrol import enrol
     from engine.ledger.signers import FileSigner
     from engine.workspace import BacklogItem
 
     key = keygen("rita")
-    workspace.allowed_signers_path.write_text(
-        f'rita {window},namespaces="reviewer@sealdesk" {Path(f"{key}.pub").read_text()}')
+    enrol(workspace.db, workspace.workspace_id, FileSigner(founder_key), "rita", ("reviewer",),
+          read_public_key(Path(f"{key}.pub")), **window)
+    workspace.write_allowed_signers()
     workspace.ingest([BacklogItem.make("flagged_pairs", "fp-1", "run-1", {"x": 1})])
-    with pytest.raises(PermissionRefused):
+    records = workspace.head()[0]
+    with pytest.raises(PermissionRefused, match="may not sign in any role now"):
         workspace.decide(FileSigner(key), "flagged_pairs", "fp-1", "accept")
-    assert workspace.conn.execute("SELECT COUNT(*) FROM records").fetchone()[0] == 0
+    assert workspace.head()[0] == records
     assert verify_workspace(workspace).ok
+    # The generated file carries the window, so ssh-keygen refuses the key now as well.
+    bound = "valid-before=\"20200101000000Z\"" if "valid_before" in window else (
+        "valid-after=\"29990101000000Z\"")
+    line = next(l for l in workspace.allowed_signers_path.read_text().splitlines()
+                if l.startswith("rita "))
+    assert bound in line
 
 
 def test_an_exported_record_of_a_since_expired_key_verifies_with_ssh_keygen_at_its_time(
-        workspace, keygen, tmp_path):
+        workspace, keygen, founder_key, tmp_path):
     # sealdesk checks a key's validity at the record's signed time; ssh-keygen
     # checks it now unless told the time. The export says which time to give.
     import json
+    import time
 
-    from engine.canonical import canonical_json
     from engine.ledger.audit import export_records, verify_workspace
-    from engine.ledger.records import make_body, encode_body
+    from engine.ledger.enrol import enrol
+    from engine.ledger.records import time_text
     from engine.ledger.signers import FileSigner
     from engine.workspace import BacklogItem
 
     key = keygen("rita")
-    workspace.allowed_signers_path.write_text(
-        f'rita valid-before="20200101",namespaces="reviewer@sealdesk" '
-        f'{Path(f"{key}.pub").read_text()}')
-    workspace.ingest([BacklogItem.make("flagged_pairs", "fp-1", "run-1", {"x": 1})])
-    binding = workspace._item_binding(workspace.conn, "flagged_pairs", "fp-1")
     rita = FileSigner(key)
-    body = make_body(workspace=workspace.workspace_id, seq=1, prev="0" * 64, kind="decision",
-                     principal="rita", role="reviewer", key=rita.public_key.fingerprint,
-                     time="2019-06-01T12:30:45.000000Z", queue="flagged_pairs", item_id="fp-1",
-                     decision="accept", **binding)
-    message, record_hash = encode_body(body)
-    workspace.conn.execute(
-        "INSERT INTO records VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-        (1, record_hash, "0" * 64, "decision", "flagged_pairs", "fp-1", body["item_sha256"],
-         "accept", "rita", "reviewer", None, body["time"], message.decode(),
-         sshsig.armor(rita.sign(message, "reviewer@sealdesk"))))
-    assert canonical_json(body) == message and verify_workspace(workspace).ok
+    # The grant ends a few whole seconds from now (ssh-keygen's bounds are whole seconds).
+    ends = datetime.now(timezone.utc).replace(microsecond=0) + timedelta(seconds=3)
+    enrol(workspace.db, workspace.workspace_id, FileSigner(founder_key), "rita", ("reviewer",),
+          rita.public_key, valid_before=time_text(ends))
+    workspace.write_allowed_signers()
+    workspace.ingest([BacklogItem.make("flagged_pairs", "fp-1", "run-1", {"x": 1})])
+    decided = workspace.decide(rita, "flagged_pairs", "fp-1", "accept")
+    while datetime.now(timezone.utc) <= ends + timedelta(seconds=1):
+        time.sleep(0.2)
+    assert verify_workspace(workspace).ok  # judged at the record's time, inside the window
     out = tmp_path / "records.jsonl"
     export_records(workspace, out)
-    line = json.loads(out.read_text())
-    assert line["verify_time"] == "20190601123045Z"
+    line = [json.loads(text) for text in out.read_text().splitlines()][-1]
+    assert line["seq"] == decided.seq and line["principal"] == "rita"
+    assert line["verify_time"] == datetime.strptime(
+        decided.body["time"], "%Y-%m-%dT%H:%M:%S.%fZ").strftime("%Y%m%d%H%M%SZ")
     (tmp_path / "msg").write_text(line["message"])
     (tmp_path / "msg.sig").write_text(line["signature"])
 
@@ -185,20 +240,35 @@ def test_an_exported_record_of_a_since_expired_key_verifies_with_ssh_keygen_at_i
     assert ssh_keygen(f"-Overify-time={line['verify_time']}") == 0
 
 
-def _enrol_many(path: str, keys: list[str], start, worker: int) -> None:
-    from engine.ledger.enrol import enrol
+ENROL_MANY = """
+import sys
+from pathlib import Path
+from engine.ledger.enrol import enrol
+from engine.ledger.signers import FileSigner, read_public_key
+from engine.workspace import Workspace
+root, lead, worker, keys = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4:]
+ws = Workspace.open(root)
+signer = FileSigner(lead)
+Path(root, f"ready-{worker}").touch()
+while not Path(root, "go").exists():
+    pass
+for n, key in enumerate(keys):
+    enrol(ws.db, ws.workspace_id, signer, f"p{worker}-{n}", ("reviewer",),
+          read_public_key(Path(key)))
+    ws.write_allowed_signers()
+"""
 
-    start.wait()
-    for n, key in enumerate(keys):
-        enrol(Path(path), f"p{worker}-{n}", ["reviewer"], Path(key))
 
-
-def test_concurrent_enrolments_all_land_in_allowed_signers(tmp_path):
-    """Four processes enrolling at once: no read-modify-write overwrites another."""
-    import multiprocessing
+def test_concurrent_enrolments_all_land_in_allowed_signers(workspace, founder_key, tmp_path):
+    """Four processes enrolling at once: every enrolment is a record, and the file
+    generated after the last one names them all (none is lost to a stale rewrite)."""
+    import sys
+    import time
 
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
     from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+
+    from engine.ledger.audit import verify_workspace
 
     keys = []
     for i in range(4 * 15):
@@ -207,21 +277,70 @@ def test_concurrent_enrolments_all_land_in_allowed_signers(tmp_path):
         key = tmp_path / f"k{i}.pub"
         key.write_bytes(pub + b"\n")
         keys.append(str(key))
-    path = tmp_path / "allowed_signers"
-    ctx = multiprocessing.get_context("fork")
-    start = ctx.Barrier(4)
-    procs = [ctx.Process(target=_enrol_many, args=(str(path), keys[w::4], start, w))
-             for w in range(4)]
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join(60)
-    assert [p.exitcode for p in procs] == [0, 0, 0, 0]
-    principals = {e.principals for e in AllowedSigners.load(path).entries}
-    assert principals == {(f"p{w}-{n}",) for w in range(4) for n in range(15)}
+    root = workspace.root
+    procs = [subprocess.Popen([sys.executable, "-c", ENROL_MANY, str(root), str(founder_key),
+                               str(w), *keys[w::4]]) for w in range(4)]
+    deadline = time.monotonic() + 60
+    while not all((root / f"ready-{w}").exists() for w in range(4)):
+        assert time.monotonic() < deadline and all(p.poll() is None for p in procs)
+        time.sleep(0.02)
+    (root / "go").touch()
+    assert [p.wait(timeout=120) for p in procs] == [0, 0, 0, 0]
+    expected = {(f"p{w}-{n}",) for w in range(4) for n in range(15)}
+    assert {(g.principal,) for g in workspace.authority().in_force()} == expected | {(FOUNDER,)}
+    principals = {e.principals for e in AllowedSigners.load(workspace.allowed_signers_path).entries}
+    assert principals == expected | {(FOUNDER,)}
+    report = verify_workspace(workspace)
+    assert report.ok and report.records == 1 + 60
 
 
-# -- verify's windows: text comparison must agree with allowed_signers' datetimes --
+WRITE_FILE = """
+import sys
+from pathlib import Path
+from engine.workspace import Workspace
+ws = Workspace.open(sys.argv[1])
+Path(sys.argv[2]).touch()
+ws.write_allowed_signers()
+"""
+
+
+def test_the_file_is_never_written_from_a_replay_older_than_an_enrolment_it_missed(
+        workspace, founder_key, keygen, tmp_path):
+    """A writer regenerating trust/allowed_signers while another lead's enrolment is being
+    appended must not write (possibly last) a file that lacks that enrolment."""
+    import sys
+    import time
+
+    from engine.ledger import store
+    from engine.ledger.authority import enrol_data, signer_entry
+    from engine.ledger.signers import FileSigner
+
+    late = read_public_key(Path(f"{keygen('late')}.pub"))
+    marker = tmp_path / "about-to-write"
+    writer: list[subprocess.Popen] = []
+
+    def while_appending(conn):
+        # Inside the enrolment's write transaction: another process regenerates the file.
+        writer.append(subprocess.Popen([sys.executable, "-c", WRITE_FILE,
+                                        str(workspace.root), str(marker)]))
+        deadline = time.monotonic() + 60
+        while not marker.exists():
+            assert writer[0].poll() is None and time.monotonic() < deadline
+            time.sleep(0.02)
+        try:  # time for a writer that does not wait for the ledger's lock to finish
+            writer[0].wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            pass
+        return {"data": enrol_data(signer_entry("late", ("reviewer",), late))}
+
+    store.append(workspace.db, FileSigner(founder_key), workspace_id=workspace.workspace_id,
+                 principal=FOUNDER, role="lead", kind="enrol", check=while_appending)
+    assert writer[0].wait(timeout=120) == 0
+    assert ("late",) in {e.principals for e in
+                         AllowedSigners.load(workspace.allowed_signers_path).entries}
+
+
+# -- verify's windows over a legacy file: text comparison must agree with its datetimes --
 
 _BOUND = st.one_of(
     st.none(),
@@ -236,8 +355,11 @@ _BOUND = st.one_of(
        st.lists(st.datetimes(min_value=datetime(1000, 1, 1), max_value=datetime(9999, 12, 30)),
                 min_size=1, max_size=8))
 def test_verify_time_windows_agree_with_allowed_signers(bounds, times):
+    """A ledger not yet migrated is verified against its old allowed_signers file (the
+    migration signs in exactly what that check allowed): its record-time text windows
+    must say what the file's datetimes say."""
+    from engine.ledger.authority import LegacySigners
     from engine.ledger.records import parse_time, time_text
-    from engine.ledger.verify import Context, RecordChecker
 
     blob = sshsig.ed25519_public_blob(bytes(range(32)))
     b64 = base64.b64encode(blob).decode()
@@ -247,7 +369,7 @@ def test_verify_time_windows_agree_with_allowed_signers(bounds, times):
                    f'valid-before="{before}"' if before else "", 'namespaces="reviewer@sealdesk"']
         lines.append(f"rita {','.join(o for o in options if o)} ssh-ed25519 {b64}")
     allowed = AllowedSigners([parse_line(line, path='allowed_signers', line=n) for n, line in enumerate(lines, 1)])
-    checker = RecordChecker(Context("unused.db", "ws", allowed, {}))
+    policy = LegacySigners(allowed, records=1)  # what verify checks each record against
     # every bound itself and a microsecond either side: where a text order could slip
     edges = [bound + timedelta(microseconds=step) for e in allowed.entries
              for bound in (e.valid_after, e.valid_before) if bound for step in (-1, 0, 1)]
@@ -258,8 +380,7 @@ def test_verify_time_windows_agree_with_allowed_signers(bounds, times):
                        and (e.valid_before is None or at < e.valid_before)
                        for e in allowed.entries)
         assert allowed.authorizes("rita", blob, "reviewer@sealdesk", at) == expected
-        assert checker.authorized("rita", blob, "reviewer@sealdesk", text) == expected, (
-            lines, text)
-        # another principal or namespace is never allowed, in any window
-        assert not checker.authorized("eve", blob, "reviewer@sealdesk", text)
-        assert not checker.authorized("rita", blob, "lead@sealdesk", text)
+        assert policy.allows("rita", blob, "reviewer", 1, text) == expected, (lines, text)
+        # another principal or role is never allowed, in any window
+        assert not policy.allows("eve", blob, "reviewer", 1, text)
+        assert not policy.allows("rita", blob, "lead", 1, text)

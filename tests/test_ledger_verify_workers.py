@@ -11,6 +11,8 @@ import pytest
 from engine.errors import SealdeskError
 from engine.ledger import verify
 from engine.ledger.audit import verify_workspace
+from engine.ledger.authority import signer_policy
+from tests.conftest import FOUNDER, enrol_key, found_workspace
 from tests.ledger_fixtures import make_items
 
 RECORDS = 300  # several small ranges, so both processes claim some
@@ -23,6 +25,14 @@ def ledger(workspace, enrol):
     for i in range(RECORDS):
         workspace.decide(rita, "flagged_pairs", f"item-{i % 4}", "accept")
     return workspace
+
+
+def authority_records(ws) -> int:
+    """Gives how many genesis and enrol records (all the founder's) precede the decisions."""
+    count = ws.conn.execute("SELECT COUNT(*) FROM records WHERE kind IN ('genesis', 'enrol') "
+                            "AND principal = ?", (FOUNDER,)).fetchone()[0]
+    assert count >= 2
+    return count
 
 
 def test_two_processes_share_the_ranges_and_report_progress(ledger, monkeypatch, tmp_path):
@@ -42,7 +52,8 @@ def test_two_processes_share_the_ranges_and_report_progress(ledger, monkeypatch,
 
     monkeypatch.setattr(verify, "check_range", spy)
     ctx = verify.load_context(ledger.conn, ledger.db_path, ledger.workspace_id,
-                              ledger.allowed_signers())
+                              signer_policy(ledger.conn, ledger.allowed_signers_path))
+    base = authority_records(ledger)
     seen: list[int] = []
     callers = tmp_path / "progress-callers"
 
@@ -52,13 +63,15 @@ def test_two_processes_share_the_ranges_and_report_progress(ledger, monkeypatch,
             f.write(f"{os.getpid()}\n")
 
     report = verify.verify_ledger(ledger.conn, ctx, processes=2, progress=progress)
-    assert report.ok and report.records == RECORDS and report.signers == {"rita": RECORDS}
-    ranges = verify._ranges(1, RECORDS, 2)
+    total = base + RECORDS
+    assert report.ok and report.records == total
+    assert report.signers == {FOUNDER: base, "rita": RECORDS}
+    ranges = verify._ranges(1, total, 2)
     assert 0 < len(in_parent) < len(ranges)      # each process checked some of the ranges
     # Progress comes from this process only (a callback's locks may not survive a fork):
     # once per range it checked, then once more when every range is in.
     assert set(callers.read_text().split()) == {str(parent)}
-    assert len(seen) == len(in_parent) + 1 and seen == sorted(seen) and seen[-1] == RECORDS
+    assert len(seen) == len(in_parent) + 1 and seen == sorted(seen) and seen[-1] == total
 
 
 def test_a_worker_that_dies_fails_verify_instead_of_passing_or_hanging(ledger, monkeypatch):
@@ -152,14 +165,15 @@ def test_two_verifies_in_threads_of_one_process_each_check_their_own_ledger(
     verify two workspaces at once must not check one's records against the other's."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from engine.ledger.enrol import enrol as enrol_key
     from engine.ledger.signers import FileSigner
     from engine.workspace import Workspace
 
-    other = Workspace.init(tmp_path / "other")
+    other_lead = keygen("other-lead")
+    other = found_workspace(tmp_path / "other", other_lead)
     ravi = keygen("ravi")
-    enrol_key(other.allowed_signers_path, "ravi", ["reviewer"], ravi.with_name(ravi.name + ".pub"))
+    enrol_key(other, other_lead, "ravi", ["reviewer"], ravi)
     other.ingest(make_items(3))
+    theirs_base = authority_records(other)
     for i in range(RECORDS // 2):
         other.decide(FileSigner(ravi), "flagged_pairs", f"item-{i % 3}", "reject")
     other.close()
@@ -169,9 +183,13 @@ def test_two_verifies_in_threads_of_one_process_each_check_their_own_ledger(
             return [(r.ok, r.records, r.signers) for r in
                     (verify_workspace(ws, processes=processes) for _ in range(6))]
 
+    mine_base = authority_records(ledger)
     with ThreadPoolExecutor(2) as pool:
         for processes in (1, 2):
             mine = pool.submit(verify_often, ledger.root, processes)
             theirs = pool.submit(verify_often, other.root, processes)
-            assert mine.result() == [(True, RECORDS, {"rita": RECORDS})] * 6
-            assert theirs.result() == [(True, RECORDS // 2, {"ravi": RECORDS // 2})] * 6
+            assert mine.result() == [
+                (True, mine_base + RECORDS, {FOUNDER: mine_base, "rita": RECORDS})] * 6
+            assert theirs.result() == [
+                (True, theirs_base + RECORDS // 2,
+                 {FOUNDER: theirs_base, "ravi": RECORDS // 2})] * 6

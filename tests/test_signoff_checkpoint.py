@@ -2,10 +2,11 @@
 
 The attacker here holds rita's reviewer key and write access to the
 database file. They drop the append-only triggers, rewrite the records they
-want, re-number and re-chain everything, re-sign every record with rita's
-valid key, and delete the lead's sign-off (which they cannot re-sign). Plain
-``verify`` then passes: each test asserts that, to show the checkpoint is
-what catches it.
+want, re-number and re-chain everything after the genesis and enrolments
+(which only a lead signs, so they stay as they were), re-sign every such
+record with rita's valid key, and delete the lead's sign-off (which they
+cannot re-sign). Plain ``verify`` then passes: each test asserts that, to
+show the checkpoint is what catches it.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ import pytest
 
 from engine.ledger import sshsig, store
 from engine.ledger.audit import verify_workspace
-from engine.ledger.records import GENESIS_PREV, INDEXED_FIELDS, encode_body
+from engine.ledger.authority import AUTHORITY_KINDS
+from engine.ledger.records import INDEXED_FIELDS, encode_body
 from engine.ledger.signoff import sign_off
 from engine.ledger.treehead import checkpoint_of
 from engine.roles import namespace_for
@@ -31,7 +33,9 @@ from tests.conftest import require_tool
 
 @pytest.fixture
 def signed(workspace, enrol, tmp_path):
-    """Four decisions by rita, the lead's sign-off (#5), its checkpoint exported."""
+    """After the genesis and two enrolments, four decisions by rita, then the lead's
+    sign-off, its checkpoint exported. Gives (workspace, rita, lena, checkpoint path,
+    the number of records the checkpoint covers)."""
     rita = enrol("rita", "reviewer")
     lena = enrol("lena", "lead")
     items = [BacklogItem.make("flagged_pairs", f"fp-{i}", "run-1",
@@ -40,23 +44,29 @@ def signed(workspace, enrol, tmp_path):
     workspace.ingest(items, runs={"run-1": {"kind": "test", "artifacts": {}, "inputs": {}}})
     for item in items[:4]:
         workspace.decide(rita, "flagged_pairs", item.item_id, "accept")
-    sign_off(workspace, lena, with_exceptions=True)
+    size = workspace.head()[0]
+    assert sign_off(workspace, lena, with_exceptions=True).seq == size + 1
     path = tmp_path / "checkpoint.txt"
-    path.write_text(checkpoint_of(workspace.conn, workspace.allowed_signers())[1],
-                    encoding="utf-8")
-    return workspace, rita, lena, path
+    path.write_text(checkpoint_of(workspace.conn, workspace.signers())[1], encoding="utf-8")
+    return workspace, rita, lena, path, size
 
 
 def forge(ws: Workspace, rewrite: Callable[[list[dict]], list[dict]], signer) -> None:
-    """The attacker: no triggers, records replaced, re-chained and re-signed with signer."""
+    """The attacker: no triggers; the records after the genesis and enrolments replaced,
+    re-chained and re-signed with signer (those only a lead signs are kept as they are)."""
     conn = sqlite3.connect(ws.db_path, isolation_level=None)
     for trigger in ("records_no_update", "records_no_delete", "records_next_link"):
         conn.execute(f"DROP TRIGGER {trigger}")
-    bodies = [json.loads(m) for (m,) in conn.execute("SELECT message FROM records ORDER BY seq")]
+    rows = conn.execute("SELECT seq, record_hash, message FROM records ORDER BY seq").fetchall()
+    kept = 0
+    while json.loads(rows[kept][2])["kind"] in AUTHORITY_KINDS:
+        kept += 1
+    assert kept, "the ledger starts with its genesis"
+    bodies = [json.loads(m) for _, _, m in rows[kept:]]
     new = rewrite(bodies)
-    conn.execute("DELETE FROM records")
-    prev, last_time = GENESIS_PREV, ""
-    for seq, body in enumerate(new, 1):
+    conn.execute("DELETE FROM records WHERE seq > ?", (kept,))
+    prev, last_time = rows[kept - 1][1], json.loads(rows[kept - 1][2])["time"]
+    for seq, body in enumerate(new, kept + 1):
         # Times must not go back along the chain (verify checks it): the attacker keeps them so.
         last_time = max(last_time, body["time"])
         body = {**body, "seq": seq, "prev": prev, "key": signer.public_key.fingerprint,
@@ -97,12 +107,12 @@ def about(ws: Workspace, body: dict, item_id: str) -> dict:
 
 
 def test_checkpoint_verifies_against_the_untouched_workspace(signed):
-    ws, _rita, _lena, path = signed
+    ws, _rita, _lena, path, _size = signed
     assert reasons(ws, path) == []
 
 
 def test_checkpoint_still_verifies_after_the_ledger_legitimately_grows(signed):
-    ws, rita, lena, path = signed
+    ws, rita, lena, path, _size = signed
     ws.decide(rita, "flagged_pairs", "fp-5", "reject")
     ws.decide(rita, "flagged_pairs", "fp-6", "accept")
     sign_off(ws, lena, with_exceptions=True)
@@ -110,13 +120,17 @@ def test_checkpoint_still_verifies_after_the_ledger_legitimately_grows(signed):
     assert reasons(ws, path) == []
 
 
-def test_checkpoint_file_is_origin_size_root_then_the_lead_signature(signed):
-    ws, _rita, lena, path = signed
+def test_checkpoint_file_is_origin_size_root_anchor_then_the_lead_signature(signed,
+                                                                           founder_key):
+    from engine.ledger.signers import FileSigner
+
+    ws, _rita, lena, path, size = signed
     lines = path.read_text(encoding="utf-8").split("\n")
-    assert lines[:2] == [f"sealdesk/{ws.workspace_id}", "4"]
-    assert lines[3] == ""
-    assert lines[4] == f"\u2014 lena lead@sealdesk {lena.public_key.fingerprint}"
-    assert lines[5] == "-----BEGIN SSH SIGNATURE-----"
+    assert lines[:2] == [f"sealdesk/{ws.workspace_id}", str(size)]
+    assert lines[3] == f"anchor {FileSigner(founder_key).public_key.fingerprint}"
+    assert lines[4] == ""
+    assert lines[5] == f"\u2014 lena lead@sealdesk {lena.public_key.fingerprint}"
+    assert lines[6] == "-----BEGIN SSH SIGNATURE-----"
 
 
 def test_checkpoint_note_verifies_with_ssh_keygen_as_documented(signed, tmp_path):
@@ -134,9 +148,11 @@ def test_checkpoint_note_verifies_with_ssh_keygen_as_documented(signed, tmp_path
 
 def test_ssh_keygen_refuses_the_note_once_its_size_is_edited(signed, tmp_path):
     require_tool("ssh-keygen")
-    ws, _rita, _lena, path = signed
+    ws, _rita, _lena, path, size = signed
     text = path.read_text(encoding="utf-8")
-    (tmp_path / "note").write_text("".join(text.split("\n\n")[0].replace("\n4", "\n3")) + "\n")
+    note = text.split("\n\n")[0]
+    assert f"\n{size}\n" in note
+    (tmp_path / "note").write_text(note.replace(f"\n{size}\n", f"\n{size - 1}\n") + "\n")
     (tmp_path / "note.sig").write_text(text[text.index("-----BEGIN"):])
     proc = subprocess.run(
         ["ssh-keygen", "-Y", "verify", "-f", str(ws.allowed_signers_path), "-I", "lena",
@@ -148,7 +164,7 @@ def test_ssh_keygen_refuses_the_note_once_its_size_is_edited(signed, tmp_path):
 # -- the ledger attacked -------------------------------------------------------
 
 def test_deleting_a_record_before_the_checkpoint_is_detected(signed):
-    ws, rita, _lena, path = signed
+    ws, rita, _lena, path, _size = signed
     forge(ws, lambda b: [x for x in without_signoffs(b) if x["item_id"] != "fp-1"], rita)
     assert verify_workspace(ws).ok, "the forgery must pass plain verify"
     found = reasons(ws, path)
@@ -156,7 +172,7 @@ def test_deleting_a_record_before_the_checkpoint_is_detected(signed):
 
 
 def test_deleting_a_record_and_padding_the_ledger_back_is_detected(signed):
-    ws, rita, _lena, path = signed
+    ws, rita, _lena, path, _size = signed
 
     def attack(bodies):
         kept = [x for x in without_signoffs(bodies) if x["item_id"] != "fp-1"]
@@ -168,7 +184,7 @@ def test_deleting_a_record_and_padding_the_ledger_back_is_detected(signed):
 
 
 def test_rewriting_a_decision_before_the_checkpoint_is_detected(signed):
-    ws, rita, _lena, path = signed
+    ws, rita, _lena, path, size = signed
 
     def attack(bodies):
         kept = without_signoffs(bodies)
@@ -179,11 +195,11 @@ def test_rewriting_a_decision_before_the_checkpoint_is_detected(signed):
     forge(ws, attack, rita)
     assert verify_workspace(ws).ok
     found = reasons(ws, path)
-    assert len(found) == 1 and "records 1..4 are not the ones the lead signed" in found[0]
+    assert len(found) == 1 and f"records 1..{size} are not the ones the lead signed" in found[0]
 
 
 def test_reordering_records_before_the_checkpoint_is_detected(signed):
-    ws, rita, _lena, path = signed
+    ws, rita, _lena, path, _size = signed
 
     def attack(bodies):
         kept = without_signoffs(bodies)
@@ -196,25 +212,25 @@ def test_reordering_records_before_the_checkpoint_is_detected(signed):
 
 
 def test_truncating_before_the_checkpoint_is_detected(signed):
-    ws, _rita, _lena, path = signed
-    truncate(ws, keep=2)
+    ws, _rita, _lena, path, size = signed
+    truncate(ws, keep=size - 2)  # the last two decisions go
     assert verify_workspace(ws).ok, "a prefix of a valid ledger is valid on its own"
     found = reasons(ws, path)
-    assert "checkpoint covers 4 records, the workspace holds 2" in found[0]
+    assert f"checkpoint covers {size} records, the workspace holds {size - 2}" in found[0]
 
 
 def test_cutting_the_ledger_back_to_exactly_the_checkpoint_is_detected(signed):
-    ws, _rita, _lena, path = signed
-    truncate(ws, keep=4)
+    ws, _rita, _lena, path, size = signed
+    truncate(ws, keep=size)
     assert verify_workspace(ws).ok
     found = reasons(ws, path)
-    assert len(found) == 1 and "record 5) is missing" in found[0]
+    assert len(found) == 1 and f"record {size + 1}) is missing" in found[0]
 
 
 def test_rewriting_under_a_kept_signoff_breaks_the_signed_tree_head(signed):
-    ws, rita, _lena, _path = signed
+    ws, rita, _lena, _path, size = signed
     conn = sqlite3.connect(ws.db_path, isolation_level=None)
-    signoff_row = conn.execute("SELECT * FROM records WHERE seq=5").fetchone()
+    signoff_row = conn.execute("SELECT * FROM records WHERE seq=?", (size + 1,)).fetchone()
     conn.close()
 
     forge(ws, lambda b: [{**x, "decision": "reject"} if x["item_id"] == "fp-0" else x
@@ -225,7 +241,7 @@ def test_rewriting_under_a_kept_signoff_breaks_the_signed_tree_head(signed):
                  signoff_row)  # the lead's sign-off put back untouched
     conn.close()
     faults = verify_workspace(ws).faults
-    assert any(f.seq == 5 and "no longer hash to the root the lead signed" in f.reason
+    assert any(f.seq == size + 1 and "no longer hash to the root the lead signed" in f.reason
                for f in faults)
 
 
@@ -240,13 +256,13 @@ def edited(path: Path, old: str, new: str) -> Path:
 
 
 def test_a_checkpoint_with_an_edited_size_is_refused(signed):
-    ws, _rita, _lena, path = signed
-    found = reasons(ws, edited(path, "\n4\n", "\n3\n"))
+    ws, _rita, _lena, path, size = signed
+    found = reasons(ws, edited(path, f"\n{size}\n", f"\n{size - 1}\n"))
     assert found and "signature" in found[0]
 
 
 def test_a_checkpoint_with_an_edited_root_is_refused(signed):
-    ws, _rita, _lena, path = signed
+    ws, _rita, _lena, path, _size = signed
     root_line = path.read_text(encoding="utf-8").split("\n")[2]
     other = ("A" if root_line[0] != "A" else "B") + root_line[1:]
     found = reasons(ws, edited(path, root_line, other))
@@ -254,7 +270,7 @@ def test_a_checkpoint_with_an_edited_root_is_refused(signed):
 
 
 def test_a_checkpoint_of_another_workspace_is_refused(signed):
-    ws, _rita, _lena, path = signed
+    ws, _rita, _lena, path, _size = signed
     found = reasons(ws, edited(path, ws.workspace_id, "0" * 8 + ws.workspace_id[8:]))
     assert found and "is for log" in found[0]
 
@@ -275,57 +291,85 @@ def _forged_checkpoint(path: Path, ws: Workspace, signer, principal: str, namesp
 
 
 def test_a_checkpoint_signed_by_a_reviewer_key_is_refused(signed):
-    ws, rita, _lena, path = signed
+    ws, rita, _lena, path, _size = signed
     found = reasons(ws, _forged_checkpoint(path, ws, rita, "rita", "lead@sealdesk"))
     assert found and "rita" in found[0] and "may not sign as lead" in found[0]
 
 
 def test_a_checkpoint_in_the_reviewer_namespace_is_refused(signed):
-    ws, rita, _lena, path = signed
+    ws, rita, _lena, path, _size = signed
     found = reasons(ws, _forged_checkpoint(path, ws, rita, "rita", "reviewer@sealdesk"))
     assert found and "namespace" in found[0]
 
 
-def test_a_checkpoint_whose_lead_key_was_removed_from_trust_is_refused(signed):
-    ws, _rita, lena, path = signed
+def test_removing_the_lead_from_the_trust_file_does_not_touch_her_checkpoint(signed):
+    """Who signed as lead is read from the ledger; the generated file is never read back."""
+    ws, _rita, _lena, path, _size = signed
     lines = ws.allowed_signers_path.read_text(encoding="utf-8").splitlines(keepends=True)
+    assert any(line.startswith("lena ") for line in lines)
     ws.allowed_signers_path.write_text("".join(l for l in lines if not l.startswith("lena")),
                                        encoding="utf-8")
-    found = reasons(ws, path)
-    assert any("may not sign as lead" in r for r in found)
+    assert reasons(ws, path) == []
+
+
+def test_a_revoked_lead_keeps_her_earlier_checkpoint_and_signs_off_no_more(signed,
+                                                                           founder_key):
+    """A revocation is a record: what lena signed before it stays valid (judged by seq),
+    and from it on she can sign no sign-off or checkpoint."""
+    from engine.errors import PermissionRefused
+    from engine.ledger.enrol import revoke
+    from engine.ledger.signers import FileSigner
+
+    ws, rita, lena, path, _size = signed
+    revoked = revoke(ws.db, ws.workspace_id, FileSigner(founder_key), "lena", lena.public_key)
+    ws.write_allowed_signers()
+    assert reasons(ws, path) == []
+    ws.decide(rita, "flagged_pairs", "fp-5", "accept")
+    with pytest.raises(PermissionRefused):
+        sign_off(ws, lena, with_exceptions=True)
+    # Past the app's refusal, straight through the store: verify names the revocation.
+    forged = store.append(ws.db, lena, workspace_id=ws.workspace_id, principal="lena",
+                          role="lead", kind="note", queue="flagged_pairs", item_id="fp-6",
+                          note="still lead?",
+                          check=lambda c: ws._item_binding(c, "flagged_pairs", "fp-6"))
+    faults = verify_workspace(ws).faults
+    assert [(f.seq, f.reason) for f in faults] == [
+        (forged.seq, f"lena's key {lena.public_key.fingerprint} was revoked at record "
+                     f"{revoked.seq}")]
 
 
 # -- the command line ----------------------------------------------------------
 
 def test_cli_export_then_verify_checkpoint_passes(signed, sealdesk, tmp_path):
-    ws, *_ = signed
+    ws, _rita, _lena, _path, size = signed
     out = tmp_path / "exported.txt"
     sealdesk("checkpoint", "export", "--out", out, workspace=ws.root, check=True)
     assert out.read_text(encoding="utf-8") == (tmp_path / "checkpoint.txt").read_text("utf-8")
     proc = sealdesk("verify", "--checkpoint", out, workspace=ws.root)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.startswith("ok: 5 record(s) verified")
+    assert proc.stdout.startswith(f"ok: {size + 1} record(s) verified")
 
 
 def test_cli_verify_checkpoint_reads_stdin_and_fails_on_a_forgery(signed, sealdesk):
-    ws, rita, _lena, path = signed
+    ws, rita, _lena, path, size = signed
     forge(ws, lambda b: [{**x, "decision": "reject"} for x in without_signoffs(b)], rita)
     proc = sealdesk("verify", "--checkpoint", "-", workspace=ws.root,
                     input=path.read_text(encoding="utf-8"))
     assert proc.returncode == 1
-    assert "FAIL: record 4: checkpoint <stdin>: records 1..4 are not the ones the lead signed" \
-        in proc.stderr
+    assert (f"FAIL: record {size}: checkpoint <stdin>: records 1..{size} are not the ones the "
+            "lead signed") in proc.stderr
 
 
 @pytest.mark.parametrize("old,new,where", [
-    ("\n4\n", "\nfour\n", ":2: field 'size'"),
-    ("\n\n\u2014", "\n\u2014", ":4: field 'root'"),
-    ("\u2014 lena", "- lena", ":5: field 'signature'"),
+    ("\n{size}\n", "\nfour\n", ":2: field 'size'"),
+    ("\nanchor SHA256:", "\nanchor MD5:", ":4: field 'anchor'"),
+    ("\n\n\u2014", "\n\u2014", ":5: field 'root'"),
+    ("\u2014 lena", "- lena", ":6: field 'signature'"),
 ])
 def test_a_malformed_checkpoint_is_an_error_naming_line_and_field(signed, sealdesk, old, new,
                                                                   where):
-    ws, _rita, _lena, path = signed
-    bad = edited(path, old, new)
+    ws, _rita, _lena, path, size = signed
+    bad = edited(path, old.format(size=size), new)
     proc = sealdesk("verify", "--checkpoint", bad, workspace=ws.root)
     assert proc.returncode == 2
     assert f"sealdesk: error: {bad}{where}" in proc.stderr
@@ -348,13 +392,14 @@ def _signature_not_text(message: str) -> str:
 def test_a_mangled_signoff_record_is_a_checkpoint_fault_not_a_crash(signed, mangle):
     import hashlib
 
-    ws, _rita, _lena, path = signed
+    ws, _rita, _lena, path, size = signed
     conn = sqlite3.connect(ws.db_path, isolation_level=None)
     conn.execute("DROP TRIGGER records_no_update")
-    message = mangle(conn.execute("SELECT message FROM records WHERE seq=5").fetchone()[0])
-    conn.execute("UPDATE records SET message=?, record_hash=? WHERE seq=5",
-                 (message, hashlib.sha256(message.encode()).hexdigest()))
+    message = mangle(conn.execute("SELECT message FROM records WHERE seq=?",
+                                  (size + 1,)).fetchone()[0])
+    conn.execute("UPDATE records SET message=?, record_hash=? WHERE seq=?",
+                 (message, hashlib.sha256(message.encode()).hexdigest(), size + 1))
     conn.close()
     report = verify_workspace(ws, checkpoint=path)
-    assert any(f.seq == 5 and "not the sign-off that made this checkpoint" in f.reason
+    assert any(f.seq == size + 1 and "not the sign-off that made this checkpoint" in f.reason
                for f in report.faults)

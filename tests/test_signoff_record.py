@@ -35,8 +35,15 @@ def messages(ws) -> list[bytes]:
     return [m.encode() for (m,) in ws.conn.execute("SELECT message FROM records ORDER BY seq")]
 
 
+def enrolled_upto(ws) -> int:
+    """Gives the seq of the last genesis or enrol record: decisions and sign-offs follow it."""
+    return ws.conn.execute("SELECT MAX(seq) FROM records "
+                           "WHERE kind IN ('genesis', 'enrol')").fetchone()[0]
+
+
 def record_count(ws) -> int:
-    return ws.conn.execute("SELECT COUNT(*) FROM records").fetchone()[0]
+    """Gives how many records follow the genesis and enrolments."""
+    return ws.conn.execute("SELECT COUNT(*) FROM records").fetchone()[0] - enrolled_upto(ws)
 
 
 def add_items(ws, queue: str, n: int, run: str = "run-1", artifacts: dict | None = None):
@@ -102,10 +109,11 @@ def test_signoff_binds_the_tree_head_over_every_earlier_record(team):
     decide_all(ws, rita, ids)
     ws.decide(rita, "flagged_pairs", ids[0], "reject")
     before = messages(ws)
+    base = enrolled_upto(ws)
     rec = sign_off(ws, lena)
     tree = rec.body["data"]["tree"]
     assert rec.body["data"]["type"] == SIGNOFF_TYPE
-    assert rec.seq == 5 and tree["size"] == 4
+    assert rec.seq == base + 5 and tree["size"] == base + 4 == len(before)
     assert tree["root"] == mth(before).hex()
     assert tree["origin"] == f"sealdesk/{ws.workspace_id}"
     assert rec.body["role"] == "lead" and rec.body["kind"] == "signoff"
@@ -117,8 +125,9 @@ def test_second_signoff_covers_the_first_one(team):
     sign_off(ws, lena)
     ws.decide(rita, "flagged_pairs", ids[1], "reject")
     rec = sign_off(ws, lena)
-    assert rec.body["data"]["tree"]["size"] == 5
-    assert rec.body["data"]["tree"]["root"] == mth(messages(ws)[:5]).hex()
+    covered = enrolled_upto(ws) + 5  # three decisions, the first sign-off, one more decision
+    assert rec.body["data"]["tree"]["size"] == covered
+    assert rec.body["data"]["tree"]["root"] == mth(messages(ws)[:covered]).hex()
 
 
 def test_signoff_binds_the_sha256_of_every_artifact(workspace, enrol):
@@ -189,7 +198,8 @@ def test_summary_counts_each_queue(team):
 def test_summary_says_not_run_for_producers_that_left_no_artifact(workspace):
     s = signoff_summary(workspace)
     assert (s.contamination.state, s.exam.state, s.coverage.state) == ("not run",) * 3
-    assert s.tree.size == 0 and s.last_signoff is None and s.ready
+    assert s.tree.size == 1 == workspace.head()[0]  # the genesis alone
+    assert s.last_signoff is None and s.ready
 
 
 def test_summary_reads_leakage_power_exam_gates_and_coverage_from_the_latest_artifacts(workspace):
@@ -256,7 +266,10 @@ def test_verify_flags_a_lead_signed_tree_head_that_the_records_do_not_hash_to(te
     ws, rita, lena, ids = team
     decide_all(ws, rita, ids)
     good = sign_off(ws, lena).body["data"]
-    wrong = {**good, "tree": {**good["tree"], "size": 4, "root": "ab" * 32}}
+    # The right size (every record so far, the first sign-off too), a root they do not hash to.
+    size = good["tree"]["size"] + 1
+    assert size == ws.head()[0]
+    wrong = {**good, "tree": {**good["tree"], "size": size, "root": "ab" * 32}}
     rec = ws.signoff(lena, wrong)
     report = verify_workspace(ws)
     assert [f.seq for f in report.faults] == [rec.seq]
@@ -275,7 +288,7 @@ def test_cli_signoff_asks_and_a_no_writes_nothing(team, sealdesk, tmp_path):
     root, key = _paths(ws, tmp_path)
     proc = sealdesk("signoff", "--key", key, workspace=root, input="n\n")
     assert proc.returncode == 1, proc.stderr
-    assert "Sign off 3 record(s) as lena (lead)?" in proc.stdout
+    assert f"Sign off {enrolled_upto(ws) + 3} record(s) as lena (lead)?" in proc.stdout
     assert "not signed" in proc.stdout
     assert record_count(ws) == 3
 
@@ -299,7 +312,7 @@ def test_cli_signoff_asks_and_a_yes_signs(team, sealdesk, tmp_path):
     root, key = _paths(ws, tmp_path)
     proc = sealdesk("signoff", "--key", key, workspace=root, input="y\n")
     assert proc.returncode == 0, proc.stderr
-    assert "signed off: record #4" in proc.stdout
+    assert f"signed off: record #{enrolled_upto(ws) + 4}" in proc.stdout
     assert record_count(ws) == 4
 
 
@@ -326,7 +339,7 @@ def test_cli_signoff_json_summary_is_machine_readable(team, sealdesk):
     decide_all(ws, rita, ids)
     proc = sealdesk("signoff", "--summary-only", "--json", workspace=ws.root, check=True)
     summary = json.loads(proc.stdout)
-    assert summary["tree"]["size"] == 3
+    assert summary["tree"]["size"] == enrolled_upto(ws) + 3
     assert summary["tree"]["root"] == mth(messages(ws)).hex()
     assert summary["ready"] is True
 
@@ -370,16 +383,18 @@ def test_the_lead_key_is_chosen_from_an_agent_that_holds_a_reviewer_key_first(te
 
 
 def test_an_expired_lead_key_first_in_the_agent_is_passed_over(team, tmp_path, monkeypatch,
-                                                                 keygen):
-    from engine.ledger.signers import read_public_key
+                                                                 keygen, founder_key):
+    from engine.ledger.enrol import enrol
+    from engine.ledger.signers import FileSigner, read_public_key
     from engine.ledger.signoff import lead_signer
 
     ws, _rita, lena, _ids = team
     old = keygen("lena-2019")
-    line = (f'lena valid-before="20200101",namespaces="lead@sealdesk" '
-            f"{read_public_key(Path(f'{old}.pub')).openssh()}\n")
-    with ws.allowed_signers_path.open("a") as handle:
-        handle.write(line)
+    # lena's second lead key, enrolled by a lead with a window that has closed.
+    enrol(ws.db, ws.workspace_id, FileSigner(founder_key), "lena", ("lead",),
+          read_public_key(Path(f"{old}.pub")), valid_before="2020-01-01T00:00:00.000000Z")
+    assert sorted(g.valid_before[:4] for g in ws.authority().in_force()
+                  if g.principal == "lena") == ["2020", "~"]
     with agent_holding(tmp_path, monkeypatch, old, lena.path):  # the expired key first
         chosen = lead_signer(ws)
         assert chosen.public_key.blob == lena.public_key.blob

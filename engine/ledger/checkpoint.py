@@ -173,5 +173,7 @@ def check_signature(cp: Checkpoint, allowed) -> None:
         raise sshsig.SignatureError(f"made with key {sshsig.fingerprint(sig.public_key)}, "
                                     f"not the named {cp.fingerprint}")
     if not allowed.authorizes(cp.principal, sig.public_key, lead_ns):
+        # The ledger's authority has no file; only a legacy allowed_signers has a path.
+        where = getattr(allowed, "path", None) or "this workspace's ledger"
         raise sshsig.SignatureError(f"{cp.principal} with key {cp.fingerprint} may not sign as "
-                                    f"{SIGNOFF_ROLE} in {allowed.path}")
+                                    f"{SIGNOFF_ROLE} in {where}")

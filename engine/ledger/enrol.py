@@ -219,6 +219,11 @@ def _append(db, workspace_id: str, lead: Signer, lead_principal: str | None, che
 def write_allowed_signers(conn: sqlite3.Connection, path: Path, workspace_id: str) -> None:
     """Writes trust/allowed_signers generated from the ledger (for ssh-keygen only)."""
     from engine.artifacts import atomic_write
+    from engine.sqlitedb import write_transaction
 
-    text = allowed_signers_text(load_authority(conn), workspace_id)
-    atomic_write(Path(path), text.encode("utf-8"), mode=0o644)
+    # Replayed and written under the ledger's write lock: two writers that each appended
+    # an authority record would otherwise race, and the one that read the ledger first
+    # could write last, leaving the file without the other's record.
+    with write_transaction(conn):
+        text = allowed_signers_text(load_authority(conn), workspace_id)
+        atomic_write(Path(path), text.encode("utf-8"), mode=0o644)
