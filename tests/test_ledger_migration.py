@@ -61,6 +61,7 @@ def test_read_commands_work_and_verify_says_the_ledger_is_not_anchored(v1, seald
     assert len(items) == 7
     listing = sealdesk("keys", "list", workspace=ws, check=True).stdout
     assert "predates enrolment in the ledger" in listing and "rita" in listing
+    assert "bob" in listing and "skipped: ssh-rsa key (line 6)" in listing
     proc = sealdesk("verify", workspace=ws)
     assert proc.returncode == 1 and "no genesis record" in proc.stderr
 

@@ -196,6 +196,9 @@ def keys_list(ctx: Ctx, history: bool) -> None:
         for entry in legacy.entries:
             click.echo(f"{','.join(entry.principals):20} {','.join(entry.roles) or '-':28} "
                        f"{entry.key.fingerprint}")
+        for line in legacy.skipped:
+            click.echo(f"{','.join(line.principals):20} {'-':28} skipped: {line.key_type} key "
+                       f"(line {line.line}); {line.why}")
         return
     if auth.genesis is None:
         click.echo("no one is enrolled yet (sealdesk init --lead NAME writes the genesis)")
