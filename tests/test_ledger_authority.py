@@ -269,3 +269,26 @@ def test_a_sign_off_binds_the_signer_set_and_the_summary_shows_it(desk, sealdesk
     bound = body["data"]["authority"]
     assert [s["principal"] for s in bound["signers"]] == ["lena", "rita"]
     assert bound["anchor"] == [FileSigner(keys["lena"]).public_key.fingerprint]
+
+
+def test_a_grant_begun_and_ended_within_one_second_still_gives_a_line_ssh_keygen_takes(
+        keygen, tmp_path):
+    from engine.ledger.authority import Authority, Grant, allowed_signers_line
+
+    key = keygen("brief")
+    signer = FileSigner(key)
+    grant = Grant("brief", signer.public_key, ("reviewer",), "", "~", 3, 5, 2,
+                  "2026-12-01T10:00:00.100000Z", 4, "2026-12-01T10:00:00.900000Z", "revoked")
+    line = allowed_signers_line(Authority(grants=[grant]), grant)
+    allowed = tmp_path / "allowed"
+    allowed.write_text(line)
+    message = tmp_path / "msg"
+    message.write_bytes(b"a record signed within that second")
+    (tmp_path / "msg.sig").write_text(sshsig.armor(signer.sign(message.read_bytes(),
+                                                               "reviewer@sealdesk")))
+    with open(message, "rb") as stdin:
+        proc = subprocess.run(["ssh-keygen", "-Y", "verify", "-f", str(allowed), "-I", "brief",
+                               "-n", "reviewer@sealdesk", "-Overify-time=20261201100000Z",
+                               "-s", str(tmp_path / "msg.sig")], stdin=stdin,
+                              capture_output=True, text=True)
+    assert proc.returncode == 0, (line, proc.stderr)

@@ -26,7 +26,7 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Protocol
 
@@ -590,7 +590,12 @@ def allowed_signers_line(auth: Authority, g: Grant) -> str:
     if g.ended_at is not None and (before is None or g.ended_at < before):
         before = g.ended_at
     if before is not None:
-        options.append(f'valid-before="{_ssh_time(before)}"')
+        # ssh-keygen refuses a line whose bounds fall in one second ("valid-before time is
+        # before valid-after"), which a grant begun and ended within a second would give.
+        end = parse_time(before)
+        if after and end.replace(microsecond=0) <= parse_time(after).replace(microsecond=0):
+            end = parse_time(after) + timedelta(seconds=1)
+        options.append(f'valid-before="{end.strftime("%Y%m%d%H%M%SZ")}"')
     return f"{g.principal} {','.join(options)} {g.key.openssh()}\n"
 
 
