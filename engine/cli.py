@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import sqlite3
 import sys
 from pathlib import Path
@@ -421,6 +422,12 @@ def main(argv: list[str] | None = None) -> None:
                        "sealdesk signs and stores text, so every argument must be UTF-8", err=True)
             sys.exit(2)
     try:
+        if os.environ.get("SEALDESK_GATE") is not None:
+            # Under ssh-gate: this run, whoever started it (the gate, a job of an app
+            # the gate opened), passes the gate's policy first.
+            from engine.gate_policy import enforce_from_environment
+
+            enforce_from_environment(args)
         cli.main(args=args, prog_name="sealdesk", standalone_mode=False)
     except SealdeskError as exc:
         click.echo(f"sealdesk: error: {exc.one_line()}", err=True)

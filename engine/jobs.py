@@ -14,6 +14,10 @@ small supervisor (``python -m engine.jobs supervise DIR``) in its own session.
 The supervisor waits for the run and writes ``result.json``, so a job outlives
 the app that started it and its outcome is known after the app restarts. A job
 whose supervisor is gone without a result was killed: it is reported as lost.
+
+Under ``sealdesk ssh-gate`` (``$SEALDESK_GATE`` set) a job runs only what the
+gate's policy lets a job run, checked before anything is written, and the run
+gets the policy in its job scope, so ``engine.cli`` checks it once more.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from engine import gate_policy
 from engine.artifacts import atomic_write
 from engine.errors import InputError
 
@@ -107,6 +112,18 @@ def parse_command(line: str) -> list[str]:
     return argv
 
 
+def check_command(workspace_root: Path, line: str | list[str]) -> list[str]:
+    """Gives the argv of a command line that may run as a job on this workspace; raises
+    InputError for what is not engine work and PermissionRefused for what the ssh gate
+    this process runs under would not let a job run."""
+    argv = parse_command(line if isinstance(line, str) else shlex.join(line))
+    gated = gate_policy.active()
+    if gated is not None:
+        policy, _scope = gated
+        policy.enforce(["--workspace", str(Path(workspace_root).resolve()), *argv], "job")
+    return argv
+
+
 def jobs_dir(workspace_root: Path) -> Path:
     """Gives the workspace's jobs directory."""
     return Path(workspace_root) / "jobs"
@@ -115,7 +132,7 @@ def jobs_dir(workspace_root: Path) -> Path:
 def start_job(workspace_root: Path, argv: list[str], *,
               env: dict[str, str] | None = None) -> Job:
     """Gives the new job after starting its run in the background."""
-    argv = parse_command(shlex.join(argv))
+    argv = check_command(workspace_root, argv)
     root = Path(workspace_root).resolve()
     now = datetime.now(timezone.utc)
     job_id = now.strftime("%Y%m%dT%H%M%S") + "-" + secrets.token_hex(3)
@@ -125,6 +142,11 @@ def start_job(workspace_root: Path, argv: list[str], *,
             "started": now.strftime("%Y-%m-%dT%H:%M:%S.%fZ")}
     atomic_write(path / "job.json", json.dumps(spec, indent=1).encode("utf-8"), mode=0o600)
     child_env = {**os.environ, **(env or {})}
+    gated = gate_policy.active()
+    if gated is not None:
+        # The run, and whatever sealdesk it starts, is held to the job scope of the
+        # same policy; no caller's env can lift it.
+        child_env[gate_policy.ENV_VAR] = gated[0].to_env("job")
     child_env["PYTHONPATH"] = os.pathsep.join(
         [str(Path(__file__).resolve().parent.parent)]
         + [p for p in child_env.get("PYTHONPATH", "").split(os.pathsep) if p])

@@ -6,12 +6,14 @@ review app, decide, verify and sign off on one workspace, and nothing else:
     command="sealdesk --workspace /srv/review ssh-gate",restrict,pty,agent-forwarding ssh-ed25519 AAAA... lena@laptop
 
 sshd runs the gate whatever the client asked for and passes the request in
-``SSH_ORIGINAL_COMMAND``. The gate accepts only ``sealdesk [--workspace W]
-SUBCOMMAND ...`` with W this workspace and SUBCOMMAND in the allowed list,
-refuses ``--key`` (keys stay in the forwarded agent), lets an option that
-names a file (``--out``, ``--checkpoint``) only use ``-`` (stdout/stdin), and
-then replaces itself with that sealdesk command. No shell ever parses the
-request. A bare ``ssh -A reviewhost`` opens the review app.
+``SSH_ORIGINAL_COMMAND``. The gate splits it into words (no shell ever parses
+it), lets ``engine.gate_policy`` judge ``sealdesk [--workspace W] SUBCOMMAND ...``
+(W this workspace, SUBCOMMAND allowed, no key or config file, no address, files
+read only from the workspace's ``inputs/`` and ``artifacts/``, output only
+to stdout), then sets
+``SEALDESK_GATE`` so the same policy governs the sealdesk it becomes and every
+background run started from there, and replaces itself with that sealdesk
+command. A bare ``ssh -A reviewhost`` opens the review app.
 """
 
 from __future__ import annotations
@@ -25,17 +27,12 @@ from typing import TYPE_CHECKING
 import click
 
 from engine.errors import PermissionRefused
+from engine.gate_policy import DEFAULT_ALLOWED, ENV_VAR, NEVER_ALLOWED, GatePolicy
 
 if TYPE_CHECKING:
     from engine.cli import Ctx
 
-DEFAULT_ALLOWED = ("review", "signoff", "verify", "items", "decide", "undo", "prove",
-                   "checkpoint")
-# Subcommands with sub-subcommands: only these may be reached through the gate.
-NESTED_ALLOWED = {"checkpoint": ("export",)}
-# Options whose value is a path on the review host: only '-' (stdin/stdout) passes.
-STREAM_ONLY = ("--out", "--checkpoint")
-FORBIDDEN = ("--key",)
+__all__ = ["DEFAULT_ALLOWED", "gate_argv", "ssh_gate"]
 _PROGRAMS = ("sealdesk",)
 
 
@@ -43,60 +40,43 @@ def _refuse(reason: str) -> PermissionRefused:
     return PermissionRefused(f"ssh-gate: {reason}")
 
 
-def _same_dir(a: str, b: str) -> bool:
-    return os.path.realpath(a) == os.path.realpath(b)
-
-
 def gate_argv(original: str | None, workspace: str,
               allowed: tuple[str, ...] = DEFAULT_ALLOWED) -> list[str]:
     """Gives the sealdesk arguments to run for an SSH request, or raises PermissionRefused."""
-    if original is None or not original.strip():
-        return ["--workspace", workspace, "review"]
-    try:
-        words = shlex.split(original)
-    except ValueError as exc:
-        raise _refuse(f"cannot parse the command ({exc})") from exc
+    policy = GatePolicy.for_workspace(workspace, allowed)
+    root = str(policy.workspace)
+    words = ["sealdesk"]
+    if original is not None and original.strip():
+        try:
+            words = shlex.split(original)
+        except ValueError as exc:
+            raise _refuse(f"cannot parse the command ({exc})") from exc
     if os.path.basename(words[0]) not in _PROGRAMS:
         raise _refuse(f"only sealdesk runs here, not {words[0]!r}")
-    rest = words[1:]
-    while rest and rest[0].startswith("-"):
-        option = rest.pop(0)
-        if option in ("--workspace", "-w") or option.startswith("--workspace="):
-            value = option.split("=", 1)[1] if "=" in option else (rest.pop(0) if rest else "")
-            if not _same_dir(value, workspace):
-                raise _refuse(f"this key may only use the workspace {workspace}")
-        elif option in ("--help", "-h", "--version"):
-            return [option]
-        else:
-            raise _refuse(f"option {option!r} is not allowed before the command")
-    if not rest:
-        return ["--workspace", workspace, "review"]
-    command, args = rest[0], rest[1:]
-    if command not in allowed:
-        raise _refuse(f"'sealdesk {command}' is not allowed through this key (allowed: "
-                      f"{', '.join(allowed)})")
-    if command in NESTED_ALLOWED and (not args or args[0] not in NESTED_ALLOWED[command]):
-        raise _refuse(f"only 'sealdesk {command} {'|'.join(NESTED_ALLOWED[command])}' is allowed")
-    _check_options(args)
-    return ["--workspace", workspace, command, *args]
+    verdict = policy.enforce(["--workspace", root, *words[1:]], "request")
+    if verdict.top_flag is not None:
+        return ["--workspace", root, verdict.top_flag]
+    if not verdict.command:  # a bare login
+        verdict = policy.enforce(["--workspace", root, "review"], "request")
+    return ["--workspace", root, *verdict.args]
 
 
-def _check_options(args: list[str]) -> None:
-    for position, arg in enumerate(args):
-        name = arg.split("=", 1)[0]
-        if name in FORBIDDEN:
-            raise _refuse(f"{name} is refused: sign with the key in your forwarded ssh-agent "
-                          "(ssh -A), never a key file on this host")
-        if name in STREAM_ONLY:
-            value = arg.split("=", 1)[1] if "=" in arg else (
-                args[position + 1] if position + 1 < len(args) else "")
-            if value != "-":
-                raise _refuse(f"{name} may only be '-' here (stdout/stdin); files on the "
-                              "review host are not written or read for you")
+class _Allowed(click.ParamType):
+    """A subcommand the gate may let through: one of sealdesk's own, never the gate."""
+
+    name = "subcommand"
+
+    def convert(self, value, param, ctx):  # noqa: ANN001 - click's signature
+        root = ctx.find_root() if ctx is not None else None
+        known = root.command.list_commands(root) if root is not None and isinstance(
+            root.command, click.Group) else None
+        if value in NEVER_ALLOWED or (known is not None and value not in known):
+            self.fail(f"{value!r} is not a sealdesk subcommand the gate can allow", param, ctx)
+        return value
 
 
 @click.command("ssh-gate")
-@click.option("--allow", "allow", multiple=True,
+@click.option("--allow", "allow", multiple=True, type=_Allowed(),
               help="A subcommand to allow; repeat. Default: review, signoff, verify, items, "
                    "decide, undo, prove, checkpoint (export).")
 @click.pass_obj
@@ -111,10 +91,28 @@ def ssh_gate(ctx: "Ctx", allow: tuple[str, ...]) -> None:
       ssh -A reviewhost sealdesk signoff --yes
       ssh reviewhost sealdesk checkpoint export > checkpoint.txt
       ssh reviewhost sealdesk verify --checkpoint - < checkpoint.txt
+
+    \b
+    What a gated key may run, and the jobs panel (b) of the app it opens too:
+      only the allowed subcommands, on this workspace only;
+      no --key, --config or other option naming a key, trust or config file
+      (keys stay in the forwarded ssh-agent);
+      no address to connect to (--ray-address, --probe-endpoint, URLs);
+      files are read only from the workspace's inputs: WORKSPACE/inputs/,
+      which someone with a shell on this host fills, and the sealed results
+      of earlier runs in WORKSPACE/artifacts/ (or '-' for stdin where an
+      option reads it);
+      output goes to '-' (stdout) only; a background job may also write a
+      path inside the workspace, but not its database, trust/, artifacts/,
+      inputs/ or jobs/;
+      an option the gate does not know is refused.
+    The rules travel in $SEALDESK_GATE to every sealdesk process started from
+    here, which applies them again.
     """
     workspace = str(Path(ctx.path).resolve())
-    argv = gate_argv(os.environ.get("SSH_ORIGINAL_COMMAND"), workspace,
-                     tuple(allow) or DEFAULT_ALLOWED)
+    allowed = tuple(allow) or DEFAULT_ALLOWED
+    argv = gate_argv(os.environ.get("SSH_ORIGINAL_COMMAND"), workspace, allowed)
+    os.environ[ENV_VAR] = GatePolicy.for_workspace(workspace, allowed).to_env("request")
     sys.stdout.flush()
     # Replace the gate, so signals, the terminal and the exit code are sealdesk's own.
     # -P: sshd runs this in the login directory, whose files must never be imported.

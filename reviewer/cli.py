@@ -26,7 +26,8 @@ from engine.roles import ROLES
                    "else the config file's theme, else dark.")
 @click.option("--config", "config_file", default=None, type=InputFile(),
               help="Config file. Default: $SEALDESK_CONFIG, else "
-                   "~/.config/sealdesk/config.toml.")
+                   "~/.config/sealdesk/config.toml. Refused under ssh-gate, where the "
+                   "config's key is not used either: keys stay in the forwarded ssh-agent.")
 @click.pass_obj
 def review(ctx, key: str | None, principal: str | None, role: str | None, read_only: bool,
            theme: str | None, config_file: str | None) -> None:
@@ -56,13 +57,20 @@ def review(ctx, key: str | None, principal: str | None, role: str | None, read_o
     """
     from pathlib import Path
 
-    from engine.errors import InputError
+    from engine.errors import InputError, PermissionRefused
+    from engine.gate_policy import active as gate_active
     from reviewer.config import load_config
     from reviewer.session import open_session
     from reviewer.theming import choose_theme
 
     from reviewer.app import ReviewApp, binding_ids
 
+    gated = gate_active() is not None
+    if gated and config_file:
+        # A config can name a key file; under the gate no key file on this host signs.
+        raise PermissionRefused("ssh-gate: --config is refused: a config file can name a key "
+                                "file, and through this key only your forwarded ssh-agent "
+                                "signs")
     config = load_config(Path(config_file) if config_file else None,
                          known_binding_ids=binding_ids())
     if theme:  # a theme typed on the command line is checked now; the config's is told in-app
@@ -82,7 +90,7 @@ def review(ctx, key: str | None, principal: str | None, role: str | None, read_o
     with ws:
         # Who signs is settled before any screen is drawn, so a refusal is a
         # plain one-line error in the shell.
-        session = open_session(ws, key=key, config_key=config.key,
+        session = open_session(ws, key=key, config_key=None if gated else config.key,
                                principal=principal or config.principal, read_only=read_only,
                                role=role)
         if not (sys.stdin.isatty() and sys.stdout.isatty()):

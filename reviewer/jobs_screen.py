@@ -14,7 +14,7 @@ from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label, Static
 
-from engine import jobs
+from engine import gate_policy, jobs
 from engine.errors import SealdeskError
 
 EXAMPLES = ("scan contamination --eval eval.jsonl --pool pool.jsonl",
@@ -75,6 +75,12 @@ class JobsScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog jobs"):
             yield Label("Engine runs · Enter starts one · Ctrl+K cancels the newest · Esc closes")
+            gated = gate_policy.active()
+            if gated is not None:
+                policy = gated[0]
+                yield Label(f"Under ssh-gate: allowed {', '.join(policy.allowed)}; files are "
+                            f"read from {policy.inputs}/ and artifacts/, written inside the "
+                            "workspace", id="jobs-gate")
             with VerticalScroll(id="jobs-list"):
                 yield Static(id="jobs-body")
             yield Static("", id="jobs-error")
@@ -92,9 +98,14 @@ class JobsScreen(ModalScreen[None]):
     def start(self, event: Input.Submitted) -> None:
         error = self.query_one("#jobs-error", Static)
         try:
-            argv = jobs.parse_command(event.value)
+            # Checked before anything starts: engine work only, and under ssh-gate only
+            # what the gate would let a job run.
+            argv = jobs.check_command(self.workspace_root, event.value)
             job = jobs.start_job(self.workspace_root, argv)
-        except (SealdeskError, OSError) as exc:
+        except SealdeskError as exc:
+            error.update(Text(exc.one_line(), style="bold"))
+            return
+        except OSError as exc:
             error.update(Text(str(exc), style="bold"))
             return
         error.update(Text(f"started {job.command}"))

@@ -50,8 +50,15 @@ def test_a_bare_login_opens_the_review_app(request_line):
      "--key is refused"),
     ("sealdesk signoff --key=/tmp/k --yes", "--key is refused"),
     ("sealdesk checkpoint export --out /home/lena/.ssh/authorized_keys", "--out may only be '-'"),
-    ("sealdesk verify --checkpoint /etc/shadow", "--checkpoint may only be '-'"),
+    ("sealdesk verify --checkpoint /etc/shadow", "--checkpoint '/etc/shadow' is not in the "
+     "workspace's inputs"),
     ("sealdesk checkpoint", "only 'sealdesk checkpoint export' is allowed"),
+    ("sealdesk review --config /home/lena/review.toml", "--config is refused"),
+    ("sealdesk review --theme x --config=/home/lena/review.toml", "--config is refused"),
+    ("sealdesk verify --checkpoint=/home/lena/.ssh/id_ed25519",
+     "--checkpoint '/home/lena/.ssh/id_ed25519' is not in the workspace's inputs"),
+    ("sealdesk decide --queue flagged_pairs --item x --decision accept -- --key k",
+     "unexpected argument"),
     ("sealdesk --debug verify", "option '--debug' is not allowed"),
     ("sealdesk verify 'unterminated", "cannot parse"),
 ])
@@ -65,6 +72,11 @@ def test_the_allowed_list_can_be_narrowed():
     assert gate_argv("sealdesk verify", WS, allowed=("verify",))[-1] == "verify"
     with pytest.raises(PermissionRefused, match="not allowed"):
         gate_argv("sealdesk signoff --yes", WS, allowed=("verify",))
+
+
+def test_a_bare_login_opens_the_app_only_for_a_key_allowed_to_review():
+    with pytest.raises(PermissionRefused, match="'sealdesk review' is not allowed"):
+        gate_argv(None, WS, allowed=("verify",))
 
 
 def test_the_command_the_gate_runs_never_imports_code_from_the_login_directory(tmp_path):
