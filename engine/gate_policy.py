@@ -104,11 +104,14 @@ NAMED: dict[str, ParamKind] = {
         "--id-field", "--pool-text-field", "--pool-id-field", "--eval-split",
         "--eval-revision", "--eval-config", "--pool-split", "--pool-revision",
         "--pool-config", "--probe-model", "--probe-answer-field", "--workers", "--allow",
-        "RECORD")},
+        "RECORD", "--lead", "--valid-before")},
     "--note": ParamKind(NOTE),
+    "--reason": ParamKind(NOTE),                       # keys revoke: why, kept in the record
     "--workspace": ParamKind(WORKSPACE),
     # read
     "--checkpoint": ParamKind(INPUT, stream=True),     # verify, prove: '-' reads stdin
+    "--receipts": ParamKind(INPUT),                    # verify: a directory of receipts
+    "--witness": ParamKind(INPUT),                     # verify: a witness directory
     "--model": ParamKind(INPUT),                       # a model directory
     "--eval": ParamKind(DATASET),
     "--pool": ParamKind(DATASET),
@@ -119,6 +122,7 @@ NAMED: dict[str, ParamKind] = {
     "--embed-cache": ParamKind(OUTPUT),
     "--data-dir": ParamKind(OUTPUT),
     "--dir": ParamKind(OUTPUT),
+    "DIRECTORY": ParamKind(OUTPUT),                    # checkpoint witness add: pushed to
     # keys, trust anchors, configs
     **{name: ParamKind(CREDENTIAL) for name in (
         "--key", "--keys", "--benchmark-key", "--trust-root", "--config",

@@ -14,6 +14,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from engine.errors import AgentError, PermissionRefused
+from engine.gate_policy import ENV_VAR as GATE_VARIABLE
 from engine.identity import choose_signer
 from engine.ledger.signers import FileSigner, Signer
 from engine.roles import QUEUE_ROLES, SIGNOFF_ROLE
@@ -94,8 +95,11 @@ def open_session(ws, *, key: str | None, config_key: str | None = None,
     if signer is None and config_key:
         signer, source = FileSigner(Path(config_key).expanduser()), f"key file {config_key}"
     if signer is None:
-        why = agent_trouble or ("no signing key (pass --key FILE, start ssh-agent, or set key "
-                                "in the config file)")
+        if os.environ.get(GATE_VARIABLE) is not None:  # through ssh-gate: the agent only
+            hint = "connect with ssh -A, your enrolled key in your laptop's ssh-agent"
+        else:
+            hint = "pass --key FILE, start ssh-agent, or set key in the config file"
+        why = agent_trouble or f"no signing key ({hint})"
         if role:  # asked to sign in a role: browsing instead would not be what was asked
             raise PermissionRefused(f"--role {role}: {why}")
         return read_only_session(why)

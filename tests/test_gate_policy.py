@@ -97,6 +97,12 @@ def test_the_gate_decides_each_parameter_by_its_kind(case, gated, tmp_path):
         v = verdict(policy, root, argv_with(path, param), "job")
         assert not v.allowed and f"'sealdesk {path[0]}' is not allowed" in v.reason
         return
+    nested = gate_policy.NESTED_ALLOWED.get(path[0])
+    if nested is not None and len(path) > 1 and path[1] not in nested:
+        for scope in gate_policy.SCOPES:  # e.g. checkpoint witness: only export passes
+            v = verdict(policy, root, argv_with(path, param), scope)
+            assert not v.allowed and f"only 'sealdesk {path[0]} " in v.reason, v.reason
+        return
     for scope in gate_policy.SCOPES:
         bare = verdict(policy, root, list(path), scope)
 
