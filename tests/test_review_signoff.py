@@ -333,8 +333,8 @@ async def test_a_signoff_made_elsewhere_appears_in_the_status_bar(team):
         bar = app.review.query_one("#status-bar")
         await settle(pilot, lambda: "signed off by lena" in text_of(bar))
         assert f"ledger #5 {record.record_hash[:10]} signed off by lena" in text_of(bar)
-        with Workspace.open(team.ws.root) as other:
-            other.decide(team.ravi, "flagged_pairs", "fp-0", "reject")
+        with Workspace.open(team.ws.root) as other:  # rita decided fp-0: an explicit overrule
+            other.decide(team.ravi, "flagged_pairs", "fp-0", "reject", overrule=True)
         await settle(pilot, lambda: "ledger #6" in text_of(bar))
         assert "(sign-off #5)" in text_of(bar)
 
