@@ -748,9 +748,12 @@ def _check_retractions(conn: sqlite3.Connection, report: Report, retracts: list[
 
 # Every decision and retract on each item where deciding was contested: decisions by
 # more than one principal or in more than one role, or one naming what it overrules.
-# A version-1 body with "data" null starts with exactly these bytes ("data" sorts first),
-# so the scan looks at the head of each message and never parses one.
+# "data" sorts first in a canonical body, so a version-1 record with "data" null starts
+# with exactly _NO_DATA, and a decision that passed its check with any other "data"
+# starts with _OVERRULES and the 64 hex digits of the hash it names: the query reads
+# the head of each message and parses none.
 _NO_DATA = '{"data":null,'
+_OVERRULES = '{"data":{"overrules":"'
 _CONTESTED_SQL = f"""
 WITH contested AS (
     SELECT queue, item_id FROM records WHERE kind = 'decision'
@@ -759,7 +762,8 @@ WITH contested AS (
         OR MAX(substr(message, 1, {len(_NO_DATA)}) <> '{_NO_DATA}')
 )
 SELECT r.queue, r.item_id, r.seq, r.kind, r.principal, r.role, r.retracts, r.record_hash,
-       CASE WHEN substr(r.message, 1, {len(_NO_DATA)}) <> '{_NO_DATA}' THEN r.message END
+       CASE WHEN substr(r.message, 1, {len(_OVERRULES)}) = '{_OVERRULES}'
+            THEN substr(r.message, {len(_OVERRULES) + 1}, 64) END
 FROM contested c JOIN records r ON r.queue = c.queue AND r.item_id = c.item_id
 WHERE r.kind IN ('decision', 'retract')
 ORDER BY r.queue, r.item_id, r.seq
@@ -777,13 +781,13 @@ def _check_overrules(conn: sqlite3.Connection, report: Report) -> None:
     can replace another's. Like ``_check_retractions`` it trusts the columns
     of records that passed their own check (and of retracts that passed
     that check too) and skips the rest; ``overrules`` is read from the signed
-    body, whose shape ``_field_of_another_kind`` has checked.
+    message, whose shape ``_field_of_another_kind`` has checked.
     """
     bad = {f.seq for f in report.faults}
     item: tuple | None = None
     standing: list[tuple[int, str, str, str]] = []  # unretracted: (seq, hash, principal, role)
     for (queue, item_id, seq, kind, principal, role, retracts, record_hash,
-         message) in conn.execute(_CONTESTED_SQL):
+         overrules) in conn.execute(_CONTESTED_SQL):
         if (queue, item_id) != item:
             item, standing = (queue, item_id), []
         if type(seq) is not int or seq in bad:
@@ -791,7 +795,6 @@ def _check_overrules(conn: sqlite3.Connection, report: Report) -> None:
         if kind == "retract":
             standing = [d for d in standing if d[1] != retracts]
             continue
-        overrules = None if message is None else json.loads(message)["data"]["overrules"]
         reason = _overrule_fault(standing[-1] if standing else None, principal, role, overrules)
         if reason is not None:
             report.faults.append(Fault(seq, reason))
