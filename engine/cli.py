@@ -233,10 +233,19 @@ def _signer(ws, key: str | None, queue: str | None = None, role: str | None = No
               help="OpenSSH private key file. Default: a key from ssh-agent.")
 @click.option("--principal", default=None, help="When the key is enrolled under several names.")
 @click.option("--role", default=None, type=click.Choice(["reviewer", "adjudicator", "lead"]))
+@click.option("--overrule", is_flag=True,
+              help="Replace another principal's standing decision, saying so in the signed "
+                   "record (never one made in a role above yours).")
 @pass_ctx
 def decide(ctx: Ctx, queue: str, item_ids: tuple[str, ...], decision: str, note: str | None,
-           key: str | None, principal: str | None, role: str | None) -> None:
+           key: str | None, principal: str | None, role: str | None, overrule: bool) -> None:
     """Sign and append decisions (the app's signing path, for scripts).
+
+    Several items are decided in one transaction: all are signed or none.
+    An item whose standing decision is another principal's is refused unless
+    --overrule is given; the record then names the decision it overrules.
+    Your own standing decision is changed freely, and deciding it the same
+    again signs nothing.
 
     \b
       sealdesk decide --queue flagged_pairs --item fp-1a2b --decision accept
@@ -262,21 +271,32 @@ def decide(ctx: Ctx, queue: str, item_ids: tuple[str, ...], decision: str, note:
                              field="item")
         first_at[item_id] = line if line else number
     with ctx.open() as ws:
-        # Every id is checked before the first signature: a typo on line 40
-        # must not leave 39 signed records behind.
+        # Every id is checked before the first signature, naming its line; the
+        # batch below is one transaction, so any later refusal signs nothing either.
         for item_id, line in ids:
             if ws.item(queue, item_id) is None:
                 raise InputError(f"no item {item_id!r} in queue {queue}; nothing was signed",
                                  path="<stdin>" if line else None, line=line, field="item")
         signer = _signer(ws, key, queue, role)
-        kept = []
-        for item_id, _ in ids:
-            rec = ws.decide(signer, queue, item_id, decision, note=note, principal=principal,
-                            role=role)
-            kept.append(ws.receipt(rec))
-            click.echo(f"#{rec.seq} {decision} {queue}/{item_id} by {rec.body['principal']} "
-                       f"as {rec.body['role']} {rec.record_hash[:12]}")
-        _keep_receipts(kept)
+        outcomes = ws.decide_many(signer, queue, [item_id for item_id, _ in ids], decision,
+                                  note=note, principal=principal, role=role,
+                                  overrule=overrule)
+        kept = [ws.receipt(o.record) for o in outcomes if o.record is not None]
+    for outcome in outcomes:
+        rec, where = outcome.record, f"{queue}/{outcome.item_id}"
+        if rec is None:
+            unsaid = "; the note was not recorded" if note is not None else ""
+            click.echo(f"already {decision} by you (#{outcome.standing['seq']}): {where}, "
+                       f"nothing signed{unsaid}")
+            continue
+        line = (f"#{rec.seq} {decision} {where} by {rec.body['principal']} as "
+                f"{rec.body['role']} {rec.record_hash[:12]}")
+        over = outcome.overruled
+        if over is not None:
+            line += (f" (overrules {over['decision']} by {over['principal']} as "
+                     f"{over['role']}, #{over['seq']})")
+        click.echo(line)
+    _keep_receipts(kept)
 
 
 def _keep_receipts(kept: list[dict[str, Any]]) -> None:

@@ -56,6 +56,18 @@ class ConflictError(SealdeskError):
     exit_code = 4
 
 
+class OverruleRequired(ConflictError):
+    """A decision would replace another principal's standing decision without saying so.
+
+    ``standing`` is that decision (seq, decision, principal, role, time,
+    record_hash), so that a caller can ask the person and then overrule it.
+    """
+
+    def __init__(self, message: str, *, standing: dict) -> None:
+        self.standing = standing
+        super().__init__(message)
+
+
 class SigningKeyError(SealdeskError):
     """A key is malformed, of the wrong type, or cannot be used to sign."""
 

@@ -9,6 +9,7 @@ which role even for someone checking with ``ssh-keygen -Y verify`` alone.
 from __future__ import annotations
 
 QUEUES = ("flagged_pairs", "adjudication", "weak_categories")
+# Lowest rank first: no decision may replace one made in a role ranked above its own.
 ROLES = ("reviewer", "adjudicator", "lead")
 
 NAMESPACE_BY_ROLE = {role: f"{role}@sealdesk" for role in ROLES}
@@ -29,3 +30,14 @@ def namespace_for(role: str) -> str:
         return NAMESPACE_BY_ROLE[role]
     except KeyError:
         raise ValueError(f"unknown role {role!r} (expected one of {', '.join(ROLES)})") from None
+
+
+def outranks(role: str, other: str) -> bool:
+    """Says whether ``role`` ranks above ``other`` (lead > adjudicator > reviewer).
+
+    A role sealdesk does not know ranks above every known one, so that an
+    unknown role is never taken as one a lower role may overrule.
+    """
+    def rank(name: str) -> int:
+        return ROLES.index(name) if name in ROLES else len(ROLES)
+    return rank(role) > rank(other)

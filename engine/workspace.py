@@ -25,7 +25,7 @@ from typing import Any, Callable, Iterable
 
 from engine import item_query
 from engine.canonical import canonical_json, canonical_sha256, parse_canonical, sha256_hex
-from engine.errors import (ConflictError, InputError, IntegrityError,
+from engine.errors import (ConflictError, InputError, IntegrityError, OverruleRequired,
                            PermissionRefused, StorageError, WorkspaceError)
 from engine.ledger import store
 from engine.ledger.allowed_signers import AllowedSigners
@@ -33,7 +33,7 @@ from engine.ledger.authority import Authority, authority_mark, load_authority
 from engine.ledger.records import DECISIONS, Record, utc_now
 from engine.ledger.signers import Signer
 from engine.sqlitedb import connect, database, storage_error, write_transaction
-from engine.roles import QUEUE_ROLES, QUEUES, SIGNOFF_ROLE
+from engine.roles import QUEUE_ROLES, QUEUES, SIGNOFF_ROLE, outranks
 
 SCHEMA_VERSION = "1"
 DB_NAME = "sealdesk.db"
@@ -210,6 +210,57 @@ def _summary(payload: dict[str, Any]) -> tuple[str, float | None, str]:
     tags = summary.get("tags")
     tags = ",".join(t for t in tags if isinstance(t, str)) if isinstance(tags, list) else ""
     return title, score, tags
+
+
+@dataclass(frozen=True)
+class DecisionOutcome:
+    """What deciding one item did: the record appended (None when the signer's own
+    standing decision already said the same) and the decision that stood before."""
+
+    queue: str
+    item_id: str
+    decision: str
+    record: Record | None
+    standing: dict[str, Any] | None  # effective_decisions_for's, just before deciding
+
+    @property
+    def overruled(self) -> dict[str, Any] | None:
+        """Gives the standing decision this record overrules, or None."""
+        if self.record is None or self.record.body["data"] is None:
+            return None
+        return self.standing
+
+
+def _replacing(standing: dict[str, Any] | None, queue: str, item_id: str, decision: str,
+               principal: str, role: str, overrule: bool | str) -> dict[str, Any] | None:
+    """Gives the extra fields of a decision replacing ``standing`` ({} for none, the
+    ``overrules`` data for an overrule), None when it would say what already stands,
+    or raises when it may not replace it."""
+    if standing is None:
+        if isinstance(overrule, str):
+            raise ConflictError(f"{queue}/{item_id}: the decision you chose to overrule "
+                                f"({overrule[:12]}…) no longer stands; nothing was signed")
+        return {}
+    who, made_as, seq = standing["principal"], standing["role"], standing["seq"]
+    what = f"{queue}/{item_id} stands at {standing['decision']} by {who} as {made_as} (#{seq})"
+    if outranks(made_as, role):
+        # As with undo: only the role that made a decision (or one above it) replaces it.
+        mine = f" (decide as {made_as} to change it)" if who == principal else ""
+        raise PermissionRefused(f"{what}; a decision as {role} may not replace one made as "
+                                f"{made_as}, which ranks above it{mine}; nothing was signed")
+    if who == principal:
+        if standing["decision"] == decision and made_as == role:
+            return None
+        return {}
+    if not overrule:
+        raise OverruleRequired(f"{what}; deciding {decision} would overrule {who}. Nothing was "
+                               "signed: to overrule explicitly (recorded in the signed "
+                               "record), run sealdesk decide again with --overrule, or "
+                               "confirm the overrule in the review app", standing=standing)
+    if isinstance(overrule, str) and overrule != standing["record_hash"]:
+        raise ConflictError(f"{what}, not the decision you chose to overrule "
+                            f"({overrule[:12]}…); nothing was signed")
+    return {"data": {"overrules": standing["record_hash"]}}
 
 
 class Workspace:
@@ -597,19 +648,68 @@ class Workspace:
 
     def decide(self, signer: Signer, queue: str, item_id: str, decision: str, *,
                note: str | None = None, principal: str | None = None,
-               role: str | None = None) -> Record:
-        """Gives the signed record after durably appending a decision on an item."""
+               role: str | None = None, overrule: bool | str = False) -> Record:
+        """Gives the record that now states the decision on an item: the one just
+        durably appended, or the signer's own standing one when it already said so.
+
+        ``overrule`` is ``decide_many``'s: without it, replacing another
+        principal's standing decision is refused.
+        """
+        (outcome,) = self.decide_many(signer, queue, [item_id], decision, note=note,
+                                      principal=principal, role=role, overrule=overrule)
+        if outcome.record is not None:
+            return outcome.record
+        standing = store.get_record(self.conn, outcome.standing["seq"])
+        assert standing is not None  # it stood inside the transaction just closed
+        return standing
+
+    def decide_many(self, signer: Signer, queue: str, item_ids: Iterable[str],
+                    decision: str, *, note: str | None = None,
+                    principal: str | None = None, role: str | None = None,
+                    overrule: bool | str = False) -> list[DecisionOutcome]:
+        """Gives what deciding each item did, after signing and durably appending every
+        needed record in one write transaction: all or nothing.
+
+        Who may replace a standing decision is checked inside that transaction,
+        against the ledger being extended:
+
+        - the signer's own standing decision, in the same role and with the same
+          decision, already says it: nothing is signed for that item;
+        - the signer may change their own decision freely;
+        - another principal's decision is replaced only with ``overrule`` (True,
+          or the record hash of the very decision the person agreed to overrule),
+          and the record then carries ``data: {"overrules": <its record hash>}``;
+        - a decision made in a role that outranks the signer's is never replaced
+          (PermissionRefused), as it is never retracted from another role.
+        """
         if decision not in DECISIONS:
             raise InputError(f"unknown decision {decision!r} (expected "
                              f"{', '.join(DECISIONS)})", field="decision")
         if queue not in QUEUES:
             raise InputError(f"unknown queue {queue!r}", field="queue")
+        ids = list(item_ids)
+        if isinstance(overrule, str) and len(ids) != 1:
+            raise InputError("an overrule naming the decision it replaces is about one item",
+                             field="overrule")
         principal, role = self.identify(signer, principal, role, queue)
-        return store.append(
-            self.db, signer, workspace_id=self.workspace_id, principal=principal,
-            role=role, kind="decision", queue=queue, item_id=item_id,
-            decision=decision, note=note, check=lambda c: self._item_binding(c, queue, item_id),
-        )
+        standing: list[dict[str, Any] | None] = [None] * len(ids)
+
+        def check_for(index: int) -> Callable[[sqlite3.Connection], dict[str, Any] | None]:
+            def check(conn: sqlite3.Connection) -> dict[str, Any] | None:
+                binding = self._item_binding(conn, queue, ids[index])
+                standing[index] = store.effective_decisions_for(conn, queue, ids[index])
+                extra = _replacing(standing[index], queue, ids[index], decision, principal,
+                                   role, overrule)
+                return None if extra is None else {**binding, **extra}
+            return check
+
+        records = store.append_many(
+            self.db, signer, workspace_id=self.workspace_id, principal=principal, role=role,
+            entries=[store.Entry("decision", {"queue": queue, "item_id": item_id,
+                                              "decision": decision, "note": note},
+                                 check_for(index)) for index, item_id in enumerate(ids)])
+        return [DecisionOutcome(queue, item_id, decision, record, before)
+                for item_id, record, before in zip(ids, records, standing)]
 
     def note(self, signer: Signer, queue: str, item_id: str, note: str, *,
              principal: str | None = None, role: str | None = None) -> Record:

@@ -79,11 +79,13 @@ class ReviewApp(App):
 
     def binding_rows(self) -> list[tuple[str, str, str]]:
         """Gives (keys, description, id) for every binding, as the keymap has it now."""
+        from reviewer.modals import ConfirmOverrule
         from reviewer.signoff_screen import ConfirmSignoff, SignoffScreen
         from reviewer.widgets.queue_list import QueueList
 
         rows = []
-        for owner in (ReviewScreen, QueueList, SignoffScreen, ConfirmSignoff, type(self)):
+        for owner in (ReviewScreen, QueueList, ConfirmOverrule, SignoffScreen, ConfirmSignoff,
+                      type(self)):
             for binding in owner.BINDINGS:
                 if not isinstance(binding, Binding) or not binding.id:
                     continue

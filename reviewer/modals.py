@@ -1,4 +1,4 @@
-"""Small screens over the review: a note, the filters, the help."""
+"""Small screens over the review: a note, an overrule to confirm, the filters, the help."""
 
 from __future__ import annotations
 
@@ -41,6 +41,26 @@ class NoteScreen(ModalScreen[str | None]):
 
     def action_cancel(self) -> None:
         self.dismiss(None)
+
+
+class ConfirmOverrule(ModalScreen[bool]):
+    """Asks whether to overrule another's standing decision; gives True only for ``y``."""
+
+    BINDINGS = [Binding("y", "answer(True)", "Overrule", id="overrule.yes"),
+                Binding("n,escape", "answer(False)", "Cancel", id="overrule.no")]
+
+    def __init__(self, question: str) -> None:
+        super().__init__()
+        self.question = question
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog"):
+            yield Static(Text(self.question), id="overrule-question")
+            yield Label("y overrules (the signed record names the decision it replaces) · "
+                        "n or Esc cancels, nothing is signed")
+
+    def action_answer(self, yes: bool) -> None:
+        self.dismiss(yes)
 
 
 def _parse_score(text: str, field: str) -> float | None:

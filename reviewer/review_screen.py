@@ -26,7 +26,7 @@ from textual.widgets import Input, Static
 from textual.worker import Worker, WorkerState
 
 from engine import jobs
-from engine.errors import SealdeskError
+from engine.errors import OverruleRequired, SealdeskError
 from engine.item_query import (
     ItemFilter,
     ItemRow,
@@ -38,7 +38,7 @@ from engine.item_query import (
 from engine.roles import QUEUES
 from engine.workspace import Workspace
 from reviewer.jobs_screen import JobsScreen, JobStarted
-from reviewer.modals import FilterScreen, NoteScreen
+from reviewer.modals import ConfirmOverrule, FilterScreen, NoteScreen
 from reviewer.panes import render_detail
 from reviewer.session import Session
 from reviewer.widgets.bars import JobsStrip, KeyHints, QueueTabs, StatusBar
@@ -139,6 +139,9 @@ class ReviewScreen(Screen):
         self.last_signoff: SignoffMark | None = None
         self._search_token = 0
         self._jobs_started: set[str] = set()
+        # The last item, once decided with nothing after it: decision keys then sign
+        # nothing until the cursor moves (a held key must not re-sign it).
+        self.ended_at: tuple[str, str] | None = None
 
     def _first_queue(self) -> str:
         # Open on the queue this person decides, so the first key works.
@@ -360,6 +363,8 @@ class ReviewScreen(Screen):
 
     @on(QueueList.Highlighted)
     def _highlighted(self, event: QueueList.Highlighted) -> None:
+        if event.row is None or (event.row.queue, event.row.item_id) != self.ended_at:
+            self.ended_at = None  # the cursor left the last item: the queue goes on
         self.show_detail(event.row)
         self.query_one("#detail-pane").scroll_home(animate=False)
 
@@ -393,31 +398,85 @@ class ReviewScreen(Screen):
                             timeout=8, markup=False)
 
     def action_decide(self, decision: str) -> None:
-        """Signs and appends a decision on the highlighted item, then moves to the next."""
+        """Signs and appends a decision on the highlighted item, then moves to the next.
+
+        Another principal's standing decision is replaced only after the person
+        confirms the overrule (the record then names it); one made in a role
+        above this session's is not replaced at all. After the last item the
+        queue is at its end: decision keys say so and sign nothing until the
+        cursor moves.
+        """
         lst = self.queue_list
         row = lst.current
         if row is None:
             self.refuse("no item is highlighted")
             return
+        if self.ended_at == (row.queue, row.item_id):
+            self.say(f"end of queue: {row.item_id} was the last item here; nothing signed "
+                     "(move the cursor to decide an item again)")
+            return
         args = self._signing_args(row.queue)
         if args is None:
             return
+        self._sign(row, lst.cursor, decision, args, overrule=False)
+
+    def _ask_to_overrule(self, row: ItemRow, index: int, decision: str, args: dict[str, Any],
+                         standing: dict[str, Any]) -> None:
+        """Asks whether to overrule another's standing decision; signs only on ``y``."""
+        def answered(yes: bool | None) -> None:
+            if yes:
+                # The hash of exactly the decision shown: should another land meanwhile,
+                # the workspace refuses rather than overrule what was not confirmed.
+                self._sign(row, index, decision, args, overrule=standing["record_hash"])
+            else:
+                self.say(f"not overruled: {row.item_id} still stands at "
+                         f"{standing['decision']} by {standing['principal']}; nothing signed")
+
+        self.app.push_screen(ConfirmOverrule(
+            f"{row.queue}/{row.item_id} stands at {standing['decision']} by "
+            f"{standing['principal']} as {standing['role']} (#{standing['seq']}). Overrule it "
+            f"with {decision} as {args['role']}?"), answered)
+
+    def _sign(self, row: ItemRow, index: int, decision: str, args: dict[str, Any],
+              overrule: bool | str) -> None:
+        """Signs a decision on the row at ``index`` (unless it already stands, said by this
+        person), then moves to the next row or marks the end of the queue."""
+        lst = self.queue_list
         try:
-            record = self.ws.decide(self.session.signer, row.queue, row.item_id, decision,
-                                    **args)
+            (outcome,) = self.ws.decide_many(self.session.signer, row.queue, [row.item_id],
+                                             decision, overrule=overrule, **args)
+        except OverruleRequired as exc:
+            if overrule is False:
+                self._ask_to_overrule(row, index, decision, args, exc.standing)
+            else:
+                self.refuse(why_not_written(exc))
+            return
         except (SealdeskError, sqlite3.Error) as exc:
             self.refuse(why_not_written(exc))
             return
-        # The record is durably in the ledger now; only now does the screen move on.
-        self.decided_here.append(Decided(row.queue, row.item_id, record.seq, lst.cursor))
-        self.message = f"{decision} {row.item_id}"
-        self._appended(record)
-        index = lst.cursor
-        lst.replace(index, replace(row, status=decision, principal=self.session.principal))
-        self._bump_progress(row.queue, row.status, decision)
-        if index + 1 < lst.total:
+        record = outcome.record
+        if record is None:
+            self.message = (f"already {decision} by you (#{outcome.standing['seq']}): "
+                            "nothing signed")
+            self._show_status()
+        else:
+            # The record is durably in the ledger now; only now does the screen move on.
+            self.decided_here.append(Decided(row.queue, row.item_id, record.seq, index))
+            over = outcome.overruled
+            self.message = f"{decision} {row.item_id}" + (
+                f" (overruled {over['principal']})" if over else "")
+            self._appended(record)
+            self._bump_progress(row.queue, row.status, decision)
+        at = lst.row(index)
+        if at is not None and at.item_id == row.item_id:
+            lst.replace(index, replace(row, status=decision, principal=self.session.principal))
+        if lst.cursor != index or (lst.current and lst.current.item_id != row.item_id):
+            self.show_detail(lst.current)  # the list moved meanwhile: stay where it is
+        elif index + 1 < lst.total:
             lst.cursor = index + 1
         else:
+            self.ended_at = (row.queue, row.item_id)
+            self.say(f"{self.message} · end of queue")
             self.show_detail(lst.current)
 
     def action_undo(self) -> None:
@@ -441,6 +500,7 @@ class ReviewScreen(Screen):
         self.decided_here = [d for d in self.decided_here
                              if (d.queue, d.item_id) != (row.queue, row.item_id)]
         self.message = f"undid {row.item_id}"
+        self.ended_at = None  # undone, the last item may be decided again
         self._appended(record)
         # An earlier decision may stand again once the latest is retracted.
         standing = (self.ws.item(row.queue, row.item_id) or {}).get("decision")

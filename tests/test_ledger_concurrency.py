@@ -19,9 +19,11 @@ from engine.workspace import Workspace
 from engine.ledger.signers import FileSigner
 ws = Workspace.open(sys.argv[1]); signer = FileSigner(sys.argv[2])
 worker, n = int(sys.argv[3]), int(sys.argv[4])
+# Each writer its own 12 items, each visit the other decision: the same decision
+# again by the same signer would sign nothing, and every call must append.
 for i in range(n):
-    ws.decide(signer, "flagged_pairs", f"item-{(worker * n + i) % 50}",
-              ("accept", "reject")[i % 2], note=f"w{worker}#{i}")
+    ws.decide(signer, "flagged_pairs", f"item-{worker * 12 + i % 12}",
+              ("accept", "reject")[i // 12 % 2], note=f"w{worker}#{i}")
 """
 
 

@@ -94,8 +94,9 @@ def test_bad_signatures_are_named_wherever_they_fall_in_a_batch(workspace, enrol
     workspace.ingest(make_items(3))
     base = workspace.head()[0]  # the genesis and rita's enrolment
     total = 2 * _BATCH + 5
-    for i in range(total):
-        workspace.decide(rita, "flagged_pairs", f"item-{i % 3}", "accept")
+    for i in range(total):  # each visit the other decision: the same again signs nothing
+        workspace.decide(rita, "flagged_pairs", f"item-{i % 3}",
+                         ("accept", "reject")[i // 3 % 2])
     conn = sqlite3.connect(workspace.db_path, isolation_level=None)
     conn.executescript("DROP TRIGGER records_no_update;")
     sig = dict(conn.execute("SELECT seq, signature FROM records"))

@@ -22,8 +22,9 @@ RECORDS = 300  # several small ranges, so both processes claim some
 def ledger(workspace, enrol):
     rita = enrol("rita", "reviewer")
     workspace.ingest(make_items(4))
-    for i in range(RECORDS):
-        workspace.decide(rita, "flagged_pairs", f"item-{i % 4}", "accept")
+    for i in range(RECORDS):  # each visit the other decision: the same again signs nothing
+        workspace.decide(rita, "flagged_pairs", f"item-{i % 4}",
+                         ("accept", "reject")[i // 4 % 2])
     return workspace
 
 
@@ -175,7 +176,8 @@ def test_two_verifies_in_threads_of_one_process_each_check_their_own_ledger(
     other.ingest(make_items(3))
     theirs_base = authority_records(other)
     for i in range(RECORDS // 2):
-        other.decide(FileSigner(ravi), "flagged_pairs", f"item-{i % 3}", "reject")
+        other.decide(FileSigner(ravi), "flagged_pairs", f"item-{i % 3}",
+                     ("reject", "accept")[i // 3 % 2])
     other.close()
 
     def verify_often(root, processes: int) -> list[tuple]:

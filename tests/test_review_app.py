@@ -215,7 +215,7 @@ async def test_filter_decided_by_others_then_overrule_with_my_own_decision(desk)
     async with app.run_test(size=SIZE) as pilot:
         await _filter_with(app, pilot, **{"decided-by": "others"})
         assert app.review.queue_list.total == 1 and cursor_item(app) == "fp-n-0005"
-        await pilot.press("x")
+        await pilot.press("x", "y")  # lena's decision: the overrule is confirmed first
     assert [r[2:5] for r in records(desk.ws)] == [("fp-n-0005", "accept", "lena"),
                                                   ("fp-n-0005", "reject", "rita")]
 

@@ -344,8 +344,8 @@ async def test_a_signoff_made_elsewhere_appears_in_the_status_bar(team):
         signed = AUTHORITY + 4 + 1
         assert record.seq == signed
         assert f"ledger #{signed} {record.record_hash[:10]} signed off by lena" in text_of(bar)
-        with Workspace.open(team.ws.root) as other:
-            other.decide(team.ravi, "flagged_pairs", "fp-0", "reject")
+        with Workspace.open(team.ws.root) as other:  # rita decided fp-0: an explicit overrule
+            other.decide(team.ravi, "flagged_pairs", "fp-0", "reject", overrule=True)
         await settle(pilot, lambda: f"ledger #{signed + 1}" in text_of(bar))
         assert f"(sign-off #{signed})" in text_of(bar)
 

@@ -1,4 +1,4 @@
-"""Appending records to SQLite: one ``BEGIN IMMEDIATE`` per record.
+"""Appending records to SQLite: one ``BEGIN IMMEDIATE`` per record, or per batch.
 
 The chain head is read and the new record written inside the same write
 transaction, so concurrent writers (several reviewers, scripts, the app)
@@ -11,7 +11,8 @@ any insert that is not exactly the next link.
 from __future__ import annotations
 
 import sqlite3
-from typing import Any, Callable
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
 
 from engine.errors import InputError, IntegrityError
 from engine.ledger import sshsig
@@ -102,6 +103,18 @@ def _next_time(conn: sqlite3.Connection, head_seq: int) -> str:
     return last
 
 
+@dataclass(frozen=True)
+class Entry:
+    """One record of a batch: its kind, its fields, and the check run just before it."""
+
+    kind: str
+    fields: dict[str, Any] = field(default_factory=dict)
+    # Runs inside the batch's write transaction, after the entries before it were
+    # appended; may raise to refuse the whole batch, return extra body fields, or
+    # return None to append nothing for this entry.
+    check: Callable[[sqlite3.Connection], dict[str, Any] | None] | None = None
+
+
 def append(
     db,
     signer: Signer,
@@ -120,29 +133,60 @@ def append(
     may return extra body fields (for example the item's current hash). The
     connection must be in autocommit mode (``isolation_level=None``).
     """
+    (record,) = append_many(db, signer, workspace_id=workspace_id, principal=principal,
+                            role=role, entries=[Entry(kind, fields, lambda conn: (
+                                check(conn) if check is not None else {}) or {})])
+    assert record is not None  # the check above never asks to skip
+    return record
+
+
+def append_many(
+    db,
+    signer: Signer,
+    *,
+    workspace_id: str,
+    principal: str,
+    role: str,
+    entries: Sequence[Entry],
+) -> list[Record | None]:
+    """Gives each entry's record (None where its check skipped it) after signing and
+    durably appending them all in one write transaction: all or nothing.
+
+    Each record is chained to the one before it and signed on its own, exactly
+    as ``append`` would; only the transaction (and so the fsync) is shared. A
+    refusal by any entry's check, or any signing error, rolls back the batch.
+    """
     conn = db.conn
     namespace = namespace_for(role)
-    note = fields.get("note")
-    if note is not None and not isinstance(note, str):
-        # verify faults a non-text note: never sign a record that cannot verify
-        raise InputError("a note must be text", field="note")
+    for entry in entries:
+        note = entry.fields.get("note")
+        if note is not None and not isinstance(note, str):
+            # verify faults a non-text note: never sign a record that cannot verify
+            raise InputError("a note must be text", field="note")
+    out: list[Record | None] = []
     with write_transaction(conn):
-        extra = check(conn) if check is not None else {}
-        seq, prev = head(conn)
-        body = make_body(
-            workspace=workspace_id, seq=seq + 1, prev=prev, kind=kind,
-            principal=principal, role=role, key=signer.public_key.fingerprint,
-            time=_next_time(conn, seq), **{**fields, **extra},
-        )
-        message, record_hash = encode_body(body)
-        signature = sshsig.armor(signer.sign(message, namespace))
-        row = {name: body[name] for name in INDEXED_FIELDS}
-        row.update(
-            record_hash=record_hash, prev_hash=prev,
-            message=message.decode("utf-8"), signature=signature,
-        )
-        db["records"].insert(row)
-    return Record(seq + 1, record_hash, prev, message, signature, body)
+        table = db["records"]
+        for entry in entries:
+            extra = entry.check(conn) if entry.check is not None else {}
+            if extra is None:
+                out.append(None)
+                continue
+            seq, prev = head(conn)
+            body = make_body(
+                workspace=workspace_id, seq=seq + 1, prev=prev, kind=entry.kind,
+                principal=principal, role=role, key=signer.public_key.fingerprint,
+                time=_next_time(conn, seq), **{**entry.fields, **extra},
+            )
+            message, record_hash = encode_body(body)
+            signature = sshsig.armor(signer.sign(message, namespace))
+            row = {name: body[name] for name in INDEXED_FIELDS}
+            row.update(
+                record_hash=record_hash, prev_hash=prev,
+                message=message.decode("utf-8"), signature=signature,
+            )
+            table.insert(row)
+            out.append(Record(seq + 1, record_hash, prev, message, signature, body))
+    return out
 
 
 def iter_records(conn: sqlite3.Connection, start: int = 1):

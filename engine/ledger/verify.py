@@ -5,8 +5,9 @@ the database read-only, checks its range record by record (hash, canonical
 form, columns against the signed body, SSHSIG, signer, role, item binding)
 and the links inside it, and sends back only faults, its two boundary
 links, the retracts that passed and its last sign-off. The parent joins the
-boundaries and checks retractions, so almost all the work runs in parallel,
-little crosses between processes, and the table is read once.
+boundaries and checks retractions, then replays who replaced whose decision
+on the few items more than one principal decided (overrules), so almost all
+the work runs in parallel and little crosses between processes.
 
 Within a range, rows are parsed a batch at a time and the batch's Ed25519
 checks then run back to back (``sshsig.run_deferred``).
@@ -19,6 +20,7 @@ import json
 import multiprocessing
 import operator
 import os
+import re
 import sqlite3
 import threading
 from collections import Counter
@@ -40,7 +42,7 @@ from engine.ledger.records import (
     RECORD_VERSION,
     parse_time,
 )
-from engine.roles import QUEUE_ROLES, SIGNOFF_ROLE, NAMESPACE_BY_ROLE
+from engine.roles import QUEUE_ROLES, SIGNOFF_ROLE, NAMESPACE_BY_ROLE, outranks
 from engine.sqlitedb import open_read_only
 
 _RANGE = 2000
@@ -360,10 +362,11 @@ def _wrong_type(body: dict) -> str | None:
 
 
 # A field only one kind of record carries; anywhere else it must be null, so the
-# signed bytes say one thing (a note cannot also read as an accept).
-_KIND_OF_FIELD = {"decision": ("decision",), "retracts": ("retract",),
-                  "data": ("signoff", *AUTHORITY_KINDS)}
+# signed bytes say one thing (a note cannot also read as an accept). "data" is a
+# sign-off's and an authority record's, and on a decision exactly {"overrules": <hash>}.
+_KIND_OF_FIELD = {"decision": ("decision",), "retracts": ("retract",)}
 _ITEM_FIELDS = ("queue", "item_id", "item_sha256", "run_sha256")
+_RECORD_HASH = re.compile(r"[0-9a-f]{64}")
 
 
 def _field_of_another_kind(body: dict) -> str | None:
@@ -375,6 +378,15 @@ def _field_of_another_kind(body: dict) -> str | None:
                     "record has")
     if kind in AUTHORITY_KINDS:
         return None  # the authority replay reads the rest of its fields
+    data = body["data"]
+    if data is not None and kind not in ("signoff", "decision"):
+        return (f"a {kind} record carries 'data', which only a signoff, decision or "
+                "authority record has")
+    if kind == "decision" and data is not None and (
+            type(data) is not dict or data.keys() != {"overrules"}
+            or type(data["overrules"]) is not str
+            or not _RECORD_HASH.fullmatch(data["overrules"])):
+        return "a decision record's 'data' is not {\"overrules\": <a record hash>}"
     if kind == "signoff":
         named = [name for name in _ITEM_FIELDS if body[name] is not None]
         if named:
@@ -557,6 +569,7 @@ def verify_ledger(conn: sqlite3.Connection, ctx: Context, *, processes: int | No
             _init_worker(None)
     retracts = _join(results, report)
     _check_retractions(conn, report, retracts)
+    _check_overrules(conn, report)
     return report
 
 
@@ -728,3 +741,86 @@ def _check_retractions(conn: sqlite3.Connection, report: Report, retracts: list[
             seen.add(target)
             continue
         report.faults.append(Fault(seq, reason))
+
+
+# Every decision and retract on each item where deciding was contested: decisions by
+# more than one principal or in more than one role, or one naming what it overrules.
+# "data" sorts first in a canonical body, so a version-1 record with "data" null starts
+# with exactly _NO_DATA, and a decision that passed its check with any other "data"
+# starts with _OVERRULES and the 64 hex digits of the hash it names: the query reads
+# the head of each message and parses none.
+_NO_DATA = '{"data":null,'
+_OVERRULES = '{"data":{"overrules":"'
+_CONTESTED_SQL = f"""
+WITH contested AS (
+    SELECT queue, item_id FROM records WHERE kind = 'decision'
+    GROUP BY queue, item_id
+    HAVING MIN(principal) <> MAX(principal) OR MIN(role) <> MAX(role)
+        OR MAX(substr(message, 1, {len(_NO_DATA)}) <> '{_NO_DATA}')
+)
+SELECT r.queue, r.item_id, r.seq, r.kind, r.principal, r.role, r.retracts, r.record_hash,
+       CASE WHEN substr(r.message, 1, {len(_OVERRULES)}) = '{_OVERRULES}'
+            THEN substr(r.message, {len(_OVERRULES) + 1}, 64) END
+FROM contested c JOIN records r ON r.queue = c.queue AND r.item_id = c.item_id
+WHERE r.kind IN ('decision', 'retract')
+ORDER BY r.queue, r.item_id, r.seq
+"""
+
+
+def _check_overrules(conn: sqlite3.Connection, report: Report) -> None:
+    """Adds faults for decisions that replace a standing decision they may not, or
+    without naming it in ``overrules``, or that name a record not standing.
+
+    Replays, item by item in seq order, which decision stood when each one was
+    signed (the latest not yet retracted, as ``store.effective_decisions``
+    reads it then), over the items where more than one principal or role
+    decided or a decision names an overrule; on any other item no decision
+    can replace another's. Like ``_check_retractions`` it trusts the columns
+    of records that passed their own check (and of retracts that passed
+    that check too) and skips the rest; ``overrules`` is read from the signed
+    message, whose shape ``_field_of_another_kind`` has checked.
+    """
+    bad = {f.seq for f in report.faults}
+    item: tuple | None = None
+    standing: list[tuple[int, str, str, str]] = []  # unretracted: (seq, hash, principal, role)
+    for (queue, item_id, seq, kind, principal, role, retracts, record_hash,
+         overrules) in conn.execute(_CONTESTED_SQL):
+        if (queue, item_id) != item:
+            item, standing = (queue, item_id), []
+        if type(seq) is not int or seq in bad:
+            continue
+        if kind == "retract":
+            standing = [d for d in standing if d[1] != retracts]
+            continue
+        reason = _overrule_fault(standing[-1] if standing else None, principal, role, overrules)
+        if reason is not None:
+            report.faults.append(Fault(seq, reason))
+        # It stood from then on whatever its fault: a later decision is judged against
+        # what the ledger showed its signer, not against a replay that skips it.
+        standing.append((seq, record_hash, principal, role))
+
+
+def _overrule_fault(standing: tuple[int, str, str, str] | None, principal: str, role: str,
+                    overrules: str | None) -> str | None:
+    """Gives why a decision by principal in role may not replace ``standing`` (naming
+    ``overrules``), or None."""
+    if standing is None:
+        if overrules is not None:
+            return f"overrules record {overrules[:12]}…, but no decision stood on the item"
+        return None
+    seq, record_hash, by, made_as = standing
+    if outranks(made_as, role):
+        return (f"replaces the decision {by} made as {made_as} (record {seq}) from the lower "
+                f"role {role}")
+    if by == principal:
+        if overrules is not None:
+            return (f"overrules record {overrules[:12]}…, but the standing decision (record "
+                    f"{seq}) is its own signer's")
+        return None
+    if overrules is None:
+        return (f"replaces {by}'s standing decision (record {seq}) without naming it in "
+                "'overrules': a silent overrule")
+    if overrules != record_hash:
+        return (f"overrules record {overrules[:12]}…, which is not the standing decision "
+                f"(record {seq}, by {by})")
+    return None

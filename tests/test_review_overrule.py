@@ -1,0 +1,124 @@
+"""The review app never overrules silently, and the end of a queue is a state.
+
+Driven by keys (Textual Pilot) and checked against what is durably in the
+ledger: a decision key on another's decision asks first (``y`` overrules,
+``n`` or Esc signs nothing), a lead's decision is not the reviewer's to
+replace, the same decision again signs nothing, and after the last item
+decision keys sign nothing more.
+"""
+
+from __future__ import annotations
+
+import pytest
+from textual.screen import ModalScreen
+
+from engine.canonical import strict_loads
+from engine.ledger.audit import verify_workspace
+from engine.ledger.signers import FileSigner
+from reviewer.app import ReviewApp
+from reviewer.session import open_session
+from tests.review_app_fixtures import notices, populate, records, text_of
+
+SIZE = (100, 30)
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
+
+
+@pytest.fixture
+def desk(workspace, enrol):
+    """rita (reviewer), adam (adjudicator), lena (lead and reviewer); demo items."""
+    return populate(workspace, enrol)
+
+
+def rita_app(desk) -> ReviewApp:
+    return ReviewApp(desk.ws, open_session(desk.ws, key=str(desk.rita)))
+
+
+def cursor_item(app: ReviewApp) -> str:
+    return app.review.queue_list.current.item_id
+
+
+def status(app: ReviewApp) -> str:
+    return text_of(app.review.query_one("#status-bar"))
+
+
+def signed_body(ws, seq: int) -> dict:
+    return strict_loads(ws.conn.execute("SELECT message FROM records WHERE seq=?",
+                                        (seq,)).fetchone()[0])
+
+
+@pytest.mark.parametrize("key", ["a", "x"])
+async def test_a_reviewer_cannot_overrule_the_leads_decision_in_the_app(desk, key):
+    desk.ws.decide(FileSigner(desk.lena), "weak_categories", "weak-obfuscation", "accept",
+                   role="lead")
+    before = records(desk.ws)
+    app = rita_app(desk)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("3")                     # the weak-categories queue
+        assert cursor_item(app) == "weak-obfuscation"
+        await pilot.press(key)
+        assert not isinstance(app.screen, ModalScreen)  # nothing to confirm: refused
+        assert f"accept by lena as lead (#{desk.ws.head()[0]})" in notices(app)
+        await pilot.press("y")                     # a stray y signs nothing either
+    assert records(desk.ws) == before
+
+
+@pytest.mark.parametrize("cancel", ["n", "escape"])
+async def test_a_key_on_anothers_decision_asks_and_cancelling_signs_nothing(desk, cancel):
+    desk.ws.decide(FileSigner(desk.lena), "flagged_pairs", "fp-n-0000", "reject",
+                   role="reviewer")
+    app = rita_app(desk)
+    async with app.run_test(size=SIZE) as pilot:
+        assert cursor_item(app) == "fp-n-0000"
+        await pilot.press("a")
+        assert isinstance(app.screen, ModalScreen)
+        question = text_of(app.screen.query_one("#overrule-question"))
+        assert f"reject by lena as reviewer (#{desk.ws.head()[0]})" in question
+        assert "Overrule" in question
+        await pilot.press(cancel)
+        assert not isinstance(app.screen, ModalScreen)
+        assert cursor_item(app) == "fp-n-0000"     # still there, nothing signed
+        assert "not overruled" in status(app)
+    assert len(records(desk.ws)) == 1
+
+
+async def test_y_in_the_dialog_records_the_overrule_naming_what_it_replaces(desk):
+    theirs = desk.ws.decide(FileSigner(desk.lena), "flagged_pairs", "fp-n-0000", "reject",
+                            role="reviewer")
+    app = rita_app(desk)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("a", "y")
+        assert cursor_item(app) == "fp-n-0001"     # signed, then on to the next
+        assert app.review.queue_list.row(0).status == "accept"
+    assert [r[2:6] for r in records(desk.ws)] == [
+        ("fp-n-0000", "reject", "lena", "reviewer"), ("fp-n-0000", "accept", "rita", "reviewer")]
+    assert signed_body(desk.ws, theirs.seq + 1)["data"] == {"overrules": theirs.record_hash}
+    assert verify_workspace(desk.ws).ok
+
+
+async def test_the_same_decision_twice_signs_once_in_the_app(desk):
+    first = desk.ws.head()[0] + 1  # after the genesis and the enrolments
+    app = rita_app(desk)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("a")                     # fp-n-0000, then the cursor moves on
+        await pilot.press("k", "a")                # back to it: accept again
+        assert f"already accept by you (#{first})" in status(app)
+    assert [r[2:4] for r in records(desk.ws)] == [("fp-n-0000", "accept")]
+
+
+async def test_repeated_keys_at_the_end_of_a_filtered_queue_sign_nothing_more(desk):
+    app = rita_app(desk)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("s", "G")                # status undecided; the last item
+        last = cursor_item(app)
+        await pilot.press("a")
+        assert len(records(desk.ws)) == 1
+        await pilot.press("a", "x", "space", "x")
+        assert len(records(desk.ws)) == 1
+        assert cursor_item(app) == last and "end of queue" in status(app)
+        await pilot.press("k", "j", "x")           # gone back to it: a change of mind
+    assert [r[2:4] for r in records(desk.ws)] == [(last, "accept"), (last, "reject")]
