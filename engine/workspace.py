@@ -739,11 +739,17 @@ class Workspace:
                                      "decision", field="item")
                 target = eff["record_hash"]
             row = conn.execute(
-                "SELECT kind, queue, item_id, role FROM records WHERE record_hash=?", (target,)
-            ).fetchone()
+                "SELECT kind, queue, item_id, role, principal FROM records WHERE record_hash=?",
+                (target,)).fetchone()
             if row is None or row[0] != "decision" or (row[1], row[2]) != (queue, item_id):
                 raise InputError(f"record {target[:12]}… is not a decision on {queue}/{item_id}",
                                  field="retracts")
+            if row[4] != principal:
+                # Undoing another's decision would overrule it without saying so.
+                raise PermissionRefused(f"the standing decision on {queue}/{item_id} is "
+                                        f"{row[4]}'s; undo takes back only your own (to replace "
+                                        "theirs, decide with --overrule, or confirm the "
+                                        "overrule in the review app)")
             if row[3] != role:
                 raise PermissionRefused(f"the decision was made as {row[3]}; only that role "
                                         "may retract it")

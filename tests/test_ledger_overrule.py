@@ -308,3 +308,29 @@ def test_a_note_may_not_carry_overrules(desk):
     assert faults(ws) == [
         (B + 2, "a note record carries 'data', which only a signoff, decision or authority "
                 "record has")]
+
+
+# -- undo takes back only your own decision --------------------------------------------------
+
+def test_undo_of_another_principals_decision_is_refused_and_writes_nothing(desk, sealdesk):
+    ws, rita, ravi, _ = desk
+    ws.decide(rita, PAIRS, "item-0", "reject")
+    before = count(ws)
+    proc = sealdesk("undo", "--queue", PAIRS, "--item", "item-0", "--key", ravi.path,
+                    workspace=ws.root)
+    assert proc.returncode == 3
+    assert "is rita's; undo takes back only your own" in one_line_error(proc)
+    assert count(ws) == before
+    assert ws.item(PAIRS, "item-0")["decision"]["principal"] == "rita"
+
+
+def test_a_forged_undo_of_another_principals_decision_is_faulted(desk):
+    ws, rita, ravi, _ = desk
+    decided = ws.decide(rita, PAIRS, "item-0", "reject")
+    record = store.append(ws.db, ravi, workspace_id=ws.workspace_id, principal="ravi",
+                          role="reviewer", kind="retract", queue=PAIRS, item_id="item-0",
+                          check=lambda conn: {**ws._item_binding(conn, PAIRS, "item-0"),
+                                              "retracts": decided.record_hash})
+    assert faults(ws) == [(record.seq, "retracts rita's decision: an undo takes back only its "
+                                       "signer's own (another's is replaced by an explicit "
+                                       "overrule)")]

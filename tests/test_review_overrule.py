@@ -122,3 +122,15 @@ async def test_repeated_keys_at_the_end_of_a_filtered_queue_sign_nothing_more(de
         assert cursor_item(app) == last and "end of queue" in status(app)
         await pilot.press("k", "j", "x")           # gone back to it: a change of mind
     assert [r[2:4] for r in records(desk.ws)] == [(last, "accept"), (last, "reject")]
+
+
+async def test_u_on_anothers_decision_is_refused_and_signs_nothing(desk):
+    desk.ws.decide(FileSigner(desk.lena), "flagged_pairs", "fp-n-0000", "reject",
+                   role="reviewer")
+    before = records(desk.ws)
+    app = rita_app(desk)
+    async with app.run_test(size=SIZE) as pilot:
+        assert cursor_item(app) == "fp-n-0000"
+        await pilot.press("u")
+        assert "is lena's; undo takes back only your own" in notices(app)
+    assert records(desk.ws) == before

@@ -115,7 +115,8 @@ class RangeResult:
     last: tuple[int, str, str] | None = None    # (seq, record_hash, time) of the last record
     faults: list[Fault] = field(default_factory=list)
     signers: Counter = field(default_factory=Counter)
-    retracts: list[tuple] = field(default_factory=list)  # (seq, queue, item_id, role, target)
+    # (seq, queue, item_id, role, target, principal) of each retract that passed
+    retracts: list[tuple] = field(default_factory=list)
     last_signoff: int | None = None  # highest seq whose kind column says signoff
 
 
@@ -479,7 +480,7 @@ def _finish(rows: list[tuple], staged: list[Staged], out: RangeResult) -> None:
             _, principal, kind, queue, item_id, role, retracts = facts
             out.signers[principal] += 1
             if kind == "retract":
-                out.retracts.append((seq, queue, item_id, role, retracts))
+                out.retracts.append((seq, queue, item_id, role, retracts, principal))
         if row[_KIND_COLUMN] == "signoff":  # the column, as the sign-off checks read it
             out.last_signoff = seq
         out.last = (seq, record_hash, time or prev_time)
@@ -715,20 +716,20 @@ def _check_retractions(conn: sqlite3.Connection, report: Report, retracts: list[
     """
     bad = {f.seq for f in report.faults}
     targets: dict[str, tuple] = {}
-    hashes = sorted({target for *_, target in retracts})
+    hashes = sorted({r[4] for r in retracts})
     for start in range(0, len(hashes), 500):  # within SQLite's bound-parameter limit
         chunk = hashes[start:start + 500]
         for row in conn.execute(
-                "SELECT record_hash, seq, kind, queue, item_id, role FROM records "
+                "SELECT record_hash, seq, kind, queue, item_id, role, principal FROM records "
                 f"WHERE record_hash IN ({', '.join('?' * len(chunk))}) ORDER BY seq", chunk):
             held = targets.get(row[0])
             if held is None or (held[0] in bad and row[1] not in bad):
                 targets[row[0]] = row[1:]
     seen: set[str] = set()
-    for seq, queue, item_id, role, target in retracts:
+    for seq, queue, item_id, role, target, principal in retracts:
         if seq in bad:  # a link or time fault too: it cannot count as the retraction
             continue
-        t_seq, t_kind, t_queue, t_item, t_role = targets.get(target, (None,) * 5)
+        t_seq, t_kind, t_queue, t_item, t_role, t_principal = targets.get(target, (None,) * 6)
         if t_seq is None or t_kind != "decision" or t_seq >= seq or t_seq in bad:
             reason = "retracts a record that is not an earlier decision"
         elif (t_queue, t_item) != (queue, item_id):
@@ -737,6 +738,9 @@ def _check_retractions(conn: sqlite3.Connection, report: Report, retracts: list[
             reason = "retracts a decision already retracted"
         elif t_role != role:
             reason = f"retract in role {role} of a decision made as {t_role}"
+        elif t_principal != principal:
+            reason = (f"retracts {t_principal}'s decision: an undo takes back only its signer's "
+                      "own (another's is replaced by an explicit overrule)")
         else:
             seen.add(target)
             continue
