@@ -25,6 +25,7 @@ from engine.canonical import canonical_json
 from engine.gate_policy import GatePolicy, inventory, param_name
 from engine.workspace import BacklogItem
 from tests.ssh_fixtures import (  # noqa: F401 - agents, review, sshd, tmux are fixtures
+    REVIEW_RECORDS,
     agents,
     gate_command,
     review,
@@ -524,7 +525,7 @@ def test_review_with_a_config_file_is_refused_through_the_gate(sshd, agents, rev
     assert proc.returncode == 3, proc.stderr
     assert proc.stderr.startswith("sealdesk: error: ssh-gate: --config is refused: it names a "
                                   "key, trust or config file on this host")
-    assert ws.conn.execute("SELECT COUNT(*) FROM records").fetchone()[0] == 3
+    assert ws.conn.execute("SELECT COUNT(*) FROM records").fetchone()[0] == REVIEW_RECORDS
 
 
 @pytest.mark.needs_sshd
@@ -577,4 +578,4 @@ def test_through_the_gate_the_config_files_key_never_signs(sshd, agents, review,
     tmux.wait_for("lena", "READ-ONLY")
     tmux.keys("lena", "q")
     assert "EXIT=0" in tmux.wait_for("lena", "EXIT=")
-    assert ws.conn.execute("SELECT COUNT(*) FROM records").fetchone()[0] == 3
+    assert ws.conn.execute("SELECT COUNT(*) FROM records").fetchone()[0] == REVIEW_RECORDS

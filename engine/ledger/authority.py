@@ -554,6 +554,11 @@ def revoke_data(principal: str, key: PublicKey, reason: str | None) -> dict[str,
 
 # -- the generated allowed_signers file -------------------------------------------
 
+def _second(text: str) -> datetime:
+    """Gives a record-time text's moment cut to the whole second (as ssh-keygen reads it)."""
+    return parse_time(text).replace(microsecond=0)
+
+
 def _ssh_time(text: str) -> str:
     """Gives a record-time text as an allowed_signers time (UTC, whole seconds)."""
     return parse_time(text).strftime("%Y%m%d%H%M%SZ")
@@ -584,18 +589,22 @@ def allowed_signers_line(auth: Authority, g: Grant) -> str:
     """Gives the allowed_signers line of one grant (see ``allowed_signers_lines``)."""
     options = [f'namespaces="{",".join(NAMESPACE_BY_ROLE[r] for r in g.roles)}"']
     after = max(g.valid_after, g.granted_at if g.granted_by != _genesis_seq(auth) else "")
+    before = g.valid_before if g.valid_before != NO_BEFORE else None
+    ended = g.ended_at is not None and (before is None or g.ended_at < before)
+    if ended:
+        before = g.ended_at
+    # ssh-keygen refuses a line whose valid-before is not after its valid-after (in whole
+    # seconds). A grant ended within the second it began covers that second; a window the
+    # lead closed before the enrolment covers nothing, so only the lead's own bounds stand.
+    if after and before is not None and _second(before) <= _second(after):
+        if ended:
+            before = time_text(_second(after) + timedelta(seconds=1))
+        else:
+            after = g.valid_after
     if after:
         options.append(f'valid-after="{_ssh_time(after)}"')
-    before = g.valid_before if g.valid_before != NO_BEFORE else None
-    if g.ended_at is not None and (before is None or g.ended_at < before):
-        before = g.ended_at
     if before is not None:
-        # ssh-keygen refuses a line whose bounds fall in one second ("valid-before time is
-        # before valid-after"), which a grant begun and ended within a second would give.
-        end = parse_time(before)
-        if after and end.replace(microsecond=0) <= parse_time(after).replace(microsecond=0):
-            end = parse_time(after) + timedelta(seconds=1)
-        options.append(f'valid-before="{end.strftime("%Y%m%d%H%M%SZ")}"')
+        options.append(f'valid-before="{_ssh_time(before)}"')
     return f"{g.principal} {','.join(options)} {g.key.openssh()}\n"
 
 
