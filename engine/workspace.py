@@ -382,6 +382,12 @@ class Workspace:
             raise WorkspaceError(f"{db_path}: table {', '.join(missing)} is missing; this "
                                  "workspace was damaged (restore it from a copy)")
         ws = cls(root, conn, read_only=read_only)
+        if not read_only:
+            try:
+                store.add_missing_indexes(conn)
+            except sqlite3.Error as exc:
+                conn.close()
+                raise storage_error(exc, db_path) from exc
         if not read_only and not unmigrated and ws.needs_migration():
             conn.close()
             raise WorkspaceError(

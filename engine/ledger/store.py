@@ -48,6 +48,8 @@ CREATE TABLE IF NOT EXISTS records (
 ) STRICT;
 CREATE INDEX IF NOT EXISTS records_item ON records(queue, item_id, seq);
 CREATE INDEX IF NOT EXISTS records_retracts ON records(retracts) WHERE retracts IS NOT NULL;
+CREATE INDEX IF NOT EXISTS records_authority ON records(seq)
+  WHERE kind IN ('genesis', 'enrol', 'revoke');
 CREATE TRIGGER IF NOT EXISTS records_no_update BEFORE UPDATE ON records
 BEGIN SELECT RAISE(ABORT, 'ledger records are append-only: UPDATE refused'); END;
 CREATE TRIGGER IF NOT EXISTS records_no_delete BEFORE DELETE ON records
@@ -68,6 +70,18 @@ MAX_CLOCK_LAG_S = 300.0
 def create_schema(conn: sqlite3.Connection) -> None:
     """Creates the records table and its append-only triggers."""
     conn.executescript(SCHEMA)
+
+
+AUTHORITY_INDEX = ("CREATE INDEX IF NOT EXISTS records_authority ON records(seq) "
+                   "WHERE kind IN ('genesis', 'enrol', 'revoke')")
+
+
+def add_missing_indexes(conn: sqlite3.Connection) -> None:
+    """Adds the authority-record index to a database made before it existed (the replay
+    and every signer check look the authority records up through it)."""
+    if conn.execute("SELECT 1 FROM sqlite_schema WHERE type='index' AND "
+                    "name='records_authority'").fetchone() is None:
+        conn.execute(AUTHORITY_INDEX)
 
 
 def head(conn: sqlite3.Connection) -> tuple[int, str]:
