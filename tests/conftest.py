@@ -149,3 +149,48 @@ def enrol(workspace, keygen, founder_key):
         return FileSigner(key)
 
     return make
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    """Runs the ``anyio``-marked tests (the review app under Textual's pilot) on asyncio."""
+    return "asyncio"
+
+
+# -- a real OpenSSH server, ssh-agents and tmux (the harness is tests/support/ssh.py, tmux.py)
+
+@pytest.fixture
+def sshd(tmp_path: Path):
+    """Gives a real sshd on 127.0.0.1 whose sessions get HOME=<tmp>/review-home."""
+    from tests.support.ssh import serve_sshd
+
+    yield from serve_sshd(tmp_path)
+
+
+@pytest.fixture
+def agents(tmp_path: Path):
+    """Gives ``agent(name, key)`` -> socket of a new ssh-agent holding only that key."""
+    from tests.support.ssh import serve_agents
+
+    yield from serve_agents(tmp_path)
+
+
+@pytest.fixture
+def tmux(tmp_path: Path):
+    """Gives a Tmux on a private socket; its server is stopped by pid at teardown."""
+    from tests.support.ssh import stop
+    from tests.support.tmux import Tmux
+
+    server = Tmux(require_tool("tmux"), tmp_path / "tmux.sock")
+    yield server
+    if server.pid is not None:
+        stop(server.pid)
+
+
+@pytest.fixture
+def review(tmp_path: Path, keygen):
+    """Gives (workspace, lena's key path) of the review host: lena founded it, enrolled rita
+    (reviewer, key file), and rita decided 3 pairs (``REVIEW_RECORDS`` records in all)."""
+    from tests.support.ssh import review_host
+
+    yield from review_host(tmp_path, keygen)

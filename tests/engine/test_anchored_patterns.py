@@ -15,7 +15,7 @@ from engine.exam.schema import ID_PATTERN
 from engine.ledger.checkpoint import _FINGERPRINT, _SIZE
 from engine.ledger.records import parse_time
 from engine.workspace import RUN_ID
-from tests.test_cli_foundation import cli_ws, one_line_error, snapshot  # noqa: F401  (fixture)
+from tests.support.refusals import one_line_error, snapshot
 
 
 @pytest.mark.parametrize("pattern,good", [
@@ -35,7 +35,7 @@ def test_a_record_time_with_a_trailing_newline_is_not_a_record_time():
 
 def test_ingest_refuses_a_run_id_ending_in_a_newline(cli_ws, sealdesk, tmp_path):
     from engine.workspace import BacklogItem
-    from tests.ledger_fixtures import write_items_file
+    from tests.support.backlog import write_items_file
 
     ws, _ = cli_ws
     path = tmp_path / "nl.jsonl"
@@ -49,7 +49,7 @@ def test_ingest_refuses_a_run_id_ending_in_a_newline(cli_ws, sealdesk, tmp_path)
 
 def test_a_run_id_too_long_is_told_the_length_limit(cli_ws, sealdesk, tmp_path):
     from engine.workspace import BacklogItem
-    from tests.ledger_fixtures import write_items_file
+    from tests.support.backlog import write_items_file
 
     ws, _ = cli_ws
     path = tmp_path / "long.jsonl"

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from engine.workspace import BacklogItem
-from tests.ledger_fixtures import make_items, write_items_file
-from tests.test_cli_foundation import cli_ws, one_line_error, snapshot  # noqa: F401  (fixture)
+from tests.conftest import REPO
+from tests.support.backlog import make_items, write_items_file
+from tests.support.refusals import one_line_error, snapshot
 
 
 def test_ingesting_several_files_writes_nothing_when_a_later_one_conflicts(cli_ws, sealdesk,
@@ -57,7 +58,7 @@ def test_bulk_decide_refuses_ids_that_are_not_utf8(cli_ws, sealdesk, tmp_path):
     ws, keys = cli_ws
     before = snapshot(ws)
     env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8",
-           "PYTHONPATH": str(Path(__file__).parent.parent)}
+           "PYTHONPATH": str(REPO)}
     proc = subprocess.run([*SEALDESK, "--workspace", str(ws), "decide", "--queue",
                            "flagged_pairs", "--item", "-", "--decision", "accept", "--key",
                            str(keys["rita"])], input=b"item-0\n\xff\xfe\n",

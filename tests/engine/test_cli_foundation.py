@@ -14,35 +14,8 @@ import pytest
 
 from engine.canonical import canonical_json
 from tests.conftest import SEALDESK
-from tests.ledger_fixtures import make_items, write_items_file
-
-
-@pytest.fixture
-def cli_ws(tmp_path, sealdesk, keygen, init_cli, founder_key):
-    """Gives a workspace founded through the CLI (genesis, then rita's enrolment as
-    reviewer) holding three items, and the private keys by name ("founder" is the lead
-    whose key signs enrolments; "adam" is enrolled in nothing)."""
-    ws = tmp_path / "ws"
-    lead = init_cli(ws)
-    keys = {name: keygen(name) for name in ("rita", "adam")}
-    sealdesk("keys", "add", "--principal", "rita", "--role", "reviewer", "--key",
-             f"{keys['rita']}.pub", *lead, workspace=ws, check=True)
-    items = tmp_path / "items.jsonl"
-    write_items_file(items, make_items(3))
-    sealdesk("ingest", items, workspace=ws, check=True)
-    return ws, {**keys, "founder": founder_key}
-
-
-def snapshot(ws: Path) -> dict[str, bytes]:
-    """Every file's bytes under a workspace, to prove nothing was written."""
-    import sqlite3
-
-    conn = sqlite3.connect(ws / "sealdesk.db")
-    dump = "\n".join(conn.iterdump()).encode()
-    conn.close()
-    files = {str(p.relative_to(ws)): p.read_bytes() for p in ws.rglob("*")
-             if p.is_file() and not p.name.startswith("sealdesk.db")}
-    return {"db": dump, **files}
+from tests.support.backlog import make_items, write_items_file
+from tests.support.refusals import one_line_error, snapshot
 
 
 def test_exported_records_verify_with_ssh_keygen(cli_ws, sealdesk, tmp_path):
@@ -104,13 +77,6 @@ def test_reingesting_the_same_items_is_a_no_op(cli_ws, sealdesk, tmp_path):
     ws, _ = cli_ws
     proc = sealdesk("ingest", tmp_path / "items.jsonl", workspace=ws, check=True)
     assert "0 added, 3 already held" in proc.stdout
-
-
-def one_line_error(proc) -> str:
-    assert proc.returncode != 0
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1, proc.stderr
-    return lines[0]
 
 
 def test_item_id_held_with_different_bytes_is_refused(cli_ws, sealdesk, tmp_path):

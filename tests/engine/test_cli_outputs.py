@@ -11,7 +11,7 @@ import pytest
 
 from engine.artifacts import atomic_write
 from engine.errors import InputError
-from tests.test_cli_foundation import cli_ws, one_line_error, snapshot  # noqa: F401  (fixture)
+from tests.support.refusals import one_line_error
 
 
 def _workspace_files(ws):

@@ -24,13 +24,9 @@ from engine import gate_policy, jobs
 from engine.canonical import canonical_json
 from engine.gate_policy import GatePolicy, inventory, param_name
 from engine.workspace import BacklogItem
-from tests.ssh_fixtures import (  # noqa: F401 - agents, review, sshd, tmux are fixtures
+from tests.support.ssh import (
     REVIEW_RECORDS,
-    agents,
     gate_command,
-    review,
-    sshd,
-    tmux,
     wait_for,
 )
 
@@ -329,13 +325,8 @@ def _fake_claim(path: Path) -> Path:
 
 
 @pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
-
-@pytest.fixture
 def desk(workspace, enrol):
-    from tests.review_app_fixtures import populate
+    from tests.support.review_app import populate
 
     return populate(workspace, enrol)
 
@@ -361,7 +352,7 @@ def reached(server: socket.socket) -> bool:
 
 async def type_in_jobs_panel(app, pilot, line: str) -> str:
     """Opens the jobs panel with b, types line, presses Enter; gives the panel's message."""
-    from tests.review_app_fixtures import text_of
+    from tests.support.review_app import text_of
 
     await pilot.press("b")
     await pilot.press(*line, "enter")
@@ -473,7 +464,7 @@ async def test_jobs_under_the_gate_run_what_it_allows_and_write_only_inside(desk
                                                                            monkeypatch):
     from reviewer.app import ReviewApp
     from reviewer.session import read_only_session
-    from tests.review_app_fixtures import settle, text_of
+    from tests.support.review_app import settle, text_of
 
     inputs = desk.ws.root / "inputs"
     inputs.mkdir()

@@ -9,15 +9,14 @@ import hashlib
 import os
 import sqlite3
 import subprocess
-from pathlib import Path
 
 import pytest
 
 from engine.canonical import canonical_json, canonical_sha256
 from engine.workspace import BacklogItem
-from tests.conftest import SEALDESK
-from tests.ledger_fixtures import write_items_file
-from tests.test_cli_foundation import cli_ws, one_line_error, snapshot  # noqa: F401  (fixture)
+from tests.conftest import REPO, SEALDESK
+from tests.support.backlog import write_items_file
+from tests.support.refusals import one_line_error, snapshot
 
 
 def _raw_item_line(payload_json: bytes, item_id: str = "odd-1") -> bytes:
@@ -72,7 +71,7 @@ def test_an_argument_that_is_not_utf8_is_one_line_naming_it(cli_ws, tmp_path, op
     ws, keys = cli_ws
     before = snapshot(ws)
     env = {**os.environ, "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",
-           "PYTHONPATH": str(Path(__file__).parent.parent)}
+           "PYTHONPATH": str(REPO)}
     args = [*SEALDESK, "--workspace", str(ws), "decide", "--queue", "flagged_pairs",
             "--item", "item-0", "--decision", "accept", "--key", str(keys["rita"])]
     args = [a.encode() for a in args] + [option.encode(), b"caf\xe9 latin-1"]

@@ -30,8 +30,7 @@ import pytest
 
 from engine.ledger.signoff import sign_off
 from tests.conftest import REPO, SEALDESK, require_tool
-from tests.ledger_fixtures import make_items
-from tests.test_review_tmux import Tmux
+from tests.support.backlog import make_items
 
 # The ledger opens with its genesis and the two enrolments (records 1-3): four decisions,
 # then the sign-off over records 1-7.
@@ -226,13 +225,6 @@ def test_a_write_on_a_read_only_filesystem_says_so(audited, tmp_path):
 
 # -- the review app -----------------------------------------------------------
 
-@pytest.fixture
-def tmux(tmp_path):
-    server = Tmux(require_tool("tmux"), f"sealdesk-ro-{os.getpid()}-{tmp_path.name}")
-    yield server
-    subprocess.run([*server.base, "kill-server"], capture_output=True)
-
-
 @pytest.mark.needs_tmux
 @pytest.mark.slow
 def test_review_read_only_browses_a_read_only_copy_in_tmux(ro_copy, tmux, tmp_path):
@@ -242,23 +234,24 @@ def test_review_read_only_browses_a_read_only_copy_in_tmux(ro_copy, tmux, tmp_pa
     command = (f"cd {REPO} && {prefix} env TERM=screen NO_COLOR=1 LANG=C.UTF-8 "
                f"PYTHONPATH={REPO} {sys.executable} -m engine.cli --workspace {ro_copy} "
                f"review --read-only; echo $? > {done}")
-    tmux("new-session", "-d", "-s", "review", "-x", "100", "-y", "30", command)
-    tmux.wait_for("6 shown")
-    screen = tmux.wait_for(f"ledger #{SIGNOFF}")  # the status bar may be drawn a frame later
+    tmux.new("review", command, width=100, height=30)
+    tmux.wait_for("review", "6 shown")
+    # The status bar may be drawn a frame later.
+    screen = tmux.wait_for("review", f"ledger #{SIGNOFF}")
     assert "READ-ONLY" in screen
     assert "item 5" in screen and "item 0" in screen
     tmux("send-keys", "-t", "review", "a")
-    tmux.wait_for("read-only session: started with")
+    tmux.wait_for("review", "read-only session: started with")
     # A search runs on its own connection in a worker thread.
     tmux("send-keys", "-t", "review", "/")
-    tmux.wait_for("search text, Enter applies")
+    tmux.wait_for("review", "search text, Enter applies")
     tmux("send-keys", "-t", "review", "item 3", "Enter")
-    tmux.wait_for("1 shown")
+    tmux.wait_for("review", "1 shown")
     # The sign-off summary is read on another connection of its own.
     tmux("send-keys", "-t", "review", "S")
-    tmux.wait_for(f"last     sign-off #{SIGNOFF} by lena")
+    tmux.wait_for("review", f"last     sign-off #{SIGNOFF} by lena")
     tmux("send-keys", "-t", "review", "Escape")
-    tmux.wait_for("1 shown")
+    tmux.wait_for("review", "1 shown")
     tmux("send-keys", "-t", "review", "q")
     deadline = time.monotonic() + 30
     while not done.exists() and time.monotonic() < deadline:

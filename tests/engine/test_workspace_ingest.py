@@ -7,7 +7,7 @@ import pytest
 from engine.errors import ConflictError
 from engine.ledger import store
 from engine.workspace import BacklogItem
-from tests.ledger_fixtures import make_items
+from tests.support.backlog import make_items
 
 
 def test_a_run_reingested_with_a_different_manifest_is_a_conflict(workspace):

@@ -10,22 +10,12 @@ from engine.ledger.audit import verify_workspace
 from reviewer.app import ReviewApp
 from reviewer.modals import HelpScreen
 from reviewer.session import open_session, read_only_session
-from tests.review_app_fixtures import notices, populate, records, settle, text_of
-from tests.review_payloads import numbered_pairs
+from tests.support.review_app import notices, records, settle, text_of
+from tests.support.review_payloads import numbered_pairs
 
 SIZE = (100, 30)
 # Async tests run on asyncio through anyio's pytest plugin (anyio comes with httpx).
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
-
-@pytest.fixture
-def desk(workspace, enrol):
-    return populate(workspace, enrol)
 
 
 def app_for(desk, key=None, **kw) -> ReviewApp:

@@ -17,21 +17,10 @@ from engine.ledger.audit import verify_workspace
 from engine.ledger.signers import FileSigner
 from reviewer.app import ReviewApp
 from reviewer.session import open_session
-from tests.review_app_fixtures import notices, populate, records, text_of
+from tests.support.review_app import notices, records, text_of
 
 SIZE = (100, 30)
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
-
-@pytest.fixture
-def desk(workspace, enrol):
-    """rita (reviewer), adam (adjudicator), lena (lead and reviewer); demo items."""
-    return populate(workspace, enrol)
 
 
 def rita_app(desk) -> ReviewApp:

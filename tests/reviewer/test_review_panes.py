@@ -12,7 +12,7 @@ from rich.console import Console
 from reviewer.panes import render_detail, render_payload
 from reviewer.panes.adjudication import candidate_span, preceding_message
 from reviewer.panes.spans import SHARED_STYLE, find_token_spans, highlight, shared_spans
-from tests import review_payloads as P
+from tests.support import review_payloads as P
 
 
 def plain(renderable, width: int = 120) -> str:

@@ -9,14 +9,9 @@ import pytest
 
 from reviewer.app import ReviewApp
 from reviewer.session import open_session
-from tests.review_app_fixtures import populate, settle
+from tests.support.review_app import populate, settle
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
 
 
 async def test_each_key_that_signs_keeps_a_receipt_that_catches_a_rollback(

@@ -6,42 +6,25 @@ sign off while it is open.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sqlite3
 
 import pytest
 
-from engine.artifacts import write_json_artifact
 from engine.ledger.audit import verify_workspace
 from engine.ledger.signers import FileSigner
 from engine.ledger.signoff import sign_off
-from engine.workspace import BacklogItem, Workspace
+from engine.workspace import Workspace
 from reviewer.app import ReviewApp
 from reviewer.modals import HelpScreen
 from reviewer.review_screen import POLL_SECONDS
 from reviewer.session import open_session, read_only_session
 from reviewer.signoff_screen import ConfirmSignoff, SignoffScreen
-from tests.ledger_fixtures import record_run
-from tests.review_app_fixtures import notices, records, settle, text_of
-from tests.test_signoff_record import mth
+from tests.support.review_app import notices, records, settle, text_of
+from tests.support.signoff import WEAK, mth, pair, write_run_artifacts
 
 SIZE = (100, 30)
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
-
-def pair(n: int) -> BacklogItem:
-    return BacklogItem.make("flagged_pairs", f"fp-{n}", "run-1", {
-        "summary": {"title": f"pair {n}", "score": 0.9 - n / 10, "tags": []}, "n": n})
-
-
-WEAK = BacklogItem.make("weak_categories", "weak-obfuscation", "run-1", {
-    "summary": {"title": "obfuscation", "score": 0.5, "tags": []}})
 
 
 # The ledger a Team starts from: the founder's genesis, then the enrolments of rita, ravi
@@ -220,36 +203,6 @@ async def test_a_ledger_that_moved_while_the_lead_confirmed_is_not_signed(team):
 
 
 # -- what the screen shows -------------------------------------------------------------
-
-def write_run_artifacts(ws) -> dict[str, str]:
-    """Writes a contamination scan and clean set, an exam score and coverage evidence;
-    gives each artifact's SHA-256 by its path under artifacts/."""
-    files = {
-        "contam-1/contamination_report.json": {
-            "test": {"name": "gsm", "n": 40}, "counts": {"total_flagged_items": 5},
-            "leakage_rate": 0.125},
-        "clean-1/clean_report.json": {
-            "leakage_rate_before": 0.125, "leakage_rate_after": 0.0,
-            "dropped": ["q1", "q7", "q9"],
-            "power": {"before": {"min_detectable_difference": 0.21},
-                      "after": {"min_detectable_difference": 0.23}}},
-        "exam-1/exam-score.json": {
-            "status": "FAIL",
-            "gates": {"precision": {"value": 0.75, "threshold": ">= 0.70", "passed": True},
-                      "recall": {"value": 0.35, "threshold": ">= 0.40", "passed": False}}},
-        "cov-1/coverage-evidence.json": {"benchmark": {
-            "eligibility": "HOLD",
-            "stratified_report": [{"category": "benign"}, {"category": "obfuscation"}],
-            "weak_categories": [{"category": "obfuscation", "issue": "low_recall"}]}},
-    }
-    hashes = {}
-    for path, doc in files.items():
-        run, name = path.split("/")
-        write_json_artifact(ws.run_dir(run) / name, doc)
-        record_run(ws, run, name)
-        hashes[path] = hashlib.sha256((ws.artifacts_dir / path).read_bytes()).hexdigest()
-    return hashes
-
 
 async def test_the_screen_shows_counts_runs_undecided_tree_head_and_artifact_hashes(team):
     team.decide_all_but("fp-2")

@@ -4,7 +4,7 @@ The workspace's id is pinned, lena's key comes from a fixed seed and the one
 record, her genesis, is dated at a fixed time, so every hash shown (tree root,
 ledger head, artifacts, run manifest) is the same on every run. Update after
 a deliberate change with:
-pytest tests/test_review_signoff_snapshots.py --snapshot-update
+pytest tests/reviewer/test_review_signoff_snapshots.py --snapshot-update
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ from engine.workspace import Workspace
 from reviewer.app import ReviewApp
 from reviewer.session import open_session
 from reviewer.signoff_screen import SignoffScreen
-from tests.review_app_fixtures import settle
-from tests.test_review_signoff import WEAK, pair, write_run_artifacts
+from tests.support.review_app import settle
+from tests.support.signoff import WEAK, pair, write_run_artifacts
 
 PINNED_ID = "00000000-0000-4000-8000-00000000cafe"
 FOUNDED_AT = "2026-01-05T09:00:00.000000Z"

@@ -19,17 +19,13 @@ import pytest
 
 from engine.ledger.audit import verify_workspace
 from engine.workspace import BacklogItem, Workspace
-from tests.ssh_fixtures import (  # noqa: F401 - agents, review, sshd, tmux are fixtures
+from tests.support.ssh import (
     REVIEW_RECORDS,
-    agents,
     files_holding,
     gate_command,
     keygen_verify,
     lead_agent_only,
     people_with_agents,
-    review,
-    sshd,
-    tmux,
 )
 
 pytestmark = [pytest.mark.needs_sshd, pytest.mark.needs_tmux, pytest.mark.slow]

@@ -12,7 +12,7 @@ import pytest
 from engine.workspace import Workspace
 from reviewer.app import ReviewApp
 from reviewer.session import read_only_session
-from tests.review_payloads import demo_items
+from tests.support.review_payloads import demo_items
 
 PANES = {
     # name: (queue key, item id)

@@ -7,47 +7,16 @@ to work in); every wait polls the captured screen, none sleeps blindly.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
 
 import pytest
 
-from tests.conftest import REPO, require_tool
-from tests.review_payloads import demo_items, numbered_pairs
+from tests.conftest import REPO
+from tests.support.review_payloads import demo_items, numbered_pairs
 
 pytestmark = [pytest.mark.needs_tmux, pytest.mark.slow]
-
-
-class Tmux:
-    """One tmux server on a private socket, so the test touches no other session."""
-
-    def __init__(self, tmux: str, socket: str) -> None:
-        self.base = [tmux, "-L", socket]
-
-    def __call__(self, *args: str) -> str:
-        return subprocess.run([*self.base, *args], capture_output=True, text=True,
-                              check=True).stdout
-
-    def screen(self) -> str:
-        return self("capture-pane", "-p", "-t", "review")
-
-    def wait_for(self, text: str, timeout: float = 60.0) -> str:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            shown = self.screen()
-            if text in shown:
-                return shown
-            time.sleep(0.1)
-        raise AssertionError(f"{text!r} never appeared; screen was:\n{self.screen()}")
-
-
-@pytest.fixture
-def tmux(tmp_path):
-    server = Tmux(require_tool("tmux"), f"sealdesk-test-{os.getpid()}-{tmp_path.name}")
-    yield server
-    subprocess.run([*server.base, "kill-server"], capture_output=True)
 
 
 def test_decisions_made_in_tmux_verify_with_sealdesk_and_ssh_keygen(
@@ -62,17 +31,17 @@ def test_decisions_made_in_tmux_verify_with_sealdesk_and_ssh_keygen(
     command = (f"cd {REPO} && env TERM=screen NO_COLOR=1 LANG=C.UTF-8 PYTHONPATH={REPO} "
                f"{sys.executable} -m engine.cli --workspace {workspace.root} review "
                f"--key {key}; echo $? > {done}")
-    tmux("new-session", "-d", "-s", "review", "-x", "100", "-y", "30", command)
+    tmux.new("review", command, width=100, height=30)
 
-    tmux.wait_for("rita as reviewer")
+    tmux.wait_for("review", "rita as reviewer")
     tmux("send-keys", "-t", "review", "a")
-    tmux.wait_for("1 decided this session")
+    tmux.wait_for("review", "1 decided this session")
     tmux("send-keys", "-t", "review", "x")
-    tmux.wait_for("2 decided this session")
+    tmux.wait_for("review", "2 decided this session")
     tmux("send-keys", "-t", "review", "Space")
-    tmux.wait_for("3 decided this session")
+    tmux.wait_for("review", "3 decided this session")
     tmux("send-keys", "-t", "review", "u")          # retracts the skip
-    tmux.wait_for(f"ledger #{authority + 4}")
+    tmux.wait_for("review", f"ledger #{authority + 4}")
     tmux("send-keys", "-t", "review", "q")
     deadline = time.monotonic() + 30
     while not done.exists() and time.monotonic() < deadline:

@@ -17,6 +17,7 @@ from engine.coverage.holdout import SCHEMA as HOLDOUT_SCHEMA
 from engine.coverage.policy import CategoryGatePolicy
 from engine.coverage.scope import SCHEMA as SCOPE_SCHEMA
 from engine.coverage.trust import TrustRoot, generate, load_private_key
+from tests.conftest import REPO
 
 V1 = hashlib.sha256(b"test detector v1").hexdigest()
 V2 = hashlib.sha256(b"test detector v2").hexdigest()
@@ -128,7 +129,7 @@ def reserve_in_child(store: str, trust_dir: str, scope_raw: bytes, payload: byte
             results.put(("refused", f"{type(exc).__name__}: {exc}"))
 
 
-SAMPLE = Path(__file__).resolve().parent.parent / "sample_data" / "coverage"
+SAMPLE = REPO / "sample_data" / "coverage"
 
 
 def sample_benchmark(root: Path) -> tuple[Authority, Path, Path]:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from engine.ledger.authority import AUTHORITY_KINDS
 from engine.workspace import Workspace
-from tests.review_payloads import demo_items, numbered_pairs
+from tests.support.review_payloads import demo_items, numbered_pairs
 
 
 @dataclass

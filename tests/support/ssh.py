@@ -1,14 +1,12 @@
-"""Fixtures for tests that go through a real OpenSSH server, ssh-agents and tmux.
-
-Import the fixtures a test module uses by name (``from tests.ssh_fixtures
-import agents, sshd, tmux``): pytest finds fixtures in the module's globals.
+"""The harness behind the ``sshd``, ``agents`` and ``review`` fixtures (tests/conftest.py):
+a real OpenSSH server, one ssh-agent per person, and the workspaces they reach.
 
 ``sshd`` installs Debian's openssh-server when it is missing and the test
 runs as root (as .ci/system-deps does on a fresh machine), starts ``sshd`` on
 a free port of 127.0.0.1 with its own config, host key and authorized_keys,
 and gives sessions ``HOME=<tmp>/review-home``. ``agents`` starts one
-``ssh-agent`` per person holding only that person's key. ``tmux`` is one
-tmux server on a private socket. Each is stopped by its pid at teardown.
+``ssh-agent`` per person holding only that person's key. Each is stopped by
+its pid at teardown.
 Every wait polls (a file, a log, the captured screen); none sleeps blindly.
 """
 
@@ -26,9 +24,8 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
-import pytest
 from cryptography.hazmat.primitives import serialization
 
 from engine.ledger.enrol import enrol, found
@@ -118,8 +115,7 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-@pytest.fixture
-def sshd(tmp_path: Path):
+def serve_sshd(tmp_path: Path) -> Iterator[SshServer]:
     """Gives a real sshd on 127.0.0.1 whose sessions get HOME=<tmp>/review-home."""
     sshd_path = ensure_sshd()
     require_tool("ssh")
@@ -164,8 +160,7 @@ def sshd(tmp_path: Path):
         log.close()
 
 
-@pytest.fixture
-def agents(tmp_path: Path):
+def serve_agents(tmp_path: Path) -> Iterator[Callable[[str, Path], Path]]:
     """Gives ``agent(name, key)`` -> socket of a new ssh-agent holding only that key."""
     require_tool("ssh-agent")
     started: list[subprocess.Popen] = []
@@ -184,60 +179,6 @@ def agents(tmp_path: Path):
     for proc in started:
         stop(proc.pid)
         proc.wait(timeout=10)
-
-
-class Tmux:
-    """One tmux server on a private socket: sessions by name, their screens, keys."""
-
-    def __init__(self, tmux: str, sock: Path) -> None:
-        # -u: panes are UTF-8 whatever this process's locale says (the app draws ✓ ✗ ▶).
-        self.base = [tmux, "-u", "-S", str(sock)]
-        self.pid: int | None = None
-
-    def __call__(self, *args: str) -> str:
-        return subprocess.run([*self.base, *args], capture_output=True, text=True,
-                              check=True).stdout
-
-    def new(self, name: str, command: str, width: int = 100, height: int = 30,
-            env: dict[str, str] | None = None) -> None:
-        """Starts a detached session running a shell command (the first starts the server).
-
-        ``env`` is exported inside the session's shell: a tmux server started
-        earlier would not pass a new client's environment on.
-        """
-        exports = "".join(f"export {k}={shlex.quote(v)}; " for k, v in (env or {}).items())
-        subprocess.run([*self.base, "new-session", "-d", "-s", name, "-x", str(width),
-                        "-y", str(height), exports + command],
-                       env={**os.environ, "LANG": "C.UTF-8"}, check=True)
-        if self.pid is None:
-            self.pid = int(self("display-message", "-p", "#{pid}"))
-
-    def screen(self, name: str) -> str:
-        """Gives what a session's pane shows now (plus its scrollback)."""
-        return self("capture-pane", "-p", "-t", name, "-S", "-200")
-
-    def keys(self, name: str, *keys: str) -> None:
-        self("send-keys", "-t", name, *keys)
-
-    def wait_for(self, name: str, text: str, timeout: float = 60.0) -> str:
-        """Gives the screen once text appears on it; fails showing the screen if it never does."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            shown = self.screen(name)
-            if text in shown:
-                return shown
-            time.sleep(0.1)
-        raise AssertionError(f"{text!r} never appeared in {name}; screen was:\n"
-                             f"{self.screen(name)}")
-
-
-@pytest.fixture
-def tmux(tmp_path: Path):
-    """Gives a Tmux on a private socket; its server is stopped by pid at teardown."""
-    server = Tmux(require_tool("tmux"), tmp_path / "tmux.sock")
-    yield server
-    if server.pid is not None:
-        stop(server.pid)
 
 
 def secrets_of(key: Path) -> list[bytes]:
@@ -282,11 +223,10 @@ def found_and_enrol(ws: Workspace, lead: str, lead_key: Path,
 REVIEW_RECORDS = 5
 
 
-@pytest.fixture
-def review(tmp_path: Path, keygen):
-    """The review host's workspace, founded with lena's key as lead (signed on her laptop:
-    only her public key is on the host); lena enrolled rita (reviewer, key file), who
-    decided 3 pairs."""
+def review_host(tmp_path: Path, keygen) -> Iterator[tuple[Workspace, Path]]:
+    """Gives (workspace, lena's private key path): the review host's workspace, founded with
+    lena's key as lead (signed on her laptop: only her public key is on the host); lena
+    enrolled rita (reviewer, key file), who decided 3 pairs."""
     ws = Workspace.init(tmp_path / "review" / "ws")
     rita, lena = keygen("rita"), keygen("lena")
     found_and_enrol(ws, "lena", lena, {"rita": ("reviewer", rita)})

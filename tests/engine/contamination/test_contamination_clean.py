@@ -6,7 +6,6 @@ import hashlib
 import json
 import math
 import re
-from pathlib import Path
 
 import pytest
 
@@ -16,8 +15,9 @@ from engine.contamination.power import minimum_detectable_difference
 from engine.contamination.scan import ScanConfig, run_scan
 from engine.contamination.sources import resolve_source
 from engine.errors import InputError, IntegrityError
+from tests.conftest import REPO
 
-SAMPLE = Path(__file__).resolve().parent.parent / "sample_data" / "contamination"
+SAMPLE = REPO / "sample_data" / "contamination"
 QUESTIONS = [json.loads(line) for line in open(SAMPLE / "eval.jsonl", encoding="utf-8")]
 
 

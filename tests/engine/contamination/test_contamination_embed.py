@@ -24,8 +24,9 @@ from engine.contamination.scan import ScanConfig, run_scan  # noqa: E402
 from engine.contamination.sources import resolve_source  # noqa: E402
 from engine.errors import IntegrityError  # noqa: E402
 from engine.workspace import Workspace  # noqa: E402
+from tests.conftest import REPO
 
-SAMPLE = Path(__file__).resolve().parent.parent / "sample_data" / "contamination"
+SAMPLE = REPO / "sample_data" / "contamination"
 
 
 @pytest.fixture(scope="module")

@@ -27,13 +27,6 @@ def write_jsonl(path: Path, rows: list[dict | str]) -> Path:
 
 
 @pytest.fixture
-def ws(tmp_path) -> Path:
-    root = tmp_path / "ws"
-    Workspace.init(root).close()
-    return root
-
-
-@pytest.fixture
 def good(tmp_path) -> tuple[Path, Path]:
     ev = write_jsonl(tmp_path / "eval.jsonl", [{"id": "q1", "text": QUESTION},
                                                {"id": "q2", "text": "A different question."}])

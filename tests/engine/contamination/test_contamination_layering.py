@@ -7,7 +7,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parent.parent / "engine" / "contamination"
+from tests.conftest import REPO
+
+PACKAGE = REPO / "engine" / "contamination"
 
 
 def imported_modules(path: Path) -> set[str]:

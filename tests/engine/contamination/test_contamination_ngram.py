@@ -5,15 +5,15 @@ from __future__ import annotations
 import json
 import random
 import re
-from pathlib import Path
 
 import pytest
 
 from engine.contamination.internal import clusters, ngram_pairs
 from engine.contamination.ngram import EvalIndex, NgramSettings, match_batch
 from engine.contamination.reference import reference_scan
+from tests.conftest import REPO
 
-SAMPLE = Path(__file__).resolve().parent.parent / "sample_data" / "contamination"
+SAMPLE = REPO / "sample_data" / "contamination"
 
 
 def oracle_shingles(text: str, n: int = 13) -> set[str]:

@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 
 from engine.workspace import Workspace
-from tests.contamination_shard_support import (ShardServer, children, pool_rows, read_rows, scan,
-                                               split_into, synthetic_pool)
+from tests.conftest import REPO
+from tests.support.contamination_shards import (ShardServer, children, pool_rows, read_rows, scan,
+                                                split_into, synthetic_pool)
 
-SAMPLE = Path(__file__).resolve().parent.parent / "sample_data" / "contamination"
+SAMPLE = REPO / "sample_data" / "contamination"
 # one Ray per module: with `pytest -n 2 --dist loadgroup` these tests share a worker
 pytestmark = pytest.mark.xdist_group("ray")
 

@@ -15,9 +15,9 @@ from engine.canonical import canonical_sha256
 from engine.contamination.canonical_text import canonical, content_sha256
 from engine.contamination.poolhash import pool_sha256
 from engine.workspace import Workspace
-from tests.conftest import FOUNDER
+from tests.conftest import FOUNDER, REPO
 
-SAMPLE = Path(__file__).resolve().parent.parent / "sample_data" / "contamination"
+SAMPLE = REPO / "sample_data" / "contamination"
 POOL_ROW_FIELDS = {"test_idx", "test_id", "pool_idx", "pool_id", "channel", "channels",
                    "jaccard", "containment", "minhash_jaccard", "numbers_only_differ"}
 INTERNAL_ROW_FIELDS = {"a_idx", "a_id", "b_idx", "b_id", "channel", "jaccard", "cluster",

@@ -19,8 +19,8 @@ import pytest
 from engine.contamination.canonical_text import canonical, content_sha256
 from engine.contamination.poolhash import PieceBuilder, PoolHasher, pool_sha256
 from engine.workspace import Workspace
-from tests.contamination_shard_support import (ShardServer, children, pool_rows, read_rows, scan,
-                                               split_into, synthetic_pool, write_shard)
+from tests.support.contamination_shards import (ShardServer, children, pool_rows, read_rows, scan,
+                                                split_into, synthetic_pool, write_shard)
 
 MIXED = ["pool-00.jsonl", "pool-01.jsonl.gz", "pool-02.jsonl.zst", "pool-03.parquet",
          "pool-04.jsonl"]
@@ -146,13 +146,6 @@ def cli_scan(sealdesk, workspace: Path, eval_path: Path, pool: str, *extra: str)
     return sealdesk("scan", "contamination", "--eval", eval_path, "--text-field", "question",
                     "--pool", pool, "--pool-text-field", "text", "--id-field", "id",
                     "--no-embed", *extra, workspace=workspace)
-
-
-@pytest.fixture
-def ws(tmp_path) -> Path:
-    root = tmp_path / "ws"
-    Workspace.init(root).close()
-    return root
 
 
 def test_a_pattern_naming_no_file_is_refused_in_one_line(sealdesk, ws, data, tmp_path):

@@ -21,9 +21,10 @@ from engine.coverage.misses import Miss, rank_key  # noqa: E402
 from engine.coverage.policy import AttributionPolicy  # noqa: E402
 from engine.coverage.tiny_detector import train_tiny_detector  # noqa: E402
 from engine.errors import InputError  # noqa: E402
+from tests.conftest import REPO
 
 pytestmark = pytest.mark.slow
-ROWS = Path(__file__).resolve().parent.parent / "sample_data" / "coverage" / "debug_rows.jsonl"
+ROWS = REPO / "sample_data" / "coverage" / "debug_rows.jsonl"
 POLICY = AttributionPolicy(3, "seed", 64, 32, 3)
 
 
@@ -120,11 +121,11 @@ def test_a_directory_without_a_model_is_refused(tmp_path: Path):
 
 def test_backlog_run_with_a_model_carries_attributed_misses(detector, tmp_path, workspace):
     from engine.coverage.run_backlog import run_backlog
-    from tests.coverage_support import sample_source
+    from tests.support.coverage import sample_source
 
     source = sample_source(tmp_path)
     run = run_backlog(workspace, source, ROWS,
-                      Path(__file__).resolve().parent.parent / "sample_data" / "coverage"
+                      REPO / "sample_data" / "coverage"
                       / "attribution.toml", Path(detector.path))
     for item in run.items:
         assert item.payload["attribution"]["model_sha256"] == detector.sha256

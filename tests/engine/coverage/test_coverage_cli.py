@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from engine.artifacts import read_verified
-from tests.coverage_support import SAMPLE, eval_rows
+from tests.support.coverage import SAMPLE, eval_rows
 
 V1 = "55c80d5d9e0d82337ab555b17e8505febf5e680758e1dd23ca7239e571eb1130"
 V2 = "5642865473cf347f2c19ed920c162cf41c08e258c2452abfe33cc7db0606737c"
@@ -203,7 +203,7 @@ def test_keygen_never_replaces_a_key(sealdesk, tmp_path):
 
 def test_holdout_seals_rows_into_a_canonical_manifest(sealdesk, tmp_path):
     from engine.canonical import parse_canonical
-    from tests.coverage_support import holdout_samples, write_jsonl
+    from tests.support.coverage import holdout_samples, write_jsonl
 
     rows = write_jsonl(tmp_path / "rows.jsonl", holdout_samples())
     out = tmp_path / "holdout.json"
@@ -249,7 +249,7 @@ def test_keygen_refuses_a_repeated_role_and_writes_nothing(sealdesk, tmp_path):
 
 
 def test_holdout_and_scope_never_overwrite_an_existing_out_file(sealdesk, tmp_path):
-    from tests.coverage_support import holdout_samples, write_jsonl
+    from tests.support.coverage import holdout_samples, write_jsonl
 
     root = tmp_path / "authority"
     _authority(sealdesk, root)
@@ -388,7 +388,7 @@ def test_a_store_deadline_beyond_an_hour_is_refused_where_it_is_written(sealdesk
 @pytest.mark.parametrize("stamp", ["yesterday", "2025-13-01T00:00:00Z", "2025-06-01T24:00:00Z",
                                    "2025-06-01T00:00:00"])
 def test_holdout_created_at_must_be_a_real_zoned_time(sealdesk, tmp_path, stamp):
-    from tests.coverage_support import holdout_samples, write_jsonl
+    from tests.support.coverage import holdout_samples, write_jsonl
 
     rows = write_jsonl(tmp_path / "rows.jsonl", holdout_samples())
     done = sealdesk("coverage", "holdout", "--rows", rows, "--holdout-id", "h", "--version", "3",
@@ -399,7 +399,7 @@ def test_holdout_created_at_must_be_a_real_zoned_time(sealdesk, tmp_path, stamp)
 
 def test_holdout_created_at_in_another_zone_is_written_in_utc(sealdesk, tmp_path):
     from engine.canonical import parse_canonical
-    from tests.coverage_support import holdout_samples, write_jsonl
+    from tests.support.coverage import holdout_samples, write_jsonl
 
     rows = write_jsonl(tmp_path / "rows.jsonl", holdout_samples())
     sealdesk("coverage", "holdout", "--rows", rows, "--holdout-id", "h", "--version", "3",
@@ -428,7 +428,7 @@ def test_finalize_with_a_key_but_no_payload_is_refused_not_a_listing(sealdesk, t
 
 def test_tiny_model_refuses_one_label_naming_the_file_and_a_runaway_step_count(sealdesk,
                                                                                tmp_path):
-    from tests.coverage_support import write_jsonl
+    from tests.support.coverage import write_jsonl
 
     rows = [r for r in json_rows(SAMPLE / "debug_rows.jsonl") if r["label"] == 1]
     one = write_jsonl(tmp_path / "one.jsonl", rows)

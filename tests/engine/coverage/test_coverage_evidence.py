@@ -19,7 +19,7 @@ from engine.coverage.findings import load_benchmark
 from engine.coverage.run_backlog import run_backlog
 from engine.errors import InputError, IntegrityError, PermissionRefused
 from engine.ledger import store
-from tests.coverage_support import SAMPLE, sample_benchmark
+from tests.support.coverage import SAMPLE, sample_benchmark
 
 
 @pytest.fixture

@@ -19,12 +19,7 @@ from engine.coverage.holdout import load_holdout
 from engine.coverage.lineage import LineageStore, provision_store
 from engine.coverage.publish import publish
 from engine.errors import ConflictError, InputError, IntegrityError, PermissionRefused
-from tests.coverage_support import V1, V2, Authority, reserve_in_child, scope_of
-
-
-@pytest.fixture
-def auth(tmp_path: Path) -> Authority:
-    return Authority(tmp_path)
+from tests.support.coverage import V1, V2, Authority, reserve_in_child, scope_of
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from engine.coverage.misses import select_misses
 from engine.coverage.policy import AttributionPolicy
 from engine.coverage.tables import DEBUG_COLUMNS, read_table
 from engine.errors import InputError, PermissionRefused
-from tests.coverage_support import V1, V2, write_jsonl
+from tests.support.coverage import V1, V2, write_jsonl
 
 POLICY = AttributionPolicy(max_examples_per_category=2, selection_seed="seed-1",
                            tokenizer_max_length=32, integration_steps=8,

@@ -17,7 +17,7 @@ from engine.coverage.report import stratified_report, table_locator
 from engine.coverage.tables import EVAL_COLUMNS, read_table
 from engine.coverage.weak import identify_weak_categories, validate_findings
 from engine.errors import InputError
-from tests.coverage_support import POLICY, eval_rows, write_jsonl
+from tests.support.coverage import POLICY, eval_rows, write_jsonl
 
 
 def report_of(wrong: dict[str, int], version: str = "v2", set_id: str = "dev"):

@@ -18,13 +18,8 @@ from engine.coverage.benchmark import (derive_benchmark, evaluation_context,
 from engine.coverage.holdout import load_holdout
 from engine.coverage.tables import DETECTOR_RESULT_COLUMNS, read_table
 from engine.errors import InputError, IntegrityError, PermissionRefused
-from tests.coverage_support import V1, V2, Authority, detector_results, holdout_samples, \
+from tests.support.coverage import V1, V2, Authority, detector_results, holdout_samples, \
     write_jsonl
-
-
-@pytest.fixture
-def auth(tmp_path: Path) -> Authority:
-    return Authority(tmp_path)
 
 
 def measure(auth: Authority, holdout: tuple[Path, Path], wrong: dict[str, int], *,

@@ -8,7 +8,7 @@ from engine.canonical import canonical_json
 from engine.errors import InputError, IntegrityError
 from engine.exam.artifact import core_of, seal
 from engine.exam.score import verified_artifact
-from tests.exam_builders import (build, cand_id, claim, write_artifact_file, write_exam)
+from tests.support.exam_builders import (build, cand_id, claim, write_artifact_file, write_exam)
 
 TEXTS = {"c1": "The API is live. The cache is warm.", "c2": "Nothing to report."}
 API = claim("The API is live.", "runtime", "API")

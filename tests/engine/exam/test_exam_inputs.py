@@ -8,7 +8,7 @@ import pytest
 
 from engine.errors import InputError
 from engine.exam.inputs import load_inputs
-from tests.exam_builders import claim, write_exam
+from tests.support.exam_builders import claim, write_exam
 
 TEXTS = {"c1": "The API is live.", "c2": "Nothing to report."}
 

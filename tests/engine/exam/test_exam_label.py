@@ -12,8 +12,8 @@ from engine.canonical import sha256_hex
 from engine.exam.endpoint import ModelSpec
 from engine.exam.inputs import InputPaths, load_inputs, parse_context, parse_corpus
 from engine.exam.label import label
-from tests.exam_builders import claim, write_exam
-from tests.exam_endpoint import Endpoint, blind, chat
+from tests.support.exam_builders import claim, write_exam
+from tests.support.exam_endpoint import Endpoint, blind, chat
 
 TEXTS = {"c1": "The API is live. The cache is warm.", "c2": "Nothing to report."}
 ANSWERS = {"c1": [claim("The API is live.", "runtime", "API")], "c2": []}

@@ -13,7 +13,7 @@ from engine.exam.resolve import resolve
 from engine.exam.runs import adjudicate
 from engine.exam.score import verified_artifact
 from engine.ledger import store
-from tests.exam_builders import claim, write_exam
+from tests.support.exam_builders import claim, write_exam
 
 TEXT = "The API is live. The cache is warm."
 

@@ -7,7 +7,7 @@ import pytest
 from engine.canonical import sha256_hex
 from engine.errors import InputError
 from engine.exam.score import load_replay, score, verified_artifact
-from tests.exam_builders import build, claim, write_artifact_file, write_exam, write_replay
+from tests.support.exam_builders import build, claim, write_artifact_file, write_exam, write_replay
 
 TEXTS = {"c1": "The API is live. The cache is warm.", "c2": "Nothing to report.",
          "c3": "The queue is empty."}
@@ -91,7 +91,7 @@ def test_inter_rater_diagnostics_are_reported_and_never_gate(tmp_path, workspace
 def test_replay_hard_failures_are_refused(tmp_path, rows, field, words):
     from engine.exam.inputs import parse_corpus
     from engine.exam.replay import parse_replay
-    from tests.exam_builders import jsonl
+    from tests.support.exam_builders import jsonl
 
     texts = {**TEXTS, "c9": "x"}
     path = write_replay(tmp_path / "r.jsonl", rows, texts)
@@ -106,7 +106,7 @@ def test_replay_hard_failures_are_refused(tmp_path, rows, field, words):
 def test_a_trigger_past_the_end_of_its_completion_is_refused(tmp_path):
     from engine.exam.inputs import parse_corpus
     from engine.exam.replay import parse_replay
-    from tests.exam_builders import jsonl
+    from tests.support.exam_builders import jsonl
 
     corpus = parse_corpus(jsonl([{"schema_version": 1, "completion_id": "c1",
                                   "session_id": "s", "target_turn_id": "turn-1",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.exam_builders import build, cand_id, candidates, claim, votes_of, write_exam
+from tests.support.exam_builders import build, cand_id, candidates, claim, votes_of, write_exam
 
 TEXT = "The API is live. The parser imports the tokenizer."
 API = claim("The API is live.", "runtime", "API")

@@ -8,7 +8,7 @@ import json
 from engine.exam.entities import normalize_entity
 from engine.exam.inputs import Claim
 from engine.exam.spans import InvalidResponse, locate
-from tests.exam_builders import build, candidates, claim, votes_of, write_exam
+from tests.support.exam_builders import build, candidates, claim, votes_of, write_exam
 
 
 def test_a_claim_resolves_to_its_exact_code_point_interval():

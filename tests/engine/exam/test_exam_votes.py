@@ -6,7 +6,7 @@ import pytest
 
 from engine.errors import InputError
 from engine.exam.votes import Vote, decide
-from tests.exam_builders import build, cand_id, candidates, claim, votes_of, write_exam
+from tests.support.exam_builders import build, cand_id, candidates, claim, votes_of, write_exam
 
 
 def _votes(a: str, b: str, third: str) -> list[Vote]:

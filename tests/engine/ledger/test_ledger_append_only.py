@@ -7,7 +7,7 @@ import sqlite3
 import pytest
 
 from engine.ledger.audit import verify_workspace
-from tests.ledger_fixtures import make_items
+from tests.support.backlog import make_items
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ from engine.ledger import sshsig, store
 from engine.ledger.records import INDEXED_FIELDS, encode_body, make_body, utc_now
 from engine.ledger.signers import FileSigner
 from engine.roles import namespace_for
-from tests.ledger_fixtures import make_items, write_items_file
+from tests.support.backlog import make_items, write_items_file
 
 
 @pytest.fixture

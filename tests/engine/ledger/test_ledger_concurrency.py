@@ -11,7 +11,7 @@ import time
 import pytest
 
 from engine.ledger.audit import verify_workspace
-from tests.ledger_fixtures import make_items
+from tests.support.backlog import make_items
 
 WRITER = """
 import sys

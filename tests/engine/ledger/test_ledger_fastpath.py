@@ -32,7 +32,7 @@ from engine.ledger.verify import (
     _dearmored,
     load_context,
 )
-from tests.ledger_fixtures import make_items
+from tests.support.backlog import make_items
 
 QUEUES = ("weak_categories", "flagged_pairs")
 

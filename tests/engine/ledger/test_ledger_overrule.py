@@ -19,7 +19,7 @@ from engine.ledger import sshsig, store
 from engine.ledger.audit import verify_workspace
 from engine.ledger.records import encode_body, make_body, utc_now
 from engine.roles import namespace_for
-from tests.ledger_fixtures import make_items
+from tests.support.backlog import make_items
 
 WEAK = "weak_categories"  # a reviewer or a lead may decide its items
 PAIRS = "flagged_pairs"   # reviewers only

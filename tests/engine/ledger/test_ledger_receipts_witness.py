@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.ledger_fixtures import make_items, write_items_file
+from tests.support.backlog import make_items, write_items_file
 
 
 @pytest.fixture

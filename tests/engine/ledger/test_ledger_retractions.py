@@ -15,7 +15,7 @@ import pytest
 from engine.ledger import store
 from engine.ledger.audit import verify_workspace
 from engine.ledger.verify import _BATCH
-from tests.ledger_fixtures import make_items
+from tests.support.backlog import make_items
 
 
 QUEUE = "weak_categories"  # a reviewer or a lead may decide its items

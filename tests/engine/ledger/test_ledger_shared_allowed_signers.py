@@ -19,8 +19,8 @@ from engine.errors import InputError
 from engine.ledger.allowed_signers import AllowedSigners
 from engine.ledger.audit import verify_workspace
 from tests.conftest import FOUNDER
-from tests.ledger_fixtures import make_items
-from tests.ssh_fixtures import keygen_verify
+from tests.support.backlog import make_items
+from tests.support.ssh import keygen_verify
 
 
 def pub_line(key) -> str:

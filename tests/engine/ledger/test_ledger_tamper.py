@@ -10,7 +10,7 @@ from engine.ledger import store
 from engine.ledger.audit import verify_workspace
 from engine.workspace import BacklogItem
 from tests.conftest import FOUNDER
-from tests.ledger_fixtures import make_items
+from tests.support.backlog import make_items
 
 DROP_TRIGGERS = """
 DROP TRIGGER records_no_update; DROP TRIGGER records_no_delete; DROP TRIGGER records_next_link;

@@ -13,7 +13,7 @@ from engine.ledger import verify
 from engine.ledger.audit import verify_workspace
 from engine.ledger.authority import signer_policy
 from tests.conftest import FOUNDER, enrol_key, found_workspace
-from tests.ledger_fixtures import make_items
+from tests.support.backlog import make_items
 
 RECORDS = 300  # several small ranges, so both processes claim some
 

@@ -158,8 +158,8 @@ def test_decide_without_a_key_takes_the_agent_key_enrolled_for_the_queues_role(
 ], ids=["decide", "keys-add"])
 def test_an_agent_holding_no_enrolled_key_is_refused_naming_its_keys(
         tmp_path, keygen, agent, sealdesk, init_cli, command):
-    from tests.ledger_fixtures import make_items, write_items_file
-    from tests.test_cli_foundation import snapshot
+    from tests.support.backlog import make_items, write_items_file
+    from tests.support.refusals import snapshot
 
     ws = tmp_path / "ws"
     init_cli(ws)

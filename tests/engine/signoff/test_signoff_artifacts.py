@@ -25,10 +25,10 @@ from engine.coverage.run_backlog import run_backlog
 from reviewer.app import ReviewApp
 from reviewer.session import open_session
 from reviewer.signoff_screen import SignoffScreen
-from tests.coverage_support import SAMPLE, sample_benchmark
-from tests.exam_builders import claim, write_exam, write_replay
-from tests.ledger_fixtures import record_run
-from tests.review_app_fixtures import notices, settle, text_of
+from tests.support.backlog import record_run
+from tests.support.coverage import SAMPLE, sample_benchmark
+from tests.support.exam_builders import claim, write_exam, write_replay
+from tests.support.review_app import notices, settle, text_of
 
 V1 = "55c80d5d9e0d82337ab555b17e8505febf5e680758e1dd23ca7239e571eb1130"
 V2 = "5642865473cf347f2c19ed920c162cf41c08e258c2452abfe33cc7db0606737c"
@@ -237,11 +237,6 @@ def test_verify_names_an_artifact_that_differs_from_its_runs_record(
 
 
 # -- the app --------------------------------------------------------------------------
-
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
 
 @pytest.mark.anyio
 async def test_the_signoff_screen_shows_the_refusal_and_signs_nothing(

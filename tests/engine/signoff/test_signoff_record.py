@@ -16,19 +16,8 @@ from engine.ledger.audit import verify_workspace
 from engine.ledger.signoff import sign_off, signoff_summary
 from engine.ledger.treehead import SIGNOFF_TYPE
 from engine.workspace import BacklogItem
-from tests.ledger_fixtures import record_run
-
-
-def mth(messages: list[bytes]) -> bytes:
-    """RFC 9162 MTH written straight from its recursive definition (independent check)."""
-    if not messages:
-        return hashlib.sha256(b"").digest()
-    if len(messages) == 1:
-        return hashlib.sha256(b"\x00" + messages[0]).digest()
-    k = 1
-    while k * 2 < len(messages):
-        k *= 2
-    return hashlib.sha256(b"\x01" + mth(messages[:k]) + mth(messages[k:])).digest()
+from tests.support.backlog import record_run
+from tests.support.signoff import mth
 
 
 def messages(ws) -> list[bytes]:

@@ -20,18 +20,14 @@ import pytest
 
 from engine.ledger.audit import verify_workspace
 from engine.workspace import Workspace
-from tests.ssh_fixtures import (  # noqa: F401 - agents, review, sshd, tmux are fixtures
+from tests.support.ssh import (
     REVIEW_RECORDS,
     SEALDESK,
-    agents,
     files_holding,
     gate_command,
     items,
     lead_agent_only,
     people_with_agents,
-    review,
-    sshd,
-    tmux,
 )
 
 pytestmark = [pytest.mark.needs_sshd, pytest.mark.slow]

@@ -1,0 +1,24 @@
+"""Fixtures of the engine's tests that several areas below share (tests/conftest.py holds
+the ones the reviewer's tests use too)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.support.backlog import make_items, write_items_file
+
+
+@pytest.fixture
+def cli_ws(tmp_path, sealdesk, keygen, init_cli, founder_key):
+    """Gives a workspace founded through the CLI (genesis, then rita's enrolment as
+    reviewer) holding three items, and the private keys by name ("founder" is the lead
+    whose key signs enrolments; "adam" is enrolled in nothing)."""
+    ws = tmp_path / "ws"
+    lead = init_cli(ws)
+    keys = {name: keygen(name) for name in ("rita", "adam")}
+    sealdesk("keys", "add", "--principal", "rita", "--role", "reviewer", "--key",
+             f"{keys['rita']}.pub", *lead, workspace=ws, check=True)
+    items = tmp_path / "items.jsonl"
+    write_items_file(items, make_items(3))
+    sealdesk("ingest", items, workspace=ws, check=True)
+    return ws, {**keys, "founder": founder_key}

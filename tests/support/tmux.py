@@ -1,0 +1,58 @@
+"""The harness behind the ``tmux`` fixture (tests/conftest.py): one tmux server on a
+private socket, driven the way a person at a terminal would (keys in, screens out).
+
+Every wait polls the captured screen; none sleeps blindly.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import time
+from pathlib import Path
+
+
+class Tmux:
+    """One tmux server on a private socket: sessions by name, their screens, keys."""
+
+    def __init__(self, tmux: str, sock: Path) -> None:
+        # -u: panes are UTF-8 whatever this process's locale says (the app draws ✓ ✗ ▶).
+        self.base = [tmux, "-u", "-S", str(sock)]
+        self.pid: int | None = None
+
+    def __call__(self, *args: str) -> str:
+        return subprocess.run([*self.base, *args], capture_output=True, text=True,
+                              check=True).stdout
+
+    def new(self, name: str, command: str, width: int = 100, height: int = 30,
+            env: dict[str, str] | None = None) -> None:
+        """Starts a detached session running a shell command (the first starts the server).
+
+        ``env`` is exported inside the session's shell: a tmux server started
+        earlier would not pass a new client's environment on.
+        """
+        exports = "".join(f"export {k}={shlex.quote(v)}; " for k, v in (env or {}).items())
+        subprocess.run([*self.base, "new-session", "-d", "-s", name, "-x", str(width),
+                        "-y", str(height), exports + command],
+                       env={**os.environ, "LANG": "C.UTF-8"}, check=True)
+        if self.pid is None:
+            self.pid = int(self("display-message", "-p", "#{pid}"))
+
+    def screen(self, name: str) -> str:
+        """Gives what a session's pane shows now (plus its scrollback)."""
+        return self("capture-pane", "-p", "-t", name, "-S", "-200")
+
+    def keys(self, name: str, *keys: str) -> None:
+        self("send-keys", "-t", name, *keys)
+
+    def wait_for(self, name: str, text: str, timeout: float = 60.0) -> str:
+        """Gives the screen once text appears on it; fails showing the screen if it never does."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            shown = self.screen(name)
+            if text in shown:
+                return shown
+            time.sleep(0.1)
+        raise AssertionError(f"{text!r} never appeared in {name}; screen was:\n"
+                             f"{self.screen(name)}")
