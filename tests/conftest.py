@@ -1,7 +1,11 @@
-"""Shared fixtures: real workspaces, real ssh-keygen keys, the real CLI.
+"""Shared fixtures: real workspaces, real ssh-keygen keys, the real CLI, and the
+ssh/tmux harness (tests/support/ssh.py, tests/support/tmux.py).
 
-The CLI runs as ``python -m engine.cli`` in a subprocess, with this checkout
-first on PYTHONPATH, so the code under test is the code in this tree.
+The CLI runs as ``python -m engine.cli`` in a subprocess (``sealdesk``), with
+this checkout first on PYTHONPATH, so the code under test is the code in this
+tree; ``sealdesk_main`` runs the same ``main()`` inside the test's process.
+Each area's own fixtures are in its conftest.py (tests/engine/...,
+tests/reviewer); builders that are not fixtures are in tests/support.
 """
 
 from __future__ import annotations
@@ -58,6 +62,53 @@ def sealdesk(tmp_path: Path) -> Callable[..., subprocess.CompletedProcess]:
                               env=full_env, cwd=cwd or tmp_path, timeout=600)
         if check and proc.returncode != 0:
             raise AssertionError(f"{' '.join(cmd)} -> {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
+        return proc
+
+    return run
+
+
+@pytest.fixture
+def sealdesk_main(tmp_path: Path) -> Callable[..., subprocess.CompletedProcess]:
+    """Gives a runner of the CLI inside this process, called as ``sealdesk`` is and giving
+    the same result: ``engine.cli.main`` under click's ``CliRunner`` isolation.
+
+    It goes through ``main()`` as the installed command does (its mapping of errors to
+    one line and an exit code), and fits tests of argument parsing, one-line errors and
+    output text. What needs a process of its own (signals, a stdin pipe, the gate's
+    environment, bytes no locale decodes, a fresh interpreter's recursion limit) runs
+    through ``sealdesk``.
+    """
+    from click.testing import CliRunner
+
+    from engine.cli import main
+
+    def run(*args: str, workspace: Path | None = None, input: str | None = None,
+            env: dict[str, str] | None = None, check: bool = False,
+            cwd: Path | None = None) -> subprocess.CompletedProcess:
+        argv = [] if workspace is None else ["--workspace", str(workspace)]
+        argv += [str(a) for a in args]
+        environ, here = dict(os.environ), os.getcwd()
+        code: int | str | None = 0
+        with CliRunner().isolation(input=input, env=env) as (out, err, _):
+            os.chdir(cwd or tmp_path)
+            try:
+                main(argv)
+            except SystemExit as exc:
+                code = exc.code
+            finally:
+                os.chdir(here)
+                # A command may set variables for its children; none may outlive the run.
+                for name in set(os.environ) - set(environ):
+                    del os.environ[name]
+                os.environ.update({k: v for k, v in environ.items() if os.environ.get(k) != v})
+            if isinstance(code, str):  # as the interpreter does with sys.exit("message")
+                err.write(f"{code}\n".encode())
+                code = 1
+        proc = subprocess.CompletedProcess(["sealdesk", *argv], code or 0,
+                                           out.getvalue().decode(), err.getvalue().decode())
+        if check and proc.returncode != 0:
+            raise AssertionError(f"sealdesk {' '.join(argv)} -> {proc.returncode}\n"
+                                 f"{proc.stdout}\n{proc.stderr}")
         return proc
 
     return run

@@ -5,20 +5,25 @@ from __future__ import annotations
 
 import pytest
 
+from tests.conftest import FOUNDER
 from tests.support.backlog import make_items, write_items_file
 
 
 @pytest.fixture
-def cli_ws(tmp_path, sealdesk, keygen, init_cli, founder_key):
+def cli_ws(tmp_path, sealdesk_main, keygen, founder_key):
     """Gives a workspace founded through the CLI (genesis, then rita's enrolment as
     reviewer) holding three items, and the private keys by name ("founder" is the lead
-    whose key signs enrolments; "adam" is enrolled in nothing)."""
+    whose key signs enrolments; "adam" is enrolled in nothing).
+
+    The three commands run in this process (``sealdesk_main``): they only set the stage;
+    each test runs the commands it is about as its subject needs.
+    """
     ws = tmp_path / "ws"
-    lead = init_cli(ws)
     keys = {name: keygen(name) for name in ("rita", "adam")}
-    sealdesk("keys", "add", "--principal", "rita", "--role", "reviewer", "--key",
-             f"{keys['rita']}.pub", *lead, workspace=ws, check=True)
+    sealdesk_main("init", "--lead", FOUNDER, "--key", founder_key, workspace=ws, check=True)
+    sealdesk_main("keys", "add", "--principal", "rita", "--role", "reviewer", "--key",
+                  f"{keys['rita']}.pub", "--lead-key", founder_key, workspace=ws, check=True)
     items = tmp_path / "items.jsonl"
     write_items_file(items, make_items(3))
-    sealdesk("ingest", items, workspace=ws, check=True)
+    sealdesk_main("ingest", items, workspace=ws, check=True)
     return ws, {**keys, "founder": founder_key}

@@ -33,7 +33,7 @@ def test_a_record_time_with_a_trailing_newline_is_not_a_record_time():
         parse_time("2026-12-01T03:00:00.000000Z\n")
 
 
-def test_ingest_refuses_a_run_id_ending_in_a_newline(cli_ws, sealdesk, tmp_path):
+def test_ingest_refuses_a_run_id_ending_in_a_newline(cli_ws, sealdesk_main, tmp_path):
     from engine.workspace import BacklogItem
     from tests.support.backlog import write_items_file
 
@@ -41,21 +41,21 @@ def test_ingest_refuses_a_run_id_ending_in_a_newline(cli_ws, sealdesk, tmp_path)
     path = tmp_path / "nl.jsonl"
     write_items_file(path, [BacklogItem.make("flagged_pairs", "nl-1", "run-1\n", {"text": "x"})])
     before = snapshot(ws)
-    err = one_line_error(sealdesk("ingest", path, workspace=ws))
+    err = one_line_error(sealdesk_main("ingest", path, workspace=ws))
     assert f"{path}:1" in err and "run_id" in err, err
     assert snapshot(ws) == before
     assert json.loads(path.read_text())["run_id"] == "run-1\n"  # the newline reached ingest
 
 
-def test_a_run_id_too_long_is_told_the_length_limit(cli_ws, sealdesk, tmp_path):
+def test_a_run_id_too_long_is_told_the_length_limit(cli_ws, sealdesk_main, tmp_path):
     from engine.workspace import BacklogItem
     from tests.support.backlog import write_items_file
 
     ws, _ = cli_ws
     path = tmp_path / "long.jsonl"
     write_items_file(path, [BacklogItem.make("flagged_pairs", "l-1", "r" * 129, {"t": 1})])
-    err = one_line_error(sealdesk("ingest", path, workspace=ws))
+    err = one_line_error(sealdesk_main("ingest", path, workspace=ws))
     assert "field 'run_id'" in err and "at most 128 characters" in err, err
-    err = one_line_error(sealdesk("exam", "resolve", "--run-id", "x", "--out-run-id", "r" * 129,
-                                  workspace=ws))
+    err = one_line_error(sealdesk_main("exam", "resolve", "--run-id", "x", "--out-run-id",
+                                       "r" * 129, workspace=ws))
     assert "field 'out-run-id'" in err and "at most 128 characters" in err, err

@@ -14,7 +14,7 @@ from tests.support.backlog import make_items, write_items_file
 from tests.support.refusals import one_line_error, snapshot
 
 
-def test_ingesting_several_files_writes_nothing_when_a_later_one_conflicts(cli_ws, sealdesk,
+def test_ingesting_several_files_writes_nothing_when_a_later_one_conflicts(cli_ws, sealdesk_main,
                                                                           tmp_path):
     ws, _ = cli_ws
     fresh = tmp_path / "fresh.jsonl"
@@ -22,19 +22,19 @@ def test_ingesting_several_files_writes_nothing_when_a_later_one_conflicts(cli_w
     clash = tmp_path / "clash.jsonl"
     write_items_file(clash, [BacklogItem.make("flagged_pairs", "item-1", "run-3", {"x": 1})])
     before = snapshot(ws)
-    err = one_line_error(sealdesk("ingest", fresh, clash, workspace=ws))
+    err = one_line_error(sealdesk_main("ingest", fresh, clash, workspace=ws))
     assert "item-1 already exists with different bytes" in err and "clash.jsonl" in err
     assert snapshot(ws) == before
 
 
-def test_two_files_giving_one_item_id_different_bytes_are_refused_naming_both(cli_ws, sealdesk,
+def test_two_files_giving_one_item_id_different_bytes_are_refused_naming_both(cli_ws, sealdesk_main,
                                                                            tmp_path):
     ws, _ = cli_ws
     first, second = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
     write_items_file(first, [BacklogItem.make("flagged_pairs", "new-1", "run-4", {"x": 1})])
     write_items_file(second, [BacklogItem.make("flagged_pairs", "new-1", "run-4", {"x": 2})])
     before = snapshot(ws)
-    err = one_line_error(sealdesk("ingest", first, second, workspace=ws))
+    err = one_line_error(sealdesk_main("ingest", first, second, workspace=ws))
     assert f"{second}:1:" in err and "first.jsonl" in err and "field 'item_id'" in err
     assert snapshot(ws) == before
 
@@ -69,18 +69,18 @@ def test_bulk_decide_refuses_ids_that_are_not_utf8(cli_ws, sealdesk, tmp_path):
     assert snapshot(ws) == before
 
 
-def test_export_into_a_directory_that_cannot_be_made_is_one_line(cli_ws, sealdesk, tmp_path):
+def test_export_into_a_directory_that_cannot_be_made_is_one_line(cli_ws, sealdesk_main, tmp_path):
     ws, _ = cli_ws
     blocker = tmp_path / "blocker"
     blocker.write_text("a file, not a directory")
-    err = one_line_error(sealdesk("export", "--out", blocker / "records.jsonl", workspace=ws))
+    err = one_line_error(sealdesk_main("export", "--out", blocker / "records.jsonl", workspace=ws))
     assert str(blocker / "records.jsonl") in err
 
 
-def test_export_of_a_mangled_record_names_its_seq(cli_ws, sealdesk, tmp_path):
+def test_export_of_a_mangled_record_names_its_seq(cli_ws, sealdesk_main, tmp_path):
     ws, keys = cli_ws
-    decided = sealdesk("decide", "--queue", "flagged_pairs", "--item", "item-0", "--decision",
-                       "accept", "--key", keys["rita"], workspace=ws, check=True)
+    decided = sealdesk_main("decide", "--queue", "flagged_pairs", "--item", "item-0", "--decision",
+                            "accept", "--key", keys["rita"], workspace=ws, check=True)
     seq = int(decided.stdout.split()[0].lstrip("#"))  # after the genesis and the enrolment
     conn = sqlite3.connect(ws / "sealdesk.db", isolation_level=None)
     conn.execute("DROP TRIGGER records_no_update")
@@ -88,30 +88,30 @@ def test_export_of_a_mangled_record_names_its_seq(cli_ws, sealdesk, tmp_path):
                  (hashlib.sha256(b"garbage").hexdigest(), seq))
     conn.close()
     out = tmp_path / "records.jsonl"
-    err = one_line_error(sealdesk("export", "--out", out, workspace=ws))
+    err = one_line_error(sealdesk_main("export", "--out", out, workspace=ws))
     assert f"record {seq}" in err and "sealdesk verify" in err
     assert not out.exists()
 
 
-def test_a_database_without_the_ledger_table_is_refused_in_one_line(cli_ws, sealdesk):
+def test_a_database_without_the_ledger_table_is_refused_in_one_line(cli_ws, sealdesk_main):
     ws, _ = cli_ws
     conn = sqlite3.connect(ws / "sealdesk.db", isolation_level=None)
     conn.execute("DROP TABLE records")
     conn.close()
     for command in (("verify",), ("items",), ("export", "--out", "x.jsonl")):
-        err = one_line_error(sealdesk(*command, workspace=ws))
+        err = one_line_error(sealdesk_main(*command, workspace=ws))
         assert "records" in err and "sealdesk.db" in err
 
 
-def test_a_database_error_while_appending_is_one_line_and_writes_nothing(cli_ws, sealdesk):
+def test_a_database_error_while_appending_is_one_line_and_writes_nothing(cli_ws, sealdesk_main):
     ws, keys = cli_ws
     conn = sqlite3.connect(ws / "sealdesk.db", isolation_level=None)
     conn.execute("CREATE TRIGGER jam BEFORE INSERT ON records "
                  "BEGIN SELECT RAISE(ABORT, 'disk says no'); END")
     conn.close()
     before = snapshot(ws)
-    err = one_line_error(sealdesk("decide", "--queue", "flagged_pairs", "--item", "item-0",
-                                  "--decision", "accept", "--key", keys["rita"], workspace=ws))
+    err = one_line_error(sealdesk_main("decide", "--queue", "flagged_pairs", "--item", "item-0",
+                                       "--decision", "accept", "--key", keys["rita"], workspace=ws))
     assert "disk says no" in err and "sealdesk.db" in err
     assert snapshot(ws) == before
 
@@ -134,10 +134,10 @@ def test_a_database_error_while_appending_is_one_line_and_writes_nothing(cli_ws,
     (("bench", "contamination", "--backend", "local", "--pool-size", "5", "--shards", "100",
       "--data-dir", "{tmp}"), "--shards"),
 ])
-def test_usage_errors_are_one_line_naming_the_option(cli_ws, sealdesk, tmp_path, args, named):
+def test_usage_errors_are_one_line_naming_the_option(cli_ws, sealdesk_main, tmp_path, args, named):
     ws, _ = cli_ws
     before = snapshot(ws)
-    err = one_line_error(sealdesk(*[a.format(tmp=tmp_path) for a in args], workspace=ws))
+    err = one_line_error(sealdesk_main(*[a.format(tmp=tmp_path) for a in args], workspace=ws))
     assert err.startswith("sealdesk: error: ") and named in err and "--help" in err
     assert snapshot(ws) == before
 
@@ -153,25 +153,25 @@ def test_usage_errors_are_one_line_naming_the_option(cli_ws, sealdesk, tmp_path,
     (("--text-field", ""), "text-field"),
     (("--pool-id-field", " "), "pool-id-field"),
 ])
-def test_a_scan_option_that_would_be_ignored_is_refused(cli_ws, sealdesk, tmp_path, extra,
+def test_a_scan_option_that_would_be_ignored_is_refused(cli_ws, sealdesk_main, tmp_path, extra,
                                                         field):
     ws, _ = cli_ws
     for name in ("e.jsonl", "p.jsonl"):
         (tmp_path / name).write_text('{"id":"a","text":"some words"}\n')
     before = snapshot(ws)
-    err = one_line_error(sealdesk("scan", "contamination", "--eval", tmp_path / "e.jsonl",
-                                  "--pool", tmp_path / "p.jsonl",
-                                  *[a.format(tmp=tmp_path) for a in extra], workspace=ws))
+    err = one_line_error(sealdesk_main("scan", "contamination", "--eval", tmp_path / "e.jsonl",
+                                       "--pool", tmp_path / "p.jsonl",
+                                       *[a.format(tmp=tmp_path) for a in extra], workspace=ws))
     assert err.startswith(f"sealdesk: error: field '{field}': "), err
     assert snapshot(ws) == before
 
 
-def test_a_database_without_its_workspace_id_is_refused_in_one_line(cli_ws, sealdesk):
+def test_a_database_without_its_workspace_id_is_refused_in_one_line(cli_ws, sealdesk_main):
     ws, _ = cli_ws
     conn = sqlite3.connect(ws / "sealdesk.db", isolation_level=None)
     conn.execute("DELETE FROM meta WHERE key='workspace_id'")
     conn.close()
-    err = one_line_error(sealdesk("items", workspace=ws))
+    err = one_line_error(sealdesk_main("items", workspace=ws))
     assert "workspace_id" in err and "sealdesk.db" in err
 
 
@@ -206,25 +206,26 @@ def test_decide_with_nothing_on_stdin_is_an_error_not_zero_decisions(cli_ws, sea
     ("#lena", "must not start with '#'"), ("-lena", "must not start with '-'"),
     ("le\x1bna", "control characters"),
 ])
-def test_keys_add_refuses_a_principal_the_trust_file_would_misread(cli_ws, sealdesk, principal,
+def test_keys_add_refuses_a_principal_the_trust_file_would_misread(cli_ws, sealdesk_main, principal,
                                                                    why):
     ws, keys = cli_ws
     before = snapshot(ws)  # no enrol record in the ledger, no line in the generated file
-    err = one_line_error(sealdesk("keys", "add", "--principal", principal, "--role", "lead",
-                                  "--key", f"{keys['adam']}.pub", "--lead-key",
-                                  keys["founder"], workspace=ws))
+    err = one_line_error(sealdesk_main("keys", "add", "--principal", principal, "--role", "lead",
+                                       "--key", f"{keys['adam']}.pub", "--lead-key",
+                                       keys["founder"], workspace=ws))
     assert "field 'principal'" in err and why in err, err
     assert snapshot(ws) == before
 
 
-def test_keys_add_refuses_a_key_file_holding_two_keys(cli_ws, sealdesk, tmp_path):
+def test_keys_add_refuses_a_key_file_holding_two_keys(cli_ws, sealdesk_main, tmp_path):
     ws, keys = cli_ws
     two = tmp_path / "two.pub"
     two.write_text(Path(f"{keys['adam']}.pub").read_text() + Path(f"{keys['rita']}.pub")
                    .read_text())
     before = snapshot(ws)
-    err = one_line_error(sealdesk("keys", "add", "--principal", "adam", "--role", "adjudicator",
-                                  "--key", two, "--lead-key", keys["founder"], workspace=ws))
+    err = one_line_error(sealdesk_main("keys", "add", "--principal", "adam", "--role",
+                                       "adjudicator", "--key", two, "--lead-key", keys["founder"],
+                                       workspace=ws))
     assert f"{two}: holds 2 key lines" in err, err
     assert snapshot(ws) == before
 
@@ -235,10 +236,10 @@ def test_keys_add_refuses_a_key_file_holding_two_keys(cli_ws, sealdesk, tmp_path
      "--key", "/dev/zero"),
     ("verify", "--checkpoint", "/dev/zero"),
 ])
-def test_an_endless_file_named_as_a_key_or_checkpoint_is_refused_not_read(cli_ws, sealdesk,
+def test_an_endless_file_named_as_a_key_or_checkpoint_is_refused_not_read(cli_ws, sealdesk_main,
                                                                           command):
     ws, _ = cli_ws
     before = snapshot(ws)
-    err = one_line_error(sealdesk(*command, workspace=ws))
+    err = one_line_error(sealdesk_main(*command, workspace=ws))
     assert "/dev/zero: is a device, not a file" in err, err
     assert snapshot(ws) == before

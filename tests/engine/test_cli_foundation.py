@@ -41,15 +41,15 @@ def test_exported_records_verify_with_ssh_keygen(cli_ws, sealdesk, tmp_path):
         assert proc.returncode == 0, proc.stderr
 
 
-def test_items_json_reports_effective_decisions(cli_ws, sealdesk):
+def test_items_json_reports_effective_decisions(cli_ws, sealdesk_main):
     ws, keys = cli_ws
-    sealdesk("decide", "--queue", "flagged_pairs", "--item", "item-2", "--decision", "reject",
-             "--key", keys["rita"], workspace=ws, check=True)
-    rows = json.loads(sealdesk("items", "--json", workspace=ws, check=True).stdout)
+    sealdesk_main("decide", "--queue", "flagged_pairs", "--item", "item-2", "--decision", "reject",
+                  "--key", keys["rita"], workspace=ws, check=True)
+    rows = json.loads(sealdesk_main("items", "--json", workspace=ws, check=True).stdout)
     status = {r["item_id"]: r["status"] for r in rows}
     assert status == {"item-0": "undecided", "item-1": "undecided", "item-2": "reject"}
-    undecided = json.loads(sealdesk("items", "--status", "undecided", "--json",
-                                    workspace=ws, check=True).stdout)
+    undecided = json.loads(sealdesk_main("items", "--status", "undecided", "--json",
+                                         workspace=ws, check=True).stdout)
     assert [r["item_id"] for r in undecided] == ["item-0", "item-1"]
 
 
@@ -61,25 +61,25 @@ def test_bulk_decide_reads_ids_from_stdin(cli_ws, sealdesk):
     assert [r["item_id"] for r in rows] == ["item-0", "item-2"]
 
 
-def test_decision_in_a_role_the_signer_lacks_is_refused(cli_ws, sealdesk):
+def test_decision_in_a_role_the_signer_lacks_is_refused(cli_ws, sealdesk_main):
     ws, keys = cli_ws
     before = snapshot(ws)
-    proc = sealdesk("decide", "--queue", "flagged_pairs", "--item", "item-0", "--decision",
-                    "accept", "--key", keys["rita"], "--role", "lead", workspace=ws)
+    proc = sealdesk_main("decide", "--queue", "flagged_pairs", "--item", "item-0", "--decision",
+                         "accept", "--key", keys["rita"], "--role", "lead", workspace=ws)
     assert proc.returncode == 3 and "may not sign as lead" in proc.stderr
-    proc = sealdesk("decide", "--queue", "flagged_pairs", "--item", "item-0", "--decision",
-                    "accept", "--key", keys["adam"], workspace=ws)
+    proc = sealdesk_main("decide", "--queue", "flagged_pairs", "--item", "item-0", "--decision",
+                         "accept", "--key", keys["adam"], workspace=ws)
     assert proc.returncode == 3 and "is not enrolled in this workspace's ledger" in proc.stderr
     assert snapshot(ws) == before
 
 
-def test_reingesting_the_same_items_is_a_no_op(cli_ws, sealdesk, tmp_path):
+def test_reingesting_the_same_items_is_a_no_op(cli_ws, sealdesk_main, tmp_path):
     ws, _ = cli_ws
-    proc = sealdesk("ingest", tmp_path / "items.jsonl", workspace=ws, check=True)
+    proc = sealdesk_main("ingest", tmp_path / "items.jsonl", workspace=ws, check=True)
     assert "0 added, 3 already held" in proc.stdout
 
 
-def test_item_id_held_with_different_bytes_is_refused(cli_ws, sealdesk, tmp_path):
+def test_item_id_held_with_different_bytes_is_refused(cli_ws, sealdesk_main, tmp_path):
     ws, _ = cli_ws
     changed = make_items(3)
     from engine.workspace import BacklogItem
@@ -88,7 +88,7 @@ def test_item_id_held_with_different_bytes_is_refused(cli_ws, sealdesk, tmp_path
     path = tmp_path / "changed.jsonl"
     write_items_file(path, changed)
     before = snapshot(ws)
-    err = one_line_error(sealdesk("ingest", path, workspace=ws))
+    err = one_line_error(sealdesk_main("ingest", path, workspace=ws))
     assert "item-1 already exists with different bytes" in err
     assert snapshot(ws) == before
 
@@ -102,7 +102,7 @@ BAD_LINES = {
 
 
 @pytest.mark.parametrize("case", sorted(BAD_LINES))
-def test_bad_item_line_names_file_line_and_field_and_writes_nothing(cli_ws, sealdesk,
+def test_bad_item_line_names_file_line_and_field_and_writes_nothing(cli_ws, sealdesk_main,
                                                                      tmp_path, case):
     ws, _ = cli_ws
     raw, message, field = BAD_LINES[case]
@@ -117,7 +117,7 @@ def test_bad_item_line_names_file_line_and_field_and_writes_nothing(cli_ws, seal
     path = tmp_path / "bad.jsonl"
     path.write_bytes(b"\n".join(lines) + b"\n")
     before = snapshot(ws)
-    err = one_line_error(sealdesk("ingest", path, workspace=ws))
+    err = one_line_error(sealdesk_main("ingest", path, workspace=ws))
     assert err.startswith(f"sealdesk: error: {path}:3: ")
     assert message in err
     if field:
@@ -125,53 +125,53 @@ def test_bad_item_line_names_file_line_and_field_and_writes_nothing(cli_ws, seal
     assert snapshot(ws) == before
 
 
-def test_malformed_public_key_is_refused(cli_ws, sealdesk, tmp_path):
+def test_malformed_public_key_is_refused(cli_ws, sealdesk_main, tmp_path):
     ws, keys = cli_ws
     bad = tmp_path / "bad.pub"
     bad.write_text("ssh-ed25519 AAAAnot-base64!! x\n")
     before = snapshot(ws)
-    err = one_line_error(sealdesk("keys", "add", "--principal", "eve", "--role", "reviewer",
-                                  "--key", bad, "--lead-key", keys["founder"], workspace=ws))
+    err = one_line_error(sealdesk_main("keys", "add", "--principal", "eve", "--role", "reviewer",
+                                       "--key", bad, "--lead-key", keys["founder"], workspace=ws))
     assert "malformed ssh-ed25519 key" in err
     assert snapshot(ws) == before
 
 
-def test_non_ed25519_key_is_refused(cli_ws, sealdesk, keygen):
+def test_non_ed25519_key_is_refused(cli_ws, sealdesk_main, keygen):
     ws, keys = cli_ws
     rsa = keygen("old", key_type="rsa")
     before = snapshot(ws)
-    err = one_line_error(sealdesk("keys", "add", "--principal", "old", "--role", "reviewer",
-                                  "--key", f"{rsa}.pub", "--lead-key", keys["founder"],
-                                  workspace=ws))
+    err = one_line_error(sealdesk_main("keys", "add", "--principal", "old", "--role", "reviewer",
+                                       "--key", f"{rsa}.pub", "--lead-key", keys["founder"],
+                                       workspace=ws))
     assert "ssh-ed25519 only" in err
-    err = one_line_error(sealdesk("decide", "--queue", "flagged_pairs", "--item", "item-0",
-                                  "--decision", "accept", "--key", rsa, workspace=ws))
+    err = one_line_error(sealdesk_main("decide", "--queue", "flagged_pairs", "--item", "item-0",
+                                       "--decision", "accept", "--key", rsa, workspace=ws))
     assert "ssh-ed25519 only" in err
     assert snapshot(ws) == before
 
 
-def test_missing_workspace_says_how_to_make_one(sealdesk, tmp_path):
-    err = one_line_error(sealdesk("items", workspace=tmp_path / "nowhere"))
+def test_missing_workspace_says_how_to_make_one(sealdesk_main, tmp_path):
+    err = one_line_error(sealdesk_main("items", workspace=tmp_path / "nowhere"))
     assert "no workspace at" in err and "sealdesk init" in err
     assert not (tmp_path / "nowhere").exists()
 
 
-def test_unreadable_workspace_database_is_refused(sealdesk, tmp_path):
+def test_unreadable_workspace_database_is_refused(sealdesk_main, tmp_path):
     ws = tmp_path / "broken"
     ws.mkdir()
     (ws / "sealdesk.db").write_bytes(b"this is not sqlite" * 100)
     before = (ws / "sealdesk.db").read_bytes()
-    err = one_line_error(sealdesk("items", workspace=ws))
+    err = one_line_error(sealdesk_main("items", workspace=ws))
     assert "not a sealdesk database" in err
     assert (ws / "sealdesk.db").read_bytes() == before
 
 
 @pytest.mark.parametrize("command", [("items",), ("verify",), ("export", "--out", "x.jsonl")])
-def test_an_empty_database_file_is_refused_and_stays_empty(sealdesk, tmp_path, command):
+def test_an_empty_database_file_is_refused_and_stays_empty(sealdesk_main, tmp_path, command):
     ws = tmp_path / "empty"
     ws.mkdir()
     (ws / "sealdesk.db").touch()
-    err = one_line_error(sealdesk(*command, workspace=ws))
+    err = one_line_error(sealdesk_main(*command, workspace=ws))
     assert "sealdesk.db: is empty, so not a sealdesk database" in err, err
     assert (ws / "sealdesk.db").stat().st_size == 0
     assert sorted(p.name for p in ws.iterdir()) == ["sealdesk.db"]  # no -wal, no -shm

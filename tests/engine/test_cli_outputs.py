@@ -26,34 +26,35 @@ def _workspace_files(ws):
     (("coverage", "holdout", "--rows", "rows.jsonl", "--holdout-id", "h", "--version", "1",
       "--out"), "sealdesk.db", "sealdesk.db"),
 ])
-def test_an_output_naming_a_workspace_file_is_refused_before_any_work(cli_ws, sealdesk, tmp_path,
-                                                                       command, target, owner):
+def test_an_output_naming_a_workspace_file_is_refused_before_any_work(cli_ws, sealdesk_main,
+                                                                       tmp_path, command, target,
+                                                                       owner):
     ws, _ = cli_ws
     before = _workspace_files(ws)
     # Reached through a path that does not start with the workspace's own spelling.
     roundabout = tmp_path / "elsewhere" / ".." / "ws" / target
     (tmp_path / "elsewhere").mkdir()
-    err = one_line_error(sealdesk(*command, roundabout, workspace=ws))
+    err = one_line_error(sealdesk_main(*command, roundabout, workspace=ws))
     assert err.startswith("sealdesk: error: ") and "--out" in err, err
     assert f"workspace's own {owner}" in err, err
     assert _workspace_files(ws) == before
     assert not list((ws / "artifacts").glob("*clean*"))
-    assert sealdesk("verify", workspace=ws).returncode == 0
+    assert sealdesk_main("verify", workspace=ws).returncode == 0
 
 
-def test_an_output_through_a_link_into_the_workspace_is_refused(cli_ws, sealdesk, tmp_path):
+def test_an_output_through_a_link_into_the_workspace_is_refused(cli_ws, sealdesk_main, tmp_path):
     ws, _ = cli_ws
     link = tmp_path / "records.jsonl"
     link.symlink_to(ws / "sealdesk.db")
     before = (ws / "sealdesk.db").read_bytes()
-    err = one_line_error(sealdesk("export", "--out", link, workspace=ws))
+    err = one_line_error(sealdesk_main("export", "--out", link, workspace=ws))
     assert "workspace's own sealdesk.db" in err
     assert (ws / "sealdesk.db").read_bytes() == before and link.is_symlink()
 
 
 @pytest.mark.parametrize("kind", ["pipe", "directory", "link to a pipe"])
-def test_an_output_that_exists_and_is_not_a_regular_file_is_left_alone(cli_ws, sealdesk, tmp_path,
-                                                                        kind):
+def test_an_output_that_exists_and_is_not_a_regular_file_is_left_alone(cli_ws, sealdesk_main,
+                                                                        tmp_path, kind):
     ws, _ = cli_ws
     target = tmp_path / "out"
     if kind == "pipe":
@@ -63,13 +64,13 @@ def test_an_output_that_exists_and_is_not_a_regular_file_is_left_alone(cli_ws, s
     else:
         os.mkfifo(tmp_path / "pipe")
         target.symlink_to(tmp_path / "pipe")
-    err = one_line_error(sealdesk("checkpoint", "export", "--out", target, workspace=ws))
+    err = one_line_error(sealdesk_main("checkpoint", "export", "--out", target, workspace=ws))
     assert str(target) in err and "--out" in err and "not a regular file" in err
     assert {"pipe": stat.S_ISFIFO, "directory": stat.S_ISDIR,
             "link to a pipe": stat.S_ISLNK}[kind](os.lstat(target).st_mode)
 
 
-def test_an_output_through_a_link_replaces_its_target_and_the_link_stays(cli_ws, sealdesk,
+def test_an_output_through_a_link_replaces_its_target_and_the_link_stays(cli_ws, sealdesk_main,
                                                                          tmp_path):
     ws, _ = cli_ws
     shared = tmp_path / "shared"
@@ -77,19 +78,19 @@ def test_an_output_through_a_link_replaces_its_target_and_the_link_stays(cli_ws,
     (shared / "records.jsonl").write_text("stale\n")
     link = tmp_path / "records.jsonl"
     link.symlink_to(shared / "records.jsonl")
-    sealdesk("export", "--out", link, workspace=ws, check=True)
+    sealdesk_main("export", "--out", link, workspace=ws, check=True)
     exported = [json.loads(line) for line in (shared / "records.jsonl").read_text().splitlines()]
     assert link.is_symlink() and [r["kind"] for r in exported] == ["genesis", "enrol"]
     assert sorted(p.name for p in shared.iterdir()) == ["records.jsonl"]  # no temp file left
 
 
-def test_keys_add_writes_through_a_linked_trust_file(cli_ws, sealdesk, keygen, tmp_path):
+def test_keys_add_writes_through_a_linked_trust_file(cli_ws, sealdesk_main, keygen, tmp_path):
     ws, keys = cli_ws
     shared = tmp_path / "allowed_signers.shared"
     (ws / "trust" / "allowed_signers").rename(shared)
     (ws / "trust" / "allowed_signers").symlink_to(shared)
-    sealdesk("keys", "add", "--principal", "adam", "--role", "adjudicator", "--key",
-             f"{keys['adam']}.pub", "--lead-key", keys["founder"], workspace=ws, check=True)
+    sealdesk_main("keys", "add", "--principal", "adam", "--role", "adjudicator", "--key",
+                  f"{keys['adam']}.pub", "--lead-key", keys["founder"], workspace=ws, check=True)
     assert (ws / "trust" / "allowed_signers").is_symlink()
     principals = [line.split()[0] for line in shared.read_text().splitlines()
                   if line and not line.startswith("#")]
