@@ -24,9 +24,9 @@ from engine.outputs import InputFile, OutputFile
 # name -> "module:attribute" of a click command, loaded on first use. A
 # command whose module is not installed is simply not offered.
 TOP_LEVEL_LAZY = {
-    "init": ("engine.ledger.keys_cli:init",
+    "init": ("engine.keys_cli:init",
              "Create a workspace whose ledger starts with the founding lead's genesis."),
-    "keys": ("engine.ledger.keys_cli:keys",
+    "keys": ("engine.keys_cli:keys",
              "Who may sign, in which role: enrol, revoke, list, migrate (lead-signed)."),
     "contamination": ("engine.contamination.cli:contamination",
                       "After review: write the clean eval set and its power check."),
@@ -34,11 +34,11 @@ TOP_LEVEL_LAZY = {
     "coverage": ("engine.coverage.cli:coverage",
                  "Detector coverage by category: report, evidence, weak categories."),
     "review": ("reviewer.cli:review", "Open the review app on the workspace."),
-    "signoff": ("engine.ledger.signoff_cli:signoff",
+    "signoff": ("engine.signoff.cli:signoff",
                 "Lead sign-off: bind a Merkle tree head over every record."),
-    "checkpoint": ("engine.ledger.signoff_cli:checkpoint",
+    "checkpoint": ("engine.signoff.cli:checkpoint",
                    "Export the latest signed tree head as a checkpoint file."),
-    "prove": ("engine.ledger.signoff_cli:prove",
+    "prove": ("engine.signoff.cli:prove",
               "Print an inclusion proof of a record against a signed tree head."),
     "ssh-gate": ("engine.ssh_gate:ssh_gate",
                  "Forced command for authorized_keys: review work on one workspace only."),
@@ -375,7 +375,7 @@ def verify(ctx: Ctx, checkpoint: str | None, anchor: str | None, receipts: str |
     records before N. Exits 0 when the ledger is whole; otherwise names the
     first bad record (seq and reason) and exits 1.
     """
-    from engine.ledger.audit import verify_workspace
+    from engine.signoff.verify import verify_workspace
 
     with ctx.open(read_only=True) as ws:
         report = verify_workspace(ws, processes=jobs, show_progress=not quiet,

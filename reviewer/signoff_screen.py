@@ -1,8 +1,8 @@
 """The lead's sign-off screen: the whole state of the review, then one signed record.
 
-It shows what ``engine.ledger.signoff.signoff_summary`` gives (read in a
+It shows what ``engine.signoff.summary.signoff_summary`` gives (read in a
 worker thread on its own connection, again whenever the ledger moves) and
-signs through ``engine.ledger.signoff.sign_off``, also in a worker: with
+signs through ``engine.signoff.summary.sign_off``, also in a worker: with
 ``ssh -A`` the signature comes from the lead's laptop, and with ``ssh-add -c``
 it waits for a click there, so the screen must stay live meanwhile. The
 engine refuses what may not be signed (a role other than lead, undecided
@@ -29,7 +29,7 @@ from textual.worker import Worker, WorkerState
 from engine.errors import SealdeskError
 from engine.item_query import last_signoff
 from engine.ledger.records import Record
-from engine.ledger.signoff import SignoffSummary, pending_text, sign_off, signoff_summary
+from engine.signoff.summary import SignoffSummary, pending_text, sign_off, signoff_summary
 from engine.ledger.witness import push_latest
 from engine.roles import SIGNOFF_ROLE
 from engine.workspace import Workspace

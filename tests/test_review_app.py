@@ -6,7 +6,7 @@ import pytest
 
 from engine.canonical import canonical_json
 from engine.errors import PermissionRefused
-from engine.ledger.audit import verify_workspace
+from engine.signoff.verify import verify_workspace
 from reviewer.app import ReviewApp
 from reviewer.modals import HelpScreen
 from reviewer.session import open_session, read_only_session

@@ -13,7 +13,7 @@ import pytest
 from textual.screen import ModalScreen
 
 from engine.canonical import strict_loads
-from engine.ledger.audit import verify_workspace
+from engine.signoff.verify import verify_workspace
 from engine.ledger.signers import FileSigner
 from reviewer.app import ReviewApp
 from reviewer.session import open_session

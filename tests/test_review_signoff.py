@@ -13,9 +13,9 @@ import sqlite3
 import pytest
 
 from engine.artifacts import write_json_artifact
-from engine.ledger.audit import verify_workspace
+from engine.signoff.verify import verify_workspace
 from engine.ledger.signers import FileSigner
-from engine.ledger.signoff import sign_off
+from engine.signoff.summary import sign_off
 from engine.workspace import BacklogItem, Workspace
 from reviewer.app import ReviewApp
 from reviewer.modals import HelpScreen

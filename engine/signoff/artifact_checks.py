@@ -28,8 +28,9 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from engine.artifacts import file_sha256, read_capped
 from engine.canonical import strict_loads
 from engine.ledger import sshsig
+from engine.ledger.verify import Fault, Report
 from engine.run_records import RunRecords, recorded_artifacts
-from engine.run_status import SIDECAR_MISMATCH, SIDECAR_MISSING, ArtifactRef
+from engine.signoff.run_status import SIDECAR_MISMATCH, SIDECAR_MISSING, ArtifactRef
 
 SIGNATURE_SUFFIX = ".sig"
 _SIGNATURE_LIMIT = 1 << 20  # an SSHSIG is a few hundred bytes, a raw Ed25519 one 64
@@ -182,3 +183,40 @@ def recorded_artifact_faults(artifacts_dir: Path, conn: Any) -> list[str]:
                 faults.append(f"artifacts/{path}: bytes differ from the hash run {r.run_id} "
                               f"recorded ({r.sha256[:12]}…, now {now[:12]}…)")
     return faults
+
+
+def verify_signed_artifacts(ws, report: Report) -> None:
+    """Adds a Fault at the latest sign-off for each artifact it bound that changed or vanished.
+
+    A sign-off binds the SHA-256 of every artifact the lead reviewed; an
+    artifact rewritten afterwards (with a fresh sidecar) would otherwise pass
+    every later check. Artifacts added after the sign-off are not its concern.
+    """
+    seq = report.last_signoff
+    if seq is None or seq in {f.seq for f in report.faults}:
+        return  # none yet, or its own fault already says why it cannot be trusted
+    row = ws.conn.execute("SELECT message FROM records WHERE seq = ?", (seq,)).fetchone()
+    try:
+        data = strict_loads(row[0]).get("data")
+    except (TypeError, ValueError, AttributeError):  # gone, or not a readable record
+        return
+    bound = data.get("artifacts") if isinstance(data, dict) else None
+    if not isinstance(bound, dict):
+        return
+    root = ws.artifacts_dir.resolve()
+    for name, signed in sorted(bound.items()):
+        path = (root / str(name)).resolve()
+        if not path.is_relative_to(root):
+            report.faults.append(Fault(seq, f"sign-off names artifact {name!r} outside "
+                                            "artifacts/"))
+            continue
+        try:
+            held = file_sha256(path)
+        except OSError:
+            report.faults.append(Fault(seq, f"artifact {name} bound by sign-off #{seq} is "
+                                            "gone or unreadable"))
+            continue
+        if held != signed:
+            report.faults.append(Fault(seq, f"artifact {name} changed since sign-off #{seq} "
+                                            f"bound it (signed {str(signed)[:12]}…, now "
+                                            f"{held[:12]}…)"))

@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.artifact_checks import artifact_problems, latest_signoff_problems
+from engine.signoff.artifact_checks import artifact_problems, latest_signoff_problems
 from engine.errors import IntegrityError, NotReadyError
 from engine.ledger import checkpoint as cp
 from engine.ledger.authority import anchor_of, authority_data, load_authority
@@ -34,7 +34,7 @@ from engine.ledger.treehead import (
     latest_signed_head,
 )
 from engine.roles import QUEUES, SIGNOFF_ROLE
-from engine.run_status import (
+from engine.signoff.run_status import (
     ArtifactRef,
     ContaminationStatus,
     CoverageStatus,
@@ -242,7 +242,7 @@ def sign_off(ws, signer: Signer, with_exceptions: bool = False, *,
     (IntegrityError), naming the file, any artifact that no run recorded,
     that differs from its sidecar, from the hash its run recorded or from
     what the latest sign-off bound, or that is a signature which does not
-    verify over its artifact (``engine.artifact_checks``). ``expected_size``
+    verify over its artifact (``engine.signoff.artifact_checks``). ``expected_size``
     is the tree size the lead reviewed: if the ledger has grown since,
     nothing is signed and the lead looks again.
     """

@@ -236,7 +236,7 @@ def keys_migrate(ctx: Ctx, lead_key: str | None, lead_principal: str | None) -> 
     """
     from engine.errors import ConflictError, IntegrityError
     from engine.identity import choose_signer
-    from engine.ledger.audit import verify_workspace
+    from engine.signoff.verify import verify_workspace
     from engine.ledger.authority import NOT_MIGRATED
     from engine.ledger.enrol import migrate, migration_plan
 

@@ -1,6 +1,6 @@
 """``sealdesk signoff``, ``sealdesk checkpoint export`` and ``sealdesk prove``.
 
-Thin: each command reads the workspace through ``engine.ledger.signoff`` and
+Thin: each command reads the workspace through ``engine.signoff.summary`` and
 ``engine.ledger.treehead`` and renders what they give back.
 """
 
@@ -16,7 +16,7 @@ import click
 if TYPE_CHECKING:  # the CLI may run as __main__, so its Ctx is passed with pass_obj
     from engine.cli import Ctx
 from engine.errors import InputError, IntegrityError, NotReadyError
-from engine.ledger.signoff import SignoffSummary, lead_signer, sign_off, signoff_summary
+from engine.signoff.summary import SignoffSummary, lead_signer, sign_off, signoff_summary
 from engine.ledger.witness import push_latest
 from engine.outputs import InputFile, OutputFile
 
