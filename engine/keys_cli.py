@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from engine.cli import Ctx, pass_ctx
+from engine.cli_context import Ctx, pass_ctx
 from engine.outputs import InputFile
 
 _ROLE = click.Choice(["reviewer", "adjudicator", "lead"])

@@ -13,8 +13,8 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from engine.signoff.summary import SignoffSummary
 from engine.signoff.run_status import ContaminationStatus, CoverageStatus, ExamStatus
+from engine.signoff.summary import SignoffSummary
 from reviewer.panes.common import number
 from reviewer.panes.spans import clean
 

@@ -10,8 +10,8 @@ import click
 
 from engine.outputs import InputFile
 
-if TYPE_CHECKING:  # click passes the engine.cli.Ctx object; no import at run time
-    from engine.cli import Ctx
+if TYPE_CHECKING:  # click passes the engine.cli_context.Ctx object; no import at run time
+    from engine.cli_context import Ctx
 
 FILE = InputFile(path_type=Path)
 

@@ -13,12 +13,13 @@ from typing import TYPE_CHECKING
 
 import click
 
-if TYPE_CHECKING:  # the CLI may run as __main__, so its Ctx is passed with pass_obj
-    from engine.cli import Ctx
 from engine.errors import InputError, IntegrityError, NotReadyError
-from engine.signoff.summary import SignoffSummary, lead_signer, sign_off, signoff_summary
 from engine.ledger.witness import push_latest
 from engine.outputs import InputFile, OutputFile
+from engine.signoff.summary import SignoffSummary, lead_signer, sign_off, signoff_summary
+
+if TYPE_CHECKING:  # click passes the Ctx object (pass_obj); imported for annotations only
+    from engine.cli_context import Ctx
 
 _PENDING_LISTED = 20
 
