@@ -55,7 +55,7 @@ SCAN_LAZY = {
 BENCH_LAZY = {
     "ledger": ("engine.bench.ledger:bench_ledger",
                "Append and verify signed records; compare with raw Ed25519."),
-    "contamination": ("engine.contamination.bench:bench_contamination",
+    "contamination": ("engine.contamination.bench.against_seed:bench_contamination",
                       "sealdesk's n-gram channels against the seed's datasketch code."),
     "review": ("reviewer.bench:bench_review",
                "Review app: time to first screen and decision latency."),

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from engine.contamination.canonical_text import canonical
+from engine.contamination.inputs.canonical_text import canonical
 
 # str.isspace() within ASCII is \t \n \v \f \r (9-13), the separators \x1c-\x1f
 # (28-31) and space. bytes.lower() and bytes.translate() fold case and map

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from engine.contamination.ngram import EvalIndex
+from engine.contamination.channels.ngram import EvalIndex
 
 
 @dataclass(frozen=True)

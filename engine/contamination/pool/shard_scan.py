@@ -25,11 +25,11 @@ from typing import Any, Callable
 
 import numpy as np
 
-from engine.contamination.canonical_text import ContentHasher, canonical
-from engine.contamination.ngram import EvalIndex, PairScore, match_batch, peak_rss_kb
-from engine.contamination.poolhash import PieceBuilder, TreePiece, id_hashes, piece_of
-from engine.contamination.shards import Shard, fetched, shard_source
-from engine.contamination.sources import check_id, iter_batches, row_error
+from engine.contamination.channels.ngram import EvalIndex, PairScore, match_batch, peak_rss_kb
+from engine.contamination.inputs.canonical_text import ContentHasher, canonical
+from engine.contamination.inputs.pool_hash import PieceBuilder, TreePiece, id_hashes, piece_of
+from engine.contamination.inputs.shards import Shard, fetched, shard_source
+from engine.contamination.inputs.sources import check_id, iter_batches, row_error
 from engine.errors import InputError
 
 Report = Callable[[int], None]
@@ -213,7 +213,7 @@ class _ShardEmbedding:
     """Embeds a shard's batches through the shared cache and keeps its top-k."""
 
     def __init__(self, plan: EmbedPlan, embedder: Any) -> None:
-        from engine.contamination.embedding import EmbedCounts, EmbeddingCache, TopK
+        from engine.contamination.channels.embedding import EmbedCounts, EmbeddingCache, TopK
 
         if embedder is None:
             raise ValueError("the embedding channel is on but this worker has no model")
@@ -223,7 +223,7 @@ class _ShardEmbedding:
         self.topk = TopK(plan.eval_vectors, plan.top_k, plan.threshold)
 
     def add(self, batch: Any, ids: list[Any] | None) -> None:
-        from engine.contamination.embedding import embed_texts
+        from engine.contamination.channels.embedding import embed_texts
 
         texts = batch.texts
         vectors = embed_texts(self.embedder, self.cache, [canonical(t) for t in texts],
@@ -247,8 +247,8 @@ def prepare_worker(job: ShardJob, threads: int | None = None) -> Any:
     Called once when a worker starts, so that its first shard does not pay
     for importing the reader (a second or two) or loading the model.
     """
-    from engine.contamination.ngram import worker_init
-    from engine.contamination.sources import quiet_datasets
+    from engine.contamination.channels.ngram import worker_init
+    from engine.contamination.inputs.sources import quiet_datasets
 
     worker_init(job.index)
     quiet_datasets()
@@ -279,7 +279,7 @@ class _LazyModel:
 
     def encode(self, texts: list[str]) -> np.ndarray:
         if self.loaded is None and texts:
-            from engine.contamination.embedding import Embedder
+            from engine.contamination.channels.embedding import Embedder
 
             if self.threads:
                 import torch

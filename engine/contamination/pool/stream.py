@@ -22,14 +22,14 @@ from typing import Any, Callable, Iterable, Iterator
 import numpy as np
 
 from engine.canonical import canonical_json
-from engine.contamination.canonical_text import ContentHasher
-from engine.contamination.ngram import (BatchResult, EvalIndex, PairScore, match_batch,
-                                        worker_init, worker_match)
-from engine.contamination.poolhash import PieceBuilder, piece_of
-from engine.contamination.poolmerge import PoolScan, merge
-from engine.contamination.shardscan import ShardOutcome
-from engine.contamination.sources import (Batch, Source, check_id, iter_batches, locate,
-                                          row_error)
+from engine.contamination.channels.ngram import (BatchResult, EvalIndex, PairScore, match_batch,
+                                                 worker_init, worker_match)
+from engine.contamination.inputs.canonical_text import ContentHasher
+from engine.contamination.inputs.pool_hash import PieceBuilder, piece_of
+from engine.contamination.inputs.sources import (Batch, Source, check_id, iter_batches, locate,
+                                                 row_error)
+from engine.contamination.pool.merge import PoolScan, merge
+from engine.contamination.pool.shard_scan import ShardOutcome
 from engine.errors import InputError
 
 BATCH_SIZE = 2048
@@ -53,8 +53,8 @@ def worker_context() -> Any:
     """
     if "forkserver" in multiprocessing.get_all_start_methods():
         context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(["engine.contamination.ngram",
-                                          "engine.contamination.shardscan"])
+        context.set_forkserver_preload(["engine.contamination.channels.ngram",
+                                          "engine.contamination.pool.shard_scan"])
         return context
     return multiprocessing.get_context("spawn")
 

@@ -25,9 +25,9 @@ import numpy as np
 
 from engine.artifacts import atomic_write
 from engine.canonical import canonical_json, canonical_sha256
-from engine.contamination.ngram import PairScore
-from engine.contamination.poolhash import TreePiece
-from engine.contamination.shardscan import ShardOutcome, ShardTopK
+from engine.contamination.channels.ngram import PairScore
+from engine.contamination.inputs.pool_hash import TreePiece
+from engine.contamination.pool.shard_scan import ShardOutcome, ShardTopK
 
 VERSION = 1
 

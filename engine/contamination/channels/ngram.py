@@ -21,11 +21,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from engine.contamination.canonical_text import canonical
-from engine.contamination.poolhash import split_blocks
-from engine.contamination.shingles import (BadText, Postings, TextBlock, encode_block,
-                                           encode_for_hashing, shingle_set, window_hashes,
-                                           word_hashes)
+from engine.contamination.channels.shingles import (BadText, Postings, TextBlock, encode_block,
+                                                    encode_for_hashing, shingle_set, window_hashes,
+                                                    word_hashes)
+from engine.contamination.inputs.canonical_text import canonical
+from engine.contamination.inputs.pool_hash import split_blocks
 
 
 @dataclass(frozen=True)

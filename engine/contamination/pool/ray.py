@@ -24,10 +24,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from engine.contamination.backends import ProgressReport, ShardCrash
-from engine.contamination.shards import Shard
-from engine.contamination.shardscan import (ShardAttemptFailed, ShardJob, ShardReply, one_line,
-                                            prepare_worker, scan_shard)
+from engine.contamination.inputs.shards import Shard
+from engine.contamination.pool.base import ProgressReport, ShardCrash
+from engine.contamination.pool.shard_scan import (ShardAttemptFailed, ShardJob, ShardReply,
+                                                  one_line, prepare_worker, scan_shard)
 from engine.errors import SealdeskError
 
 OBJECT_STORE_BYTES = 256 * 1024 * 1024
@@ -138,7 +138,7 @@ class RayBackend:
                 if self.address:
                     # the cluster's workers run the engine code of this driver
                     options["runtime_env"] = {
-                        "py_modules": [str(Path(__file__).resolve().parents[1])]}
+                        "py_modules": [str(Path(__file__).resolve().parents[2])]}
                     ray.init(address=self.address, **options)
                 else:
                     ray.init(num_cpus=self.num_cpus, object_store_memory=OBJECT_STORE_BYTES,

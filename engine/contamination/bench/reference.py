@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable
 
-from engine.contamination.shingles import shingle_set
+from engine.contamination.channels.shingles import shingle_set
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ load average around the run; the runs must find the same pairs and the
 same pool hash.
 
 Run one side alone:
-  python -m engine.contamination.shardbench --eval E --pool 'DIR/pool-*.jsonl' --workers 2
+  python -m engine.contamination.bench.scaling --eval E --pool 'DIR/pool-*.jsonl' --workers 2
 """
 
 from __future__ import annotations
@@ -40,13 +40,13 @@ def _load() -> list[float]:
 
 def run_side(eval_path: str, pool_pattern: str, backend_name: str, workers: int) -> dict[str, Any]:
     """Gives one run's figures: docs/s, startup, the workers' busy time, pairs and hash."""
-    from engine.contamination.backends import LocalBackend, run_shards
-    from engine.contamination.evalset import load_eval
-    from engine.contamination.ngram import EvalIndex, NgramSettings
-    from engine.contamination.poolmerge import merge
-    from engine.contamination.shards import sharded_pool
-    from engine.contamination.shardscan import ShardJob
-    from engine.contamination.sources import resolve_source
+    from engine.contamination.channels.ngram import EvalIndex, NgramSettings
+    from engine.contamination.inputs.evalset import load_eval
+    from engine.contamination.inputs.shards import sharded_pool
+    from engine.contamination.inputs.sources import resolve_source
+    from engine.contamination.pool.base import LocalBackend, run_shards
+    from engine.contamination.pool.merge import merge
+    from engine.contamination.pool.shard_scan import ShardJob
 
     load_before = _load()
     evalset = load_eval(resolve_source("eval", eval_path, text_field="question",
@@ -54,7 +54,7 @@ def run_side(eval_path: str, pool_pattern: str, backend_name: str, workers: int)
     index = EvalIndex([item.canonical for item in evalset.items], NgramSettings())
     pool = sharded_pool(pool_pattern, text_field="text", id_field="id")
     if backend_name == "ray":
-        from engine.contamination.raybackend import RayBackend
+        from engine.contamination.pool.ray import RayBackend
 
         backend: Any = RayBackend(None, num_cpus=workers, workers=workers)
     else:
@@ -85,7 +85,7 @@ def _pairs_hash(pairs: list[Any]) -> str:
 
 
 def _side(args: list[str]) -> dict[str, Any]:
-    proc = subprocess.run([sys.executable, "-m", "engine.contamination.shardbench", *args],
+    proc = subprocess.run([sys.executable, "-m", "engine.contamination.bench.scaling", *args],
                           capture_output=True, text=True)
     if proc.returncode != 0:
         raise click.ClickException(f"benchmark run failed:\n{proc.stderr[-2000:]}")
@@ -95,7 +95,7 @@ def _side(args: list[str]) -> dict[str, Any]:
 def bench_scaling(backend: str, pool_size: int, eval_size: int, shards: int,
                   workers: list[int], data_dir: str | None, as_json: bool) -> None:
     """Prints (or gives as JSON) the scaling runs of one backend over a sharded pool."""
-    from engine.contamination.synthetic import make_synthetic
+    from engine.contamination.bench.synthetic import make_synthetic
 
     root = Path(data_dir) if data_dir else Path(tempfile.gettempdir()) / "sealdesk-bench-shards"
     directory = root / f"pool{pool_size}-eval{eval_size}-shards{shards}"
@@ -153,7 +153,7 @@ def print_scaling(result: dict[str, Any]) -> None:
 
 
 def _main(argv: list[str]) -> None:
-    parser = argparse.ArgumentParser(prog="python -m engine.contamination.shardbench")
+    parser = argparse.ArgumentParser(prog="python -m engine.contamination.bench.scaling")
     parser.add_argument("--eval", required=True)
     parser.add_argument("--pool", required=True)
     parser.add_argument("--backend", choices=["local", "ray"], default="ray")

@@ -31,7 +31,7 @@ from typing import IO, Any, Iterator
 from urllib.parse import urlsplit
 
 from engine.artifacts import file_sha256
-from engine.contamination.sources import FORMATS, Source
+from engine.contamination.inputs.sources import FORMATS, Source
 from engine.errors import InputError
 
 _COMPRESSIONS = {".gz": "gzip", ".zst": "zstd", ".zstd": "zstd"}

@@ -7,7 +7,8 @@ pool, estimate decides) and sealdesk (eval index, pool streamed over every
 core, exact Jaccard and containment decide). Timing starts after imports
 and covers reading both sets, indexing and every pair found.
 
-Run a side alone:  python -m engine.contamination.bench --side sealdesk --eval E --pool P
+Run a side alone:
+  python -m engine.contamination.bench.against_seed --side sealdesk --eval E --pool P
 """
 
 from __future__ import annotations
@@ -33,9 +34,9 @@ def _rss_kb() -> int:
 
 def run_reference(eval_path: str, pool_path: str, limit: int | None) -> dict[str, Any]:
     """Gives the seed reference's flags, time and peak RSS (pool cut at ``limit`` docs)."""
-    from engine.contamination.canonical_text import canonical
-    from engine.contamination.reference import reference_scan
-    from engine.contamination.sources import iter_batches, resolve_source
+    from engine.contamination.bench.reference import reference_scan
+    from engine.contamination.inputs.canonical_text import canonical
+    from engine.contamination.inputs.sources import iter_batches, resolve_source
     import datasketch
 
     assert datasketch.MinHashLSH  # imported before the clock starts
@@ -63,11 +64,11 @@ def run_reference(eval_path: str, pool_path: str, limit: int | None) -> dict[str
 
 def run_sealdesk(eval_path: str, pool_path: str, jobs: int | None) -> dict[str, Any]:
     """Gives sealdesk's exact flags, time and peak RSS (main plus every worker)."""
-    from engine.contamination import internal
-    from engine.contamination.evalset import load_eval
-    from engine.contamination.ngram import EvalIndex, NgramSettings
-    from engine.contamination.poolscan import scan_pool, start_workers_early
-    from engine.contamination.sources import quiet_datasets, resolve_source
+    from engine.contamination.channels import internal
+    from engine.contamination.channels.ngram import EvalIndex, NgramSettings
+    from engine.contamination.inputs.evalset import load_eval
+    from engine.contamination.inputs.sources import quiet_datasets, resolve_source
+    from engine.contamination.pool.stream import scan_pool, start_workers_early
 
     quiet_datasets()  # the import, not the work, before the clock starts
     started = time.perf_counter()
@@ -96,7 +97,7 @@ def run_sealdesk(eval_path: str, pool_path: str, jobs: int | None) -> dict[str, 
 
 
 def _side(args: list[str]) -> dict[str, Any]:
-    proc = subprocess.run([sys.executable, "-m", "engine.contamination.bench", *args],
+    proc = subprocess.run([sys.executable, "-m", "engine.contamination.bench.against_seed", *args],
                           capture_output=True, text=True)
     if proc.returncode != 0:
         raise click.ClickException(f"benchmark side failed:\n{proc.stderr[-2000:]}")
@@ -105,8 +106,8 @@ def _side(args: list[str]) -> dict[str, Any]:
 
 def _exact_jaccard(eval_path: Path, pool_path: Path, pairs: list[list[int]]) -> dict[str, float]:
     """Gives the exact Jaccard of a few (eval, pool) pairs, read straight from the files."""
-    from engine.contamination.canonical_text import canonical
-    from engine.contamination.shingles import shingle_set
+    from engine.contamination.channels.shingles import shingle_set
+    from engine.contamination.inputs.canonical_text import canonical
 
     wanted_eval = {e for e, _ in pairs}
     wanted_pool = {p for _, p in pairs}
@@ -172,7 +173,7 @@ def bench_contamination(click_ctx: click.Context, pool_size: int, eval_size: int
       sealdesk bench contamination --backend local --pool-size 400000 --workers 1,2
     """
     if backend is not None:
-        from engine.contamination.shardbench import bench_scaling
+        from engine.contamination.bench.scaling import bench_scaling
 
         source = click_ctx.get_parameter_source("pool_size")
         size = 4_000_000 if source == click.core.ParameterSource.DEFAULT else pool_size
@@ -188,7 +189,7 @@ def bench_contamination(click_ctx: click.Context, pool_size: int, eval_size: int
                                      param_hint="'--shards'")
         bench_scaling(backend, size, eval_size, shards, counts, data_dir, as_json)
         return
-    from engine.contamination.synthetic import make_synthetic
+    from engine.contamination.bench.synthetic import make_synthetic
 
     root = Path(data_dir) if data_dir else Path(tempfile.gettempdir()) / "sealdesk-bench-contamination"
     directory = root / f"pool{pool_size}-eval{eval_size}"
@@ -279,7 +280,7 @@ def _print(result: dict[str, Any]) -> None:
 
 
 def _main(argv: list[str]) -> None:
-    parser = argparse.ArgumentParser(prog="python -m engine.contamination.bench")
+    parser = argparse.ArgumentParser(prog="python -m engine.contamination.bench.against_seed")
     parser.add_argument("--side", choices=["reference", "sealdesk"], required=True)
     parser.add_argument("--eval", required=True)
     parser.add_argument("--pool", required=True)

@@ -13,13 +13,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.canonical import canonical_sha256
-from engine.contamination.canonical_text import numbers_only_differ
-from engine.contamination.evalset import EvalSet
-from engine.contamination.internal import InternalPair, clusters
-from engine.contamination.ngram import NgramSettings
-from engine.contamination.poolmerge import PoolDoc
-from engine.contamination.probe import ProbeResult
-from engine.contamination.spans import shared_spans
+from engine.contamination.channels.internal import InternalPair, clusters
+from engine.contamination.channels.ngram import NgramSettings
+from engine.contamination.channels.probe import ProbeResult
+from engine.contamination.inputs.canonical_text import numbers_only_differ
+from engine.contamination.inputs.evalset import EvalSet
+from engine.contamination.pool.merge import PoolDoc
+from engine.contamination.report.spans import shared_spans
 from engine.workspace import BacklogItem
 
 QUEUE = "flagged_pairs"

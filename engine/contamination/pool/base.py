@@ -31,13 +31,13 @@ from dataclasses import dataclass, replace
 from queue import Empty
 from typing import Any, Protocol
 
-from engine.contamination.poolhash import PoolHasher, TreePiece
-from engine.contamination.shardrecords import ShardRecords
-from engine.contamination.shards import Shard
-from engine.contamination.shardscan import (RunCounts, ShardAttemptFailed, ShardJob,
-                                            ShardOutcome, ShardRefused, ShardReply,
-                                            ShardSkipped, one_line, prepare_worker,
-                                            record_name, scan_shard)
+from engine.contamination.inputs.pool_hash import PoolHasher, TreePiece
+from engine.contamination.inputs.shards import Shard
+from engine.contamination.pool.records import ShardRecords
+from engine.contamination.pool.shard_scan import (RunCounts, ShardAttemptFailed, ShardJob,
+                                                  ShardOutcome, ShardRefused, ShardReply,
+                                                  ShardSkipped, one_line, prepare_worker,
+                                                  record_name, scan_shard)
 from engine.errors import SealdeskError
 
 _POLL_S = 0.25
@@ -140,7 +140,7 @@ class LocalBackend:
         self._here: Counter[int] = Counter()
 
     def start(self, job: ShardJob) -> None:
-        from engine.contamination.poolscan import worker_context
+        from engine.contamination.pool.stream import worker_context
 
         self._job = job
         if self.workers == 1:
@@ -157,7 +157,7 @@ class LocalBackend:
         start-up out of the scan's time. A worker that dies while starting
         is started again (twice at most).
         """
-        from engine.contamination.poolscan import worker_context
+        from engine.contamination.pool.stream import worker_context
 
         context = context or worker_context()
         threads = max(1, (os.cpu_count() or 1) // self.workers)

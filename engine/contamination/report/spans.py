@@ -12,7 +12,7 @@ from __future__ import annotations
 from difflib import SequenceMatcher
 from typing import TypedDict
 
-from engine.contamination.canonical_text import canonical_words, word_offsets
+from engine.contamination.inputs.canonical_text import canonical_words, word_offsets
 
 MIN_WORDS = 3
 MAX_SPANS = 50

@@ -18,11 +18,11 @@ from typing import Any
 import numpy as np
 
 from engine.canonical import load_json, sha256_hex
-from engine.contamination.canonical_text import canonical
+from engine.contamination.inputs.canonical_text import canonical
 from engine.errors import InputError
 
 LABELS = ("paraphrase", "unrelated", "numbers_changed")
-DEFAULT_CALIBRATION = (Path(__file__).resolve().parents[2] / "sample_data" / "contamination"
+DEFAULT_CALIBRATION = (Path(__file__).resolve().parents[3] / "sample_data" / "contamination"
                        / "calibration.jsonl")
 
 

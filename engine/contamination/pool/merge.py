@@ -16,11 +16,11 @@ from typing import Any
 import numpy as np
 
 from engine.canonical import canonical_json
-from engine.contamination.ngram import PairScore
-from engine.contamination.poolhash import METHOD, SEED_METHOD, PoolHasher, id_hashes
-from engine.contamination.shards import Shard, fetched, shard_source
-from engine.contamination.shardscan import ShardOutcome
-from engine.contamination.sources import iter_batches, locate, row_error
+from engine.contamination.channels.ngram import PairScore
+from engine.contamination.inputs.pool_hash import METHOD, SEED_METHOD, PoolHasher, id_hashes
+from engine.contamination.inputs.shards import Shard, fetched, shard_source
+from engine.contamination.inputs.sources import iter_batches, locate, row_error
+from engine.contamination.pool.shard_scan import ShardOutcome
 from engine.errors import InputError
 
 
