@@ -21,11 +21,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from engine.contamination.channels.shingles import (BadText, Postings, TextBlock, encode_block,
+from engine.contamination.channels.shingles import (BadText, Postings, encode_block,
                                                     encode_for_hashing, shingle_set, window_hashes,
                                                     word_hashes)
 from engine.contamination.inputs.canonical_text import canonical
 from engine.contamination.inputs.pool_hash import split_blocks
+from engine.contamination.inputs.texts import BadRow, TextBlock, check_texts
 
 
 @dataclass(frozen=True)
@@ -64,14 +65,6 @@ class PairScore:
     def containment(self) -> float:
         """Gives the fraction of the eval item's shingles found in the document."""
         return self.shared / self.eval_shingles
-
-
-@dataclass(frozen=True)
-class BadRow:
-    """The first unusable text of a batch (row within the batch)."""
-
-    row: int
-    message: str
 
 
 @dataclass(frozen=True)
@@ -122,24 +115,6 @@ class EvalIndex:
         for same in self.short.values():
             out.update((a, b) for i, a in enumerate(same) for b in same[i + 1:])
         return out
-
-
-def check_texts(values: list[object]) -> BadRow | None:
-    """Gives the first text that is missing, not a string, empty or not UTF-8."""
-    for row, value in enumerate(values):
-        if value is None:
-            return BadRow(row, "missing (absent or null)")
-        if not isinstance(value, str):
-            return BadRow(row, f"must be a string, got {type(value).__name__}")
-        if not value or value.isspace():
-            return BadRow(row, "empty text (nothing left after canonicalization)")
-        if not value.isascii():
-            try:
-                value.encode("utf-8")
-            except UnicodeEncodeError as exc:
-                return BadRow(row, f"not valid UTF-8 text ({exc.reason} at character "
-                                   f"{exc.start})")
-    return None
 
 
 def peak_rss_kb() -> int:

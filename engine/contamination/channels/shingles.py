@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from engine.contamination.inputs.canonical_text import canonical
+from engine.contamination.inputs.texts import TextBlock
 
 # str.isspace() within ASCII is \t \n \v \f \r (9-13), the separators \x1c-\x1f
 # (28-31) and space. bytes.lower() and bytes.translate() fold case and map
@@ -95,34 +96,6 @@ class BadText(ValueError):
         super().__init__(reason)
         self.index = index
         self.reason = reason
-
-
-@dataclass(frozen=True)
-class TextBlock:
-    """Texts as their UTF-8 bytes back to back, with offsets (Arrow's string layout).
-
-    This is how a batch travels to a worker: two buffers, no Python strings.
-    """
-
-    offsets: np.ndarray     # int64, n + 1 offsets into data, starting at 0
-    data: bytes
-
-    def __len__(self) -> int:
-        return len(self.offsets) - 1
-
-    def text(self, i: int) -> str:
-        """Gives text i as a str (raises UnicodeDecodeError on bad UTF-8)."""
-        return self.data[self.offsets[i]:self.offsets[i + 1]].decode("utf-8")
-
-    @classmethod
-    def from_arrow(cls, array) -> "TextBlock":
-        """Gives the block of a null-free Arrow string array, copying only its own bytes."""
-        width = np.int64 if str(array.type) == "large_string" else np.int32
-        raw = np.frombuffer(array.buffers()[1], dtype=width)
-        offsets = raw[array.offset:array.offset + len(array) + 1].astype(np.int64)
-        first, last = int(offsets[0]), int(offsets[-1])
-        data = memoryview(array.buffers()[2])[first:last].tobytes() if last > first else b""
-        return cls(offsets - first, data)
 
 
 def encode_block(block: TextBlock) -> tuple[EncodedBatch, dict[int, str]]:

@@ -10,10 +10,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.canonical import canonical_json
-from engine.contamination.channels.ngram import check_texts
 from engine.contamination.inputs.canonical_text import ContentHasher, canonical
 from engine.contamination.inputs.sources import (Source, check_id, file_sha256, iter_batches,
                                                  locate, row_error)
+from engine.contamination.inputs.texts import check_texts
 from engine.errors import InputError
 
 

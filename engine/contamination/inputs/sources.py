@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from engine import artifacts
-from engine.contamination.channels.shingles import TextBlock
+from engine.contamination.inputs.texts import TextBlock
 from engine.errors import InputError
 
 _COMMIT = re.compile(r"^[0-9a-f]{40}\Z")
