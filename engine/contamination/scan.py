@@ -35,7 +35,8 @@ from engine.contamination.inputs.evalset import EvalSet, load_eval
 from engine.contamination.inputs.pool_hash import ID_HASH_METHOD
 from engine.contamination.inputs.shards import ShardedPool
 from engine.contamination.inputs.sources import Source, count_rows
-from engine.contamination.pool.base import Backend, LocalBackend, run_shards
+from engine.contamination.pool.base import Backend, run_shards
+from engine.contamination.pool.local import LocalBackend
 from engine.contamination.pool.merge import PoolDoc, PoolScan, check_ids, merge
 from engine.contamination.pool.records import ShardRecords, scan_key
 from engine.contamination.pool.shard_scan import EmbedPlan, ShardJob

@@ -44,7 +44,8 @@ def run_side(eval_path: str, pool_pattern: str, backend_name: str, workers: int)
     from engine.contamination.inputs.evalset import load_eval
     from engine.contamination.inputs.shards import sharded_pool
     from engine.contamination.inputs.sources import resolve_source
-    from engine.contamination.pool.base import LocalBackend, run_shards
+    from engine.contamination.pool.base import run_shards
+    from engine.contamination.pool.local import LocalBackend
     from engine.contamination.pool.merge import merge
     from engine.contamination.pool.shard_scan import ShardJob
 

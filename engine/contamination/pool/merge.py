@@ -58,7 +58,7 @@ def merge(outcomes: list[ShardOutcome], provenance: dict[str, Any], *, seconds: 
     ``provenance`` is the pool's description without its size and hash;
     ``topk`` (an empty embedding.TopK) receives the shards' top-k;
     ``pool_sha256`` is the pool hash when the pieces were folded already
-    (``backends.run_shards`` folds them as shards come in).
+    (``base.run_shards`` folds them as shards come in).
     """
     hasher = PoolHasher()
     pairs: list[PairScore] = []

@@ -4,7 +4,7 @@ The main process reads batches (``datasets``) and hands them to worker
 processes; at most a few batches are in flight, so memory stays flat however
 large the pool. Results are taken back in order, so the content hash, the
 id checks and the first error are the same as a single-process run. The
-stream is then merged as a pool of one shard (``poolmerge``), so its pool
+stream is then merged as a pool of one shard (``merge``), so its pool
 hash and provenance are those a sharded scan of the same rows gives.
 """
 
