@@ -23,7 +23,6 @@ from pathlib import Path
 
 import click
 
-from engine.artifacts import refuse_unsafe_target
 from engine.errors import InputError
 
 _DB_SUFFIXES = ("", "-wal", "-shm", "-journal")  # the database and SQLite's files beside it
@@ -53,6 +52,9 @@ def workspace_owner(path: str | Path, workspace_root: str | Path) -> str | None:
 def check_output_path(path: str | Path, workspace_root: str | Path | None, *,
                       field: str | None = None) -> Path:
     """Gives path if a command may write its output there; else an InputError."""
+    # Deferred: the atomic writer's module (hashlib, tempfile) is not needed to start.
+    from engine.artifacts import refuse_unsafe_target
+
     if workspace_root is not None:
         owner = workspace_owner(path, workspace_root)
         if owner is not None:
