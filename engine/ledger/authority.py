@@ -382,7 +382,7 @@ class _Replay:
         if auth.genesis is None:
             raise _Refused(f"a {kind} record before the genesis: nobody holds authority yet")
         if not auth.allows(body["principal"], signer_blob, LEAD, seq, body["time"]):
-            raise _Refused(f"only a lead enrols or revokes: "
+            raise _Refused("only a lead enrols or revokes: "
                            + auth.why_not(body["principal"], signer_blob, LEAD, seq,
                                           body["time"]))
         if kind == "enrol":
