@@ -230,3 +230,25 @@ def test_model_backed_adjudicate_preflights_and_writes_nothing_on_failure(
     assert list((ws / "artifacts").iterdir()) == []
     with Workspace.open(ws) as opened:
         assert opened.items() == []
+
+
+def test_a_plain_server_refusing_the_provider_block_passes_once_opted_out(sealdesk, tmp_path):
+    def respond(path, body):  # an OpenAI-style server: unknown request fields are refused
+        if "provider" in body:
+            return 400, {}, {"error": {"message": "Unrecognized request argument supplied: "
+                                                  "provider"}}
+        return sound()(path, body)
+
+    with Endpoint(respond) as endpoint:
+        strict = sealdesk("exam", "preflight", "--config",
+                          lanes_config(tmp_path / "strict.json", endpoint.url))
+        opted_out = sealdesk("exam", "preflight", "--config", lanes_config(
+            tmp_path / "plain.json", endpoint.url, a={"strict_routing": False},
+            b={"strict_routing": False}))
+    assert strict.returncode == 5
+    assert [line.split(": ")[2:4] for line in preflight_lines(strict.stderr)] == [
+        ["lane-a", "reachable"], ["lane-b", "reachable"]]
+    assert 'HTTP 400: Unrecognized request argument supplied: provider; if this endpoint is ' \
+           'no routing provider, set "strict_routing": false' in strict.stderr
+    assert opted_out.returncode == 0, opted_out.stderr
+    assert "lane-a: routing: not checked: opted out" in opted_out.stdout

@@ -23,11 +23,11 @@ from engine.exam.protocol import LANES, PROTOCOL_VERSION, SEED, protocol_sha256,
 COMPLETE = "COMPLETE"
 PENDING = "PENDING_ADJUDICATION"
 # Files that adjudicate and resolve never run (scoring, live labeling, whose
-# output is bound by hash anyway): editing them leaves earlier artifacts
-# scoreable. Every other file must be byte-identical.
+# output is bound by hash anyway) or that only stop a run (the preflight):
+# editing them leaves earlier artifacts scoreable. Every other file must be byte-identical.
 OUTSIDE_ADJUDICATION = frozenset({"engine/exam/matcher.py", "engine/exam/metrics.py",
                                   "engine/exam/score.py", "engine/exam/replay.py",
-                                  "engine/exam/label.py"})
+                                  "engine/exam/label.py", "engine/exam/preflight.py"})
 _DERIVED_CANDIDATE = ("human", "final")
 _DERIVED_COMPLETION = ("gold", "sweep_status")
 _DERIVED_TOP = ("counts", "status", "pending", "resolution")

@@ -106,7 +106,12 @@ def check_model(http: Any, spec: ModelSpec) -> list[Check]:
     try:
         response = post(http, spec, body)
     except AttemptError as exc:
-        return [Check(spec.name, REACHABLE, False, f"{exc.reason}: {exc.detail}")] + [
+        hint = ""
+        if spec.strict_routing and exc.detail.startswith("HTTP 400"):
+            # A plain OpenAI-compatible server may refuse the unknown provider block.
+            hint = ('; if this endpoint is no routing provider, set "strict_routing": false '
+                    "in its config (the artifact records the opt-out)")
+        return [Check(spec.name, REACHABLE, False, f"{exc.reason}: {exc.detail}{hint}")] + [
             Check(spec.name, name, None, "no answer to check") for name in CHECKS[1:]]
     out = [Check(spec.name, REACHABLE, True, f"HTTP 200 from {spec.base_url}")]
     _, model, faults = judge(response, spec, lambda v: check_claims(v, SYNTHETIC,
