@@ -146,8 +146,8 @@ async def test_the_adjudicator_sees_why_a_vote_is_missing(sealdesk, labeled, wor
         "voter": "lane-a", "basis": "lane_failed", "source": "lane-a labels",
         "reasons": {"http_status": 1, "model_identity": 1},
         "details": ["http_status: HTTP 503: upstream overloaded",
-                    "model_identity: response model 'm-a-preview' is not the frozen "
-                    "identity 'm-a'"]}]
+                    ("model_identity: response model 'm-a-preview' is not the frozen "
+                     "identity 'm-a'")]}]
     app = ReviewApp(workspace, read_only_session("reading"))
     async with app.run_test(size=(160, 60)) as pilot:
         await pilot.press("2")  # the adjudication queue

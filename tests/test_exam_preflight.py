@@ -224,8 +224,8 @@ def test_model_backed_adjudicate_preflights_and_writes_nothing_on_failure(
         asked = [blind(b) for b in endpoint.bodies()]
     assert proc.returncode == 5, proc.stderr
     assert preflight_lines(proc.stderr) == [
-        "sealdesk: preflight: adjudicator: model identity: FAILED: model_identity: response "
-        "model 'm-adj-2' is not the frozen identity 'm-adj'"]
+        ("sealdesk: preflight: adjudicator: model identity: FAILED: model_identity: response "
+         "model 'm-adj-2' is not the frozen identity 'm-adj'")]
     assert all("candidate" not in a for a in asked)  # no third vote was asked for
     assert list((ws / "artifacts").iterdir()) == []
     with Workspace.open(ws) as opened:

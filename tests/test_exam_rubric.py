@@ -15,7 +15,7 @@ def test_the_printed_rubric_hash_is_the_one_a_refused_summary_is_told_to_carry(
 
     shown = sealdesk("exam", "rubric", check=True).stdout
     text = sealdesk("exam", "rubric", "--text", check=True).stdout
-    printed = re.search(r"^sha256 ([0-9a-f]{64}) ", shown, re.M).group(1)
+    printed = re.search(r"^sha256 ([0-9a-f]{64}) ", shown, re.MULTILINE).group(1)
     assert sha256_hex(text.encode("utf-8")) == printed
     assert shown.startswith("rubric detector-gold-v0.2\n")
     assert shown.endswith("\n\n" + text)
