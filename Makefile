@@ -37,3 +37,13 @@ bench: $(STAMP)
 
 clean:
 	rm -rf $(VENV) $(DEMO) $(DEMO)-receipts .pytest_cache build *.egg-info
+
+# The documentation site (docs/, mkdocs.yml) into build/site/; needs only mkdocs-material.
+.PHONY: docs
+DOCS_STAMP := $(VENV)/.docs-installed
+$(DOCS_STAMP): | $(BIN)/python
+	$(BIN)/pip install --quiet --disable-pip-version-check 'mkdocs-material>=9.5,<10'
+	touch $@
+
+docs: $(DOCS_STAMP)
+	$(BIN)/mkdocs build --strict

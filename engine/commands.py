@@ -178,11 +178,28 @@ def ingest(ctx: Ctx, files: tuple[str, ...]) -> None:
 @click.option("--queue", type=click.Choice(["flagged_pairs", "adjudication", "weak_categories"]))
 @click.option("--status", type=click.Choice(["undecided", "accept", "reject", "skip"]))
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON array (for scripts).")
+@click.option("--payload", "with_payload", is_flag=True,
+              help="With --json: include each item's payload (what a decision is about).")
 @pass_ctx
-def items(ctx: Ctx, queue: str | None, status: str | None, as_json: bool) -> None:
-    """List backlog items and their effective decision."""
+def items(ctx: Ctx, queue: str | None, status: str | None, as_json: bool,
+          with_payload: bool) -> None:
+    """List backlog items and their effective decision.
+
+    \b
+      sealdesk items --queue adjudication --json --payload \\
+        | jq -r '.[] | [.item_id, .payload.candidate.id] | @tsv'
+    """
+    if with_payload and not as_json:
+        from engine.errors import InputError
+
+        raise InputError("--payload needs --json: payloads are printed as JSON only",
+                         field="payload")
     with ctx.open(read_only=True) as ws:
         rows = ws.items(queue=queue, status=status)
+        if with_payload:
+            for row in rows:
+                held = ws.item(row["queue"], row["item_id"])
+                row["payload"] = held["payload"] if held else None
     if as_json:
         click.echo(json.dumps(rows, ensure_ascii=False, indent=1))
         return
