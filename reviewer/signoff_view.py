@@ -157,10 +157,15 @@ def coverage_section(v: CoverageStatus) -> RenderableType:
     table.add_column(no_wrap=True)
     table.add_column(no_wrap=True)
     table.add_column()
+    table.add_column()
     for k in v.categories:
         table.add_row(Text(f"  {clean(k.category)}"),
                       Text.assemble((k.eligibility, "bold reverse" if k.eligibility == "HOLD"
-                                     else "")), Text(", ".join(clean(f) for f in k.findings)))
+                                     else "")), Text(", ".join(clean(f) for f in k.findings)),
+                      Text(" ".join(clean(t) for t in k.threats), style="italic"))
+    if v.attribution:
+        return Group(head, table, Text(f"  attribution of the reviewed misses: "
+                                       f"{clean(v.attribution)}", style="bold"))
     return Group(head, table)
 
 

@@ -74,7 +74,10 @@ def summary_lines(s: SignoffSummary) -> list[str]:
     out.append(f"Coverage: {v.state}")
     for k in v.categories:
         why = f" ({', '.join(k.findings)})" if k.findings else ""
-        out.append(f"  {k.category:<28}{k.eligibility}{why}")
+        threats = f"  [{' '.join(k.threats)}]" if k.threats else ""
+        out.append(f"  {k.category:<28}{k.eligibility}{why}{threats}")
+    if v.attribution:
+        out.append(f"  attribution of the reviewed misses: {v.attribution}")
     out += ["", f"Who may sign (from the ledger; anchor {' '.join(s.anchor) or 'none'}):"]
     for g in s.signers:
         out.append(f"  {g.principal:<16}{'/'.join(g.roles):<28}{g.key}  since #{g.since}")

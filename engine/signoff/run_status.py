@@ -86,20 +86,24 @@ class ExamStatus:
 
 @dataclass(frozen=True)
 class CategoryStatus:
-    """One coverage category: ELIGIBLE, or HOLD with the findings that vetoed it."""
+    """One coverage category: ELIGIBLE, or HOLD with the findings that vetoed it, and the
+    threat ids (MITRE ATLAS, then OWASP LLM Top 10) the taxonomy maps it to."""
 
     category: str
     eligibility: str
     findings: tuple[str, ...] = ()
+    threats: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
 class CoverageStatus:
-    """Coverage evidence: overall ELIGIBLE/HOLD and per category."""
+    """Coverage evidence: overall ELIGIBLE/HOLD and per category, and how the reviewed
+    misses were attributed (None when the evidence does not say or all were explained)."""
 
     state: str  # not run | ELIGIBLE | HOLD | unknown
     categories: tuple[CategoryStatus, ...] = ()
     sources: tuple[str, ...] = ()
+    attribution: str | None = None
 
 
 @dataclass(frozen=True)
@@ -304,8 +308,37 @@ def coverage_status(root: Path, refs: list[ArtifactRef], unreadable: list[str]) 
             doc = _load(root, ref, unreadable)
             bench = _eligibility_doc(doc) if doc else None
             if bench is not None:
-                return CoverageStatus(bench["eligibility"], _categories(bench), (ref.path,))
+                return CoverageStatus(bench["eligibility"], _categories(bench), (ref.path,),
+                                      _attribution(doc) if doc is not bench else None)
     return CoverageStatus(NOT_RUN)
+
+
+def _attribution(doc: dict[str, Any]) -> str | None:
+    """Gives what evidence says about misses reviewed without the measured detector's
+    attribution, or None when it says they were all explained (or says nothing)."""
+    stated = doc.get("attribution")
+    if not isinstance(stated, dict) or stated.get("state") in (None, "explained"):
+        return None
+    parts = [p for p in stated.get("categories") or [] if isinstance(p, dict)]
+    unexplained = sorted(str(p.get("category")) for p in parts if p.get("status") != "explained")
+    overridden = sorted(str(p.get("category")) for p in parts if p.get("binding") == "override")
+    said = []
+    if unexplained:
+        said.append(f"not run for {', '.join(unexplained)}")
+    if overridden:
+        said.append(f"another model than the measured detector for {', '.join(overridden)}")
+    return "; ".join(said) or str(stated.get("state"))
+
+
+def _threat_ids(bench: dict[str, Any], category: str) -> tuple[str, ...]:
+    mapping = bench.get("threat_mappings")
+    entry = mapping.get(category) if isinstance(mapping, dict) else None
+    if not isinstance(entry, dict):
+        return ()
+    ids = []
+    for name in ("mitre_atlas", "owasp_llm_top10"):
+        ids += [i for i in entry.get(name) or [] if isinstance(i, str)]
+    return tuple(ids)
 
 
 def _categories(bench: dict[str, Any]) -> tuple[CategoryStatus, ...]:
@@ -319,7 +352,8 @@ def _categories(bench: dict[str, Any]) -> tuple[CategoryStatus, ...]:
             names.append(row["category"])
     names += [c for c in findings if c not in names]
     return tuple(CategoryStatus(c, "HOLD" if c in findings else "ELIGIBLE",
-                                tuple(findings.get(c, ()))) for c in names)
+                                tuple(findings.get(c, ())), _threat_ids(bench, c))
+                 for c in names)
 
 
 def run_status(artifacts_dir: Path) -> RunStatus:
