@@ -1,6 +1,7 @@
 # sealdesk: two commands on a fresh machine with Python 3.11 and make.
 #   make demo   build .venv from the lock, make a demo workspace from sample_data/, run the engine, verify
 #   make test   build .venv from the lock (test tools included), install system tools tests need, run the suite
+#   make docs   build the documentation site into build/site/
 #   make lock   re-resolve requirements.lock from pyproject.toml (every extra, hashes for every file)
 
 PYTHON ?= $(shell command -v python3.11 2>/dev/null || command -v python3)
@@ -16,7 +17,7 @@ DEMO   ?= demo-workspace
 SD     := $(BIN)/sealdesk --workspace $(DEMO)
 PYTEST_ARGS ?=
 
-.PHONY: demo test install lock system-deps clean bench
+.PHONY: demo test install lock system-deps clean bench docs
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -39,6 +40,8 @@ lock: $(LOCK_VENV)/bin/pip-compile
 	$(LOCK_VENV)/bin/pip-compile --quiet --generate-hashes --allow-unsafe --all-extras \
 	    --all-build-deps --strip-extras --no-emit-index-url \
 	    $(if $(UPGRADE),--upgrade) --output-file=$(LOCK) pyproject.toml
+	@# pip-compile reads the metadata through an in-tree build; leave no egg-info behind
+	rm -rf sealdesk.egg-info
 
 $(LOCK_VENV)/bin/pip-compile:
 	$(PYTHON) -m venv $(LOCK_VENV)
@@ -58,3 +61,8 @@ bench: $(STAMP)
 
 clean:
 	rm -rf $(VENV) $(LOCK_VENV) $(DEMO) $(DEMO)-receipts .pytest_cache build *.egg-info
+
+# The documentation site (docs/, mkdocs.yml) into build/site/; mkdocs-material is the
+# docs extra, installed from the lock like everything else.
+docs: $(STAMP)
+	$(BIN)/mkdocs build --strict

@@ -38,15 +38,17 @@ def init(ctx: Ctx, lead: str, key: str | None, roles: tuple[str, ...]) -> None:
     from engine.identity import founding_signer
     from engine.ledger.authority import check_principal
     from engine.ledger.enrol import found
-    from engine.workspace import Workspace
+    from engine.workspace import DB_NAME, Workspace
 
     check_principal(lead, field="--lead")
     signer = founding_signer(key)
+    if (ctx.path / DB_NAME).exists():  # looked at before init writes anything to it
+        with Workspace.open(ctx.path, read_only=True) as existing:
+            if existing.needs_migration():
+                raise ConflictError(f"{ctx.path} already holds records signed under its old "
+                                    "trust/allowed_signers; sign that file into the ledger "
+                                    f"with: sealdesk --workspace {ctx.path} keys migrate")
     with Workspace.init(ctx.path) as ws:
-        if ws.needs_migration():
-            raise ConflictError(f"{ws.root} already holds records signed under its old "
-                                "trust/allowed_signers; sign that file into the ledger with: "
-                                f"sealdesk --workspace {ws.root} keys migrate")
         rec = found(ws.db, ws.workspace_id, signer, lead, ("lead", *roles))
         ws.write_allowed_signers()
         click.echo(f"workspace {ws.root} ready (id {ws.workspace_id})")
@@ -236,6 +238,7 @@ def keys_migrate(ctx: Ctx, lead_key: str | None, lead_principal: str | None) -> 
     """
     from engine.errors import ConflictError, IntegrityError
     from engine.identity import choose_signer
+    from engine.ledger import store
     from engine.ledger.audit import verify_workspace
     from engine.ledger.authority import NOT_MIGRATED
     from engine.ledger.enrol import migrate, migration_plan
@@ -254,6 +257,7 @@ def keys_migrate(ctx: Ctx, lead_key: str | None, lead_principal: str | None) -> 
                                  f"({first.where}); nothing was migrated (a genesis would "
                                  "vouch for it)", seq=first.seq or None)
         rec = migrate(ws.db, ws.workspace_id, signer, plan)
+        store.add_missing_indexes(ws.conn)
         ws.write_allowed_signers()
     signers = rec.body["data"]["signers"]
     click.echo(f"#{rec.seq} genesis: signed {len(signers)} signer(s) of trust/allowed_signers "

@@ -7,10 +7,11 @@ two recorded labeler lanes that agree, disagree, fail and overlap, recorded
 third votes, a recorded completeness sweep and a detector replay. Run
 through `sealdesk exam adjudicate`, it yields accepted, rejected and
 abstained candidates; after an adjudicator decides the four abstained ones
-as docs/demo-exam.sh does, the detector replay scores PASS.
+as the demo (.ci/demo) does, the detector replay scores PASS.
 
 Candidate ids in votes.jsonl come from the engine's own derivation
-(engine.exam.union.candidate_id), so rerun this script if the seed changes.
+(engine.exam.union.candidate_id), so rerun this script if the union seed
+(engine.exam.protocol.SEED) changes.
 """
 
 from __future__ import annotations
