@@ -1,4 +1,5 @@
-"""sealdesk as a user installs it: the wheel, in a venv outside the checkout, used from elsewhere.
+"""sealdesk as a user installs it: the wheel, in a venv outside the checkout, used from elsewhere;
+and the lock that pins, by hash, what it runs on.
 
 The wheel is built from a copy of the checkout without tests/ and sample_data/,
 installed with --no-deps into a fresh venv, and every command runs from a
@@ -19,16 +20,19 @@ import site
 import subprocess
 import sys
 import time
+import tomllib
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 from tests.conftest import REPO, require_tool
 from tests.test_review_tmux import Tmux
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("wheel_install")]
+pytestmark = pytest.mark.xdist_group("wheel_install")
 
 # What a build never needs; left out of the copy so the wheel cannot lean on it.
 _NOT_COPIED = {".git", ".venv", ".venv-lock", "build", "dist", "tests", "sample_data",
@@ -67,6 +71,40 @@ def _copy_for_build(dest: Path) -> None:
 
     # symlinks=True: reviewer/themes stays the link to themes/ that a clone has.
     shutil.copytree(REPO, dest, symlinks=True, ignore=ignore)
+
+
+def _locked_pins(lock: Path) -> dict[str, tuple[str, int]]:
+    """Gives {canonical name: (pinned version, number of hashes)} of a pip-compile lock."""
+    pins: dict[str, tuple[str, int]] = {}
+    name = None
+    for line in lock.read_text(encoding="utf-8").splitlines():
+        text = line.strip()
+        if text and not text.startswith(("#", "-")) and "==" in text:
+            name, version = text.rstrip(" \\").split("==")
+            name = canonicalize_name(name)
+            pins[name] = (version, 0)
+        elif text.startswith("--hash=sha256:") and name is not None:
+            pins[name] = (pins[name][0], pins[name][1] + 1)
+    return pins
+
+
+def test_the_lock_pins_every_declared_requirement_by_hash_and_torch_is_the_cpu_build():
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+    declared = [*project["build-system"]["requires"], *project["project"]["dependencies"],
+                *(r for extra in project["project"]["optional-dependencies"].values()
+                  for r in extra)]
+    pins = _locked_pins(REPO / "requirements.lock")
+    for text in declared:
+        req = Requirement(text)
+        if req.marker is not None and not req.marker.evaluate():
+            continue
+        name = canonicalize_name(req.name)
+        assert name in pins, f"{req.name} is declared but not locked: run make lock"
+        assert req.specifier.contains(pins[name][0], prereleases=True), (text, pins[name])
+    assert [n for n, (_, hashes) in pins.items() if hashes == 0] == []
+    # The CPU build pip takes from this machine's disk; a CUDA build drags in nvidia-*.
+    assert pins["torch"][0].endswith("+cpu")
+    assert [n for n in pins if n.startswith(("nvidia-", "triton"))] == []
 
 
 @pytest.fixture(scope="module")
@@ -127,6 +165,7 @@ def _tiny_scan_inputs(folder: Path) -> tuple[Path, Path]:
     return eval_path, pool_path
 
 
+@pytest.mark.slow
 def test_the_wheel_carries_every_file_of_the_packages_and_every_theme(installed):
     shipped = set(zipfile.ZipFile(installed.wheel).namelist())
     wanted = {f"reviewer/themes/{p.name}" for p in (REPO / "themes").glob("*.toml")}
@@ -141,6 +180,7 @@ def test_the_wheel_carries_every_file_of_the_packages_and_every_theme(installed)
     assert not [n for n in shipped if n.startswith(("tests/", "sample_data/", "themes/"))]
 
 
+@pytest.mark.slow
 def test_sealdesks_code_themes_and_data_come_only_from_the_installed_wheel(installed):
     probe = ("import json, sys, engine, reviewer\n"
              "from engine.contamination.calibration import DEFAULT_CALIBRATION\n"
@@ -164,6 +204,7 @@ def test_sealdesks_code_themes_and_data_come_only_from_the_installed_wheel(insta
     assert not [f for f in seen["finders"] if "editable" in f]
 
 
+@pytest.mark.slow
 @pytest.mark.needs_tmux
 def test_help_init_scan_and_the_review_app_work_from_the_installed_wheel(installed):
     help_ = installed.sealdesk("--help")
@@ -203,6 +244,7 @@ def test_help_init_scan_and_the_review_app_work_from_the_installed_wheel(install
         subprocess.run([*tmux.base, "kill-server"], capture_output=True)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(importlib.util.find_spec("sentence_transformers") is None,
                     reason="the embedding channel needs sealdesk[embed]")
 def test_an_embedding_scan_calibrates_on_the_set_the_wheel_ships(installed):
