@@ -35,7 +35,7 @@ from tests.test_review_tmux import Tmux
 pytestmark = pytest.mark.xdist_group("wheel_install")
 
 # What a build never needs; left out of the copy so the wheel cannot lean on it.
-_NOT_COPIED = {".git", ".venv", ".venv-lock", "build", "dist", "tests", "sample_data",
+_NOT_COPIED = {".git", ".venv", ".venv-lock", "build", "dist", "tests", "sample_data", "docs",
                ".pytest_cache", ".hypothesis", "workspace", "demo-workspace",
                "demo-workspace-receipts"}
 _POOL_COPY = ("Mara packed 14 jars of plum jam into boxes of four and carried the remainder "
@@ -52,9 +52,9 @@ class Installed:
     outside: Path          # a directory outside the checkout, the cwd of every command
     env: dict[str, str]
 
-    def run(self, *args: str, input: str | None = None) -> subprocess.CompletedProcess:
+    def run(self, *args: str) -> subprocess.CompletedProcess:
         """Gives the finished process of ``args`` run from outside the checkout."""
-        return subprocess.run(list(args), input=input, capture_output=True, text=True,
+        return subprocess.run(list(args), capture_output=True, text=True, check=False,
                               cwd=self.outside, env=self.env, timeout=600)
 
     def sealdesk(self, *args: str) -> subprocess.CompletedProcess:
@@ -117,16 +117,19 @@ def installed(tmp_path_factory) -> Installed:
            if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "SEALDESK_WORKSPACE")}
     env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
     _copy_for_build(src)
+
+    def step(*args: str) -> None:
+        proc = subprocess.run(list(args), capture_output=True, text=True, check=False,
+                              cwd=base, env=env, timeout=600)
+        assert proc.returncode == 0, f"{' '.join(args)}:\n{proc.stdout}\n{proc.stderr}"
+
     # No build isolation: the locked setuptools builds it and nothing is fetched.
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps",
-                    "--no-build-isolation", "--wheel-dir", str(dist), str(src)],
-                   check=True, capture_output=True, text=True, cwd=base, env=env)
+    step(sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
+         "--wheel-dir", str(dist), str(src))
     (wheel,) = dist.glob("sealdesk-*.whl")
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True,
-                   cwd=base, env=env)
-    subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--no-deps",
-                    "--no-index", str(wheel)], check=True, capture_output=True, text=True,
-                   cwd=base, env=env)
+    step(sys.executable, "-m", "venv", str(venv))
+    step(str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--no-deps",
+         "--no-index", str(wheel))
     (site_packages,) = venv.glob("lib/python*/site-packages")
     # Plain path lines: the .pth files there (this checkout's editable install among
     # them) are not run, so only third-party packages are reached through it.
@@ -144,8 +147,8 @@ def _write_jsonl(path: Path, rows: list[dict]) -> Path:
 def _founded_workspace(installed: Installed, name: str) -> tuple[Path, Path]:
     """Gives (workspace, lead key) of a workspace the installed `sealdesk init` made."""
     key = installed.outside / f"{name}-lead"
-    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "lena@wheel", "-f",
-                    str(key)], check=True, capture_output=True)
+    subprocess.run([require_tool("ssh-keygen"), "-q", "-t", "ed25519", "-N", "", "-C",
+                    "lena@wheel", "-f", str(key)], check=True, capture_output=True)
     ws = installed.outside / name
     init = installed.sealdesk("--workspace", str(ws), "init", "--lead", "lena", "--key", str(key))
     assert init.returncode == 0, init.stderr
@@ -241,7 +244,7 @@ def test_help_init_scan_and_the_review_app_work_from_the_installed_wheel(install
             time.sleep(0.1)
         assert done.read_text().strip() == "0"
     finally:
-        subprocess.run([*tmux.base, "kill-server"], capture_output=True)
+        subprocess.run([*tmux.base, "kill-server"], capture_output=True, check=False)
 
 
 @pytest.mark.slow
