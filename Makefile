@@ -1,8 +1,11 @@
 # sealdesk: two commands on a fresh machine with Python 3.11 and make.
-#   make demo   build .venv from the lock, make a demo workspace from sample_data/, run the engine, verify
-#   make test   build .venv from the lock (test tools included), install system tools tests need, run the suite
+#   make demo   build .venv from the lock, make a demo workspace from sample_data/,
+#               run the engine, verify
+#   make test   build .venv from the lock (test tools included), install the system
+#               tools tests need, run the suite
 #   make docs   build the documentation site into build/site/
-#   make lock   re-resolve requirements.lock from pyproject.toml (every extra, hashes for every file)
+#   make lock   re-resolve requirements.lock from pyproject.toml (every extra, a hash
+#               for every file)
 
 PYTHON ?= $(shell command -v python3.11 2>/dev/null || command -v python3)
 VENV   := .venv
