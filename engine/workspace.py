@@ -795,7 +795,7 @@ class Workspace:
 
         ``check`` runs inside the append's write transaction and may refuse, or
         return ``{"data": ...}`` computed from exactly the ledger being extended
-        (``engine.ledger.signoff.sign_off`` binds its tree head this way).
+        (``engine.signoff.summary.sign_off`` binds its tree head this way).
         """
         principal, role = self.identify(signer, principal, SIGNOFF_ROLE)
         return store.append(

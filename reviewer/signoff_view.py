@@ -1,6 +1,6 @@
 """What the sign-off screen draws: the engine's SignoffSummary and a signed record, as Rich.
 
-Display only: every figure comes from ``engine.ledger.signoff.signoff_summary``
+Display only: every figure comes from ``engine.signoff.summary.signoff_summary``
 or from the record ``sign_off`` gave back; nothing here decides anything.
 Emphasis is by weight and reverse video, never by hue alone.
 """
@@ -13,8 +13,8 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from engine.ledger.signoff import SignoffSummary
-from engine.run_status import ContaminationStatus, CoverageStatus, ExamStatus
+from engine.signoff.run_status import ContaminationStatus, CoverageStatus, ExamStatus
+from engine.signoff.summary import SignoffSummary
 from reviewer.panes.common import number
 from reviewer.panes.spans import clean
 

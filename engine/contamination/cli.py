@@ -127,10 +127,10 @@ def scan_contamination(ctx: Any, eval_spec: str, pool_spec: str, text_field: str
     rerunning after a failure or a kill scans only the shards left. A shard
     that fails --shard-retries+1 times is named and nothing is written.
     """
-    from engine.contamination.ngram import NgramSettings
+    from engine.contamination.channels.ngram import NgramSettings
+    from engine.contamination.inputs.shards import is_sharded, sharded_pool
+    from engine.contamination.inputs.sources import resolve_source
     from engine.contamination.scan import ScanConfig, run_scan
-    from engine.contamination.shards import is_sharded, sharded_pool
-    from engine.contamination.sources import resolve_source
     from engine.errors import InputError
     from engine.progress import reporter
 
