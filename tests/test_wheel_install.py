@@ -185,16 +185,21 @@ def test_the_wheel_carries_every_file_of_the_packages_and_every_theme(installed)
 
 @pytest.mark.slow
 def test_sealdesks_code_themes_and_data_come_only_from_the_installed_wheel(installed):
+    # The calibration set is looked up where the scan finds it (package data of
+    # engine.contamination), whichever module of the engine holds the constant.
     probe = ("import json, sys, engine, reviewer\n"
-             "from engine.contamination.calibration import DEFAULT_CALIBRATION\n"
+             "from importlib import resources\n"
              "from reviewer.theming import theme_dirs\n"
+             "calibration = resources.files('engine.contamination') / 'calibration.jsonl'\n"
              "print(json.dumps({'engine': engine.__file__, 'reviewer': reviewer.__file__,\n"
-             "  'themes': str(theme_dirs()[0]), 'calibration': str(DEFAULT_CALIBRATION),\n"
+             "  'themes': str(theme_dirs()[0]), 'calibration': str(calibration),\n"
+             "  'calibration_is_file': calibration.is_file(),\n"
              "  'path': sys.path, 'finders': [type(f).__module__ for f in sys.meta_path]}))\n")
     out = installed.run(str(installed.venv / "bin" / "python"), "-c", probe)
     assert out.returncode == 0, out.stderr
     seen = json.loads(out.stdout)
     site_packages = installed.site_packages
+    assert seen["calibration_is_file"]
     for name in ("engine", "reviewer", "themes", "calibration"):
         assert site_packages in Path(seen[name]).resolve().parents, (name, seen[name])
     # Only the wheel's copy is reachable: no path entry but the venv's offers the
