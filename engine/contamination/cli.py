@@ -48,7 +48,8 @@ from engine.outputs import InputFile, OutputFile
               help="Flag at cosine >= this (default: calibrated from --calibration).")
 @click.option("--calibration", type=InputFile(), default=None,
               help="Labelled pairs (JSONL) that set the cosine threshold "
-                   "[default: sample_data/contamination/calibration.jsonl].")
+                   "[default: the pairs shipped with sealdesk, "
+                   "engine/contamination/calibration.jsonl].")
 @click.option("--top-k", default=3, show_default=True, type=click.IntRange(min=1),
               help="Pool items kept per eval item.")
 @click.option("--probe-endpoint", default=None, metavar="URL",

@@ -12,6 +12,8 @@ they are leaks is the reviewer's call.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from importlib import resources
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +24,9 @@ from engine.contamination.inputs.canonical_text import canonical
 from engine.errors import InputError
 
 LABELS = ("paraphrase", "unrelated", "numbers_changed")
-DEFAULT_CALIBRATION = (Path(__file__).resolve().parents[3] / "sample_data" / "contamination"
-                       / "calibration.jsonl")
+# Package data of engine.contamination (anchored there, not beside this module, so it
+# stays put when modules move), so an installed wheel calibrates as a checkout does.
+DEFAULT_CALIBRATION: Traversable = resources.files("engine.contamination") / "calibration.jsonl"
 
 
 @dataclass(frozen=True)
@@ -67,10 +70,10 @@ class Calibration:
                                for lab, s, line in borderline]}
 
 
-def read_calibration(path: Path) -> tuple[list[CalibrationPair], str]:
+def read_calibration(path: Path | Traversable) -> tuple[list[CalibrationPair], str]:
     """Gives the labelled pairs and the file's SHA-256, or names the bad line and field."""
     try:
-        data = Path(path).read_bytes()
+        data = path.read_bytes()
     except OSError as exc:
         raise InputError(f"cannot read: {exc.strerror}", path=str(path)) from exc
     pairs = []
