@@ -1,27 +1,54 @@
 # sealdesk: two commands on a fresh machine with Python 3.11 and make.
-#   make demo   build .venv, make a demo workspace from sample_data/, run the engine, verify
-#   make test   build .venv with test extras, install system tools tests need, run the suite
+#   make demo   build .venv from the lock, make a demo workspace from sample_data/,
+#               run the engine, verify
+#   make test   build .venv from the lock (test tools included), install the system
+#               tools tests need, run the suite
+#   make docs   build the documentation site into build/site/
+#   make lock   re-resolve requirements.lock from pyproject.toml (every extra, a hash
+#               for every file)
 
 PYTHON ?= $(shell command -v python3.11 2>/dev/null || command -v python3)
 VENV   := .venv
 BIN    := $(VENV)/bin
+PIP    := $(BIN)/python -m pip --disable-pip-version-check
 STAMP  := $(VENV)/.installed
+LOCK   := requirements.lock
+# The lock's own tool lives in a venv of its own, so it never changes what is tested.
+LOCK_VENV  := .venv-lock
+PIP_TOOLS  := pip-tools==7.6.2
 DEMO   ?= demo-workspace
 SD     := $(BIN)/sealdesk --workspace $(DEMO)
 PYTEST_ARGS ?=
 
-.PHONY: demo test install system-deps clean bench
+.PHONY: demo test install lock system-deps clean bench docs
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-# torch first, pinned: an unpinned torch pulls a multi-GB CUDA build.
-$(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet --disable-pip-version-check 'torch==2.13.0'
-	$(BIN)/pip install --quiet --disable-pip-version-check -e '.[test,embed,attribution,ray]'
+# Every file pip takes is checked against the lock's hashes, torch's included: the
+# lock pins the CPU build (torch==2.13.0+cpu) that pip finds on this machine's disk,
+# so no CUDA build can come in. Then sealdesk itself, built by the locked setuptools
+# (no build isolation, which would fetch an unpinned one) and adding no dependency.
+$(STAMP): $(LOCK) pyproject.toml | $(BIN)/python
+	$(PIP) install --quiet --require-hashes -r $(LOCK)
+	$(PIP) install --quiet --no-deps --no-build-isolation -e .
+	$(PIP) check
 	touch $@
 
 install: $(STAMP)
+
+# Resolves with pip itself, under this machine's pip configuration (where torch's CPU
+# build lies); versions already in the lock are kept unless UPGRADE=1.
+lock: $(LOCK_VENV)/bin/pip-compile
+	$(LOCK_VENV)/bin/pip-compile --quiet --generate-hashes --allow-unsafe --all-extras \
+	    --all-build-deps --strip-extras --no-emit-index-url \
+	    $(if $(UPGRADE),--upgrade) --output-file=$(LOCK) pyproject.toml
+	@# pip-compile reads the metadata through an in-tree build; leave no egg-info behind
+	rm -rf sealdesk.egg-info
+
+$(LOCK_VENV)/bin/pip-compile:
+	$(PYTHON) -m venv $(LOCK_VENV)
+	$(LOCK_VENV)/bin/pip install --quiet --disable-pip-version-check '$(PIP_TOOLS)'
 
 system-deps:
 	@sh .ci/system-deps
@@ -36,4 +63,9 @@ bench: $(STAMP)
 	$(BIN)/sealdesk bench ledger
 
 clean:
-	rm -rf $(VENV) $(DEMO) $(DEMO)-receipts .pytest_cache build *.egg-info
+	rm -rf $(VENV) $(LOCK_VENV) $(DEMO) $(DEMO)-receipts .pytest_cache build *.egg-info
+
+# The documentation site (docs/, mkdocs.yml) into build/site/; mkdocs-material is the
+# docs extra, installed from the lock like everything else.
+docs: $(STAMP)
+	$(BIN)/mkdocs build --strict

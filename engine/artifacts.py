@@ -2,6 +2,11 @@
 
 A reader that trusts an artifact checks it against its sidecar first; a
 crash leaves either the old file or the new one, never half of either.
+
+This is the engine's core file I/O: it imports neither click nor the
+workspace, so the ledger and the producers can write through it without
+pulling in the command line. What a command-line path may name (the
+workspace's own files, ``--out``) is judged in ``engine.outputs``, above it.
 """
 
 from __future__ import annotations
@@ -9,13 +14,40 @@ from __future__ import annotations
 import errno
 import hashlib
 import os
+import stat
 import tempfile
 from pathlib import Path
 from typing import Any, Iterable
 
 from engine.canonical import SHA256_HEX, canonical_json, canonical_jsonl, sha256_hex
 from engine.errors import ConflictError, IntegrityError, InputError
-from engine.outputs import refuse_unsafe_target, write_target
+
+
+def write_target(path: str | Path) -> Path:
+    """Gives where an atomic write of path lands: through any links, as a shell
+    redirect writes, so a linked file stays linked and its target is replaced."""
+    return Path(os.path.realpath(path))
+
+
+def refuse_unsafe_target(path: str | Path, *, field: str | None = None) -> None:
+    """Raises InputError if what path names (through links) exists and is not a
+    regular file: a directory, device, pipe or socket cannot be replaced by a rename."""
+    try:
+        mode = os.lstat(write_target(path)).st_mode
+    except (FileNotFoundError, NotADirectoryError):  # nothing there; the write says more
+        return
+    except OSError as exc:
+        raise InputError(f"cannot check the output path: {exc.strerror or exc}",
+                         path=path, field=field) from exc
+    if stat.S_ISREG(mode):
+        return
+    kind = ("a directory" if stat.S_ISDIR(mode)
+            else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+            else "a pipe" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode)
+            else "not a regular file")
+    raise InputError(f"is {kind}, not a regular file; sealdesk writes a new file and renames "
+                     "it over the path, which would replace it rather than write into it",
+                     path=path, field=field)
 
 
 def _fsync_dir(directory: Path) -> None:

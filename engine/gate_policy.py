@@ -240,7 +240,7 @@ class GatePolicy:
         if scope not in SCOPES:
             raise ValueError(f"unknown scope {scope!r}")
         if root is None:
-            from engine.cli import cli as root
+            from engine.commands import cli as root
         try:
             return self._check(list(argv), scope, root, Path(cwd or os.getcwd()))
         except _Refused as refused:
@@ -471,7 +471,7 @@ def inventory(root: click.Group | None = None) -> Iterator[tuple[tuple[str, ...]
     """Gives (command path, parameter, kind) for every parameter of every command in the
     tree, the help options left out."""
     if root is None:
-        from engine.cli import cli as root
+        from engine.commands import cli as root
     yield from _walk(root, click.Context(root, info_name="sealdesk", **root.context_settings),
                      ())
 

@@ -29,33 +29,6 @@ _DB_SUFFIXES = ("", "-wal", "-shm", "-journal")  # the database and SQLite's fil
 _OWNED_DIRS = ("trust", "artifacts")
 
 
-def write_target(path: str | Path) -> Path:
-    """Gives where an atomic write of path lands: through any links, as a shell
-    redirect writes, so a linked file stays linked and its target is replaced."""
-    return Path(os.path.realpath(path))
-
-
-def refuse_unsafe_target(path: str | Path, *, field: str | None = None) -> None:
-    """Raises InputError if what path names (through links) exists and is not a
-    regular file: a directory, device, pipe or socket cannot be replaced by a rename."""
-    try:
-        mode = os.lstat(write_target(path)).st_mode
-    except (FileNotFoundError, NotADirectoryError):  # nothing there; the write says more
-        return
-    except OSError as exc:
-        raise InputError(f"cannot check the output path: {exc.strerror or exc}",
-                         path=path, field=field) from exc
-    if stat.S_ISREG(mode):
-        return
-    kind = ("a directory" if stat.S_ISDIR(mode)
-            else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
-            else "a pipe" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode)
-            else "not a regular file")
-    raise InputError(f"is {kind}, not a regular file; sealdesk writes a new file and renames "
-                     "it over the path, which would replace it rather than write into it",
-                     path=path, field=field)
-
-
 def workspace_owner(path: str | Path, workspace_root: str | Path) -> str | None:
     """Gives which workspace file path would overwrite (e.g. 'sealdesk.db'), else None."""
     from engine.workspace import DB_NAME  # only when an --out is given: not at start-up
@@ -79,6 +52,9 @@ def workspace_owner(path: str | Path, workspace_root: str | Path) -> str | None:
 def check_output_path(path: str | Path, workspace_root: str | Path | None, *,
                       field: str | None = None) -> Path:
     """Gives path if a command may write its output there; else an InputError."""
+    # Deferred: the atomic writer's module (hashlib, tempfile) is not needed to start.
+    from engine.artifacts import refuse_unsafe_target
+
     if workspace_root is not None:
         owner = workspace_owner(path, workspace_root)
         if owner is not None:

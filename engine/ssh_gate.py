@@ -30,7 +30,7 @@ from engine.errors import PermissionRefused
 from engine.gate_policy import DEFAULT_ALLOWED, ENV_VAR, NEVER_ALLOWED, GatePolicy
 
 if TYPE_CHECKING:
-    from engine.cli import Ctx
+    from engine.cli_context import Ctx
 
 __all__ = ["DEFAULT_ALLOWED", "gate_argv", "ssh_gate"]
 _PROGRAMS = ("sealdesk",)

@@ -382,19 +382,22 @@ class Workspace:
             raise WorkspaceError(f"{db_path}: table {', '.join(missing)} is missing; this "
                                  "workspace was damaged (restore it from a copy)")
         ws = cls(root, conn, read_only=read_only)
-        if not read_only:
-            try:
-                store.add_missing_indexes(conn)
-            except sqlite3.Error as exc:
-                conn.close()
-                raise storage_error(exc, db_path) from exc
-        if not read_only and not unmigrated and ws.needs_migration():
+        if read_only:
+            return ws
+        if ws.needs_migration():
+            if unmigrated:
+                return ws  # the migration adds what is missing once it has signed
             conn.close()
             raise WorkspaceError(
                 f"workspace {root} predates enrolment in the ledger: who may sign is still the "
                 "unsigned trust/allowed_signers, so nothing is written to it until a lead signs "
                 f"that file into the ledger once, with: sealdesk --workspace {root} keys migrate "
                 "[--lead-key FILE]  (read commands such as verify and items still work)")
+        try:
+            store.add_missing_indexes(conn)
+        except sqlite3.Error as exc:
+            conn.close()
+            raise storage_error(exc, db_path) from exc
         return ws
 
     def close(self) -> None:
@@ -792,7 +795,7 @@ class Workspace:
 
         ``check`` runs inside the append's write transaction and may refuse, or
         return ``{"data": ...}`` computed from exactly the ledger being extended
-        (``engine.ledger.signoff.sign_off`` binds its tree head this way).
+        (``engine.signoff.summary.sign_off`` binds its tree head this way).
         """
         principal, role = self.identify(signer, principal, SIGNOFF_ROLE)
         return store.append(

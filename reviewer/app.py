@@ -1,22 +1,29 @@
 """The review app: themes, keymap, help and palette around the review screen.
 
 Screens are modular: the review screen is the default one, and others (the
-jobs panel, the lead's sign-off) are pushed over it or added as modes.
+jobs panel, the lead's sign-off, the dialogs) are pushed over it with
+``push_screen(screen, callback)`` and hand their result back through the
+callback; no screen reaches into another. Keys, help and the palette all
+read one table, ``reviewer.actions``.
 """
 
 from __future__ import annotations
 
 from typing import Iterable
 
+from textual.actions import parse as parse_action
 from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import ModalScreen, Screen
 
 from engine.workspace import Workspace
+from reviewer.actions import binding_ids, bindings, in_palette, keyed
 from reviewer.modals import HelpScreen
 from reviewer.review_screen import ReviewScreen
 from reviewer.session import Session
 from reviewer.theming import DEFAULT_THEME, load_themes
+
+__all__ = ["ReviewApp", "binding_ids"]
 
 SEALDESK_THEMES = ("sealdesk-dark", "sealdesk-light", "sealdesk-high-contrast")
 
@@ -26,13 +33,8 @@ class ReviewApp(App):
 
     TITLE = "sealdesk review"
     CSS_PATH = "review.tcss"
-    BINDINGS = [
-        Binding("question_mark", "help", "Help", id="app.help"),
-        Binding("t", "cycle_theme", "Theme", id="app.theme"),
-        Binding("q", "quit", "Quit", id="app.quit"),
-        Binding("ctrl+p", "command_palette", "Palette", id="app.palette", priority=True,
-                show=False),
-    ]
+    SCOPE = "app"
+    BINDINGS = bindings(SCOPE)
 
     def __init__(self, ws: Workspace, session: Session, *, theme: str = DEFAULT_THEME,
                  keymap: dict[str, str] | None = None) -> None:
@@ -78,21 +80,13 @@ class ReviewApp(App):
         self.notify(f"theme {self.theme}", timeout=2, markup=False)
 
     def binding_rows(self) -> list[tuple[str, str, str]]:
-        """Gives (keys, description, id) for every binding, as the keymap has it now."""
-        from reviewer.modals import ConfirmOverrule
-        from reviewer.signoff_screen import ConfirmSignoff, SignoffScreen
-        from reviewer.widgets.queue_list import QueueList
-
+        """Gives (keys, description, id) for every keyed action, as the keymap has it now."""
         rows = []
-        for owner in (ReviewScreen, QueueList, ConfirmOverrule, SignoffScreen, ConfirmSignoff,
-                      type(self)):
-            for binding in owner.BINDINGS:
-                if not isinstance(binding, Binding) or not binding.id:
-                    continue
-                keys = self._keymap.get(binding.id, binding.key)
-                shown = ", ".join(self.get_key_display(Binding(k.strip(), "")) for k in
-                                  keys.split(","))
-                rows.append((shown, binding.description, binding.id))
+        for action in keyed():
+            keys = self._keymap.get(action.id, action.key or "")
+            shown = ", ".join(self.get_key_display(Binding(k.strip(), "")) for k in
+                              keys.split(","))
+            rows.append((shown, action.description, action.id))
         return rows
 
     def key_for(self, binding_id: str) -> str:
@@ -103,9 +97,9 @@ class ReviewApp(App):
         return "?"
 
     def key_hints(self, screen: Screen) -> list[tuple[str, str]]:
-        """Gives (key, description) for the bindings a screen and the app show, as bound now."""
-        shown = {b.id for owner in (type(screen), type(self)) for b in owner.BINDINGS
-                 if isinstance(b, Binding) and b.show and b.id}
+        """Gives (key, description) for the actions a screen and the app show, as bound now."""
+        scopes = {getattr(screen, "SCOPE", None), self.SCOPE}
+        shown = {a.id for a in keyed() if a.show and a.scope in scopes}
         return [(keys.split(",")[0], description)
                 for keys, description, bid in self.binding_rows() if bid in shown]
 
@@ -113,29 +107,22 @@ class ReviewApp(App):
         self.push_screen(HelpScreen(self.binding_rows()))
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
-        from reviewer.signoff_screen import SignoffScreen
-
         yield from super().get_system_commands(screen)
-        # The palette offers what the screen underneath it does.
-        owner = screen if isinstance(screen, SignoffScreen) else self.review
-        for title, help_text, callback in owner.palette_commands():
-            yield SystemCommand(title, help_text, callback)
+        # The palette offers what the screen underneath it does (the review's, over a
+        # dialog), each entry running the same action method as its key.
+        owner = screen if in_palette(getattr(screen, "SCOPE", "")) else self.review
+        yield from self._palette(owner)
         for name in SEALDESK_THEMES:
             if name in self.available_themes:
                 yield SystemCommand(f"Theme: {name}", "switch colours",
                                     lambda n=name: setattr(self, "theme", n))
-        yield SystemCommand("Keys", "every key and its binding id", self.action_help)
+        yield from self._palette(self)
 
-
-def binding_ids() -> set[str]:
-    """Gives every binding id the keymap may name."""
-    from reviewer.jobs_screen import JobsScreen
-    from reviewer.modals import FilterScreen, HelpScreen, NoteScreen
-    from reviewer.signoff_screen import ConfirmSignoff, SignoffScreen
-    from reviewer.widgets.queue_list import QueueList
-
-    ids = set()
-    for owner in (ReviewScreen, QueueList, ReviewApp, JobsScreen, FilterScreen, HelpScreen,
-                  NoteScreen, SignoffScreen, ConfirmSignoff):
-        ids.update(b.id for b in owner.BINDINGS if isinstance(b, Binding) and b.id)
-    return ids
+    def _palette(self, owner: App | Screen) -> Iterable[SystemCommand]:
+        for action in in_palette(owner.SCOPE):
+            # The action method its key runs. Not through run_action: check_action
+            # keeps stray letters in a dialog from quitting or opening help, and the
+            # palette, a dialog itself, may still be closing when its choice runs.
+            _, name, params = parse_action(action.action)
+            yield SystemCommand(action.title or action.description, action.palette_help,
+                                lambda m=getattr(owner, f"action_{name}"), p=params: m(*p))

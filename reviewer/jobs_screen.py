@@ -8,14 +8,13 @@ from rich.console import Group
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
-from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label, Static
 
 from engine import gate_policy, jobs
 from engine.errors import SealdeskError
+from reviewer.actions import bindings
 
 EXAMPLES = ("scan contamination --eval eval.jsonl --pool pool.jsonl",
             "exam adjudicate ...", "coverage report ...", "ingest backlog.jsonl")
@@ -52,25 +51,20 @@ def render_jobs(all_jobs: list[jobs.Job]) -> Group | Text:
     return Group(*parts)
 
 
-class JobStarted(Message):
-    """A job was started from the panel; the review follows it."""
+class JobsScreen(ModalScreen[tuple[jobs.Job, ...]]):
+    """Lists the workspace's jobs (refreshed live) and starts new ones.
 
-    def __init__(self, job: jobs.Job) -> None:
-        super().__init__()
-        self.job = job
+    Gives back, when closed, the jobs started from it, for the review to follow.
+    """
 
-
-class JobsScreen(ModalScreen[None]):
-    """Lists the workspace's jobs (refreshed live) and starts new ones."""
-
-    BINDINGS = [Binding("escape", "close", "Close", id="jobs.close"),
-                Binding("ctrl+k", "cancel_newest", "Cancel newest running job",
-                        id="jobs.cancel")]
+    SCOPE = "jobs"
+    BINDINGS = bindings(SCOPE)
     AUTO_FOCUS = "#job-command"
 
     def __init__(self, workspace_root: Path) -> None:
         super().__init__()
         self.workspace_root = workspace_root
+        self.started: list[jobs.Job] = []
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog jobs"):
@@ -110,8 +104,8 @@ class JobsScreen(ModalScreen[None]):
             return
         error.update(Text(f"started {job.command}"))
         event.input.value = ""
+        self.started.append(job)
         self.refresh_jobs()
-        self.app.review.post_message(JobStarted(job))
 
     def action_cancel_newest(self) -> None:
         for job in jobs.list_jobs(self.workspace_root):
@@ -122,4 +116,4 @@ class JobsScreen(ModalScreen[None]):
         self.query_one("#jobs-error", Static).update(Text("no running job to cancel"))
 
     def action_close(self) -> None:
-        self.dismiss(None)
+        self.dismiss(tuple(self.started))

@@ -8,12 +8,12 @@ from rich.table import Table
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label, Select, Static
 
 from engine.item_query import ItemFilter
+from reviewer.actions import bindings
 
 STATUS_CHOICES = [("any status", ""), ("undecided", "undecided"), ("accepted", "accept"),
                   ("rejected", "reject"), ("skipped", "skip")]
@@ -23,7 +23,8 @@ WHO_CHOICES = [("anyone", ""), ("me", "me"), ("others", "others")]
 class NoteScreen(ModalScreen[str | None]):
     """Asks for a note; gives its text, or None when cancelled."""
 
-    BINDINGS = [Binding("escape", "cancel", "Cancel", id="note.cancel")]
+    SCOPE = "note"
+    BINDINGS = bindings(SCOPE)
     AUTO_FOCUS = "#note-text"  # focused as the screen is composed: no key slips past it
 
     def __init__(self, item_label: str) -> None:
@@ -46,8 +47,8 @@ class NoteScreen(ModalScreen[str | None]):
 class ConfirmOverrule(ModalScreen[bool]):
     """Asks whether to overrule another's standing decision; gives True only for ``y``."""
 
-    BINDINGS = [Binding("y", "answer(True)", "Overrule", id="overrule.yes"),
-                Binding("n,escape", "answer(False)", "Cancel", id="overrule.no")]
+    SCOPE = "overrule"
+    BINDINGS = bindings(SCOPE)
 
     def __init__(self, question: str) -> None:
         super().__init__()
@@ -76,8 +77,8 @@ def _parse_score(text: str, field: str) -> float | None:
 class FilterScreen(ModalScreen[ItemFilter | None]):
     """Edits the queue's filter; gives the new one, or None when cancelled."""
 
-    BINDINGS = [Binding("escape", "cancel", "Cancel", id="filter.cancel"),
-                Binding("ctrl+r", "clear", "Clear all", id="filter.clear")]
+    SCOPE = "filter"
+    BINDINGS = bindings(SCOPE)
     AUTO_FOCUS = "#status"
 
     def __init__(self, current: ItemFilter, tags: list[str], can_filter_by_me: bool) -> None:
@@ -153,7 +154,8 @@ class FilterScreen(ModalScreen[ItemFilter | None]):
 class HelpScreen(ModalScreen[None]):
     """Every key the review offers, as currently bound (keymap applied), with its id."""
 
-    BINDINGS = [Binding("escape,question_mark,q", "close", "Close", id="help.close")]
+    SCOPE = "help"
+    BINDINGS = bindings(SCOPE)
 
     def __init__(self, rows: list[tuple[str, str, str]]) -> None:
         super().__init__()

@@ -17,7 +17,6 @@ from typing import Any
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 from textual.screen import Screen
@@ -35,23 +34,23 @@ from engine.item_query import (
     Watermark,
     last_signoff,
 )
+from engine.ledger.records import Record
 from engine.roles import QUEUES
 from engine.workspace import Workspace
-from reviewer.jobs_screen import JobsScreen, JobStarted
+from reviewer.actions import SORTS, STATUSES, bindings
+from reviewer.jobs_screen import JobsScreen
 from reviewer.modals import ConfirmOverrule, FilterScreen, NoteScreen
 from reviewer.panes import render_detail
 from reviewer.session import Session
 from reviewer.widgets.bars import JobsStrip, KeyHints, QueueTabs, StatusBar
 from reviewer.widgets.queue_list import QueueList
+from reviewer.workspace_io import BUSY_TIMEOUT_MS, POLL_SECONDS, why_not_written
+
+__all__ = ["POLL_SECONDS", "ReviewScreen", "why_not_written"]
 
 SORT_CYCLE = ("score_desc", "score_asc", "id_asc")
-SORT_LABEL = {"score_desc": "score ↓", "score_asc": "score ↑", "id_asc": "id ↑",
-              "id_desc": "id ↓"}
-STATUS_CYCLE = (None, "undecided", "accept", "reject", "skip")
-POLL_SECONDS = 1.0
-# How long a decision waits for another writer (an engine run ingesting in one
-# transaction) before it is refused as "busy"; the UI is frozen meanwhile.
-BUSY_TIMEOUT_MS = 3000
+SORT_LABEL = dict(SORTS)
+STATUS_CYCLE = (None, *STATUSES)
 
 
 @dataclass
@@ -81,47 +80,11 @@ class SearchDone(Message):
         self.token, self.total, self.index = token, total, index
 
 
-def why_not_written(exc: Exception) -> str:
-    """Gives the one line to show for a write that did not happen."""
-    if isinstance(exc, SealdeskError):
-        return exc.one_line()
-    if "locked" in str(exc) or "busy" in str(exc):
-        return ("the workspace is busy (another writer, such as an engine run, holds it); "
-                "nothing was recorded: press the key again in a moment")
-    return f"nothing was recorded: database error: {exc}"
-
-
 class ReviewScreen(Screen):
     """Queue pane on the left, detail pane on the right, keys for deciding."""
 
-    BINDINGS = [
-        Binding("a", "decide('accept')", "Accept", id="review.accept"),
-        Binding("x", "decide('reject')", "Reject", id="review.reject"),
-        Binding("space", "decide('skip')", "Skip", id="review.skip"),
-        Binding("u", "undo", "Undo", id="review.undo"),
-        Binding("n", "note", "Note", id="review.note"),
-        Binding("slash", "search", "Search", id="review.search"),
-        Binding("f", "filters", "Filter", id="review.filter"),
-        Binding("s", "cycle_status", "Status filter", id="review.status", show=False),
-        Binding("o", "cycle_sort", "Sort", id="review.sort"),
-        Binding("1", "queue('flagged_pairs')", "Flagged pairs", id="review.queue_pairs",
-                show=False),
-        Binding("2", "queue('adjudication')", "Adjudication", id="review.queue_adjudication",
-                show=False),
-        Binding("3", "queue('weak_categories')", "Weak categories", id="review.queue_weak",
-                show=False),
-        Binding("right_square_bracket", "step_queue(1)", "Next queue", id="review.next_queue",
-                show=False),
-        Binding("left_square_bracket", "step_queue(-1)", "Previous queue",
-                id="review.prev_queue", show=False),
-        Binding("ctrl+d", "detail_scroll(1)", "Detail down", id="review.detail_down",
-                show=False),
-        Binding("ctrl+u", "detail_scroll(-1)", "Detail up", id="review.detail_up", show=False),
-        Binding("b", "jobs", "Jobs", id="review.jobs"),
-        Binding("S", "signoff", "Sign-off", id="review.signoff"),
-        Binding("escape", "clear_search", "Clear search", id="review.clear_search",
-                show=False),
-    ]
+    SCOPE = "review"
+    BINDINGS = bindings(SCOPE)
 
     def __init__(self, ws: Workspace, session: Session) -> None:
         super().__init__()
@@ -642,55 +605,36 @@ class ReviewScreen(Screen):
         pane.scroll_relative(y=direction * max(1, pane.size.height // 2), animate=False)
 
     def action_jobs(self) -> None:
-        self.app.push_screen(JobsScreen(self.ws.root))
+        self.app.push_screen(JobsScreen(self.ws.root), self._jobs_closed)
+
+    def _jobs_closed(self, started: tuple[jobs.Job, ...] | None) -> None:
+        """Follows the jobs started in the panel just closed, in the jobs strip."""
+        self._jobs_started.update(job.job_id for job in started or ())
+        self._show_jobs()
 
     def action_signoff(self) -> None:
         """Opens the lead's sign-off screen over the review."""
-        from reviewer.signoff_screen import SignoffScreen
+        from reviewer.signoff_screen import SignoffScreen  # its engine reads load on first use
 
-        self.app.push_screen(SignoffScreen(self.ws, self.session))
+        self.app.push_screen(SignoffScreen(self.ws, self.session,
+                                           decided=len(self.decided_here)), self._signed_off)
 
-    def signed_off(self, record) -> None:
-        """Takes note of a sign-off this session appended: the status bar's head shows it."""
-        self.own_records.add(record.seq)
-        self.last_signoff = SignoffMark(record.seq, record.record_hash,
-                                        record.body["principal"])
+    def _signed_off(self, records: tuple[Record, ...] | None) -> None:
+        """Takes note of the sign-offs signed on the screen just closed: the status bar's
+        head shows the newest, and the poll does not take them for someone else's."""
+        for record in records or ():
+            self.own_records.add(record.seq)
+            self.last_signoff = SignoffMark(record.seq, record.record_hash,
+                                            record.body["principal"])
         self._show_status()
 
-    @on(JobStarted)
-    def _job_started(self, event: JobStarted) -> None:
-        self._jobs_started.add(event.job.job_id)
-        self._show_jobs()
+    def action_clear_filters(self) -> None:
+        self.set_filters(ItemFilter(principal=self.session.principal))
 
-    def palette_commands(self) -> list[tuple[str, str, Any]]:
-        """Gives (title, help, callback) for the command palette: everything a key does."""
-        cmds: list[tuple[str, str, Any]] = [
-            ("Accept item", "sign an accept and move on", lambda: self.action_decide("accept")),
-            ("Reject item", "sign a reject and move on", lambda: self.action_decide("reject")),
-            ("Skip item", "sign a skip and move on", lambda: self.action_decide("skip")),
-            ("Undo", "retract the decision", self.action_undo),
-            ("Note", "sign a note on the item", self.action_note),
-            ("Search", "free text over titles, ids, tags and payloads", self.action_search),
-            ("Filter", "status, decided by, tag/channel, score range", self.action_filters),
-            ("Clear filters", "show the whole queue",
-             lambda: self.set_filters(ItemFilter(principal=self.session.principal))),
-            ("Jobs", "start an engine run, see progress", self.action_jobs),
-            ("Sign-off", "the lead's summary of everything, then sign it off",
-             self.action_signoff),
-        ]
-        for queue in QUEUES:
-            cmds.append((f"Queue: {queue}", "show this backlog",
-                         lambda q=queue: self.switch_queue(q)))
-        for sort in ("score_desc", "score_asc", "id_asc", "id_desc"):
-            cmds.append((f"Sort by {SORT_LABEL[sort]}", "order the queue",
-                         lambda s=sort: self._set_sort(s)))
-        for status in STATUS_CYCLE[1:]:
-            cmds.append((f"Show status: {status}", "filter by effective decision",
-                         lambda s=status: self.set_filters(replace(self.view.filters,
-                                                                   status=s))))
-        return cmds
-
-    def _set_sort(self, sort: str) -> None:
+    def action_set_sort(self, sort: str) -> None:
         self.view.sort = sort
         row = self.queue_list.current
         self.reload(keep=row.item_id if row else None)
+
+    def action_show_status(self, status: str) -> None:
+        self.set_filters(replace(self.view.filters, status=status))

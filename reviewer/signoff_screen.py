@@ -1,8 +1,8 @@
 """The lead's sign-off screen: the whole state of the review, then one signed record.
 
-It shows what ``engine.ledger.signoff.signoff_summary`` gives (read in a
+It shows what ``engine.signoff.summary.signoff_summary`` gives (read in a
 worker thread on its own connection, again whenever the ledger moves) and
-signs through ``engine.ledger.signoff.sign_off``, also in a worker: with
+signs through ``engine.signoff.summary.sign_off``, also in a worker: with
 ``ssh -A`` the signature comes from the lead's laptop, and with ``ssh-add -c``
 it waits for a click there, so the screen must stay live meanwhile. The
 engine refuses what may not be signed (a role other than lead, undecided
@@ -14,12 +14,10 @@ futile, and shows every refusal.
 from __future__ import annotations
 
 import sqlite3
-from typing import Any
 
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.message import Message
 from textual.screen import ModalScreen, Screen
@@ -29,14 +27,15 @@ from textual.worker import Worker, WorkerState
 from engine.errors import SealdeskError
 from engine.item_query import last_signoff
 from engine.ledger.records import Record
-from engine.ledger.signoff import SignoffSummary, pending_text, sign_off, signoff_summary
+from engine.signoff.summary import SignoffSummary, pending_text, sign_off, signoff_summary
 from engine.ledger.witness import push_latest
 from engine.roles import SIGNOFF_ROLE
 from engine.workspace import Workspace
-from reviewer.review_screen import POLL_SECONDS, why_not_written
+from reviewer.actions import bindings
 from reviewer.session import Session
 from reviewer.signoff_view import render_signed, render_summary
 from reviewer.widgets.bars import KeyHints, StatusBar
+from reviewer.workspace_io import POLL_SECONDS, why_not_written
 
 
 class SummaryRead(Message):
@@ -59,7 +58,8 @@ class SignDone(Message):
 class ConfirmSignoff(ModalScreen[str | None]):
     """Asks the lead to confirm; gives the note to sign with ('' for none), or None."""
 
-    BINDINGS = [Binding("escape", "cancel", "Cancel", id="signoff.confirm_cancel")]
+    SCOPE = "signoff.confirm"
+    BINDINGS = bindings(SCOPE)
     AUTO_FOCUS = "#signoff-note"
 
     def __init__(self, question: Text) -> None:
@@ -81,22 +81,23 @@ class ConfirmSignoff(ModalScreen[str | None]):
         self.dismiss(None)
 
 
-class SignoffScreen(Screen):
-    """Per-queue counts, run conclusions, undecided items, tree head and artifacts; sign."""
+class SignoffScreen(Screen[tuple[Record, ...]]):
+    """Per-queue counts, run conclusions, undecided items, tree head and artifacts; sign.
 
-    BINDINGS = [
-        Binding("s", "sign(False)", "Sign off", id="signoff.sign"),
-        Binding("e", "sign(True)", "Sign with exceptions", id="signoff.sign_exceptions"),
-        Binding("r", "reread", "Read again", id="signoff.refresh"),
-        Binding("escape", "close", "Back to review", id="signoff.close"),
-    ]
+    Gives back, when closed, the sign-off records signed on it (oldest first).
+    """
 
-    def __init__(self, ws: Workspace, session: Session) -> None:
+    SCOPE = "signoff"
+    BINDINGS = bindings(SCOPE)
+
+    def __init__(self, ws: Workspace, session: Session, *, decided: int = 0) -> None:
         super().__init__()
         self.ws = ws
         self.session = session
+        self.decided = decided  # decisions this session signed before opening the screen
         self.summary: SignoffSummary | None = None
         self.signed: Record | None = None
+        self.signed_here: list[Record] = []
         self.signing = False
         self.message = ""
         self._seen_head: int | None = None
@@ -194,9 +195,8 @@ class SignoffScreen(Screen):
         why = self.session.signoff_refusal()
         role = SIGNOFF_ROLE if why is None else \
             f"{'/'.join(self.session.roles)} (may not sign off)"
-        review = self.app.review
         self.query_one(StatusBar).show(
-            principal=self.session.principal, role=role, decided=len(review.decided_here),
+            principal=self.session.principal, role=role, decided=self.decided,
             head=self.ws.head(), message=self.message, signoff=last_signoff(self.ws.conn))
 
     def say(self, message: str) -> None:
@@ -273,10 +273,10 @@ class SignoffScreen(Screen):
             self.refuse(event.why or "nothing was signed")
         else:
             record = self.signed = event.record
+            self.signed_here.append(record)
             result = self.query_one("#signoff-result", Static)
             result.update(render_signed(record))
             result.display = True
-            self.app.review.signed_off(record)
             self.query_one("#signoff-pane").scroll_home(animate=False)
             self.say("keep it: sealdesk checkpoint export")
             self.app.notify(f"record #{record.seq} {record.record_hash[:16]}; export the "
@@ -293,15 +293,4 @@ class SignoffScreen(Screen):
         self.read_summary()
 
     def action_close(self) -> None:
-        self.app.pop_screen()
-
-    def palette_commands(self) -> list[tuple[str, str, Any]]:
-        """Gives (title, help, callback) for the command palette on this screen."""
-        return [
-            ("Sign off", "sign the tree head as lead (refused while items are undecided)",
-             lambda: self.action_sign(False)),
-            ("Sign off with exceptions", "sign although items are undecided; each is listed "
-             "in the record", lambda: self.action_sign(True)),
-            ("Read the summary again", "counts, status, tree head", self.action_reread),
-            ("Back to review", "close the sign-off screen", self.action_close),
-        ]
+        self.dismiss(tuple(self.signed_here))

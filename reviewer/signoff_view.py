@@ -1,6 +1,6 @@
 """What the sign-off screen draws: the engine's SignoffSummary and a signed record, as Rich.
 
-Display only: every figure comes from ``engine.ledger.signoff.signoff_summary``
+Display only: every figure comes from ``engine.signoff.summary.signoff_summary``
 or from the record ``sign_off`` gave back; nothing here decides anything.
 Emphasis is by weight and reverse video, never by hue alone.
 """
@@ -13,8 +13,8 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from engine.ledger.signoff import SignoffSummary
-from engine.run_status import ContaminationStatus, CoverageStatus, ExamStatus
+from engine.signoff.run_status import ContaminationStatus, CoverageStatus, ExamStatus
+from engine.signoff.summary import SignoffSummary
 from reviewer.panes.common import number
 from reviewer.panes.spans import clean
 
@@ -157,10 +157,15 @@ def coverage_section(v: CoverageStatus) -> RenderableType:
     table.add_column(no_wrap=True)
     table.add_column(no_wrap=True)
     table.add_column()
+    table.add_column()
     for k in v.categories:
         table.add_row(Text(f"  {clean(k.category)}"),
                       Text.assemble((k.eligibility, "bold reverse" if k.eligibility == "HOLD"
-                                     else "")), Text(", ".join(clean(f) for f in k.findings)))
+                                     else "")), Text(", ".join(clean(f) for f in k.findings)),
+                      Text(" ".join(clean(t) for t in k.threats), style="italic"))
+    if v.attribution:
+        return Group(head, table, Text(f"  attribution of the reviewed misses: "
+                                       f"{clean(v.attribution)}", style="bold"))
     return Group(head, table)
 
 

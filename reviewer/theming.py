@@ -1,5 +1,9 @@
 """Themes from the top-level ``themes/`` folder (TOML), and which one to start with.
 
+The built-in themes are package data of ``reviewer`` (``reviewer/themes`` links
+to ``themes/``), read through ``importlib.resources`` so that an installed
+wheel finds them as a checkout does.
+
 A theme file names Textual theme colours (``primary``, ``background``, ...,
 ANSI names allowed with ``ansi = true``) and optional ``[variables]``. Users
 add their own in ``~/.config/sealdesk/themes/`` or ``$SEALDESK_THEMES_DIR``.
@@ -9,6 +13,8 @@ from __future__ import annotations
 
 import os
 import tomllib
+from importlib import resources
+from importlib.resources.abc import Traversable
 from pathlib import Path
 
 from textual.theme import Theme
@@ -24,9 +30,9 @@ _FIELDS = {"name", "primary", "secondary", "warning", "error", "success", "accen
            "luminosity_spread", "text_alpha", "variables"}
 
 
-def theme_dirs() -> list[Path]:
+def theme_dirs() -> list[Traversable]:
     """Gives the folders themes are read from, later ones overriding earlier ones."""
-    dirs = [Path(__file__).resolve().parent.parent / "themes"]
+    dirs: list[Traversable] = [resources.files("reviewer") / "themes"]
     base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
     dirs.append(Path(base) / "sealdesk" / "themes")
     if os.environ.get("SEALDESK_THEMES_DIR"):
@@ -34,17 +40,17 @@ def theme_dirs() -> list[Path]:
     return [d for d in dirs if d.is_dir()]
 
 
-def load_theme(path: Path) -> Theme:
+def load_theme(path: Path | Traversable) -> Theme:
     """Gives the Textual theme a TOML file describes, or an error naming the field."""
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise InputError(f"cannot read theme: {exc}", path=path) from exc
+        raise InputError(f"cannot read theme: {exc}", path=str(path)) from exc
     for key in sorted(set(data) - _FIELDS):
-        raise InputError("unknown theme field", path=path, field=key)
+        raise InputError("unknown theme field", path=str(path), field=key)
     for key in ("name", "primary"):
         if not isinstance(data.get(key), str):
-            raise InputError("missing (a string is required)", path=path, field=key)
+            raise InputError("missing (a string is required)", path=str(path), field=key)
     return Theme(**data)
 
 
@@ -52,7 +58,8 @@ def load_themes() -> dict[str, Theme]:
     """Gives every theme found, by name."""
     themes: dict[str, Theme] = {}
     for folder in theme_dirs():
-        for path in sorted(folder.glob("*.toml")):
+        for path in sorted((p for p in folder.iterdir() if p.name.endswith(".toml")),
+                           key=lambda p: p.name):
             theme = load_theme(path)
             themes[theme.name] = theme
     return themes

@@ -118,7 +118,7 @@ def _replay_against_file(ws, processes: int, rounds: int) -> dict[str, float]:
 def run_bench(records: int, directory: Path, processes: int, rounds: int = 5) -> dict:
     """Gives the measured rates of one run."""
     from engine.ledger import sshsig
-    from engine.ledger.audit import verify_workspace
+    from engine.signoff.verify import verify_workspace
     from engine.ledger.enrol import found
     from engine.ledger.signers import FileSigner
     from engine.workspace import BacklogItem, Workspace

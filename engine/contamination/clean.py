@@ -17,8 +17,8 @@ from typing import Any
 from engine.artifacts import atomic_write, read_verified, write_sealed
 from engine.canonical import (canonical_json, canonical_jsonl, canonical_sha256, sha256_hex,
                               strict_loads)
-from engine.contamination.canonical_text import content_sha256
-from engine.contamination.power import minimum_detectable_difference
+from engine.contamination.inputs.canonical_text import content_sha256
+from engine.contamination.report.power import minimum_detectable_difference
 from engine.contamination.scan import EVAL_ITEMS, ITEMS, REPORT
 from engine.errors import InputError, IntegrityError
 from engine.ledger.store import effective_decisions

@@ -48,7 +48,8 @@ from engine.outputs import InputFile, OutputFile
               help="Flag at cosine >= this (default: calibrated from --calibration).")
 @click.option("--calibration", type=InputFile(), default=None,
               help="Labelled pairs (JSONL) that set the cosine threshold "
-                   "[default: sample_data/contamination/calibration.jsonl].")
+                   "[default: the pairs shipped with sealdesk, "
+                   "engine/contamination/calibration.jsonl].")
 @click.option("--top-k", default=3, show_default=True, type=click.IntRange(min=1),
               help="Pool items kept per eval item.")
 @click.option("--probe-endpoint", default=None, metavar="URL",
@@ -126,10 +127,10 @@ def scan_contamination(ctx: Any, eval_spec: str, pool_spec: str, text_field: str
     rerunning after a failure or a kill scans only the shards left. A shard
     that fails --shard-retries+1 times is named and nothing is written.
     """
-    from engine.contamination.ngram import NgramSettings
+    from engine.contamination.channels.ngram import NgramSettings
+    from engine.contamination.inputs.shards import is_sharded, sharded_pool
+    from engine.contamination.inputs.sources import resolve_source
     from engine.contamination.scan import ScanConfig, run_scan
-    from engine.contamination.shards import is_sharded, sharded_pool
-    from engine.contamination.sources import resolve_source
     from engine.errors import InputError
     from engine.progress import reporter
 

@@ -20,28 +20,29 @@ import numpy as np
 
 from engine.artifacts import write_json_artifact, write_jsonl_artifact
 from engine.canonical import sha256_hex
-from engine.contamination import internal as internal_dups
-from engine.contamination.backends import Backend, LocalBackend, run_shards
-from engine.contamination.calibration import (DEFAULT_CALIBRATION, calibrate,
-                                              read_calibration)
-from engine.contamination.canonical_text import canonical
-from engine.contamination.embedding import (EmbedCounts, Embedder, EmbeddingCache, TopK,
-                                            embed_texts, identify_model)
-from engine.contamination.evalset import EvalSet, load_eval
-from engine.contamination.minhash import Signatures
-from engine.contamination.ngram import EvalIndex, NgramSettings
-from engine.contamination.poolhash import ID_HASH_METHOD
-from engine.contamination.poolmerge import PoolDoc, PoolScan, check_ids, merge
-from engine.contamination.poolscan import scan_pool, start_workers_early
-from engine.contamination.probe import (ChatClient, ProbeItem, completions_url, run_probe,
-                                        sample_indexes)
-from engine.contamination.report import (Findings, PoolPair, backlog_items, build_report,
-                                         flagged_rows)
-from engine.contamination.shardrecords import ShardRecords, scan_key
-from engine.contamination.shards import ShardedPool
-from engine.contamination.shardscan import EmbedPlan, ShardJob
-from engine.contamination.shingles import shingle_set
-from engine.contamination.sources import Source, count_rows
+from engine.contamination.channels import internal as internal_dups
+from engine.contamination.channels.calibration import (DEFAULT_CALIBRATION, calibrate,
+                                                       read_calibration)
+from engine.contamination.channels.embedding import (EmbedCounts, Embedder, EmbeddingCache, TopK,
+                                                     embed_texts, identify_model)
+from engine.contamination.channels.minhash import Signatures
+from engine.contamination.channels.ngram import EvalIndex, NgramSettings
+from engine.contamination.channels.probe import (ChatClient, ProbeItem, completions_url, run_probe,
+                                                 sample_indexes)
+from engine.contamination.channels.shingles import shingle_set
+from engine.contamination.inputs.canonical_text import canonical
+from engine.contamination.inputs.evalset import EvalSet, load_eval
+from engine.contamination.inputs.pool_hash import ID_HASH_METHOD
+from engine.contamination.inputs.shards import ShardedPool
+from engine.contamination.inputs.sources import Source, count_rows
+from engine.contamination.pool.base import Backend, run_shards
+from engine.contamination.pool.local import LocalBackend
+from engine.contamination.pool.merge import PoolDoc, PoolScan, check_ids, merge
+from engine.contamination.pool.records import ShardRecords, scan_key
+from engine.contamination.pool.shard_scan import EmbedPlan, ShardJob
+from engine.contamination.pool.stream import scan_pool, start_workers_early
+from engine.contamination.report.findings import (Findings, PoolPair, backlog_items, build_report,
+                                                  flagged_rows)
 from engine.errors import InputError
 from engine.workspace import BacklogItem, IngestResult, Workspace
 
@@ -278,7 +279,7 @@ def _scan_stream(config: ScanConfig, index: EvalIndex, emb: _Embedding | None,
 def backend_for(config: ScanConfig) -> Backend:
     """Gives the execution backend the config names (Ray is imported only for ``ray``)."""
     if config.backend == "ray":
-        from engine.contamination.raybackend import RayBackend
+        from engine.contamination.pool.ray import RayBackend
 
         return RayBackend(config.ray_address, config.ray_num_cpus, config.jobs)
     return LocalBackend(config.jobs)
@@ -345,7 +346,7 @@ def run_scan(ws: Workspace, config: ScanConfig, *, embedder: Embedder | None = N
     if config.backend not in ("local", "ray"):
         raise InputError(f"unknown backend {config.backend!r}: local or ray", field="backend")
     if config.backend == "ray":
-        from engine.contamination.raybackend import check_reachable, import_ray
+        from engine.contamination.pool.ray import check_reachable, import_ray
 
         import_ray()  # a missing extra, or a cluster nobody runs, is said before any reading
         if config.ray_address and config.ray_address != "auto":

@@ -8,6 +8,8 @@ reserved in an append-only lineage store before it is signed.
 G003 ``misses``/``attribution``/``backlog``: deterministic selection of
 misses per weak category, integrated-gradients attribution, and the
 ``weak_categories`` backlog; ``evidence`` binds the reviewed result.
+``threats``: the MITRE ATLAS and OWASP LLM Top 10 ids each attack category
+of the taxonomy maps to, carried from the policy or scope to every reader.
 
 Nothing here authorises a release: every item and evidence file says
 ``release_authority: "none"``.

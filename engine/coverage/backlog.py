@@ -3,9 +3,12 @@
 An item carries the category's findings with values and thresholds, its
 counts, the selected misses (case id, text, label, prediction, the top
 positive and negative tokens and the convergence delta when attributed),
-the proposed actions, and ``release_authority: "none"``: a reviewer
-accepts a category into the next hardening cycle or rejects it with a note;
-nothing here changes a model or a release.
+the proposed actions, the category's threat mappings (ATLAS and OWASP LLM
+Top 10 ids, when the taxonomy carries them), how the misses were attributed
+(by the measured detector, by another model for a recorded reason, or not
+at all) and ``release_authority: "none"``: a reviewer accepts a category
+into the next hardening cycle or rejects it with a note; nothing here
+changes a model or a release.
 """
 
 from __future__ import annotations
@@ -61,14 +64,36 @@ def _miss_entry(miss, explanation: dict[str, Any] | None, policy: AttributionPol
     return entry
 
 
+BINDINGS = ("measured_detector", "override")
+
+
+def attribution_record(*, explained: bool, model_sha256: str | None, detector_sha256: str | None,
+                       binding: str | None, override_reason: str | None,
+                       not_run_reason: str | None, policy: AttributionPolicy) -> dict[str, Any]:
+    """Gives what an item records about how its misses were attributed."""
+    if explained and (model_sha256 is None or binding not in BINDINGS):
+        raise InputError("an attributed item names its model and how it is bound to the "
+                         "measured detector", field="attribution")
+    if (binding == "override") != (override_reason is not None):
+        raise InputError("a model that is not the measured detector needs a reason, and only "
+                         "it", field="reason")
+    return {"status": "explained" if explained else "not_run",
+            "model_sha256": model_sha256, "detector_sha256": detector_sha256,
+            "binding": binding, "override_reason": override_reason,
+            "not_run_reason": None if explained else not_run_reason,
+            "policy": policy.to_json()}
+
+
 def build_items(source: FindingSource, selection: MissSelection,
                 explanations: dict[str, dict[str, Any]], policy: AttributionPolicy, *,
-                run_id: str, model_sha256: str | None,
+                run_id: str, model_sha256: str | None, binding: str | None = None,
+                override_reason: str | None = None,
                 not_run_reason: str | None = None) -> list[BacklogItem]:
     """Gives one backlog item per weak category, reconciled with every selected miss.
 
     ``explanations`` maps case_id to its attribution; when empty the misses
-    carry ``status: not_run`` with ``not_run_reason``.
+    carry ``status: not_run`` with ``not_run_reason``. ``binding`` says whether
+    the model is the measured detector or attributes by ``override_reason``.
     """
     weak = sorted({f["category"] for f in source.findings})
     if sorted(selection.selected) != weak:
@@ -99,7 +124,12 @@ def build_items(source: FindingSource, selection: MissSelection,
             "proposed_actions": actions + list(GENERIC_ACTIONS),
             "release_authority": "none",
             "source": source.to_json(),
-            "attribution": {"model_sha256": model_sha256, "policy": policy.to_json()},
+            "threats": source.threats(category),
+            "attribution": attribution_record(
+                explained=bool(explanations), model_sha256=model_sha256,
+                detector_sha256=source.detector_sha256, binding=binding,
+                override_reason=override_reason, not_run_reason=not_run_reason,
+                policy=policy),
             "summary": {
                 "title": f"{category}: " + "; ".join(_finding_text(f) for f in findings),
                 "score": round(max(severity(f) for f in findings), 6),

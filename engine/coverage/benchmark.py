@@ -9,6 +9,9 @@ only when the signed scope says ``baseline_report_sha256: null``.
 
 The output is unsigned measurement data in canonical bytes; only the
 lineage store's reserve, then a signature, then readback, makes evidence.
+It carries the scope's threat mappings, and lists the sealed population a
+debug run must stay away from: the case ids (in ``raw_predictions``) and
+the canonical text hashes of the sealed texts, never the texts.
 """
 
 from __future__ import annotations
@@ -23,17 +26,21 @@ from engine.coverage.policy import CategoryGatePolicy
 from engine.coverage.report import CategoryRow, Locator, stratified_report
 from engine.coverage.scope import Scope, check_scope
 from engine.coverage.tables import Table
+from engine.coverage.threats import FIELD as THREATS
+from engine.coverage.threats import mappings_json, parse_threat_mappings
 from engine.coverage.trust import TrustRoot
 from engine.coverage.weak import identify_weak_categories, validate_findings
 from engine.errors import InputError, IntegrityError, PermissionRefused
 
-SCHEMA = "sealdesk.coverage-benchmark.v1"
+# v2: threat mappings and the sealed cases' canonical text hashes.
+SCHEMA = "sealdesk.coverage-benchmark.v2"
 ROW_FIELDS = frozenset({"case_id", "label", "pred", "category", "request_id"})
 BENCHMARK_FIELDS = frozenset({
     "schema_version", "evaluation_policy_sha256", "baseline_report_sha256", "detector_version",
     "detector_sha256", "holdout_id", "holdout_version", "holdout_manifest_sha256",
     "holdout_signature_sha256", "expected_case_count", "measured_case_count", "raw_predictions",
     "raw_predictions_sha256", "stratified_report", "weak_categories", "eligibility",
+    "holdout_text_sha256", THREATS,
 })
 ELIGIBILITY = ("ELIGIBLE", "HOLD")
 
@@ -155,11 +162,33 @@ def check_benchmark_shape(value: Any, *, path: str) -> dict[str, Any]:
         raise InputError("measured_case_count is not the number of raw predictions", path=path,
                          field="measured_case_count")
     validate_findings(value["weak_categories"], path=path)
+    _check_sealed_hashes(value, path=path)
+    _check_threats(value, path=path)
     expected = "HOLD" if value["weak_categories"] else "ELIGIBLE"
     if value["eligibility"] != expected:
         raise IntegrityError(f"{path}: eligibility {value['eligibility']!r} contradicts its "
                              f"{len(value['weak_categories'])} weak-category finding(s)")
     return value
+
+
+def _check_sealed_hashes(value: dict[str, Any], *, path: str) -> None:
+    hashes = value["holdout_text_sha256"]
+    if not isinstance(hashes, list) or not hashes \
+            or any(not isinstance(h, str) or not SHA256.match(h) for h in hashes):
+        raise InputError("must be a non-empty list of 64 lower-case hex digests", path=path,
+                         field="holdout_text_sha256")
+    if hashes != sorted(set(hashes)) or len(hashes) > value["expected_case_count"]:
+        raise InputError("must list each sealed text's hash once, sorted, at most one per "
+                         "case", path=path, field="holdout_text_sha256")
+
+
+def _check_threats(value: dict[str, Any], *, path: str) -> None:
+    rows = [r for r in value["stratified_report"] if isinstance(r, dict)] \
+        if isinstance(value["stratified_report"], list) else []
+    categories = [r.get("category") for r in rows]
+    benign = [r.get("category") for r in rows if r.get("detection_recall") is None]
+    parse_threat_mappings(value[THREATS], categories, benign[0] if len(benign) == 1 else None,
+                          path=path)
 
 
 def evaluation_context(holdout: SealedHoldout, detector_sha256: str, detector_version: str,
@@ -236,4 +265,6 @@ def derive_benchmark(rows: Sequence[dict[str, Any]], holdout: SealedHoldout,
         "raw_predictions_sha256": sha256_hex(canonical_json(rows)),
         "stratified_report": report, "weak_categories": weak,
         "eligibility": "HOLD" if weak else "ELIGIBLE",
+        "holdout_text_sha256": holdout.text_hashes(),
+        THREATS: mappings_json(scope.policy.threat_mappings),
     }

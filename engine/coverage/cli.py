@@ -38,25 +38,37 @@ def coverage() -> None:
           --store lineage.db --store-id prod-1 --benchmark-key private/benchmark.key
     Debug backlog (G003), review, evidence:
       sealdesk coverage backlog --benchmark B/benchmark.json --trust-root trust/ \\
-          --rows debug.jsonl --policy attribution.toml --model tiny-model/
+          --rows debug.jsonl --policy attribution.toml --model detector/
+      (detector/ is the measured candidate: `coverage model-digest --model detector/`
+      is the scope's candidate_sha256; another model needs --reason WHY)
       sealdesk decide --queue weak_categories --item wc-... --decision accept --key rita
       sealdesk coverage evidence --benchmark B/benchmark.json --trust-root trust/ --key lena
     """
 
 
-def _echo_report(report: list[dict[str, Any]], weak: list[dict[str, Any]]) -> None:
+def _echo_report(report: list[dict[str, Any]], weak: list[dict[str, Any]],
+                 threats: dict[str, Any] | None = None) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    table = Table("category", "n", "TP", "FP", "recall", "FPR", "findings", box=None)
+    from engine.coverage.threats import mapping_of
+
+    columns = ["category", "n", "TP", "FP", "recall", "FPR", "findings"]
+    if threats:
+        columns.append("ATLAS / OWASP LLM")
+    table = Table(*columns, box=None)
     for row in report:
         found = ", ".join(f["issue"] for f in weak if f["category"] == row["category"])
         recall, fpr = row["detection_recall"], row["false_positive_rate"]
-        table.add_row(row["category"], str(row["sample_count"]), str(row["true_positive_count"]),
-                      str(row["false_positive_count"]),
-                      "-" if recall is None else f"{recall:.3f}",
-                      "-" if fpr is None else f"{fpr:.3f}", found or "")
-    Console(width=110).print(table)
+        cells = [row["category"], str(row["sample_count"]), str(row["true_positive_count"]),
+                 str(row["false_positive_count"]), "-" if recall is None else f"{recall:.3f}",
+                 "-" if fpr is None else f"{fpr:.3f}", found or ""]
+        if threats:
+            mapping = mapping_of(threats, row["category"])
+            cells.append(" ".join(i for ids in mapping.values() for i in ids) if mapping
+                         else "-")
+        table.add_row(*cells)
+    Console(width=140).print(table)
 
 
 def _refuse_existing(out: str, what: str) -> None:
@@ -75,7 +87,8 @@ def _refuse_existing(out: str, what: str) -> None:
                    "category, source.")
 @click.option("--policy", "policy_path", required=True, type=_FILE,
               help="Gate policy (.toml or .json): required_categories, benign_category, "
-                   "min_attack_recall, max_benign_fpr, max_recall_regression.")
+                   "min_attack_recall, max_benign_fpr, max_recall_regression; optionally "
+                   "threat_mappings (per attack category: mitre_atlas, owasp_llm_top10).")
 @click.option("--detector-version", required=True)
 @click.option("--detector-sha256", default=None,
               help="Digest of the detector that predicted the rows (needed for a backlog).")
@@ -123,7 +136,7 @@ def report_cmd(ctx, rows: str, policy_path: str, detector_version: str,
                             {"category_report.json": canonical_json(document)},
                             {"kind": "coverage-report", "inputs": {"rows_sha256": table.sha256}},
                             hint="a report's file is sealed once written")
-    _echo_report(report, weak)
+    _echo_report(report, weak, document["policy"]["threat_mappings"])
     click.echo(f"{'coverage veto' if weak else 'no weak category'}: {len(weak)} finding(s)")
     click.echo(f"wrote {written.directory / 'category_report.json'} (sha256 "
                f"{written.digests['category_report.json']}) in run {written.run_id}")
@@ -182,7 +195,9 @@ def holdout_cmd(rows: str, holdout_id: str, version: str, created_at: str | None
 @coverage.command("scope")
 @click.option("--template", required=True, type=_FILE,
               help="TOML/JSON with policy_id, policy_version, candidate_sha256, "
-                   "candidate_version, the gate thresholds and decision_store_timeout_seconds.")
+                   "candidate_version, the gate thresholds and decision_store_timeout_seconds; "
+                   "optionally threat_mappings (per attack category: mitre_atlas, "
+                   "owasp_llm_top10).")
 @click.option("--holdout", "holdout_path", required=True, type=_FILE,
               help="The holdout manifest the scope binds (its SHA-256 is written).")
 @click.option("--baseline", default=None, type=_FILE,
@@ -207,12 +222,12 @@ def scope_cmd(template: str, holdout_path: str, baseline: str | None, genesis: b
     if genesis == (baseline is not None):
         raise InputError("give exactly one of --baseline FILE and --genesis", field="baseline")
     _refuse_existing(out, "an evaluation scope")
-    value, _ = read_document(Path(template))
+    value, text = read_document(Path(template))
     raw = build_scope(value, holdout_manifest_sha256=sha256_hex(Path(holdout_path).read_bytes()),
                       baseline_report_sha256=None if genesis else sha256_hex(
                           Path(baseline).read_bytes()),
                       expires_at=datetime.now(timezone.utc) + parse_duration(expires_in),
-                      path=template)
+                      path=template, text=text)
     atomic_write(Path(out), raw, mode=0o644)
     click.echo(f"wrote {out}: sha256 {sha256_hex(raw)}")
 
@@ -347,7 +362,8 @@ def benchmark_cmd(ctx, trust_root: str, holdout_path: str, holdout_signature: st
                    f"--trust-root {trust_root} --payload-sha256 {done.payload_sha256} "
                    f"--signature {done.path}.sig")
         return
-    _echo_report(result["stratified_report"], result["weak_categories"])
+    _echo_report(result["stratified_report"], result["weak_categories"],
+                 result["threat_mappings"])
     click.echo(f"{result['eligibility']}: {len(result['weak_categories'])} finding(s); "
                f"benchmark {done.payload_sha256}")
     click.echo(f"wrote {done.path} and {done.path}.sig (signed, read back, finalized in "
@@ -425,28 +441,36 @@ def finalize_cmd(ctx, trust_root: str, store: str, store_id: str, timeout: float
 @click.option("--report", "report_path", default=None, type=_FILE,
               help="Or a category_report.json from `coverage report`.")
 @click.option("--rows", required=True, type=_FILE,
-              help="Debug rows (never the holdout): case_id, text, text_sha256, label, pred, "
-                   "category, detector_sha256.")
+              help="Debug rows (never the holdout: a row that is a sealed case of the "
+                   "benchmark, by id or canonical text, is refused): case_id, text, "
+                   "text_sha256, label, pred, category, detector_sha256.")
 @click.option("--policy", "policy_path", required=True, type=_FILE,
               help="Attribution policy: max_examples_per_category, selection_seed, "
                    "tokenizer_max_length, integration_steps, top_tokens_per_direction.")
 @click.option("--model", default=None, type=_DIR,
-              help="Local transformers classifier to attribute with (extra: attribution). "
-                   "Without it misses are listed with attribution not_run.")
+              help="The measured detector: a local transformers classifier directory whose "
+                   "digest (`coverage model-digest`) is the benchmark's detector_sha256 "
+                   "(extra: attribution). Without it misses are listed with attribution "
+                   "not_run, and the items and evidence say so.")
+@click.option("--reason", "override_reason", default=None,
+              help="Attribute with a --model that is NOT the measured detector, for this "
+                   "reason (recorded in every item). Without it such a model is refused.")
 @click.pass_obj
 def backlog_cmd(ctx, benchmark: str | None, benchmark_signature: str | None,
                 trust_root: str | None, report_path: str | None, rows: str, policy_path: str,
-                model: str | None) -> None:
+                model: str | None, override_reason: str | None) -> None:
     """Select misses per weak category, attribute them, and add the debug backlog.
 
     Writes miss_selection.json, attributions.json and debug_backlog.jsonl
     under artifacts/coverage-backlog-<hash>/ and ingests one weak_categories
-    item per weak category.
+    item per weak category. A row that is a case of the benchmark's sealed
+    holdout (its case id, or its text in canonical form) is refused, and so
+    is a --model that is not the measured detector unless --reason says why.
 
     \b
       sealdesk coverage backlog --benchmark RUN/benchmark.json --trust-root trust/ \\
         --rows sample_data/coverage/debug_rows.jsonl \\
-        --policy sample_data/coverage/attribution.toml --model tiny-model/
+        --policy sample_data/coverage/attribution.toml --model detector/
     """
     from engine.coverage.findings import load_benchmark, load_report_document
     from engine.coverage.run_backlog import run_backlog
@@ -465,11 +489,19 @@ def backlog_cmd(ctx, benchmark: str | None, benchmark_signature: str | None,
         source = load_report_document(report_path)
     with ctx.open() as ws:
         outcome = run_backlog(ws, source, Path(rows), Path(policy_path),
-                              Path(model) if model else None)
+                              Path(model) if model else None, override_reason=override_reason)
     for item in outcome.items:
         click.echo(f"{item.item_id}  {item.payload['summary']['title']}")
     click.echo(f"{outcome.added} item(s) added, {outcome.unchanged} already held; "
                f"artifacts in {outcome.run_dir}")
+    first = outcome.items[0].payload["attribution"] if outcome.items else None
+    if first is not None and first["status"] == "not_run":
+        click.echo(f"attribution not run: the selected misses are not explained "
+                   f"({first['not_run_reason']}); the items and the evidence will say so")
+    elif first is not None and first["binding"] == "override":
+        click.echo(f"attributed with model {first['model_sha256'][:16]}…, which is not the "
+                   f"measured detector {first['detector_sha256'][:16]}…: "
+                   f"{first['override_reason']}")
 
 
 @coverage.command("evidence")
@@ -511,6 +543,8 @@ def evidence_cmd(ctx, benchmark: str, benchmark_signature: str | None, trust_roo
                              principal=principal, note=note)
     click.echo(f"{made.eligibility}: {made.reviews} review record(s), approval "
                f"{made.approval_record[:16]}…")
+    if made.attribution_notice:
+        click.echo(f"note: {made.attribution_notice}")
     click.echo(f"wrote {made.path} (sha256 {made.sha256})")
 
 
@@ -528,6 +562,23 @@ def check_evidence_cmd(ctx, evidence: str, trust_root: str) -> None:
     click.echo(f"ok: {value['benchmark']['eligibility']} benchmark "
                f"{value['benchmark_sha256'][:16]}…, {len(value['reviews'])} review(s), "
                f"approved by {value['approval']['principal']} (lead)")
+
+
+@coverage.command("model-digest")
+@click.option("--model", required=True, type=_DIR,
+              help="A local classifier directory (save_pretrained layout).")
+def model_digest(model: str) -> None:
+    """Print the digest a model directory is known by: SHA-256 over each file's SHA-256.
+
+    A scope that names this digest as its candidate_sha256 measures exactly
+    that model, and `coverage backlog --model` then attributes with it.
+    """
+    from engine.coverage.attribution import directory_digest
+    from engine.errors import InputError
+
+    if not Path(model).is_dir():
+        raise InputError("model is not a directory", path=model)
+    click.echo(directory_digest(Path(model)))
 
 
 @coverage.command("tiny-model")

@@ -9,6 +9,12 @@ checked by ``sealdesk verify`` like any record, and can be withdrawn with
 ``sealdesk undo``. (A sign-off record binds the whole ledger instead and is
 the lead's separate, final act.) The evidence file carries no release
 authority: it is a facet for the promotion owner (AID-H-026.001) to weigh.
+
+The claim and the evidence also state how each reviewed category's misses
+were attributed: by the measured detector, by another model for a recorded
+reason, or not at all. Reviews of unexplained misses are still reviews, but
+a lead who approves them is told so, and the evidence says so to whoever
+reads it later. The benchmark's threat mappings travel in the claim.
 """
 
 from __future__ import annotations
@@ -25,20 +31,22 @@ from engine.coverage.findings import FindingSource, load_benchmark
 from engine.coverage.trust import TrustRoot
 from engine.errors import ConflictError, InputError, IntegrityError, PermissionRefused
 from engine.ledger import store
-from engine.ledger.audit import require_verified
+from engine.signoff.verify import require_verified
 from engine.ledger.signers import Signer
 from engine.run_records import write_run
 from engine.workspace import BacklogItem, Workspace
 
 CLAIM_KIND = "coverage.evidence_claim"
-SCHEMA = "sealdesk.coverage-evidence.v1"
+# v2: the attribution of the reviewed categories is stated.
+SCHEMA = "sealdesk.coverage-evidence.v2"
 APPROVER_ROLE = "lead"
 REVIEW_DECISIONS = ("accept", "reject")
 APPROVAL_FIELDS = frozenset({"seq", "record_hash", "principal", "role", "decision", "time"})
 EVIDENCE_FIELDS = frozenset({
     "schema_version", "workspace", "benchmark", "benchmark_sha256", "benchmark_signature",
-    "claim_item", "claim", "reviews", "approval", "ledger", "release_authority",
+    "claim_item", "claim", "reviews", "approval", "ledger", "release_authority", "attribution",
 })
+ATTRIBUTION_STATES = ("explained", "explained_with_override", "not_run", "partial")
 
 
 @dataclass(frozen=True)
@@ -50,6 +58,7 @@ class Evidence:
     eligibility: str
     reviews: int
     approval_record: str
+    attribution_notice: str | None
 
 
 def _ledger_must_verify(ws: Workspace) -> Any:
@@ -68,12 +77,77 @@ def _backlog_for(ws: Workspace, benchmark_sha256: str) -> list[dict[str, Any]]:
     return found
 
 
+def _item_attribution(item: dict[str, Any]) -> dict[str, Any]:
+    """Gives how one backlog item's misses were attributed, read from its payload."""
+    payload = item["payload"]
+    record = payload.get("attribution") if isinstance(payload.get("attribution"), dict) else {}
+    statuses = {m.get("attribution", {}).get("status") for m in payload.get("misses", [])
+                if isinstance(m, dict) and isinstance(m.get("attribution"), dict)}
+    status = ("explained" if statuses == {"explained"}
+              else "not_run" if statuses <= {"not_run", None} else "partial")
+    return {"item_id": item["item_id"], "category": payload.get("category"), "status": status,
+            "model_sha256": record.get("model_sha256"),
+            "binding": record.get("binding") if status != "not_run" else None,
+            "override_reason": record.get("override_reason"),
+            "not_run_reason": record.get("not_run_reason") if status != "explained" else None}
+
+
+def attribution_summary(items: list[dict[str, Any]]) -> dict[str, Any]:
+    """Gives the attribution state of reviewed backlog items and each item's part in it.
+
+    ``explained``: every miss was explained by the measured detector;
+    ``explained_with_override``: by a model that is not it, for a recorded reason;
+    ``not_run``: no miss was explained; ``partial``: some were.
+    """
+    parts = [_item_attribution(i) for i in sorted(items, key=lambda i: i["item_id"])]
+    statuses = {p["status"] for p in parts}
+    if statuses == {"explained"}:
+        state = ("explained" if all(p["binding"] == "measured_detector" for p in parts)
+                 else "explained_with_override")
+    elif statuses == {"not_run"}:
+        state = "not_run"
+    else:
+        state = "partial"
+    return {"state": state, "categories": parts}
+
+
+def attribution_notice(summary: Any) -> str | None:
+    """Gives the one line a lead must read about unexplained or overridden attribution,
+    or None when the measured detector explained every selected miss."""
+    if not isinstance(summary, dict) or summary.get("state") == "explained":
+        return None
+    parts = [p for p in summary.get("categories", []) if isinstance(p, dict)]
+    unexplained = [p for p in parts if p.get("status") != "explained"]
+    overridden = [p for p in parts if p.get("binding") == "override"]
+    said = []
+    if unexplained:
+        reasons = sorted({str(p.get("not_run_reason")) for p in unexplained
+                          if p.get("not_run_reason")})
+        names = ", ".join(sorted(str(p.get("category")) for p in unexplained))
+        why = f" ({'; '.join(reasons)})" if reasons else ""
+        said.append(f"attribution not run for {len(unexplained)} of {len(parts)} reviewed "
+                    f"categor{'y' if len(parts) == 1 else 'ies'} ({names}): their misses were "
+                    f"reviewed unexplained{why}")
+    if overridden:
+        reasons = sorted({str(p.get("override_reason")) for p in overridden})
+        said.append(f"{len(overridden)} categor{'y was' if len(overridden) == 1 else 'ies were'}"
+                    f" attributed with a model that is not the measured detector: "
+                    f"{'; '.join(reasons)}")
+    return "; ".join(said) or f"attribution {summary.get('state')}"
+
+
 def reviews_of(ws: Workspace, source: FindingSource) -> list[dict[str, Any]]:
     """Gives the effective review record of every backlog item of the benchmark.
 
     Refuses while a weak category has no backlog item, or an item has no
     standing accept or reject.
     """
+    return _reviewed(ws, source)[0]
+
+
+def _reviewed(ws: Workspace,
+              source: FindingSource) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Gives (review records, the items they review) of the benchmark's backlog."""
     items = _backlog_for(ws, source.sha256)
     weak = sorted({f["category"] for f in source.findings})
     covered = {i["payload"]["category"] for i in items}
@@ -95,14 +169,17 @@ def reviews_of(ws: Workspace, source: FindingSource) -> list[dict[str, Any]]:
                         "decision": decision["decision"], "principal": decision["principal"],
                         "role": decision["role"], "seq": decision["seq"],
                         "record_hash": decision["record_hash"]})
-    return reviews
+    return reviews, sorted(items, key=lambda i: i["item_id"])
 
 
-def claim_payload(source: FindingSource, signature: bytes,
-                  reviews: list[dict[str, Any]]) -> dict[str, Any]:
+def claim_payload(source: FindingSource, signature: bytes, reviews: list[dict[str, Any]],
+                  attribution: dict[str, Any]) -> dict[str, Any]:
     """Gives the payload of the claim a lead approves."""
     doc = source.document
     n = len(reviews)
+    tags = ["evidence", source.eligibility]
+    if attribution["state"] != "explained":
+        tags.append(f"attribution:{attribution['state']}")
     return {
         "kind": CLAIM_KIND, "benchmark_sha256": source.sha256,
         "benchmark_signature_sha256": sha256_hex(signature),
@@ -112,11 +189,12 @@ def claim_payload(source: FindingSource, signature: bytes,
         "holdout_manifest_sha256": doc["holdout_manifest_sha256"],
         "evaluation_policy_sha256": doc["evaluation_policy_sha256"],
         "weak_categories": list(source.findings), "reviews": reviews,
+        "threat_mappings": source.threat_mappings, "attribution": attribution,
         "release_authority": "none",
         "summary": {"title": f"coverage evidence: {source.eligibility} for "
                              f"{source.detector_version} on {doc['holdout_id']} "
                              f"({n} review{'s' if n != 1 else ''})",
-                    "score": None, "tags": ["evidence", source.eligibility]},
+                    "score": None, "tags": tags},
     }
 
 
@@ -126,12 +204,13 @@ def make_evidence(ws: Workspace, benchmark_path: Path, signature_path: Path, tru
     """Gives the written evidence after checking reviews and the ledger and obtaining
     (or finding) the lead's approval of the exact claim."""
     source, raw, signature = load_benchmark(benchmark_path, signature_path, trust)
-    reviews = reviews_of(ws, source)
+    reviews, reviewed = _reviewed(ws, source)
+    attribution = attribution_summary(reviewed)
     report = _ledger_must_verify(ws)
     if signer is not None:
         # Refuse a non-lead before anything is written.
         ws.identify(signer, principal, APPROVER_ROLE, QUEUE)
-    claim = claim_payload(source, signature, reviews)
+    claim = claim_payload(source, signature, reviews, attribution)
     claim_digest = canonical_sha256({"queue": QUEUE, "claim": claim})
     run_id = f"coverage-evidence-{claim_digest[:16]}"
     item = BacklogItem.make(QUEUE, f"ev-{claim_digest[:16]}", run_id, claim)
@@ -172,7 +251,7 @@ def make_evidence(ws: Workspace, benchmark_path: Path, signature_path: Path, tru
         "claim": claim, "reviews": reviews,
         "approval": {k: standing[k] for k in sorted(APPROVAL_FIELDS)},
         "ledger": {"records": report.records, "head_hash": report.head_hash},
-        "release_authority": "none",
+        "release_authority": "none", "attribution": attribution,
     }
     # Sealed once written: a sign-off may bind these bytes, and a later run (the
     # ledger has grown since) would otherwise replace them.
@@ -184,7 +263,8 @@ def make_evidence(ws: Workspace, benchmark_path: Path, signature_path: Path, tru
                         hint="it stands as written: check it with `sealdesk coverage "
                              "check-evidence`")
     return Evidence(written.directory / path.name, written.digests[path.name],
-                    source.eligibility, len(reviews), standing["record_hash"])
+                    source.eligibility, len(reviews), standing["record_hash"],
+                    attribution_notice(attribution))
 
 
 def _record_matches(ws: Workspace, entry: dict[str, Any], *, item_id: str, item_sha256: str,
@@ -283,6 +363,14 @@ def check_evidence(ws: Workspace, path: Path, trust: TrustRoot) -> dict[str, Any
         _record_matches(ws, review, item_id=review["item_id"],
                         item_sha256=review["item_sha256"], decision=review["decision"],
                         roles=("reviewer", "lead"), what=f"reviews[{i}]", path=path)
+    reviewed_items = [ws.item(QUEUE, r["item_id"]) for r in value["reviews"]]
+    attribution = attribution_summary(reviewed_items)
+    for name, stated in (("attribution", value["attribution"]),
+                         ("claim.attribution", claim.get("attribution"))):
+        if stated != attribution:
+            raise IntegrityError(f"{path}: field '{name}' does not state how the reviewed "
+                                 f"items' misses were attributed (they are "
+                                 f"{attribution['state']})")
     approval = value["approval"]
     if not isinstance(approval, dict) or set(approval) != APPROVAL_FIELDS:
         raise InputError(f"must be exactly {', '.join(sorted(APPROVAL_FIELDS))}", path=path,

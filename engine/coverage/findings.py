@@ -19,11 +19,14 @@ from engine.coverage.benchmark import check_benchmark_shape
 from engine.coverage.policy import CategoryGatePolicy, gate_policy_from
 from engine.coverage.report import CategoryRow
 from engine.coverage.tables import SHA256
+from engine.coverage.threats import FIELD as THREATS
+from engine.coverage.threats import mapping_of
 from engine.coverage.trust import TrustRoot, read_signed
 from engine.coverage.weak import check_report, validate_findings
 from engine.errors import InputError
 
-REPORT_SCHEMA = "sealdesk.coverage-report.v1"
+# v2: the policy carries the taxonomy's threat mappings.
+REPORT_SCHEMA = "sealdesk.coverage-report.v2"
 REPORT_DOCUMENT_FIELDS = frozenset({
     "schema_version", "detector_version", "detector_sha256", "evaluation_set_id", "policy",
     "rows_sha256", "previous_report_sha256", "stratified_report", "weak_categories",
@@ -45,10 +48,24 @@ class FindingSource:
     findings: tuple[dict[str, Any], ...]
     eligibility: str | None
     document: dict[str, Any]
+    threat_mappings: dict[str, Any]
 
     def row(self, category: str) -> dict[str, Any]:
         """Gives the report row of a category."""
         return next(r for r in self.report if r["category"] == category)
+
+    def threats(self, category: str) -> dict[str, list[str]] | None:
+        """Gives the ATLAS and OWASP ids the taxonomy maps a category to, if any."""
+        return mapping_of(self.threat_mappings, category)
+
+    def sealed_cases(self) -> tuple[frozenset[str], frozenset[str]] | None:
+        """Gives (case ids, canonical text hashes) of the sealed holdout a benchmark
+        measured; None for a report, which names no sealed population."""
+        if self.kind != "benchmark":
+            return None
+        return (frozenset(r["case_id"] for r in self.document["raw_predictions"]
+                          if isinstance(r, dict)),
+                frozenset(self.document["holdout_text_sha256"]))
 
     def to_json(self) -> dict[str, Any]:
         """Gives the identity a backlog item records about its source."""
@@ -82,7 +99,7 @@ def load_report_document(path: str | Path) -> FindingSource:
                          field="schema_version")
     if not isinstance(value["policy"], dict) or set(value["policy"]) != {
             "required_categories", "benign_category", "min_attack_recall", "max_benign_fpr",
-            "max_recall_regression"}:
+            "max_recall_regression", THREATS}:
         raise InputError("policy fields differ", path=path, field="policy")
     policy = gate_policy_from(value["policy"], path=path)
     check_report(value["stratified_report"], policy, path=path)
@@ -96,7 +113,8 @@ def load_report_document(path: str | Path) -> FindingSource:
                          field="coverage_veto")
     return FindingSource("report", path, sha256_hex(raw), digest, value["detector_version"],
                          value["evaluation_set_id"], tuple(value["stratified_report"]),
-                         tuple(value["weak_categories"]), None, value)
+                         tuple(value["weak_categories"]), None, value,
+                         policy.to_json()[THREATS])
 
 
 def load_benchmark(path: str | Path, signature_path: str | Path,
@@ -120,5 +138,5 @@ def load_benchmark(path: str | Path, signature_path: str | Path,
     source = FindingSource("benchmark", path, sha256_hex(raw), value["detector_sha256"],
                            value["detector_version"], value["holdout_id"],
                            tuple(value["stratified_report"]), tuple(value["weak_categories"]),
-                           value["eligibility"], value)
+                           value["eligibility"], value, value[THREATS])
     return source, raw, signature

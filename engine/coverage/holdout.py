@@ -4,11 +4,15 @@ A holdout is accepted only when its bytes hash to the digest the signed
 scope names, the holdout authority's key signed exactly those bytes, and
 the manifest is canonical JSON with a complete, unique, well-formed
 population. Its cases stay out of training, mining, tuning and attribution:
-sealdesk reads them only to measure.
+sealdesk reads them only to measure. A benchmark lists the sealed case ids
+and the hashes of the sealed texts in canonical form (never the texts), so
+that a debug population built from them is recognised and refused.
 """
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,6 +45,29 @@ class SealedHoldout:
     def by_case(self) -> dict[str, tuple[int, dict[str, Any]]]:
         """Gives case_id -> (index in the manifest, sample)."""
         return {s["case_id"]: (i, s) for i, s in enumerate(self.samples)}
+
+    def text_hashes(self) -> list[str]:
+        """Gives the sorted, distinct canonical text hashes of the sealed cases (sorted,
+        so that the list does not pair a hash with its case)."""
+        return sorted({canonical_text_sha256(s["text"]) for s in self.samples})
+
+
+_WHITESPACE = re.compile(r"\s+")
+
+
+def canonical_text(text: str) -> str:
+    """Gives the form two texts share when they differ only in ways a reader does not
+    see: NFKC, invisible format characters (zero-width spaces, joiners, marks) removed,
+    case folded, whitespace runs as one space, ends stripped."""
+    visible = "".join(ch for ch in unicodedata.normalize("NFKC", text)
+                      if unicodedata.category(ch) != "Cf")
+    return _WHITESPACE.sub(" ", visible.casefold()).strip()
+
+
+def canonical_text_sha256(text: str) -> str:
+    """Gives the SHA-256 of a text's canonical form (UTF-8): how a sealed case's text is
+    listed, so that a copy of it is recognised without the text being handed out."""
+    return sha256_hex(canonical_text(text).encode("utf-8"))
 
 
 def _read(path: Path, what: str) -> bytes:

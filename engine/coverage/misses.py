@@ -5,7 +5,8 @@ they are ranked by SHA-256 of ``selection_seed:case_id`` and the first
 ``max_examples_per_category`` are selected. The whole eligible population
 and every rank key are kept, so nobody can pick attractive examples by hand.
 The rows are a debug population with text, bound to the measured detector;
-they are never the sealed holdout.
+they are never the sealed holdout: a row whose case id, or whose text in
+canonical form, is a sealed case the benchmark lists is refused.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.canonical import sha256_hex
+from engine.coverage.holdout import canonical_text_sha256
 from engine.coverage.policy import AttributionPolicy, positive_integer
 from engine.coverage.tables import SHA256, Table
 from engine.coverage.weak import validate_findings
@@ -63,6 +65,27 @@ class MissSelection:
 def rank_key(seed: str, case_id: str) -> str:
     """Gives the deterministic rank key of a case under a selection seed."""
     return hashlib.sha256(f"{seed}:{case_id}".encode("utf-8")).hexdigest()
+
+
+def refuse_sealed_rows(rows: Table, case_ids: frozenset[str], text_hashes: frozenset[str], *,
+                       holdout: str) -> None:
+    """Raises naming the first row (file, line, field) that is a sealed holdout case:
+    its case id is one, or its text is one up to case, width, invisible characters
+    and spacing. Benchmark cases stay outside attribution and developer access."""
+    found = []
+    for i, row in enumerate(rows.rows):
+        if row["case_id"] in case_ids:
+            what = f"case {row['case_id']!r} is a case of sealed holdout {holdout}"
+            found.append((rows.line_of(i), "case_id", what))
+        elif canonical_text_sha256(row["text"]) in text_hashes:
+            what = (f"text of case {row['case_id']!r} is the text of a case of sealed "
+                    f"holdout {holdout}")
+            found.append((rows.line_of(i), "text", what))
+    if found:
+        line, field, what = found[0]
+        more = f" ({len(found) - 1} more such row(s))" if len(found) > 1 else ""
+        raise InputError(f"{what}; sealed cases stay out of attribution and review{more}",
+                         path=rows.path, line=line, field=field)
 
 
 def select_misses(rows: Table, findings: list[dict[str, Any]], expected_detector_sha256: str,

@@ -18,10 +18,14 @@ from pathlib import Path
 from typing import Any
 
 from engine.canonical import strict_loads
+from engine.coverage.threats import FIELD as THREATS
+from engine.coverage.threats import ThreatMapping, mappings_json, parse_threat_mappings
 from engine.errors import InputError
 
 GATE_FIELDS = ("required_categories", "benign_category", "min_attack_recall",
                "max_benign_fpr", "max_recall_regression")
+# A gate may carry the taxonomy's threat mappings; without them none is recorded.
+GATE_OPTIONAL = (THREATS,)
 ATTRIBUTION_FIELDS = ("max_examples_per_category", "selection_seed", "tokenizer_max_length",
                       "integration_steps", "top_tokens_per_direction")
 # Far above what attribution needs (a classifier reads at most a few thousand
@@ -39,6 +43,7 @@ class CategoryGatePolicy:
     min_attack_recall: float
     max_benign_fpr: float
     max_recall_regression: float
+    threat_mappings: tuple[ThreatMapping, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         """Gives the policy as a JSON object (categories in policy order)."""
@@ -46,7 +51,8 @@ class CategoryGatePolicy:
                 "benign_category": self.benign_category,
                 "min_attack_recall": self.min_attack_recall,
                 "max_benign_fpr": self.max_benign_fpr,
-                "max_recall_regression": self.max_recall_regression}
+                "max_recall_regression": self.max_recall_regression,
+                THREATS: mappings_json(self.threat_mappings)}
 
 
 @dataclass(frozen=True)
@@ -168,20 +174,22 @@ def line_of(text: str, key: str) -> int | None:
     return None
 
 
-def exact_fields(value: dict[str, Any], fields: tuple[str, ...], path: Path, text: str) -> None:
+def exact_fields(value: dict[str, Any], fields: tuple[str, ...], path: Path, text: str,
+                 optional: tuple[str, ...] = ()) -> None:
     """Raises naming the first missing or unknown field of a policy document."""
     missing = [f for f in fields if f not in value]
     if missing:
         raise InputError("missing", path=path, field=missing[0])
-    extra = sorted(set(value) - set(fields))
+    extra = sorted(set(value) - set(fields) - set(optional))
     if extra:
-        raise InputError(f"unknown field (expected only {', '.join(fields)})", path=path,
-                         line=line_of(text, extra[0]), field=extra[0])
+        raise InputError(f"unknown field (expected only {', '.join(fields + optional)})",
+                         path=path, line=line_of(text, extra[0]), field=extra[0])
 
 
 def gate_policy_from(value: dict[str, Any], *, path: str | None = None,
                      text: str = "") -> CategoryGatePolicy:
-    """Gives a checked gate policy from a mapping holding exactly GATE_FIELDS."""
+    """Gives a checked gate policy from a mapping holding GATE_FIELDS and perhaps the
+    threat mappings."""
     cats = value["required_categories"]
     if not isinstance(cats, list):
         raise InputError("must be a list of category names", path=path,
@@ -193,13 +201,19 @@ def gate_policy_from(value: dict[str, Any], *, path: str | None = None,
                                 float(value["max_benign_fpr"]),
                                 float(value["max_recall_regression"]))
     validate_gate_policy(policy, path=path)
+    if THREATS in value:
+        mappings = parse_threat_mappings(value[THREATS], policy.required_categories,
+                                         policy.benign_category, path=path, text=text)
+        policy = CategoryGatePolicy(policy.required_categories, policy.benign_category,
+                                    policy.min_attack_recall, policy.max_benign_fpr,
+                                    policy.max_recall_regression, mappings)
     return policy
 
 
 def load_gate_policy(path: Path) -> CategoryGatePolicy:
     """Gives the category gate policy of a TOML or JSON file, checked."""
     value, text = read_document(path)
-    exact_fields(value, GATE_FIELDS, Path(path), text)
+    exact_fields(value, GATE_FIELDS, Path(path), text, GATE_OPTIONAL)
     return gate_policy_from(value, path=str(path), text=text)
 
 

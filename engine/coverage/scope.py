@@ -18,18 +18,22 @@ from typing import Any
 from engine.canonical import canonical_json, sha256_hex
 from engine.coverage.holdout import SHA256
 from engine.coverage.policy import CategoryGatePolicy, gate_policy_from, probability
+from engine.coverage.threats import FIELD as THREATS
 from engine.errors import InputError, PermissionRefused
 
-SCHEMA = "sealdesk.coverage-scope.v1"
+# v2: the scope signs the taxonomy's threat mappings (an empty table: none recorded).
+SCHEMA = "sealdesk.coverage-scope.v2"
 SCOPE_FIELDS = frozenset({
     "schema_version", "policy_id", "policy_version", "expires_at", "candidate_sha256",
     "candidate_version", "holdout_manifest_sha256", "baseline_report_sha256",
     "required_categories", "benign_category", "min_category_recall", "max_benign_fpr",
-    "max_category_regression", "decision_store_timeout_seconds",
+    "max_category_regression", "decision_store_timeout_seconds", THREATS,
 })
 # Fields a scope template supplies; the rest are computed when it is written.
 TEMPLATE_FIELDS = SCOPE_FIELDS - {"schema_version", "expires_at", "holdout_manifest_sha256",
                                   "baseline_report_sha256"}
+# A template without threat mappings gets an empty table.
+TEMPLATE_OPTIONAL = frozenset({THREATS})
 # A scope is renewed, not signed for ever; the bound also keeps expires_at a real date.
 MAX_EXPIRY = timedelta(days=3660)
 
@@ -65,7 +69,7 @@ def parse_time(text: Any, *, field: str, path: str | None = None) -> datetime:
 
 
 def check_scope(value: dict[str, Any], raw: bytes, *, path: str,
-                now: datetime | None = None) -> Scope:
+                now: datetime | None = None, text: str = "") -> Scope:
     """Gives the checked scope; refuses a wrong schema, a bad digest or an expired scope."""
     if set(value) != SCOPE_FIELDS:
         odd = sorted(SCOPE_FIELDS.symmetric_difference(value))
@@ -98,7 +102,8 @@ def check_scope(value: dict[str, Any], raw: bytes, *, path: str,
         "min_attack_recall": value["min_category_recall"],
         "max_benign_fpr": value["max_benign_fpr"],
         "max_recall_regression": value["max_category_regression"],
-    }, path=path)
+        THREATS: value[THREATS],
+    }, path=path, text=text)
     return Scope(value, sha256_hex(raw), policy, expires)
 
 
@@ -133,16 +138,20 @@ def parse_duration(text: str) -> timedelta:
 
 def build_scope(template: dict[str, Any], *, holdout_manifest_sha256: str,
                 baseline_report_sha256: str | None, expires_at: datetime,
-                path: str) -> bytes:
-    """Gives canonical scope bytes from a template plus the computed bindings."""
-    odd = sorted(TEMPLATE_FIELDS.symmetric_difference(template))
+                path: str, text: str = "") -> bytes:
+    """Gives canonical scope bytes from a template plus the computed bindings
+    (``text``, the template's text, places an error on its line)."""
+    odd = sorted(TEMPLATE_FIELDS.symmetric_difference(template) - TEMPLATE_OPTIONAL)
     if odd:
         raise InputError(f"scope template fields must be exactly "
-                         f"{', '.join(sorted(TEMPLATE_FIELDS))}", path=path, field=odd[0])
+                         f"{', '.join(sorted(TEMPLATE_FIELDS - TEMPLATE_OPTIONAL))} "
+                         f"(and optionally {', '.join(sorted(TEMPLATE_OPTIONAL))})", path=path,
+                         field=odd[0])
+    template = {THREATS: {}, **template}
     value = dict(template, schema_version=SCHEMA,
                  expires_at=expires_at.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
                  holdout_manifest_sha256=holdout_manifest_sha256,
                  baseline_report_sha256=baseline_report_sha256)
     raw = canonical_json(value)
-    check_scope(value, raw, path=path)
+    check_scope(value, raw, path=path, text=text)
     return raw

@@ -11,9 +11,12 @@ The pipeline (see docs/README-exam.md):
     votes.py      lane votes and the 2-of-3 rule
     oracles.py    blind requests; third votes, sweeps, validations from files
     raters.py     the same from model endpoints
-    endpoint.py   OpenAI-compatible endpoint: strict JSON schema, one retry
+    endpoint.py   OpenAI-compatible endpoint: strict JSON schema, routing, one retry
+    failures.py   why an attempt failed: the reason vocabulary and tallies
+    preflight.py  the synthetic check of every live model before a run
     adjudicate.py the artifact's core, built from inputs and raters
     artifact.py   sealing, code identity and the binding checks
+    provenance.py the git commit, tree and lock files an artifact binds
     queue.py      backlog items for the human adjudicator
     runs.py       one adjudicate run: validate, seal, write, ingest
     resolve.py    folding signed adjudicator decisions back

@@ -49,7 +49,9 @@ def _state_json(state: LaneState, row: LaneRow) -> dict[str, Any]:
             "invalid": state.invalid.to_json() if state.invalid else None,
             "response_model": row.response_model, "attempts": row.attempts,
             "invalid_response_attempts": row.invalid_response_attempts,
-            "failed_request_attempts": row.failed_request_attempts}
+            "failed_request_attempts": row.failed_request_attempts,
+            # None: the lane file records counters but no reasons
+            "failures": None if row.failures is None else [f.to_json() for f in row.failures]}
 
 
 def _candidate_json(cand: Candidate, votes: list[Vote]) -> dict[str, Any]:
@@ -74,6 +76,7 @@ def _sweep_json(resp: SweepResponse, status: str, proposals: list[dict[str, Any]
         "proposals": proposals, "invalid": invalid.to_json() if invalid else None,
         "attempts": resp.attempts, "invalid_response_attempts": resp.invalid_response_attempts,
         "failed_request_attempts": resp.failed_request_attempts,
+        "failures": [f.to_json() for f in resp.failures],
     }
 
 
@@ -177,7 +180,8 @@ def build_core(inputs: ExamInputs, raters: Raters, bound: dict[str, str | None],
             cands.append(_candidate_json(cand, votes))
         completions.append(_completion_json(comp, inputs, states[cid], sweeps[cid], cands))
     models = {lane: {"request_model": s.request_model, "model_identity": s.model_identity,
-                     "request_profile": s.request_profile}
+                     "request_profile": s.request_profile,
+                     "provider_routing": s.provider_routing}
               for lane, s in inputs.lane_specs.items()}
     models.update(raters.described)
     return {

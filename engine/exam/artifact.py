@@ -17,16 +17,17 @@ from typing import Any
 from engine import __version__
 from engine.canonical import canonical_json, parse_canonical, sha256_hex
 from engine.errors import InputError, IntegrityError
+from engine.exam.failures import NOT_RECORDED, Failure, merge, tally
 from engine.exam.protocol import LANES, PROTOCOL_VERSION, SEED, protocol_sha256, rubric_sha256
 
 COMPLETE = "COMPLETE"
 PENDING = "PENDING_ADJUDICATION"
 # Files that adjudicate and resolve never run (scoring, live labeling, whose
-# output is bound by hash anyway): editing them leaves earlier artifacts
-# scoreable. Every other file must be byte-identical.
+# output is bound by hash anyway) or that only stop a run (the preflight):
+# editing them leaves earlier artifacts scoreable. Every other file must be byte-identical.
 OUTSIDE_ADJUDICATION = frozenset({"engine/exam/matcher.py", "engine/exam/metrics.py",
                                   "engine/exam/score.py", "engine/exam/replay.py",
-                                  "engine/exam/label.py"})
+                                  "engine/exam/label.py", "engine/exam/preflight.py"})
 _DERIVED_CANDIDATE = ("human", "final")
 _DERIVED_COMPLETION = ("gold", "sweep_status")
 _DERIVED_TOP = ("counts", "status", "pending", "resolution")
@@ -38,12 +39,22 @@ def _copy(value: Any) -> Any:
 
 
 def code_identity() -> dict[str, Any]:
-    """Gives the package version and the SHA-256 of each exam source file (and canonical.py)."""
+    """Gives the package version, the SHA-256 of each exam source file (and canonical.py),
+    the git checkout (commit, tree, dirty) and the dependency lock files.
+
+    Only the version and the files decide whether an artifact may be scored
+    by this code (``check_code``); the checkout and the lock are bound so
+    that anyone can tell which tree and which dependencies sealed it.
+    """
+    from engine.exam.provenance import checkout, lock_files, source_root
+
     engine_dir = Path(__file__).resolve().parent.parent
     paths = sorted(engine_dir.joinpath("exam").glob("*.py")) + [engine_dir / "canonical.py"]
     files = {f"engine/{p.relative_to(engine_dir).as_posix()}": sha256_hex(p.read_bytes())
              for p in paths}
-    return {"package": "sealdesk", "version": __version__, "files": dict(sorted(files.items()))}
+    root = source_root()
+    return {"package": "sealdesk", "version": __version__, "files": dict(sorted(files.items())),
+            "checkout": checkout(root), "lock": lock_files(root)}
 
 
 def _sweep_status(completion: dict[str, Any], finals: dict[str, str]) -> str:
@@ -95,7 +106,26 @@ def _counts(art: dict[str, Any]) -> dict[str, Any]:
         # validations and sweeps.
         "invalid_response_attempts": _attempts(comps, votes, sweeps, "invalid_response_attempts"),
         "failed_request_attempts": _attempts(comps, votes, sweeps, "failed_request_attempts"),
+        "failure_reasons": _reasons(comps, votes, sweeps),
     }
+
+
+def _reasons(comps: list[dict[str, Any]], votes: list[dict[str, Any]],
+             sweeps: list[dict[str, Any]]) -> dict[str, int]:
+    """Gives every failed attempt of the exam per reason; attempts a recorded lane file
+    counted without a reason are ``not_recorded``."""
+    recorded: list[Failure] = []
+    unrecorded = 0
+    for comp in comps:
+        for lane in LANES:
+            state = comp["lanes"][lane]
+            if state.get("failures") is None:
+                unrecorded += state["invalid_response_attempts"] + state["failed_request_attempts"]
+            else:
+                recorded += [Failure.from_json(f) for f in state["failures"]]
+    for holder in [*votes, *sweeps]:
+        recorded += [Failure.from_json(f) for f in holder.get("failures", ())]
+    return merge(tally(recorded), {NOT_RECORDED: unrecorded})
 
 
 def _attempts(comps: list[dict[str, Any]], votes: list[dict[str, Any]],

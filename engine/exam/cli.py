@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import sys
+from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import click
 
 from engine.outputs import InputFile
 
-if TYPE_CHECKING:  # click passes the engine.cli.Ctx object; no import at run time
-    from engine.cli import Ctx
+if TYPE_CHECKING:  # click passes the engine.cli_context.Ctx object; no import at run time
+    from engine.cli_context import Ctx
 
 FILE = InputFile(path_type=Path)
 
@@ -80,6 +81,36 @@ def _files(kw: dict[str, Any]):
                       kw.get("labelers_config"))
 
 
+@contextmanager
+def _preflight_lines() -> Iterator[None]:
+    """Prints each failed preflight check on a line of its own before the error line."""
+    from engine.exam.preflight import PreflightFailed
+
+    try:
+        yield
+    except PreflightFailed as exc:
+        for check in exc.failed:
+            click.echo(f"sealdesk: preflight: {check.line()}", err=True)
+        raise
+
+
+def _code_line(code: dict[str, Any]) -> str:
+    """Gives one line saying which commit, tree and lock files the artifact binds."""
+    held, lock = code["checkout"], code["lock"]
+    where = (f"commit {held['commit']} tree {held['tree']}"
+             + (" (with uncommitted changes)" if held["dirty"] else "")
+             if held["commit"] else held["reason"])
+    locks = ", ".join(lock["files"]) or lock["reason"]
+    return f"code: {where}; lock: {locks}"
+
+
+def _reasons_line(counts: dict[str, Any]) -> str | None:
+    from engine.exam.failures import describe
+
+    reasons = counts.get("failure_reasons") or {}
+    return f"failed attempts by reason: {describe(reasons)}" if reasons else None
+
+
 @click.group()
 def exam() -> None:
     """Blind two-lane exam: union, 2-of-3 votes, human adjudication, scoring.
@@ -134,7 +165,7 @@ def adjudicate(ctx: Ctx, run_id: str | None, no_ingest: bool, **kw: Any) -> None
     from engine.exam.runs import adjudicate as run
     from engine.progress import reporter
 
-    with ctx.open() as ws, reporter() as rep:
+    with _preflight_lines(), ctx.open() as ws, reporter() as rep:
         result = run(ws, _paths(kw), _files(kw), run_id, ingest=not no_ingest, progress=rep)
     c = result.counts
     click.echo(f"{result.status}: {c['candidates']['total']} candidate(s) in "
@@ -142,6 +173,10 @@ def adjudicate(ctx: Ctx, run_id: str | None, no_ingest: bool, **kw: Any) -> None
                f"{c['machine_decisions']['reject']} rejected, "
                f"{c['machine_decisions']['abstain']} abstained")
     click.echo("sweep: " + ", ".join(f"{k} {v}" for k, v in c["sweep"].items() if v))
+    reasons = _reasons_line(c)
+    if reasons:
+        click.echo(reasons)
+    click.echo(_code_line(result.code))
     click.echo(f"wrote {result.artifact_path} (sha256 {result.artifact_sha256})")
     click.echo(f"queued {result.queued} item(s) for adjudication ({result.added} new) "
                f"in run {result.run_id}")
@@ -165,7 +200,8 @@ def candidates(**kw: Any) -> None:
     from engine.exam.runs import open_raters
 
     inputs = load_inputs(_paths(kw))
-    raters, bound = open_raters(_files(kw), inputs.completions)
+    with _preflight_lines():
+        raters, bound = open_raters(_files(kw), inputs.completions)
     core = build_core(inputs, raters, bound, code_identity())
     for comp in core["completions"]:
         for cand in comp["candidates"]:
@@ -335,11 +371,20 @@ def score(ctx: Ctx, run_id: str, adjudication: Path | None, expected_adjudicatio
         mark = "pass" if gate["pass"] else "FAIL"
         click.echo(f"  gate {gate['metric']} {gate['op']} {gate['threshold']}: {mark}")
     diag = result["inter_rater_diagnostic"]
-    kappa = diag["claim_existence_kappa"]["value"]
-    agree = diag["exact_completion_agreement"]["value"]
-    click.echo(f"  inter-rater (not gating): exact agreement "
-               f"{'null' if agree is None else f'{agree:.4f}'}, claim-existence kappa "
-               f"{'null' if kappa is None else f'{kappa:.4f}'}")
+
+    def shown(value: float | None) -> str:
+        return "null" if value is None else f"{value:.4f}"
+
+    cand, comp = diag["per_candidate"], diag["per_completion"]
+    click.echo(f"  inter-rater per union candidate (not gating): both lanes proposed "
+               f"{cand['both_lanes_proposed']} of {cand['candidates']} candidates "
+               f"({shown(cand['agreement']['value'])}); only lane-a {cand['only_lane_a']}, "
+               f"only lane-b {cand['only_lane_b']}")
+    click.echo(f"  inter-rater per completion (not gating; whether each lane claimed "
+               f"anything, not which claims): claim-existence kappa "
+               f"{shown(comp['claim_existence_kappa']['value'])}, identical claim sets "
+               f"{shown(comp['exact_completion_agreement']['value'])} of "
+               f"{comp['completions_both_lanes_ok']} completions")
     click.echo(f"wrote exam-score.json, gold.jsonl ({len(scored.gold)} claims), "
                f"{QUEUE_FILE} ({len(queue)} open) in {run_dir}, recorded by run "
                f"{written.run_id}")
@@ -368,6 +413,16 @@ def label(corpus: Path, expected_corpus_sha256: str | None, context: Path,
     two attempts fail is an operational_failure row. The API key, if any,
     comes from the environment variable the config names (default
     SEALDESK_MODEL_API_KEY), never from the config file.
+
+    Before any lane request, each lane's endpoint passes a synthetic
+    preflight (see `sealdesk exam preflight`); a failed check stops the run
+    with one line per failed check, and nothing is written. Every request
+    carries provider.require_parameters true and provider.allow_fallbacks
+    false; a lane whose config says "strict_routing": false (an endpoint
+    that is no routing provider) sends neither, and the labeling summary
+    records the opt-out. Each failed attempt's reason is kept in the lane
+    file; a lane whose every attempt failed for a transport reason is
+    refused (non-zero) and nothing is written.
 
     \b
     config.json:
@@ -400,15 +455,87 @@ def label(corpus: Path, expected_corpus_sha256: str | None, context: Path,
         if path.exists():
             raise ConflictError(f"{path} exists; labels are never overwritten (use a new "
                                 "--out-dir)")
-    with reporter() as rep:
+    with _preflight_lines(), reporter() as rep:
         files, summary = run_label(completions, contexts, specs, corpus_sha, context_sha, rep)
     out_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     for lane, data in files.items():
         write_artifact(names[lane], data)
     digest = write_json_artifact(summary_path, summary)
+    from engine.exam.failures import describe
+
     for lane, entry in summary["lanes"].items():
         click.echo(f"{lane}: {entry['ok']} ok, {entry['operational_failure']} "
                    f"operational_failure ({entry['invalid_response_attempts']} invalid, "
-                   f"{entry['failed_request_attempts']} failed attempts)")
+                   f"{entry['failed_request_attempts']} failed attempts; by reason: "
+                   f"{describe(entry['failure_reasons'])}); routing "
+                   f"{entry['provider_routing']}")
     click.echo(f"wrote {summary_path} (sha256 {digest}); lock it with "
                f"--expected-labeling-summary-sha256 {digest}")
+
+
+@exam.command()
+@click.option("--config", "config", default=None, type=FILE,
+              help="Lane config (as for `exam label`): both lanes are checked.")
+@click.option("--adjudicator-config", default=None, type=FILE,
+              help="Adjudicator config (as for `exam adjudicate`): checked too.")
+def preflight(config: Path | None, adjudicator_config: Path | None) -> None:
+    """Check each live model with one synthetic request; exit non-zero if a check fails.
+
+    Per model: reachable (HTTP 200 to a request exactly like a lane's: the
+    frozen model, its request profile, the strict schema and the routing
+    parameters), model identity (the answer names the frozen identity),
+    strict schema (the answer is schema-valid JSON about the synthetic
+    completion), and routing (a probe limited to a provider that does not
+    exist, fallbacks off, must be refused; a refused probe costs nothing).
+    `exam label` and model-backed `exam adjudicate` run the same preflight
+    first and stop on a failed check. Writes nothing.
+
+    \b
+      sealdesk exam preflight --config labelers.json --adjudicator-config adjudicator.json
+    """
+    from engine.errors import InputError
+    from engine.exam.endpoint import load_adjudicator, load_labelers
+    from engine.exam.preflight import PreflightFailed, preflight as run
+
+    if config is None and adjudicator_config is None:
+        raise InputError("give --config, --adjudicator-config or both: the models to check",
+                         field="config")
+    specs = {}
+    if config is not None:
+        specs.update(load_labelers(config))
+    if adjudicator_config is not None:
+        specs["adjudicator"] = load_adjudicator(adjudicator_config)
+    checks = run(specs)
+    for check in checks:
+        if check.ok is not False:
+            click.echo(check.line())
+    failed = [c for c in checks if c.ok is False]
+    if failed:
+        with _preflight_lines():
+            raise PreflightFailed(failed)
+    click.echo(f"preflight passed: {', '.join(specs)}")
+
+
+@exam.command()
+@click.option("--text", "text_only", is_flag=True,
+              help="Print only the rubric's exact bytes (pipe them to sha256sum).")
+def rubric(text_only: bool) -> None:
+    """Print the frozen labeling rubric and its SHA-256.
+
+    The SHA-256 is over the rubric text exactly as `--text` prints it
+    (UTF-8); labeling summaries must record it as rubric.sha256.
+
+    \b
+      sealdesk exam rubric
+      sealdesk exam rubric --text | sha256sum
+    """
+    from engine.exam.protocol import RUBRIC_ID, RUBRIC_TEXT, rubric_sha256
+
+    if text_only:
+        click.echo(RUBRIC_TEXT, nl=False)
+        return
+    click.echo(f"rubric {RUBRIC_ID}")
+    click.echo(f"sha256 {rubric_sha256()}  (of the text below, UTF-8; "
+               "`sealdesk exam rubric --text` prints exactly those bytes)")
+    click.echo("")
+    click.echo(RUBRIC_TEXT, nl=False)

@@ -14,11 +14,17 @@ from pathlib import Path
 from typing import Any
 
 from engine.errors import InputError
+from engine.exam.failures import Failure, parse_failures, tally
 from engine.exam.protocol import FAMILIES, LANES, PROTOCOL_VERSION, RUBRIC_ID, rubric_sha256
 from engine.exam.schema import Row, check_expected, jsonl_rows, parse_json, read_bytes
 
 LANE_STATUSES = ("ok", "operational_failure")
 REQUEST_PROFILES = ("deterministic-v1", "provider-default-v1")
+# How a lane's requests were routed, as its labeling summary says: strict
+# (require_parameters, no fallbacks) or opted out by its config. Summaries
+# written before routing was recorded say nothing: not_recorded.
+PROVIDER_ROUTING = ("strict", "opted_out")
+NOT_RECORDED = "not_recorded"
 MESSAGE_ROLES = ("user", "assistant", "system", "tool")
 _TURN = re.compile(r"^turn-(0|[1-9][0-9]{0,8})\Z")
 
@@ -83,6 +89,7 @@ class LaneRow:
     invalid_response_attempts: int
     failed_request_attempts: int
     line: int = 0
+    failures: tuple[Failure, ...] | None = None  # None: the file records no reasons
 
 
 @dataclass(frozen=True)
@@ -92,6 +99,7 @@ class LaneSpec:
     request_model: str
     model_identity: str
     request_profile: str
+    provider_routing: str = NOT_RECORDED
 
 
 @dataclass(frozen=True)
@@ -160,9 +168,10 @@ def _unique(row: Row, seen: dict[str, int], key: str, field: str) -> None:
 
 
 def completion_row(row: Row, fields: set[str], version: int, known: Any,
-                   seen: dict[str, int]) -> tuple[dict[str, Any], str]:
+                   seen: dict[str, int], optional: set[str] = frozenset()
+                   ) -> tuple[dict[str, Any], str]:
     """Gives (object, completion id) of a row of a one-row-per-completion file, checked."""
-    obj = row.fields(row.value, fields)
+    obj = row.fields(row.value, fields, optional)
     row.version(obj, version)
     cid = row.ident(obj, "completion_id")
     if cid not in known:
@@ -253,7 +262,7 @@ def parse_lane(data: bytes, path: Path, lane: str,
         obj, cid = completion_row(row, {
             "schema_version", "lane", "completion_id", "status", "claims", "request_model",
             "response_model", "attempts", "invalid_response_attempts",
-            "failed_request_attempts"}, 2, known, lines)
+            "failed_request_attempts"}, 2, known, lines, optional={"failures"})
         if obj["lane"] != lane:
             raise row.error(f"must be {lane!r} in this file (got {obj['lane']!r})", "lane")
         status = outcome(row, obj, "claims")
@@ -276,8 +285,9 @@ def parse_lane(data: bytes, path: Path, lane: str,
                 raise row.error("an operational_failure row records two failed attempts "
                                 "(invalid_response_attempts + failed_request_attempts = 2)",
                                 "attempts")
+        failures = parse_failures(row, obj, "failures", attempts, invalid, failed)
         out[cid] = LaneRow(lane, cid, status, claims, request_model, response_model,
-                           attempts, invalid, failed, row.line or 0)
+                           attempts, invalid, failed, row.line or 0, failures)
     missing = [c.completion_id for c in completions if c.completion_id not in out]
     if missing:
         raise InputError(f"no {lane} row for completion {missing[0]!r}; no completion may "
@@ -297,8 +307,9 @@ def parse_summary(data: bytes, path: Path) -> tuple[dict[str, LaneSpec], dict[st
     if rubric["id"] != RUBRIC_ID:
         raise row.error(f"must be {RUBRIC_ID!r}", "rubric.id")
     if rubric["sha256"] != rubric_sha256():
-        raise row.error("is not the SHA-256 of the frozen rubric text; labels made under "
-                        "another rubric cannot enter this exam", "rubric.sha256")
+        raise row.error(f"is not {rubric_sha256()}, the SHA-256 of the frozen rubric text "
+                        "(`sealdesk exam rubric` prints the text and its hash); labels made "
+                        "under another rubric cannot enter this exam", "rubric.sha256")
     row.sha256(obj, "corpus_sha256")
     row.sha256(obj, "context_sha256")
     lanes = row.fields(obj["lanes"], set(LANES), prefix="lanes.")
@@ -308,10 +319,19 @@ def parse_summary(data: bytes, path: Path) -> tuple[dict[str, LaneSpec], dict[st
         entry = row.fields(lanes[lane], {
             "request_model", "model_identity", "request_profile", "labels_sha256", "rows",
             "ok", "operational_failure", "invalid_response_attempts",
-            "failed_request_attempts"}, prefix=p)
+            "failed_request_attempts"}, {"provider_routing", "failure_reasons"}, prefix=p)
+        routing = (row.choice(entry, "provider_routing", PROVIDER_ROUTING, p)
+                   if "provider_routing" in entry else NOT_RECORDED)
         specs[lane] = LaneSpec(row.text(entry, "request_model", p),
                                row.text(entry, "model_identity", p),
-                               row.choice(entry, "request_profile", REQUEST_PROFILES, p))
+                               row.choice(entry, "request_profile", REQUEST_PROFILES, p),
+                               routing)
+        if "failure_reasons" in entry:
+            reasons = entry["failure_reasons"]
+            if not isinstance(reasons, dict):
+                raise row.error("must map each reason to its count", p + "failure_reasons")
+            for reason in reasons:
+                row.integer(reasons, reason, p + "failure_reasons.", low=1)
         row.sha256(entry, "labels_sha256", p)
         for key in ("rows", "ok", "operational_failure", "invalid_response_attempts",
                     "failed_request_attempts"):
@@ -357,6 +377,15 @@ def _check_summary(summary: dict[str, Any], path: Path, hashes: dict[str, str],
             if entry[key] != value:
                 raise row.error(f"records {entry[key]} but the {lane} file has {value}",
                                 f"lanes.{lane}.{key}")
+        if "failure_reasons" in entry:
+            rows = lanes[lane].values()
+            if any(r.failures is None for r in rows):
+                raise row.error(f"counts failure reasons but {lane_paths[lane]} does not "
+                                "record them", f"lanes.{lane}.failure_reasons")
+            held = tally(f for r in rows for f in r.failures or ())
+            if entry["failure_reasons"] != held:
+                raise row.error(f"records {entry['failure_reasons']} but the {lane} file has "
+                                f"{held}", f"lanes.{lane}.failure_reasons")
 
 
 def load_inputs(paths: InputPaths) -> ExamInputs:

@@ -98,8 +98,20 @@ def _claim_set(lane: dict[str, Any]) -> set[tuple]:
     return {(c["start"], c["end"], c["family"], c["entity_normalized"]) for c in lane["claims"]}
 
 
+PER_CANDIDATE = (
+    "Per union candidate of a completion both lanes labeled: did each lane propose it? "
+    "both_lanes_proposed / candidates is the share of candidates the lanes agree on. "
+    "A union candidate exists only because some lane proposed it, so there is no "
+    "'neither' cell and no kappa here. Diagnostic only: never decides gold or a gate.")
+PER_COMPLETION = (
+    "Per completion both lanes labeled, not per candidate: exact agreement is the share of "
+    "completions whose two claim sets are identical; claim-existence kappa asks only "
+    "whether each lane claimed anything at all in the completion, so it can be 1.0 while "
+    "the lanes disagree on most candidates. Diagnostic only: never decides gold or a gate.")
+
+
 def inter_rater(art: dict[str, Any]) -> dict[str, Any]:
-    """Gives the lanes' agreement diagnostics over completions both lanes labeled."""
+    """Gives the lanes' agreement per union candidate and per completion (never gating)."""
     both_ok = [c for c in art["completions"]
                if all(c["lanes"][lane]["status"] == "ok" for lane in LANES)]
     a, b = LANES
@@ -107,6 +119,20 @@ def inter_rater(art: dict[str, Any]) -> dict[str, Any]:
     says = [(bool(c["lanes"][a]["claims"]), bool(c["lanes"][b]["claims"])) for c in both_ok]
     kappa = cohen_kappa(sum(x and y for x, y in says), sum(x and not y for x, y in says),
                         sum(y and not x for x, y in says), sum(not x and not y for x, y in says))
-    return {"gating": False, "completions_both_lanes_ok": len(both_ok),
+    proposed = [{m["rater"] for m in cand["members"]} for comp in both_ok
+                for cand in comp["candidates"] if cand["origin"] == "union"]
+    both = sum(len(r & set(LANES)) == 2 for r in proposed)
+    return {
+        "gating": False,
+        "per_candidate": {
+            "unit": "union candidate", "gating": False, "description": PER_CANDIDATE,
+            "candidates": len(proposed), "both_lanes_proposed": both,
+            "only_lane_a": sum(r & set(LANES) == {a} for r in proposed),
+            "only_lane_b": sum(r & set(LANES) == {b} for r in proposed),
+            "agreement": Ratio(both, len(proposed)).to_json()},
+        "per_completion": {
+            "unit": "completion", "gating": False, "description": PER_COMPLETION,
+            "completions_both_lanes_ok": len(both_ok),
             "exact_completion_agreement": Ratio(exact, len(both_ok)).to_json(),
-            "claim_existence_kappa": kappa}
+            "claim_existence_kappa": kappa},
+    }

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from engine.errors import InputError
-from engine.exam.inputs import (Claim, Completion, Context, completion_row, outcome,
-                                parse_claims)
+from engine.exam.failures import Failure
+from engine.exam.inputs import Claim, Completion, Context, completion_row, parse_claims
 from engine.exam.protocol import ADJUDICATOR, LANES
 from engine.exam.schema import jsonl_rows
 from engine.exam.union import Candidate
@@ -24,6 +24,8 @@ from engine.exam.votes import Vote
 
 VOTER_CHOICES = (ADJUDICATOR, *LANES)
 FILE_VOTES = ("accept", "reject", "operational_failure")
+# A sweep file says of every completion what happened; "not_run" is said, not implied.
+SWEEP_STATUSES = ("ok", "operational_failure", "not_run")
 
 
 @dataclass(frozen=True)
@@ -68,6 +70,7 @@ class SweepResponse:
     attempts: int = 0
     invalid_response_attempts: int = 0
     failed_request_attempts: int = 0
+    failures: tuple[Failure, ...] = ()
 
 
 class ThirdVotes(Protocol):
@@ -160,7 +163,11 @@ class VoteFile:
 
 
 class SweepFile:
-    """Recorded completeness sweeps, one JSON line per completion."""
+    """Recorded completeness sweeps: exactly one JSON line per corpus completion.
+
+    Like a lane file, a sweep file that leaves a completion out is refused: a
+    sweep that was not run is a row that says so (``"status": "not_run"``).
+    """
 
     source_kind = "sweep-file"
 
@@ -171,14 +178,19 @@ class SweepFile:
         for row in jsonl_rows(data, path):
             obj, cid = completion_row(row, {"schema_version", "completion_id", "status",
                                             "claims"}, 1, known, lines)
-            ok = outcome(row, obj, "claims") == "ok"
-            claims = parse_claims(row, obj["claims"], "claims") if ok else None
-            status = "ok" if ok else "operational_failure"
+            status = row.choice(obj, "status", SWEEP_STATUSES)
+            if status != "ok" and obj["claims"] is not None:
+                raise row.error(f"must be null when status is {status}", "claims")
+            claims = parse_claims(row, obj["claims"], "claims") if status == "ok" else None
             self.rows[cid] = SweepResponse(status, claims, self.source_kind)
+        missing = [c.completion_id for c in completions if c.completion_id not in self.rows]
+        if missing:
+            raise InputError(f"no sweep row for completion {missing[0]!r}; every completion "
+                             "has one (a sweep not run is a row with \"status\": "
+                             "\"not_run\")", path=path, field="completion_id")
 
     def sweep(self, request: SweepRequest) -> SweepResponse:
-        return self.rows.get(request.completion.completion_id,
-                             SweepResponse("not_run", None, self.source_kind))
+        return self.rows[request.completion.completion_id]
 
 
 class Recorded:
@@ -198,7 +210,8 @@ class Recorded:
                 for c in s["response_claims"])
             self.sweeps[completion["completion_id"]] = SweepResponse(
                 s["response_status"], claims, s["source"], s["attempts"],
-                s["invalid_response_attempts"], s["failed_request_attempts"])
+                s["invalid_response_attempts"], s["failed_request_attempts"],
+                tuple(Failure.from_json(f) for f in s.get("failures", ())))
 
     def _get(self, cid: str, voter: str) -> Vote:
         try:

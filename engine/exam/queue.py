@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from engine.canonical import canonical_sha256
+from engine.exam.failures import NOT_RECORDED, Failure, merge, tally
 from engine.exam.protocol import PROTOCOL_VERSION
 from engine.workspace import BacklogItem
 
@@ -27,13 +28,54 @@ def _score(votes: list[dict[str, Any]]) -> float | None:
     return sum(v["vote"] == "accept" for v in sided) / len(sided)
 
 
+def failed_attempts(completion: dict[str, Any], cand: dict[str, Any]) -> list[dict[str, Any]]:
+    """Gives, per vote lost to operational failure, why its attempts failed.
+
+    A lane's reasons are in its lane row (the completion's ``lanes``); a
+    model vote's are in the vote. ``reasons`` counts attempts per reason
+    (``not_recorded`` when a file counted them without reasons); ``details``
+    holds each distinct detail once, in attempt order.
+    """
+    out = []
+    for vote in cand["votes"]:
+        if vote["vote"] != "operational_failure":
+            continue
+        if vote["basis"] == "invalid_response":
+            # The lane file's row was ok, but its claims do not place in the source.
+            invalid = completion["lanes"][vote["voter"]]["invalid"] or {}
+            out.append({"voter": vote["voter"], "basis": vote["basis"],
+                        "source": vote["source"], "reasons": {"span": 1},
+                        "details": [(f"span: claims[{invalid.get('claim_index')}]: "
+                                     f"{invalid.get('reason')}")]})
+            continue
+        if vote["basis"] == "lane_failed":
+            state = completion["lanes"][vote["voter"]]
+            listed = state.get("failures")
+            counted = state["invalid_response_attempts"] + state["failed_request_attempts"]
+        else:
+            listed = vote.get("failures", [])
+            counted = vote.get("invalid_response_attempts", 0) + vote.get(
+                "failed_request_attempts", 0)
+        failures = [Failure.from_json(f) for f in listed or ()]
+        reasons = merge(tally(failures), {NOT_RECORDED: 0 if listed is not None else counted})
+        details = list(dict.fromkeys(f"{f.reason}: {f.detail}" for f in failures))
+        out.append({"voter": vote["voter"], "basis": vote["basis"], "source": vote["source"],
+                    "reasons": reasons, "details": details})
+    return out
+
+
 def payload_for(completion: dict[str, Any], cand: dict[str, Any]) -> dict[str, Any]:
-    """Gives the backlog payload for one abstained candidate of a sealed core."""
+    """Gives the backlog payload for one abstained candidate of a sealed core.
+
+    ``failed_attempts`` is present only when a vote was lost to operational
+    failure, so that an item without one keeps the bytes (and the decision)
+    it had before reasons were recorded.
+    """
     span = cand["span_exact_text"]
     title = span if len(span) <= 60 else span[:57] + "..."
     tags = [cand["family"], cand["origin"]] + sorted(
         {v["vote"] for v in cand["votes"] if v["vote"] in ("operational_failure", "absent")})
-    return {
+    payload = {
         "exam": {"protocol_version": PROTOCOL_VERSION},
         "completion": {"id": completion["completion_id"], "text": completion["text"],
                        "session_id": completion["session_id"],
@@ -52,6 +94,10 @@ def payload_for(completion: dict[str, Any], cand: dict[str, Any]) -> dict[str, A
         "summary": {"title": f"{title!r} ({cand['family']}/{cand['entity']})",
                     "score": _score(cand["votes"]), "tags": tags},
     }
+    failed = failed_attempts(completion, cand)
+    if failed:
+        payload["failed_attempts"] = failed
+    return payload
 
 
 def item_for(completion: dict[str, Any], cand: dict[str, Any], run_id: str) -> BacklogItem:

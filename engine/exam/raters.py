@@ -11,8 +11,8 @@ from typing import Any
 import httpx
 
 from engine.canonical import canonical_json
-from engine.exam.endpoint import (CLAIMS_SCHEMA, VOTE_SCHEMA, ModelSpec, Outcome, ask,
-                                  client)
+from engine.exam.endpoint import (CLAIMS_SCHEMA, VOTE_SCHEMA, AttemptError, ModelSpec,
+                                  Outcome, ask, client)
 from engine.exam.inputs import Claim, Completion, parse_claims
 from engine.exam.oracles import SweepRequest, SweepResponse, VoteRequest
 from engine.exam.protocol import ADJUDICATOR, RUBRIC_TEXT
@@ -33,17 +33,23 @@ span is a claim of that family about that entity under the rubric, else
 
 
 def check_claims(value: Any, completion: Completion, who: str) -> tuple[Claim, ...]:
-    """Gives the claims of a labeling answer; spans must be placeable in the source."""
+    """Gives the claims of a labeling answer; spans must be placeable in the source.
+
+    A schema fault raises InputError; an answer about another completion or
+    with a span not in the source raises AttemptError with its own reason.
+    """
     row = Row(value, f"<{who} response>", None)
     obj = row.fields(value, {"schema_version", "completion_id", "claims"})
     row.version(obj, 2)
-    if obj["completion_id"] != completion.completion_id:
-        raise row.error(f"answers for {obj['completion_id']!r}, not "
-                        f"{completion.completion_id!r}", "completion_id")
     claims = parse_claims(row, obj["claims"], "claims")
+    if obj["completion_id"] != completion.completion_id:
+        raise AttemptError("wrong_id", row.error(
+            f"answers for {obj['completion_id']!r}, not {completion.completion_id!r}",
+            "completion_id").one_line())
     located = locate(completion.text, claims)
     if isinstance(located, InvalidResponse):
-        raise row.error(located.reason, f"claims[{located.claim_index}].span_exact_text")
+        raise AttemptError("span", row.error(
+            located.reason, f"claims[{located.claim_index}].span_exact_text").one_line())
     return claims
 
 
@@ -52,10 +58,12 @@ def check_vote(value: Any, candidate_id: str, who: str) -> str:
     row = Row(value, f"<{who} response>", None)
     obj = row.fields(value, {"schema_version", "candidate_id", "vote"})
     row.version(obj, 2)
+    vote = row.choice(obj, "vote", ("accept", "reject"))
     if obj["candidate_id"] != candidate_id:
-        raise row.error(f"answers for {obj['candidate_id']!r}, not {candidate_id!r}",
-                        "candidate_id")
-    return row.choice(obj, "vote", ("accept", "reject"))
+        raise AttemptError("wrong_id", row.error(
+            f"answers for {obj['candidate_id']!r}, not {candidate_id!r}",
+            "candidate_id").one_line())
+    return vote
 
 
 def _user(blind: dict[str, Any]) -> str:
@@ -77,7 +85,7 @@ def vote_one(http: httpx.Client, spec: ModelSpec, voter: str, basis: str,
               lambda v: check_vote(v, cid, spec.name))
     vote = out.value if out.value is not None else "operational_failure"
     return Vote(voter, vote, basis, f"model:{spec.model_identity}", out.attempts,
-                out.invalid_response_attempts, out.failed_request_attempts)
+                out.invalid_response_attempts, out.failed_request_attempts, out.failures)
 
 
 class ModelAdjudicator:
@@ -97,7 +105,7 @@ class ModelAdjudicator:
         status = "ok" if out.value is not None else "operational_failure"
         return SweepResponse(status, out.value, f"model:{self.spec.model_identity}",
                              out.attempts, out.invalid_response_attempts,
-                             out.failed_request_attempts)
+                             out.failed_request_attempts, out.failures)
 
 
 class ModelLanes:

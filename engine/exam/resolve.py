@@ -36,7 +36,7 @@ class Resolution:
 
 def verified_ledger(ws: Any) -> None:
     """Refuses a workspace whose ledger does not verify from first record to last."""
-    from engine.ledger.audit import require_verified
+    from engine.signoff.verify import require_verified
 
     require_verified(ws, "no decision is folded from it")
 

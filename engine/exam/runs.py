@@ -55,6 +55,7 @@ class AdjudicateResult:
     counts: dict[str, Any]
     queued: int
     added: int
+    code: dict[str, Any]  # the artifact's code identity: files, checkout, lock
 
 
 def _locked(path: Path | None, expected: str | None, option: str) -> tuple[bytes, str] | None:
@@ -77,13 +78,21 @@ def open_raters(files: RaterFiles,
     adjudicator = lanes = None
     if files.adjudicator_config or files.labelers_config:
         from engine.exam.endpoint import client, load_adjudicator, load_labelers
+        from engine.exam.preflight import require_preflight
         from engine.exam.raters import ModelAdjudicator, ModelLanes
 
+        specs = {}
+        if files.adjudicator_config:
+            specs["adjudicator"] = load_adjudicator(files.adjudicator_config)
+        if files.labelers_config:
+            specs.update(load_labelers(files.labelers_config))
+        # Every model this run will ask passes its preflight before the first vote.
+        require_preflight(specs)
         http = client()
         if files.adjudicator_config:
-            adjudicator = ModelAdjudicator(load_adjudicator(files.adjudicator_config), http)
+            adjudicator = ModelAdjudicator(specs["adjudicator"], http)
         if files.labelers_config:
-            lanes = ModelLanes(load_labelers(files.labelers_config), http)
+            lanes = ModelLanes({k: v for k, v in specs.items() if k != "adjudicator"}, http)
     none = NoRater()
     third = vote_file or adjudicator or none
     sweeps = sweep_file or adjudicator or none
@@ -163,4 +172,4 @@ def adjudicate(ws: Any, paths: InputPaths, files: RaterFiles, run_id: str | None
     added = ws.ingest(items if ingest else [], runs={run_id: manifest},
                       source=f"exam adjudicate {run_id}").added
     return AdjudicateResult(run_id, run_dir / ARTIFACT, digest, art["status"], art["counts"],
-                            len(items), added)
+                            len(items), added, art["code"])

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from engine.exam.failures import Failure
 from engine.exam.protocol import LANES
 from engine.exam.union import Candidate, LaneState
 
@@ -22,19 +23,22 @@ class Vote:
     attempts: int = 0
     invalid_response_attempts: int = 0
     failed_request_attempts: int = 0
+    failures: tuple[Failure, ...] = ()  # why each failed attempt failed, in order
 
     def to_json(self) -> dict[str, Any]:
         """Gives the artifact's form of the vote."""
         return {"voter": self.voter, "vote": self.vote, "basis": self.basis,
                 "source": self.source, "attempts": self.attempts,
                 "invalid_response_attempts": self.invalid_response_attempts,
-                "failed_request_attempts": self.failed_request_attempts}
+                "failed_request_attempts": self.failed_request_attempts,
+                "failures": [f.to_json() for f in self.failures]}
 
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> "Vote":
         """Gives a vote back from its artifact form."""
         return cls(obj["voter"], obj["vote"], obj["basis"], obj["source"], obj["attempts"],
-                   obj["invalid_response_attempts"], obj["failed_request_attempts"])
+                   obj["invalid_response_attempts"], obj["failed_request_attempts"],
+                   tuple(Failure.from_json(f) for f in obj.get("failures", ())))
 
 
 def lane_votes(candidate: Candidate, states: dict[str, LaneState]) -> list[Vote]:

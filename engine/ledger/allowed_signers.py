@@ -18,7 +18,7 @@ from engine.errors import InputError, SigningKeyError
 from engine.ledger.records import time_text
 from engine.ledger.signers import PublicKey, parse_public_key
 from engine.ledger.sshwire import Reader, WireError
-from engine.roles import NAMESPACE_BY_ROLE, ROLE_BY_NAMESPACE, ROLES
+from engine.roles import NAMESPACE_BY_ROLE, ROLES
 
 
 @dataclass(frozen=True)
@@ -305,26 +305,3 @@ class AllowedSigners:
         for entry in self.entries:
             seen.setdefault(entry.key.blob, entry.key)
         return list(seen.values())
-
-
-def enrol_line(principal: str, roles: list[str], key: PublicKey) -> str:
-    """Gives the allowed_signers line enrolling a key for some roles."""
-    if not principal or any(c.isspace() or c in ',"*?!' or not c.isprintable()
-                            for c in principal):
-        raise InputError(f"principal {principal!r} must be a single name without spaces, "
-                         "commas, quotes, wildcards or control characters", field="principal")
-    if principal[0] in "#-":  # '#' makes the line a comment; '-' reads as an option
-        raise InputError(f"principal {principal!r} must not start with '{principal[0]}'",
-                         field="principal")
-    unknown = [r for r in roles if r not in ROLES]
-    if unknown or not roles:
-        raise InputError(f"role(s) {', '.join(unknown) or '(none)'} unknown; expected "
-                         f"{', '.join(ROLES)}", field="role")
-    namespaces = ",".join(NAMESPACE_BY_ROLE[r] for r in ROLES if r in roles)
-    comment = f" {key.comment}" if key.comment and key.comment.isprintable() else ""
-    return f'{principal} namespaces="{namespaces}" {key.openssh()}{comment}\n'
-
-
-def role_of_namespace(namespace: str) -> str | None:
-    """Gives the role a namespace belongs to, or None."""
-    return ROLE_BY_NAMESPACE.get(namespace)

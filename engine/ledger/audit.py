@@ -1,4 +1,13 @@
-"""Whole-workspace verification and export, with progress for long ledgers."""
+"""The ledger's own audit and export, with progress for long ledgers.
+
+``audit_records`` checks every record (hash, link, signature, signer, role,
+enrolment, as replayed from the genesis) and the tree heads the sign-offs
+signed; ``audit_outside`` checks the ledger against what was kept off the
+workspace (a checkpoint, receipts, witnesses). Both see records only as
+signed bytes and hashes: whether the artifacts a sign-off bound are still
+on disk is ``engine.signoff``'s check, and ``engine.signoff.verify`` runs
+all of them in order for ``sealdesk verify``.
+"""
 
 from __future__ import annotations
 
@@ -16,10 +25,9 @@ from engine.ledger.verify import Fault, Report, load_context, verify_ledger
 from engine.roles import namespace_for
 
 
-def verify_workspace(ws, *, processes: int | None = None, show_progress: bool = False,
-                     checkpoint: Path | None = None, anchor: Path | None = None,
-                     receipts: Path | None = None, witnesses: tuple[Path, ...] = ()) -> Report:
-    """Gives the verification report of every record in the workspace.
+def audit_records(ws, *, processes: int | None = None, show_progress: bool = False,
+                  anchor: Path | None = None) -> Report:
+    """Gives the report of every record's checks and of the sign-offs' signed tree heads.
 
     Who may sign each record is replayed from the ledger's genesis and
     enrolment records; with ``anchor`` (an allowed_signers file the verifier
@@ -46,21 +54,21 @@ def verify_workspace(ws, *, processes: int | None = None, show_progress: bool = 
                                    progress=lambda n: bar.update(task, completed=n))
     else:
         report = verify_ledger(ws.conn, ctx, processes=processes)
-    from engine.artifact_checks import recorded_artifact_faults
-    from engine.ledger.checkpoint_verify import (
-        verify_against_checkpoint,
-        verify_signed_artifacts,
-        verify_signoff_heads,
-    )
+    from engine.ledger.checkpoint_verify import verify_signoff_heads
 
     report.faults.extend(anchor_faults)
     report.authority = policy
     verify_signoff_heads(ws, report)
-    verify_signed_artifacts(ws, report)
-    # The latest sign-off covers only what it bound; every run's own record covers the rest.
-    report.faults += [Fault(0, why) for why in recorded_artifact_faults(ws.artifacts_dir,
-                                                                         ws.conn)]
+    return report
+
+
+def audit_outside(ws, report: Report, *, checkpoint: Path | None = None,
+                  receipts: Path | None = None, witnesses: tuple[Path, ...] = ()) -> None:
+    """Adds a Fault to the report wherever the ledger departs from what was kept off it:
+    a signed checkpoint, the receipts signers kept, the checkpoints at witnesses."""
     if checkpoint is not None:
+        from engine.ledger.checkpoint_verify import verify_against_checkpoint
+
         verify_against_checkpoint(ws, checkpoint, report)
     if receipts is not None:
         from engine.ledger.receipts import check_receipts, read_receipts
@@ -76,19 +84,7 @@ def verify_workspace(ws, *, processes: int | None = None, show_progress: bool = 
         for witness in witnesses:
             report.faults.extend(Fault(seq, why) for seq, why in conflicts(
                 leaves, origin_for(ws.workspace_id), stored(witness, ws.workspace_id)))
-    return report
 
-
-
-def require_verified(ws, consequence: str, *, processes: int | None = None) -> Report:
-    """Gives the report of a ledger that verifies; else an IntegrityError naming the
-    first fault and what is refused because of it (``consequence``)."""
-    report = verify_workspace(ws, processes=processes)
-    if not report.ok:
-        first = report.first
-        raise IntegrityError(f"the ledger does not verify ({first.where}); {consequence}",
-                             seq=first.seq or None)
-    return report
 
 def export_records(ws, out: Path) -> int:
     """Writes one JSON line per record (exact message, armored SSHSIG); gives the count.

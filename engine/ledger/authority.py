@@ -47,7 +47,6 @@ REVOKE_TYPE = "sealdesk.revoke/v1"
 LEAD = SIGNOFF_ROLE
 OPEN_END = 1 << 62  # until_seq of a grant nothing has ended
 NO_AFTER, NO_BEFORE = "", "~"  # window bounds as record-time texts: "" < any time < "~"
-_RANK = {role: rank for rank, role in enumerate(ROLES)}  # reviewer < adjudicator < lead
 
 AUTHORITY_ROWS_SQL = ("SELECT seq, message, signature FROM records "
                       "WHERE kind IN ('genesis', 'enrol', 'revoke') ORDER BY seq")
@@ -76,11 +75,6 @@ def check_roles(roles: Iterable[object], *, field: str = "roles") -> tuple[str, 
     if len(set(given)) != len(given):
         raise InputError("a role is given twice", field=field)
     return tuple(r for r in ROLES if r in given)
-
-
-def outranks(a: str, b: str) -> bool:
-    """Says whether role a ranks above role b (lead > adjudicator > reviewer)."""
-    return _RANK[a] > _RANK[b]
 
 
 @dataclass(frozen=True)
@@ -261,9 +255,7 @@ class Authority:
         if self.genesis is None and self.verdicts:
             return [(min(self.verdicts), "the ledger has enrolment records but no genesis: "
                                          "nothing anchors who may sign")]
-        return self.extra_faults
-
-    extra_faults: list[tuple[int, str]] = field(default_factory=list)
+        return []
 
 
 class SignerPolicy(Protocol):
@@ -390,7 +382,7 @@ class _Replay:
         if auth.genesis is None:
             raise _Refused(f"a {kind} record before the genesis: nobody holds authority yet")
         if not auth.allows(body["principal"], signer_blob, LEAD, seq, body["time"]):
-            raise _Refused(f"only a lead enrols or revokes: "
+            raise _Refused("only a lead enrols or revokes: "
                            + auth.why_not(body["principal"], signer_blob, LEAD, seq,
                                           body["time"]))
         if kind == "enrol":

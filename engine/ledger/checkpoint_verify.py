@@ -21,7 +21,6 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from engine.artifacts import file_sha256
 from engine.canonical import strict_loads
 from engine.errors import IntegrityError
 from engine.ledger import merkle, sshsig
@@ -90,43 +89,6 @@ def verify_signoff_heads(ws, report: Report) -> None:
                 report.faults.append(Fault(seq, reason))
         builder.append(merkle.leaf_hash(message.encode("utf-8")))
         expected += 1
-
-
-def verify_signed_artifacts(ws, report: Report) -> None:
-    """Adds a Fault at the latest sign-off for each artifact it bound that changed or vanished.
-
-    A sign-off binds the SHA-256 of every artifact the lead reviewed; an
-    artifact rewritten afterwards (with a fresh sidecar) would otherwise pass
-    every later check. Artifacts added after the sign-off are not its concern.
-    """
-    seq = report.last_signoff
-    if seq is None or seq in {f.seq for f in report.faults}:
-        return  # none yet, or its own fault already says why it cannot be trusted
-    row = ws.conn.execute("SELECT message FROM records WHERE seq = ?", (seq,)).fetchone()
-    try:
-        data = strict_loads(row[0]).get("data")
-    except (TypeError, ValueError, AttributeError):  # gone, or not a readable record
-        return
-    bound = data.get("artifacts") if isinstance(data, dict) else None
-    if not isinstance(bound, dict):
-        return
-    root = ws.artifacts_dir.resolve()
-    for name, signed in sorted(bound.items()):
-        path = (root / str(name)).resolve()
-        if not path.is_relative_to(root):
-            report.faults.append(Fault(seq, f"sign-off names artifact {name!r} outside "
-                                            "artifacts/"))
-            continue
-        try:
-            held = file_sha256(path)
-        except OSError:
-            report.faults.append(Fault(seq, f"artifact {name} bound by sign-off #{seq} is "
-                                            "gone or unreadable"))
-            continue
-        if held != signed:
-            report.faults.append(Fault(seq, f"artifact {name} changed since sign-off #{seq} "
-                                            f"bound it (signed {str(signed)[:12]}…, now "
-                                            f"{held[:12]}…)"))
 
 
 def verify_against_checkpoint(ws, checkpoint_path: Path | str, report: Report) -> None:

@@ -11,6 +11,7 @@ for ``ssh-keygen``; the ledger stays the only source of truth.
 from __future__ import annotations
 
 import sqlite3
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +41,7 @@ def _lead(auth: Authority, signer: Signer, principal: str | None) -> str:
     names = auth.principals_for(blob)
     if principal is not None:
         names = [n for n in names if n == principal]
-    leads = [n for n in names if LEAD in auth.roles_for(n, blob, _now())]
+    leads = [n for n in names if LEAD in auth.roles_for(n, blob, datetime.now(timezone.utc))]
     if not leads:
         held = ", ".join(f"{g.principal} ({'/'.join(g.roles)})" for g in auth.leads())
         raise PermissionRefused(
@@ -50,12 +51,6 @@ def _lead(auth: Authority, signer: Signer, principal: str | None) -> str:
         raise PermissionRefused(f"key {signer.public_key.fingerprint} is lead as "
                                 f"{', '.join(leads)}; choose one with --lead")
     return leads[0]
-
-
-def _now():
-    from datetime import datetime, timezone
-
-    return datetime.now(timezone.utc)
 
 
 def found(db, workspace_id: str, signer: Signer, principal: str,

@@ -3,7 +3,7 @@
 Leaf ``i`` of the ledger's Merkle tree is the record with seq ``i + 1``, and
 its data is exactly that record's signed message bytes (RFC 9162 leaf hash
 ``SHA-256(0x00 || message)``). A sign-off record made by
-``engine.ledger.signoff.sign_off`` carries, in its signed ``data``, the
+``engine.signoff.summary.sign_off`` carries, in its signed ``data``, the
 tree head over every record before it and the lead's checkpoint signature.
 """
 

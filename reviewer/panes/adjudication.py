@@ -84,6 +84,25 @@ def _votes(payload: dict[str, Any]) -> Table | Text:
     return table
 
 
+def _failed_attempts(payload: dict[str, Any]) -> Table | None:
+    """Gives, per vote lost to operational failure, its failed attempts counted by reason."""
+    entries = [e for e in as_list(get(payload, "failed_attempts")) if isinstance(e, dict)]
+    if not entries:
+        return None
+    table = Table(box=None, show_edge=False, pad_edge=False, expand=False)
+    table.add_column("voter", style="bold", no_wrap=True)
+    table.add_column("attempts by reason", overflow="fold")
+    table.add_column("detail", overflow="fold")
+    for entry in entries:
+        reasons = get(entry, "reasons", default={})
+        counted = ", ".join(f"{clean(r)} ×{number(n)}" for r, n in reasons.items()) \
+            if isinstance(reasons, dict) and reasons else "no reason recorded"
+        details = [clean(d) for d in as_list(get(entry, "details")) if isinstance(d, str)]
+        table.add_row(clean(get(entry, "voter", default="?")), counted,
+                      "\n".join(details) or clean(get(entry, "source", default="")))
+    return table
+
+
 def render(payload: dict[str, Any]) -> RenderableType:
     """Gives the adjudication pane for a payload this module understands."""
     candidate = payload["candidate"]
@@ -109,6 +128,10 @@ def render(payload: dict[str, Any]) -> RenderableType:
         ("entity", get(candidate, "entity", default=get(payload, "entity"))),
     ])))
     parts.append(section("votes", _votes(payload)))
+    failed = _failed_attempts(payload)
+    if failed is not None:
+        # An adjudicator weighs a missing vote by why it is missing.
+        parts.append(section("failed attempts (why a vote is missing)", failed))
     why = get(payload, "reason", "abstain_reason", "why_abstained", "abstained_because")
     if why is not None:
         parts.append(section("why it abstained", Text(number(why))))

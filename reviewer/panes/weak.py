@@ -1,4 +1,10 @@
-"""Weak category: its findings against thresholds, counts, the misses with attributed tokens."""
+"""Weak category: its findings against thresholds, counts, the misses with attributed tokens.
+
+Also what a lead must see before accepting: the category's threat mappings
+(MITRE ATLAS, OWASP LLM Top 10), and whether its misses were attributed by
+the measured detector, by another model for a recorded reason, or not at
+all. The lead's evidence claim (the item a lead approves) is shown here too.
+"""
 
 from __future__ import annotations
 
@@ -13,12 +19,58 @@ from reviewer.panes.spans import (NEGATIVE_STYLE, POSITIVE_STYLE, as_span, clean
                                   find_token_spans, highlight)
 
 TITLE = "weak category"
+CLAIM_KIND = "coverage.evidence_claim"
+WARNING_STYLE = "bold reverse"
 
 
 def understands(payload: dict[str, Any]) -> bool:
-    """Says whether the payload names a category and what was found about it."""
+    """Says whether the payload names a category and what was found about it, or is a
+    coverage evidence claim."""
+    if payload.get("kind") == CLAIM_KIND:
+        return isinstance(payload.get("weak_categories"), list)
     return isinstance(payload.get("category"), (str, dict)) and (
         "findings" in payload or "misses" in payload or "metrics" in payload)
+
+
+def _ids(mapping: Any, name: str) -> list[str]:
+    return [clean(i) for i in as_list(get(mapping, name)) if isinstance(i, str)]
+
+
+def _threats(mapping: Any) -> Text:
+    """Gives the ATLAS and OWASP ids of one category's mapping, or says there is none."""
+    atlas, owasp = _ids(mapping, "mitre_atlas"), _ids(mapping, "owasp_llm_top10")
+    if not atlas and not owasp:
+        return Text("no threat mapping recorded for this category", style="italic")
+    return fields([("MITRE ATLAS", atlas or None), ("OWASP LLM Top 10", owasp or None)])
+
+
+def _short(digest: Any) -> str:
+    return f"{clean(digest)[:16]}…" if isinstance(digest, str) and digest else "?"
+
+
+def _attribution(record: Any, misses: int) -> Text | None:
+    """Gives how the misses were attributed, flagged when they were not explained by
+    the measured detector."""
+    if not isinstance(record, dict) or "status" not in record:
+        return None
+    out = Text()
+    if record.get("status") == "not_run":
+        out.append("NOT RUN", style=WARNING_STYLE)
+        out.append(f"  the {misses} selected miss(es) are not explained: nobody knows yet "
+                   "which tokens the detector missed them on")
+        if record.get("not_run_reason"):
+            out.append(f" ({clean(record['not_run_reason'])})")
+    elif record.get("binding") == "override":
+        out.append("OTHER MODEL", style=WARNING_STYLE)
+        out.append(f"  attributed with model {_short(record.get('model_sha256'))}, which is "
+                   f"not the measured detector {_short(record.get('detector_sha256'))}; "
+                   f"reason given: {clean(record.get('override_reason') or '?')}")
+    elif record.get("binding") == "measured_detector":
+        out.append(f"explained by the measured detector {_short(record.get('model_sha256'))}")
+    else:
+        out.append(f"{clean(record.get('status'))} (model {_short(record.get('model_sha256'))}, "
+                   "binding to the measured detector not recorded)")
+    return out
 
 
 def _findings(payload: dict[str, Any]) -> Table | Text:
@@ -115,21 +167,86 @@ def _actions(payload: dict[str, Any]) -> Text:
     return out or Text("none proposed", style="italic")
 
 
+def _claim_notice(claim: dict[str, Any]) -> Text | None:
+    from engine.coverage.evidence import attribution_notice
+
+    stated = claim.get("attribution")
+    if not isinstance(stated, dict):
+        return Text("the claim does not say how the reviewed misses were attributed",
+                    style="italic")
+    notice = attribution_notice(stated)
+    if notice is None:
+        return Text("every reviewed category's misses were explained by the measured detector")
+    out = Text("NOT EXPLAINED" if stated.get("state") != "explained_with_override"
+               else "OTHER MODEL", style=WARNING_STYLE)
+    out.append(f"  {clean(notice)}")
+    return out
+
+
+def render_claim(claim: dict[str, Any]) -> RenderableType:
+    """Gives the pane of a coverage evidence claim: what the lead's approval binds."""
+    weak = [f for f in claim["weak_categories"] if isinstance(f, dict)]
+    mappings = get(claim, "threat_mappings", default={})
+    categories = Table(box=None, show_edge=False, pad_edge=False)
+    for column in ("category", "finding", "MITRE ATLAS", "OWASP LLM Top 10"):
+        categories.add_column(column)
+    for f in weak:
+        mapping = get(mappings, str(f.get("category")), default={})
+        categories.add_row(clean(f.get("category", "?")), clean(f.get("issue", "?")),
+                           ", ".join(_ids(mapping, "mitre_atlas")) or "–",
+                           ", ".join(_ids(mapping, "owasp_llm_top10")) or "–")
+    reviews = Text()
+    for r in as_list(get(claim, "reviews")):
+        if isinstance(r, dict):
+            if reviews:
+                reviews.append("\n")
+            reviews.append(f"{clean(r.get('category', '?'))}: {clean(r.get('decision', '?'))} "
+                           f"by {clean(r.get('principal', '?'))} ({clean(r.get('role', '?'))}),"
+                           f" #{r.get('seq', '?')}")
+    detector = (f"{clean(get(claim, 'detector_version', default='?'))} "
+                f"{_short(get(claim, 'detector_sha256'))}")
+    holdout = (f"{clean(get(claim, 'holdout_id', default='?'))} "
+               f"{clean(get(claim, 'holdout_version', default=''))}")
+    parts: list[RenderableType] = [
+        section("coverage evidence claim", fields([
+            ("eligibility", get(claim, "eligibility")),
+            ("detector", detector),
+            ("holdout", holdout),
+            ("benchmark", _short(get(claim, "benchmark_sha256"))),
+            ("release authority", get(claim, "release_authority")),
+        ])),
+    ]
+    notice = _claim_notice(claim)
+    if notice is not None:
+        parts.append(section("attribution", notice))
+    parts.append(section(f"weak categories ({len(weak)})",
+                         categories if weak else Text("none: ELIGIBLE", style="italic")))
+    parts.append(section("reviews", reviews or Text("none", style="italic")))
+    return Group(*parts)
+
+
 def render(payload: dict[str, Any]) -> RenderableType:
     """Gives the weak-category pane for a payload this module understands."""
+    if payload.get("kind") == CLAIM_KIND:
+        return render_claim(payload)
     category = payload["category"]
     name = get(category, "name", "id", default="?") if isinstance(category, dict) else category
+    misses = [m for m in as_list(get(payload, "misses", "selected_misses")) if isinstance(m, dict)]
     parts: list[RenderableType] = [
         section(f"category {clean(name)}", fields([
             ("release authority", get(payload, "release_authority")),
             ("detector", get(payload, "detector", "detector_id")),
         ]) or Text("")),
-        section("findings", _findings(payload)),
     ]
+    attribution = _attribution(get(payload, "attribution"), len(misses))
+    if attribution is not None:
+        parts.append(section("attribution", attribution))
+    if "threats" in payload:
+        parts.append(section("threat mappings", _threats(payload["threats"])))
+    parts.append(section("findings", _findings(payload)))
     counts = get(payload, "counts")
     if isinstance(counts, dict) and counts:
         parts.append(section("counts", fields(sorted(counts.items()))))
-    misses = [m for m in as_list(get(payload, "misses", "selected_misses")) if isinstance(m, dict)]
     if misses:
         legend = Text("top positive tokens ", style="italic")
         legend.append("like this", style=POSITIVE_STYLE)

@@ -13,7 +13,6 @@ from typing import Callable
 from rich.segment import Segment
 from rich.style import Style
 from textual import events
-from textual.binding import Binding
 from textual.geometry import Size
 from textual.message import Message
 from textual.reactive import reactive
@@ -21,6 +20,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from engine.item_query import ItemRow
+from reviewer.actions import bindings
 from reviewer.panes.common import STATUS_GLYPH
 
 PAGE = 100
@@ -32,14 +32,8 @@ Fetch = Callable[[int, int], list[ItemRow]]
 class QueueList(ScrollView, can_focus=True):
     """The rows of one queue under the current filter and sort, with a cursor."""
 
-    BINDINGS = [
-        Binding("j,down", "cursor_down", "Down", id="queue.down", show=False),
-        Binding("k,up", "cursor_up", "Up", id="queue.up", show=False),
-        Binding("pagedown", "page_down_rows", "Page down", id="queue.page_down", show=False),
-        Binding("pageup", "page_up_rows", "Page up", id="queue.page_up", show=False),
-        Binding("g,home", "first", "First", id="queue.first", show=False),
-        Binding("G,end", "last", "Last", id="queue.last", show=False),
-    ]
+    SCOPE = "queue"
+    BINDINGS = bindings(SCOPE)
     COMPONENT_CLASSES = {
         "queue-list--cursor", "queue-list--accept", "queue-list--reject",
         "queue-list--skip", "queue-list--undecided", "queue-list--score",

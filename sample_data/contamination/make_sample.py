@@ -13,7 +13,8 @@ truth.jsonl lists every planted pair with its kind and the channels that
 should catch it. calibration.jsonl holds labelled pairs from 10 other
 templates (a paraphrase; two unrelated texts on the same topic, a story and
 a different word problem; the same template with new numbers), used to
-choose the cosine threshold.
+choose the cosine threshold; it is written into engine/contamination/, since
+it is the scan's default calibration and ships inside the package.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import random
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+CALIBRATION_FILE = HERE.parents[1] / "engine" / "contamination" / "calibration.jsonl"
 
 # name, question, paraphrase, same-topic different problem, answer(a, b, c)
 TEMPLATES = [
@@ -435,13 +437,13 @@ def main() -> None:
         calibration.append({"a": original, "b": question.format(name=who, **n2),
                             "label": "numbers_changed"})
 
-    for name, rows in (("eval.jsonl", eval_rows), ("pool.jsonl", pool_rows),
-                       ("truth.jsonl", truth), ("calibration.jsonl", calibration)):
-        with open(HERE / name, "w", encoding="utf-8") as handle:
+    for path, rows in ((HERE / "eval.jsonl", eval_rows), (HERE / "pool.jsonl", pool_rows),
+                       (HERE / "truth.jsonl", truth), (CALIBRATION_FILE, calibration)):
+        with open(path, "w", encoding="utf-8") as handle:
             for row in rows:
                 handle.write(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n")
     print(f"wrote {len(eval_rows)} eval items, {len(pool_rows)} pool docs, {len(truth)} "
-          f"truth pairs, {len(calibration)} calibration pairs to {HERE}")
+          f"truth pairs to {HERE}, {len(calibration)} calibration pairs to {CALIBRATION_FILE}")
 
 
 if __name__ == "__main__":

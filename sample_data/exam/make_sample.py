@@ -7,10 +7,11 @@ two recorded labeler lanes that agree, disagree, fail and overlap, recorded
 third votes, a recorded completeness sweep and a detector replay. Run
 through `sealdesk exam adjudicate`, it yields accepted, rejected and
 abstained candidates; after an adjudicator decides the four abstained ones
-as docs/demo-exam.sh does, the detector replay scores PASS.
+as the demo (.ci/demo) does, the detector replay scores PASS.
 
 Candidate ids in votes.jsonl come from the engine's own derivation
-(engine.exam.union.candidate_id), so rerun this script if the seed changes.
+(engine.exam.union.candidate_id), so rerun this script if the union seed
+(engine.exam.protocol.SEED) changes.
 """
 
 from __future__ import annotations
@@ -162,6 +163,15 @@ def jsonl(rows: list[dict]) -> bytes:
     return b"".join(canonical_json(r) + b"\n" for r in rows)
 
 
+def failed_attempts(model: str) -> list[dict]:
+    # A failed completion: the endpoint was overloaded, then answered as another model.
+    return [{"attempt": 1, "kind": "failed_request", "reason": "http_status",
+             "detail": "HTTP 503: upstream overloaded"},
+            {"attempt": 2, "kind": "invalid_response", "reason": "model_identity",
+             "detail": f"response model '{model}-preview' is not the frozen identity "
+                       f"'{model}'"}]
+
+
 def lane_rows(lane: str, labels: dict, model: str) -> list[dict]:
     rows = []
     for cid, _, _, _ in COMPLETIONS:
@@ -172,8 +182,16 @@ def lane_rows(lane: str, labels: dict, model: str) -> list[dict]:
                      "request_model": model, "response_model": None if failed else model,
                      "attempts": 2 if failed else 1,
                      "invalid_response_attempts": 1 if failed else 0,
-                     "failed_request_attempts": 1 if failed else 0})
+                     "failed_request_attempts": 1 if failed else 0,
+                     "failures": failed_attempts(model) if failed else []})
     return rows
+
+
+def reasons(rows: list[dict]) -> dict:
+    counts: dict[str, int] = {}
+    for failure in (f for r in rows for f in r["failures"]):
+        counts[failure["reason"]] = counts.get(failure["reason"], 0) + 1
+    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 def main(out: Path) -> None:
@@ -194,7 +212,8 @@ def main(out: Path) -> None:
         files[f"{lane}.labels.jsonl"] = data
         summary_lanes[lane] = {
             "request_model": models[lane], "model_identity": models[lane],
-            "request_profile": "deterministic-v1", "labels_sha256": sha256_hex(data),
+            "request_profile": "deterministic-v1", "provider_routing": "strict",
+            "failure_reasons": reasons(rows), "labels_sha256": sha256_hex(data),
             "rows": len(rows), "ok": sum(r["status"] == "ok" for r in rows),
             "operational_failure": sum(r["status"] != "ok" for r in rows),
             "invalid_response_attempts": sum(r["invalid_response_attempts"] for r in rows),

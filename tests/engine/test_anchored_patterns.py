@@ -9,7 +9,7 @@ import json
 import pytest
 
 from engine.canonical import SHA256_HEX
-from engine.contamination.sources import _COMMIT
+from engine.contamination.inputs.sources import _COMMIT
 from engine.exam.inputs import _TURN
 from engine.exam.schema import ID_PATTERN
 from engine.ledger.checkpoint import _FINGERPRINT, _SIZE

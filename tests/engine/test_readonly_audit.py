@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.ledger.signoff import sign_off
+from engine.signoff.summary import sign_off
 from tests.conftest import REPO, SEALDESK, require_tool
 from tests.support.backlog import make_items
 

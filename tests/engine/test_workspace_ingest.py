@@ -51,7 +51,7 @@ def test_an_unknown_queue_is_an_input_error_naming_the_field(workspace, enrol, a
 
 def test_a_note_that_is_not_text_is_refused_before_signing(workspace, enrol):
     from engine.errors import InputError
-    from engine.ledger.audit import verify_workspace
+    from engine.signoff.verify import verify_workspace
 
     rita = enrol("rita", "reviewer")
     workspace.ingest(make_items(1))

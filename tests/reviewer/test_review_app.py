@@ -6,8 +6,8 @@ import pytest
 
 from engine.canonical import canonical_json
 from engine.errors import PermissionRefused
-from engine.ledger.audit import verify_workspace
-from reviewer.app import ReviewApp
+from engine.signoff.verify import verify_workspace
+from reviewer.app import ReviewApp, binding_ids
 from reviewer.modals import HelpScreen
 from reviewer.session import open_session, read_only_session
 from tests.support.review_app import notices, records, settle, text_of
@@ -275,6 +275,26 @@ async def test_help_lists_every_key_with_its_binding_id(desk):
         assert rows["review.reject"] == "r" and rows["review.accept"] == "a"
         await pilot.press("escape")
         assert not isinstance(app.screen, HelpScreen)
+
+
+async def test_help_lists_exactly_the_keys_the_keymap_may_rebind(desk):
+    app = app_for(desk)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("question_mark")
+        listed = [row[2] for row in app.screen.rows]
+    assert sorted(listed) == sorted(binding_ids())
+
+
+async def test_the_command_palette_filters_by_status_as_the_status_key_would(desk):
+    app = app_for(desk)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("a")                                  # fp-n-0000 accepted
+        await pilot.press("ctrl+p", *"Show status: accept")
+        await settle(pilot, lambda: app.screen.query("CommandList") and "Show status: accept"
+                     in str(app.screen.query_one("CommandList").get_option_at_index(0).prompt))
+        await pilot.press("enter")
+        await settle(pilot, lambda: app.review.queue_list.total == 1)
+        assert cursor_item(app) == "fp-n-0000"
 
 
 async def test_the_command_palette_runs_a_decision(desk):

@@ -13,9 +13,10 @@ import pytest
 from textual.screen import ModalScreen
 
 from engine.canonical import strict_loads
-from engine.ledger.audit import verify_workspace
+from engine.signoff.verify import verify_workspace
 from engine.ledger.signers import FileSigner
-from reviewer.app import ReviewApp
+from reviewer.app import ReviewApp, binding_ids
+from reviewer.config import load_config
 from reviewer.session import open_session
 from tests.support.review_app import notices, records, text_of
 
@@ -123,3 +124,18 @@ async def test_u_on_anothers_decision_is_refused_and_signs_nothing(desk):
         await pilot.press("u")
         assert "is lena's; undo takes back only your own" in notices(app)
     assert records(desk.ws) == before
+
+
+async def test_a_config_keymap_rebinds_the_overrule_confirmation_by_its_id(desk, tmp_path):
+    path = tmp_path / "config.toml"
+    path.write_text('[keymap]\n"overrule.yes" = "o"\n', encoding="utf-8")
+    config = load_config(path, known_binding_ids=binding_ids())
+    desk.ws.decide(FileSigner(desk.lena), "flagged_pairs", "fp-n-0000", "reject",
+                   role="reviewer")
+    app = ReviewApp(desk.ws, open_session(desk.ws, key=str(desk.rita)), keymap=config.keymap)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("a", "y")                # y is no longer the overrule key
+        assert isinstance(app.screen, ModalScreen)
+        await pilot.press("o")
+        assert cursor_item(app) == "fp-n-0001"
+    assert [r[2:5] for r in records(desk.ws)][-1] == ("fp-n-0000", "accept", "rita")

@@ -11,9 +11,9 @@ import sqlite3
 
 import pytest
 
-from engine.ledger.audit import verify_workspace
+from engine.signoff.verify import verify_workspace
 from engine.ledger.signers import FileSigner
-from engine.ledger.signoff import sign_off
+from engine.signoff.summary import sign_off
 from engine.workspace import Workspace
 from reviewer.app import ReviewApp
 from reviewer.modals import HelpScreen
@@ -100,6 +100,8 @@ async def test_the_lead_signs_off_and_the_record_binds_the_tree_head(team):
         await pilot.press("enter")
         await settle(pilot, lambda: screen.signed is not None)
         shown = text_of(screen.query_one("#signoff-result"))
+        await pilot.press("escape")  # the sign-off screen hands its records back on closing
+        await settle(pilot, lambda: app.screen is app.review)
         status = text_of(app.review.query_one("#status-bar"))
     assert records(team.ws)[-1] == ("signoff", None, None, None, "lena", "lead", None, None)
     (data,) = signoff_data(team.ws)

@@ -16,7 +16,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from engine.ledger import sshsig
-from engine.ledger.audit import verify_workspace
+from engine.signoff.verify import verify_workspace
 from engine.ledger.enrol import found
 from engine.ledger.records import INDEXED_FIELDS, encode_body
 from engine.ledger.signers import FileSigner

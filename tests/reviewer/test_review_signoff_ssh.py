@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.ledger.audit import verify_workspace
+from engine.signoff.verify import verify_workspace
 from engine.workspace import BacklogItem, Workspace
 from tests.support.ssh import (
     REVIEW_RECORDS,

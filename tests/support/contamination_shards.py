@@ -20,11 +20,11 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from engine.contamination.ngram import NgramSettings
+from engine.contamination.bench.synthetic import make_synthetic
+from engine.contamination.channels.ngram import NgramSettings
+from engine.contamination.inputs.shards import sharded_pool
+from engine.contamination.inputs.sources import resolve_source
 from engine.contamination.scan import ScanConfig, ScanOutcome, run_scan
-from engine.contamination.shards import sharded_pool
-from engine.contamination.sources import resolve_source
-from engine.contamination.synthetic import make_synthetic
 from engine.workspace import Workspace
 
 

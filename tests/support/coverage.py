@@ -87,7 +87,7 @@ class Authority:
             "baseline_report_sha256": None if baseline is None else sha256_hex(baseline),
             "required_categories": list(CATEGORIES), "benign_category": "benign",
             "min_category_recall": 0.8, "max_benign_fpr": 0.1, "max_category_regression": 0.1,
-            "decision_store_timeout_seconds": 5,
+            "decision_store_timeout_seconds": 5, "threat_mappings": {},
         }
         value.update(override)
         raw = canonical_json(value)

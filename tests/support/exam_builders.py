@@ -100,7 +100,7 @@ def summary_for(corpus: bytes, context: bytes, lanes: dict[str, bytes],
 
 def write_exam(directory: Path, texts: dict[str, str], lane_a: dict[str, list | None],
                lane_b: dict[str, list | None], *, votes: list[dict[str, Any]] | None = None,
-               sweep: dict[str, list | None] | None = None) -> Exam:
+               sweep: dict[str, list | str | None] | None = None) -> Exam:
     """Writes corpus, context, both lanes, a consistent summary, and optional rater files."""
     directory.mkdir(parents=True, exist_ok=True)
     exam = Exam(directory, texts)
@@ -122,9 +122,12 @@ def write_exam(directory: Path, texts: dict[str, str], lane_a: dict[str, list | 
         files["votes"] = jsonl([{"schema_version": 1, **v} for v in votes])
         names["votes"] = "votes.jsonl"
     if sweep is not None:
+        # per completion: a list of claims (ok), None (operational_failure) or "not_run"
         files["sweep"] = jsonl([{"schema_version": 1, "completion_id": cid,
-                                 "status": "operational_failure" if c is None else "ok",
-                                 "claims": c} for cid, c in sweep.items()])
+                                 "status": ("not_run" if c == "not_run" else
+                                            "operational_failure" if c is None else "ok"),
+                                 "claims": c if isinstance(c, list) else None}
+                                for cid, c in sweep.items()])
         names["sweep"] = "sweep.jsonl"
     for key, data in files.items():
         path = directory / names[key]

@@ -3,6 +3,10 @@
 It is a real HTTP server in a thread. Each test gives it a ``respond``
 function: (path, request body) -> (status, extra headers, JSON answer or
 None). The server records every request it receives.
+
+Like a routing provider, it refuses (HTTP 404) a request whose
+``provider.only`` names no provider it has, unless it is made with
+``honour_routing=False`` (an endpoint that ignores routing parameters).
 """
 
 from __future__ import annotations
@@ -27,11 +31,27 @@ def blind(body: dict[str, Any]) -> dict[str, Any]:
     return json.loads(body["messages"][1]["content"])
 
 
+def completion_id(body: dict[str, Any]) -> str | None:
+    """Gives the completion id a request is about (None for a vote request)."""
+    return blind(body).get("completion", {}).get("completion_id")
+
+
+def is_preflight(body: dict[str, Any]) -> bool:
+    """Says whether a request is a preflight's synthetic one (or its routing probe)."""
+    from engine.exam.preflight import SYNTHETIC
+
+    return completion_id(body) == SYNTHETIC.completion_id
+
+
+PROVIDERS = ("fake-provider",)  # what this endpoint routes to
+
+
 class Endpoint:
     """The running server: ``url`` for configs, ``requests`` as received."""
 
-    def __init__(self, respond: Respond) -> None:
+    def __init__(self, respond: Respond, honour_routing: bool = True) -> None:
         self.respond = respond
+        self.honour_routing = honour_routing
         self.requests: list[tuple[str, dict[str, Any], dict[str, str]]] = []
         self.lock = threading.Lock()
         outer = self
@@ -42,7 +62,14 @@ class Endpoint:
                 body = json.loads(self.rfile.read(length))
                 with outer.lock:
                     outer.requests.append((self.path, body, dict(self.headers)))
-                status, headers, answer = outer.respond(self.path, body)
+                only = (body.get("provider") or {}).get("only")
+                if outer.honour_routing and isinstance(only, list) and not set(only) & set(
+                        PROVIDERS):
+                    status, headers, answer = 404, {}, {"error": {
+                        "code": 404,
+                        "message": "No allowed providers are available for the selected model."}}
+                else:
+                    status, headers, answer = outer.respond(self.path, body)
                 data = b"" if answer is None else json.dumps(answer).encode()
                 self.send_response(status)
                 for key, value in headers.items():

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from engine.contamination.synthetic import make_synthetic
+from engine.contamination.bench.synthetic import make_synthetic
 
 
 def test_synthetic_data_plants_leaks_where_it_says(tmp_path):

@@ -7,9 +7,9 @@ import re
 
 from hypothesis import given, settings, strategies as st
 
-from engine.contamination.canonical_text import (canonical, content_sha256, numbers_only_differ,
-                                                 word_offsets)
-from engine.contamination.shingles import encode_for_hashing, word_hashes
+from engine.contamination.channels.shingles import encode_for_hashing, word_hashes
+from engine.contamination.inputs.canonical_text import (canonical, content_sha256,
+                                                        numbers_only_differ, word_offsets)
 
 # Texts drawn from characters where canonicalization is subtle: every kind of
 # whitespace str.isspace() knows, upper case that lower-cases to two chars,

@@ -9,11 +9,11 @@ import re
 
 import pytest
 
+from engine.contamination.channels.ngram import NgramSettings
 from engine.contamination.clean import clean
-from engine.contamination.ngram import NgramSettings
-from engine.contamination.power import minimum_detectable_difference
+from engine.contamination.inputs.sources import resolve_source
+from engine.contamination.report.power import minimum_detectable_difference
 from engine.contamination.scan import ScanConfig, run_scan
-from engine.contamination.sources import resolve_source
 from engine.errors import InputError, IntegrityError
 from tests.conftest import REPO
 
@@ -161,7 +161,7 @@ def test_other_power_parameters_make_another_clean_run_never_a_rewrite(scanned, 
 
 
 def test_a_tiny_alpha_is_computed_not_a_statistics_error():
-    from engine.contamination.power import minimum_detectable_difference
+    from engine.contamination.report.power import minimum_detectable_difference
 
     tiny = minimum_detectable_difference(100, alpha=1e-300)
     assert math.isfinite(tiny) and tiny > minimum_detectable_difference(100, alpha=1e-10)

@@ -16,12 +16,12 @@ import pytest
 
 pytest.importorskip("sentence_transformers")
 
-from engine.contamination.calibration import choose_threshold  # noqa: E402
-from engine.contamination.embedding import (DEFAULT_WEIGHTS_SHA256, Embedder,  # noqa: E402
+from engine.contamination.channels.calibration import choose_threshold  # noqa: E402
+from engine.contamination.channels.embedding import (DEFAULT_WEIGHTS_SHA256, Embedder,  # noqa: E402
                                             EmbeddingCache, TopK, identify_model)
-from engine.contamination.ngram import NgramSettings  # noqa: E402
+from engine.contamination.channels.ngram import NgramSettings  # noqa: E402
 from engine.contamination.scan import ScanConfig, run_scan  # noqa: E402
-from engine.contamination.sources import resolve_source  # noqa: E402
+from engine.contamination.inputs.sources import resolve_source  # noqa: E402
 from engine.errors import IntegrityError  # noqa: E402
 from engine.workspace import Workspace  # noqa: E402
 from tests.conftest import REPO

@@ -9,9 +9,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from engine.contamination.ngram import NgramSettings
+from engine.contamination.channels.ngram import NgramSettings
+from engine.contamination.inputs.sources import resolve_source
 from engine.contamination.scan import ScanConfig, run_scan
-from engine.contamination.sources import resolve_source
 from engine.errors import InputError
 from engine.workspace import Workspace
 

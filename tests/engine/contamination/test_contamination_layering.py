@@ -24,7 +24,7 @@ def imported_modules(path: Path) -> set[str]:
 
 
 def test_no_module_imports_textual_the_app_or_another_backlog_producer():
-    for path in PACKAGE.glob("*.py"):
+    for path in PACKAGE.rglob("*.py"):
         for name in imported_modules(path):
             assert not name.startswith(("textual", "reviewer", "engine.exam", "engine.coverage")), \
                 f"{path.name} imports {name}"

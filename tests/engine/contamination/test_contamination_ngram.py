@@ -8,9 +8,9 @@ import re
 
 import pytest
 
-from engine.contamination.internal import clusters, ngram_pairs
-from engine.contamination.ngram import EvalIndex, NgramSettings, match_batch
-from engine.contamination.reference import reference_scan
+from engine.contamination.bench.reference import reference_scan
+from engine.contamination.channels.internal import clusters, ngram_pairs
+from engine.contamination.channels.ngram import EvalIndex, NgramSettings, match_batch
 from tests.conftest import REPO
 
 SAMPLE = REPO / "sample_data" / "contamination"

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from engine.contamination.ngram import NgramSettings
-from engine.contamination.probe import mask_last_number
+from engine.contamination.channels.ngram import NgramSettings
+from engine.contamination.channels.probe import mask_last_number
+from engine.contamination.inputs.sources import resolve_source
 from engine.contamination.scan import ScanConfig, run_scan
-from engine.contamination.sources import resolve_source
 from engine.errors import InputError
 from engine.workspace import Workspace
 

@@ -116,10 +116,10 @@ def test_ray_actors_embed_the_shards_and_a_second_scan_embeds_nothing(ray_sessio
                "jobs": 1}
 
     def sample_scan(workspace: Path):
-        from engine.contamination.ngram import NgramSettings
+        from engine.contamination.channels.ngram import NgramSettings
+        from engine.contamination.inputs.shards import sharded_pool
+        from engine.contamination.inputs.sources import resolve_source
         from engine.contamination.scan import ScanConfig, run_scan
-        from engine.contamination.shards import sharded_pool
-        from engine.contamination.sources import resolve_source
 
         config = ScanConfig(
             eval=resolve_source("eval", str(SAMPLE / "eval.jsonl"), text_field="question",
@@ -130,7 +130,7 @@ def test_ray_actors_embed_the_shards_and_a_second_scan_embeds_nothing(ray_sessio
         with Workspace.init(workspace) as ws:
             return run_scan(ws, config, embedder=driver_model)
 
-    from engine.contamination.embedding import Embedder, identify_model
+    from engine.contamination.channels.embedding import Embedder, identify_model
 
     driver_model = Embedder(identify_model(None))   # the driver's; each actor loads its own
     first = sample_scan(tmp_path / "ws-1")

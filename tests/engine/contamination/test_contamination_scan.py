@@ -12,8 +12,8 @@ import pytest
 
 from engine.artifacts import read_verified
 from engine.canonical import canonical_sha256
-from engine.contamination.canonical_text import canonical, content_sha256
-from engine.contamination.poolhash import pool_sha256
+from engine.contamination.inputs.canonical_text import canonical, content_sha256
+from engine.contamination.inputs.pool_hash import pool_sha256
 from engine.workspace import Workspace
 from tests.conftest import FOUNDER, REPO
 

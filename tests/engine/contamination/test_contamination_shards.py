@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.contamination.canonical_text import canonical, content_sha256
-from engine.contamination.poolhash import PieceBuilder, PoolHasher, pool_sha256
+from engine.contamination.inputs.canonical_text import canonical, content_sha256
+from engine.contamination.inputs.pool_hash import PieceBuilder, PoolHasher, pool_sha256
 from engine.workspace import Workspace
 from tests.support.contamination_shards import (ShardServer, children, pool_rows, read_rows, scan,
                                                 split_into, synthetic_pool, write_shard)
@@ -229,7 +229,7 @@ def test_a_shard_whose_read_fails_once_is_retried_and_the_scan_completes(data, s
 
 
 def test_a_shard_that_keeps_failing_is_named_and_a_rerun_scans_only_it(ws, data, served):
-    from engine.contamination.backends import ShardFailed
+    from engine.contamination.pool.base import ShardFailed
 
     served.failures["pool-03.parquet"] = -1
     pattern = f"{served.url}/pool-*"
@@ -262,7 +262,7 @@ def test_the_same_scan_again_takes_every_shard_from_its_record_unless_told_not_t
 
 
 def test_records_are_not_reused_when_a_setting_changes_the_answer(data, tmp_path):
-    from engine.contamination.ngram import NgramSettings
+    from engine.contamination.channels.ngram import NgramSettings
 
     pattern = str(data["root"] / "mixed" / "pool-*")
     scan(tmp_path / "ws", data["eval"], pattern, jobs=1)
@@ -337,7 +337,7 @@ def test_gzip_members_written_apart_read_as_one_shard(data, tmp_path):
 
 def test_the_scan_imports_ray_only_when_the_ray_backend_runs():
     code = ("import sys, engine.contamination.scan, engine.contamination.cli, "
-            "engine.contamination.backends; print('ray' in sys.modules)")
+            "engine.contamination.pool.base; print('ray' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False"]
 

@@ -124,11 +124,14 @@ def test_backlog_run_with_a_model_carries_attributed_misses(detector, tmp_path, 
     from tests.support.coverage import sample_source
 
     source = sample_source(tmp_path)
+    # The sample benchmark measured a stand-in digest, not this model: a stated reason.
     run = run_backlog(workspace, source, ROWS,
                       REPO / "sample_data" / "coverage"
-                      / "attribution.toml", Path(detector.path))
+                      / "attribution.toml", Path(detector.path),
+                      override_reason="tiny model trained on the debug rows")
     for item in run.items:
         assert item.payload["attribution"]["model_sha256"] == detector.sha256
+        assert item.payload["attribution"]["binding"] == "override"
         for miss in item.payload["misses"]:
             attribution = miss["attribution"]
             assert attribution["status"] == "explained"

@@ -277,7 +277,7 @@ def test_sign_refuses_a_document_of_another_role(sealdesk, tmp_path):
                     root / "holdout.json")
     assert done.returncode == 2
     assert done.stderr == (f"sealdesk: error: {root / 'holdout.json'}: field 'schema_version': "
-                           "the scope key signs only sealdesk.coverage-scope.v1 documents, "
+                           "the scope key signs only sealdesk.coverage-scope.v2 documents, "
                            "this one is 'sealdesk.coverage-holdout.v1'\n")
     assert (root / "holdout.json.sig").read_bytes() == signature
 

@@ -13,7 +13,7 @@ from engine.exam.endpoint import ModelSpec
 from engine.exam.inputs import InputPaths, load_inputs, parse_context, parse_corpus
 from engine.exam.label import label
 from tests.support.exam_builders import claim, write_exam
-from tests.support.exam_endpoint import Endpoint, blind, chat
+from tests.support.exam_endpoint import Endpoint, blind, chat, is_preflight
 
 TEXTS = {"c1": "The API is live. The cache is warm.", "c2": "Nothing to report."}
 ANSWERS = {"c1": [claim("The API is live.", "runtime", "API")], "c2": []}
@@ -23,8 +23,13 @@ IDENTITY = {"m-a": "m-a", "m-b-2025": "m-b"}  # request model -> identity it ans
 
 
 def _labels(model_of_response: str | None = None, claims=ANSWERS):
+    # The preflight is answered as a sound endpoint would; what these tests
+    # change applies to the lane requests after it.
     def respond(path, body):
         cid = blind(body)["completion"]["completion_id"]
+        if is_preflight(body):
+            content = {"schema_version": 2, "completion_id": cid, "claims": []}
+            return 200, {}, chat(IDENTITY[body["model"]], content)
         content = {"schema_version": 2, "completion_id": cid, "claims": claims[cid]}
         return 200, {}, chat(model_of_response or IDENTITY[body["model"]], content)
     return respond
@@ -58,6 +63,8 @@ def test_both_lanes_run_at_the_same_time(exam_files):
     arrived = {"m-a": threading.Event(), "m-b-2025": threading.Event()}
 
     def respond(path, body):
+        if is_preflight(body):  # one lane after the other, before the lanes start
+            return _labels()(path, body)
         model = body["model"]
         arrived[model].set()
         other = next(e for m, e in arrived.items() if m != model)
@@ -89,7 +96,7 @@ def test_one_retry_recovers_a_failed_request(exam_files):
 
     def respond(path, body):
         key = (body["model"], blind(body)["completion"]["completion_id"])
-        if key not in seen:
+        if key not in seen and not is_preflight(body):
             seen.add(key)
             return 500, {}, {"error": "busy"}
         return _labels()(path, body)
@@ -103,7 +110,8 @@ def test_one_retry_recovers_a_failed_request(exam_files):
 
 def test_redirects_are_never_followed(exam_files):
     def respond(path, body):
-        if path.endswith("/chat/completions"):
+        if path.endswith("/chat/completions") and blind(body)["completion"][
+                "completion_id"] == "c1":
             return 307, {"Location": "/v1/elsewhere"}, None
         return _labels()(path, body)
 
@@ -113,6 +121,7 @@ def test_redirects_are_never_followed(exam_files):
     assert paths == {"/v1/chat/completions"}
     assert rows["lane-a"][0]["failed_request_attempts"] == 2
     assert rows["lane-a"][0]["status"] == "operational_failure"
+    assert [f["reason"] for f in rows["lane-a"][0]["failures"]] == ["redirect", "redirect"]
 
 
 def test_a_span_not_in_the_completion_is_an_invalid_attempt(exam_files):
@@ -126,15 +135,17 @@ def test_a_span_not_in_the_completion_is_an_invalid_attempt(exam_files):
 def test_each_request_is_blind_strict_and_uses_its_lanes_profile(exam_files):
     with Endpoint(_labels()) as endpoint:
         _run(endpoint, exam_files)
-        a, b = endpoint.bodies("m-a")[0], endpoint.bodies("m-b-2025")[0]
+        a, b = [next(x for x in endpoint.bodies(m) if not is_preflight(x))
+                for m in ("m-a", "m-b-2025")]
     fmt = a["response_format"]
     assert fmt["type"] == "json_schema" and fmt["json_schema"]["strict"] is True
     assert fmt["json_schema"]["schema"]["additionalProperties"] is False
     assert (a["temperature"], a["seed"]) == (0, 0)
     assert "temperature" not in b and "seed" not in b
-    # strict routing: no provider fallback, every parameter honoured (lane A only)
-    assert a["provider"] == {"require_parameters": True, "allow_fallbacks": False}
-    assert "provider" not in b and "models" not in a
+    # strict routing by default: no provider fallback, every parameter honoured
+    assert a["provider"] == b["provider"] == {"require_parameters": True,
+                                              "allow_fallbacks": False}
+    assert "models" not in a and "models" not in b
     assert set(blind(a)) == {"completion", "context"}
     assert "lane" not in json.dumps(a) and "lane" not in json.dumps(b)
 
@@ -184,8 +195,9 @@ def _adjudicator_server(sweep_claims):
             return 200, {}, chat({"m-adj-1": "m-adj", "m-a": "m-a",
                                   "m-b-2025": "m-b"}[model], vote)
         cid = request["completion"]["completion_id"]
-        return 200, {}, chat("m-adj", {"schema_version": 2, "completion_id": cid,
-                                       "claims": sweep_claims.get(cid, [])})
+        identity = {"m-adj-1": "m-adj", "m-a": "m-a", "m-b-2025": "m-b"}[model]
+        return 200, {}, chat(identity, {"schema_version": 2, "completion_id": cid,
+                                        "claims": sweep_claims.get(cid, [])})
     return respond
 
 
@@ -213,7 +225,7 @@ def test_the_adjudicator_model_sees_only_the_completion_context_and_one_candidat
         result = adjudicate(workspace, exam.input_paths(),
                             RaterFiles(adjudicator_config=adj, labelers_config=lanes), "ex")
         votes = [blind(b) for b in endpoint.bodies() if "candidate" in blind(b)]
-        raw = json.dumps(endpoint.bodies("m-adj-1"))
+        raw = json.dumps([b for b in endpoint.bodies("m-adj-1") if not is_preflight(b)])
     # Two union candidates get a third vote; the sweep-only one is validated by both lanes.
     assert len(votes) == 4
     for request in votes:

@@ -75,10 +75,12 @@ def test_inter_rater_diagnostics_are_reported_and_never_gate(tmp_path, workspace
     diag = result["inter_rater_diagnostic"]
     assert diag["gating"] is False
     # Identical lanes: every completion agrees; existence table both=2, neither=1.
-    assert diag["exact_completion_agreement"]["value"] == 1.0
-    assert diag["claim_existence_kappa"]["table"] == {"both": 2, "only_lane_a": 0,
-                                                      "only_lane_b": 0, "neither": 1}
-    assert diag["claim_existence_kappa"]["value"] == 1.0
+    per_completion = diag["per_completion"]
+    assert per_completion["exact_completion_agreement"]["value"] == 1.0
+    assert per_completion["claim_existence_kappa"]["table"] == {
+        "both": 2, "only_lane_a": 0, "only_lane_b": 0, "neither": 1}
+    assert per_completion["claim_existence_kappa"]["value"] == 1.0
+    assert diag["per_candidate"]["agreement"]["value"] == 1.0
     assert "inter_rater" not in {g["metric"] for g in result["gates"]}
 
 

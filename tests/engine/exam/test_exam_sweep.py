@@ -87,9 +87,9 @@ def test_an_invalid_sweep_proposal_keeps_the_artifact_pending_and_adds_nothing(t
     assert art["status"] == "PENDING_ADJUDICATION"
 
 
-def test_a_completion_the_sweep_file_does_not_cover_is_not_run_and_pending(tmp_path):
+def test_a_sweep_row_that_says_not_run_keeps_the_artifact_pending(tmp_path):
     exam = write_exam(tmp_path, {"c1": TEXT, "c2": "Nothing here."}, {"c1": [API], "c2": []},
-                      {"c1": [API], "c2": []}, sweep={"c1": []})
+                      {"c1": [API], "c2": []}, sweep={"c1": [], "c2": "not_run"})
     art = build(exam)
     assert [c["sweep_status"] for c in art["completions"]] == ["complete", "not_run"]
     assert art["status"] == "PENDING_ADJUDICATION"

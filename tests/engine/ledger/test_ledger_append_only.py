@@ -6,7 +6,7 @@ import sqlite3
 
 import pytest
 
-from engine.ledger.audit import verify_workspace
+from engine.signoff.verify import verify_workspace
 from tests.support.backlog import make_items
 
 

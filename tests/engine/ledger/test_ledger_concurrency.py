@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from engine.ledger.audit import verify_workspace
+from engine.signoff.verify import verify_workspace
 from tests.support.backlog import make_items
 
 WRITER = """

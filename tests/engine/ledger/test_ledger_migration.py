@@ -10,13 +10,13 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-import sqlite3
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import REPO
+from tests.ledger_fixtures import make_items, write_items_file
 
 V1 = REPO / "tests" / "data" / "v1-workspace"
 
@@ -28,6 +28,7 @@ def v1(tmp_path) -> tuple[Path, Path]:
     keys = tmp_path / "v1" / "keys"
     for key in keys.iterdir():
         key.chmod(0o600)
+    write_items_file(tmp_path / "v1" / "new-items.jsonl", make_items(1, run_id="v2-run"))
     return tmp_path / "v1" / "ws", keys
 
 
@@ -43,6 +44,8 @@ def digest(ws: Path) -> str:
     ["signoff", "--yes", "--key", "{keys}/lena"],
     ["undo", "--queue", "flagged_pairs", "--item", "fl-0", "--key", "{keys}/rita"],
     ["init", "--lead", "lena", "--key", "{keys}/lena"],
+    ["ingest", "{keys}/../new-items.jsonl"],
+    ["exam", "queue", "--run-id", "none"],
 ])
 def test_every_writing_command_is_refused_with_the_command_that_migrates(v1, sealdesk,
                                                                          command):

@@ -16,7 +16,7 @@ import pytest
 from engine.canonical import strict_loads
 from engine.errors import ConflictError
 from engine.ledger import sshsig, store
-from engine.ledger.audit import verify_workspace
+from engine.signoff.verify import verify_workspace
 from engine.ledger.records import encode_body, make_body, utc_now
 from engine.roles import namespace_for
 from tests.support.backlog import make_items

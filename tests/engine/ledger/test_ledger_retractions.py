@@ -13,7 +13,7 @@ import sqlite3
 import pytest
 
 from engine.ledger import store
-from engine.ledger.audit import verify_workspace
+from engine.signoff.verify import verify_workspace
 from engine.ledger.verify import _BATCH
 from tests.support.backlog import make_items
 

@@ -17,7 +17,7 @@ import pytest
 
 from engine.errors import InputError
 from engine.ledger.allowed_signers import AllowedSigners
-from engine.ledger.audit import verify_workspace
+from engine.signoff.verify import verify_workspace
 from tests.conftest import FOUNDER
 from tests.support.backlog import make_items
 from tests.support.ssh import keygen_verify

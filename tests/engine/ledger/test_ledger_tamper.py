@@ -7,7 +7,7 @@ import sqlite3
 import pytest
 
 from engine.ledger import store
-from engine.ledger.audit import verify_workspace
+from engine.signoff.verify import verify_workspace
 from engine.workspace import BacklogItem
 from tests.conftest import FOUNDER
 from tests.support.backlog import make_items

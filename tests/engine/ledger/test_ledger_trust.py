@@ -140,7 +140,7 @@ def test_a_hand_written_allowed_signers_line_grants_nothing(workspace, keygen, f
     """trust/allowed_signers is generated, never read: a line added by hand signs nothing;
     the same grant as a lead-signed enrolment does, and the file is written from the ledger."""
     from engine.errors import PermissionRefused
-    from engine.ledger.audit import verify_workspace
+    from engine.signoff.verify import verify_workspace
     from engine.ledger.enrol import enrol
     from engine.ledger.signers import FileSigner
     from engine.workspace import BacklogItem
@@ -173,7 +173,7 @@ def test_a_key_outside_its_validity_window_signs_nothing(workspace, keygen, foun
     # verify checks validity at the record's time; signing must check it at the
     # same moment, or the append-only ledger holds a record that never verifies.
     from engine.errors import PermissionRefused
-    from engine.ledger.audit import verify_workspace
+    from engine.signoff.verify import verify_workspace
     from engine.ledger.enrol import enrol
     from engine.ledger.signers import FileSigner
     from engine.workspace import BacklogItem
@@ -203,7 +203,8 @@ def test_an_exported_record_of_a_since_expired_key_verifies_with_ssh_keygen_at_i
     import json
     import time
 
-    from engine.ledger.audit import export_records, verify_workspace
+    from engine.ledger.audit import export_records
+    from engine.signoff.verify import verify_workspace
     from engine.ledger.enrol import enrol
     from engine.ledger.records import time_text
     from engine.ledger.signers import FileSigner
@@ -268,7 +269,7 @@ def test_concurrent_enrolments_all_land_in_allowed_signers(workspace, founder_ke
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
     from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
-    from engine.ledger.audit import verify_workspace
+    from engine.signoff.verify import verify_workspace
 
     keys = []
     for i in range(4 * 15):

@@ -10,7 +10,7 @@ import pytest
 
 from engine.errors import SealdeskError
 from engine.ledger import verify
-from engine.ledger.audit import verify_workspace
+from engine.signoff.verify import verify_workspace
 from engine.ledger.authority import signer_policy
 from tests.conftest import FOUNDER, enrol_key, found_workspace
 from tests.support.backlog import make_items

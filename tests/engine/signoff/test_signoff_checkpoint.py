@@ -20,10 +20,10 @@ from typing import Callable
 import pytest
 
 from engine.ledger import sshsig, store
-from engine.ledger.audit import verify_workspace
+from engine.signoff.verify import verify_workspace
 from engine.ledger.authority import AUTHORITY_KINDS
 from engine.ledger.records import INDEXED_FIELDS, encode_body
-from engine.ledger.signoff import sign_off
+from engine.signoff.summary import sign_off
 from engine.ledger.treehead import checkpoint_of
 from engine.roles import namespace_for
 from engine.workspace import BacklogItem, Workspace

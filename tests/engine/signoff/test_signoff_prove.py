@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 from engine.errors import InputError, IntegrityError
 from engine.ledger.checkpoint import read_checkpoint
-from engine.ledger.signoff import sign_off
+from engine.signoff.summary import sign_off
 from engine.ledger.treehead import checkpoint_of, prove_inclusion
 from engine.workspace import BacklogItem, Workspace
 

@@ -12,8 +12,8 @@ import pytest
 from engine.artifacts import write_json_artifact
 from engine.canonical import canonical_sha256
 from engine.errors import IntegrityError, NotReadyError, PermissionRefused
-from engine.ledger.audit import verify_workspace
-from engine.ledger.signoff import sign_off, signoff_summary
+from engine.signoff.verify import verify_workspace
+from engine.signoff.summary import sign_off, signoff_summary
 from engine.ledger.treehead import SIGNOFF_TYPE
 from engine.workspace import BacklogItem
 from tests.support.backlog import record_run
@@ -362,7 +362,7 @@ def agent_holding(tmp_path, monkeypatch, *keys: Path):
 
 def test_the_lead_key_is_chosen_from_an_agent_that_holds_a_reviewer_key_first(team, tmp_path,
                                                                                 monkeypatch):
-    from engine.ledger.signoff import lead_signer
+    from engine.signoff.summary import lead_signer
 
     ws, rita, lena, _ids = team
     with agent_holding(tmp_path, monkeypatch, rita.path, lena.path):  # rita's key first
@@ -375,7 +375,7 @@ def test_an_expired_lead_key_first_in_the_agent_is_passed_over(team, tmp_path, m
                                                                  keygen, founder_key):
     from engine.ledger.enrol import enrol
     from engine.ledger.signers import FileSigner, read_public_key
-    from engine.ledger.signoff import lead_signer
+    from engine.signoff.summary import lead_signer
 
     ws, _rita, lena, _ids = team
     old = keygen("lena-2019")

@@ -1,0 +1,430 @@
+"""The ``sealdesk`` command tree: the root group, the core commands, and the rest by name.
+
+Thin: each command parses, calls the engine and prints. Subcommands of the
+backlog producers, the sign-off, the review app and the benchmarks live in
+their own packages and are loaded only when used (the ``*_LAZY`` tables), so
+``sealdesk --help`` and ``sealdesk decide`` start fast. Those modules take
+the workspace from ``engine.cli_context``, never from here, so nothing the
+tree loads imports the tree back.
+
+``engine.cli.main`` runs this tree behind the ssh gate's policy and turns
+errors into exit codes; ``engine.gate_policy`` reads the tree to judge a
+command line before it runs.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from engine import __version__
+from engine.cli_context import Ctx, pass_ctx
+from engine.outputs import InputFile, OutputFile
+
+# name -> "module:attribute" of a click command, loaded on first use. A
+# command whose module is not installed is simply not offered.
+TOP_LEVEL_LAZY = {
+    "init": ("engine.keys_cli:init",
+             "Create a workspace whose ledger starts with the founding lead's genesis."),
+    "keys": ("engine.keys_cli:keys",
+             "Who may sign, in which role: enrol, revoke, list, migrate (lead-signed)."),
+    "contamination": ("engine.contamination.cli:contamination",
+                      "After review: write the clean eval set and its power check."),
+    "exam": ("engine.exam.cli:exam", "Blind two-lane exam: adjudicate, resolve, score."),
+    "coverage": ("engine.coverage.cli:coverage",
+                 "Detector coverage by category: report, evidence, weak categories."),
+    "review": ("reviewer.cli:review", "Open the review app on the workspace."),
+    "signoff": ("engine.signoff.cli:signoff",
+                "Lead sign-off: bind a Merkle tree head over every record."),
+    "checkpoint": ("engine.signoff.cli:checkpoint",
+                   "Export the latest signed tree head as a checkpoint file."),
+    "prove": ("engine.signoff.cli:prove",
+              "Print an inclusion proof of a record against a signed tree head."),
+    "ssh-gate": ("engine.ssh_gate:ssh_gate",
+                 "Forced command for authorized_keys: review work on one workspace only."),
+}
+SCAN_LAZY = {
+    "contamination": ("engine.contamination.cli:scan_contamination",
+                      "Flag eval items that leak from a training pool or repeat each other."),
+}
+BENCH_LAZY = {
+    "ledger": ("engine.bench.ledger:bench_ledger",
+               "Append and verify signed records; compare with raw Ed25519."),
+    "contamination": ("engine.contamination.bench.against_seed:bench_contamination",
+                      "sealdesk's n-gram channels against the seed's datasketch code."),
+    "review": ("reviewer.bench:bench_review",
+               "Review app: time to first screen and decision latency."),
+}
+
+
+def _resolve(target: str) -> click.Command | None:
+    module_name, _, attr = target.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name and (module_name == exc.name or module_name.startswith(exc.name + ".")):
+            return None
+        raise
+    return getattr(module, attr, None)
+
+
+class LazyGroup(click.Group):
+    """A group whose extra commands are imported only when invoked."""
+
+    def __init__(self, *args: Any, lazy: dict[str, tuple[str, str]] | None = None,
+                 **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.lazy = lazy or {}
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        names = set(super().list_commands(ctx))
+        names.update(n for n, (t, _) in self.lazy.items() if _module_exists(t))
+        return sorted(names)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        cmd = super().get_command(ctx, name)
+        if cmd is None and name in self.lazy:
+            cmd = _resolve(self.lazy[name][0])
+        return cmd
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = []
+        for name in self.list_commands(ctx):
+            if name in self.lazy and super().get_command(ctx, name) is None:
+                rows.append((name, self.lazy[name][1]))
+            else:
+                cmd = super().get_command(ctx, name)
+                if cmd is not None and not cmd.hidden:
+                    rows.append((name, cmd.get_short_help_str(limit=70)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
+def _module_exists(target: str) -> bool:
+    import importlib.util
+
+    module_name = target.partition(":")[0]
+    try:
+        return importlib.util.find_spec(module_name) is not None
+    except ModuleNotFoundError:
+        return False
+
+
+SESSION: list[Ctx] = []  # this process's Ctx, so a database error can name its file
+
+
+@click.group(cls=LazyGroup, lazy=TOP_LEVEL_LAZY,
+             context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.option("--workspace", "-w", metavar="DIR", default=None,
+              help="Workspace directory. Default: $SEALDESK_WORKSPACE, else ./workspace.")
+@click.version_option(__version__, prog_name="sealdesk")
+@click.pass_context
+def cli(ctx: click.Context, workspace: str | None) -> None:
+    """sealdesk: review eval contamination, exam adjudication and detector
+    coverage, and record every decision as a signed, append-only record.
+
+    \b
+    A first session (the lead's key signs the genesis and every enrolment):
+      sealdesk init --lead lena --key ~/.ssh/id_ed25519
+      sealdesk keys add --principal rita --role reviewer --key rita.pub
+      sealdesk scan contamination --eval eval.jsonl --pool pool.jsonl
+      sealdesk review                 # or: sealdesk decide ... for scripts
+      sealdesk verify
+    """
+    ctx.obj = Ctx(workspace)
+    SESSION[:] = [ctx.obj]
+
+
+@cli.command()
+@click.argument("files", nargs=-1, required=True, type=InputFile())
+@pass_ctx
+def ingest(ctx: Ctx, files: tuple[str, ...]) -> None:
+    """Add backlog items from JSONL files (one canonical item per line).
+
+    Every file is checked before anything is written; an item already held
+    with the same bytes is skipped, one with different bytes is refused.
+    """
+    from engine.workspace import read_items_files
+
+    from engine.progress import reporter
+
+    read = read_items_files(files)
+    pairs = [pair for f in read for pair in f.items]
+    # A new run's manifest names the first file giving it; a held run keeps its own.
+    defaults: dict[str, dict[str, Any]] = {}
+    for f in read:
+        source = {"kind": "ingest", "source": f.path.name, "source_sha256": f.sha256}
+        for item, _ in f.items:
+            defaults.setdefault(item.run_id, source)
+    with ctx.open() as ws, reporter() as rep:
+        stage = rep.stage("ingest " + ", ".join(f.path.name for f in read), total=len(pairs),
+                          unit="items")
+        # One transaction for every file: a conflict in the last writes nothing of the first.
+        result = ws.ingest([item for item, _ in pairs], run_defaults=defaults,
+                           source=", ".join(files),
+                           origins={(i.queue, i.item_id): w for i, w in reversed(pairs)})
+        stage.advance(len(pairs))
+        stage.finish()
+    click.echo(f"{', '.join(files)}: {result.added} added, {result.unchanged} already held")
+
+
+@cli.command()
+@click.option("--queue", type=click.Choice(["flagged_pairs", "adjudication", "weak_categories"]))
+@click.option("--status", type=click.Choice(["undecided", "accept", "reject", "skip"]))
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON array (for scripts).")
+@click.option("--payload", "with_payload", is_flag=True,
+              help="With --json: include each item's payload (what a decision is about).")
+@pass_ctx
+def items(ctx: Ctx, queue: str | None, status: str | None, as_json: bool,
+          with_payload: bool) -> None:
+    """List backlog items and their effective decision.
+
+    \b
+      sealdesk items --queue adjudication --json --payload \\
+        | jq -r '.[] | [.item_id, .payload.candidate.id] | @tsv'
+    """
+    if with_payload and not as_json:
+        from engine.errors import InputError
+
+        raise InputError("--payload needs --json: payloads are printed as JSON only",
+                         field="payload")
+    with ctx.open(read_only=True) as ws:
+        rows = ws.items(queue=queue, status=status)
+        if with_payload:
+            for row in rows:
+                held = ws.item(row["queue"], row["item_id"])
+                row["payload"] = held["payload"] if held else None
+    if as_json:
+        click.echo(json.dumps(rows, ensure_ascii=False, indent=1))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table("queue", "item", "status", "by", "title", box=None)
+    for r in rows:
+        by = r["decision"]["principal"] if r["decision"] else ""
+        table.add_row(r["queue"], r["item_id"], r["status"], by, r["title"][:60])
+    Console().print(table)
+    click.echo(f"{len(rows)} item(s)")
+
+
+def _signer(ws, key: str | None, queue: str | None = None, role: str | None = None):
+    from engine.identity import choose_signer
+    from engine.roles import QUEUE_ROLES
+
+    roles = (role,) if role else QUEUE_ROLES.get(queue, ())
+    return choose_signer(key, ws.authority(), roles)
+
+
+@cli.command()
+@click.option("--queue", required=True,
+              type=click.Choice(["flagged_pairs", "adjudication", "weak_categories"]))
+@click.option("--item", "item_ids", required=True, multiple=True,
+              help="Item id; repeat for several, or '-' to read ids from stdin.")
+@click.option("--decision", required=True, type=click.Choice(["accept", "reject", "skip"]))
+@click.option("--note", default=None, help="Why; kept in the signed record.")
+@click.option("--key", default=None, type=InputFile(),
+              help="OpenSSH private key file. Default: a key from ssh-agent.")
+@click.option("--principal", default=None, help="When the key is enrolled under several names.")
+@click.option("--role", default=None, type=click.Choice(["reviewer", "adjudicator", "lead"]))
+@click.option("--overrule", is_flag=True,
+              help="Replace another principal's standing decision, saying so in the signed "
+                   "record (never one made in a role above yours).")
+@pass_ctx
+def decide(ctx: Ctx, queue: str, item_ids: tuple[str, ...], decision: str, note: str | None,
+           key: str | None, principal: str | None, role: str | None, overrule: bool) -> None:
+    """Sign and append decisions (the app's signing path, for scripts).
+
+    Several items are decided in one transaction: all are signed or none.
+    An item whose standing decision is another principal's is refused unless
+    --overrule is given; the record then names the decision it overrules.
+    Your own standing decision is changed freely, and deciding it the same
+    again signs nothing.
+
+    \b
+      sealdesk decide --queue flagged_pairs --item fp-1a2b --decision accept
+      sealdesk items --queue flagged_pairs --status undecided --json \\
+        | jq -r '.[].item_id' | sealdesk decide --queue flagged_pairs --item - --decision reject
+    """
+    from engine.errors import InputError
+
+    if item_ids == ("-",):
+        ids = _stdin_ids()
+    else:
+        ids = [(item_id, None) for item_id in item_ids]
+    if not ids:
+        raise InputError("no item ids on stdin; nothing was signed", path="<stdin>",
+                         field="item")
+    first_at: dict[str, int | None] = {}
+    for number, (item_id, line) in enumerate(ids, start=1):
+        if item_id in first_at:  # one decision per item per run: a repeat is a mistake
+            earlier = first_at[item_id]
+            where = f"line {earlier}" if line else f"--item #{earlier}"
+            raise InputError(f"item {item_id!r} is given twice (first at {where}); nothing "
+                             "was signed", path="<stdin>" if line else None, line=line,
+                             field="item")
+        first_at[item_id] = line if line else number
+    with ctx.open() as ws:
+        # Every id is checked before the first signature, naming its line; the
+        # batch below is one transaction, so any later refusal signs nothing either.
+        for item_id, line in ids:
+            if ws.item(queue, item_id) is None:
+                raise InputError(f"no item {item_id!r} in queue {queue}; nothing was signed",
+                                 path="<stdin>" if line else None, line=line, field="item")
+        signer = _signer(ws, key, queue, role)
+        outcomes = ws.decide_many(signer, queue, [item_id for item_id, _ in ids], decision,
+                                  note=note, principal=principal, role=role,
+                                  overrule=overrule)
+        kept = [ws.receipt(o.record) for o in outcomes if o.record is not None]
+    for outcome in outcomes:
+        rec, where = outcome.record, f"{queue}/{outcome.item_id}"
+        if rec is None:
+            unsaid = "; the note was not recorded" if note is not None else ""
+            click.echo(f"already {decision} by you (#{outcome.standing['seq']}): {where}, "
+                       f"nothing signed{unsaid}")
+            continue
+        line = (f"#{rec.seq} {decision} {where} by {rec.body['principal']} as "
+                f"{rec.body['role']} {rec.record_hash[:12]}")
+        over = outcome.overruled
+        if over is not None:
+            line += (f" (overrules {over['decision']} by {over['principal']} as "
+                     f"{over['role']}, #{over['seq']})")
+        click.echo(line)
+    _keep_receipts(kept)
+
+
+def _keep_receipts(kept: list[dict[str, Any]]) -> None:
+    """Keeps receipts in the signer's own state directory and says where (on stderr, so
+    that scripts reading the records' lines are not disturbed)."""
+    from engine.ledger.receipts import keep
+
+    if not kept:
+        return
+    last = kept[-1]
+    try:
+        path = keep(kept)
+    except OSError as exc:
+        click.echo(f"warning: receipts not kept ({exc.strerror or exc}); the last is: "
+                   f"seq {last['seq']} {last['record_hash']} root {last['root']}", err=True)
+        return
+    click.echo(f"receipt: #{last['seq']} tree {last['tree_size']} root {last['root'][:16]} "
+               f"({len(kept)} kept in {path})", err=True)
+
+
+def _stdin_ids() -> list[tuple[str, int]]:
+    """Gives the item ids on stdin, one a line, with their line numbers."""
+    from engine.errors import InputError
+
+    ids = []
+    for number, raw in enumerate(sys.stdin.buffer.read().split(b"\n"), start=1):
+        try:
+            text = raw.decode("utf-8").strip()
+        except UnicodeDecodeError as exc:
+            raise InputError(f"not UTF-8 ({exc.reason})", path="<stdin>", line=number,
+                             field="item") from exc
+        if text:
+            ids.append((text, number))
+    return ids
+
+
+@cli.command()
+@click.option("--queue", required=True,
+              type=click.Choice(["flagged_pairs", "adjudication", "weak_categories"]))
+@click.option("--item", "item_id", required=True)
+@click.option("--note", default=None)
+@click.option("--key", default=None, type=InputFile())
+@click.option("--principal", default=None)
+@pass_ctx
+def undo(ctx: Ctx, queue: str, item_id: str, note: str | None, key: str | None,
+         principal: str | None) -> None:
+    """Retract an item's standing decision (appends a retract record)."""
+    with ctx.open() as ws:
+        rec = ws.retract(_signer(ws, key, queue), queue, item_id, note=note, principal=principal)
+        kept = [ws.receipt(rec)]
+    click.echo(f"#{rec.seq} retracted {rec.body['retracts'][:12]} on {queue}/{item_id}")
+    _keep_receipts(kept)
+
+
+@cli.command()
+@click.option("--checkpoint", "checkpoint", default=None, type=InputFile(),
+              help="Also check the workspace against an exported checkpoint.")
+@click.option("--anchor", default=None, type=InputFile(),
+              help="An allowed_signers file with the lead key(s) you trust (your own copy): "
+                   "the genesis must be signed by them.")
+@click.option("--receipts", default=None, type=click.Path(file_okay=False),
+              help="A directory of signers' receipts: every receipted record must still be "
+                   "here, unchanged (catches a rollback or a fork).")
+@click.option("--witness", "witnesses", multiple=True, type=click.Path(file_okay=False),
+              help="A witness directory of pushed checkpoints: the ledger must extend each "
+                   "one (repeat for several).")
+@click.option("--jobs", default=None, type=click.IntRange(min=1),
+              help="Worker processes (default: all cores).")
+@click.option("--quiet", "-q", is_flag=True)
+@pass_ctx
+def verify(ctx: Ctx, checkpoint: str | None, anchor: str | None, receipts: str | None,
+           witnesses: tuple[str, ...], jobs: int | None, quiet: bool) -> None:
+    """Check every record's hash, link, signature, signer, role and enrolment.
+
+    Who may sign record N is replayed from the genesis and the enrolment
+    records before N. Exits 0 when the ledger is whole; otherwise names the
+    first bad record (seq and reason) and exits 1.
+    """
+    from engine.signoff.verify import verify_workspace
+
+    with ctx.open(read_only=True) as ws:
+        report = verify_workspace(ws, processes=jobs, show_progress=not quiet,
+                                  checkpoint=Path(checkpoint) if checkpoint else None,
+                                  anchor=Path(anchor) if anchor else None,
+                                  receipts=Path(receipts) if receipts else None,
+                                  witnesses=tuple(map(Path, witnesses)))
+    if report.ok:
+        who = ", ".join(f"{p} {n}" for p, n in sorted(report.signers.items())) or "none"
+        click.echo(f"ok: {report.records} record(s) verified; head {report.head_hash[:16]}; "
+                   f"signers: {who}")
+        return
+    first = report.first
+    click.echo(f"FAIL: {first.where}", err=True)
+    if len(report.faults) > 1:
+        click.echo(f"({len(report.faults) - 1} further fault(s) after it)", err=True)
+    sys.exit(1)
+
+
+@cli.command()
+@click.option("--out", required=True, type=OutputFile(),
+              help="JSONL file to write (one record per line).")
+@pass_ctx
+def export(ctx: Ctx, out: str) -> None:
+    """Export every record with its exact signed bytes and SSHSIG.
+
+    \b
+    Check any record without sealdesk (jq -j keeps the bytes exact):
+      jq -sj '.[0].message'   records.jsonl > msg
+      jq -sj '.[0].signature' records.jsonl > msg.sig
+      ssh-keygen -Y verify -f workspace/trust/allowed_signers \\
+        -I "$(jq -sr '.[0].principal' records.jsonl)" \\
+        -n "$(jq -sr '.[0].namespace' records.jsonl)" \\
+        -Overify-time="$(jq -sr '.[0].verify_time' records.jsonl)" -s msg.sig < msg
+    verify_time is the record's signed time: a key enrolled with valid-before
+    is checked as of then, as sealdesk verify does.
+    """
+    from engine.ledger.audit import export_records
+
+    with ctx.open(read_only=True) as ws:
+        n = export_records(ws, Path(out))
+    click.echo(f"wrote {n} record(s) to {out}")
+
+
+@cli.group(cls=LazyGroup, lazy=SCAN_LAZY)
+def scan() -> None:
+    """Run an engine scan that produces a backlog."""
+
+
+@cli.group(cls=LazyGroup, lazy=BENCH_LAZY)
+def bench() -> None:
+    """Benchmarks that compare sealdesk with the reference approach and print ratios."""

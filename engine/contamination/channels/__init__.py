@@ -1,0 +1,16 @@
+"""How an eval item is found alike to a pool document or to another eval item.
+
+Module map:
+
+``shingles``     word shingles exactly as the seed defines them, and their
+                 fast 64-bit hashes
+``ngram``        exact n-gram Jaccard and containment; the eval index that
+                 finds every candidate
+``minhash``      MinHash signatures as the seed makes them, for the report
+``internal``     duplicates inside the eval set, and their clusters
+``embedding``    sentence embeddings: a verified model, a cache, top-k search
+``calibration``  the cosine threshold, chosen from labelled pairs
+``probe``        the behavioral probe against a model endpoint
+
+Imports only ``inputs`` of the contamination package.
+"""

@@ -1,0 +1,305 @@
+"""One shard, scanned wherever a worker runs: its matches and nothing else come back.
+
+``scan_shard`` is the whole of a worker's job for one shard, whatever runs
+it (a local worker process or a Ray actor): fetch and hash the shard, skip
+it if the workspace already holds its record, else stream its rows through
+the eval index (and the embedding model, when the paraphrase channel is
+on) and give back a ``ShardOutcome``: the pairs that meet a threshold, the
+text of the documents in them, the shard's piece of the pool hash, its id
+hashes and its top-k. Row numbers are the shard's own; the driver shifts
+them once it knows how many rows the shards before hold.
+
+Bad input in a shard is a ``ShardRefused`` naming the shard, its line and
+field (it would fail again, so it is never retried); anything else raised
+here is a failure the driver retries.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from contextlib import closing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from engine.contamination.channels.ngram import EvalIndex, PairScore, match_batch, peak_rss_kb
+from engine.contamination.inputs.canonical_text import ContentHasher, canonical
+from engine.contamination.inputs.pool_hash import PieceBuilder, TreePiece, id_hashes, piece_of
+from engine.contamination.inputs.shards import Shard, fetched, shard_source
+from engine.contamination.inputs.sources import check_id, iter_batches, row_error
+from engine.errors import InputError
+
+Report = Callable[[int], None]
+
+
+@dataclass(frozen=True)
+class EmbedPlan:
+    """What a worker needs to embed pool shards: the model, the cache, the eval vectors."""
+
+    model: Any                 # embedding.ModelInfo
+    dim: int                   # its vectors' length
+    cache_path: str            # SQLite file every worker can open (the workspace's, or named)
+    eval_vectors: np.ndarray
+    top_k: int
+    threshold: float
+
+
+@dataclass(frozen=True)
+class ShardJob:
+    """What every worker holds for the whole run; shipped to each worker once."""
+
+    index: EvalIndex
+    text_field: str
+    id_field: str | None
+    scan_key: str
+    batch_size: int = 2048
+    embed: EmbedPlan | None = None
+    done: frozenset[str] = frozenset()   # record names the workspace already holds
+
+
+@dataclass(frozen=True)
+class ShardTopK:
+    """A shard's k most similar documents per eval item (rows the shard's own)."""
+
+    scores: np.ndarray         # float32, eval items x k
+    rows: np.ndarray           # int64, -1 where fewer than k documents
+    docs: dict[int, tuple[Any, str]]   # row -> (id, text), for rows at the threshold
+    embedded: int = 0
+    cached: int = 0
+
+
+@dataclass(frozen=True)
+class ShardOutcome:
+    """What one shard holds that the scan needs: matches, hash piece, ids, top-k."""
+
+    position: int
+    url: str
+    file_sha256: str | None            # None for a stream that is not a file
+    n: int
+    content_sha256: str        # the seed's hash of this shard's canonical items alone
+    piece: TreePiece
+    pairs: tuple[PairScore, ...]           # doc = row within the shard
+    docs: dict[int, tuple[Any, str]]       # row -> (id or None, text) of matched documents
+    candidates: int
+    id_hashes: np.ndarray | None           # sorted uint64, when the pool has an id field
+    topk: ShardTopK | None = None
+    seconds: float = 0.0
+    pid: int = 0
+    peak_rss_kb: int = 0
+    from_record: bool = False
+
+
+@dataclass(frozen=True)
+class ShardSkipped:
+    """A shard whose record the workspace already holds (found by its content hash)."""
+
+    position: int
+    file_sha256: str
+    record: str
+
+
+@dataclass(frozen=True)
+class ShardRefused:
+    """A shard with bad input: the one-line error, as data (it must cross processes)."""
+
+    position: int
+    message: str
+    path: str | None
+    line: int | None
+    field: str | None
+
+    def error(self) -> InputError:
+        """Gives the InputError to raise in the driver."""
+        return InputError(self.message, path=self.path, line=self.line, field=self.field)
+
+
+ShardReply = ShardOutcome | ShardSkipped | ShardRefused
+
+
+class ShardAttemptFailed(Exception):
+    """A shard's read or scan failed in a worker: why, in one line (retried by the driver).
+
+    Whatever was raised becomes this plain exception, so that it crosses
+    back to the driver intact (an HTTP client's error may not pickle).
+    """
+
+
+def one_line(exc: BaseException) -> str:
+    """Gives an exception as 'Type: message' on one line."""
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text}"[:500] if text else type(exc).__name__
+
+
+def record_name(shard: Shard, file_sha256: str) -> str:
+    """Gives the name of a shard's record: its bytes' hash and how they are read."""
+    return f"{file_sha256}-{shard.format}-{shard.compression or 'plain'}"
+
+
+def _refused(position: int, error: InputError) -> ShardRefused:
+    return ShardRefused(position, error.reason, error.path, error.line, error.field)
+
+
+def scan_shard(job: ShardJob, shard: Shard, report: Report | None = None,
+               embedder: Any = None) -> ShardReply:
+    """Gives what one shard holds (or that it is already recorded, or why it is refused).
+
+    ``report(k)`` is told of every k documents done; ``embedder`` is this
+    worker's loaded model (required when ``job.embed`` is set). Any other
+    failure is raised as ShardAttemptFailed.
+    """
+    started = time.perf_counter()
+    try:
+        with fetched(shard) as local:
+            name = record_name(shard, local.file_sha256)
+            if name in job.done:
+                return ShardSkipped(shard.position, local.file_sha256, name)
+            source = shard_source(shard, local, job.text_field, job.id_field)
+            return _scan_local(job, shard, source, local.file_sha256, report, embedder,
+                               started)
+    except InputError as exc:
+        return _refused(shard.position, exc)
+    except Exception as exc:
+        raise ShardAttemptFailed(one_line(exc)) from None
+
+
+def _scan_local(job: ShardJob, shard: Shard, source: Any, file_sha256: str,
+                report: Report | None, embedder: Any, started: float) -> ShardReply:
+    builder = PieceBuilder()
+    hasher = ContentHasher()
+    pairs: list[PairScore] = []
+    docs: dict[int, tuple[Any, str]] = {}
+    hashes: list[np.ndarray] = []
+    candidates = 0
+    topk = _ShardEmbedding(job.embed, embedder) if job.embed is not None else None
+    with closing(iter_batches(source, job.batch_size)) as batches:
+        for batch in batches:
+            result = match_batch(job.index, batch.matchable)
+            if result.bad is not None:
+                raise row_error(source, batch.start + result.bad.row, source.text_field,
+                                result.bad.message)
+            ids: list[Any] | None = None
+            if job.id_field:
+                ids = batch.ids if batch.ids_checked else [
+                    check_id(value, source, batch.start + k)
+                    for k, value in enumerate(batch.ids or [None] * batch.count)]
+                hashes.append(id_hashes(ids))
+            hasher.add_stream(result.canonical_stream, result.count)
+            # The worker already split the stream into hash blocks: reuse them.
+            builder.add(piece_of(result.canonical_stream, result.count, result.block_ends,
+                                 result.inner_blocks))
+            candidates += result.candidates
+            for pair in result.pairs:
+                docs[batch.start + pair.doc] = (ids[pair.doc] if ids is not None else None,
+                                                result.texts[pair.doc])
+                pairs.append(PairScore(pair.eval_index, batch.start + pair.doc, pair.shared,
+                                       pair.eval_shingles, pair.doc_shingles))
+            if topk is not None:
+                topk.add(batch, ids)
+            if report is not None:
+                report(result.count)
+    if builder.n == 0:
+        raise InputError("the shard has no rows", path=shard.url, field="pool")
+    all_ids = np.sort(np.concatenate(hashes)) if hashes else None
+    return ShardOutcome(shard.position, shard.url, file_sha256, builder.n, hasher.hexdigest(),
+                        builder.piece(), tuple(pairs), docs, candidates, all_ids,
+                        topk.result() if topk is not None else None,
+                        time.perf_counter() - started, os.getpid(), peak_rss_kb())
+
+
+class _ShardEmbedding:
+    """Embeds a shard's batches through the shared cache and keeps its top-k."""
+
+    def __init__(self, plan: EmbedPlan, embedder: Any) -> None:
+        from engine.contamination.channels.embedding import EmbedCounts, EmbeddingCache, TopK
+
+        if embedder is None:
+            raise ValueError("the embedding channel is on but this worker has no model")
+        self.embedder = embedder
+        self.cache = EmbeddingCache(Path(plan.cache_path))
+        self.counts = EmbedCounts()
+        self.topk = TopK(plan.eval_vectors, plan.top_k, plan.threshold)
+
+    def add(self, batch: Any, ids: list[Any] | None) -> None:
+        from engine.contamination.channels.embedding import embed_texts
+
+        texts = batch.texts
+        vectors = embed_texts(self.embedder, self.cache, [canonical(t) for t in texts],
+                              self.counts)
+        self.topk.add(vectors, batch.start, ids if ids is not None else [None] * len(texts),
+                      texts)
+
+    def result(self) -> ShardTopK:
+        self.cache.close()
+        return ShardTopK(self.topk.scores, self.topk.index, dict(self.topk.docs),
+                         self.counts.embedded, self.counts.cached)
+
+
+# -- the model a worker loads once -------------------------------------------
+_MODELS: dict[str, Any] = {}
+
+
+def prepare_worker(job: ShardJob, threads: int | None = None) -> Any:
+    """Gives this worker's model (or None), after the imports every shard needs.
+
+    Called once when a worker starts, so that its first shard does not pay
+    for importing the reader (a second or two) or loading the model.
+    """
+    from engine.contamination.channels.ngram import worker_init
+    from engine.contamination.inputs.sources import quiet_datasets
+
+    worker_init(job.index)
+    quiet_datasets()
+    return worker_embedder(job.embed, threads)
+
+
+def worker_embedder(plan: EmbedPlan | None, threads: int | None = None) -> Any:
+    """Gives this process's model for the plan: loaded on its first cache miss, once.
+
+    The driver has already loaded and checked the model; a worker whose
+    texts are all in the cache never loads it (a second scan loads nothing).
+    ``threads`` caps torch's threads (several workers share the cores).
+    """
+    if plan is None:
+        return None
+    found = _MODELS.get(plan.model.identity)
+    if found is None:
+        found = _MODELS[plan.model.identity] = _LazyModel(plan, threads)
+    return found
+
+
+class _LazyModel:
+    """An Embedder that loads its model when it is first asked to encode."""
+
+    def __init__(self, plan: EmbedPlan, threads: int | None) -> None:
+        self.info, self.dim, self.threads = plan.model, plan.dim, threads
+        self.loaded: Any = None
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        if self.loaded is None and texts:
+            from engine.contamination.channels.embedding import Embedder
+
+            if self.threads:
+                import torch
+
+                torch.set_num_threads(self.threads)
+            self.loaded = Embedder(self.info)
+        if self.loaded is None:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return self.loaded.encode(texts)
+
+
+@dataclass
+class RunCounts:
+    """How a sharded run went: shards scanned, taken from records, retried, failed."""
+
+    shards: int = 0
+    scanned: int = 0
+    from_records: int = 0
+    retries: dict[str, int] = field(default_factory=dict)
+    failed: dict[str, str] = field(default_factory=dict)
+    pool_sha256: str = ""            # the pool hash, folded as the shards came in
+    startup_seconds: float = 0.0     # until every worker held the job
+    scan_seconds: float = 0.0        # from then until the last shard was in

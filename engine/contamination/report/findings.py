@@ -1,0 +1,301 @@
+"""From what the channels found to the report, the flagged rows and backlog items.
+
+Everything here is pure: the same findings give the same bytes, so a
+re-scan of unchanged data gives the same item ids and the workspace keeps
+one copy of each item.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.canonical import canonical_sha256
+from engine.contamination.channels.internal import InternalPair, clusters
+from engine.contamination.channels.ngram import NgramSettings
+from engine.contamination.channels.probe import ProbeResult
+from engine.contamination.inputs.canonical_text import numbers_only_differ
+from engine.contamination.inputs.evalset import EvalSet
+from engine.contamination.pool.merge import PoolDoc
+from engine.contamination.report.spans import shared_spans
+from engine.workspace import BacklogItem
+
+QUEUE = "flagged_pairs"
+POOL_CHANNELS = ("ngram", "containment", "embed")
+RECOMMENDED_ACTION = (
+    "review every flagged eval item in the flagged_pairs queue (sealdesk review); accept a "
+    "confirmed leak or duplicate, reject a false positive; then run `sealdesk contamination "
+    "clean`, which drops accepted items, writes the clean set and its content hash, and "
+    "re-checks statistical power, since dropping items shrinks n")
+
+
+@dataclass(frozen=True)
+class PoolPair:
+    """An eval item and a pool document, with every measure sealdesk has for them."""
+
+    eval_index: int
+    pool_index: int
+    shared: int
+    eval_shingles: int
+    doc_shingles: int
+    minhash_jaccard: float
+    cosine: float | None
+    in_top_k: bool
+
+    @property
+    def jaccard(self) -> float:
+        """Gives the exact Jaccard."""
+        union = self.eval_shingles + self.doc_shingles - self.shared
+        return self.shared / union if union else 0.0
+
+    @property
+    def containment(self) -> float:
+        """Gives the exact containment of the eval item in the document."""
+        return self.shared / self.eval_shingles if self.eval_shingles else 0.0
+
+
+@dataclass(frozen=True)
+class Findings:
+    """Everything the channels found, ready to be written."""
+
+    eval: EvalSet
+    pool_provenance: dict[str, Any]
+    settings: NgramSettings
+    pool_pairs: list[PoolPair]
+    pool_docs: dict[int, PoolDoc]
+    internal: list[InternalPair]
+    internal_minhash: dict[tuple[int, int], float]
+    cosine_threshold: float | None
+    top_k: int
+    probe: ProbeResult | None
+    embedding: dict[str, Any] = field(default_factory=lambda: {"enabled": False})
+    search: dict[str, Any] = field(default_factory=dict)
+    pool_shards: list[dict[str, Any]] = field(default_factory=list)
+    pool_scan: dict[str, Any] = field(default_factory=dict)
+
+
+def _r(value: float | None) -> float | None:
+    return None if value is None else round(float(value), 6)
+
+
+def pool_channels(pair: PoolPair, findings: Findings) -> list[str]:
+    """Gives the channels that flag a pool pair, in the order ngram, containment, embed."""
+    out = findings.settings.channels(pair.jaccard, pair.containment)
+    if pair.in_top_k and pair.cosine is not None and findings.cosine_threshold is not None \
+            and pair.cosine >= findings.cosine_threshold:
+        out.append("embed")
+    return out
+
+
+def internal_via(pair: InternalPair, findings: Findings) -> list[str]:
+    """Gives what makes two eval items duplicates: ngram, containment and/or embed."""
+    out = findings.settings.channels(pair.jaccard, pair.containment) if pair.shared else []
+    if pair.cosine is not None and findings.cosine_threshold is not None \
+            and pair.cosine >= findings.cosine_threshold:
+        out.append("embed")
+    return out
+
+
+def _cluster_of(findings: Findings) -> tuple[list[list[int]], dict[int, int]]:
+    groups = clusters([(p.a, p.b) for p in findings.internal])
+    return groups, {member: k for k, group in enumerate(groups) for member in group}
+
+
+def flagged_rows(findings: Findings) -> list[dict[str, Any]]:
+    """Gives flagged_pairs.jsonl: one row per pair, the seed's fields plus ids and measures."""
+    items = findings.eval.items
+    rows: list[dict[str, Any]] = []
+    for pair in sorted(findings.pool_pairs, key=lambda p: (p.eval_index, p.pool_index)):
+        channels = pool_channels(pair, findings)
+        if not channels:
+            continue
+        doc = findings.pool_docs[pair.pool_index]
+        row = {"test_idx": pair.eval_index, "test_id": items[pair.eval_index].id,
+               "pool_idx": pair.pool_index, "pool_id": doc.id, "channel": channels[0],
+               "channels": channels, "jaccard": _r(pair.jaccard),
+               "containment": _r(pair.containment), "minhash_jaccard": _r(pair.minhash_jaccard),
+               "shared_shingles": pair.shared, "eval_shingles": pair.eval_shingles,
+               "pool_shingles": pair.doc_shingles,
+               "numbers_only_differ": numbers_only_differ(items[pair.eval_index].text, doc.text)}
+        if pair.cosine is not None:
+            row["cosine"] = _r(pair.cosine)
+        rows.append(row)
+    groups, member = _cluster_of(findings)
+    for pair in sorted(findings.internal, key=lambda p: (p.a, p.b)):
+        row = {"a_idx": pair.a, "a_id": items[pair.a].id, "b_idx": pair.b,
+               "b_id": items[pair.b].id, "channel": "internal", "channels": ["internal"],
+               "via": internal_via(pair, findings), "jaccard": _r(pair.jaccard),
+               "containment_ab": _r(pair.containment_ab),
+               "containment_ba": _r(pair.containment_ba),
+               "minhash_jaccard": _r(findings.internal_minhash.get((pair.a, pair.b))),
+               "shared_shingles": pair.shared, "cluster": member[pair.a],
+               "numbers_only_differ": numbers_only_differ(items[pair.a].text,
+                                                          items[pair.b].text)}
+        if pair.cosine is not None:
+            row["cosine"] = _r(pair.cosine)
+        rows.append(row)
+    if findings.probe is not None:
+        for outcome in findings.probe.outcomes:
+            if outcome.suspected:
+                rows.append({"test_idx": outcome.index, "test_id": outcome.id,
+                             "channel": "behavioral_probe", "channels": ["behavioral_probe"],
+                             "reconstructed": outcome.gold,
+                             "solved_unaided": outcome.solved_unaided})
+    return rows
+
+
+def _match_entry(kind: str, index: int, ident: Any, text: str, eval_text: str,
+                 channels: list[str], scores: dict[str, Any]) -> dict[str, Any]:
+    return {"kind": kind, "index": index, "id": ident, "text": text, "channels": channels,
+            "scores": {k: v for k, v in scores.items() if v is not None},
+            "spans": shared_spans(eval_text, text),
+            "numbers_only_differ": numbers_only_differ(eval_text, text)}
+
+
+def backlog_items(findings: Findings, run_id: str) -> list[BacklogItem]:
+    """Gives one flagged_pairs item per flagged eval item (DESIGN.md payload)."""
+    items = findings.eval.items
+    matches: dict[int, list[dict[str, Any]]] = {}
+    for pair in sorted(findings.pool_pairs, key=lambda p: (p.eval_index, p.pool_index)):
+        channels = pool_channels(pair, findings)
+        if not channels:
+            continue
+        doc = findings.pool_docs[pair.pool_index]
+        scores = {"jaccard": _r(pair.jaccard), "containment": _r(pair.containment),
+                  "minhash_jaccard": _r(pair.minhash_jaccard), "cosine": _r(pair.cosine),
+                  "shared_shingles": pair.shared}
+        matches.setdefault(pair.eval_index, []).append(
+            _match_entry("pool", pair.pool_index, doc.id, doc.text,
+                         items[pair.eval_index].text, channels, scores))
+    groups, member = _cluster_of(findings)
+    for pair in findings.internal:
+        via = internal_via(pair, findings)
+        for this, other, contained in ((pair.a, pair.b, pair.containment_ab),
+                                       (pair.b, pair.a, pair.containment_ba)):
+            scores = {"jaccard": _r(pair.jaccard), "containment": _r(contained),
+                      "minhash_jaccard": _r(findings.internal_minhash.get((pair.a, pair.b))),
+                      "cosine": _r(pair.cosine), "shared_shingles": pair.shared}
+            entry = _match_entry("eval", other, items[other].id, items[other].text,
+                                 items[this].text, ["internal"], scores)
+            entry["via"] = via
+            matches.setdefault(this, []).append(entry)
+    probed: dict[int, dict[str, Any]] = {}
+    if findings.probe is not None:
+        for outcome in findings.probe.outcomes:
+            if outcome.suspected:
+                probed[outcome.index] = {"gold": outcome.gold, "reconstructed": True,
+                                         "solved_unaided": outcome.solved_unaided,
+                                         "fill_reply": outcome.fill_reply[:500],
+                                         "solve_reply": outcome.solve_reply[-500:],
+                                         "model": findings.probe.model}
+    provenance = {"eval": findings.eval.provenance, "pool": findings.pool_provenance}
+    out = []
+    for index in sorted(set(matches) | set(probed)):
+        item = items[index]
+        found = sorted(matches.get(index, []), key=lambda m: (m["kind"] != "pool", m["index"]))
+        channels = sorted({c for m in found for c in m["channels"]}
+                          | ({"behavioral_probe"} if index in probed else set()))
+        score_values = [v for m in found for k, v in m["scores"].items()
+                        if k in ("jaccard", "containment", "cosine")]
+        tags = list(channels)
+        if any(m["numbers_only_differ"] for m in found):
+            tags.append("numbers_only")
+        payload: dict[str, Any] = {
+            "eval": {"id": item.id, "index": item.index, "text": item.text},
+            "matches": found,
+            "channels": channels,
+            "provenance": provenance,
+            "summary": {"title": f"{item.id}: {' '.join(item.text.split())[:70]}",
+                        "score": round(max(score_values), 4) if score_values else None,
+                        "tags": tags},
+        }
+        if index in member:
+            payload["cluster"] = [{"index": i, "id": items[i].id}
+                                  for i in groups[member[index]]]
+        if index in probed:
+            payload["probe"] = probed[index]
+        digest = canonical_sha256(payload)
+        out.append(BacklogItem.make(QUEUE, f"fp-{digest[:16]}", run_id, payload))
+    return out
+
+
+def _machine() -> dict[str, Any]:
+    memory = None
+    try:
+        with open("/proc/meminfo", encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith("MemTotal:"):
+                    memory = round(int(line.split()[1]) / 1024 / 1024, 1)
+    except OSError:
+        pass
+    return {"platform": platform.platform(), "machine": platform.machine(),
+            "cpus": os.cpu_count(), "memory_gb": memory, "python": platform.python_version()}
+
+
+def build_report(findings: Findings, rows: list[dict[str, Any]], run_id: str, date: str,
+                 timing: dict[str, float]) -> dict[str, Any]:
+    """Gives contamination_report.json: the seed's fields and sealdesk's additions."""
+    n = len(findings.eval.items)
+    by_channel: dict[str, set[int]] = {c: set() for c in
+                                       (*POOL_CHANNELS, "internal", "behavioral_probe")}
+    combos: dict[str, int] = {}
+    numbers_only = 0
+    for row in rows:
+        if row["channel"] == "internal":
+            by_channel["internal"] |= {row["a_idx"], row["b_idx"]}
+        else:
+            for channel in row["channels"]:
+                by_channel[channel].add(row["test_idx"])
+        if row["channel"] != "behavioral_probe":
+            combo = "+".join(row["channels"])
+            combos[combo] = combos.get(combo, 0) + 1
+        numbers_only += bool(row.get("numbers_only_differ"))
+    flagged = set().union(*by_channel.values())
+    only = {c: len(items - set().union(*(v for k, v in by_channel.items() if k != c)))
+            for c, items in by_channel.items()}
+    groups, _ = _cluster_of(findings)
+    items = findings.eval.items
+    s = findings.settings
+    return {
+        "test": findings.eval.provenance,
+        "pool": findings.pool_provenance,
+        # each shard's bytes hash, rows and the seed's hash of its items alone
+        "pool_shards": findings.pool_shards,
+        "counts": {
+            "ngram_overlap_items": len(by_channel["ngram"]),
+            "containment_overlap_items": len(by_channel["containment"]),
+            "paraphrase_overlap_items": len(by_channel["embed"]),
+            "internal_duplicate_pairs": len(findings.internal),
+            "internal_clusters": len(groups),
+            "probe_suspected_items": len(by_channel["behavioral_probe"]),
+            "total_flagged_items": len(flagged),
+            "flagged_pairs": len(rows),
+            "numbers_only_pairs": numbers_only,
+        },
+        "channels": {
+            "items_caught_by": {c: len(v) for c, v in by_channel.items()},
+            "items_caught_only_by": only,
+            "pairs_by_channels": dict(sorted(combos.items())),
+        },
+        "internal": {
+            "pairs": [{"a_idx": p.a, "b_idx": p.b, "a_id": items[p.a].id, "b_id": items[p.b].id}
+                      for p in sorted(findings.internal, key=lambda p: (p.a, p.b))],
+            "clusters": [[{"index": i, "id": items[i].id} for i in g] for g in groups],
+        },
+        "leakage_rate": round(len(flagged) / n, 4) if n else 0.0,
+        "thresholds": {"ngram_n": s.n, "jaccard_flag": s.jaccard,
+                       "containment_flag": s.containment, "lsh_threshold": s.lsh_threshold,
+                       "num_perm": s.num_perm,
+                       "cosine_flag": None if findings.cosine_threshold is None
+                       else round(findings.cosine_threshold, 4),
+                       "top_k": findings.top_k},
+        "embedding": findings.embedding,
+        "probe": None if findings.probe is None else findings.probe.to_json(),
+        "ngram_search": findings.search,
+        "pool_scan": findings.pool_scan,
+        "recommended_action": RECOMMENDED_ACTION,
+        "provenance": {"date": date, "run_id": run_id, "machine": _machine()},
+        "timing_s": {k: round(v, 3) for k, v in timing.items()},
+    }

@@ -1,0 +1,222 @@
+"""The checks every artifact passes before a sign-off binds it; ``verify`` repeats some.
+
+An artifact is any file under ``artifacts/<dir>/`` other than a ``.sha256``
+sidecar. A sidecar only says the file was not damaged: whoever edits a file
+can write a new sidecar too. So before the lead binds an artifact's hash,
+it must
+
+- agree with its sidecar;
+- be recorded by the run that produced it, with exactly these bytes (run
+  rows are immutable, so that hash was fixed when the file was written);
+- if it is a signature beside another artifact (``X.sig`` next to ``X``),
+  verify over that artifact;
+- hold the bytes the latest sign-off bound, if it bound it: a changed
+  artifact is refused, never bound again; a new result is a new run.
+
+Each problem names the file. Nothing here decides what an artifact means.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any, Iterable
+
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+from engine.artifacts import file_sha256, read_capped
+from engine.canonical import strict_loads
+from engine.ledger import sshsig
+from engine.ledger.verify import Fault, Report
+from engine.run_records import RunRecords, recorded_artifacts
+from engine.signoff.run_status import SIDECAR_MISMATCH, SIDECAR_MISSING, ArtifactRef
+
+SIGNATURE_SUFFIX = ".sig"
+_SIGNATURE_LIMIT = 1 << 20  # an SSHSIG is a few hundred bytes, a raw Ed25519 one 64
+_ED25519_BYTES = 64
+
+
+class _Changed(Exception):
+    """A file's bytes changed between the scan and this read."""
+
+
+def _read_as(path: Path, sha256: str, limit: int | None = None) -> bytes:
+    data = read_capped(path, limit) if limit is not None else path.read_bytes()
+    if hashlib.sha256(data).hexdigest() != sha256:
+        raise _Changed
+    return data
+
+
+def _verify_signature(signature: bytes, message: bytes, keys: tuple[str, ...]) -> str | None:
+    """Gives why ``signature`` fails over ``message`` (completing "signature over X ..."),
+    or None when it verifies."""
+    if signature.startswith(sshsig.ARMOR_BEGIN.encode()):
+        try:
+            blob = sshsig.dearmor(signature.decode("ascii"))
+            sshsig.verify(blob, message, sshsig.decode(blob).namespace)
+        except (UnicodeDecodeError, sshsig.SignatureError) as exc:
+            return f"does not verify (SSHSIG: {exc})"
+        return None
+    if len(signature) != _ED25519_BYTES:
+        return ("cannot be checked: it is neither an armored SSHSIG nor a raw 64-byte Ed25519 "
+                "signature")
+    if not keys:
+        return ("cannot be checked: it is a raw Ed25519 signature and no run recorded the "
+                "public key it verifies under")
+    for key in keys:
+        try:
+            Ed25519PublicKey.from_public_bytes(bytes.fromhex(key)).verify(signature, message)
+        except (ValueError, InvalidSignature):
+            return f"does not verify under the Ed25519 key its run recorded ({key[:16]}…)"
+    return None
+
+
+def signature_problems(artifacts_dir: Path, refs: Iterable[ArtifactRef],
+                       records: RunRecords) -> list[str]:
+    """Gives a problem for each signature beside an artifact that does not verify over it."""
+    root = Path(artifacts_dir)
+    by_path = {a.path: a for a in refs}
+    problems = []
+    for path, sig in sorted(by_path.items()):
+        target = by_path.get(path[:-len(SIGNATURE_SUFFIX)]) \
+            if path.endswith(SIGNATURE_SUFFIX) else None
+        if target is None:
+            continue
+        try:
+            why = _verify_signature(_read_as(root / sig.path, sig.sha256, _SIGNATURE_LIMIT),
+                                    _read_as(root / target.path, target.sha256),
+                                    records.signature_keys.get(path, ()))
+        except _Changed:
+            why = "changed while it was being checked; look again"
+        except OSError as exc:
+            why = f"cannot be read: {exc.strerror or exc}"
+        if why is not None:
+            problems.append(f"artifacts/{path}: signature over artifacts/{target.path} {why}")
+    return problems
+
+
+def latest_signoff_problems(conn: Any, held: dict[str, str]) -> list[str]:
+    """Gives a problem for each artifact or run the latest sign-off bound that changed or went.
+
+    ``held`` maps each artifact's path under ``artifacts/`` to its SHA-256 now.
+    """
+    row = conn.execute("SELECT seq, message FROM records WHERE kind='signoff' "
+                       "ORDER BY seq DESC LIMIT 1").fetchone()
+    if row is None:
+        return []
+    seq = row[0]
+    try:
+        data = strict_loads(row[1]).get("data")
+    except (TypeError, ValueError, AttributeError):
+        return [f"sign-off #{seq} cannot be read, so what it bound cannot be compared "
+                "(run sealdesk verify)"]
+    if not isinstance(data, dict):
+        return []
+    problems = []
+    bound = data.get("artifacts") if isinstance(data.get("artifacts"), dict) else {}
+    for path, signed in sorted(bound.items()):
+        now = held.get(path)
+        if now is None:
+            problems.append(f"artifacts/{path}: bound by sign-off #{seq}, is gone; a "
+                            "signed-off artifact stays where it is")
+        elif now != signed:
+            problems.append(f"artifacts/{path}: bytes differ from what sign-off #{seq} bound "
+                            f"({str(signed)[:12]}…, now {now[:12]}…); a signed-off artifact "
+                            "is never bound again: restore it, and write a new result as a "
+                            "new run")
+    runs = data.get("runs") if isinstance(data.get("runs"), dict) else {}
+    current = dict(conn.execute("SELECT run_id, manifest_sha256 FROM runs"))
+    for run_id, signed in sorted(runs.items()):
+        if current.get(run_id) != signed:
+            problems.append(f"run {run_id}: its manifest is gone or differs from the one "
+                            f"sign-off #{seq} bound")
+    return problems
+
+
+def artifact_problems(artifacts_dir: Path, refs: tuple[ArtifactRef, ...],
+                      conn: Any) -> tuple[list[str], list[str]]:
+    """Gives (problems, warnings) about every artifact; any problem blocks a sign-off."""
+    records = recorded_artifacts(conn)
+    problems, warnings = list(records.problems), []
+    held = {a.path: a.sha256 for a in refs}
+    for a in refs:
+        where = f"artifacts/{a.path}"
+        if a.sidecar == SIDECAR_MISMATCH:
+            problems.append(f"{where}: bytes differ from its .sha256 sidecar")
+        elif a.sidecar == SIDECAR_MISSING:
+            warnings.append(f"{where}: no .sha256 sidecar")
+        found = records.by_path.get(a.path, ())
+        if not found:
+            problems.append(f"{where}: no run recorded this file; only what an engine run "
+                            "wrote and recorded is signed off (move it out of artifacts/)")
+        for r in found:
+            if r.sha256 != a.sha256:
+                problems.append(f"{where}: bytes differ from the hash its run manifest "
+                                f"recorded (run {r.run_id}: {r.sha256[:12]}…, now "
+                                f"{a.sha256[:12]}…)")
+    for path, found in sorted(records.by_path.items()):
+        if path not in held:
+            problems.append(f"artifacts/{path}: recorded by run {found[0].run_id}, is gone")
+    problems += signature_problems(artifacts_dir, refs, records)
+    problems += latest_signoff_problems(conn, held)
+    return problems, warnings
+
+
+def recorded_artifact_faults(artifacts_dir: Path, conn: Any) -> list[str]:
+    """Gives why each artifact a run recorded differs from that hash now, or is gone.
+
+    Runs whose manifest does not hash right are left to the record checks,
+    which report them already.
+    """
+    root = Path(artifacts_dir)
+    faults = []
+    for path, found in sorted(recorded_artifacts(conn).by_path.items()):
+        try:
+            now = file_sha256(root / path)
+        except OSError:
+            faults.append(f"artifacts/{path}: recorded by run {found[0].run_id}, is gone or "
+                          "unreadable")
+            continue
+        for r in found:
+            if r.sha256 != now:
+                faults.append(f"artifacts/{path}: bytes differ from the hash run {r.run_id} "
+                              f"recorded ({r.sha256[:12]}…, now {now[:12]}…)")
+    return faults
+
+
+def verify_signed_artifacts(ws, report: Report) -> None:
+    """Adds a Fault at the latest sign-off for each artifact it bound that changed or vanished.
+
+    A sign-off binds the SHA-256 of every artifact the lead reviewed; an
+    artifact rewritten afterwards (with a fresh sidecar) would otherwise pass
+    every later check. Artifacts added after the sign-off are not its concern.
+    """
+    seq = report.last_signoff
+    if seq is None or seq in {f.seq for f in report.faults}:
+        return  # none yet, or its own fault already says why it cannot be trusted
+    row = ws.conn.execute("SELECT message FROM records WHERE seq = ?", (seq,)).fetchone()
+    try:
+        data = strict_loads(row[0]).get("data")
+    except (TypeError, ValueError, AttributeError):  # gone, or not a readable record
+        return
+    bound = data.get("artifacts") if isinstance(data, dict) else None
+    if not isinstance(bound, dict):
+        return
+    root = ws.artifacts_dir.resolve()
+    for name, signed in sorted(bound.items()):
+        path = (root / str(name)).resolve()
+        if not path.is_relative_to(root):
+            report.faults.append(Fault(seq, f"sign-off names artifact {name!r} outside "
+                                            "artifacts/"))
+            continue
+        try:
+            held = file_sha256(path)
+        except OSError:
+            report.faults.append(Fault(seq, f"artifact {name} bound by sign-off #{seq} is "
+                                            "gone or unreadable"))
+            continue
+        if held != signed:
+            report.faults.append(Fault(seq, f"artifact {name} changed since sign-off #{seq} "
+                                            f"bound it (signed {str(signed)[:12]}…, now "
+                                            f"{held[:12]}…)"))

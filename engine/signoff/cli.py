@@ -1,0 +1,325 @@
+"""``sealdesk signoff``, ``sealdesk checkpoint export`` and ``sealdesk prove``.
+
+Thin: each command reads the workspace through ``engine.signoff.summary`` and
+``engine.ledger.treehead`` and renders what they give back.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from engine.errors import InputError, IntegrityError, NotReadyError
+from engine.ledger.witness import push_latest
+from engine.outputs import InputFile, OutputFile
+from engine.signoff.summary import SignoffSummary, lead_signer, sign_off, signoff_summary
+
+if TYPE_CHECKING:  # click passes the Ctx object (pass_obj); imported for annotations only
+    from engine.cli_context import Ctx
+
+_PENDING_LISTED = 20
+
+
+def _fmt(value: float | int | None, digits: int = 4) -> str:
+    if value is None:
+        return "unknown"
+    return f"{value:.{digits}f}" if isinstance(value, float) else str(value)
+
+
+def summary_lines(s: SignoffSummary) -> list[str]:
+    """Gives the sign-off summary as plain text lines (readable on any terminal)."""
+    out = [f"Sign-off summary for {s.tree.origin}",
+           f"Tree head: {s.tree.size} record(s), root {s.tree.root_hex} "
+           f"(base64 {s.tree.root_b64})"]
+    last = s.last_signoff
+    if last is None:
+        out.append("Last sign-off: none yet")
+    else:
+        extra = f", with {last.exceptions} exception(s)" if last.with_exceptions else ""
+        out.append(f"Last sign-off: #{last.seq} by {last.principal} at {last.time}, over "
+                   f"{last.tree.size} record(s){extra}")
+    out += ["", f"  {'queue':<17}{'total':>7}{'accepted':>10}{'rejected':>10}{'skipped':>9}"
+                f"{'undecided':>11}"]
+    for q in s.queues:
+        out.append(f"  {q.queue:<17}{q.total:>7}{q.accepted:>10}{q.rejected:>10}{q.skipped:>9}"
+                   f"{q.undecided:>11}")
+    c = s.contamination
+    out.append("")
+    if c.state == "not run":
+        out.append("Contamination: not run")
+    else:
+        line = f"Contamination: leakage {_fmt(c.leakage_before)} before"
+        if c.state == "cleaned":
+            line += f", {_fmt(c.leakage_after)} after confirmed drops"
+            if c.dropped_items is not None:
+                line += f" ({c.dropped_items} dropped)"
+        else:
+            line += "; clean set not written yet (sealdesk contamination clean)"
+        out.append(line)
+        for p in c.power:
+            out.append(f"  power: {p.name} {_fmt(p.before)} before -> {_fmt(p.after)} after")
+        if c.state == "cleaned" and not c.power:
+            out.append("  power: consequence not found in the clean-set report")
+    e = s.exam
+    adj = f" (adjudication {e.adjudication})" if e.adjudication else ""
+    out.append(f"Exam: {e.state}{adj}")
+    for g in e.gates:
+        verdict = {True: "pass", False: "FAIL", None: "?"}[g.passed]
+        out.append(f"  {g.name}: {_fmt(g.value)} {g.threshold or ''} {verdict}".rstrip())
+    v = s.coverage
+    out.append(f"Coverage: {v.state}")
+    for k in v.categories:
+        why = f" ({', '.join(k.findings)})" if k.findings else ""
+        threats = f"  [{' '.join(k.threats)}]" if k.threats else ""
+        out.append(f"  {k.category:<28}{k.eligibility}{why}{threats}")
+    if v.attribution:
+        out.append(f"  attribution of the reviewed misses: {v.attribution}")
+    out += ["", f"Who may sign (from the ledger; anchor {' '.join(s.anchor) or 'none'}):"]
+    for g in s.signers:
+        out.append(f"  {g.principal:<16}{'/'.join(g.roles):<28}{g.key}  since #{g.since}")
+    for principal, fps in s.multi_key:
+        out.append(f"  note: {principal} signed with {len(fps)} keys: {', '.join(fps)}")
+    out += ["", f"Artifacts bound by SHA-256: {len(s.artifacts)}"]
+    for a in s.artifacts:
+        flag = "" if a.sidecar == "ok" else f"  [sidecar {a.sidecar}]"
+        out.append(f"  {a.path}  {a.sha256[:16]}{flag}")
+    if s.pending:
+        out += ["", f"Undecided: {len(s.pending)} item(s)"]
+        for p in s.pending[:_PENDING_LISTED]:
+            out.append(f"  {p.queue}/{p.item_id}  {p.status}  {p.title[:50]}")
+        if len(s.pending) > _PENDING_LISTED:
+            out.append(f"  ... and {len(s.pending) - _PENDING_LISTED} more "
+                       "(sealdesk items --status undecided)")
+    for problem in s.problems:
+        out.append(f"PROBLEM: {problem}")
+    for warning in s.warnings:
+        out.append(f"warning: {warning}")
+    return out
+
+
+@click.command()
+@click.option("--yes", "-y", is_flag=True, help="Sign without asking (for scripts).")
+@click.option("--with-exceptions", is_flag=True,
+              help="Sign although items are undecided; the record lists each one.")
+@click.option("--summary-only", is_flag=True, help="Print the summary and sign nothing.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.option("--key", default=None, type=InputFile(),
+              help="Lead's OpenSSH private key file. Default: the lead's key in ssh-agent.")
+@click.option("--principal", default=None, help="When the key is enrolled under several names.")
+@click.option("--note", default=None, help="Kept in the signed record.")
+@click.pass_obj
+def signoff(ctx: "Ctx", yes: bool, with_exceptions: bool, summary_only: bool, as_json: bool,
+            key: str | None, principal: str | None, note: str | None) -> None:
+    """Review the whole state and sign it off as lead (binds a Merkle tree head).
+
+    Prints per-queue counts, contamination leakage before/after and the power
+    consequence, exam status with its gates, coverage ELIGIBLE/HOLD per
+    category, every artifact's SHA-256 and anything undecided; then asks.
+    The sign-off record binds the RFC 9162 tree head over every record so far,
+    the artifact hashes and, with --with-exceptions, the undecided items.
+
+    \b
+      ssh -A reviewhost sealdesk signoff            # signs with the laptop's agent
+      sealdesk signoff --summary-only --json        # for scripts and dashboards
+      sealdesk signoff --yes --with-exceptions --note "fp-9 waits for legal"
+      sealdesk checkpoint export --out checkpoint.txt   # keep it off the box
+    """
+    with ctx.open(read_only=summary_only) as ws:
+        summary = signoff_summary(ws)
+        if as_json and (summary_only or not yes):
+            click.echo(json.dumps(summary.to_json(), ensure_ascii=False, indent=1))
+        elif not as_json:
+            click.echo("\n".join(summary_lines(summary)))
+        if summary_only:
+            return
+        if summary.problems:
+            raise IntegrityError(f"will not sign off: {summary.problems[0]}")
+        if summary.pending and not with_exceptions:
+            raise NotReadyError(f"{len(summary.pending)} item(s) are undecided; decide them, "
+                                "or sign off with --with-exceptions to list them in the record")
+        signer = lead_signer(ws, key)
+        who, _role = ws.identify(signer, principal, "lead")
+        if not yes:
+            extra = (f" with {len(summary.pending)} exception(s)" if summary.pending else "")
+            try:
+                agreed = click.confirm(f"\nSign off {summary.tree.size} record(s) as {who} "
+                                       f"(lead){extra}?", default=False)
+            except click.exceptions.Abort:
+                if sys.stdin.isatty():
+                    raise  # Ctrl-C or Ctrl-D at the prompt: the person chose to stop
+                raise InputError("standard input ended before a yes to the prompt; nothing "
+                                 "was signed (pass --yes to sign without asking)") from None
+            if not agreed:
+                click.echo("not signed: nothing was written")
+                sys.exit(1)
+        rec = sign_off(ws, signer, with_exceptions, principal=who, note=note,
+                       expected_size=None if yes else summary.tree.size)
+        pushed = push_latest(ws)
+    tree = rec.body["data"]["tree"]
+    if as_json:
+        click.echo(json.dumps({"seq": rec.seq, "record_hash": rec.record_hash,
+                               "principal": rec.body["principal"], "tree": tree,
+                               "exceptions": rec.body["data"]["exceptions"]}, indent=1))
+        return
+    click.echo(f"signed off: record #{rec.seq} {rec.record_hash[:16]} by {rec.body['principal']} "
+               f"over {tree['size']} record(s), root {tree['root'][:16]}")
+    if not _report_pushes(pushed):
+        sys.exit(1)
+    if not pushed:
+        click.echo("keep a copy off this host: sealdesk checkpoint export --out checkpoint.txt "
+                   "(or push every sign-off: sealdesk checkpoint witness add DIR)")
+
+
+def _report_pushes(pushed) -> bool:
+    """Prints where each witness got the checkpoint; gives False if any reported a fork."""
+    ok = True
+    for target, outcome in pushed:
+        if isinstance(outcome, Exception):
+            click.echo(f"WITNESS {target}: {outcome.one_line()}", err=True)
+            ok = False
+        else:
+            how = " (committed)" if outcome.committed else ""
+            click.echo(f"checkpoint pushed to witness {outcome.path}{how}")
+    return ok
+
+
+@click.group()
+def checkpoint() -> None:
+    """Signed tree heads as small checkpoint files that travel (C2SP style)."""
+
+
+@checkpoint.command("export")
+@click.option("--out", default="-", show_default=True, type=OutputFile(allow_stdout=True),
+              help="File to write; '-' writes to stdout.")
+@click.option("--signoff", "signoff_seq", type=click.IntRange(min=1), default=None,
+              help="Seq of the sign-off to export (default: the latest).")
+@click.pass_obj
+def checkpoint_export(ctx: "Ctx", out: str, signoff_seq: int | None) -> None:
+    """Write the latest signed tree head as a checkpoint file.
+
+    \b
+    The file is the note the lead signed (origin, tree size, base64 root),
+    a blank line, then the lead's SSHSIG over the note. Check it later with
+      sealdesk verify --checkpoint checkpoint.txt
+    or without sealdesk:
+      awk '/^$/{exit} {print}' checkpoint.txt > note
+      sed -n '/^-----BEGIN SSH/,/^-----END SSH/p' checkpoint.txt > note.sig
+      ssh-keygen -Y verify -f trust/allowed_signers -I lena -n lead@sealdesk \\
+        -s note.sig < note
+    """
+    from engine.artifacts import atomic_write
+    from engine.ledger.treehead import checkpoint_of
+
+    with ctx.open(read_only=True) as ws:
+        head, text = checkpoint_of(ws.conn, ws.signers(), signoff_seq)
+    if out == "-":
+        click.echo(text, nl=False)
+        return
+    atomic_write(Path(out), text.encode("utf-8"), mode=0o644)
+    click.echo(f"wrote checkpoint of sign-off #{head.seq} ({head.tree.size} records) to {out}",
+               err=True)
+
+
+@checkpoint.group("witness")
+def checkpoint_witness() -> None:
+    """Directories (or git repositories) every sign-off's checkpoint is pushed to."""
+
+
+@checkpoint_witness.command("add")
+@click.argument("directory", type=click.Path(file_okay=False))
+@click.pass_obj
+def witness_add(ctx: "Ctx", directory: str) -> None:
+    """Push every later sign-off's checkpoint to DIRECTORY (and push the latest now).
+
+    A witness that already holds a checkpoint of this workspace that its
+    ledger does not extend (a copy that forked) is reported as a fork.
+    """
+    from engine.ledger.witness import add_witness
+
+    Path(directory).mkdir(parents=True, exist_ok=True)
+    with ctx.open() as ws:
+        held = add_witness(ws.conn, Path(directory))
+        pushed = push_latest(ws)
+    click.echo(f"witnesses: {', '.join(map(str, held))}")
+    if not _report_pushes(pushed):
+        sys.exit(1)
+
+
+@checkpoint_witness.command("list")
+@click.pass_obj
+def witness_list(ctx: "Ctx") -> None:
+    """Show where checkpoints are pushed."""
+    from engine.ledger.witness import witnesses
+
+    with ctx.open(read_only=True) as ws:
+        held = witnesses(ws.conn)
+    click.echo("\n".join(map(str, held)) if held else "no witness (sealdesk checkpoint "
+                                                        "witness add DIR)")
+
+
+@checkpoint.command("push")
+@click.pass_obj
+def checkpoint_push(ctx: "Ctx") -> None:
+    """Push the latest sign-off's checkpoint to every witness now."""
+    with ctx.open(read_only=True) as ws:
+        pushed = push_latest(ws)
+    if not pushed:
+        click.echo("no witness (sealdesk checkpoint witness add DIR)")
+    if not _report_pushes(pushed):
+        sys.exit(1)
+
+
+@click.command()
+@click.argument("record")
+@click.option("--checkpoint", "checkpoint_path", default=None,
+              help="Prove against this checkpoint file instead ('-' reads stdin).")
+@click.option("--json", "as_json", is_flag=True, help="Machine-checkable JSON.")
+@click.pass_obj
+def prove(ctx: "Ctx", record: str, checkpoint_path: str | None, as_json: bool) -> None:
+    """Print an inclusion proof of a record against the latest signed tree head.
+
+    RECORD is a seq (12 or #12) or a record hash (8+ hex). The proof is the
+    RFC 9162 audit path from the record's leaf to the signed root; --json
+    gives the exact record message, leaf index, tree size, root and path so
+    any RFC 9162 verifier can check it.
+
+    \b
+      sealdesk prove 12
+      sealdesk prove 3f9a1c0d --json > proof.json
+      sealdesk prove 12 --checkpoint checkpoint.txt
+    """
+    from engine.ledger.checkpoint import check_signature, read_checkpoint
+    from engine.ledger.treehead import prove_inclusion
+
+    with ctx.open(read_only=True) as ws:
+        cp = None
+        if checkpoint_path is not None:
+            stdin_text = sys.stdin.read() if checkpoint_path == "-" else None
+            cp = read_checkpoint(checkpoint_path, stdin_text)
+            try:
+                check_signature(cp, ws.signers())
+            except ValueError as exc:
+                raise IntegrityError(f"checkpoint {checkpoint_path}: signature: {exc}") from exc
+        proof = prove_inclusion(ws.conn, record, ws.signers(), cp)
+    if as_json:
+        click.echo(json.dumps(proof.to_json(), ensure_ascii=False, indent=1))
+        return
+    head = proof.head
+    if proof.signed_by is not None:
+        s = proof.signed_by
+        against = f"sign-off #{s.seq} by {s.principal} at {s.time}"
+    else:
+        against = f"checkpoint signed by {cp.principal}"
+    click.echo(f"record #{proof.seq} ({proof.record_hash[:16]}) is leaf {proof.index} of the "
+               f"tree of size {head.size} signed in {against}")
+    click.echo(f"  origin     {head.origin}")
+    click.echo(f"  leaf hash  {proof.leaf_hash.hex()}")
+    click.echo(f"  root       {head.root_hex}")
+    click.echo(f"  audit path ({len(proof.path)} node(s), leaf to root):")
+    for number, node in enumerate(proof.path, 1):
+        click.echo(f"    {number:>2}. {node.hex()}")
+    click.echo("ok: the path leads from the record's leaf to the signed root")

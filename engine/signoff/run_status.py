@@ -1,0 +1,366 @@
+"""What the engine runs concluded, read back from their latest artifacts.
+
+The sign-off shows the lead, in one place, what each backlog's producer said:
+contamination leakage before and after the confirmed drops and what that cost
+in statistical power, the exam's status and gates, and coverage ELIGIBLE/HOLD
+per category. Each producer owns its artifact's format; this module only
+reads the seeds' names (``contamination_report.json``, ``exam-score.json``,
+``exam-adjudication.json``, the coverage benchmark/evidence) tolerantly: a
+kind never produced is "not run", a field it cannot find is shown as unknown,
+and nothing here imports a producer.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from engine.artifacts import file_sha256, sidecar_path
+
+NOT_RUN = "not run"
+SIDECAR_OK, SIDECAR_MISSING, SIDECAR_MISMATCH = "ok", "missing", "mismatch"
+
+
+@dataclass(frozen=True)
+class ArtifactRef:
+    """One artifact file: where it is, its SHA-256 and whether its sidecar agrees."""
+
+    path: str  # relative to the workspace's artifacts/ directory, '/'-separated
+    run_id: str
+    sha256: str
+    sidecar: str  # ok | missing | mismatch
+    mtime_ns: int
+
+    @property
+    def name(self) -> str:
+        return self.path.rsplit("/", 1)[-1]
+
+
+@dataclass(frozen=True)
+class Gate:
+    """One exam gate: the metric, its value, threshold and verdict (None when unknown)."""
+
+    name: str
+    value: float | None
+    threshold: str | None
+    passed: bool | None
+
+
+@dataclass(frozen=True)
+class PowerChange:
+    """One power figure before and after the drop (e.g. minimum detectable difference)."""
+
+    name: str
+    before: float | None
+    after: float | None
+
+
+@dataclass(frozen=True)
+class ContaminationStatus:
+    """Leakage before/after confirmed drops and the power consequence."""
+
+    state: str  # not run | scanned | cleaned
+    leakage_before: float | None = None
+    leakage_after: float | None = None
+    flagged_items: int | None = None
+    dropped_items: int | None = None
+    eval_size_before: int | None = None
+    eval_size_after: int | None = None
+    power: tuple[PowerChange, ...] = ()
+    sources: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ExamStatus:
+    """The exam's status (PENDING_ADJUDICATION / PASS / FAIL) with each gate."""
+
+    state: str  # not run | PENDING_ADJUDICATION | PASS | FAIL | not scored | another status
+    adjudication: str | None = None  # COMPLETE | PENDING_ADJUDICATION | None
+    gates: tuple[Gate, ...] = ()
+    sources: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class CategoryStatus:
+    """One coverage category: ELIGIBLE, or HOLD with the findings that vetoed it, and the
+    threat ids (MITRE ATLAS, then OWASP LLM Top 10) the taxonomy maps it to."""
+
+    category: str
+    eligibility: str
+    findings: tuple[str, ...] = ()
+    threats: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class CoverageStatus:
+    """Coverage evidence: overall ELIGIBLE/HOLD and per category, and how the reviewed
+    misses were attributed (None when the evidence does not say or all were explained)."""
+
+    state: str  # not run | ELIGIBLE | HOLD | unknown
+    categories: tuple[CategoryStatus, ...] = ()
+    sources: tuple[str, ...] = ()
+    attribution: str | None = None
+
+
+@dataclass(frozen=True)
+class RunStatus:
+    """The three producers' latest conclusions, and the artifact files read."""
+
+    artifacts: tuple[ArtifactRef, ...]
+    contamination: ContaminationStatus
+    exam: ExamStatus
+    coverage: CoverageStatus
+    unreadable: tuple[str, ...] = field(default=())
+
+
+def scan_artifacts(artifacts_dir: Path) -> list[ArtifactRef]:
+    """Gives every artifact under ``artifacts/<run>/`` with its hash and sidecar state."""
+    found = []
+    root = Path(artifacts_dir)
+    if not root.is_dir():
+        return found
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root)
+        # Sidecars and the atomic writer's temporary files are not artifacts.
+        if (not path.is_file() or path.name.endswith(".sha256") or len(rel.parts) < 2
+                or any(part.startswith(".") for part in rel.parts)):
+            continue
+        digest = file_sha256(path)
+        side = sidecar_path(path)
+        if not side.exists():
+            state = SIDECAR_MISSING
+        else:
+            words = side.read_text(encoding="utf-8", errors="replace").split()
+            state = SIDECAR_OK if words and words[0] == digest else SIDECAR_MISMATCH
+        found.append(ArtifactRef(rel.as_posix(), rel.parts[0], digest, state,
+                                 os.stat(path).st_mtime_ns))
+    return found
+
+
+def _latest(refs: Iterable[ArtifactRef], match: Callable[[str], bool]) -> list[ArtifactRef]:
+    """Gives the matching artifacts, newest first (mtime, then path for ties)."""
+    return sorted((r for r in refs if match(r.name)), key=lambda r: (r.mtime_ns, r.path),
+                  reverse=True)
+
+
+def _load(root: Path, ref: ArtifactRef, unreadable: list[str]) -> dict[str, Any] | None:
+    try:
+        value = json.loads((root / ref.path).read_bytes())
+    except (OSError, ValueError) as exc:
+        unreadable.append(f"{ref.path}: {exc}")
+        return None
+    if not isinstance(value, dict):
+        unreadable.append(f"{ref.path}: not a JSON object")
+        return None
+    return value
+
+
+def _number(value: Any) -> float | None:
+    # NaN/Infinity (which json.loads lets through) cannot go into a canonical signed record.
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+def _count(value: Any) -> int | None:
+    if isinstance(value, list):
+        return len(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    return None
+
+
+def _first(obj: dict[str, Any], *names: str) -> Any:
+    for name in names:
+        if name in obj:
+            return obj[name]
+    return None
+
+
+def _before_after(obj: dict[str, Any], names: tuple[str, ...]) -> tuple[Any, Any] | None:
+    """Finds a before/after pair under any of the shapes a report might use."""
+    for name in names:
+        if f"{name}_before" in obj or f"{name}_after" in obj:
+            return obj.get(f"{name}_before"), obj.get(f"{name}_after")
+        inner = obj.get(name)
+        if isinstance(inner, dict) and ("before" in inner or "after" in inner):
+            return inner.get("before"), inner.get("after")
+        before, after = obj.get("before"), obj.get("after")
+        if isinstance(before, dict) and isinstance(after, dict) and (name in before or name in after):
+            return before.get(name), after.get(name)
+    return None
+
+
+_LEAKAGE = ("leakage_rate", "leakage")
+_SIZE = ("n", "eval_size", "size", "items")
+_POWER = ("min_detectable_difference", "minimum_detectable_difference", "mde",
+          "minimum_detectable_effect", "power")
+
+
+def contamination_status(root: Path, refs: list[ArtifactRef],
+                         unreadable: list[str]) -> ContaminationStatus:
+    """Gives leakage before/after and power change from the latest report and clean-set report."""
+    reports = _latest(refs, lambda n: n == "contamination_report.json")
+    cleans = _latest(refs, lambda n: n.endswith(".json") and "clean" in n)
+    report = _load(root, reports[0], unreadable) if reports else None
+    clean = _load(root, cleans[0], unreadable) if cleans else None
+    if report is None and clean is None:
+        return ContaminationStatus(NOT_RUN)
+    sources = tuple(r[0].path for r in (reports, cleans) if r)
+    before = _number(report.get("leakage_rate")) if report else None
+    counts = report.get("counts") if report and isinstance(report.get("counts"), dict) else {}
+    flagged = _count(counts.get("total_flagged_items"))
+    test_meta = report.get("test") if report and isinstance(report.get("test"), dict) else {}
+    size_before = _count(test_meta.get("n"))
+    if clean is None:
+        return ContaminationStatus("scanned", before, None, flagged, None, size_before, None,
+                                   (), sources)
+    leak = _before_after(clean, _LEAKAGE)
+    if leak and _number(leak[0]) is not None:
+        before = _number(leak[0])
+    after = _number(leak[1]) if leak else None
+    sizes = _before_after(clean, _SIZE)
+    if sizes:
+        size_before = _count(sizes[0]) if _count(sizes[0]) is not None else size_before
+    dropped = _count(_first(clean, "dropped", "dropped_items", "n_dropped", "confirmed_leaks",
+                            "dropped_ids"))
+    power_obj = clean.get("power") if isinstance(clean.get("power"), dict) else {}
+    power = []
+    for scope in (power_obj, clean):
+        for name in _POWER:
+            pair = _before_after(scope, (name,))
+            if pair and (_number(pair[0]) is not None or _number(pair[1]) is not None):
+                power.append(PowerChange(name, _number(pair[0]), _number(pair[1])))
+        if power:
+            break
+    return ContaminationStatus("cleaned", before, after, flagged, dropped, size_before,
+                               _count(sizes[1]) if sizes else None, tuple(power), sources)
+
+
+def _gates(value: Any) -> tuple[Gate, ...]:
+    rows: list[tuple[str, Any]] = []
+    if isinstance(value, dict):
+        rows = list(value.items())
+    elif isinstance(value, list):
+        rows = [(str(_first(g, "name", "metric", "gate") or f"gate {i + 1}"), g)
+                for i, g in enumerate(value) if isinstance(g, dict)]
+    gates = []
+    for name, gate in rows:
+        if not isinstance(gate, dict):
+            passed = gate if isinstance(gate, bool) else None
+            gates.append(Gate(str(name), None, None, passed))
+            continue
+        threshold = _first(gate, "threshold", "rule", "condition")
+        if isinstance(threshold, (int, float)) and not isinstance(threshold, bool):
+            op = _first(gate, "op", "operator", "comparison")
+            threshold = f"{op} {threshold}" if op else str(threshold)
+        verdict = _first(gate, "passed", "pass", "ok", "result", "status")
+        if isinstance(verdict, str):
+            verdict = {"pass": True, "passed": True, "fail": False,
+                       "failed": False}.get(verdict.lower())
+        gates.append(Gate(str(name), _number(_first(gate, "value", "actual")),
+                          None if threshold is None else str(threshold),
+                          verdict if isinstance(verdict, bool) else None))
+    return tuple(gates)
+
+
+def exam_status(root: Path, refs: list[ArtifactRef], unreadable: list[str]) -> ExamStatus:
+    """Gives the exam status and gates from the latest exam-score/exam-adjudication."""
+    scores = _latest(refs, lambda n: n == "exam-score.json")
+    adjs = _latest(refs, lambda n: n == "exam-adjudication.json")
+    score = _load(root, scores[0], unreadable) if scores else None
+    adj = _load(root, adjs[0], unreadable) if adjs else None
+    if score is None and adj is None:
+        return ExamStatus(NOT_RUN)
+    sources = tuple(r[0].path for r in (scores, adjs) if r)
+    adj_state = None
+    if adj is not None:
+        found = _first(adj, "status", "terminal_status")
+        adj_state = found if isinstance(found, str) else None
+    if score is None:
+        state = "PENDING_ADJUDICATION" if adj_state == "PENDING_ADJUDICATION" else "not scored"
+        return ExamStatus(state, adj_state, (), sources)
+    found = _first(score, "status", "final_status", "exam_status")
+    return ExamStatus(found if isinstance(found, str) else "unknown", adj_state,
+                      _gates(score.get("gates")), sources)
+
+
+def _eligibility_doc(doc: dict[str, Any]) -> dict[str, Any] | None:
+    """Gives the object holding ``eligibility``: the document, or a benchmark inside it."""
+    if doc.get("eligibility") in ("ELIGIBLE", "HOLD"):
+        return doc
+    for key in ("benchmark", "evidence", "report"):
+        inner = doc.get(key)
+        if isinstance(inner, dict) and inner.get("eligibility") in ("ELIGIBLE", "HOLD"):
+            return inner
+    return None
+
+
+def coverage_status(root: Path, refs: list[ArtifactRef], unreadable: list[str]) -> CoverageStatus:
+    """Gives ELIGIBLE/HOLD overall and per category from the latest evidence or benchmark."""
+    # Evidence (benchmark plus the ledger records that reviewed it) outranks a bare benchmark.
+    for words in (("evidence",), ("benchmark",)):
+        for ref in _latest(refs, lambda n: n.endswith(".json") and any(w in n for w in words)):
+            doc = _load(root, ref, unreadable)
+            bench = _eligibility_doc(doc) if doc else None
+            if bench is not None:
+                return CoverageStatus(bench["eligibility"], _categories(bench), (ref.path,),
+                                      _attribution(doc) if doc is not bench else None)
+    return CoverageStatus(NOT_RUN)
+
+
+def _attribution(doc: dict[str, Any]) -> str | None:
+    """Gives what evidence says about misses reviewed without the measured detector's
+    attribution, or None when it says they were all explained (or says nothing)."""
+    stated = doc.get("attribution")
+    if not isinstance(stated, dict) or stated.get("state") in (None, "explained"):
+        return None
+    parts = [p for p in stated.get("categories") or [] if isinstance(p, dict)]
+    unexplained = sorted(str(p.get("category")) for p in parts if p.get("status") != "explained")
+    overridden = sorted(str(p.get("category")) for p in parts if p.get("binding") == "override")
+    said = []
+    if unexplained:
+        said.append(f"not run for {', '.join(unexplained)}")
+    if overridden:
+        said.append(f"another model than the measured detector for {', '.join(overridden)}")
+    return "; ".join(said) or str(stated.get("state"))
+
+
+def _threat_ids(bench: dict[str, Any], category: str) -> tuple[str, ...]:
+    mapping = bench.get("threat_mappings")
+    entry = mapping.get(category) if isinstance(mapping, dict) else None
+    if not isinstance(entry, dict):
+        return ()
+    ids = []
+    for name in ("mitre_atlas", "owasp_llm_top10"):
+        ids += [i for i in entry.get(name) or [] if isinstance(i, str)]
+    return tuple(ids)
+
+
+def _categories(bench: dict[str, Any]) -> tuple[CategoryStatus, ...]:
+    findings: dict[str, list[str]] = {}
+    for weak in bench.get("weak_categories") or []:
+        if isinstance(weak, dict) and isinstance(weak.get("category"), str):
+            findings.setdefault(weak["category"], []).append(str(weak.get("issue", "weak")))
+    names: list[str] = []
+    for row in bench.get("stratified_report") or []:
+        if isinstance(row, dict) and isinstance(row.get("category"), str):
+            names.append(row["category"])
+    names += [c for c in findings if c not in names]
+    return tuple(CategoryStatus(c, "HOLD" if c in findings else "ELIGIBLE",
+                                tuple(findings.get(c, ())), _threat_ids(bench, c))
+                 for c in names)
+
+
+def run_status(artifacts_dir: Path) -> RunStatus:
+    """Gives every artifact and the three producers' latest conclusions."""
+    root = Path(artifacts_dir)
+    refs = scan_artifacts(root)
+    unreadable: list[str] = []
+    return RunStatus(tuple(refs), contamination_status(root, refs, unreadable),
+                     exam_status(root, refs, unreadable), coverage_status(root, refs, unreadable),
+                     tuple(unreadable))

@@ -1,0 +1,48 @@
+"""``sealdesk verify`` over a whole workspace: the ledger, then the artifacts it vouches for.
+
+The ledger's own audit (``engine.ledger.audit``) checks records and tree
+heads as signed bytes; what they bind on disk is checked here: every
+artifact the latest sign-off bound must still hold those bytes, and every
+artifact a run recorded must still hold the hash its run recorded
+(``engine.signoff.artifact_checks``). The faults come in that order, so the
+first one reported is the same whichever part finds it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from engine.errors import IntegrityError
+from engine.ledger.audit import audit_outside, audit_records
+from engine.ledger.verify import Fault, Report
+from engine.signoff.artifact_checks import recorded_artifact_faults, verify_signed_artifacts
+
+
+def verify_workspace(ws, *, processes: int | None = None, show_progress: bool = False,
+                     checkpoint: Path | None = None, anchor: Path | None = None,
+                     receipts: Path | None = None, witnesses: tuple[Path, ...] = ()) -> Report:
+    """Gives the verification report of every record in the workspace and of the
+    artifacts its runs recorded and its latest sign-off bound.
+
+    Who may sign each record is replayed from the ledger's genesis and
+    enrolment records; with ``anchor`` (an allowed_signers file the verifier
+    brings), the genesis must also be signed by a lead key it trusts.
+    """
+    report = audit_records(ws, processes=processes, show_progress=show_progress, anchor=anchor)
+    verify_signed_artifacts(ws, report)
+    # The latest sign-off covers only what it bound; every run's own record covers the rest.
+    report.faults += [Fault(0, why) for why in recorded_artifact_faults(ws.artifacts_dir,
+                                                                         ws.conn)]
+    audit_outside(ws, report, checkpoint=checkpoint, receipts=receipts, witnesses=witnesses)
+    return report
+
+
+def require_verified(ws, consequence: str, *, processes: int | None = None) -> Report:
+    """Gives the report of a ledger that verifies; else an IntegrityError naming the
+    first fault and what is refused because of it (``consequence``)."""
+    report = verify_workspace(ws, processes=processes)
+    if not report.ok:
+        first = report.first
+        raise IntegrityError(f"the ledger does not verify ({first.where}); {consequence}",
+                             seq=first.seq or None)
+    return report
