@@ -30,7 +30,6 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from tests.conftest import REPO, require_tool
-from tests.test_review_tmux import Tmux
 
 pytestmark = pytest.mark.xdist_group("wheel_install")
 
@@ -214,7 +213,7 @@ def test_sealdesks_code_themes_and_data_come_only_from_the_installed_wheel(insta
 
 @pytest.mark.slow
 @pytest.mark.needs_tmux
-def test_help_init_scan_and_the_review_app_work_from_the_installed_wheel(installed):
+def test_help_init_scan_and_the_review_app_work_from_the_installed_wheel(installed, tmux):
     help_ = installed.sealdesk("--help")
     assert help_.returncode == 0, help_.stderr
     assert "review" in help_.stdout and "scan" in help_.stdout
@@ -232,24 +231,20 @@ def test_help_init_scan_and_the_review_app_work_from_the_installed_wheel(install
     assert [(i["queue"], i["title"].split(":")[0]) for i in flagged] == [("flagged_pairs",
                                                                          "q-jam")]
 
-    tmux = Tmux(require_tool("tmux"), f"sealdesk-wheel-{os.getpid()}")
     done = installed.outside / "review-exit-code"
     # env -i: the app sees only what a user's shell would give it, no PYTHONPATH. The
     # pane outlives the app so that a crash is still on the screen the test shows.
     command = (f"cd {installed.outside} && env -i HOME={os.environ.get('HOME', '/root')} "
                f"PATH={installed.env['PATH']} TERM=xterm-256color LANG=C.UTF-8 "
                f"sealdesk --workspace {ws} review --read-only; echo $? > {done}; sleep 600")
-    try:
-        tmux("new-session", "-d", "-s", "review", "-x", "110", "-y", "30", command)
-        screen = tmux.wait_for("1 shown")
-        assert "READ-ONLY" in screen and "q-jam" in screen
-        tmux("send-keys", "-t", "review", "q")
-        deadline = time.monotonic() + 30
-        while not done.exists() and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert done.read_text().strip() == "0"
-    finally:
-        subprocess.run([*tmux.base, "kill-server"], capture_output=True, check=False)
+    tmux.new("review", command, width=110, height=30)
+    screen = tmux.wait_for("review", "1 shown")
+    assert "READ-ONLY" in screen and "q-jam" in screen
+    tmux("send-keys", "-t", "review", "q")
+    deadline = time.monotonic() + 30
+    while not done.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert done.read_text().strip() == "0"
 
 
 @pytest.mark.slow

@@ -31,8 +31,8 @@ from engine.errors import IntegrityError, PermissionRefused  # noqa: E402
 from engine.run_records import write_run  # noqa: E402
 from reviewer.app import ReviewApp  # noqa: E402
 from reviewer.session import open_session  # noqa: E402
-from tests.coverage_support import SAMPLE, Authority, sample_benchmark  # noqa: E402
-from tests.review_app_fixtures import records, settle, text_of  # noqa: E402
+from tests.support.coverage import SAMPLE, Authority, sample_benchmark  # noqa: E402
+from tests.support.review_app import records, settle, text_of  # noqa: E402
 
 pytestmark = pytest.mark.slow
 DEBUG = [json.loads(line) for line in (SAMPLE / "debug_rows.jsonl").read_text().splitlines()]
@@ -223,11 +223,6 @@ def test_evidence_claiming_explained_misses_that_were_not_fails_its_check(
     with pytest.raises(IntegrityError, match="field 'attribution' does not state how the "
                                              "reviewed items' misses were attributed"):
         check_evidence(workspace, forged.directory / "coverage_evidence.json", auth.trust)
-
-
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
 
 
 async def _to(app, pilot, item_id: str) -> str:

@@ -13,7 +13,7 @@ import json
 import unicodedata
 from pathlib import Path
 
-from tests.coverage_support import SAMPLE, sample_benchmark
+from tests.support.coverage import SAMPLE, sample_benchmark
 
 HOLDOUT = json.loads((SAMPLE / "holdout.json").read_text())
 DEBUG = [json.loads(line) for line in (SAMPLE / "debug_rows.jsonl").read_text().splitlines()]

@@ -25,8 +25,8 @@ from engine.run_status import run_status
 from reviewer.app import ReviewApp
 from reviewer.session import open_session
 from reviewer.signoff_screen import SignoffScreen
-from tests.coverage_support import SAMPLE, eval_rows, sample_benchmark, write_jsonl
-from tests.review_app_fixtures import settle, text_of
+from tests.support.coverage import SAMPLE, eval_rows, sample_benchmark, write_jsonl
+from tests.support.review_app import settle, text_of
 
 # What sample_data's taxonomy maps each attack category to (the scopes and the policy
 # carry the same table).
@@ -280,11 +280,6 @@ def test_the_signoff_summary_lists_each_categorys_threat_ids(reviewed, sealdesk)
     assert ("obfuscation HOLD (low_recall) [AML.T0051.000 AML.T0068 AML.T0015 LLM01:2026]"
             in lines)
     assert "indirect_injection ELIGIBLE [AML.T0051.001 LLM01:2026]" in lines
-
-
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
 
 
 async def _to_item(app, pilot, item_id: str) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from engine.canonical import sha256_hex
-from tests.exam_builders import claim, write_exam, write_replay
+from tests.support.exam_builders import claim, write_exam, write_replay
 
 TEXT = ("The API is live. The cache is warm. The queue is empty. The build passed. "
         "The disk is full. The branch exists. The job is queued.")

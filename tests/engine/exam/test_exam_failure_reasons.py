@@ -13,19 +13,14 @@ import time
 import pytest
 
 from engine.canonical import sha256_hex
-from tests.exam_builders import claim, write_exam
-from tests.exam_endpoint import Endpoint, chat, completion_id, is_preflight
-from tests.review_app_fixtures import settle, text_of
+from tests.support.exam_builders import claim, write_exam
+from tests.support.exam_endpoint import Endpoint, chat, completion_id, is_preflight
+from tests.support.review_app import settle, text_of
 
 TEXTS = {"c1": "The API is live. The cache is warm.", "c2": "Nothing to report."}
 API = claim("The API is live.", "runtime", "API")
 IDENTITY = {"m-a": "m-a", "m-b-2025": "m-b"}
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
 
 
 def _answer(body, claims):

@@ -12,8 +12,8 @@ import socket
 
 import pytest
 
-from tests.exam_builders import claim, write_exam
-from tests.exam_endpoint import Endpoint, blind, chat, completion_id, is_preflight
+from tests.support.exam_builders import claim, write_exam
+from tests.support.exam_endpoint import Endpoint, blind, chat, completion_id, is_preflight
 
 TEXTS = {"c1": "The API is live. The cache is warm.", "c2": "Nothing to report."}
 ANSWERS = {"c1": [claim("The API is live.", "runtime", "API")], "c2": []}

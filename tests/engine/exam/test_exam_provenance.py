@@ -15,7 +15,7 @@ import pytest
 
 from engine.canonical import sha256_hex
 from tests.conftest import REPO
-from tests.exam_builders import claim, write_exam
+from tests.support.exam_builders import claim, write_exam
 
 LOCK = "click==8.1.7 \\\n    --hash=sha256:" + "ab" * 32 + "\n"
 

@@ -6,7 +6,7 @@ import json
 import re
 
 from engine.canonical import canonical_json, sha256_hex
-from tests.exam_builders import claim, write_exam
+from tests.support.exam_builders import claim, write_exam
 
 
 def test_the_printed_rubric_hash_is_the_one_a_refused_summary_is_told_to_carry(

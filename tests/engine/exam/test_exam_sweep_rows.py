@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.exam_builders import claim, write_exam
+from tests.support.exam_builders import claim, write_exam
 
 TEXTS = {"c1": "The API is live.", "c2": "Nothing here."}
 LANE = {"c1": [claim("The API is live.")], "c2": []}

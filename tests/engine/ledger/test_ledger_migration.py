@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO
-from tests.ledger_fixtures import make_items, write_items_file
+from tests.support.backlog import make_items, write_items_file
 
 V1 = REPO / "tests" / "data" / "v1-workspace"
 
