@@ -21,7 +21,7 @@ from engine.coverage.evidence import make_evidence
 from engine.coverage.findings import load_benchmark
 from engine.coverage.run_backlog import run_backlog
 from engine.errors import InputError
-from engine.run_status import run_status
+from engine.signoff.run_status import run_status
 from reviewer.app import ReviewApp
 from reviewer.session import open_session
 from reviewer.signoff_screen import SignoffScreen
