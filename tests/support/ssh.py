@@ -6,8 +6,7 @@ runs as root (as .ci/system-deps does on a fresh machine), starts ``sshd`` on
 a free port of 127.0.0.1 with its own config, host key and authorized_keys,
 and gives sessions ``HOME=<tmp>/review-home``. ``agents`` starts one
 ``ssh-agent`` per person holding only that person's key. Each is stopped by
-its pid at teardown.
-Every wait polls (a file, a log, the captured screen); none sleeps blindly.
+its pid at teardown. Every wait polls (a file, a log); none sleeps blindly.
 """
 
 from __future__ import annotations
