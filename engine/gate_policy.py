@@ -110,6 +110,7 @@ NAMED: dict[str, ParamKind] = {
     "--workspace": ParamKind(WORKSPACE),
     # read
     "--checkpoint": ParamKind(INPUT, stream=True),     # verify, prove: '-' reads stdin
+    "--consistency": ParamKind(INPUT, stream=True),    # prove: the older checkpoint
     "--receipts": ParamKind(INPUT),                    # verify: a directory of receipts
     "--witness": ParamKind(INPUT),                     # verify: a witness directory
     "--model": ParamKind(INPUT),                       # a model directory

@@ -23,7 +23,7 @@ PENDING_SHOWN = 200
 WIDE = 120
 CHECKPOINT_HINT = (
     "keep the checkpoint off this host:",
-    "  sealdesk checkpoint export --out checkpoint.txt",
+    "  sealdesk checkpoint export > checkpoint.txt",
     "  from your laptop: ssh reviewhost sealdesk checkpoint export > checkpoint.txt",
     "check the host against it later: sealdesk verify --checkpoint checkpoint.txt",
 )

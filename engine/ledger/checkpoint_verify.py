@@ -132,12 +132,16 @@ def verify_against_checkpoint(ws, checkpoint_path: Path | str, report: Report) -
         fault(m + 1, f"the ledger was truncated: the checkpoint covers {n} records, the "
                      f"workspace holds {m}")
         return
-    # Every leaf is at hand, so no consistency proof is needed: the first n
-    # leaves must rebuild the signed root itself.
-    if merkle.root_of(leaves[:n]) != cp.root:
-        fault(max(n, 1), f"records 1..{n} are not the ones the lead signed: their tree "
-                         "root differs from the checkpoint's (rewritten, or a copy of this "
-                         "workspace that forked)")
+    # The RFC 9162 consistency proof from the checkpoint's tree to this ledger's whole
+    # tree, made from the leaves at hand and checked against the checkpoint's signed root,
+    # as a verifier holding only the two heads and the proof would check it.
+    try:
+        merkle.verify_consistency(n, m, cp.root, merkle.root_of(leaves),
+                                  merkle.consistency_proof(leaves, n, m))
+    except merkle.ProofError:
+        fault(max(n, 1), f"records 1..{n} are not the ones the lead signed: no consistency "
+                         "proof leads from the checkpoint's root to this ledger's (rewritten, "
+                         "or a copy of this workspace that forked)")
         return
     _check_signoff_record(ws, cp, m, fault)
 

@@ -235,16 +235,7 @@ def prove_inclusion(conn: sqlite3.Connection, ref: str, allowed,
         target = TreeHead(checkpoint.origin, checkpoint.size, checkpoint.root)
         where = f"the checkpoint (size {checkpoint.size})"
     else:
-        signed = latest_signed_head(conn)
-        if signed is None:
-            raise InputError("there is no signed tree head yet: the lead signs one with "
-                             "sealdesk signoff", field="record")
-        _, text = checkpoint_of(conn, allowed, signed.seq)  # the lead's signature, checked
-        note = parse_checkpoint(text, path=f"sign-off #{signed.seq}")
-        if (note.origin, note.size, note.root) != (signed.tree.origin, signed.tree.size,
-                                                    signed.tree.root):
-            raise IntegrityError(f"sign-off #{signed.seq}: its tree head is not the one its "
-                                 "checkpoint note signs", seq=signed.seq)
+        signed = latest_verified_head(conn, allowed)
         target, where = signed.tree, f"the latest signed tree head (sign-off #{signed.seq})"
     if seq > target.size:
         raise InputError(f"record {seq} is newer than {where}, which covers records "
@@ -260,3 +251,70 @@ def prove_inclusion(conn: sqlite3.Connection, ref: str, allowed,
     merkle.verify_inclusion(leaf, seq - 1, target.size, path, target.root)
     return InclusionProof(seq, record_hash, message, leaf, seq - 1, target, tuple(path),
                           signed, checkpoint)
+
+
+def latest_verified_head(conn: sqlite3.Connection, allowed) -> SignedHead:
+    """Gives the newest sign-off's tree head once an enrolled lead's signature on its
+    checkpoint note is checked and the note says exactly that head."""
+    signed = latest_signed_head(conn)
+    if signed is None:
+        raise InputError("there is no signed tree head yet: the lead signs one with "
+                         "sealdesk signoff", field="record")
+    _, text = checkpoint_of(conn, allowed, signed.seq)  # the lead's signature, checked
+    note = parse_checkpoint(text, path=f"sign-off #{signed.seq}")
+    if (note.origin, note.size, note.root) != (signed.tree.origin, signed.tree.size,
+                                                signed.tree.root):
+        raise IntegrityError(f"sign-off #{signed.seq}: its tree head is not the one its "
+                             "checkpoint note signs", seq=signed.seq)
+    return signed
+
+
+@dataclass(frozen=True)
+class ConsistencyProof:
+    """That a checkpoint's tree is a prefix of a later signed tree head (RFC 9162 2.1.4)."""
+
+    old: TreeHead
+    new: TreeHead
+    path: tuple[bytes, ...]
+    signed_by: SignedHead
+
+    def to_json(self) -> dict[str, Any]:
+        """Gives the machine-checkable form (hex hashes)."""
+        s = self.signed_by
+        return {"hashing": HASHING, "origin": self.new.origin,
+                "first": {"tree_size": self.old.size, "root": self.old.root_hex},
+                "second": {"tree_size": self.new.size, "root": self.new.root_hex,
+                           "signoff_seq": s.seq, "signoff_record_hash": s.record_hash,
+                           "principal": s.principal, "key": s.key, "time": s.time},
+                "consistency_path": [p.hex() for p in self.path]}
+
+
+def prove_consistency(conn: sqlite3.Connection, checkpoint: Checkpoint,
+                      allowed) -> ConsistencyProof:
+    """Gives a verified RFC 9162 consistency proof from a checkpoint's tree to the latest
+    signed tree head. The caller checks the checkpoint's own signature first."""
+    signed = latest_verified_head(conn, allowed)
+    new = signed.tree
+    if checkpoint.origin != new.origin:
+        raise InputError(f"the checkpoint is for log {checkpoint.origin!r}, this workspace is "
+                         f"{new.origin!r}", field="checkpoint")
+    if checkpoint.size > new.size:
+        raise IntegrityError(f"the checkpoint covers {checkpoint.size} records, more than the "
+                             f"latest signed tree head ({new.size}, sign-off #{signed.seq}): "
+                             "this ledger was rolled back, or the checkpoint is from a copy "
+                             "that went further")
+    leaves = leaf_hashes(conn, upto=new.size)
+    if len(leaves) < new.size:
+        raise IntegrityError(f"the latest signed tree head covers {new.size} records but the "
+                             f"ledger holds {len(leaves)}: records were removed",
+                             seq=len(leaves) + 1)
+    path = merkle.consistency_proof(leaves, checkpoint.size, new.size)
+    try:
+        # Printed only once it verifies against both signed roots.
+        merkle.verify_consistency(checkpoint.size, new.size, checkpoint.root, new.root, path)
+    except merkle.ProofError as exc:
+        raise IntegrityError(f"records 1..{checkpoint.size} are not the ones the checkpoint "
+                             f"signs: no consistency proof leads from its root to sign-off "
+                             f"#{signed.seq}'s ({exc.reason})", seq=checkpoint.size) from exc
+    old = TreeHead(checkpoint.origin, checkpoint.size, checkpoint.root)
+    return ConsistencyProof(old, new, tuple(path), signed)

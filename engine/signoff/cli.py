@@ -7,6 +7,7 @@ Thin: each command reads the workspace through ``engine.signoff.summary`` and
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING
 import click
 
 from engine.errors import InputError, IntegrityError, NotReadyError
+from engine.gate_policy import ENV_VAR as GATE_VARIABLE
 from engine.ledger.witness import push_latest
 from engine.outputs import InputFile, OutputFile
 from engine.signoff.summary import SignoffSummary, lead_signer, sign_off, signoff_summary
@@ -126,7 +128,7 @@ def signoff(ctx: "Ctx", yes: bool, with_exceptions: bool, summary_only: bool, as
       ssh -A reviewhost sealdesk signoff            # signs with the laptop's agent
       sealdesk signoff --summary-only --json        # for scripts and dashboards
       sealdesk signoff --yes --with-exceptions --note "fp-9 waits for legal"
-      sealdesk checkpoint export --out checkpoint.txt   # keep it off the box
+      sealdesk checkpoint export > checkpoint.txt       # keep it off the box
     """
     with ctx.open(read_only=summary_only) as ws:
         summary = signoff_summary(ws)
@@ -170,8 +172,11 @@ def signoff(ctx: "Ctx", yes: bool, with_exceptions: bool, summary_only: bool, as
     if not _report_pushes(pushed):
         sys.exit(1)
     if not pushed:
-        click.echo("keep a copy off this host: sealdesk checkpoint export --out checkpoint.txt "
-                   "(or push every sign-off: sealdesk checkpoint witness add DIR)")
+        # Every hint must run where it is read: through ssh-gate, only stdout leaves.
+        witness = ("" if os.environ.get(GATE_VARIABLE) is not None else
+                   " (or push every sign-off: sealdesk checkpoint witness add DIR)")
+        click.echo(f"keep a copy off this host: sealdesk checkpoint export > checkpoint.txt"
+                   f"{witness}")
 
 
 def _report_pushes(pushed) -> bool:
@@ -274,37 +279,57 @@ def checkpoint_push(ctx: "Ctx") -> None:
 
 
 @click.command()
-@click.argument("record")
+@click.argument("record", required=False)
 @click.option("--checkpoint", "checkpoint_path", default=None,
-              help="Prove against this checkpoint file instead ('-' reads stdin).")
+              help="Prove RECORD against this checkpoint file instead ('-' reads stdin).")
+@click.option("--consistency", "from_checkpoint", default=None, metavar="CHECKPOINT",
+              help="Instead of a record: prove that this checkpoint's tree is a prefix of "
+                   "the latest signed tree head ('-' reads stdin).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-checkable JSON.")
 @click.pass_obj
-def prove(ctx: "Ctx", record: str, checkpoint_path: str | None, as_json: bool) -> None:
-    """Print an inclusion proof of a record against the latest signed tree head.
+def prove(ctx: "Ctx", record: str | None, checkpoint_path: str | None,
+          from_checkpoint: str | None, as_json: bool) -> None:
+    """Print an inclusion proof of a record, or a consistency proof of a checkpoint.
 
     RECORD is a seq (12 or #12) or a record hash (8+ hex). The proof is the
     RFC 9162 audit path from the record's leaf to the signed root; --json
     gives the exact record message, leaf index, tree size, root and path so
-    any RFC 9162 verifier can check it.
+    any RFC 9162 verifier can check it. With --consistency, the proof is the
+    RFC 9162 consistency path from an older checkpoint's root to the latest
+    signed tree head: the ledger only grew since that checkpoint.
 
     \b
       sealdesk prove 12
       sealdesk prove 3f9a1c0d --json > proof.json
       sealdesk prove 12 --checkpoint checkpoint.txt
+      sealdesk prove --consistency - < checkpoint.txt     # also through ssh-gate
     """
     from engine.ledger.checkpoint import check_signature, read_checkpoint
-    from engine.ledger.treehead import prove_inclusion
+    from engine.ledger.treehead import prove_consistency, prove_inclusion
 
+    if (record is None) == (from_checkpoint is None):
+        raise InputError("give a RECORD to prove, or --consistency CHECKPOINT (one of them)",
+                         field="record")
+    if from_checkpoint is not None and checkpoint_path is not None:
+        raise InputError("--checkpoint goes with a RECORD; --consistency names its own "
+                         "checkpoint", field="--checkpoint")
     with ctx.open(read_only=True) as ws:
         cp = None
-        if checkpoint_path is not None:
-            stdin_text = sys.stdin.read() if checkpoint_path == "-" else None
-            cp = read_checkpoint(checkpoint_path, stdin_text)
+        named = checkpoint_path or from_checkpoint
+        if named is not None:
+            stdin_text = sys.stdin.read() if named == "-" else None
+            cp = read_checkpoint(named, stdin_text)
             try:
                 check_signature(cp, ws.signers())
             except ValueError as exc:
-                raise IntegrityError(f"checkpoint {checkpoint_path}: signature: {exc}") from exc
-        proof = prove_inclusion(ws.conn, record, ws.signers(), cp)
+                raise IntegrityError(f"checkpoint {named}: signature: {exc}") from exc
+        if from_checkpoint is not None:
+            consistency = prove_consistency(ws.conn, cp, ws.signers())
+        else:
+            proof = prove_inclusion(ws.conn, record, ws.signers(), cp)
+    if from_checkpoint is not None:
+        _print_consistency(consistency, as_json)
+        return
     if as_json:
         click.echo(json.dumps(proof.to_json(), ensure_ascii=False, indent=1))
         return
@@ -323,3 +348,19 @@ def prove(ctx: "Ctx", record: str, checkpoint_path: str | None, as_json: bool) -
     for number, node in enumerate(proof.path, 1):
         click.echo(f"    {number:>2}. {node.hex()}")
     click.echo("ok: the path leads from the record's leaf to the signed root")
+
+
+def _print_consistency(proof, as_json: bool) -> None:
+    if as_json:
+        click.echo(json.dumps(proof.to_json(), ensure_ascii=False, indent=1))
+        return
+    s = proof.signed_by
+    click.echo(f"the checkpoint's tree of size {proof.old.size} is a prefix of the tree of size "
+               f"{proof.new.size} signed in sign-off #{s.seq} by {s.principal} at {s.time}")
+    click.echo(f"  origin      {proof.new.origin}")
+    click.echo(f"  first root  {proof.old.root_hex}")
+    click.echo(f"  second root {proof.new.root_hex}")
+    click.echo(f"  consistency path ({len(proof.path)} node(s)):")
+    for number, node in enumerate(proof.path, 1):
+        click.echo(f"    {number:>2}. {node.hex()}")
+    click.echo("ok: the path leads from the checkpoint's root to the signed root")
