@@ -20,7 +20,7 @@ import pytest
 
 from engine.gate_policy import GatePolicy
 from engine.ssh_gate import gate_argv
-from tests.ledger_fixtures import make_items
+from tests.support.backlog import make_items
 
 
 def node(left: bytes, right: bytes) -> bytes:
