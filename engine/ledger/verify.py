@@ -399,8 +399,16 @@ def _field_of_another_kind(body: dict) -> str | None:
 
 _CTX: Context | None = None
 # Held by the verify whose context the globals below are: two verifies in threads of
-# one process take turns (each checks its ranges with every core anyway).
-_ONE_AT_A_TIME = threading.Lock()
+# one process take turns (each checks its ranges with every core anyway). Reentrant, so
+# that a whole-workspace verify can hold it around all its SQLite reads: a fork while
+# another thread is inside SQLite copies SQLite's held mutexes into the child, which
+# then waits on them for ever.
+_ONE_AT_A_TIME = threading.RLock()
+
+
+def one_verify_at_a_time() -> threading.RLock:
+    """Gives the lock a verify holds while it reads SQLite or forks its workers."""
+    return _ONE_AT_A_TIME
 _CONN: sqlite3.Connection | None = None      # this process's read-only connection
 _CHECKER: RecordChecker | None = None        # and checker, kept across its ranges
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from engine.errors import IntegrityError
 from engine.ledger.audit import audit_outside, audit_records
-from engine.ledger.verify import Fault, Report
+from engine.ledger.verify import Fault, Report, one_verify_at_a_time
 from engine.signoff.artifact_checks import recorded_artifact_faults, verify_signed_artifacts
 
 
@@ -28,12 +28,16 @@ def verify_workspace(ws, *, processes: int | None = None, show_progress: bool = 
     enrolment records; with ``anchor`` (an allowed_signers file the verifier
     brings), the genesis must also be signed by a lead key it trusts.
     """
-    report = audit_records(ws, processes=processes, show_progress=show_progress, anchor=anchor)
-    verify_signed_artifacts(ws, report)
-    # The latest sign-off covers only what it bound; every run's own record covers the rest.
-    report.faults += [Fault(0, why) for why in recorded_artifact_faults(ws.artifacts_dir,
-                                                                         ws.conn)]
-    audit_outside(ws, report, checkpoint=checkpoint, receipts=receipts, witnesses=witnesses)
+    with one_verify_at_a_time():  # two verifies in threads of a process: one forks at a time
+        report = audit_records(ws, processes=processes, show_progress=show_progress,
+                               anchor=anchor)
+        verify_signed_artifacts(ws, report)
+        # The latest sign-off covers only what it bound; every run's own record covers
+        # the rest.
+        report.faults += [Fault(0, why) for why in recorded_artifact_faults(
+            ws.artifacts_dir, ws.conn)]
+        audit_outside(ws, report, checkpoint=checkpoint, receipts=receipts,
+                      witnesses=witnesses)
     return report
 
 
