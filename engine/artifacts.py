@@ -37,17 +37,28 @@ def refuse_unsafe_target(path: str | Path, *, field: str | None = None) -> None:
     except (FileNotFoundError, NotADirectoryError):  # nothing there; the write says more
         return
     except OSError as exc:
-        raise InputError(f"cannot check the output path: {exc.strerror or exc}",
-                         path=path, field=field) from exc
+        raise InputError(
+            f"cannot check the output path: {exc.strerror or exc}", path=path, field=field
+        ) from exc
     if stat.S_ISREG(mode):
         return
-    kind = ("a directory" if stat.S_ISDIR(mode)
-            else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
-            else "a pipe" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode)
-            else "not a regular file")
-    raise InputError(f"is {kind}, not a regular file; sealdesk writes a new file and renames "
-                     "it over the path, which would replace it rather than write into it",
-                     path=path, field=field)
+    kind = (
+        "a directory"
+        if stat.S_ISDIR(mode)
+        else "a device"
+        if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+        else "a pipe"
+        if stat.S_ISFIFO(mode)
+        else "a socket"
+        if stat.S_ISSOCK(mode)
+        else "not a regular file"
+    )
+    raise InputError(
+        f"is {kind}, not a regular file; sealdesk writes a new file and renames "
+        "it over the path, which would replace it rather than write into it",
+        path=path,
+        field=field,
+    )
 
 
 def _fsync_dir(directory: Path) -> None:
@@ -133,11 +144,14 @@ def write_sealed(outputs: dict[Path, bytes], hint: str) -> dict[Path, str]:
         except FileNotFoundError:
             continue
         except OSError as exc:
-            raise InputError(f"cannot read the artifact already there: {exc.strerror}",
-                             path=path) from exc
+            raise InputError(
+                f"cannot read the artifact already there: {exc.strerror}", path=path
+            ) from exc
         if held != data:
-            raise ConflictError(f"{path} already holds a different artifact (sealed "
-                                f"artifacts are never rewritten; nothing was written); {hint}")
+            raise ConflictError(
+                f"{path} already holds a different artifact (sealed "
+                f"artifacts are never rewritten; nothing was written); {hint}"
+            )
     return {Path(path): write_artifact(path, data) for path, data in outputs.items()}
 
 
@@ -162,11 +176,14 @@ def read_verified(path: Path) -> bytes:
     try:
         side = side_path.read_bytes().decode("ascii").split()
     except FileNotFoundError as exc:
-        raise IntegrityError(f"{side_path}: the artifact's .sha256 sidecar is missing, so "
-                             f"{path.name} cannot be checked") from exc
+        raise IntegrityError(
+            f"{side_path}: the artifact's .sha256 sidecar is missing, so "
+            f"{path.name} cannot be checked"
+        ) from exc
     except OSError as exc:
-        raise InputError(f"cannot read the artifact's sidecar: {exc.strerror}",
-                         path=side_path) from exc
+        raise InputError(
+            f"cannot read the artifact's sidecar: {exc.strerror}", path=side_path
+        ) from exc
     except UnicodeDecodeError:
         side = []
     if len(side) != 2 or not SHA256_HEX.match(side[0]):

@@ -36,9 +36,11 @@ try:
     from json.encoder import encode_basestring as _encode_basestring
 except ImportError:  # pragma: no cover - CPython always has the C accelerator
     _c_make_encoder = None
-_C_ENCODE = (None if _c_make_encoder is None else
-             _c_make_encoder(None, _unencodable, _encode_basestring, None, ":", ",", True,
-                             False, False))
+_C_ENCODE = (
+    None
+    if _c_make_encoder is None
+    else _c_make_encoder(None, _unencodable, _encode_basestring, None, ":", ",", True, False, False)
+)
 
 
 def canonical_json(value: Any) -> bytes:
@@ -53,8 +55,10 @@ def canonical_json(value: Any) -> bytes:
     try:
         return text.encode("utf-8")
     except UnicodeEncodeError as exc:  # a lone surrogate (from argv or a \ud800 escape)
-        raise InputError("value cannot be canonical JSON: a string holds a lone surrogate "
-                         f"(position {exc.start}), which is not Unicode text") from exc
+        raise InputError(
+            "value cannot be canonical JSON: a string holds a lone surrogate "
+            f"(position {exc.start}), which is not Unicode text"
+        ) from exc
 
 
 def canonical_jsonl(rows: Iterable[Any]) -> bytes:
@@ -106,16 +110,22 @@ def strict_loads(text: str | bytes) -> Any:
     if isinstance(text, bytes):
         text = text.decode("utf-8")
     try:
-        value = json.loads(text, object_pairs_hook=_no_duplicate_keys,
-                           parse_constant=_refuse_constant, parse_float=_finite_float)
+        value = json.loads(
+            text,
+            object_pairs_hook=_no_duplicate_keys,
+            parse_constant=_refuse_constant,
+            parse_float=_finite_float,
+        )
     except RecursionError:
         raise ValueError("nested too deeply to parse") from None
     if _SURROGATE_ESCAPE.search(text):
         try:
             json.dumps(value, ensure_ascii=False).encode("utf-8")
         except UnicodeEncodeError:
-            raise ValueError("a string holds a lone surrogate escape (\\ud800-\\udfff), "
-                             "which is not Unicode text") from None
+            raise ValueError(
+                "a string holds a lone surrogate escape (\\ud800-\\udfff), "
+                "which is not Unicode text"
+            ) from None
     return value
 
 

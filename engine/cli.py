@@ -31,8 +31,11 @@ def main(argv: list[str] | None = None) -> None:
             arg.encode("utf-8")
         except UnicodeEncodeError:  # bytes a UTF-8 locale could not decode (surrogateescape)
             shown = arg.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-            click.echo(f"sealdesk: error: argument {number} ({shown}) is not valid UTF-8; "
-                       "sealdesk signs and stores text, so every argument must be UTF-8", err=True)
+            click.echo(
+                f"sealdesk: error: argument {number} ({shown}) is not valid UTF-8; "
+                "sealdesk signs and stores text, so every argument must be UTF-8",
+                err=True,
+            )
             sys.exit(2)
     try:
         if os.environ.get("SEALDESK_GATE") is not None:

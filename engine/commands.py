@@ -29,36 +29,60 @@ from engine.outputs import InputFile, OutputFile
 # name -> "module:attribute" of a click command, loaded on first use. A
 # command whose module is not installed is simply not offered.
 TOP_LEVEL_LAZY = {
-    "init": ("engine.keys_cli:init",
-             "Create a workspace whose ledger starts with the founding lead's genesis."),
-    "keys": ("engine.keys_cli:keys",
-             "Who may sign, in which role: enrol, revoke, list, migrate (lead-signed)."),
-    "contamination": ("engine.contamination.cli:contamination",
-                      "After review: write the clean eval set and its power check."),
+    "init": (
+        "engine.keys_cli:init",
+        "Create a workspace whose ledger starts with the founding lead's genesis.",
+    ),
+    "keys": (
+        "engine.keys_cli:keys",
+        "Who may sign, in which role: enrol, revoke, list, migrate (lead-signed).",
+    ),
+    "contamination": (
+        "engine.contamination.cli:contamination",
+        "After review: write the clean eval set and its power check.",
+    ),
     "exam": ("engine.exam.cli:exam", "Blind two-lane exam: adjudicate, resolve, score."),
-    "coverage": ("engine.coverage.cli:coverage",
-                 "Detector coverage by category: report, evidence, weak categories."),
+    "coverage": (
+        "engine.coverage.cli:coverage",
+        "Detector coverage by category: report, evidence, weak categories.",
+    ),
     "review": ("reviewer.cli:review", "Open the review app on the workspace."),
-    "signoff": ("engine.signoff.cli:signoff",
-                "Lead sign-off: bind a Merkle tree head over every record."),
-    "checkpoint": ("engine.signoff.cli:checkpoint",
-                   "Export the latest signed tree head as a checkpoint file."),
-    "prove": ("engine.signoff.cli:prove",
-              "Print an inclusion proof of a record against a signed tree head."),
-    "ssh-gate": ("engine.ssh_gate:ssh_gate",
-                 "Forced command for authorized_keys: review work on one workspace only."),
+    "signoff": (
+        "engine.signoff.cli:signoff",
+        "Lead sign-off: bind a Merkle tree head over every record.",
+    ),
+    "checkpoint": (
+        "engine.signoff.cli:checkpoint",
+        "Export the latest signed tree head as a checkpoint file.",
+    ),
+    "prove": (
+        "engine.signoff.cli:prove",
+        "Print an inclusion proof of a record against a signed tree head.",
+    ),
+    "ssh-gate": (
+        "engine.ssh_gate:ssh_gate",
+        "Forced command for authorized_keys: review work on one workspace only.",
+    ),
 }
 SCAN_LAZY = {
-    "contamination": ("engine.contamination.cli:scan_contamination",
-                      "Flag eval items that leak from a training pool or repeat each other."),
+    "contamination": (
+        "engine.contamination.cli:scan_contamination",
+        "Flag eval items that leak from a training pool or repeat each other.",
+    ),
 }
 BENCH_LAZY = {
-    "ledger": ("engine.bench.ledger:bench_ledger",
-               "Append and verify signed records; compare with raw Ed25519."),
-    "contamination": ("engine.contamination.bench.against_seed:bench_contamination",
-                      "sealdesk's n-gram channels against the seed's datasketch code."),
-    "review": ("reviewer.bench:bench_review",
-               "Review app: time to first screen and decision latency."),
+    "ledger": (
+        "engine.bench.ledger:bench_ledger",
+        "Append and verify signed records; compare with raw Ed25519.",
+    ),
+    "contamination": (
+        "engine.contamination.bench.against_seed:bench_contamination",
+        "sealdesk's n-gram channels against the seed's datasketch code.",
+    ),
+    "review": (
+        "reviewer.bench:bench_review",
+        "Review app: time to first screen and decision latency.",
+    ),
 }
 
 
@@ -76,8 +100,9 @@ def _resolve(target: str) -> click.Command | None:
 class LazyGroup(click.Group):
     """A group whose extra commands are imported only when invoked."""
 
-    def __init__(self, *args: Any, lazy: dict[str, tuple[str, str]] | None = None,
-                 **kwargs: Any) -> None:
+    def __init__(
+        self, *args: Any, lazy: dict[str, tuple[str, str]] | None = None, **kwargs: Any
+    ) -> None:
         super().__init__(*args, **kwargs)
         self.lazy = lazy or {}
 
@@ -119,10 +144,18 @@ def _module_exists(target: str) -> bool:
 SESSION: list[Ctx] = []  # this process's Ctx, so a database error can name its file
 
 
-@click.group(cls=LazyGroup, lazy=TOP_LEVEL_LAZY,
-             context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
-@click.option("--workspace", "-w", metavar="DIR", default=None,
-              help="Workspace directory. Default: $SEALDESK_WORKSPACE, else ./workspace.")
+@click.group(
+    cls=LazyGroup,
+    lazy=TOP_LEVEL_LAZY,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
+@click.option(
+    "--workspace",
+    "-w",
+    metavar="DIR",
+    default=None,
+    help="Workspace directory. Default: $SEALDESK_WORKSPACE, else ./workspace.",
+)
 @click.version_option(__version__, prog_name="sealdesk")
 @click.pass_context
 def cli(ctx: click.Context, workspace: str | None) -> None:
@@ -163,12 +196,16 @@ def ingest(ctx: Ctx, files: tuple[str, ...]) -> None:
         for item, _ in f.items:
             defaults.setdefault(item.run_id, source)
     with ctx.open() as ws, reporter() as rep:
-        stage = rep.stage("ingest " + ", ".join(f.path.name for f in read), total=len(pairs),
-                          unit="items")
+        stage = rep.stage(
+            "ingest " + ", ".join(f.path.name for f in read), total=len(pairs), unit="items"
+        )
         # One transaction for every file: a conflict in the last writes nothing of the first.
-        result = ws.ingest([item for item, _ in pairs], run_defaults=defaults,
-                           source=", ".join(files),
-                           origins={(i.queue, i.item_id): w for i, w in reversed(pairs)})
+        result = ws.ingest(
+            [item for item, _ in pairs],
+            run_defaults=defaults,
+            source=", ".join(files),
+            origins={(i.queue, i.item_id): w for i, w in reversed(pairs)},
+        )
         stage.advance(len(pairs))
         stage.finish()
     click.echo(f"{', '.join(files)}: {result.added} added, {result.unchanged} already held")
@@ -178,11 +215,16 @@ def ingest(ctx: Ctx, files: tuple[str, ...]) -> None:
 @click.option("--queue", type=click.Choice(["flagged_pairs", "adjudication", "weak_categories"]))
 @click.option("--status", type=click.Choice(["undecided", "accept", "reject", "skip"]))
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON array (for scripts).")
-@click.option("--payload", "with_payload", is_flag=True,
-              help="With --json: include each item's payload (what a decision is about).")
+@click.option(
+    "--payload",
+    "with_payload",
+    is_flag=True,
+    help="With --json: include each item's payload (what a decision is about).",
+)
 @pass_ctx
-def items(ctx: Ctx, queue: str | None, status: str | None, as_json: bool,
-          with_payload: bool) -> None:
+def items(
+    ctx: Ctx, queue: str | None, status: str | None, as_json: bool, with_payload: bool
+) -> None:
     """List backlog items and their effective decision.
 
     \b
@@ -192,8 +234,9 @@ def items(ctx: Ctx, queue: str | None, status: str | None, as_json: bool,
     if with_payload and not as_json:
         from engine.errors import InputError
 
-        raise InputError("--payload needs --json: payloads are printed as JSON only",
-                         field="payload")
+        raise InputError(
+            "--payload needs --json: payloads are printed as JSON only", field="payload"
+        )
     with ctx.open(read_only=True) as ws:
         rows = ws.items(queue=queue, status=status)
         if with_payload:
@@ -223,22 +266,46 @@ def _signer(ws, key: str | None, queue: str | None = None, role: str | None = No
 
 
 @cli.command()
-@click.option("--queue", required=True,
-              type=click.Choice(["flagged_pairs", "adjudication", "weak_categories"]))
-@click.option("--item", "item_ids", required=True, multiple=True,
-              help="Item id; repeat for several, or '-' to read ids from stdin.")
+@click.option(
+    "--queue",
+    required=True,
+    type=click.Choice(["flagged_pairs", "adjudication", "weak_categories"]),
+)
+@click.option(
+    "--item",
+    "item_ids",
+    required=True,
+    multiple=True,
+    help="Item id; repeat for several, or '-' to read ids from stdin.",
+)
 @click.option("--decision", required=True, type=click.Choice(["accept", "reject", "skip"]))
 @click.option("--note", default=None, help="Why; kept in the signed record.")
-@click.option("--key", default=None, type=InputFile(),
-              help="OpenSSH private key file. Default: a key from ssh-agent.")
+@click.option(
+    "--key",
+    default=None,
+    type=InputFile(),
+    help="OpenSSH private key file. Default: a key from ssh-agent.",
+)
 @click.option("--principal", default=None, help="When the key is enrolled under several names.")
 @click.option("--role", default=None, type=click.Choice(["reviewer", "adjudicator", "lead"]))
-@click.option("--overrule", is_flag=True,
-              help="Replace another principal's standing decision, saying so in the signed "
-                   "record (never one made in a role above yours).")
+@click.option(
+    "--overrule",
+    is_flag=True,
+    help="Replace another principal's standing decision, saying so in the signed "
+    "record (never one made in a role above yours).",
+)
 @pass_ctx
-def decide(ctx: Ctx, queue: str, item_ids: tuple[str, ...], decision: str, note: str | None,
-           key: str | None, principal: str | None, role: str | None, overrule: bool) -> None:
+def decide(
+    ctx: Ctx,
+    queue: str,
+    item_ids: tuple[str, ...],
+    decision: str,
+    note: str | None,
+    key: str | None,
+    principal: str | None,
+    role: str | None,
+    overrule: bool,
+) -> None:
     """Sign and append decisions (the app's signing path, for scripts).
 
     Several items are decided in one transaction: all are signed or none.
@@ -259,42 +326,61 @@ def decide(ctx: Ctx, queue: str, item_ids: tuple[str, ...], decision: str, note:
     else:
         ids = [(item_id, None) for item_id in item_ids]
     if not ids:
-        raise InputError("no item ids on stdin; nothing was signed", path="<stdin>",
-                         field="item")
+        raise InputError("no item ids on stdin; nothing was signed", path="<stdin>", field="item")
     first_at: dict[str, int | None] = {}
     for number, (item_id, line) in enumerate(ids, start=1):
         if item_id in first_at:  # one decision per item per run: a repeat is a mistake
             earlier = first_at[item_id]
             where = f"line {earlier}" if line else f"--item #{earlier}"
-            raise InputError(f"item {item_id!r} is given twice (first at {where}); nothing "
-                             "was signed", path="<stdin>" if line else None, line=line,
-                             field="item")
+            raise InputError(
+                f"item {item_id!r} is given twice (first at {where}); nothing was signed",
+                path="<stdin>" if line else None,
+                line=line,
+                field="item",
+            )
         first_at[item_id] = line if line else number
     with ctx.open() as ws:
         # Every id is checked before the first signature, naming its line; the
         # batch below is one transaction, so any later refusal signs nothing either.
         for item_id, line in ids:
             if ws.item(queue, item_id) is None:
-                raise InputError(f"no item {item_id!r} in queue {queue}; nothing was signed",
-                                 path="<stdin>" if line else None, line=line, field="item")
+                raise InputError(
+                    f"no item {item_id!r} in queue {queue}; nothing was signed",
+                    path="<stdin>" if line else None,
+                    line=line,
+                    field="item",
+                )
         signer = _signer(ws, key, queue, role)
-        outcomes = ws.decide_many(signer, queue, [item_id for item_id, _ in ids], decision,
-                                  note=note, principal=principal, role=role,
-                                  overrule=overrule)
+        outcomes = ws.decide_many(
+            signer,
+            queue,
+            [item_id for item_id, _ in ids],
+            decision,
+            note=note,
+            principal=principal,
+            role=role,
+            overrule=overrule,
+        )
         kept = [ws.receipt(o.record) for o in outcomes if o.record is not None]
     for outcome in outcomes:
         rec, where = outcome.record, f"{queue}/{outcome.item_id}"
         if rec is None:
             unsaid = "; the note was not recorded" if note is not None else ""
-            click.echo(f"already {decision} by you (#{outcome.standing['seq']}): {where}, "
-                       f"nothing signed{unsaid}")
+            click.echo(
+                f"already {decision} by you (#{outcome.standing['seq']}): {where}, "
+                f"nothing signed{unsaid}"
+            )
             continue
-        line = (f"#{rec.seq} {decision} {where} by {rec.body['principal']} as "
-                f"{rec.body['role']} {rec.record_hash[:12]}")
+        line = (
+            f"#{rec.seq} {decision} {where} by {rec.body['principal']} as "
+            f"{rec.body['role']} {rec.record_hash[:12]}"
+        )
         over = outcome.overruled
         if over is not None:
-            line += (f" (overrules {over['decision']} by {over['principal']} as "
-                     f"{over['role']}, #{over['seq']})")
+            line += (
+                f" (overrules {over['decision']} by {over['principal']} as "
+                f"{over['role']}, #{over['seq']})"
+            )
         click.echo(line)
     _keep_receipts(kept)
 
@@ -310,11 +396,17 @@ def _keep_receipts(kept: list[dict[str, Any]]) -> None:
     try:
         path = keep(kept)
     except OSError as exc:
-        click.echo(f"warning: receipts not kept ({exc.strerror or exc}); the last is: "
-                   f"seq {last['seq']} {last['record_hash']} root {last['root']}", err=True)
+        click.echo(
+            f"warning: receipts not kept ({exc.strerror or exc}); the last is: "
+            f"seq {last['seq']} {last['record_hash']} root {last['root']}",
+            err=True,
+        )
         return
-    click.echo(f"receipt: #{last['seq']} tree {last['tree_size']} root {last['root'][:16]} "
-               f"({len(kept)} kept in {path})", err=True)
+    click.echo(
+        f"receipt: #{last['seq']} tree {last['tree_size']} root {last['root'][:16]} "
+        f"({len(kept)} kept in {path})",
+        err=True,
+    )
 
 
 def _stdin_ids() -> list[tuple[str, int]]:
@@ -326,23 +418,28 @@ def _stdin_ids() -> list[tuple[str, int]]:
         try:
             text = raw.decode("utf-8").strip()
         except UnicodeDecodeError as exc:
-            raise InputError(f"not UTF-8 ({exc.reason})", path="<stdin>", line=number,
-                             field="item") from exc
+            raise InputError(
+                f"not UTF-8 ({exc.reason})", path="<stdin>", line=number, field="item"
+            ) from exc
         if text:
             ids.append((text, number))
     return ids
 
 
 @cli.command()
-@click.option("--queue", required=True,
-              type=click.Choice(["flagged_pairs", "adjudication", "weak_categories"]))
+@click.option(
+    "--queue",
+    required=True,
+    type=click.Choice(["flagged_pairs", "adjudication", "weak_categories"]),
+)
 @click.option("--item", "item_id", required=True)
 @click.option("--note", default=None)
 @click.option("--key", default=None, type=InputFile())
 @click.option("--principal", default=None)
 @pass_ctx
-def undo(ctx: Ctx, queue: str, item_id: str, note: str | None, key: str | None,
-         principal: str | None) -> None:
+def undo(
+    ctx: Ctx, queue: str, item_id: str, note: str | None, key: str | None, principal: str | None
+) -> None:
     """Retract an item's standing decision (appends a retract record)."""
     with ctx.open() as ws:
         rec = ws.retract(_signer(ws, key, queue), queue, item_id, note=note, principal=principal)
@@ -352,23 +449,52 @@ def undo(ctx: Ctx, queue: str, item_id: str, note: str | None, key: str | None,
 
 
 @cli.command()
-@click.option("--checkpoint", "checkpoint", default=None, type=InputFile(),
-              help="Also check the workspace against an exported checkpoint.")
-@click.option("--anchor", default=None, type=InputFile(),
-              help="An allowed_signers file with the lead key(s) you trust (your own copy): "
-                   "the genesis must be signed by them.")
-@click.option("--receipts", default=None, type=click.Path(file_okay=False),
-              help="A directory of signers' receipts: every receipted record must still be "
-                   "here, unchanged (catches a rollback or a fork).")
-@click.option("--witness", "witnesses", multiple=True, type=click.Path(file_okay=False),
-              help="A witness directory of pushed checkpoints: the ledger must extend each "
-                   "one (repeat for several).")
-@click.option("--jobs", default=None, type=click.IntRange(min=1),
-              help="Worker processes (default: all cores).")
+@click.option(
+    "--checkpoint",
+    "checkpoint",
+    default=None,
+    type=InputFile(),
+    help="Also check the workspace against an exported checkpoint.",
+)
+@click.option(
+    "--anchor",
+    default=None,
+    type=InputFile(),
+    help="An allowed_signers file with the lead key(s) you trust (your own copy): "
+    "the genesis must be signed by them.",
+)
+@click.option(
+    "--receipts",
+    default=None,
+    type=click.Path(file_okay=False),
+    help="A directory of signers' receipts: every receipted record must still be "
+    "here, unchanged (catches a rollback or a fork).",
+)
+@click.option(
+    "--witness",
+    "witnesses",
+    multiple=True,
+    type=click.Path(file_okay=False),
+    help="A witness directory of pushed checkpoints: the ledger must extend each "
+    "one (repeat for several).",
+)
+@click.option(
+    "--jobs",
+    default=None,
+    type=click.IntRange(min=1),
+    help="Worker processes (default: all cores).",
+)
 @click.option("--quiet", "-q", is_flag=True)
 @pass_ctx
-def verify(ctx: Ctx, checkpoint: str | None, anchor: str | None, receipts: str | None,
-           witnesses: tuple[str, ...], jobs: int | None, quiet: bool) -> None:
+def verify(
+    ctx: Ctx,
+    checkpoint: str | None,
+    anchor: str | None,
+    receipts: str | None,
+    witnesses: tuple[str, ...],
+    jobs: int | None,
+    quiet: bool,
+) -> None:
     """Check every record's hash, link, signature, signer, role and enrolment.
 
     Who may sign record N is replayed from the genesis and the enrolment
@@ -378,15 +504,20 @@ def verify(ctx: Ctx, checkpoint: str | None, anchor: str | None, receipts: str |
     from engine.signoff.verify import verify_workspace
 
     with ctx.open(read_only=True) as ws:
-        report = verify_workspace(ws, processes=jobs, show_progress=not quiet,
-                                  checkpoint=Path(checkpoint) if checkpoint else None,
-                                  anchor=Path(anchor) if anchor else None,
-                                  receipts=Path(receipts) if receipts else None,
-                                  witnesses=tuple(map(Path, witnesses)))
+        report = verify_workspace(
+            ws,
+            processes=jobs,
+            show_progress=not quiet,
+            checkpoint=Path(checkpoint) if checkpoint else None,
+            anchor=Path(anchor) if anchor else None,
+            receipts=Path(receipts) if receipts else None,
+            witnesses=tuple(map(Path, witnesses)),
+        )
     if report.ok:
         who = ", ".join(f"{p} {n}" for p, n in sorted(report.signers.items())) or "none"
-        click.echo(f"ok: {report.records} record(s) verified; head {report.head_hash[:16]}; "
-                   f"signers: {who}")
+        click.echo(
+            f"ok: {report.records} record(s) verified; head {report.head_hash[:16]}; signers: {who}"
+        )
         return
     first = report.first
     click.echo(f"FAIL: {first.where}", err=True)
@@ -396,8 +527,9 @@ def verify(ctx: Ctx, checkpoint: str | None, anchor: str | None, receipts: str |
 
 
 @cli.command()
-@click.option("--out", required=True, type=OutputFile(),
-              help="JSONL file to write (one record per line).")
+@click.option(
+    "--out", required=True, type=OutputFile(), help="JSONL file to write (one record per line)."
+)
 @pass_ctx
 def export(ctx: Ctx, out: str) -> None:
     """Export every record with its exact signed bytes and SSHSIG.

@@ -68,8 +68,7 @@ SCOPES = ("request", "job")
 INPUTS_DIR = "inputs"
 # Where a gated command may read: the operator's inputs and sealdesk's own sealed artifacts.
 READABLE_DIRS = (INPUTS_DIR, "artifacts")
-DEFAULT_ALLOWED = ("review", "signoff", "verify", "items", "decide", "undo", "prove",
-                   "checkpoint")
+DEFAULT_ALLOWED = ("review", "signoff", "verify", "items", "decide", "undo", "prove", "checkpoint")
 # Groups of which only these subcommands may be reached through the gate.
 NESTED_ALLOWED = {"checkpoint": ("export",)}
 # Never reachable through the gate, whatever --allow says.
@@ -80,8 +79,16 @@ NEVER_ALLOWED = ("ssh-gate",)
 _GUARDED_DIRS = (INPUTS_DIR, "jobs")
 
 PLAIN, NOTE, INPUT, OUTPUT, DATASET, CREDENTIAL, NETWORK, WORKSPACE, UNKNOWN = (
-    "plain", "note", "input", "output", "dataset", "credential", "network", "workspace",
-    "unknown")
+    "plain",
+    "note",
+    "input",
+    "output",
+    "dataset",
+    "credential",
+    "network",
+    "workspace",
+    "unknown",
+)
 
 
 @dataclass(frozen=True)
@@ -97,50 +104,102 @@ class ParamKind:
 # (run ids) is plain here because the command checks it against RUN_ID itself.
 NAMED: dict[str, ParamKind] = {
     # text that names no file and no host
-    **{name: ParamKind(PLAIN) for name in (
-        "--principal", "--item", "--theme", "--run", "--run-id", "--out-run-id",
-        "--store-id", "--candidate-version", "--holdout-id", "--version", "--created-at",
-        "--expires-in", "--detector-version", "--evaluation-set-id", "--text-field",
-        "--id-field", "--pool-text-field", "--pool-id-field", "--eval-split",
-        "--eval-revision", "--eval-config", "--pool-split", "--pool-revision",
-        "--pool-config", "--probe-model", "--probe-answer-field", "--workers", "--allow",
-        "RECORD", "--lead", "--valid-before")},
+    **{
+        name: ParamKind(PLAIN)
+        for name in (
+            "--principal",
+            "--item",
+            "--theme",
+            "--run",
+            "--run-id",
+            "--out-run-id",
+            "--store-id",
+            "--candidate-version",
+            "--holdout-id",
+            "--version",
+            "--created-at",
+            "--expires-in",
+            "--detector-version",
+            "--evaluation-set-id",
+            "--text-field",
+            "--id-field",
+            "--pool-text-field",
+            "--pool-id-field",
+            "--eval-split",
+            "--eval-revision",
+            "--eval-config",
+            "--pool-split",
+            "--pool-revision",
+            "--pool-config",
+            "--probe-model",
+            "--probe-answer-field",
+            "--workers",
+            "--allow",
+            "RECORD",
+            "--lead",
+            "--valid-before",
+        )
+    },
     "--note": ParamKind(NOTE),
-    "--reason": ParamKind(NOTE),                       # keys revoke: why, kept in the record
+    "--reason": ParamKind(NOTE),  # keys revoke: why, kept in the record
     "--workspace": ParamKind(WORKSPACE),
     # read
-    "--checkpoint": ParamKind(INPUT, stream=True),     # verify, prove: '-' reads stdin
-    "--consistency": ParamKind(INPUT, stream=True),    # prove: the older checkpoint
-    "--receipts": ParamKind(INPUT),                    # verify: a directory of receipts
-    "--witness": ParamKind(INPUT),                     # verify: a witness directory
-    "--model": ParamKind(INPUT),                       # a model directory
+    "--checkpoint": ParamKind(INPUT, stream=True),  # verify, prove: '-' reads stdin
+    "--consistency": ParamKind(INPUT, stream=True),  # prove: the older checkpoint
+    "--receipts": ParamKind(INPUT),  # verify: a directory of receipts
+    "--witness": ParamKind(INPUT),  # verify: a witness directory
+    "--model": ParamKind(INPUT),  # a model directory
     "--eval": ParamKind(DATASET),
     "--pool": ParamKind(DATASET),
     # written
-    "--out": ParamKind(OUTPUT),                        # also a bare click.Path --out
+    "--out": ParamKind(OUTPUT),  # also a bare click.Path --out
     "--out-dir": ParamKind(OUTPUT),
-    "--store": ParamKind(OUTPUT),                      # the lineage store is updated
+    "--store": ParamKind(OUTPUT),  # the lineage store is updated
     "--embed-cache": ParamKind(OUTPUT),
     "--data-dir": ParamKind(OUTPUT),
     "--dir": ParamKind(OUTPUT),
-    "DIRECTORY": ParamKind(OUTPUT),                    # checkpoint witness add: pushed to
+    "DIRECTORY": ParamKind(OUTPUT),  # checkpoint witness add: pushed to
     # keys, trust anchors, configs
-    **{name: ParamKind(CREDENTIAL) for name in (
-        "--key", "--keys", "--benchmark-key", "--trust-root", "--config",
-        "--adjudicator-config", "--labelers-config")},
+    **{
+        name: ParamKind(CREDENTIAL)
+        for name in (
+            "--key",
+            "--keys",
+            "--benchmark-key",
+            "--trust-root",
+            "--config",
+            "--adjudicator-config",
+            "--labelers-config",
+        )
+    },
     # addresses
     "--probe-endpoint": ParamKind(NETWORK),
     "--ray-address": ParamKind(NETWORK),
 }
 # Words of an option's name that mark it whatever its type, so that an option added
 # later that names a key or an address is refused even before it is classified.
-_CREDENTIAL_WORDS = {"key", "keys", "config", "trust", "secret", "token", "password",
-                     "identity", "credential", "credentials"}
-_NETWORK_WORDS = {"endpoint", "address", "addr", "url", "uri", "host", "port", "server",
-                  "proxy"}
+_CREDENTIAL_WORDS = {
+    "key",
+    "keys",
+    "config",
+    "trust",
+    "secret",
+    "token",
+    "password",
+    "identity",
+    "credential",
+    "credentials",
+}
+_NETWORK_WORDS = {"endpoint", "address", "addr", "url", "uri", "host", "port", "server", "proxy"}
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
-_PLAIN_TYPES = (click.types.BoolParamType, click.Choice, click.types.IntParamType,
-                click.types.FloatParamType, click.DateTime, click.types.UUIDParameterType)
+_PLAIN_TYPES = (
+    click.types.BoolParamType,
+    click.Choice,
+    click.types.IntParamType,
+    click.types.FloatParamType,
+    click.DateTime,
+    click.types.UUIDParameterType,
+)
 
 
 def param_name(param: click.Parameter) -> str:
@@ -163,8 +222,9 @@ def classify(param: click.Parameter) -> ParamKind:
     if name in NAMED:
         named = NAMED[name]
         # '-' is a stream where the table says so or where the type itself takes it.
-        stream = named.stream or bool(getattr(kind, "allow_stdout", False)
-                                      or getattr(kind, "allow_dash", False))
+        stream = named.stream or bool(
+            getattr(kind, "allow_stdout", False) or getattr(kind, "allow_dash", False)
+        )
         return ParamKind(named.kind, stream)
     words = set(name.lstrip("-").lower().split("-"))
     if words & _CREDENTIAL_WORDS:
@@ -176,8 +236,7 @@ def classify(param: click.Parameter) -> ParamKind:
     if isinstance(kind, InputFile):
         return ParamKind(INPUT, stream=bool(kind.allow_dash))
     if isinstance(kind, click.File):
-        return ParamKind(OUTPUT if any(c in kind.mode for c in "wax+") else INPUT,
-                         stream=True)
+        return ParamKind(OUTPUT if any(c in kind.mode for c in "wax+") else INPUT, stream=True)
     if isinstance(kind, _PLAIN_TYPES):
         return ParamKind(PLAIN)
     if words & {"sha256"} and isinstance(kind, click.types.StringParamType):
@@ -191,9 +250,9 @@ class Verdict:
 
     allowed: bool
     reason: str | None
-    command: tuple[str, ...]      # the subcommand path, e.g. ("checkpoint", "export")
-    args: tuple[str, ...]         # the argv from the subcommand on (top-level options gone)
-    top_flag: str | None = None   # --help or --version given before any subcommand
+    command: tuple[str, ...]  # the subcommand path, e.g. ("checkpoint", "export")
+    args: tuple[str, ...]  # the argv from the subcommand on (top-level options gone)
+    top_flag: str | None = None  # --help or --version given before any subcommand
 
 
 class _Refused(Exception):
@@ -210,8 +269,9 @@ class GatePolicy:
     allowed: tuple[str, ...] = DEFAULT_ALLOWED
 
     @classmethod
-    def for_workspace(cls, workspace: str | Path,
-                      allowed: tuple[str, ...] | list[str] = DEFAULT_ALLOWED) -> "GatePolicy":
+    def for_workspace(
+        cls, workspace: str | Path, allowed: tuple[str, ...] | list[str] = DEFAULT_ALLOWED
+    ) -> "GatePolicy":
         """Gives the policy for a workspace (resolved through links)."""
         return cls(Path(os.path.realpath(workspace)), tuple(allowed))
 
@@ -226,13 +286,21 @@ class GatePolicy:
         """Gives the value of SEALDESK_GATE that makes sealdesk apply this policy."""
         if scope not in SCOPES:
             raise ValueError(scope)
-        return json.dumps({"workspace": str(self.workspace), "allow": list(self.allowed),
-                           "scope": scope}, sort_keys=True)
+        return json.dumps(
+            {"workspace": str(self.workspace), "allow": list(self.allowed), "scope": scope},
+            sort_keys=True,
+        )
 
     # -- judging ---------------------------------------------------------------------
 
-    def check(self, argv: list[str] | tuple[str, ...], scope: str = "request", *,
-              root: click.Group | None = None, cwd: str | Path | None = None) -> Verdict:
+    def check(
+        self,
+        argv: list[str] | tuple[str, ...],
+        scope: str = "request",
+        *,
+        root: click.Group | None = None,
+        cwd: str | Path | None = None,
+    ) -> Verdict:
         """Gives the verdict on running ``sealdesk ARGV`` under this policy in a scope.
 
         ``root`` is the command tree (default: sealdesk's own); relative paths are
@@ -247,8 +315,13 @@ class GatePolicy:
         except _Refused as refused:
             return Verdict(False, refused.reason, (), tuple(argv))
 
-    def enforce(self, argv: list[str] | tuple[str, ...], scope: str = "request", *,
-                root: click.Group | None = None) -> Verdict:
+    def enforce(
+        self,
+        argv: list[str] | tuple[str, ...],
+        scope: str = "request",
+        *,
+        root: click.Group | None = None,
+    ) -> Verdict:
         """Gives the verdict when argv may run; else raises PermissionRefused saying why."""
         verdict = self.check(argv, scope, root=root)
         if not verdict.allowed:
@@ -256,8 +329,7 @@ class GatePolicy:
         return verdict
 
     def _check(self, argv: list[str], scope: str, root: click.Group, cwd: Path) -> Verdict:
-        ctx = click.Context(root, info_name="sealdesk",
-                            **root.context_settings)
+        ctx = click.Context(root, info_name="sealdesk", **root.context_settings)
         opts, rest, order = _parse(root, ctx, argv, "before the command")
         top_flag = None
         for param in _unique(order):
@@ -278,23 +350,25 @@ class GatePolicy:
             return Verdict(True, None, (), tuple(rest), top_flag)
         name, args = rest[0], rest[1:]
         if name in NEVER_ALLOWED or name not in self.allowed:
-            raise _Refused(f"'sealdesk {name}' is not allowed through this key (allowed: "
-                           f"{', '.join(self.allowed) or 'nothing'})")
+            raise _Refused(
+                f"'sealdesk {name}' is not allowed through this key (allowed: "
+                f"{', '.join(self.allowed) or 'nothing'})"
+            )
         command = root.get_command(ctx, name)
         if command is None:
             raise _Refused(f"no command 'sealdesk {name}'")
         path = [name]
         while True:
-            ctx = click.Context(command, info_name=path[-1], parent=ctx,
-                                **command.context_settings)
+            ctx = click.Context(command, info_name=path[-1], parent=ctx, **command.context_settings)
             opts, args, order = _parse(command, ctx, args, f"in 'sealdesk {' '.join(path)}'")
             for param in _unique(order):
                 self._judge(param, opts.get(param.name), scope, cwd, path)
             self._judge_defaults(command, ctx, order, scope, cwd, path)
             if not isinstance(command, click.Group):
                 if args:
-                    raise _Refused(f"unexpected argument(s) to 'sealdesk {' '.join(path)}': "
-                                   f"{' '.join(args)}")
+                    raise _Refused(
+                        f"unexpected argument(s) to 'sealdesk {' '.join(path)}': {' '.join(args)}"
+                    )
                 return Verdict(True, None, tuple(path), tuple(rest))
             nested = NESTED_ALLOWED.get(path[0]) if len(path) == 1 else None
             if not args:
@@ -310,8 +384,15 @@ class GatePolicy:
             command = sub
             path.append(sub_name)
 
-    def _judge_defaults(self, command: click.Command, ctx: click.Context, given: list,
-                        scope: str, cwd: Path, path: list[str]) -> None:
+    def _judge_defaults(
+        self,
+        command: click.Command,
+        ctx: click.Context,
+        given: list,
+        scope: str,
+        cwd: Path,
+        path: list[str],
+    ) -> None:
         # A path a command falls back on (say, a benchmark's working directory ".")
         # is held to the same rules as one typed.
         seen = {id(p) for p in given}
@@ -319,29 +400,48 @@ class GatePolicy:
             if id(param) in seen or callable(param.default):
                 continue
             if isinstance(param.default, (str, os.PathLike)) and classify(param).kind in (
-                    INPUT, OUTPUT, DATASET):
+                INPUT,
+                OUTPUT,
+                DATASET,
+            ):
                 self._judge(param, os.fspath(param.default), scope, cwd, path, default=True)
 
-    def _judge(self, param: click.Parameter, value: Any, scope: str, cwd: Path,
-               path: list[str], *, default: bool = False) -> None:
+    def _judge(
+        self,
+        param: click.Parameter,
+        value: Any,
+        scope: str,
+        cwd: Path,
+        path: list[str],
+        *,
+        default: bool = False,
+    ) -> None:
         kind = classify(param)
         name = param_name(param)
         where = f"{name} of 'sealdesk {' '.join(path)}'"
         if kind.kind == UNKNOWN:
-            raise _Refused(f"{where} is not one the gate knows; it is refused until it is "
-                           "classified in engine/gate_policy.py")
+            raise _Refused(
+                f"{where} is not one the gate knows; it is refused until it is "
+                "classified in engine/gate_policy.py"
+            )
         if kind.kind == CREDENTIAL:
-            raise _Refused(f"{name} is refused: it names a key, trust or config file on this "
-                           "host; sign with the key in your forwarded ssh-agent (ssh -A)")
+            raise _Refused(
+                f"{name} is refused: it names a key, trust or config file on this "
+                "host; sign with the key in your forwarded ssh-agent (ssh -A)"
+            )
         if kind.kind == NETWORK:
-            raise _Refused(f"{name} is refused: it names an address to connect to, and "
-                           "nothing started through this key connects out")
+            raise _Refused(
+                f"{name} is refused: it names an address to connect to, and "
+                "nothing started through this key connects out"
+            )
         for text in _values(value):
             if kind.kind == NOTE:
                 continue
             if _URL.match(text):
-                raise _Refused(f"{name} {text!r}: a URL is refused here; nothing started "
-                               "through this key connects out")
+                raise _Refused(
+                    f"{name} {text!r}: a URL is refused here; nothing started "
+                    "through this key connects out"
+                )
             if kind.kind == PLAIN:
                 continue
             if text == "-" and kind.stream:
@@ -360,44 +460,59 @@ class GatePolicy:
 
     def _judge_input(self, name: str, text: str, shown: str, cwd: Path) -> None:
         if not self.readable(_real(cwd, text)):
-            raise _Refused(f"{name} {shown} is not in the workspace's inputs "
-                           f"({self.inputs}/ or artifacts/); only files placed there are "
-                           "read for you")
+            raise _Refused(
+                f"{name} {shown} is not in the workspace's inputs "
+                f"({self.inputs}/ or artifacts/); only files placed there are "
+                "read for you"
+            )
 
     def _judge_dataset(self, name: str, text: str, cwd: Path) -> None:
         if glob.has_magic(text):
             matches = glob.glob(str(cwd / text), recursive=True)
-            if not self.readable(_real(cwd, text)) or not matches or not all(
-                    self.readable(_real(cwd, m)) for m in matches):
-                raise _Refused(f"{name} {text!r} must match only files in the workspace's "
-                               f"inputs ({self.inputs}/ or artifacts/)")
+            if (
+                not self.readable(_real(cwd, text))
+                or not matches
+                or not all(self.readable(_real(cwd, m)) for m in matches)
+            ):
+                raise _Refused(
+                    f"{name} {text!r} must match only files in the workspace's "
+                    f"inputs ({self.inputs}/ or artifacts/)"
+                )
             return
         real = _real(cwd, text)
         if not (self.readable(real) and os.path.isfile(real)):
-            raise _Refused(f"{name} {text!r} is not a file in the workspace's inputs "
-                           f"({self.inputs}/ or artifacts/); hub datasets and URLs are not "
-                           "fetched for you")
+            raise _Refused(
+                f"{name} {text!r} is not a file in the workspace's inputs "
+                f"({self.inputs}/ or artifacts/); hub datasets and URLs are not "
+                "fetched for you"
+            )
 
-    def _judge_output(self, name: str, text: str, shown: str, scope: str,
-                      cwd: Path) -> None:
+    def _judge_output(self, name: str, text: str, shown: str, scope: str, cwd: Path) -> None:
         if scope == "request":
-            raise _Refused(f"{name} may only be '-' here (stdout, where the option takes it), "
-                           f"not {shown}; files on the review host are not written for you")
+            raise _Refused(
+                f"{name} may only be '-' here (stdout, where the option takes it), "
+                f"not {shown}; files on the review host are not written for you"
+            )
         from engine.outputs import workspace_owner
 
         real = _real(cwd, text)
         if not _inside(real, self.workspace):
-            raise _Refused(f"{name} {shown} is outside the workspace ({self.workspace}); a "
-                           "job writes only inside it")
+            raise _Refused(
+                f"{name} {shown} is outside the workspace ({self.workspace}); a "
+                "job writes only inside it"
+            )
         owner = workspace_owner(real, self.workspace)
         guarded = next((d for d in _GUARDED_DIRS if _inside(real, self.workspace / d)), None)
         if owner is not None or guarded is not None:
-            raise _Refused(f"{name} {shown} is the workspace's own {owner or guarded + '/'}; "
-                           "write elsewhere in the workspace")
+            raise _Refused(
+                f"{name} {shown} is the workspace's own {owner or guarded + '/'}; "
+                "write elsewhere in the workspace"
+            )
 
 
-def _parse(command: click.Command, ctx: click.Context, args: list[str],
-           where: str) -> tuple[dict[str, Any], list[str], list[click.Parameter]]:
+def _parse(
+    command: click.Command, ctx: click.Context, args: list[str], where: str
+) -> tuple[dict[str, Any], list[str], list[click.Parameter]]:
     """Gives what click's own parser makes of args: values by name, the rest, the order."""
     try:
         opts, rest, order = command.make_parser(ctx).parse_args(args=list(args))
@@ -450,12 +565,17 @@ def active() -> tuple[GatePolicy, str] | None:
     try:
         data = json.loads(raw)
         workspace, allowed, scope = data["workspace"], data["allow"], data["scope"]
-        if (not isinstance(workspace, str) or scope not in SCOPES
-                or not all(isinstance(a, str) for a in allowed)):
+        if (
+            not isinstance(workspace, str)
+            or scope not in SCOPES
+            or not all(isinstance(a, str) for a in allowed)
+        ):
             raise ValueError(raw)
     except (ValueError, KeyError, TypeError) as exc:
-        raise PermissionRefused(f"ssh-gate: ${ENV_VAR} cannot be read ({exc}); nothing runs "
-                                "under a gate whose rules are unknown") from exc
+        raise PermissionRefused(
+            f"ssh-gate: ${ENV_VAR} cannot be read ({exc}); nothing runs "
+            "under a gate whose rules are unknown"
+        ) from exc
     return GatePolicy.for_workspace(workspace, allowed), scope
 
 
@@ -467,23 +587,23 @@ def enforce_from_environment(argv: list[str]) -> None:
         policy.enforce(argv, scope)
 
 
-def inventory(root: click.Group | None = None) -> Iterator[tuple[tuple[str, ...],
-                                                                   click.Parameter, ParamKind]]:
+def inventory(
+    root: click.Group | None = None,
+) -> Iterator[tuple[tuple[str, ...], click.Parameter, ParamKind]]:
     """Gives (command path, parameter, kind) for every parameter of every command in the
     tree, the help options left out."""
     if root is None:
         from engine.commands import cli as root
-    yield from _walk(root, click.Context(root, info_name="sealdesk", **root.context_settings),
-                     ())
+    yield from _walk(root, click.Context(root, info_name="sealdesk", **root.context_settings), ())
 
 
-def _walk(command: click.Command, ctx: click.Context,
-          path: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], click.Parameter, ParamKind]]:
+def _walk(
+    command: click.Command, ctx: click.Context, path: tuple[str, ...]
+) -> Iterator[tuple[tuple[str, ...], click.Parameter, ParamKind]]:
     for param in command.params:
         yield path, param, classify(param)
     if isinstance(command, click.Group):
         for name in command.list_commands(ctx):
             sub = command.get_command(ctx, name)
             if sub is not None:
-                yield from _walk(sub, click.Context(sub, info_name=name, parent=ctx),
-                                 (*path, name))
+                yield from _walk(sub, click.Context(sub, info_name=name, parent=ctx), (*path, name))

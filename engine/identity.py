@@ -28,8 +28,9 @@ def choose_signer(key: str | Path | None, allowed, roles: tuple[str, ...] = ()) 
     if key:
         return FileSigner(Path(key).expanduser())
     if not os.environ.get("SSH_AUTH_SOCK"):
-        raise AgentError("no key to sign with: pass --key FILE or start ssh-agent "
-                         "(SSH_AUTH_SOCK is not set)")
+        raise AgentError(
+            "no key to sign with: pass --key FILE or start ssh-agent (SSH_AUTH_SOCK is not set)"
+        )
     client = AgentClient()
     keys = agent_ed25519_keys(client)
     if not keys:
@@ -49,7 +50,8 @@ def choose_signer(key: str | Path | None, allowed, roles: tuple[str, ...] = ()) 
     # The ledger's authority has no file; only a legacy allowed_signers (migrate) has.
     where = allowed.path if isinstance(allowed, AllowedSigners) else "this workspace's ledger"
     raise PermissionRefused(
-        "none of ssh-agent's keys (" + ", ".join(k.fingerprint for k in keys)
+        "none of ssh-agent's keys ("
+        + ", ".join(k.fingerprint for k in keys)
         + f") is enrolled in {where}; a lead enrols one with sealdesk keys add"
     )
 
@@ -63,11 +65,15 @@ def founding_signer(key: str | Path | None) -> Signer:
     if key:
         return FileSigner(Path(key).expanduser())
     if not os.environ.get("SSH_AUTH_SOCK"):
-        raise AgentError("the genesis needs the founding lead's key: pass --key FILE or "
-                         "start ssh-agent (SSH_AUTH_SOCK is not set)")
+        raise AgentError(
+            "the genesis needs the founding lead's key: pass --key FILE or "
+            "start ssh-agent (SSH_AUTH_SOCK is not set)"
+        )
     client = AgentClient()
     keys = agent_ed25519_keys(client)
     if len(keys) != 1:
-        raise AgentError(f"ssh-agent holds {len(keys)} ssh-ed25519 keys; say which founds "
-                         "this workspace with --key FILE")
+        raise AgentError(
+            f"ssh-agent holds {len(keys)} ssh-ed25519 keys; say which founds "
+            "this workspace with --key FILE"
+        )
     return AgentSigner(keys[0], client)

@@ -57,29 +57,35 @@ _ORDER = {
 class ItemFilter:
     """What subset of a queue to show; every field is optional."""
 
-    status: str | None = None          # undecided, accept, reject or skip
-    tag: str | None = None             # a channel or tag from the item's summary
+    status: str | None = None  # undecided, accept, reject or skip
+    tag: str | None = None  # a channel or tag from the item's summary
     score_min: float | None = None
     score_max: float | None = None
-    text: str | None = None            # free text: title, id, tags and payload
-    decided_by: str | None = None      # "me" or "others" (needs principal)
-    principal: str | None = None       # who "me" is
+    text: str | None = None  # free text: title, id, tags and payload
+    decided_by: str | None = None  # "me" or "others" (needs principal)
+    principal: str | None = None  # who "me" is
 
     def validate(self) -> "ItemFilter":
         """Gives self after checking every field, or raises naming the field."""
         if self.status not in (None, *STATUSES):
-            raise InputError(f"unknown status {self.status!r} (expected "
-                             f"{', '.join(STATUSES)})", field="status")
+            raise InputError(
+                f"unknown status {self.status!r} (expected {', '.join(STATUSES)})", field="status"
+            )
         if self.decided_by not in (None, *DECIDED_BY):
-            raise InputError(f"unknown decided_by {self.decided_by!r} (expected me or "
-                             "others)", field="decided_by")
+            raise InputError(
+                f"unknown decided_by {self.decided_by!r} (expected me or others)",
+                field="decided_by",
+            )
         if self.decided_by and not self.principal:
-            raise InputError("decided by me/others needs a signing identity",
-                             field="decided_by")
-        if (self.score_min is not None and self.score_max is not None
-                and self.score_min > self.score_max):
-            raise InputError(f"score range is empty ({self.score_min} > {self.score_max})",
-                             field="score_min")
+            raise InputError("decided by me/others needs a signing identity", field="decided_by")
+        if (
+            self.score_min is not None
+            and self.score_max is not None
+            and self.score_min > self.score_max
+        ):
+            raise InputError(
+                f"score range is empty ({self.score_min} > {self.score_max})", field="score_min"
+            )
         return self
 
 
@@ -93,8 +99,8 @@ class ItemRow:
     title: str
     score: float | None
     tags: tuple[str, ...]
-    status: str                        # undecided, accept, reject or skip
-    principal: str | None              # who made the effective decision
+    status: str  # undecided, accept, reject or skip
+    principal: str | None  # who made the effective decision
 
 
 @dataclass(frozen=True)
@@ -137,8 +143,10 @@ def _where(queue: str, f: ItemFilter) -> tuple[str, list[Any]]:
         args.append(float(f.score_max))
     if f.text:
         needle = f.text.lower()
-        clauses.append("(instr(lower(i.title), ?) > 0 OR instr(lower(i.item_id), ?) > 0 "
-                       "OR instr(lower(i.tags), ?) > 0 OR instr(lower(i.payload), ?) > 0)")
+        clauses.append(
+            "(instr(lower(i.title), ?) > 0 OR instr(lower(i.item_id), ?) > 0 "
+            "OR instr(lower(i.tags), ?) > 0 OR instr(lower(i.payload), ?) > 0)"
+        )
         args += [needle] * 4
     if f.status == "undecided":
         clauses.append(f"{_EFFECTIVE_SEQ} IS NULL")
@@ -147,36 +155,50 @@ def _where(queue: str, f: ItemFilter) -> tuple[str, list[Any]]:
         args.append(f.status)
     if f.decided_by:
         op = "=" if f.decided_by == "me" else "<>"
-        clauses.append(f"(SELECT r.principal FROM records r WHERE r.seq = {_EFFECTIVE_SEQ}) "
-                       f"{op} ?")
+        clauses.append(f"(SELECT r.principal FROM records r WHERE r.seq = {_EFFECTIVE_SEQ}) {op} ?")
         args.append(f.principal)
     return " AND ".join(clauses), args
 
 
-def page(conn: sqlite3.Connection, queue: str, f: ItemFilter, sort: str, offset: int,
-         limit: int) -> list[ItemRow]:
+def page(
+    conn: sqlite3.Connection, queue: str, f: ItemFilter, sort: str, offset: int, limit: int
+) -> list[ItemRow]:
     """Gives up to ``limit`` rows of a queue from ``offset``, filtered and sorted."""
     if sort not in _ORDER:
         raise InputError(f"unknown sort {sort!r} (expected {', '.join(SORTS)})", field="sort")
     where, args = _where(queue, f)
-    sql = (f"SELECT i.rowid, i.item_id, i.title, i.score, i.tags, "
-           f"(SELECT r.decision || char(31) || r.principal FROM records r "
-           f"WHERE r.seq = {_EFFECTIVE_SEQ}) "
-           f"FROM items i WHERE {where} ORDER BY {_ORDER[sort]} LIMIT ? OFFSET ?")
+    sql = (
+        f"SELECT i.rowid, i.item_id, i.title, i.score, i.tags, "
+        f"(SELECT r.decision || char(31) || r.principal FROM records r "
+        f"WHERE r.seq = {_EFFECTIVE_SEQ}) "
+        f"FROM items i WHERE {where} ORDER BY {_ORDER[sort]} LIMIT ? OFFSET ?"
+    )
     rows = []
     for rowid, item_id, title, score, tags, eff in conn.execute(
-            sql, [*args, max(0, int(limit)), max(0, int(offset))]):
+        sql, [*args, max(0, int(limit)), max(0, int(offset))]
+    ):
         status, principal = eff.split("\x1f", 1) if eff else ("undecided", None)
-        rows.append(ItemRow(rowid, queue, item_id, title, score,
-                            tuple(tags.split(",")) if tags else (), status, principal))
+        rows.append(
+            ItemRow(
+                rowid,
+                queue,
+                item_id,
+                title,
+                score,
+                tuple(tags.split(",")) if tags else (),
+                status,
+                principal,
+            )
+        )
     return rows
 
 
 def count(conn: sqlite3.Connection, queue: str, f: ItemFilter) -> int:
     """Gives how many items of a queue pass the filter."""
     where, args = _where(queue, f)
-    if (f.status or f.decided_by) and not (f.tag or f.text or f.score_min is not None
-                                           or f.score_max is not None):
+    if (f.status or f.decided_by) and not (
+        f.tag or f.text or f.score_min is not None or f.score_max is not None
+    ):
         return _count_by_decision(conn, queue, f)
     return conn.execute(f"SELECT COUNT(*) FROM items i WHERE {where}", args).fetchone()[0]
 
@@ -202,7 +224,9 @@ def _count_by_decision(conn: sqlite3.Connection, queue: str, f: ItemFilter) -> i
               AND NOT EXISTS (SELECT 1 FROM records x WHERE x.kind = 'retract'
                               AND x.retracts = d.record_hash)
               GROUP BY d.item_id) latest ON latest.seq = r.seq
-        WHERE {' AND '.join(conds)}""", [queue, *args]).fetchone()[0]
+        WHERE {" AND ".join(conds)}""",
+        [queue, *args],
+    ).fetchone()[0]
     if f.status != "undecided":
         return decided
     if f.decided_by:
@@ -211,19 +235,22 @@ def _count_by_decision(conn: sqlite3.Connection, queue: str, f: ItemFilter) -> i
     return total - decided
 
 
-def position(conn: sqlite3.Connection, queue: str, f: ItemFilter, sort: str,
-             item_id: str) -> int | None:
+def position(
+    conn: sqlite3.Connection, queue: str, f: ItemFilter, sort: str, item_id: str
+) -> int | None:
     """Gives the index of an item within the filtered, sorted listing, or None."""
     if sort not in _ORDER:
         raise InputError(f"unknown sort {sort!r} (expected {', '.join(SORTS)})", field="sort")
-    row = conn.execute("SELECT score FROM items WHERE queue = ? AND item_id = ?",
-                       (queue, item_id)).fetchone()
+    row = conn.execute(
+        "SELECT score FROM items WHERE queue = ? AND item_id = ?", (queue, item_id)
+    ).fetchone()
     if row is None:
         return None
     where, args = _where(queue, f)
     before, extra = _rows_before(sort, row[0], item_id)
-    return conn.execute(f"SELECT COUNT(*) FROM items i WHERE {where} AND ({before})",
-                        [*args, *extra]).fetchone()[0]
+    return conn.execute(
+        f"SELECT COUNT(*) FROM items i WHERE {where} AND ({before})", [*args, *extra]
+    ).fetchone()[0]
 
 
 def _rows_before(sort: str, score: float | None, item_id: str) -> tuple[str, list[Any]]:
@@ -239,16 +266,18 @@ def _rows_before(sort: str, score: float | None, item_id: str) -> tuple[str, lis
         return "i.score > ? OR (i.score = ? AND i.item_id > ?)", [score, score, item_id]
     if score is None:
         return "i.score IS NULL AND i.item_id < ?", [item_id]
-    return ("i.score IS NULL OR i.score < ? OR (i.score = ? AND i.item_id < ?)",
-            [score, score, item_id])
+    return (
+        "i.score IS NULL OR i.score < ? OR (i.score = ? AND i.item_id < ?)",
+        [score, score, item_id],
+    )
 
 
 def tags(conn: sqlite3.Connection, queue: str, limit: int = 50) -> list[str]:
     """Gives the distinct tags of a queue's items, most common first."""
     counts: dict[str, int] = {}
-    for (joined, n) in conn.execute(
-            "SELECT tags, COUNT(*) FROM items WHERE queue = ? AND tags <> '' GROUP BY tags",
-            (queue,)):
+    for joined, n in conn.execute(
+        "SELECT tags, COUNT(*) FROM items WHERE queue = ? AND tags <> '' GROUP BY tags", (queue,)
+    ):
         for tag in joined.split(","):
             counts[tag] = counts.get(tag, 0) + n
     return sorted(counts, key=lambda t: (-counts[t], t))[:limit]
@@ -304,6 +333,8 @@ class SignoffMark:
 
 def last_signoff(conn: sqlite3.Connection) -> SignoffMark | None:
     """Gives the newest sign-off record's seq, hash and signer, or None before the first."""
-    row = conn.execute("SELECT seq, record_hash, principal FROM records WHERE kind = 'signoff' "
-                       "ORDER BY seq DESC LIMIT 1").fetchone()
+    row = conn.execute(
+        "SELECT seq, record_hash, principal FROM records WHERE kind = 'signoff' "
+        "ORDER BY seq DESC LIMIT 1"
+    ).fetchone()
     return None if row is None else SignoffMark(*row)

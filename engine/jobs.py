@@ -42,8 +42,17 @@ from engine.errors import InputError
 # First words of command lines a job may run: engine work that produces or
 # checks backlogs. Interactive or signing commands (review, decide, undo,
 # keys, signoff) need a person and a key, so they are not background work.
-JOB_COMMANDS = ("scan", "exam", "coverage", "contamination", "ingest", "verify", "export",
-                "items", "bench")
+JOB_COMMANDS = (
+    "scan",
+    "exam",
+    "coverage",
+    "contamination",
+    "ingest",
+    "verify",
+    "export",
+    "items",
+    "bench",
+)
 _TAIL_BYTES = 65536
 
 
@@ -73,12 +82,12 @@ class Job:
     job_id: str
     argv: tuple[str, ...]
     started: str
-    state: str                          # running, succeeded, failed or lost
+    state: str  # running, succeeded, failed or lost
     returncode: int | None
-    error: str | None                   # the run's error line when it failed
+    error: str | None  # the run's error line when it failed
     stages: tuple[StageProgress, ...]
     path: Path
-    output: str | None = None           # the run's last line of standard output
+    output: str | None = None  # the run's last line of standard output
 
     @property
     def command(self) -> str:
@@ -100,15 +109,17 @@ def parse_command(line: str) -> list[str]:
     if argv and argv[0] in ("sealdesk", "sd"):
         argv = argv[1:]
     if not argv:
-        raise InputError("empty command (try: scan contamination --eval E --pool P)",
-                         field="command")
+        raise InputError(
+            "empty command (try: scan contamination --eval E --pool P)", field="command"
+        )
     for arg in argv:
         if arg in ("--workspace", "-w") or arg.startswith("--workspace="):
-            raise InputError("a job runs on this workspace; drop --workspace",
-                             field="command")
+            raise InputError("a job runs on this workspace; drop --workspace", field="command")
     if argv[0] not in JOB_COMMANDS:
-        raise InputError(f"{argv[0]!r} is not background engine work (one of: "
-                         f"{', '.join(JOB_COMMANDS)})", field="command")
+        raise InputError(
+            f"{argv[0]!r} is not background engine work (one of: {', '.join(JOB_COMMANDS)})",
+            field="command",
+        )
     return argv
 
 
@@ -129,8 +140,7 @@ def jobs_dir(workspace_root: Path) -> Path:
     return Path(workspace_root) / "jobs"
 
 
-def start_job(workspace_root: Path, argv: list[str], *,
-              env: dict[str, str] | None = None) -> Job:
+def start_job(workspace_root: Path, argv: list[str], *, env: dict[str, str] | None = None) -> Job:
     """Gives the new job after starting its run in the background."""
     argv = check_command(workspace_root, argv)
     root = Path(workspace_root).resolve()
@@ -138,8 +148,7 @@ def start_job(workspace_root: Path, argv: list[str], *,
     job_id = now.strftime("%Y%m%dT%H%M%S") + "-" + secrets.token_hex(3)
     path = jobs_dir(root) / job_id
     path.mkdir(parents=True, mode=0o700)
-    spec = {"argv": argv, "workspace": str(root),
-            "started": now.strftime("%Y-%m-%dT%H:%M:%S.%fZ")}
+    spec = {"argv": argv, "workspace": str(root), "started": now.strftime("%Y-%m-%dT%H:%M:%S.%fZ")}
     atomic_write(path / "job.json", json.dumps(spec, indent=1).encode("utf-8"), mode=0o600)
     child_env = {**os.environ, **(env or {})}
     gated = gate_policy.active()
@@ -149,12 +158,17 @@ def start_job(workspace_root: Path, argv: list[str], *,
         child_env[gate_policy.ENV_VAR] = gated[0].to_env("job")
     child_env["PYTHONPATH"] = os.pathsep.join(
         [str(Path(__file__).resolve().parent.parent)]
-        + [p for p in child_env.get("PYTHONPATH", "").split(os.pathsep) if p])
+        + [p for p in child_env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    )
     with open(path / "supervisor.log", "ab") as log:
         proc = subprocess.Popen(
             [sys.executable, "-m", "engine.jobs", "supervise", str(path)],
-            stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=child_env,
-            start_new_session=True, close_fds=True,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            env=child_env,
+            start_new_session=True,
+            close_fds=True,
         )
     _CHILDREN[job_id] = proc
     (path / "pid").write_text(str(proc.pid), encoding="utf-8")
@@ -193,16 +207,35 @@ def read_job(path: Path) -> Job:
     if result is not None:
         code = int(result.get("returncode", -1))
         state = "succeeded" if code == 0 else "failed"
-        error = None if code == 0 else (error_line(path / "stderr.log")
-                                        or f"exited with code {code}")
-        return Job(path.name, tuple(spec["argv"]), spec["started"], state, code, error,
-                   stages, path, last_line(path / "stdout.log"))
+        error = (
+            None if code == 0 else (error_line(path / "stderr.log") or f"exited with code {code}")
+        )
+        return Job(
+            path.name,
+            tuple(spec["argv"]),
+            spec["started"],
+            state,
+            code,
+            error,
+            stages,
+            path,
+            last_line(path / "stdout.log"),
+        )
     if _supervisor_alive(path):
-        return Job(path.name, tuple(spec["argv"]), spec["started"], "running", None, None,
-                   stages, path)
-    return Job(path.name, tuple(spec["argv"]), spec["started"], "lost", None,
-               error_line(path / "stderr.log") or "the run stopped without reporting how "
-               "it ended (killed?)", stages, path)
+        return Job(
+            path.name, tuple(spec["argv"]), spec["started"], "running", None, None, stages, path
+        )
+    return Job(
+        path.name,
+        tuple(spec["argv"]),
+        spec["started"],
+        "lost",
+        None,
+        error_line(path / "stderr.log")
+        or "the run stopped without reporting how it ended (killed?)",
+        stages,
+        path,
+    )
 
 
 def cancel_job(job: Job) -> bool:
@@ -232,11 +265,14 @@ def read_progress(path: Path) -> tuple[StageProgress, ...]:
     for raw in lines:
         try:
             obj = json.loads(raw)
-            stage = StageProgress(str(obj["stage"]), int(obj.get("done", 0)),
-                                  None if obj.get("total") is None else int(obj["total"]),
-                                  str(obj.get("unit", "")),
-                                  None if obj.get("eta_s") is None else float(obj["eta_s"]),
-                                  bool(obj.get("finished", False)))
+            stage = StageProgress(
+                str(obj["stage"]),
+                int(obj.get("done", 0)),
+                None if obj.get("total") is None else int(obj["total"]),
+                str(obj.get("unit", "")),
+                None if obj.get("eta_s") is None else float(obj["eta_s"]),
+                bool(obj.get("finished", False)),
+            )
         except (ValueError, KeyError, TypeError):
             continue  # a line still being written, or not progress at all
         latest.pop(stage.stage, None)
@@ -308,13 +344,15 @@ def supervise(path: Path) -> int:
     """Gives the run's exit code after running it and recording how it ended."""
     path = Path(path)
     spec = json.loads((path / "job.json").read_text(encoding="utf-8"))
-    env = {**os.environ, "SEALDESK_PROGRESS_FILE": str(path / "progress.jsonl"),
-           "SEALDESK_NO_PROGRESS": "1"}
+    env = {
+        **os.environ,
+        "SEALDESK_PROGRESS_FILE": str(path / "progress.jsonl"),
+        "SEALDESK_NO_PROGRESS": "1",
+    }
     cmd = [sys.executable, "-m", "engine.cli", "--workspace", spec["workspace"], *spec["argv"]]
     with open(path / "stdout.log", "wb") as out, open(path / "stderr.log", "wb") as err:
         try:
-            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                                    env=env)
+            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env)
         except OSError as exc:
             err.write(f"sealdesk: error: cannot start the run: {exc}\n".encode())
             code = 127
@@ -322,8 +360,10 @@ def supervise(path: Path) -> int:
             # Forward a cancel to the run, then still record how it ended.
             signal.signal(signal.SIGTERM, lambda *_: proc.terminate())
             code = proc.wait()
-    result = {"returncode": code,
-              "ended": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")}
+    result = {
+        "returncode": code,
+        "ended": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+    }
     atomic_write(path / "result.json", json.dumps(result).encode("utf-8"), mode=0o600)
     return code
 

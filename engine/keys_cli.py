@@ -10,19 +10,35 @@ from engine.cli_context import Ctx, pass_ctx
 from engine.outputs import InputFile
 
 _ROLE = click.Choice(["reviewer", "adjudicator", "lead"])
-_LEAD_KEY_HELP = ("The lead's OpenSSH private key file that signs this. Default: the key "
-                  "ssh-agent holds for a lead.")
+_LEAD_KEY_HELP = (
+    "The lead's OpenSSH private key file that signs this. Default: the key "
+    "ssh-agent holds for a lead."
+)
 _LEAD_HELP = "Which lead you sign as, when your key is lead under several names."
 
 
 @click.command()
-@click.option("--lead", "lead", required=True, metavar="NAME",
-              help="The founding lead: the name the genesis record gives the key.")
-@click.option("--key", default=None, type=InputFile(),
-              help="The founding lead's OpenSSH private key file (signs the genesis). "
-                   "Default: the only Ed25519 key in ssh-agent.")
-@click.option("--role", "roles", multiple=True, type=_ROLE,
-              help="A further role the founding lead holds (lead is always held); repeat.")
+@click.option(
+    "--lead",
+    "lead",
+    required=True,
+    metavar="NAME",
+    help="The founding lead: the name the genesis record gives the key.",
+)
+@click.option(
+    "--key",
+    default=None,
+    type=InputFile(),
+    help="The founding lead's OpenSSH private key file (signs the genesis). "
+    "Default: the only Ed25519 key in ssh-agent.",
+)
+@click.option(
+    "--role",
+    "roles",
+    multiple=True,
+    type=_ROLE,
+    help="A further role the founding lead holds (lead is always held); repeat.",
+)
 @pass_ctx
 def init(ctx: Ctx, lead: str, key: str | None, roles: tuple[str, ...]) -> None:
     """Create a workspace whose ledger starts with a genesis record.
@@ -45,17 +61,23 @@ def init(ctx: Ctx, lead: str, key: str | None, roles: tuple[str, ...]) -> None:
     if (ctx.path / DB_NAME).exists():  # looked at before init writes anything to it
         with Workspace.open(ctx.path, read_only=True) as existing:
             if existing.needs_migration():
-                raise ConflictError(f"{ctx.path} already holds records signed under its old "
-                                    "trust/allowed_signers; sign that file into the ledger "
-                                    f"with: sealdesk --workspace {ctx.path} keys migrate")
+                raise ConflictError(
+                    f"{ctx.path} already holds records signed under its old "
+                    "trust/allowed_signers; sign that file into the ledger "
+                    f"with: sealdesk --workspace {ctx.path} keys migrate"
+                )
     with Workspace.init(ctx.path) as ws:
         rec = found(ws.db, ws.workspace_id, signer, lead, ("lead", *roles))
         ws.write_allowed_signers()
         click.echo(f"workspace {ws.root} ready (id {ws.workspace_id})")
-        click.echo(f"#{rec.seq} genesis: {lead} ({signer.public_key.fingerprint}) is the "
-                   f"founding lead; record {rec.record_hash[:12]}")
-        click.echo(f"next: sealdesk --workspace {ws.root} keys add --principal NAME "
-                   "--role reviewer --key NAME.pub")
+        click.echo(
+            f"#{rec.seq} genesis: {lead} ({signer.public_key.fingerprint}) is the "
+            f"founding lead; record {rec.record_hash[:12]}"
+        )
+        click.echo(
+            f"next: sealdesk --workspace {ws.root} keys add --principal NAME "
+            "--role reviewer --key NAME.pub"
+        )
 
 
 @click.group()
@@ -84,8 +106,7 @@ def _record_time(text: str, option: str) -> str:
     try:
         when = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
-        raise InputError(f"{text!r} is not a time (YYYY-MM-DDTHH:MM:SSZ)",
-                         field=option) from None
+        raise InputError(f"{text!r} is not a time (YYYY-MM-DDTHH:MM:SSZ)", field=option) from None
     if when.tzinfo is None:
         raise InputError(f"{text!r} names no zone; write it in UTC with Z", field=option)
     return time_text(when.astimezone(timezone.utc))
@@ -93,20 +114,45 @@ def _record_time(text: str, option: str) -> str:
 
 @keys.command("add")
 @click.option("--principal", required=True, help="Name recorded in every record they sign.")
-@click.option("--role", "roles", required=True, multiple=True, type=_ROLE,
-              help="Role to grant; repeat for several. Added to the roles already held.")
-@click.option("--key", "key_path", required=True, type=InputFile(),
-              help="The person's OpenSSH public key (ssh-ed25519 ... .pub).")
-@click.option("--replace", is_flag=True,
-              help="Set exactly these roles (a role change that may take some away).")
-@click.option("--valid-before", default=None, metavar="TIME",
-              help="The key signs nothing at or after this UTC time (YYYY-MM-DDTHH:MM:SSZ).")
+@click.option(
+    "--role",
+    "roles",
+    required=True,
+    multiple=True,
+    type=_ROLE,
+    help="Role to grant; repeat for several. Added to the roles already held.",
+)
+@click.option(
+    "--key",
+    "key_path",
+    required=True,
+    type=InputFile(),
+    help="The person's OpenSSH public key (ssh-ed25519 ... .pub).",
+)
+@click.option(
+    "--replace",
+    is_flag=True,
+    help="Set exactly these roles (a role change that may take some away).",
+)
+@click.option(
+    "--valid-before",
+    default=None,
+    metavar="TIME",
+    help="The key signs nothing at or after this UTC time (YYYY-MM-DDTHH:MM:SSZ).",
+)
 @click.option("--lead-key", default=None, type=InputFile(), help=_LEAD_KEY_HELP)
 @click.option("--lead", "lead_principal", default=None, help=_LEAD_HELP)
 @pass_ctx
-def keys_add(ctx: Ctx, principal: str, roles: tuple[str, ...], key_path: str, replace: bool,
-             valid_before: str | None, lead_key: str | None,
-             lead_principal: str | None) -> None:
+def keys_add(
+    ctx: Ctx,
+    principal: str,
+    roles: tuple[str, ...],
+    key_path: str,
+    replace: bool,
+    valid_before: str | None,
+    lead_key: str | None,
+    lead_principal: str | None,
+) -> None:
     """Enrol a public key for some roles: a record a lead signs.
 
     \b
@@ -123,27 +169,55 @@ def keys_add(ctx: Ctx, principal: str, roles: tuple[str, ...], key_path: str, re
     before = _record_time(valid_before, "--valid-before") if valid_before else None
     with ctx.open() as ws:
         held = ws.authority().grant_of(principal, key.blob)
-        rec = enrol(ws.db, ws.workspace_id, _lead_signer(ws, lead_key), principal, roles, key,
-                    lead_principal=lead_principal, replace=replace, valid_before=before)
+        rec = enrol(
+            ws.db,
+            ws.workspace_id,
+            _lead_signer(ws, lead_key),
+            principal,
+            roles,
+            key,
+            lead_principal=lead_principal,
+            replace=replace,
+            valid_before=before,
+        )
         ws.write_allowed_signers()
     now = rec.body["data"]["signer"]["roles"]
     change = f"{'/'.join(held.roles)} -> {'/'.join(now)}" if held else "/".join(now)
-    click.echo(f"#{rec.seq} enrol {principal} as {change} with {key.fingerprint}; signed by "
-               f"{rec.body['principal']} (lead)")
+    click.echo(
+        f"#{rec.seq} enrol {principal} as {change} with {key.fingerprint}; signed by "
+        f"{rec.body['principal']} (lead)"
+    )
 
 
 @keys.command("revoke")
 @click.option("--principal", required=True, help="Whose key to revoke.")
-@click.option("--key", "key_path", default=None, type=InputFile(),
-              help="The public key to revoke (needed when they hold several).")
-@click.option("--role", "roles", multiple=True, type=_ROLE,
-              help="Take away only these roles (the key keeps the rest); repeat.")
+@click.option(
+    "--key",
+    "key_path",
+    default=None,
+    type=InputFile(),
+    help="The public key to revoke (needed when they hold several).",
+)
+@click.option(
+    "--role",
+    "roles",
+    multiple=True,
+    type=_ROLE,
+    help="Take away only these roles (the key keeps the rest); repeat.",
+)
 @click.option("--reason", default=None, help="Why; kept in the signed record.")
 @click.option("--lead-key", default=None, type=InputFile(), help=_LEAD_KEY_HELP)
 @click.option("--lead", "lead_principal", default=None, help=_LEAD_HELP)
 @pass_ctx
-def keys_revoke(ctx: Ctx, principal: str, key_path: str | None, roles: tuple[str, ...],
-                reason: str | None, lead_key: str | None, lead_principal: str | None) -> None:
+def keys_revoke(
+    ctx: Ctx,
+    principal: str,
+    key_path: str | None,
+    roles: tuple[str, ...],
+    reason: str | None,
+    lead_key: str | None,
+    lead_principal: str | None,
+) -> None:
     """Revoke a key (it signs nothing after this record), or take roles from it.
 
     Records signed before the revocation stay valid. The revocation binds the
@@ -161,24 +235,44 @@ def keys_revoke(ctx: Ctx, principal: str, key_path: str | None, roles: tuple[str
             held = [g for g in held if g.key.blob == key.blob]
         if not held:
             with_key = " with that key" if key_path else ""
-            raise InputError(f"{principal} holds no enrolment{with_key} (see: sealdesk keys "
-                             "list)", field="principal")
+            raise InputError(
+                f"{principal} holds no enrolment{with_key} (see: sealdesk keys list)",
+                field="principal",
+            )
         if len(held) > 1:
-            raise InputError(f"{principal} holds {len(held)} keys; name one with --key",
-                             field="key")
+            raise InputError(
+                f"{principal} holds {len(held)} keys; name one with --key", field="key"
+            )
         grant = held[0]
         if roles and not set(roles) & set(grant.roles):
-            raise InputError(f"{principal} does not hold {', '.join(roles)} (holds "
-                             f"{', '.join(grant.roles)})", field="role")
+            raise InputError(
+                f"{principal} does not hold {', '.join(roles)} (holds {', '.join(grant.roles)})",
+                field="role",
+            )
         keep = tuple(r for r in grant.roles if r not in roles) if roles else ()
         signer = _lead_signer(ws, lead_key)
         if keep:
-            rec = enrol(ws.db, ws.workspace_id, signer, principal, keep, grant.key,
-                        lead_principal=lead_principal, replace=True)
+            rec = enrol(
+                ws.db,
+                ws.workspace_id,
+                signer,
+                principal,
+                keep,
+                grant.key,
+                lead_principal=lead_principal,
+                replace=True,
+            )
             what = f"{principal} now holds {'/'.join(keep)} (took {'/'.join(roles)})"
         else:
-            rec = revoke(ws.db, ws.workspace_id, signer, principal, grant.key,
-                         lead_principal=lead_principal, reason=reason)
+            rec = revoke(
+                ws.db,
+                ws.workspace_id,
+                signer,
+                principal,
+                grant.key,
+                lead_principal=lead_principal,
+                reason=reason,
+            )
             what = f"revoked {principal}'s key {grant.key.fingerprint}"
         ws.write_allowed_signers()
     click.echo(f"#{rec.seq} {what}; signed by {rec.body['principal']} (lead)")
@@ -193,14 +287,20 @@ def keys_list(ctx: Ctx, history: bool) -> None:
         auth = ws.authority()
         legacy = ws.legacy_signers() if auth.genesis is None and ws.needs_migration() else None
     if legacy is not None:
-        click.echo("this workspace predates enrolment in the ledger; its unsigned "
-                   "trust/allowed_signers says (sign it in with: sealdesk keys migrate):")
+        click.echo(
+            "this workspace predates enrolment in the ledger; its unsigned "
+            "trust/allowed_signers says (sign it in with: sealdesk keys migrate):"
+        )
         for entry in legacy.entries:
-            click.echo(f"{','.join(entry.principals):20} {','.join(entry.roles) or '-':28} "
-                       f"{entry.key.fingerprint}")
+            click.echo(
+                f"{','.join(entry.principals):20} {','.join(entry.roles) or '-':28} "
+                f"{entry.key.fingerprint}"
+            )
         for line in legacy.skipped:
-            click.echo(f"{','.join(line.principals):20} {'-':28} skipped: {line.key_type} key "
-                       f"(line {line.line}); {line.why}")
+            click.echo(
+                f"{','.join(line.principals):20} {'-':28} skipped: {line.key_type} key "
+                f"(line {line.line}); {line.why}"
+            )
         return
     if auth.genesis is None:
         click.echo("no one is enrolled yet (sealdesk init --lead NAME writes the genesis)")
@@ -215,16 +315,19 @@ def keys_list(ctx: Ctx, history: bool) -> None:
         else:
             continue
         window = f" until {g.valid_before}" if g.valid_before != "~" else ""
-        click.echo(f"{g.principal:20} {'/'.join(g.roles):28} {g.key.fingerprint} "
-                   f"{status}{window}")
+        click.echo(f"{g.principal:20} {'/'.join(g.roles):28} {g.key.fingerprint} {status}{window}")
     for principal, fps in sorted(auth.multi_key_principals().items()):
         click.echo(f"note: {principal} signs with {len(fps)} keys: {', '.join(fps)}")
 
 
 @keys.command("migrate")
-@click.option("--lead-key", default=None, type=InputFile(),
-              help="The private key of a lead the old trust/allowed_signers names. Default: "
-                   "the key ssh-agent holds for one.")
+@click.option(
+    "--lead-key",
+    default=None,
+    type=InputFile(),
+    help="The private key of a lead the old trust/allowed_signers names. Default: "
+    "the key ssh-agent holds for one.",
+)
 @click.option("--lead", "lead_principal", default=None, help=_LEAD_HELP)
 @pass_ctx
 def keys_migrate(ctx: Ctx, lead_key: str | None, lead_principal: str | None) -> None:
@@ -253,16 +356,21 @@ def keys_migrate(ctx: Ctx, lead_key: str | None, lead_principal: str | None) -> 
         faults = [f for f in report.faults if f.reason != NOT_MIGRATED]
         if faults:
             first = min(faults, key=lambda f: f.seq)
-            raise IntegrityError(f"the ledger does not verify under trust/allowed_signers "
-                                 f"({first.where}); nothing was migrated (a genesis would "
-                                 "vouch for it)", seq=first.seq or None)
+            raise IntegrityError(
+                f"the ledger does not verify under trust/allowed_signers "
+                f"({first.where}); nothing was migrated (a genesis would "
+                "vouch for it)",
+                seq=first.seq or None,
+            )
         rec = migrate(ws.db, ws.workspace_id, signer, plan)
         store.add_missing_indexes(ws.conn)
         ws.write_allowed_signers()
     signers = rec.body["data"]["signers"]
-    click.echo(f"#{rec.seq} genesis: signed {len(signers)} signer(s) of trust/allowed_signers "
-               f"into the ledger, adopting its {report.records} record(s); signed by "
-               f"{rec.body['principal']} (lead)")
+    click.echo(
+        f"#{rec.seq} genesis: signed {len(signers)} signer(s) of trust/allowed_signers "
+        f"into the ledger, adopting its {report.records} record(s); signed by "
+        f"{rec.body['principal']} (lead)"
+    )
     for entry in signers:
         click.echo(f"  {entry['principal']:20} {'/'.join(entry['roles'])}")
     click.echo("trust/allowed_signers is now generated from the ledger and never read")

@@ -49,8 +49,9 @@ def workspace_owner(path: str | Path, workspace_root: str | Path) -> str | None:
     return None
 
 
-def check_output_path(path: str | Path, workspace_root: str | Path | None, *,
-                      field: str | None = None) -> Path:
+def check_output_path(
+    path: str | Path, workspace_root: str | Path | None, *, field: str | None = None
+) -> Path:
     """Gives path if a command may write its output there; else an InputError."""
     # Deferred: the atomic writer's module (hashlib, tempfile) is not needed to start.
     from engine.artifacts import refuse_unsafe_target
@@ -58,9 +59,12 @@ def check_output_path(path: str | Path, workspace_root: str | Path | None, *,
     if workspace_root is not None:
         owner = workspace_owner(path, workspace_root)
         if owner is not None:
-            raise InputError(f"is the workspace's own {owner} ({workspace_root}); write the "
-                             "output outside the workspace's database, trust/ and artifacts/",
-                             path=path, field=field)
+            raise InputError(
+                f"is the workspace's own {owner} ({workspace_root}); write the "
+                "output outside the workspace's database, trust/ and artifacts/",
+                path=path,
+                field=field,
+            )
     refuse_unsafe_target(path, field=field)
     return Path(path)
 

@@ -67,9 +67,16 @@ class Stage:
             eta = None
             if self.total and rate > 0:
                 eta = round(max(self.total - self.done, 0) / rate, 1)
-            line = {"stage": self.name, "done": self.done, "total": self.total,
-                    "unit": self.unit, "rate": round(rate, 2), "eta_s": eta,
-                    "finished": finished, "t": round(time.time(), 3)}
+            line = {
+                "stage": self.name,
+                "done": self.done,
+                "total": self.total,
+                "unit": self.unit,
+                "rate": round(rate, 2),
+                "eta_s": eta,
+                "finished": finished,
+                "t": round(time.time(), 3),
+            }
             try:
                 with open(self._file, "a", encoding="utf-8") as handle:
                     handle.write(json.dumps(line) + "\n")
@@ -100,13 +107,25 @@ class Reporter:
         self._bar = None
         if enabled:
             from rich.console import Console
-            from rich.progress import (BarColumn, MofNCompleteColumn, Progress,
-                                       TextColumn, TimeElapsedColumn, TimeRemainingColumn)
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
 
-            self._bar = Progress(TextColumn("{task.description}"), BarColumn(),
-                                 MofNCompleteColumn(), _rate_column(), TimeElapsedColumn(),
-                                 TimeRemainingColumn(), console=Console(stderr=True),
-                                 transient=False)
+            self._bar = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                _rate_column(),
+                TimeElapsedColumn(),
+                TimeRemainingColumn(),
+                console=Console(stderr=True),
+                transient=False,
+            )
 
     def stage(self, name: str, total: int | None = None, unit: str = "items") -> Stage:
         """Gives a new stage to advance."""

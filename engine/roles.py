@@ -38,6 +38,8 @@ def outranks(role: str, other: str) -> bool:
     A role sealdesk does not know ranks above every known one, so that an
     unknown role is never taken as one a lower role may overrule.
     """
+
     def rank(name: str) -> int:
         return ROLES.index(name) if name in ROLES else len(ROLES)
+
     return rank(role) > rank(other)

@@ -75,11 +75,14 @@ def recorded_artifacts(conn: Any) -> RunRecords:
     keys: dict[str, list[str]] = {}
     problems: list[str] = []
     for run_id, text, digest in conn.execute(
-            "SELECT run_id, manifest, manifest_sha256 FROM runs ORDER BY run_id"):
+        "SELECT run_id, manifest, manifest_sha256 FROM runs ORDER BY run_id"
+    ):
         if not isinstance(text, str) or hashlib.sha256(text.encode("utf-8")).hexdigest() != digest:
-            problems.append(f"run {run_id}: its stored manifest no longer hashes to its "
-                            "manifest_sha256 (edited in the database), so the artifacts it "
-                            "recorded cannot be checked")
+            problems.append(
+                f"run {run_id}: its stored manifest no longer hashes to its "
+                "manifest_sha256 (edited in the database), so the artifacts it "
+                "recorded cannot be checked"
+            )
             continue
         try:
             manifest = strict_loads(text)
@@ -91,25 +94,29 @@ def recorded_artifacts(conn: Any) -> RunRecords:
             continue
         directory = manifest.get(ARTIFACTS_DIR, run_id)
         if not isinstance(directory, str) or not RUN_ID.match(directory):
-            problems.append(f"run {run_id}: field '{ARTIFACTS_DIR}' is not a run directory "
-                            "name")
+            problems.append(f"run {run_id}: field '{ARTIFACTS_DIR}' is not a run directory name")
             continue
         for name, sha in sorted(listed.items()):
             if not _relative_name(name) or not isinstance(sha, str) or not SHA256_HEX.match(sha):
-                problems.append(f"run {run_id}: field 'artifacts.{name}' is not a file name "
-                                "with a SHA-256")
+                problems.append(
+                    f"run {run_id}: field 'artifacts.{name}' is not a file name with a SHA-256"
+                )
                 continue
             by_path.setdefault(f"{directory}/{name}", []).append(Recording(run_id, sha))
         signed = manifest.get(SIGNATURE_KEYS, {})
         for name, key in sorted(signed.items() if isinstance(signed, dict) else ()):
             if _relative_name(name) and isinstance(key, str):
                 keys.setdefault(f"{directory}/{name}", []).append(key)
-    return RunRecords({p: tuple(r) for p, r in by_path.items()},
-                      {p: tuple(k) for p, k in keys.items()}, tuple(problems))
+    return RunRecords(
+        {p: tuple(r) for p, r in by_path.items()},
+        {p: tuple(k) for p, k in keys.items()},
+        tuple(problems),
+    )
 
 
-def write_run(ws: Any, directory: str, outputs: dict[str, bytes], manifest: dict[str, Any], *,
-              hint: str) -> WrittenRun:
+def write_run(
+    ws: Any, directory: str, outputs: dict[str, bytes], manifest: dict[str, Any], *, hint: str
+) -> WrittenRun:
     """Gives the run that records ``outputs`` after writing them, sealed, into
     ``artifacts/<directory>/``.
 
@@ -128,8 +135,10 @@ def write_run(ws: Any, directory: str, outputs: dict[str, bytes], manifest: dict
     for name in outputs:
         if "/" in name or not _relative_name(name):
             raise ValueError(f"artifact name {name!r} is not a plain file name")
-    recorded = {**manifest, "artifacts": {name: sha256_hex(data)
-                                          for name, data in sorted(outputs.items())}}
+    recorded = {
+        **manifest,
+        "artifacts": {name: sha256_hex(data) for name, data in sorted(outputs.items())},
+    }
     run_id = directory
     held = ws.run_manifest_sha256(directory)
     if held is not None and held != sha256_hex(canonical_json(recorded)):

@@ -17,14 +17,23 @@ from pathlib import Path
 from typing import Iterator
 from urllib.parse import quote
 
-from engine.errors import (AccessDenied, DatabaseLocked, DiskFull, InputError,
-                           ReadOnlyWorkspace, SealdeskError, WorkspaceError)
+from engine.errors import (
+    AccessDenied,
+    DatabaseLocked,
+    DiskFull,
+    InputError,
+    ReadOnlyWorkspace,
+    SealdeskError,
+    WorkspaceError,
+)
 
 # How long a command waits for another process's lock before it gives up.
 LOCK_TIMEOUT_ENV = "SEALDESK_LOCK_TIMEOUT"
 DEFAULT_LOCK_TIMEOUT = 60.0
-READ_COMMANDS = ("verify, items, export, prove, checkpoint export, keys list, "
-                 "signoff --summary-only, review --read-only")
+READ_COMMANDS = (
+    "verify, items, export, prove, checkpoint export, keys list, "
+    "signoff --summary-only, review --read-only"
+)
 
 
 def _import_sqlite_utils():
@@ -57,8 +66,9 @@ def lock_timeout() -> float:
     except ValueError:
         value = -1.0
     if not 0 <= value <= 86400:  # also refuses nan and inf
-        raise InputError(f"${LOCK_TIMEOUT_ENV}={raw!r}: must be a number of seconds from 0 "
-                         "to 86400")
+        raise InputError(
+            f"${LOCK_TIMEOUT_ENV}={raw!r}: must be a number of seconds from 0 to 86400"
+        )
     return value
 
 
@@ -70,12 +80,18 @@ def connect(db_path: Path, *, read_only: bool = False) -> sqlite3.Connection:
     """
     timeout = lock_timeout()
     if read_only:
-        conn = open_read_only(db_path, timeout=timeout, check_same_thread=False,
-                              factory=LockingConnection)
+        conn = open_read_only(
+            db_path, timeout=timeout, check_same_thread=False, factory=LockingConnection
+        )
         conn.execute("PRAGMA query_only=ON")
     else:
-        conn = sqlite3.connect(db_path, isolation_level=None, timeout=timeout,
-                               check_same_thread=False, factory=LockingConnection)
+        conn = sqlite3.connect(
+            db_path,
+            isolation_level=None,
+            timeout=timeout,
+            check_same_thread=False,
+            factory=LockingConnection,
+        )
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=FULL")
     conn.execute("PRAGMA foreign_keys=ON")
@@ -121,8 +137,7 @@ def open_read_only(db_path: Path, **kwargs) -> sqlite3.Connection:
         primary = (getattr(exc, "sqlite_errorcode", 0) or 0) & 0xFF
         if primary not in (_READONLY, _CANTOPEN) or _wal_exists(db_path):
             raise
-    conn = sqlite3.connect(_uri(db_path, "immutable=1"), uri=True, isolation_level=None,
-                           **kwargs)
+    conn = sqlite3.connect(_uri(db_path, "immutable=1"), uri=True, isolation_level=None, **kwargs)
     conn.execute("SELECT 1 FROM sqlite_schema LIMIT 1").fetchall()
     return conn
 
@@ -145,13 +160,17 @@ def storage_error(exc: sqlite3.Error, db_path: Path, *, reading: bool = False) -
     code = getattr(exc, "sqlite_errorcode", None)
     primary = code & 0xFF if isinstance(code, int) else None
     if primary in (_BUSY, _LOCKED):
-        return DatabaseLocked(f"database {db_path} is locked by another process: waited "
-                              f"{_waited()} for it (${LOCK_TIMEOUT_ENV} sets how long); try "
-                              "again when that process is done")
+        return DatabaseLocked(
+            f"database {db_path} is locked by another process: waited "
+            f"{_waited()} for it (${LOCK_TIMEOUT_ENV} sets how long); try "
+            "again when that process is done"
+        )
     if primary == _FULL or (primary == _IOERR and _no_space_left(root)):
-        return DiskFull(f"disk full: no space left on the filesystem holding {root} "
-                        f"(SQLite: {said}); nothing of the failed write was kept; free some "
-                        "space and try again")
+        return DiskFull(
+            f"disk full: no space left on the filesystem holding {root} "
+            f"(SQLite: {said}); nothing of the failed write was kept; free some "
+            "space and try again"
+        )
     if primary in (_READONLY, _CANTOPEN, _PERM, _AUTH):
         why = _why_not_writable(db_path)
         unreadable = _unreadable(db_path)
@@ -164,14 +183,17 @@ def storage_error(exc: sqlite3.Error, db_path: Path, *, reading: bool = False) -
                     f"workspace {root} is read-only ({why}) and SQLite cannot read its "
                     f"{db_path.name}-wal without writing ({said}); run any sealdesk command "
                     "on a writable copy once (closing folds the log into the database), then "
-                    "copy it again")
-            return ReadOnlyWorkspace(f"workspace {root} is read-only: {why}; read commands "
-                                     f"still work ({READ_COMMANDS})")
+                    "copy it again"
+                )
+            return ReadOnlyWorkspace(
+                f"workspace {root} is read-only: {why}; read commands still work ({READ_COMMANDS})"
+            )
     if primary == _NOTADB:
         return WorkspaceError(f"{db_path}: not a sealdesk database ({said})")
     if primary == _CORRUPT:
-        return WorkspaceError(f"{db_path}: the database is damaged ({said}); restore it "
-                              "from a copy")
+        return WorkspaceError(
+            f"{db_path}: the database is damaged ({said}); restore it from a copy"
+        )
     return WorkspaceError(f"database {db_path}: {said}")
 
 
@@ -207,8 +229,10 @@ def _why_not_writable(db_path: Path) -> str | None:
         if side.exists() and not _may(side, os.W_OK):
             return f"no write permission on {side}"
     if not _may(root, os.W_OK | os.X_OK):
-        return (f"no write permission on directory {root} (SQLite creates "
-                f"{db_path.name}-wal and {db_path.name}-shm there)")
+        return (
+            f"no write permission on directory {root} (SQLite creates "
+            f"{db_path.name}-wal and {db_path.name}-shm there)"
+        )
     return None
 
 

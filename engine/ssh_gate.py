@@ -40,8 +40,9 @@ def _refuse(reason: str) -> PermissionRefused:
     return PermissionRefused(f"ssh-gate: {reason}")
 
 
-def gate_argv(original: str | None, workspace: str,
-              allowed: tuple[str, ...] = DEFAULT_ALLOWED) -> list[str]:
+def gate_argv(
+    original: str | None, workspace: str, allowed: tuple[str, ...] = DEFAULT_ALLOWED
+) -> list[str]:
     """Gives the sealdesk arguments to run for an SSH request, or raises PermissionRefused."""
     policy = GatePolicy.for_workspace(workspace, allowed)
     root = str(policy.workspace)
@@ -68,17 +69,25 @@ class _Allowed(click.ParamType):
 
     def convert(self, value, param, ctx):  # noqa: ANN001 - click's signature
         root = ctx.find_root() if ctx is not None else None
-        known = root.command.list_commands(root) if root is not None and isinstance(
-            root.command, click.Group) else None
+        known = (
+            root.command.list_commands(root)
+            if root is not None and isinstance(root.command, click.Group)
+            else None
+        )
         if value in NEVER_ALLOWED or (known is not None and value not in known):
             self.fail(f"{value!r} is not a sealdesk subcommand the gate can allow", param, ctx)
         return value
 
 
 @click.command("ssh-gate")
-@click.option("--allow", "allow", multiple=True, type=_Allowed(),
-              help="A subcommand to allow; repeat. Default: review, signoff, verify, items, "
-                   "decide, undo, prove, checkpoint (export).")
+@click.option(
+    "--allow",
+    "allow",
+    multiple=True,
+    type=_Allowed(),
+    help="A subcommand to allow; repeat. Default: review, signoff, verify, items, "
+    "decide, undo, prove, checkpoint (export).",
+)
 @click.pass_obj
 def ssh_gate(ctx: "Ctx", allow: tuple[str, ...]) -> None:
     """Forced command for authorized_keys: only sealdesk review work on one workspace.

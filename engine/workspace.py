@@ -25,8 +25,15 @@ from typing import Any, Callable, Iterable
 
 from engine import item_query
 from engine.canonical import canonical_json, canonical_sha256, parse_canonical, sha256_hex
-from engine.errors import (ConflictError, InputError, IntegrityError, OverruleRequired,
-                           PermissionRefused, StorageError, WorkspaceError)
+from engine.errors import (
+    ConflictError,
+    InputError,
+    IntegrityError,
+    OverruleRequired,
+    PermissionRefused,
+    StorageError,
+    WorkspaceError,
+)
 from engine.ledger import store
 from engine.ledger.allowed_signers import AllowedSigners
 from engine.ledger.authority import Authority, authority_mark, load_authority
@@ -38,8 +45,9 @@ from engine.roles import QUEUE_ROLES, QUEUES, SIGNOFF_ROLE, outranks
 SCHEMA_VERSION = "1"
 DB_NAME = "sealdesk.db"
 RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}\Z")
-RUN_ID_RULE = ("must match [A-Za-z0-9][A-Za-z0-9._-]* and be at most 128 characters (it names "
-               "a directory)")
+RUN_ID_RULE = (
+    "must match [A-Za-z0-9][A-Za-z0-9._-]* and be at most 128 characters (it names a directory)"
+)
 _ITEM_FIELDS = {"queue", "item_id", "run_id", "payload", "item_sha256"}
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
@@ -107,8 +115,13 @@ class BacklogItem:
 
     def to_json(self) -> dict[str, Any]:
         """Gives the contract's JSON object."""
-        return {"queue": self.queue, "item_id": self.item_id, "run_id": self.run_id,
-                "payload": self.payload, "item_sha256": self.item_sha256}
+        return {
+            "queue": self.queue,
+            "item_id": self.item_id,
+            "run_id": self.run_id,
+            "payload": self.payload,
+            "item_sha256": self.item_sha256,
+        }
 
 
 @dataclass(frozen=True)
@@ -129,6 +142,7 @@ def resolve_path(explicit: str | Path | None) -> Path:
 
 def validate_item(obj: Any, *, path: str | None = None, line: int | None = None) -> BacklogItem:
     """Gives a checked backlog item from its JSON object, or raises naming the field."""
+
     def bad(message: str, field: str | None = None) -> InputError:
         return InputError(message, path=path, line=line, field=field)
 
@@ -153,13 +167,15 @@ def validate_item(obj: Any, *, path: str | None = None, line: int | None = None)
     summary = obj["payload"].get("summary")
     score = summary.get("score") if isinstance(summary, dict) else None
     if isinstance(score, int) and not isinstance(score, bool) and not _fits_float(score):
-        raise bad("is too large for a score (the backlog sorts by it as a float)",
-                  "payload.summary.score")
+        raise bad(
+            "is too large for a score (the backlog sorts by it as a float)", "payload.summary.score"
+        )
     expected = canonical_sha256(obj["payload"])
     if obj["item_sha256"] != expected:
         raise bad(f"is not the SHA-256 of the canonical payload ({expected})", "item_sha256")
-    return BacklogItem(obj["queue"], obj["item_id"], obj["run_id"], obj["payload"],
-                       obj["item_sha256"])
+    return BacklogItem(
+        obj["queue"], obj["item_id"], obj["run_id"], obj["payload"], obj["item_sha256"]
+    )
 
 
 @dataclass(frozen=True)
@@ -192,8 +208,12 @@ def read_items_files(paths: Iterable[str | Path]) -> list[ItemsFile]:
             item = validate_item(obj, path=str(path), line=number)
             key, where = (item.queue, item.item_id), f"{path}:{number}"
             if key in seen and seen[key][0] != item.item_sha256:
-                raise InputError(f"item {item.item_id} is also given at {seen[key][1]} with a "
-                                 "different payload", path=path, line=number, field="item_id")
+                raise InputError(
+                    f"item {item.item_id} is also given at {seen[key][1]} with a different payload",
+                    path=path,
+                    line=number,
+                    field="item_id",
+                )
             seen.setdefault(key, (item.item_sha256, where))
             found.append((item, where))
         out.append(ItemsFile(path, sha256_hex(data), tuple(found)))
@@ -206,7 +226,9 @@ def _summary(payload: dict[str, Any]) -> tuple[str, float | None, str]:
         return "", None, ""
     title = summary.get("title") if isinstance(summary.get("title"), str) else ""
     score = summary.get("score")
-    score = float(score) if isinstance(score, (int, float)) and not isinstance(score, bool) else None
+    score = (
+        float(score) if isinstance(score, (int, float)) and not isinstance(score, bool) else None
+    )
     tags = summary.get("tags")
     tags = ",".join(t for t in tags if isinstance(t, str)) if isinstance(tags, list) else ""
     return title, score, tags
@@ -231,35 +253,50 @@ class DecisionOutcome:
         return self.standing
 
 
-def _replacing(standing: dict[str, Any] | None, queue: str, item_id: str, decision: str,
-               principal: str, role: str, overrule: bool | str) -> dict[str, Any] | None:
+def _replacing(
+    standing: dict[str, Any] | None,
+    queue: str,
+    item_id: str,
+    decision: str,
+    principal: str,
+    role: str,
+    overrule: bool | str,
+) -> dict[str, Any] | None:
     """Gives the extra fields of a decision replacing ``standing`` ({} for none, the
     ``overrules`` data for an overrule), None when it would say what already stands,
     or raises when it may not replace it."""
     if standing is None:
         if isinstance(overrule, str):
-            raise ConflictError(f"{queue}/{item_id}: the decision you chose to overrule "
-                                f"({overrule[:12]}…) no longer stands; nothing was signed")
+            raise ConflictError(
+                f"{queue}/{item_id}: the decision you chose to overrule "
+                f"({overrule[:12]}…) no longer stands; nothing was signed"
+            )
         return {}
     who, made_as, seq = standing["principal"], standing["role"], standing["seq"]
     what = f"{queue}/{item_id} stands at {standing['decision']} by {who} as {made_as} (#{seq})"
     if outranks(made_as, role):
         # As with undo: only the role that made a decision (or one above it) replaces it.
         mine = f" (decide as {made_as} to change it)" if who == principal else ""
-        raise PermissionRefused(f"{what}; a decision as {role} may not replace one made as "
-                                f"{made_as}, which ranks above it{mine}; nothing was signed")
+        raise PermissionRefused(
+            f"{what}; a decision as {role} may not replace one made as "
+            f"{made_as}, which ranks above it{mine}; nothing was signed"
+        )
     if who == principal:
         if standing["decision"] == decision and made_as == role:
             return None
         return {}
     if not overrule:
-        raise OverruleRequired(f"{what}; deciding {decision} would overrule {who}. Nothing was "
-                               "signed: to overrule explicitly (recorded in the signed "
-                               "record), run sealdesk decide again with --overrule, or "
-                               "confirm the overrule in the review app", standing=standing)
+        raise OverruleRequired(
+            f"{what}; deciding {decision} would overrule {who}. Nothing was "
+            "signed: to overrule explicitly (recorded in the signed "
+            "record), run sealdesk decide again with --overrule, or "
+            "confirm the overrule in the review app",
+            standing=standing,
+        )
     if isinstance(overrule, str) and overrule != standing["record_hash"]:
-        raise ConflictError(f"{what}, not the decision you chose to overrule "
-                            f"({overrule[:12]}…); nothing was signed")
+        raise ConflictError(
+            f"{what}, not the decision you chose to overrule ({overrule[:12]}…); nothing was signed"
+        )
     return {"data": {"overrules": standing["record_hash"]}}
 
 
@@ -318,17 +355,20 @@ class Workspace:
             conn.executescript(SCHEMA)
             store.create_schema(conn)
             with write_transaction(conn):
-                conn.execute("INSERT OR IGNORE INTO meta VALUES ('workspace_id', ?)",
-                             (str(uuid.uuid4()),))
-                conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)",
-                             (SCHEMA_VERSION,))
+                conn.execute(
+                    "INSERT OR IGNORE INTO meta VALUES ('workspace_id', ?)", (str(uuid.uuid4()),)
+                )
+                conn.execute(
+                    "INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (SCHEMA_VERSION,)
+                )
         except sqlite3.Error as exc:
             raise WorkspaceError(f"cannot create workspace at {root}: {exc}") from exc
         return cls(root, conn)
 
     @classmethod
-    def open(cls, root: str | Path, *, read_only: bool = False,
-             unmigrated: bool = False) -> "Workspace":
+    def open(
+        cls, root: str | Path, *, read_only: bool = False, unmigrated: bool = False
+    ) -> "Workspace":
         """Gives the existing workspace at root, or a clear error saying what to do.
 
         ``read_only`` opens it without writing a byte (see ``sqlitedb.open_read_only``),
@@ -344,8 +384,10 @@ class Workspace:
         if not os.access(root, os.R_OK | os.X_OK):
             raise WorkspaceError(f"workspace {root} is not readable by this user")
         if not db_path.is_file():
-            raise WorkspaceError(f"{root} is not a sealdesk workspace: {DB_NAME} is missing "
-                                 "(create one with: sealdesk init)")
+            raise WorkspaceError(
+                f"{root} is not a sealdesk workspace: {DB_NAME} is missing "
+                "(create one with: sealdesk init)"
+            )
         if not os.access(db_path, os.R_OK):
             raise WorkspaceError(f"{db_path} is not readable by this user")
         # Checked before connecting: connecting switches the file to WAL, which would
@@ -354,8 +396,9 @@ class Workspace:
             magic = handle.read(16)
         if magic != b"SQLite format 3\x00":
             what = "is empty" if not magic else "is not an SQLite database"
-            raise WorkspaceError(f"{db_path}: {what}, so not a sealdesk database (nothing "
-                                 "was written to it)")
+            raise WorkspaceError(
+                f"{db_path}: {what}, so not a sealdesk database (nothing was written to it)"
+            )
         conn = None
         try:
             conn = connect(db_path, read_only=read_only)
@@ -368,19 +411,25 @@ class Workspace:
                 why = WorkspaceError(f"{db_path}: not a sealdesk database ({exc})")
             raise why from exc
         if row is None or row[0] != SCHEMA_VERSION:
-            raise WorkspaceError(f"{db_path}: schema version {row and row[0]!r} is not "
-                                 f"{SCHEMA_VERSION!r}")
+            raise WorkspaceError(
+                f"{db_path}: schema version {row and row[0]!r} is not {SCHEMA_VERSION!r}"
+            )
         if conn.execute("SELECT 1 FROM meta WHERE key='workspace_id'").fetchone() is None:
             conn.close()
-            raise WorkspaceError(f"{db_path}: meta holds no workspace_id; every record names "
-                                 "it, so this workspace was damaged (restore it from a copy)")
-        tables = {name for (name,) in conn.execute(
-            "SELECT name FROM sqlite_schema WHERE type='table'")}
+            raise WorkspaceError(
+                f"{db_path}: meta holds no workspace_id; every record names "
+                "it, so this workspace was damaged (restore it from a copy)"
+            )
+        tables = {
+            name for (name,) in conn.execute("SELECT name FROM sqlite_schema WHERE type='table'")
+        }
         missing = sorted({"meta", "runs", "items", "records"} - tables)
         if missing:
             conn.close()
-            raise WorkspaceError(f"{db_path}: table {', '.join(missing)} is missing; this "
-                                 "workspace was damaged (restore it from a copy)")
+            raise WorkspaceError(
+                f"{db_path}: table {', '.join(missing)} is missing; this "
+                "workspace was damaged (restore it from a copy)"
+            )
         ws = cls(root, conn, read_only=read_only)
         if read_only:
             return ws
@@ -392,7 +441,8 @@ class Workspace:
                 f"workspace {root} predates enrolment in the ledger: who may sign is still the "
                 "unsigned trust/allowed_signers, so nothing is written to it until a lead signs "
                 f"that file into the ledger once, with: sealdesk --workspace {root} keys migrate "
-                "[--lead-key FILE]  (read commands such as verify and items still work)")
+                "[--lead-key FILE]  (read commands such as verify and items still work)"
+            )
         try:
             store.add_missing_indexes(conn)
         except sqlite3.Error as exc:
@@ -457,15 +507,20 @@ class Workspace:
 
     # -- runs and items ---------------------------------------------------
     def run_manifest_sha256(self, run_id: str) -> str | None:
-        row = self.conn.execute("SELECT manifest_sha256 FROM runs WHERE run_id=?",
-                                (run_id,)).fetchone()
+        row = self.conn.execute(
+            "SELECT manifest_sha256 FROM runs WHERE run_id=?", (run_id,)
+        ).fetchone()
         return None if row is None else row[0]
 
-    def ingest(self, items: Iterable[BacklogItem], *,
-               runs: dict[str, dict[str, Any]] | None = None,
-               source: str = "api",
-               origins: dict[tuple[str, str], str] | None = None,
-               run_defaults: dict[str, dict[str, Any]] | None = None) -> IngestResult:
+    def ingest(
+        self,
+        items: Iterable[BacklogItem],
+        *,
+        runs: dict[str, dict[str, Any]] | None = None,
+        source: str = "api",
+        origins: dict[tuple[str, str], str] | None = None,
+        run_defaults: dict[str, dict[str, Any]] | None = None,
+    ) -> IngestResult:
         """Gives counts after adding items in one transaction; all or nothing.
 
         ``runs`` maps run_id to its manifest (kind, artifact hashes, inputs); a
@@ -484,8 +539,7 @@ class Workspace:
         added = unchanged = 0
         with write_transaction(self.conn):
             for run_id in sorted({i.run_id for i in items} | set(runs) | set(run_defaults)):
-                self._register_run(run_id, runs.get(run_id), run_defaults.get(run_id),
-                                   source, now)
+                self._register_run(run_id, runs.get(run_id), run_defaults.get(run_id), source, now)
             for item in items:
                 row = self.conn.execute(
                     "SELECT item_sha256 FROM items WHERE queue=? AND item_id=?",
@@ -505,15 +559,29 @@ class Workspace:
                 title, score, tags = _summary(item.payload)
                 self.conn.execute(
                     "INSERT INTO items VALUES (?,?,?,?,?,?,?,?,?)",
-                    (item.queue, item.item_id, item.run_id, item.item_sha256,
-                     canonical_json(item.payload).decode("utf-8"), title or item.item_id,
-                     score, tags, now),
+                    (
+                        item.queue,
+                        item.item_id,
+                        item.run_id,
+                        item.item_sha256,
+                        canonical_json(item.payload).decode("utf-8"),
+                        title or item.item_id,
+                        score,
+                        tags,
+                        now,
+                    ),
                 )
                 added += 1
         return IngestResult(added, unchanged)
 
-    def _register_run(self, run_id: str, manifest: dict[str, Any] | None,
-                      default: dict[str, Any] | None, source: str, now: str) -> None:
+    def _register_run(
+        self,
+        run_id: str,
+        manifest: dict[str, Any] | None,
+        default: dict[str, Any] | None,
+        source: str,
+        now: str,
+    ) -> None:
         """Registers a run once; a held run given again with another manifest is refused.
 
         Every decision binds its run's manifest hash: a run id silently kept
@@ -521,8 +589,9 @@ class Workspace:
         """
         if not RUN_ID.match(run_id):
             raise InputError(f"run id {run_id!r} {RUN_ID_RULE}", field="run_id")
-        row = self.conn.execute("SELECT manifest_sha256 FROM runs WHERE run_id=?",
-                                (run_id,)).fetchone()
+        row = self.conn.execute(
+            "SELECT manifest_sha256 FROM runs WHERE run_id=?", (run_id,)
+        ).fetchone()
         if row is not None and manifest is None:
             return  # items of a held run need not repeat its manifest
         if manifest is None:
@@ -534,11 +603,13 @@ class Workspace:
                 raise ConflictError(
                     f"{source}: run {run_id} is already held with another manifest (held "
                     f"{row[0][:12]}…, new {digest[:12]}…); runs are immutable, give the new "
-                    "run another run id")
+                    "run another run id"
+                )
             return
-        self.conn.execute("INSERT INTO runs VALUES (?,?,?,?,?)",
-                          (run_id, str(manifest.get("kind", "run")), blob.decode("utf-8"),
-                           digest, now))
+        self.conn.execute(
+            "INSERT INTO runs VALUES (?,?,?,?,?)",
+            (run_id, str(manifest.get("kind", "run")), blob.decode("utf-8"), digest, now),
+        )
 
     def item(self, queue: str, item_id: str) -> dict[str, Any] | None:
         """Gives one item with its payload, run and effective decision, or None."""
@@ -553,17 +624,32 @@ class Workspace:
         from engine.canonical import strict_loads
 
         effective = store.effective_decisions_for(self.conn, queue, item_id)
-        return {"queue": row[0], "item_id": row[1], "run_id": row[2], "item_sha256": row[3],
-                "payload": strict_loads(row[4]), "title": row[5], "score": row[6],
-                "tags": row[7].split(",") if row[7] else [], "run_sha256": row[8],
-                "decision": effective}
+        return {
+            "queue": row[0],
+            "item_id": row[1],
+            "run_id": row[2],
+            "item_sha256": row[3],
+            "payload": strict_loads(row[4]),
+            "title": row[5],
+            "score": row[6],
+            "tags": row[7].split(",") if row[7] else [],
+            "run_sha256": row[8],
+            "decision": effective,
+        }
 
-    def items(self, queue: str | None = None, status: str | None = None,
-              limit: int | None = None, offset: int = 0) -> list[dict[str, Any]]:
+    def items(
+        self,
+        queue: str | None = None,
+        status: str | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> list[dict[str, Any]]:
         """Gives items (without payload) with their effective decision, in id order."""
         if status not in (None, "undecided", "accept", "reject", "skip"):
-            raise InputError(f"unknown status {status!r} (expected undecided, accept, "
-                             "reject or skip)", field="status")
+            raise InputError(
+                f"unknown status {status!r} (expected undecided, accept, reject or skip)",
+                field="status",
+            )
         decided = store.effective_decisions(self.conn, queue)
         sql = "SELECT queue, item_id, run_id, item_sha256, title, score, tags FROM items"
         args: list[Any] = []
@@ -577,30 +663,50 @@ class Workspace:
             state = eff["decision"] if eff else "undecided"
             if status and state != status:
                 continue
-            out.append({"queue": q, "item_id": iid, "run_id": run_id, "item_sha256": sha,
-                        "title": title, "score": score,
-                        "tags": tags.split(",") if tags else [], "status": state,
-                        "decision": eff})
-        return out[offset: None if limit is None else offset + limit]
+            out.append(
+                {
+                    "queue": q,
+                    "item_id": iid,
+                    "run_id": run_id,
+                    "item_sha256": sha,
+                    "title": title,
+                    "score": score,
+                    "tags": tags.split(",") if tags else [],
+                    "status": state,
+                    "decision": eff,
+                }
+            )
+        return out[offset : None if limit is None else offset + limit]
 
     # -- browsing (the review app reads through these) ----------------------
-    def page(self, queue: str, filters: "item_query.ItemFilter | None" = None,
-             sort: str = "score_desc", offset: int = 0,
-             limit: int = 100) -> list["item_query.ItemRow"]:
+    def page(
+        self,
+        queue: str,
+        filters: "item_query.ItemFilter | None" = None,
+        sort: str = "score_desc",
+        offset: int = 0,
+        limit: int = 100,
+    ) -> list["item_query.ItemRow"]:
         """Gives one page of a queue's rows, filtered and sorted, with their status."""
-        return item_query.page(self.conn, queue, filters or item_query.ItemFilter(), sort,
-                               offset, limit)
+        return item_query.page(
+            self.conn, queue, filters or item_query.ItemFilter(), sort, offset, limit
+        )
 
     def count(self, queue: str, filters: "item_query.ItemFilter | None" = None) -> int:
         """Gives how many items of a queue pass the filters."""
         return item_query.count(self.conn, queue, filters or item_query.ItemFilter())
 
-    def position(self, queue: str, item_id: str,
-                 filters: "item_query.ItemFilter | None" = None,
-                 sort: str = "score_desc") -> int | None:
+    def position(
+        self,
+        queue: str,
+        item_id: str,
+        filters: "item_query.ItemFilter | None" = None,
+        sort: str = "score_desc",
+    ) -> int | None:
         """Gives an item's index in the filtered, sorted listing, or None if absent."""
-        return item_query.position(self.conn, queue, filters or item_query.ItemFilter(),
-                                   sort, item_id)
+        return item_query.position(
+            self.conn, queue, filters or item_query.ItemFilter(), sort, item_id
+        )
 
     def progress(self) -> dict[str, "item_query.QueueProgress"]:
         """Gives per queue: total items and effective decisions by kind."""
@@ -615,12 +721,18 @@ class Workspace:
         return store.head(self.conn)
 
     # -- decisions ----------------------------------------------------------
-    def identify(self, signer: Signer, principal: str | None = None,
-                 role: str | None = None, queue: str | None = None) -> tuple[str, str]:
+    def identify(
+        self,
+        signer: Signer,
+        principal: str | None = None,
+        role: str | None = None,
+        queue: str | None = None,
+    ) -> tuple[str, str]:
         """Gives (principal, role) for a signer, refusing anyone not enrolled for it."""
         if queue is not None and queue not in QUEUES:
-            raise InputError(f"unknown queue {queue!r} (expected {', '.join(QUEUES)})",
-                             field="queue")
+            raise InputError(
+                f"unknown queue {queue!r} (expected {', '.join(QUEUES)})", field="queue"
+            )
         allowed = self.authority()
         blob = signer.public_key.blob
         names = allowed.principals_for(blob)
@@ -629,53 +741,85 @@ class Workspace:
                 raise PermissionRefused(
                     f"key {signer.public_key.fingerprint} is not enrolled in this workspace's "
                     "ledger (a lead enrols it with: sealdesk keys add --principal P --role R "
-                    "--key KEY.pub)")
+                    "--key KEY.pub)"
+                )
             if len(names) > 1:
-                raise PermissionRefused(f"key {signer.public_key.fingerprint} is enrolled as "
-                                        f"{', '.join(names)}; choose one with --principal")
+                raise PermissionRefused(
+                    f"key {signer.public_key.fingerprint} is enrolled as "
+                    f"{', '.join(names)}; choose one with --principal"
+                )
             principal = names[0]
         # Valid now, as verify will check at the record's signed time: a key outside
         # its valid-after/valid-before window would leave a record that never verifies.
         held = allowed.roles_for(principal, blob, datetime.now(timezone.utc))
         if not held:
-            raise PermissionRefused(f"{principal} with key {signer.public_key.fingerprint} may "
-                                    "not sign in any role now (see: sealdesk keys list)")
+            raise PermissionRefused(
+                f"{principal} with key {signer.public_key.fingerprint} may "
+                "not sign in any role now (see: sealdesk keys list)"
+            )
         wanted = QUEUE_ROLES[queue] if queue else None
         if role is None:
             choices = [r for r in (wanted or held) if r in held]
             if not choices:
-                raise PermissionRefused(f"{principal} holds role(s) {', '.join(held)}; items "
-                                        f"of {queue} need {' or '.join(wanted or ())}")
+                raise PermissionRefused(
+                    f"{principal} holds role(s) {', '.join(held)}; items "
+                    f"of {queue} need {' or '.join(wanted or ())}"
+                )
             role = choices[0]
         if role not in held:
-            raise PermissionRefused(f"{principal} may not sign as {role} (holds "
-                                    f"{', '.join(held)})")
+            raise PermissionRefused(f"{principal} may not sign as {role} (holds {', '.join(held)})")
         if wanted and role not in wanted:
-            raise PermissionRefused(f"role {role} may not decide items of {queue} (needs "
-                                    f"{' or '.join(wanted)})")
+            raise PermissionRefused(
+                f"role {role} may not decide items of {queue} (needs {' or '.join(wanted)})"
+            )
         return principal, role
 
-    def decide(self, signer: Signer, queue: str, item_id: str, decision: str, *,
-               note: str | None = None, principal: str | None = None,
-               role: str | None = None, overrule: bool | str = False) -> Record:
+    def decide(
+        self,
+        signer: Signer,
+        queue: str,
+        item_id: str,
+        decision: str,
+        *,
+        note: str | None = None,
+        principal: str | None = None,
+        role: str | None = None,
+        overrule: bool | str = False,
+    ) -> Record:
         """Gives the record that now states the decision on an item: the one just
         durably appended, or the signer's own standing one when it already said so.
 
         ``overrule`` is ``decide_many``'s: without it, replacing another
         principal's standing decision is refused.
         """
-        (outcome,) = self.decide_many(signer, queue, [item_id], decision, note=note,
-                                      principal=principal, role=role, overrule=overrule)
+        (outcome,) = self.decide_many(
+            signer,
+            queue,
+            [item_id],
+            decision,
+            note=note,
+            principal=principal,
+            role=role,
+            overrule=overrule,
+        )
         if outcome.record is not None:
             return outcome.record
         standing = store.get_record(self.conn, outcome.standing["seq"])
         assert standing is not None  # it stood inside the transaction just closed
         return standing
 
-    def decide_many(self, signer: Signer, queue: str, item_ids: Iterable[str],
-                    decision: str, *, note: str | None = None,
-                    principal: str | None = None, role: str | None = None,
-                    overrule: bool | str = False) -> list[DecisionOutcome]:
+    def decide_many(
+        self,
+        signer: Signer,
+        queue: str,
+        item_ids: Iterable[str],
+        decision: str,
+        *,
+        note: str | None = None,
+        principal: str | None = None,
+        role: str | None = None,
+        overrule: bool | str = False,
+    ) -> list[DecisionOutcome]:
         """Gives what deciding each item did, after signing and durably appending every
         needed record in one write transaction: all or nothing.
 
@@ -692,14 +836,16 @@ class Workspace:
           (PermissionRefused), as it is never retracted from another role.
         """
         if decision not in DECISIONS:
-            raise InputError(f"unknown decision {decision!r} (expected "
-                             f"{', '.join(DECISIONS)})", field="decision")
+            raise InputError(
+                f"unknown decision {decision!r} (expected {', '.join(DECISIONS)})", field="decision"
+            )
         if queue not in QUEUES:
             raise InputError(f"unknown queue {queue!r}", field="queue")
         ids = list(item_ids)
         if isinstance(overrule, str) and len(ids) != 1:
-            raise InputError("an overrule naming the decision it replaces is about one item",
-                             field="overrule")
+            raise InputError(
+                "an overrule naming the decision it replaces is about one item", field="overrule"
+            )
         principal, role = self.identify(signer, principal, role, queue)
         standing: list[dict[str, Any] | None] = [None] * len(ids)
 
@@ -707,34 +853,71 @@ class Workspace:
             def check(conn: sqlite3.Connection) -> dict[str, Any] | None:
                 binding = self._item_binding(conn, queue, ids[index])
                 standing[index] = store.effective_decisions_for(conn, queue, ids[index])
-                extra = _replacing(standing[index], queue, ids[index], decision, principal,
-                                   role, overrule)
+                extra = _replacing(
+                    standing[index], queue, ids[index], decision, principal, role, overrule
+                )
                 return None if extra is None else {**binding, **extra}
+
             return check
 
         records = store.append_many(
-            self.db, signer, workspace_id=self.workspace_id, principal=principal, role=role,
-            entries=[store.Entry("decision", {"queue": queue, "item_id": item_id,
-                                              "decision": decision, "note": note},
-                                 check_for(index)) for index, item_id in enumerate(ids)])
-        return [DecisionOutcome(queue, item_id, decision, record, before)
-                for item_id, record, before in zip(ids, records, standing)]
+            self.db,
+            signer,
+            workspace_id=self.workspace_id,
+            principal=principal,
+            role=role,
+            entries=[
+                store.Entry(
+                    "decision",
+                    {"queue": queue, "item_id": item_id, "decision": decision, "note": note},
+                    check_for(index),
+                )
+                for index, item_id in enumerate(ids)
+            ],
+        )
+        return [
+            DecisionOutcome(queue, item_id, decision, record, before)
+            for item_id, record, before in zip(ids, records, standing)
+        ]
 
-    def note(self, signer: Signer, queue: str, item_id: str, note: str, *,
-             principal: str | None = None, role: str | None = None) -> Record:
+    def note(
+        self,
+        signer: Signer,
+        queue: str,
+        item_id: str,
+        note: str,
+        *,
+        principal: str | None = None,
+        role: str | None = None,
+    ) -> Record:
         """Gives the signed record after appending a note on an item (no decision)."""
         if not note.strip():
             raise InputError("a note must not be empty", field="note")
         principal, role = self.identify(signer, principal, role, queue)
         return store.append(
-            self.db, signer, workspace_id=self.workspace_id, principal=principal,
-            role=role, kind="note", queue=queue, item_id=item_id, note=note,
+            self.db,
+            signer,
+            workspace_id=self.workspace_id,
+            principal=principal,
+            role=role,
+            kind="note",
+            queue=queue,
+            item_id=item_id,
+            note=note,
             check=lambda c: self._item_binding(c, queue, item_id),
         )
 
-    def retract(self, signer: Signer, queue: str, item_id: str, *,
-                record_hash: str | None = None, note: str | None = None,
-                principal: str | None = None, role: str | None = None) -> Record:
+    def retract(
+        self,
+        signer: Signer,
+        queue: str,
+        item_id: str,
+        *,
+        record_hash: str | None = None,
+        note: str | None = None,
+        principal: str | None = None,
+        role: str | None = None,
+    ) -> Record:
         """Gives the retract record that undoes the item's effective decision (or one named)."""
         principal, role = self.identify(signer, principal, role, queue)
 
@@ -744,53 +927,80 @@ class Workspace:
             if target is None:
                 eff = store.effective_decisions_for(conn, queue, item_id)
                 if eff is None:
-                    raise InputError(f"nothing to undo: {queue}/{item_id} has no standing "
-                                     "decision", field="item")
+                    raise InputError(
+                        f"nothing to undo: {queue}/{item_id} has no standing decision", field="item"
+                    )
                 target = eff["record_hash"]
             row = conn.execute(
                 "SELECT kind, queue, item_id, role, principal FROM records WHERE record_hash=?",
-                (target,)).fetchone()
+                (target,),
+            ).fetchone()
             if row is None or row[0] != "decision" or (row[1], row[2]) != (queue, item_id):
-                raise InputError(f"record {target[:12]}… is not a decision on {queue}/{item_id}",
-                                 field="retracts")
+                raise InputError(
+                    f"record {target[:12]}… is not a decision on {queue}/{item_id}",
+                    field="retracts",
+                )
             if row[4] != principal:
                 # Undoing another's decision would overrule it without saying so.
-                raise PermissionRefused(f"the standing decision on {queue}/{item_id} is "
-                                        f"{row[4]}'s; undo takes back only your own (to replace "
-                                        "theirs, decide with --overrule, or confirm the "
-                                        "overrule in the review app)")
+                raise PermissionRefused(
+                    f"the standing decision on {queue}/{item_id} is "
+                    f"{row[4]}'s; undo takes back only your own (to replace "
+                    "theirs, decide with --overrule, or confirm the "
+                    "overrule in the review app)"
+                )
             if row[3] != role:
-                raise PermissionRefused(f"the decision was made as {row[3]}; only that role "
-                                        "may retract it")
-            if conn.execute("SELECT 1 FROM records WHERE kind='retract' AND retracts=?",
-                            (target,)).fetchone():
+                raise PermissionRefused(
+                    f"the decision was made as {row[3]}; only that role may retract it"
+                )
+            if conn.execute(
+                "SELECT 1 FROM records WHERE kind='retract' AND retracts=?", (target,)
+            ).fetchone():
                 raise InputError(f"record {target[:12]}… is already retracted", field="retracts")
             return {**binding, "retracts": target}
 
         return store.append(
-            self.db, signer, workspace_id=self.workspace_id, principal=principal,
-            role=role, kind="retract", queue=queue, item_id=item_id, note=note, check=check,
+            self.db,
+            signer,
+            workspace_id=self.workspace_id,
+            principal=principal,
+            role=role,
+            kind="retract",
+            queue=queue,
+            item_id=item_id,
+            note=note,
+            check=check,
         )
 
     def _item_binding(self, conn: sqlite3.Connection, queue: str, item_id: str) -> dict[str, Any]:
         row = conn.execute(
             "SELECT item_sha256, payload, runs.manifest_sha256, runs.manifest FROM items "
-            "JOIN runs USING (run_id) WHERE items.queue=? AND item_id=?", (queue, item_id),
+            "JOIN runs USING (run_id) WHERE items.queue=? AND item_id=?",
+            (queue, item_id),
         ).fetchone()
         if row is None:
             raise InputError(f"no item {item_id!r} in queue {queue}", field="item")
         # A record binds the hashes; refuse to sign if the bytes behind them were edited.
         if sha256_hex(row[1].encode("utf-8")) != row[0]:
-            raise IntegrityError(f"item {queue}/{item_id}: stored payload no longer hashes to "
-                                 "its item_sha256 (edited after ingest); nothing was signed")
+            raise IntegrityError(
+                f"item {queue}/{item_id}: stored payload no longer hashes to "
+                "its item_sha256 (edited after ingest); nothing was signed"
+            )
         if sha256_hex(row[3].encode("utf-8")) != row[2]:
-            raise IntegrityError(f"item {queue}/{item_id}: its run manifest no longer hashes "
-                                 "to manifest_sha256 (edited after ingest); nothing was signed")
+            raise IntegrityError(
+                f"item {queue}/{item_id}: its run manifest no longer hashes "
+                "to manifest_sha256 (edited after ingest); nothing was signed"
+            )
         return {"item_sha256": row[0], "run_sha256": row[2]}
 
-    def signoff(self, signer: Signer, data: dict[str, Any] | None, *, note: str | None = None,
-                principal: str | None = None,
-                check: Callable[[sqlite3.Connection], dict[str, Any]] | None = None) -> Record:
+    def signoff(
+        self,
+        signer: Signer,
+        data: dict[str, Any] | None,
+        *,
+        note: str | None = None,
+        principal: str | None = None,
+        check: Callable[[sqlite3.Connection], dict[str, Any]] | None = None,
+    ) -> Record:
         """Gives the lead's sign-off record binding ``data`` (tree head, artifacts).
 
         ``check`` runs inside the append's write transaction and may refuse, or
@@ -799,20 +1009,39 @@ class Workspace:
         """
         principal, role = self.identify(signer, principal, SIGNOFF_ROLE)
         return store.append(
-            self.db, signer, workspace_id=self.workspace_id, principal=principal,
-            role=role, kind="signoff", note=note, data=data, check=check,
+            self.db,
+            signer,
+            workspace_id=self.workspace_id,
+            principal=principal,
+            role=role,
+            kind="signoff",
+            note=note,
+            data=data,
+            check=check,
         )
 
     def history(self, queue: str, item_id: str) -> list[dict[str, Any]]:
         """Gives every record about an item, oldest first, marking retracted ones."""
         rows = self.conn.execute(
             "SELECT seq, kind, decision, principal, role, time, record_hash, retracts, message "
-            "FROM records WHERE queue=? AND item_id=? ORDER BY seq", (queue, item_id),
+            "FROM records WHERE queue=? AND item_id=? ORDER BY seq",
+            (queue, item_id),
         ).fetchall()
         retracted = {r[7] for r in rows if r[1] == "retract"}
         from engine.canonical import strict_loads
 
-        return [{"seq": r[0], "kind": r[1], "decision": r[2], "principal": r[3],
-                 "role": r[4], "time": r[5], "record_hash": r[6], "retracts": r[7],
-                 "note": strict_loads(r[8]).get("note"), "retracted": r[6] in retracted}
-                for r in rows]
+        return [
+            {
+                "seq": r[0],
+                "kind": r[1],
+                "decision": r[2],
+                "principal": r[3],
+                "role": r[4],
+                "time": r[5],
+                "record_hash": r[6],
+                "retracts": r[7],
+                "note": strict_loads(r[8]).get("note"),
+                "retracted": r[6] in retracted,
+            }
+            for r in rows
+        ]

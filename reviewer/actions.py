@@ -32,70 +32,184 @@ if TYPE_CHECKING:
 class Action:
     """One thing the app does: bound to a key, offered in the palette, or both."""
 
-    id: str                      # the binding id a keymap names; unique
-    key: str | None              # default key(s), comma-separated; None: palette only
-    action: str                  # the Textual action run on the scope's screen
-    description: str             # in the key line at the bottom and in help
-    scope: str                   # where it is bound (a screen's SCOPE, "queue", "app")
-    show: bool = True            # shown in the key line
-    priority: bool = False       # checked before the focused widget's own keys
-    title: str | None = None     # its command palette title; None: not in the palette
-    palette_help: str = ""       # the palette's second line
+    id: str  # the binding id a keymap names; unique
+    key: str | None  # default key(s), comma-separated; None: palette only
+    action: str  # the Textual action run on the scope's screen
+    description: str  # in the key line at the bottom and in help
+    scope: str  # where it is bound (a screen's SCOPE, "queue", "app")
+    show: bool = True  # shown in the key line
+    priority: bool = False  # checked before the focused widget's own keys
+    title: str | None = None  # its command palette title; None: not in the palette
+    palette_help: str = ""  # the palette's second line
 
 
 def _queue_rows() -> tuple[Action, ...]:
-    keys = {"flagged_pairs": ("1", "review.queue_pairs", "Flagged pairs"),
-            "adjudication": ("2", "review.queue_adjudication", "Adjudication"),
-            "weak_categories": ("3", "review.queue_weak", "Weak categories")}
-    return tuple(Action(bid, key, f"queue('{queue}')", description, "review", show=False,
-                        title=f"Queue: {queue}", palette_help="show this backlog")
-                 for queue, (key, bid, description) in keys.items())
+    keys = {
+        "flagged_pairs": ("1", "review.queue_pairs", "Flagged pairs"),
+        "adjudication": ("2", "review.queue_adjudication", "Adjudication"),
+        "weak_categories": ("3", "review.queue_weak", "Weak categories"),
+    }
+    return tuple(
+        Action(
+            bid,
+            key,
+            f"queue('{queue}')",
+            description,
+            "review",
+            show=False,
+            title=f"Queue: {queue}",
+            palette_help="show this backlog",
+        )
+        for queue, (key, bid, description) in keys.items()
+    )
 
 
-SORTS = (("score_desc", "score ↓"), ("score_asc", "score ↑"), ("id_asc", "id ↑"),
-         ("id_desc", "id ↓"))
+SORTS = (
+    ("score_desc", "score ↓"),
+    ("score_asc", "score ↑"),
+    ("id_asc", "id ↑"),
+    ("id_desc", "id ↓"),
+)
 STATUSES = ("undecided", "accept", "reject", "skip")
 
 ACTIONS: tuple[Action, ...] = (
     # -- the review screen ------------------------------------------------------
-    Action("review.accept", "a", "decide('accept')", "Accept", "review",
-           title="Accept item", palette_help="sign an accept and move on"),
-    Action("review.reject", "x", "decide('reject')", "Reject", "review",
-           title="Reject item", palette_help="sign a reject and move on"),
-    Action("review.skip", "space", "decide('skip')", "Skip", "review",
-           title="Skip item", palette_help="sign a skip and move on"),
-    Action("review.undo", "u", "undo", "Undo", "review",
-           title="Undo", palette_help="retract the decision"),
-    Action("review.note", "n", "note", "Note", "review",
-           title="Note", palette_help="sign a note on the item"),
-    Action("review.search", "slash", "search", "Search", "review",
-           title="Search", palette_help="free text over titles, ids, tags and payloads"),
-    Action("review.filter", "f", "filters", "Filter", "review",
-           title="Filter", palette_help="status, decided by, tag/channel, score range"),
+    Action(
+        "review.accept",
+        "a",
+        "decide('accept')",
+        "Accept",
+        "review",
+        title="Accept item",
+        palette_help="sign an accept and move on",
+    ),
+    Action(
+        "review.reject",
+        "x",
+        "decide('reject')",
+        "Reject",
+        "review",
+        title="Reject item",
+        palette_help="sign a reject and move on",
+    ),
+    Action(
+        "review.skip",
+        "space",
+        "decide('skip')",
+        "Skip",
+        "review",
+        title="Skip item",
+        palette_help="sign a skip and move on",
+    ),
+    Action(
+        "review.undo",
+        "u",
+        "undo",
+        "Undo",
+        "review",
+        title="Undo",
+        palette_help="retract the decision",
+    ),
+    Action(
+        "review.note",
+        "n",
+        "note",
+        "Note",
+        "review",
+        title="Note",
+        palette_help="sign a note on the item",
+    ),
+    Action(
+        "review.search",
+        "slash",
+        "search",
+        "Search",
+        "review",
+        title="Search",
+        palette_help="free text over titles, ids, tags and payloads",
+    ),
+    Action(
+        "review.filter",
+        "f",
+        "filters",
+        "Filter",
+        "review",
+        title="Filter",
+        palette_help="status, decided by, tag/channel, score range",
+    ),
     Action("review.status", "s", "cycle_status", "Status filter", "review", show=False),
     Action("review.sort", "o", "cycle_sort", "Sort", "review"),
     *_queue_rows(),
-    Action("review.next_queue", "right_square_bracket", "step_queue(1)", "Next queue",
-           "review", show=False),
-    Action("review.prev_queue", "left_square_bracket", "step_queue(-1)", "Previous queue",
-           "review", show=False),
-    Action("review.detail_down", "ctrl+d", "detail_scroll(1)", "Detail down", "review",
-           show=False),
-    Action("review.detail_up", "ctrl+u", "detail_scroll(-1)", "Detail up", "review",
-           show=False),
-    Action("review.jobs", "b", "jobs", "Jobs", "review",
-           title="Jobs", palette_help="start an engine run, see progress"),
-    Action("review.signoff", "S", "signoff", "Sign-off", "review",
-           title="Sign-off", palette_help="the lead's summary of everything, then sign it off"),
-    Action("review.clear_search", "escape", "clear_search", "Clear search", "review",
-           show=False),
-    Action("review.clear_filters", None, "clear_filters", "Clear filters", "review",
-           title="Clear filters", palette_help="show the whole queue"),
-    *(Action(f"review.sort_{sort}", None, f"set_sort('{sort}')", f"Sort by {label}", "review",
-             title=f"Sort by {label}", palette_help="order the queue") for sort, label in SORTS),
-    *(Action(f"review.show_{status}", None, f"show_status('{status}')",
-             f"Show status: {status}", "review", title=f"Show status: {status}",
-             palette_help="filter by effective decision") for status in STATUSES),
+    Action(
+        "review.next_queue",
+        "right_square_bracket",
+        "step_queue(1)",
+        "Next queue",
+        "review",
+        show=False,
+    ),
+    Action(
+        "review.prev_queue",
+        "left_square_bracket",
+        "step_queue(-1)",
+        "Previous queue",
+        "review",
+        show=False,
+    ),
+    Action("review.detail_down", "ctrl+d", "detail_scroll(1)", "Detail down", "review", show=False),
+    Action("review.detail_up", "ctrl+u", "detail_scroll(-1)", "Detail up", "review", show=False),
+    Action(
+        "review.jobs",
+        "b",
+        "jobs",
+        "Jobs",
+        "review",
+        title="Jobs",
+        palette_help="start an engine run, see progress",
+    ),
+    Action(
+        "review.signoff",
+        "S",
+        "signoff",
+        "Sign-off",
+        "review",
+        title="Sign-off",
+        palette_help="the lead's summary of everything, then sign it off",
+    ),
+    Action("review.clear_search", "escape", "clear_search", "Clear search", "review", show=False),
+    Action(
+        "review.clear_filters",
+        None,
+        "clear_filters",
+        "Clear filters",
+        "review",
+        title="Clear filters",
+        palette_help="show the whole queue",
+    ),
+    *(
+        Action(
+            f"review.sort_{sort}",
+            None,
+            f"set_sort('{sort}')",
+            f"Sort by {label}",
+            "review",
+            title=f"Sort by {label}",
+            palette_help="order the queue",
+        )
+        for sort, label in SORTS
+    ),
+    *(
+        Action(
+            f"review.show_{status}",
+            None,
+            f"show_status('{status}')",
+            f"Show status: {status}",
+            "review",
+            title=f"Show status: {status}",
+            palette_help="filter by effective decision",
+        )
+        for status in STATUSES
+    ),
     # -- the queue list (a widget on the review screen) ------------------------
     Action("queue.down", "j,down", "cursor_down", "Down", "queue", show=False),
     Action("queue.up", "k,up", "cursor_up", "Up", "queue", show=False),
@@ -112,25 +226,57 @@ ACTIONS: tuple[Action, ...] = (
     Action("jobs.close", "escape", "close", "Close", "jobs"),
     Action("jobs.cancel", "ctrl+k", "cancel_newest", "Cancel newest running job", "jobs"),
     # -- the lead's sign-off -----------------------------------------------------
-    Action("signoff.sign", "s", "sign(False)", "Sign off", "signoff",
-           title="Sign off",
-           palette_help="sign the tree head as lead (refused while items are undecided)"),
-    Action("signoff.sign_exceptions", "e", "sign(True)", "Sign with exceptions", "signoff",
-           title="Sign off with exceptions",
-           palette_help="sign although items are undecided; each is listed in the record"),
-    Action("signoff.refresh", "r", "reread", "Read again", "signoff",
-           title="Read the summary again", palette_help="counts, status, tree head"),
-    Action("signoff.close", "escape", "close", "Back to review", "signoff",
-           title="Back to review", palette_help="close the sign-off screen"),
+    Action(
+        "signoff.sign",
+        "s",
+        "sign(False)",
+        "Sign off",
+        "signoff",
+        title="Sign off",
+        palette_help="sign the tree head as lead (refused while items are undecided)",
+    ),
+    Action(
+        "signoff.sign_exceptions",
+        "e",
+        "sign(True)",
+        "Sign with exceptions",
+        "signoff",
+        title="Sign off with exceptions",
+        palette_help="sign although items are undecided; each is listed in the record",
+    ),
+    Action(
+        "signoff.refresh",
+        "r",
+        "reread",
+        "Read again",
+        "signoff",
+        title="Read the summary again",
+        palette_help="counts, status, tree head",
+    ),
+    Action(
+        "signoff.close",
+        "escape",
+        "close",
+        "Back to review",
+        "signoff",
+        title="Back to review",
+        palette_help="close the sign-off screen",
+    ),
     Action("signoff.confirm_cancel", "escape", "cancel", "Cancel", "signoff.confirm"),
     Action("help.close", "escape,question_mark,q", "close", "Close", "help"),
     # -- the app, on every screen (last: its keys close the key line) ----------
-    Action("app.help", "question_mark", "help", "Help", "app",
-           title="Keys", palette_help="every key and its binding id"),
+    Action(
+        "app.help",
+        "question_mark",
+        "help",
+        "Help",
+        "app",
+        title="Keys",
+        palette_help="every key and its binding id",
+    ),
     Action("app.theme", "t", "cycle_theme", "Theme", "app"),
     Action("app.quit", "q", "quit", "Quit", "app"),
-    Action("app.palette", "ctrl+p", "command_palette", "Palette", "app", show=False,
-           priority=True),
+    Action("app.palette", "ctrl+p", "command_palette", "Palette", "app", show=False, priority=True),
 )
 
 
@@ -138,8 +284,11 @@ def bindings(scope: str) -> list[Binding]:
     """Gives the Textual bindings of one scope's keyed actions, in table order."""
     from textual.binding import Binding
 
-    return [Binding(a.key, a.action, a.description, show=a.show, priority=a.priority, id=a.id)
-            for a in ACTIONS if a.scope == scope and a.key is not None]
+    return [
+        Binding(a.key, a.action, a.description, show=a.show, priority=a.priority, id=a.id)
+        for a in ACTIONS
+        if a.scope == scope and a.key is not None
+    ]
 
 
 def keyed() -> list[Action]:

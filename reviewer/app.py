@@ -36,8 +36,14 @@ class ReviewApp(App):
     SCOPE = "app"
     BINDINGS = bindings(SCOPE)
 
-    def __init__(self, ws: Workspace, session: Session, *, theme: str = DEFAULT_THEME,
-                 keymap: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        ws: Workspace,
+        session: Session,
+        *,
+        theme: str = DEFAULT_THEME,
+        keymap: dict[str, str] | None = None,
+    ) -> None:
         super().__init__()
         self.ws = ws
         self.session = session
@@ -51,9 +57,12 @@ class ReviewApp(App):
             self.theme = self._start_theme
         else:
             self.theme = DEFAULT_THEME
-            self.notify(f"no theme named {self._start_theme!r}; using {DEFAULT_THEME} "
-                        f"(themes: {', '.join(sorted(self.available_themes))})",
-                        severity="warning", markup=False)
+            self.notify(
+                f"no theme named {self._start_theme!r}; using {DEFAULT_THEME} "
+                f"(themes: {', '.join(sorted(self.available_themes))})",
+                severity="warning",
+                markup=False,
+            )
         if self._start_keymap:
             self.set_keymap(self._start_keymap)
 
@@ -84,8 +93,7 @@ class ReviewApp(App):
         rows = []
         for action in keyed():
             keys = self._keymap.get(action.id, action.key or "")
-            shown = ", ".join(self.get_key_display(Binding(k.strip(), "")) for k in
-                              keys.split(","))
+            shown = ", ".join(self.get_key_display(Binding(k.strip(), "")) for k in keys.split(","))
             rows.append((shown, action.description, action.id))
         return rows
 
@@ -100,8 +108,11 @@ class ReviewApp(App):
         """Gives (key, description) for the actions a screen and the app show, as bound now."""
         scopes = {getattr(screen, "SCOPE", None), self.SCOPE}
         shown = {a.id for a in keyed() if a.show and a.scope in scopes}
-        return [(keys.split(",")[0], description)
-                for keys, description, bid in self.binding_rows() if bid in shown]
+        return [
+            (keys.split(",")[0], description)
+            for keys, description, bid in self.binding_rows()
+            if bid in shown
+        ]
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen(self.binding_rows()))
@@ -114,8 +125,9 @@ class ReviewApp(App):
         yield from self._palette(owner)
         for name in SEALDESK_THEMES:
             if name in self.available_themes:
-                yield SystemCommand(f"Theme: {name}", "switch colours",
-                                    lambda n=name: setattr(self, "theme", n))
+                yield SystemCommand(
+                    f"Theme: {name}", "switch colours", lambda n=name: setattr(self, "theme", n)
+                )
         yield from self._palette(self)
 
     def _palette(self, owner: App | Screen) -> Iterable[SystemCommand]:
@@ -124,5 +136,8 @@ class ReviewApp(App):
             # keeps stray letters in a dialog from quitting or opening help, and the
             # palette, a dialog itself, may still be closing when its choice runs.
             _, name, params = parse_action(action.action)
-            yield SystemCommand(action.title or action.description, action.palette_help,
-                                lambda m=getattr(owner, f"action_{name}"), p=params: m(*p))
+            yield SystemCommand(
+                action.title or action.description,
+                action.palette_help,
+                lambda m=getattr(owner, f"action_{name}"), p=params: m(*p),
+            )

@@ -33,21 +33,35 @@ import click
 
 GOAL_FIRST_SCREEN_S = 1.5
 GOAL_DECISION_MS = 30.0
-_WORDS = ("natalia sold clips to her friends in april and then half as many in may how "
-          "many did she sell altogether weng earns an hour for babysitting yesterday she "
-          "did minutes of babysitting betty is saving money for a new wallet").split()
+_WORDS = (
+    "natalia sold clips to her friends in april and then half as many in may how "
+    "many did she sell altogether weng earns an hour for babysitting yesterday she "
+    "did minutes of babysitting betty is saving money for a new wallet"
+).split()
 
 
 def _payload(i: int, rnd: random.Random) -> dict:
     text = " ".join(rnd.choice(_WORDS) for _ in range(40)).capitalize() + "."
     score = round(rnd.random(), 4)
-    return {"eval": {"id": f"eval-{i}", "index": i, "text": text},
-            "matches": [{"kind": "pool", "id": f"pool-{i}", "index": i, "text": text,
-                         "channels": [rnd.choice(["ngram", "embedding", "probe"])],
-                         "scores": {"exact_jaccard": score},
-                         "shared_spans": [{"eval": [0, 20], "match": [0, 20]}]}],
-            "summary": {"title": text[:60], "score": score,
-                        "tags": [rnd.choice(["ngram", "embedding", "probe"])]}}
+    return {
+        "eval": {"id": f"eval-{i}", "index": i, "text": text},
+        "matches": [
+            {
+                "kind": "pool",
+                "id": f"pool-{i}",
+                "index": i,
+                "text": text,
+                "channels": [rnd.choice(["ngram", "embedding", "probe"])],
+                "scores": {"exact_jaccard": score},
+                "shared_spans": [{"eval": [0, 20], "match": [0, 20]}],
+            }
+        ],
+        "summary": {
+            "title": text[:60],
+            "score": score,
+            "tags": [rnd.choice(["ngram", "embedding", "probe"])],
+        },
+    }
 
 
 def build_workspace(root: Path, n_items: int, extra: int) -> tuple[Path, str]:
@@ -64,11 +78,16 @@ def build_workspace(root: Path, n_items: int, extra: int) -> tuple[Path, str]:
         stage = rep.stage("building bench workspace", total=total, unit="items")
         batch = []
         for i in range(total):
-            batch.append(BacklogItem.make("flagged_pairs", f"fp-{i:07d}", "bench-run",
-                                          _payload(i, rnd)))
+            batch.append(
+                BacklogItem.make("flagged_pairs", f"fp-{i:07d}", "bench-run", _payload(i, rnd))
+            )
             if len(batch) == 10_000 or i == total - 1:
-                ws.ingest(batch, runs={"bench-run": {"kind": "bench", "artifacts": {},
-                                                     "inputs": {"items": total}}})
+                ws.ingest(
+                    batch,
+                    runs={
+                        "bench-run": {"kind": "bench", "artifacts": {}, "inputs": {"items": total}}
+                    },
+                )
                 stage.advance(len(batch))
                 batch = []
         stage.finish()
@@ -134,9 +153,14 @@ def first_screen(kind: str, ws_path: Path, key: Path, n: int, timeout: float) ->
     """Gives seconds from process start to a drawn, usable first screen."""
     repo = str(Path(__file__).resolve().parent.parent)
     start = time.time()
-    out = subprocess.run([sys.executable, "-c", _CHILD, kind, str(ws_path), str(key), str(n)],
-                         capture_output=True, text=True, timeout=timeout, cwd=repo,
-                         env={**_env(), "PYTHONPATH": repo})
+    out = subprocess.run(
+        [sys.executable, "-c", _CHILD, kind, str(ws_path), str(key), str(n)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=repo,
+        env={**_env(), "PYTHONPATH": repo},
+    )
     if out.returncode != 0:
         raise click.ClickException(f"{kind} first-screen run failed:\n{out.stderr[-2000:]}")
     result = json.loads(out.stdout.strip().splitlines()[-1])
@@ -152,6 +176,7 @@ def _env() -> dict[str, str]:
 
 
 # -- decision latency -----------------------------------------------------------------
+
 
 async def _decisions(ws_path: Path, key: Path, count: int) -> tuple[list[float], list[float]]:
     """Gives (app latencies, direct latencies), timed in alternation so that both meet the
@@ -169,9 +194,14 @@ async def _decisions(ws_path: Path, key: Path, count: int) -> tuple[list[float],
     watcher = sqlite3.connect(ws.db_path)
     # The app decides from the top of the score order; the direct calls take
     # items from the bottom, so the two never meet.
-    tail = [r[0] for r in watcher.execute(
-        "SELECT item_id FROM items WHERE queue = 'flagged_pairs' "
-        "ORDER BY score ASC, item_id ASC LIMIT ?", (count,))]
+    tail = [
+        r[0]
+        for r in watcher.execute(
+            "SELECT item_id FROM items WHERE queue = 'flagged_pairs' "
+            "ORDER BY score ASC, item_id ASC LIMIT ?",
+            (count,),
+        )
+    ]
     app = ReviewApp(ws, open_session(ws, key=str(key)))
     app_lat, direct_lat = [], []
     async with app.run_test(size=(80, 24)) as pilot:
@@ -182,8 +212,9 @@ async def _decisions(ws_path: Path, key: Path, count: int) -> tuple[list[float],
             key_event.set_sender(app)
             t0 = time.perf_counter()
             app._driver.send_message(key_event)
-            while watcher.execute("SELECT COALESCE(MAX(seq), 0) FROM records"
-                                  ).fetchone()[0] == before:
+            while (
+                watcher.execute("SELECT COALESCE(MAX(seq), 0) FROM records").fetchone()[0] == before
+            ):
                 await asyncio.sleep(0)
             app_lat.append(time.perf_counter() - t0)
             await pilot.pause()  # let the screen settle before the next key (not timed)
@@ -202,18 +233,43 @@ def _p95(values: list[float]) -> float:
 
 
 @click.command("review")
-@click.option("--items", "n_items", default=100_000, show_default=True,
-              type=click.IntRange(min=1), help="Items in the bench workspace.")
-@click.option("--decisions", default=200, show_default=True, type=click.IntRange(min=1),
-              help="Decisions timed, in the app and directly.")
-@click.option("--reference-rows", default=None, type=click.IntRange(min=1),
-              help="Rows loaded into the DataTable reference. Default: all --items.")
-@click.option("--reference-timeout", default=600.0, show_default=True,
-              help="Seconds the DataTable reference may take before it is called off.")
-@click.option("--runs", default=3, show_default=True, type=click.IntRange(min=1),
-              help="First-screen runs (median kept).")
-def bench_review(n_items: int, decisions: int, reference_rows: int | None,
-                 reference_timeout: float, runs: int) -> None:
+@click.option(
+    "--items",
+    "n_items",
+    default=100_000,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Items in the bench workspace.",
+)
+@click.option(
+    "--decisions",
+    default=200,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Decisions timed, in the app and directly.",
+)
+@click.option(
+    "--reference-rows",
+    default=None,
+    type=click.IntRange(min=1),
+    help="Rows loaded into the DataTable reference. Default: all --items.",
+)
+@click.option(
+    "--reference-timeout",
+    default=600.0,
+    show_default=True,
+    help="Seconds the DataTable reference may take before it is called off.",
+)
+@click.option(
+    "--runs",
+    default=3,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="First-screen runs (median kept).",
+)
+def bench_review(
+    n_items: int, decisions: int, reference_rows: int | None, reference_timeout: float, runs: int
+) -> None:
     """Time the review app against the reference approaches; print ratios.
 
     \b
@@ -235,8 +291,9 @@ def bench_review(n_items: int, decisions: int, reference_rows: int | None,
         ws_path = root / "ws"
 
         click.echo("timing the first usable screen…", err=True)
-        ours = statistics.median(first_screen("sealdesk", ws_path, key, n_items, 120)
-                                 for _ in range(runs))
+        ours = statistics.median(
+            first_screen("sealdesk", ws_path, key, n_items, 120) for _ in range(runs)
+        )
         if ref_rows == n_items:
             ref_ws = ws_path
         else:
@@ -255,34 +312,51 @@ def bench_review(n_items: int, decisions: int, reference_rows: int | None,
 
     med_app, p95_app = statistics.median(app_lat) * 1000, _p95(app_lat) * 1000
     med_dir, p95_dir = statistics.median(direct_lat) * 1000, _p95(direct_lat) * 1000
-    click.echo(f"sealdesk bench review · {date.today()} · {platform.machine()} · "
-               f"python {platform.python_version()} · textual {textual.__version__}")
+    click.echo(
+        f"sealdesk bench review · {date.today()} · {platform.machine()} · "
+        f"python {platform.python_version()} · textual {textual.__version__}"
+    )
     click.echo(f"workspace: {n_items:,} flagged pairs; first screen median of {runs} run(s)")
     click.echo("")
     click.echo(f"first usable screen   sealdesk app            {ours:8.2f} s")
     if reference is None:
-        click.echo(f"                      DataTable {ref_rows:>9,} rows  > {reference_timeout:.0f} s "
-                   "(called off)")
-        click.echo(f"                      ratio                   > {reference_timeout / ours:.0f}x "
-                   "faster")
+        click.echo(
+            f"                      DataTable {ref_rows:>9,} rows  > {reference_timeout:.0f} s "
+            "(called off)"
+        )
+        click.echo(
+            f"                      ratio                   > {reference_timeout / ours:.0f}x "
+            "faster"
+        )
     else:
         click.echo(f"                      DataTable {ref_rows:>9,} rows {reference:8.2f} s")
         if ref_rows == n_items:
-            click.echo(f"                      ratio                   {reference / ours:8.1f}x "
-                       "faster")
+            click.echo(
+                f"                      ratio                   {reference / ours:8.1f}x faster"
+            )
         else:
-            click.echo("                      ratio                   not computed: the "
-                       "reference held fewer rows")
-    click.echo(f"decision latency      app keypress->durable   median {med_app:6.1f} ms  "
-               f"p95 {p95_app:6.1f} ms  (n={len(app_lat)})")
-    click.echo(f"                      direct ws.decide        median {med_dir:6.1f} ms  "
-               f"p95 {p95_dir:6.1f} ms  (n={len(direct_lat)})")
-    click.echo(f"                      ratio app/direct        median {med_app / med_dir:6.2f}x  "
-               f"p95 {p95_app / p95_dir:6.2f}x")
+            click.echo(
+                "                      ratio                   not computed: the "
+                "reference held fewer rows"
+            )
+    click.echo(
+        f"decision latency      app keypress->durable   median {med_app:6.1f} ms  "
+        f"p95 {p95_app:6.1f} ms  (n={len(app_lat)})"
+    )
+    click.echo(
+        f"                      direct ws.decide        median {med_dir:6.1f} ms  "
+        f"p95 {p95_dir:6.1f} ms  (n={len(direct_lat)})"
+    )
+    click.echo(
+        f"                      ratio app/direct        median {med_app / med_dir:6.2f}x  "
+        f"p95 {p95_app / p95_dir:6.2f}x"
+    )
     click.echo("")
-    click.echo(f"goals: first screen < {GOAL_FIRST_SCREEN_S} s: "
-               f"{_verdict(ours < GOAL_FIRST_SCREEN_S)}; median decision < "
-               f"{GOAL_DECISION_MS:.0f} ms: {_verdict(med_app < GOAL_DECISION_MS)}")
+    click.echo(
+        f"goals: first screen < {GOAL_FIRST_SCREEN_S} s: "
+        f"{_verdict(ours < GOAL_FIRST_SCREEN_S)}; median decision < "
+        f"{GOAL_DECISION_MS:.0f} ms: {_verdict(med_app < GOAL_DECISION_MS)}"
+    )
 
 
 def _verdict(ok: bool) -> str:

@@ -11,26 +11,51 @@ from engine.roles import ROLES
 
 
 @click.command("review")
-@click.option("--key", default=None, type=InputFile(),
-              help="OpenSSH private key to sign with. Default: ssh-agent when SSH_AUTH_SOCK "
-                   "is set, else the config file's key.")
-@click.option("--principal", default=None,
-              help="When the key is enrolled under several names.")
-@click.option("--role", default=None, type=click.Choice(ROLES),
-              help="Sign with the ssh-agent key enrolled in this role (say, lead to sign off "
-                   "when the agent also holds a reviewer key); refuse to start without it.")
-@click.option("--read-only", is_flag=True,
-              help="Browse without signing (no key needed). Automatic when there is no key.")
-@click.option("--theme", default=None,
-              help="dark, light, high-contrast, or any Textual theme. Default: $TEXTUAL_THEME, "
-                   "else the config file's theme, else dark.")
-@click.option("--config", "config_file", default=None, type=InputFile(),
-              help="Config file. Default: $SEALDESK_CONFIG, else "
-                   "~/.config/sealdesk/config.toml. Refused under ssh-gate, where the "
-                   "config's key is not used either: keys stay in the forwarded ssh-agent.")
+@click.option(
+    "--key",
+    default=None,
+    type=InputFile(),
+    help="OpenSSH private key to sign with. Default: ssh-agent when SSH_AUTH_SOCK "
+    "is set, else the config file's key.",
+)
+@click.option("--principal", default=None, help="When the key is enrolled under several names.")
+@click.option(
+    "--role",
+    default=None,
+    type=click.Choice(ROLES),
+    help="Sign with the ssh-agent key enrolled in this role (say, lead to sign off "
+    "when the agent also holds a reviewer key); refuse to start without it.",
+)
+@click.option(
+    "--read-only",
+    is_flag=True,
+    help="Browse without signing (no key needed). Automatic when there is no key.",
+)
+@click.option(
+    "--theme",
+    default=None,
+    help="dark, light, high-contrast, or any Textual theme. Default: $TEXTUAL_THEME, "
+    "else the config file's theme, else dark.",
+)
+@click.option(
+    "--config",
+    "config_file",
+    default=None,
+    type=InputFile(),
+    help="Config file. Default: $SEALDESK_CONFIG, else "
+    "~/.config/sealdesk/config.toml. Refused under ssh-gate, where the "
+    "config's key is not used either: keys stay in the forwarded ssh-agent.",
+)
 @click.pass_obj
-def review(ctx, key: str | None, principal: str | None, role: str | None, read_only: bool,
-           theme: str | None, config_file: str | None) -> None:
+def review(
+    ctx,
+    key: str | None,
+    principal: str | None,
+    role: str | None,
+    read_only: bool,
+    theme: str | None,
+    config_file: str | None,
+) -> None:
     """Review the three backlogs and sign decisions, in the terminal.
 
     \b
@@ -69,11 +94,14 @@ def review(ctx, key: str | None, principal: str | None, role: str | None, read_o
     gated = gate_active() is not None
     if gated and config_file:
         # A config can name a key file; under the gate no key file on this host signs.
-        raise PermissionRefused("ssh-gate: --config is refused: a config file can name a key "
-                                "file, and through this key only your forwarded ssh-agent "
-                                "signs")
-    config = load_config(Path(config_file) if config_file else None,
-                         known_binding_ids=binding_ids())
+        raise PermissionRefused(
+            "ssh-gate: --config is refused: a config file can name a key "
+            "file, and through this key only your forwarded ssh-agent "
+            "signs"
+        )
+    config = load_config(
+        Path(config_file) if config_file else None, known_binding_ids=binding_ids()
+    )
     if theme:  # a theme typed on the command line is checked now; the config's is told in-app
         from textual.theme import BUILTIN_THEMES
 
@@ -81,8 +109,10 @@ def review(ctx, key: str | None, principal: str | None, role: str | None, read_o
 
         known = set(BUILTIN_THEMES) | set(load_themes())
         if resolve_theme_name(theme) not in known:
-            raise InputError(f"no theme named {theme!r} (themes: "
-                             f"{', '.join(sorted(set(ALIASES) | known))})", field="theme")
+            raise InputError(
+                f"no theme named {theme!r} (themes: {', '.join(sorted(set(ALIASES) | known))})",
+                field="theme",
+            )
     from engine.item_query import ensure_indexes
 
     # --read-only opens the database without writing a byte, so it also browses a
@@ -91,20 +121,27 @@ def review(ctx, key: str | None, principal: str | None, role: str | None, read_o
     with ws:
         # Who signs is settled before any screen is drawn, so a refusal is a
         # plain one-line error in the shell.
-        session = open_session(ws, key=key, config_key=None if gated else config.key,
-                               principal=principal or config.principal, read_only=read_only,
-                               role=role)
+        session = open_session(
+            ws,
+            key=key,
+            config_key=None if gated else config.key,
+            principal=principal or config.principal,
+            read_only=read_only,
+            role=role,
+        )
         if not (sys.stdin.isatty() and sys.stdout.isatty()):
-            raise InputError("sealdesk review needs a terminal (for scripts: sealdesk items "
-                             "--json and sealdesk decide)")
+            raise InputError(
+                "sealdesk review needs a terminal (for scripts: sealdesk items "
+                "--json and sealdesk decide)"
+            )
         # Only now, with nothing left to refuse: a workspace made before the browse
         # index gets it once (a refused start writes nothing, nor does --read-only).
         if not ws.read_only:
             ensure_indexes(ws.conn)
-        app = ReviewApp(ws, session, theme=choose_theme(theme, config.theme),
-                        keymap=config.keymap)
+        app = ReviewApp(ws, session, theme=choose_theme(theme, config.theme), keymap=config.keymap)
         app.run()
     if session.principal:
         signed = len(app.review.own_records) if hasattr(app, "_review") else 0
-        click.echo(f"sealdesk review: {signed} record(s) signed by {session.principal} "
-                   "this session")
+        click.echo(
+            f"sealdesk review: {signed} record(s) signed by {session.principal} this session"
+        )

@@ -64,8 +64,9 @@ def load_config(path: Path | None = None, *, known_binding_ids: set[str] | None 
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         if named:
-            raise InputError("config file not found (named by --config or $SEALDESK_CONFIG)",
-                             path=path) from None
+            raise InputError(
+                "config file not found (named by --config or $SEALDESK_CONFIG)", path=path
+            ) from None
         return Config()
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"cannot read config: {exc}", path=path) from exc
@@ -73,25 +74,39 @@ def load_config(path: Path | None = None, *, known_binding_ids: set[str] | None 
         data: dict[str, Any] = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         m = re.search(r"line (\d+)", str(exc))
-        raise InputError(f"not valid TOML: {exc}", path=path,
-                         line=int(m.group(1)) if m else None) from exc
+        raise InputError(
+            f"not valid TOML: {exc}", path=path, line=int(m.group(1)) if m else None
+        ) from exc
     for key in sorted(set(data) - _KNOWN):
-        raise InputError(f"unknown setting (known: {', '.join(sorted(_KNOWN))})", path=path,
-                         line=_line_of(text, key), field=key)
+        raise InputError(
+            f"unknown setting (known: {', '.join(sorted(_KNOWN))})",
+            path=path,
+            line=_line_of(text, key),
+            field=key,
+        )
     for key in ("theme", "key", "principal"):
         if key in data and not isinstance(data[key], str):
             raise InputError("must be a string", path=path, line=_line_of(text, key), field=key)
     keymap = data.get("keymap", {})
     if not isinstance(keymap, dict):
-        raise InputError("must be a table of binding id = \"key\"", path=path,
-                         line=_line_of(text, "keymap"), field="keymap")
+        raise InputError(
+            'must be a table of binding id = "key"',
+            path=path,
+            line=_line_of(text, "keymap"),
+            field="keymap",
+        )
     for binding_id, keys in keymap.items():
         where = {"path": path, "line": _line_of(text, binding_id), "field": f"keymap.{binding_id}"}
         if not isinstance(keys, str) or not keys.strip():
-            raise InputError("must be a key name such as \"y\" or \"ctrl+y\"", **where)
+            raise InputError('must be a key name such as "y" or "ctrl+y"', **where)
         if known_binding_ids is not None and binding_id not in known_binding_ids:
-            raise InputError(f"no binding has this id (ids: {', '.join(sorted(known_binding_ids))})",
-                             **where)
-    return Config(path=path, theme=data.get("theme"),
-                  key=str(Path(data["key"]).expanduser()) if data.get("key") else None,
-                  principal=data.get("principal"), keymap=dict(keymap))
+            raise InputError(
+                f"no binding has this id (ids: {', '.join(sorted(known_binding_ids))})", **where
+            )
+    return Config(
+        path=path,
+        theme=data.get("theme"),
+        key=str(Path(data["key"]).expanduser()) if data.get("key") else None,
+        principal=data.get("principal"),
+        keymap=dict(keymap),
+    )

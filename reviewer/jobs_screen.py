@@ -16,8 +16,12 @@ from engine import gate_policy, jobs
 from engine.errors import SealdeskError
 from reviewer.actions import bindings
 
-EXAMPLES = ("scan contamination --eval eval.jsonl --pool pool.jsonl",
-            "exam adjudicate ...", "coverage report ...", "ingest backlog.jsonl")
+EXAMPLES = (
+    "scan contamination --eval eval.jsonl --pool pool.jsonl",
+    "exam adjudicate ...",
+    "coverage report ...",
+    "ingest backlog.jsonl",
+)
 
 
 def _bar(fraction: float | None, width: int = 20) -> str:
@@ -34,16 +38,22 @@ def render_jobs(all_jobs: list[jobs.Job]) -> Group | Text:
     parts = []
     for job in all_jobs:
         head = Text()
-        head.append(f"{job.state.upper():9}", style="bold reverse" if job.state in (
-            "failed", "lost") else "bold")
+        head.append(
+            f"{job.state.upper():9}",
+            style="bold reverse" if job.state in ("failed", "lost") else "bold",
+        )
         head.append(f" {job.command}")
         head.append(f"  ({job.job_id})", style="italic")
         parts.append(head)
         for stage in job.stages:
             total = f"/{stage.total}" if stage.total else ""
             eta = f" eta {stage.eta_s:.0f}s" if stage.eta_s and not stage.finished else ""
-            parts.append(Text(f"   {_bar(stage.fraction)} {stage.stage}: {stage.done}{total} "
-                              f"{stage.unit}{eta}{' ✓' if stage.finished else ''}"))
+            parts.append(
+                Text(
+                    f"   {_bar(stage.fraction)} {stage.stage}: {stage.done}{total} "
+                    f"{stage.unit}{eta}{' ✓' if stage.finished else ''}"
+                )
+            )
         if job.error:
             parts.append(Text(f"   {job.error}", style="bold"))
         elif job.output:
@@ -72,9 +82,12 @@ class JobsScreen(ModalScreen[tuple[jobs.Job, ...]]):
             gated = gate_policy.active()
             if gated is not None:
                 policy = gated[0]
-                yield Label(f"Under ssh-gate: allowed {', '.join(policy.allowed)}; files are "
-                            f"read from {policy.inputs}/ and artifacts/, written inside the "
-                            "workspace", id="jobs-gate")
+                yield Label(
+                    f"Under ssh-gate: allowed {', '.join(policy.allowed)}; files are "
+                    f"read from {policy.inputs}/ and artifacts/, written inside the "
+                    "workspace",
+                    id="jobs-gate",
+                )
             with VerticalScroll(id="jobs-list"):
                 yield Static(id="jobs-body")
             yield Static("", id="jobs-error")
@@ -86,7 +99,9 @@ class JobsScreen(ModalScreen[tuple[jobs.Job, ...]]):
 
     def refresh_jobs(self) -> None:
         """Reads every job's files again and redraws."""
-        self.query_one("#jobs-body", Static).update(render_jobs(jobs.list_jobs(self.workspace_root)))
+        self.query_one("#jobs-body", Static).update(
+            render_jobs(jobs.list_jobs(self.workspace_root))
+        )
 
     @on(Input.Submitted, "#job-command")
     def start(self, event: Input.Submitted) -> None:

@@ -15,8 +15,13 @@ from textual.widgets import Input, Label, Select, Static
 from engine.item_query import ItemFilter
 from reviewer.actions import bindings
 
-STATUS_CHOICES = [("any status", ""), ("undecided", "undecided"), ("accepted", "accept"),
-                  ("rejected", "reject"), ("skipped", "skip")]
+STATUS_CHOICES = [
+    ("any status", ""),
+    ("undecided", "undecided"),
+    ("accepted", "accept"),
+    ("rejected", "reject"),
+    ("skipped", "skip"),
+]
 WHO_CHOICES = [("anyone", ""), ("me", "me"), ("others", "others")]
 
 
@@ -57,8 +62,10 @@ class ConfirmOverrule(ModalScreen[bool]):
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
             yield Static(Text(self.question), id="overrule-question")
-            yield Label("y overrules (the signed record names the decision it replaces) · "
-                        "n or Esc cancels, nothing is signed")
+            yield Label(
+                "y overrules (the signed record names the decision it replaces) · "
+                "n or Esc cancels, nothing is signed"
+            )
 
     def action_answer(self, yes: bool) -> None:
         self.dismiss(yes)
@@ -92,22 +99,54 @@ class FilterScreen(ModalScreen[ItemFilter | None]):
             tag_choices.append((f.tag, f.tag))
         # One line per field (compact widgets), so the whole form fits 80x24.
         fields: list[tuple[str, Select | Input]] = [
-            ("status", Select(STATUS_CHOICES, value=f.status or "", allow_blank=False,
-                              id="status", compact=True)),
+            (
+                "status",
+                Select(
+                    STATUS_CHOICES,
+                    value=f.status or "",
+                    allow_blank=False,
+                    id="status",
+                    compact=True,
+                ),
+            ),
         ]
         if self.can_filter_by_me:
-            fields.append(("decided by", Select(WHO_CHOICES, value=f.decided_by or "",
-                                                allow_blank=False, id="decided-by",
-                                                compact=True)))
+            fields.append(
+                (
+                    "decided by",
+                    Select(
+                        WHO_CHOICES,
+                        value=f.decided_by or "",
+                        allow_blank=False,
+                        id="decided-by",
+                        compact=True,
+                    ),
+                )
+            )
         fields += [
-            ("channel/tag", Select(tag_choices, value=f.tag or "", allow_blank=False, id="tag",
-                                   compact=True)),
-            ("score ≥", Input(value="" if f.score_min is None else str(f.score_min),
-                              placeholder="e.g. 0.8", id="score-min", compact=True)),
-            ("score ≤", Input(value="" if f.score_max is None else str(f.score_max),
-                              placeholder="e.g. 1", id="score-max", compact=True)),
-            ("text", Input(value=f.text or "", placeholder="contains…", id="text",
-                           compact=True)),
+            (
+                "channel/tag",
+                Select(tag_choices, value=f.tag or "", allow_blank=False, id="tag", compact=True),
+            ),
+            (
+                "score ≥",
+                Input(
+                    value="" if f.score_min is None else str(f.score_min),
+                    placeholder="e.g. 0.8",
+                    id="score-min",
+                    compact=True,
+                ),
+            ),
+            (
+                "score ≤",
+                Input(
+                    value="" if f.score_max is None else str(f.score_max),
+                    placeholder="e.g. 1",
+                    id="score-max",
+                    compact=True,
+                ),
+            ),
+            ("text", Input(value=f.text or "", placeholder="contains…", id="text", compact=True)),
         ]
         with Vertical(classes="dialog"):
             yield Label("Filter (Tab moves, Enter applies, Esc cancels, Ctrl+R clears)")
@@ -169,8 +208,12 @@ class HelpScreen(ModalScreen[None]):
         for key, description, binding_id in self.rows:
             table.add_row(Text(key), Text(description), Text(binding_id))
         with VerticalScroll(classes="dialog help"):
-            yield Label(Text("Keys (Esc closes). Rebind them in the config file's [keymap] "
-                             "table by binding id."))
+            yield Label(
+                Text(
+                    "Keys (Esc closes). Rebind them in the config file's [keymap] "
+                    "table by binding id."
+                )
+            )
             yield Static(table)
 
     def action_close(self) -> None:

@@ -69,7 +69,7 @@ class Decided:
     queue: str
     item_id: str
     seq: int
-    index: int      # where it was in the list when decided
+    index: int  # where it was in the list when decided
 
 
 class SearchDone(Message):
@@ -117,9 +117,14 @@ class ReviewScreen(Screen):
     def compose(self) -> ComposeResult:
         # Text, not markup strings: a path or reason may hold "[".
         if self.session.read_only:
-            banner = Static(Text(f" READ-ONLY: {self.session.read_only_reason}. Browsing "
-                                 "works; decisions are refused."), id="banner",
-                            classes="read-only")
+            banner = Static(
+                Text(
+                    f" READ-ONLY: {self.session.read_only_reason}. Browsing "
+                    "works; decisions are refused."
+                ),
+                id="banner",
+                classes="read-only",
+            )
         else:
             banner = Static(Text(f" sealdesk review · {self.ws.root}"), id="banner")
         yield banner
@@ -127,8 +132,9 @@ class ReviewScreen(Screen):
             with Vertical(id="queue-pane"):
                 yield QueueTabs(id="queue-tabs")
                 yield Static(id="filter-line")
-                yield Input(placeholder="search text, Enter applies, Esc clears", id="search",
-                            compact=True)
+                yield Input(
+                    placeholder="search text, Enter applies, Esc clears", id="search", compact=True
+                )
                 yield QueueList(self._fetch, id="queue-list")
             with VerticalScroll(id="detail-pane"):
                 yield Static(id="detail")
@@ -194,8 +200,9 @@ class ReviewScreen(Screen):
         return self.ws.position(self.queue, item_id, view.filters, view.sort)
 
     @work(thread=True, exclusive=True, group="search", exit_on_error=False)
-    def _search(self, token: int, queue: str, filters: ItemFilter, sort: str,
-                keep: str | None) -> None:
+    def _search(
+        self, token: int, queue: str, filters: ItemFilter, sort: str, keep: str | None
+    ) -> None:
         # Its own connection: the UI thread keeps using (and writing) the main one.
         with Workspace.open(self.ws.root, read_only=self.ws.read_only) as reader:
             total = reader.count(queue, filters)
@@ -242,8 +249,9 @@ class ReviewScreen(Screen):
         mark = self.ws.watermark()
         old, self._watermark = self._watermark, mark
         if old is not None and mark != old:
-            foreign = any(seq not in self.own_records
-                          for seq in range(old.head_seq + 1, mark.head_seq + 1))
+            foreign = any(
+                seq not in self.own_records for seq in range(old.head_seq + 1, mark.head_seq + 1)
+            )
             if mark.items_rowid != old.items_rowid or foreign:
                 self.refresh_progress()
                 row = self.queue_list.current
@@ -264,8 +272,9 @@ class ReviewScreen(Screen):
         # The strip follows the newest job while it runs, and to its end when this
         # session started it; older finished jobs are in the jobs panel.
         newest = next(iter(jobs.list_jobs(self.ws.root, limit=1)), None)
-        if newest is not None and (newest.state == "running"
-                                   or newest.job_id in self._jobs_started):
+        if newest is not None and (
+            newest.state == "running" or newest.job_id in self._jobs_started
+        ):
             self.query_one(JobsStrip).show(newest)
         else:
             self.query_one(JobsStrip).show(None)
@@ -280,8 +289,7 @@ class ReviewScreen(Screen):
 
     def _show_filter_line(self, shown: int | None) -> None:
         f, view = self.view.filters, self.view
-        parts = [f"{shown:,} shown" if shown is not None else "…",
-                 f"sort {SORT_LABEL[view.sort]}"]
+        parts = [f"{shown:,} shown" if shown is not None else "…", f"sort {SORT_LABEL[view.sort]}"]
         if f.status:
             parts.append(f"status {f.status}")
         if f.decided_by:
@@ -301,8 +309,13 @@ class ReviewScreen(Screen):
         if role is None and not self.session.read_only:
             role = f"{'/'.join(self.session.roles)} (may not decide here)"
         self.query_one(StatusBar).show(
-            principal=self.session.principal, role=role or "", decided=len(self.decided_here),
-            head=self.ws.head(), message=self.message, signoff=self.last_signoff)
+            principal=self.session.principal,
+            role=role or "",
+            decided=len(self.decided_here),
+            head=self.ws.head(),
+            message=self.message,
+            signoff=self.last_signoff,
+        )
 
     def say(self, message: str) -> None:
         """Shows a short message in the status bar."""
@@ -316,8 +329,9 @@ class ReviewScreen(Screen):
         """Draws the detail pane for a row (its payload and its history)."""
         detail = self.query_one("#detail", Static)
         if row is None:
-            detail.update(Text("nothing here under this filter" if self.queue_list.total == 0
-                               else ""))
+            detail.update(
+                Text("nothing here under this filter" if self.queue_list.total == 0 else "")
+            )
             return
         item: dict[str, Any] | None = self.ws.item(row.queue, row.item_id)
         history = self.ws.history(row.queue, row.item_id) if item else []
@@ -356,9 +370,14 @@ class ReviewScreen(Screen):
         try:
             keep([self.ws.receipt(record)])
         except (OSError, SealdeskError, sqlite3.Error) as exc:
-            self.app.notify(f"record #{record.seq} is signed and kept, but its receipt could "
-                            f"not be written: {exc}", title="Receipt", severity="warning",
-                            timeout=8, markup=False)
+            self.app.notify(
+                f"record #{record.seq} is signed and kept, but its receipt could "
+                f"not be written: {exc}",
+                title="Receipt",
+                severity="warning",
+                timeout=8,
+                markup=False,
+            )
 
     def action_decide(self, decision: str) -> None:
         """Signs and appends a decision on the highlighted item, then moves to the next.
@@ -375,39 +394,56 @@ class ReviewScreen(Screen):
             self.refuse("no item is highlighted")
             return
         if self.ended_at == (row.queue, row.item_id):
-            self.say(f"end of queue: {row.item_id} was the last item here; nothing signed "
-                     "(move the cursor to decide an item again)")
+            self.say(
+                f"end of queue: {row.item_id} was the last item here; nothing signed "
+                "(move the cursor to decide an item again)"
+            )
             return
         args = self._signing_args(row.queue)
         if args is None:
             return
         self._sign(row, lst.cursor, decision, args, overrule=False)
 
-    def _ask_to_overrule(self, row: ItemRow, index: int, decision: str, args: dict[str, Any],
-                         standing: dict[str, Any]) -> None:
+    def _ask_to_overrule(
+        self,
+        row: ItemRow,
+        index: int,
+        decision: str,
+        args: dict[str, Any],
+        standing: dict[str, Any],
+    ) -> None:
         """Asks whether to overrule another's standing decision; signs only on ``y``."""
+
         def answered(yes: bool | None) -> None:
             if yes:
                 # The hash of exactly the decision shown: should another land meanwhile,
                 # the workspace refuses rather than overrule what was not confirmed.
                 self._sign(row, index, decision, args, overrule=standing["record_hash"])
             else:
-                self.say(f"not overruled: {row.item_id} still stands at "
-                         f"{standing['decision']} by {standing['principal']}; nothing signed")
+                self.say(
+                    f"not overruled: {row.item_id} still stands at "
+                    f"{standing['decision']} by {standing['principal']}; nothing signed"
+                )
 
-        self.app.push_screen(ConfirmOverrule(
-            f"{row.queue}/{row.item_id} stands at {standing['decision']} by "
-            f"{standing['principal']} as {standing['role']} (#{standing['seq']}). Overrule it "
-            f"with {decision} as {args['role']}?"), answered)
+        self.app.push_screen(
+            ConfirmOverrule(
+                f"{row.queue}/{row.item_id} stands at {standing['decision']} by "
+                f"{standing['principal']} as {standing['role']} (#{standing['seq']}). Overrule it "
+                f"with {decision} as {args['role']}?"
+            ),
+            answered,
+        )
 
-    def _sign(self, row: ItemRow, index: int, decision: str, args: dict[str, Any],
-              overrule: bool | str) -> None:
+    def _sign(
+        self, row: ItemRow, index: int, decision: str, args: dict[str, Any], overrule: bool | str
+    ) -> None:
         """Signs a decision on the row at ``index`` (unless it already stands, said by this
         person), then moves to the next row or marks the end of the queue."""
         lst = self.queue_list
         try:
-            (outcome,) = self.ws.decide_many(self.session.signer, row.queue, [row.item_id],
-                                             decision, overrule=overrule, **args)
+            (outcome,) = self.ws.decide_many(
+                self.session.signer, row.queue, [row.item_id], decision, overrule=overrule, **args
+            )
         except OverruleRequired as exc:
             if overrule is False:
                 self._ask_to_overrule(row, index, decision, args, exc.standing)
@@ -419,15 +455,15 @@ class ReviewScreen(Screen):
             return
         record = outcome.record
         if record is None:
-            self.message = (f"already {decision} by you (#{outcome.standing['seq']}): "
-                            "nothing signed")
+            self.message = f"already {decision} by you (#{outcome.standing['seq']}): nothing signed"
             self._show_status()
         else:
             # The record is durably in the ledger now; only now does the screen move on.
             self.decided_here.append(Decided(row.queue, row.item_id, record.seq, index))
             over = outcome.overruled
             self.message = f"{decision} {row.item_id}" + (
-                f" (overruled {over['principal']})" if over else "")
+                f" (overruled {over['principal']})" if over else ""
+            )
             self._appended(record)
             self._bump_progress(row.queue, row.status, decision)
         at = lst.row(index)
@@ -449,8 +485,10 @@ class ReviewScreen(Screen):
         if row is None or row.status == "undecided":
             row = self._back_to_last_decided()
             if row is None:
-                self.refuse("nothing to undo: this item has no standing decision and this "
-                            "session has made none")
+                self.refuse(
+                    "nothing to undo: this item has no standing decision and this "
+                    "session has made none"
+                )
                 return
         args = self._signing_args(row.queue)
         if args is None:
@@ -460,16 +498,18 @@ class ReviewScreen(Screen):
         except (SealdeskError, sqlite3.Error) as exc:
             self.refuse(why_not_written(exc))
             return
-        self.decided_here = [d for d in self.decided_here
-                             if (d.queue, d.item_id) != (row.queue, row.item_id)]
+        self.decided_here = [
+            d for d in self.decided_here if (d.queue, d.item_id) != (row.queue, row.item_id)
+        ]
         self.message = f"undid {row.item_id}"
         self.ended_at = None  # undone, the last item may be decided again
         self._appended(record)
         # An earlier decision may stand again once the latest is retracted.
         standing = (self.ws.item(row.queue, row.item_id) or {}).get("decision")
         new_status = standing["decision"] if standing else "undecided"
-        new_row = replace(row, status=new_status,
-                          principal=standing["principal"] if standing else None)
+        new_row = replace(
+            row, status=new_status, principal=standing["principal"] if standing else None
+        )
         if lst.current is not None and lst.current.item_id == row.item_id:
             lst.replace(lst.cursor, new_row)
         self._bump_progress(row.queue, row.status, new_status)
@@ -484,8 +524,11 @@ class ReviewScreen(Screen):
             if last.queue != self.queue:
                 self.switch_queue(last.queue)
             at = lst.row(last.index)
-            index = last.index if at is not None and at.item_id == last.item_id else \
-                self._index_of(last.item_id)
+            index = (
+                last.index
+                if at is not None and at.item_id == last.item_id
+                else self._index_of(last.item_id)
+            )
             if index is not None:
                 lst.cursor = index
                 row = lst.current
@@ -500,9 +543,16 @@ class ReviewScreen(Screen):
         item = self.ws.item(last.queue, last.item_id)
         if item is None or item["decision"] is None:
             return None
-        return ItemRow(0, last.queue, last.item_id, item["title"], item["score"],
-                       tuple(item["tags"]), item["decision"]["decision"],
-                       item["decision"]["principal"])
+        return ItemRow(
+            0,
+            last.queue,
+            last.item_id,
+            item["title"],
+            item["score"],
+            tuple(item["tags"]),
+            item["decision"]["decision"],
+            item["decision"]["principal"],
+        )
 
     def action_note(self) -> None:
         """Asks for a note and signs it onto the highlighted item."""
@@ -561,8 +611,11 @@ class ReviewScreen(Screen):
 
     def action_cycle_sort(self) -> None:
         view = self.view
-        view.sort = SORT_CYCLE[(SORT_CYCLE.index(view.sort) + 1) % len(SORT_CYCLE)
-                               ] if view.sort in SORT_CYCLE else SORT_CYCLE[0]
+        view.sort = (
+            SORT_CYCLE[(SORT_CYCLE.index(view.sort) + 1) % len(SORT_CYCLE)]
+            if view.sort in SORT_CYCLE
+            else SORT_CYCLE[0]
+        )
         row = self.queue_list.current
         self.reload(keep=row.item_id if row else None)
 
@@ -574,8 +627,14 @@ class ReviewScreen(Screen):
                 self.query_one("#search", Input).value = new.text or ""
                 self.set_filters(new)
 
-        self.app.push_screen(FilterScreen(self.view.filters, tags(self.ws.conn, self.queue),
-                                          can_filter_by_me=not self.session.read_only), apply)
+        self.app.push_screen(
+            FilterScreen(
+                self.view.filters,
+                tags(self.ws.conn, self.queue),
+                can_filter_by_me=not self.session.read_only,
+            ),
+            apply,
+        )
 
     def action_search(self) -> None:
         search = self.query_one("#search", Input)
@@ -616,16 +675,18 @@ class ReviewScreen(Screen):
         """Opens the lead's sign-off screen over the review."""
         from reviewer.signoff_screen import SignoffScreen  # its engine reads load on first use
 
-        self.app.push_screen(SignoffScreen(self.ws, self.session,
-                                           decided=len(self.decided_here)), self._signed_off)
+        self.app.push_screen(
+            SignoffScreen(self.ws, self.session, decided=len(self.decided_here)), self._signed_off
+        )
 
     def _signed_off(self, records: tuple[Record, ...] | None) -> None:
         """Takes note of the sign-offs signed on the screen just closed: the status bar's
         head shows the newest, and the poll does not take them for someone else's."""
         for record in records or ():
             self.own_records.add(record.seq)
-            self.last_signoff = SignoffMark(record.seq, record.record_hash,
-                                            record.body["principal"])
+            self.last_signoff = SignoffMark(
+                record.seq, record.record_hash, record.body["principal"]
+            )
         self._show_status()
 
     def action_clear_filters(self) -> None:

@@ -27,7 +27,7 @@ class Session:
     signer: Signer | None
     principal: str | None
     roles: tuple[str, ...]
-    source: str                          # "key file PATH", "ssh-agent", or "none"
+    source: str  # "key file PATH", "ssh-agent", or "none"
     read_only_reason: str | None = None
 
     @property
@@ -47,8 +47,10 @@ class Session:
             return f"read-only session: {self.read_only_reason}"
         if self.role_for(queue) is None:
             need = " or ".join(QUEUE_ROLES.get(queue, ("?",)))
-            return (f"{self.principal} holds {', '.join(self.roles) or 'no role'}; items of "
-                    f"{queue} need the {need} role")
+            return (
+                f"{self.principal} holds {', '.join(self.roles) or 'no role'}; items of "
+                f"{queue} need the {need} role"
+            )
         return None
 
     def signoff_refusal(self) -> str | None:
@@ -56,8 +58,10 @@ class Session:
         if self.read_only:
             return f"read-only session: {self.read_only_reason}"
         if SIGNOFF_ROLE not in self.roles:
-            return (f"{self.principal} holds {', '.join(self.roles) or 'no role'}; signing off "
-                    f"needs the {SIGNOFF_ROLE} role")
+            return (
+                f"{self.principal} holds {', '.join(self.roles) or 'no role'}; signing off "
+                f"needs the {SIGNOFF_ROLE} role"
+            )
         return None
 
 
@@ -66,9 +70,15 @@ def read_only_session(reason: str) -> Session:
     return Session(None, None, (), "none", reason)
 
 
-def open_session(ws, *, key: str | None, config_key: str | None = None,
-                 principal: str | None = None, read_only: bool = False,
-                 role: str | None = None) -> Session:
+def open_session(
+    ws,
+    *,
+    key: str | None,
+    config_key: str | None = None,
+    principal: str | None = None,
+    read_only: bool = False,
+    role: str | None = None,
+) -> Session:
     """Gives the session for this workspace, refusing a key it does not enrol.
 
     ``role`` picks, among ssh-agent's keys, one enrolled in that role (a lead
@@ -88,9 +98,12 @@ def open_session(ws, *, key: str | None, config_key: str | None = None,
         except AgentError as exc:
             # No usable agent key is "no key", not a refusal: browse, or use the config key.
             agent_trouble = exc.one_line()
-        if (signer is not None and role and config_key
-                and role not in allowed.roles_of_key(signer.public_key.blob,
-                                                     datetime.now(timezone.utc))):
+        if (
+            signer is not None
+            and role
+            and config_key
+            and role not in allowed.roles_of_key(signer.public_key.blob, datetime.now(timezone.utc))
+        ):
             signer = None  # the agent has no key in that role: the config key may have it
     if signer is None and config_key:
         signer, source = FileSigner(Path(config_key).expanduser()), f"key file {config_key}"
@@ -109,23 +122,33 @@ def open_session(ws, *, key: str | None, config_key: str | None = None,
         raise PermissionRefused(
             f"key {fp} ({source}) is not enrolled in this workspace's ledger, so it may not "
             "sign decisions here; a lead enrols it (sealdesk keys add --principal NAME --role "
-            "ROLE --key KEY.pub) or browse with --read-only")
+            "ROLE --key KEY.pub) or browse with --read-only"
+        )
     if principal is None:
         if len(names) > 1:
-            raise PermissionRefused(f"key {fp} is enrolled as {', '.join(names)}; choose one "
-                                    "with --principal")
+            raise PermissionRefused(
+                f"key {fp} is enrolled as {', '.join(names)}; choose one with --principal"
+            )
         principal = names[0]
     elif principal not in names:
-        raise PermissionRefused(f"key {fp} is not enrolled as {principal} (it is enrolled as "
-                                f"{', '.join(names)})")
+        raise PermissionRefused(
+            f"key {fp} is not enrolled as {principal} (it is enrolled as {', '.join(names)})"
+        )
     roles = tuple(allowed.roles_for(principal, signer.public_key.blob))
     if not roles:
-        raise PermissionRefused(f"{principal} with key {fp} may not sign in any role now "
-                                "(see: sealdesk keys list); browse with --read-only")
+        raise PermissionRefused(
+            f"{principal} with key {fp} may not sign in any role now "
+            "(see: sealdesk keys list); browse with --read-only"
+        )
     if role is not None and role not in roles:
-        hint = ("use a key enrolled as " + role if source.startswith("key file")
-                else f"add the {role} key to ssh-agent or pass --key")
-        raise PermissionRefused(f"{principal} with key {fp} ({source}) is not enrolled as "
-                                f"{role} (roles: "
-                                f"{', '.join(roles)}); {hint}")
+        hint = (
+            "use a key enrolled as " + role
+            if source.startswith("key file")
+            else f"add the {role} key to ssh-agent or pass --key"
+        )
+        raise PermissionRefused(
+            f"{principal} with key {fp} ({source}) is not enrolled as "
+            f"{role} (roles: "
+            f"{', '.join(roles)}); {hint}"
+        )
     return Session(signer, principal, roles, source)

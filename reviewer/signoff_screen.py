@@ -49,8 +49,7 @@ class SummaryRead(Message):
 class SignDone(Message):
     """A sign-off attempt ended: the appended record, or why nothing was written."""
 
-    def __init__(self, record: Record | None, why: str | None,
-                 forks: tuple[str, ...] = ()) -> None:
+    def __init__(self, record: Record | None, why: str | None, forks: tuple[str, ...] = ()) -> None:
         super().__init__()
         self.record, self.why, self.forks = record, why, forks
 
@@ -69,8 +68,9 @@ class ConfirmSignoff(ModalScreen[str | None]):
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
             yield Static(self.question, id="signoff-question")
-            yield Input(placeholder="note for the record (optional)", id="signoff-note",
-                        compact=True)
+            yield Input(
+                placeholder="note for the record (optional)", id="signoff-note", compact=True
+            )
             yield Label("Enter signs · Esc cancels, nothing is written")
 
     @on(Input.Submitted)
@@ -181,11 +181,17 @@ class SignoffScreen(Screen[tuple[Record, ...]]):
             return
         pane = self.query_one("#signoff-pane")
         width = pane.scrollable_content_region.width or self.size.width
-        self.query_one("#signoff-body", Static).update(render_summary(
-            s, width=width, sign_key=self._key("signoff.sign"),
-            exceptions_key=self._key("signoff.sign_exceptions")))
-        self.query_one("#banner", Static).update(Text(
-            f" Sign-off · {s.tree.origin} · {s.tree.size} record(s) to sign"))
+        self.query_one("#signoff-body", Static).update(
+            render_summary(
+                s,
+                width=width,
+                sign_key=self._key("signoff.sign"),
+                exceptions_key=self._key("signoff.sign_exceptions"),
+            )
+        )
+        self.query_one("#banner", Static).update(
+            Text(f" Sign-off · {s.tree.origin} · {s.tree.size} record(s) to sign")
+        )
 
     def on_resize(self) -> None:
         # The summary goes to two columns or back to one as the terminal crosses WIDE.
@@ -193,11 +199,15 @@ class SignoffScreen(Screen[tuple[Record, ...]]):
 
     def _show_status(self) -> None:
         why = self.session.signoff_refusal()
-        role = SIGNOFF_ROLE if why is None else \
-            f"{'/'.join(self.session.roles)} (may not sign off)"
+        role = SIGNOFF_ROLE if why is None else f"{'/'.join(self.session.roles)} (may not sign off)"
         self.query_one(StatusBar).show(
-            principal=self.session.principal, role=role, decided=self.decided,
-            head=self.ws.head(), message=self.message, signoff=last_signoff(self.ws.conn))
+            principal=self.session.principal,
+            role=role,
+            decided=self.decided,
+            head=self.ws.head(),
+            message=self.message,
+            signoff=last_signoff(self.ws.conn),
+        )
 
     def say(self, message: str) -> None:
         """Shows a short message in the status bar."""
@@ -239,14 +249,19 @@ class SignoffScreen(Screen[tuple[Record, ...]]):
         self.app.push_screen(ConfirmSignoff(self._question(s, with_exceptions)), answered)
 
     def _question(self, s: SignoffSummary, with_exceptions: bool) -> Text:
-        out = Text(f"Sign off {s.tree.size} record(s) as {self.session.principal} "
-                   f"({SIGNOFF_ROLE})?", style="bold")
+        out = Text(
+            f"Sign off {s.tree.size} record(s) as {self.session.principal} ({SIGNOFF_ROLE})?",
+            style="bold",
+        )
         out.append(f"\ntree root\n{s.tree.root_hex}")
-        out.append(f"\n{len(s.artifacts)} artifact(s) and {len(s.runs)} run manifest(s) bound "
-                   "by SHA-256")
+        out.append(
+            f"\n{len(s.artifacts)} artifact(s) and {len(s.runs)} run manifest(s) bound by SHA-256"
+        )
         if with_exceptions and s.pending:
-            out.append(f"\nWITH {len(s.pending)} EXCEPTION(S), listed in the record: ",
-                       style="bold reverse")
+            out.append(
+                f"\nWITH {len(s.pending)} EXCEPTION(S), listed in the record: ",
+                style="bold reverse",
+            )
             out.append(pending_text(s.pending))
         return out
 
@@ -254,16 +269,23 @@ class SignoffScreen(Screen[tuple[Record, ...]]):
     def _sign(self, root, with_exceptions: bool, note: str | None, size: int) -> None:
         with Workspace.open(root) as writer:
             try:
-                record = sign_off(writer, self.session.signer, with_exceptions,
-                                  principal=self.session.principal, note=note,
-                                  expected_size=size)
+                record = sign_off(
+                    writer,
+                    self.session.signer,
+                    with_exceptions,
+                    principal=self.session.principal,
+                    note=note,
+                    expected_size=size,
+                )
             except (SealdeskError, sqlite3.Error) as exc:
                 self.post_message(SignDone(None, why_not_written(exc)))
                 return
             # The sign-off stands; a witness that reports a fork is said out loud.
-            forks = [f"witness {target}: {outcome.one_line()}"
-                     for target, outcome in push_latest(writer)
-                     if isinstance(outcome, SealdeskError)]
+            forks = [
+                f"witness {target}: {outcome.one_line()}"
+                for target, outcome in push_latest(writer)
+                if isinstance(outcome, SealdeskError)
+            ]
         self.post_message(SignDone(record, None, tuple(forks)))
 
     @on(SignDone)
@@ -279,12 +301,15 @@ class SignoffScreen(Screen[tuple[Record, ...]]):
             result.display = True
             self.query_one("#signoff-pane").scroll_home(animate=False)
             self.say("keep it: sealdesk checkpoint export")
-            self.app.notify(f"record #{record.seq} {record.record_hash[:16]}; export the "
-                            "checkpoint to keep it off this host", title="Signed off",
-                            timeout=8, markup=False)
+            self.app.notify(
+                f"record #{record.seq} {record.record_hash[:16]}; export the "
+                "checkpoint to keep it off this host",
+                title="Signed off",
+                timeout=8,
+                markup=False,
+            )
             for fork in event.forks:
-                self.app.notify(fork, title="Witness", severity="error", timeout=20,
-                                markup=False)
+                self.app.notify(fork, title="Witness", severity="error", timeout=20, markup=False)
         self.read_summary()
 
     # -- the rest ---------------------------------------------------------------

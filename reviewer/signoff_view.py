@@ -44,10 +44,12 @@ def readiness(s: SignoffSummary, sign_key: str, exceptions_key: str) -> Text:
     if blocker is not None:
         return Text(f" BLOCKED: {blocker}", style="bold reverse")
     if s.pending:
-        return Text(f" NOT READY: {len(s.pending)} item(s) undecided; {exceptions_key} signs "
-                    "with exceptions, listed in the record", style="bold reverse")
-    return Text(f" READY: every item is accepted or rejected; {sign_key} signs off",
-                style="bold")
+        return Text(
+            f" NOT READY: {len(s.pending)} item(s) undecided; {exceptions_key} signs "
+            "with exceptions, listed in the record",
+            style="bold reverse",
+        )
+    return Text(f" READY: every item is accepted or rejected; {sign_key} signs off", style="bold")
 
 
 def tree_section(s: SignoffSummary) -> Text:
@@ -69,8 +71,10 @@ def tree_section(s: SignoffSummary) -> Text:
         out.append("no sign-off yet")
     else:
         extra = f", with {last.exceptions} exception(s)" if last.with_exceptions else ""
-        out.append(f"sign-off #{last.seq} by {clean(last.principal)} at {last.time} over "
-                   f"{last.tree.size} record(s){extra}")
+        out.append(
+            f"sign-off #{last.seq} by {clean(last.principal)} at {last.time} over "
+            f"{last.tree.size} record(s){extra}"
+        )
     return out
 
 
@@ -83,8 +87,15 @@ def queues_table(s: SignoffSummary) -> Table:
     for q in s.queues:
         # Styled as a span: a base style would paint the cell's padding too.
         undecided = Text.assemble((str(q.undecided), "bold reverse" if q.undecided else ""))
-        table.add_row(Text(f"  {q.queue}"), str(q.total), str(q.decided), str(q.accepted),
-                      str(q.rejected), str(q.skipped), undecided)
+        table.add_row(
+            Text(f"  {q.queue}"),
+            str(q.total),
+            str(q.decided),
+            str(q.accepted),
+            str(q.rejected),
+            str(q.skipped),
+            undecided,
+        )
     return table
 
 
@@ -102,10 +113,15 @@ def contamination_section(c: ContaminationStatus) -> Text:
         out.append(" after confirmed drops")
     else:
         out.append(f"{number(c.leakage_before, 4)}; no clean set written yet")
-    counts = [f"flagged {c.flagged_items}" if c.flagged_items is not None else "",
-              f"dropped {c.dropped_items}" if c.dropped_items is not None else "",
-              (f"eval size {number(c.eval_size_before)} → {number(c.eval_size_after)}"
-               if c.eval_size_before is not None or c.eval_size_after is not None else "")]
+    counts = [
+        f"flagged {c.flagged_items}" if c.flagged_items is not None else "",
+        f"dropped {c.dropped_items}" if c.dropped_items is not None else "",
+        (
+            f"eval size {number(c.eval_size_before)} → {number(c.eval_size_after)}"
+            if c.eval_size_before is not None or c.eval_size_after is not None
+            else ""
+        ),
+    ]
     if any(counts):
         out.append("\n")
         out.append_text(_label("items"))
@@ -128,20 +144,29 @@ def exam_section(e: ExamStatus) -> RenderableType:
     """Gives the exam status and each gate with its value, threshold and verdict."""
     head = _head("Exam")
     head.append("  ")
-    head.append(e.state, style="bold reverse" if e.state in ("FAIL", "PENDING_ADJUDICATION")
-                else "bold")
+    head.append(
+        e.state, style="bold reverse" if e.state in ("FAIL", "PENDING_ADJUDICATION") else "bold"
+    )
     if e.adjudication:
         head.append(f" (adjudication {e.adjudication})")
     if not e.gates:
         return head
     table = Table(box=None, pad_edge=False, padding=(0, 1), show_edge=False)
-    for name, justify in (("  gate", "left"), ("value", "right"), ("threshold", "left"),
-                          ("verdict", "left")):
+    for name, justify in (
+        ("  gate", "left"),
+        ("value", "right"),
+        ("threshold", "left"),
+        ("verdict", "left"),
+    ):
         table.add_column(Text(name), justify=justify, no_wrap=True)
     for g in e.gates:
         verdict, style = _VERDICT[g.passed]
-        table.add_row(Text(f"  {clean(g.name)}"), number(g.value),
-                      Text(clean(g.threshold or "")), Text.assemble((verdict, style)))
+        table.add_row(
+            Text(f"  {clean(g.name)}"),
+            number(g.value),
+            Text(clean(g.threshold or "")),
+            Text.assemble((verdict, style)),
+        )
     return Group(head, table)
 
 
@@ -152,20 +177,24 @@ def coverage_section(v: CoverageStatus) -> RenderableType:
     head.append(v.state, style="bold reverse" if v.state == "HOLD" else "bold")
     if not v.categories:
         return head
-    table = Table(box=None, pad_edge=False, padding=(0, 1), show_edge=False,
-                  show_header=False)
+    table = Table(box=None, pad_edge=False, padding=(0, 1), show_edge=False, show_header=False)
     table.add_column(no_wrap=True)
     table.add_column(no_wrap=True)
     table.add_column()
     table.add_column()
     for k in v.categories:
-        table.add_row(Text(f"  {clean(k.category)}"),
-                      Text.assemble((k.eligibility, "bold reverse" if k.eligibility == "HOLD"
-                                     else "")), Text(", ".join(clean(f) for f in k.findings)),
-                      Text(" ".join(clean(t) for t in k.threats), style="italic"))
+        table.add_row(
+            Text(f"  {clean(k.category)}"),
+            Text.assemble((k.eligibility, "bold reverse" if k.eligibility == "HOLD" else "")),
+            Text(", ".join(clean(f) for f in k.findings)),
+            Text(" ".join(clean(t) for t in k.threats), style="italic"),
+        )
     if v.attribution:
-        return Group(head, table, Text(f"  attribution of the reviewed misses: "
-                                       f"{clean(v.attribution)}", style="bold"))
+        return Group(
+            head,
+            table,
+            Text(f"  attribution of the reviewed misses: {clean(v.attribution)}", style="bold"),
+        )
     return Group(head, table)
 
 
@@ -176,18 +205,25 @@ def pending_section(s: SignoffSummary) -> RenderableType:
         head.append("  none: every item is accepted or rejected")
         return head
     head.append(f"  {len(s.pending)} item(s)", style="bold")
-    table = Table(box=None, pad_edge=False, padding=(0, 1), show_edge=False,
-                  show_header=False, expand=True)
+    table = Table(
+        box=None, pad_edge=False, padding=(0, 1), show_edge=False, show_header=False, expand=True
+    )
     table.add_column(no_wrap=True)
     table.add_column(no_wrap=True)
     table.add_column(no_wrap=True, overflow="ellipsis", ratio=1)
     for p in s.pending[:PENDING_SHOWN]:
-        table.add_row(Text(f"  {p.queue}/{clean(p.item_id)}"), Text(p.status),
-                      Text(" ".join(clean(p.title).split())))
+        table.add_row(
+            Text(f"  {p.queue}/{clean(p.item_id)}"),
+            Text(p.status),
+            Text(" ".join(clean(p.title).split())),
+        )
     parts: list[RenderableType] = [head, table]
     if len(s.pending) > PENDING_SHOWN:
-        parts.append(Text(f"  … and {len(s.pending) - PENDING_SHOWN} more "
-                          "(sealdesk items --status undecided)"))
+        parts.append(
+            Text(
+                f"  … and {len(s.pending) - PENDING_SHOWN} more (sealdesk items --status undecided)"
+            )
+        )
     return Group(*parts)
 
 
@@ -238,12 +274,20 @@ def problems_section(s: SignoffSummary) -> Text | None:
     return out
 
 
-def render_summary(s: SignoffSummary, *, width: int, sign_key: str = "s",
-                   exceptions_key: str = "e") -> RenderableType:
+def render_summary(
+    s: SignoffSummary, *, width: int, sign_key: str = "s", exceptions_key: str = "e"
+) -> RenderableType:
     """Gives the whole summary: two columns from WIDE columns up, else one."""
     blank = Text()
-    status = [queues_table(s), blank, contamination_section(s.contamination), blank,
-              exam_section(s.exam), blank, coverage_section(s.coverage)]
+    status = [
+        queues_table(s),
+        blank,
+        contamination_section(s.contamination),
+        blank,
+        exam_section(s.exam),
+        blank,
+        coverage_section(s.coverage),
+    ]
     problems = problems_section(s)
     if problems is not None:
         status = [problems, blank, *status]
@@ -274,8 +318,12 @@ def render_signed(record: Any) -> Text:
     if exceptions:
         out.append_text(_label("except"))
         out.append(f"{len(exceptions)} item(s) listed in the record: ")
-        out.append(", ".join(f"{e.get('queue')}/{clean(e.get('item_id'))} ({e.get('status')})"
-                             for e in exceptions[:10]))
+        out.append(
+            ", ".join(
+                f"{e.get('queue')}/{clean(e.get('item_id'))} ({e.get('status')})"
+                for e in exceptions[:10]
+            )
+        )
         if len(exceptions) > 10:
             out.append(f" and {len(exceptions) - 10} more")
         out.append("\n")

@@ -23,11 +23,31 @@ from engine.errors import InputError
 
 DEFAULT_THEME = "sealdesk-dark"
 # Short names people type.
-ALIASES = {"dark": "sealdesk-dark", "light": "sealdesk-light",
-           "high-contrast": "sealdesk-high-contrast", "hc": "sealdesk-high-contrast"}
-_FIELDS = {"name", "primary", "secondary", "warning", "error", "success", "accent",
-           "foreground", "background", "surface", "panel", "boost", "dark", "ansi",
-           "luminosity_spread", "text_alpha", "variables"}
+ALIASES = {
+    "dark": "sealdesk-dark",
+    "light": "sealdesk-light",
+    "high-contrast": "sealdesk-high-contrast",
+    "hc": "sealdesk-high-contrast",
+}
+_FIELDS = {
+    "name",
+    "primary",
+    "secondary",
+    "warning",
+    "error",
+    "success",
+    "accent",
+    "foreground",
+    "background",
+    "surface",
+    "panel",
+    "boost",
+    "dark",
+    "ansi",
+    "luminosity_spread",
+    "text_alpha",
+    "variables",
+}
 
 
 def theme_dirs() -> list[Traversable]:
@@ -58,8 +78,9 @@ def load_themes() -> dict[str, Theme]:
     """Gives every theme found, by name."""
     themes: dict[str, Theme] = {}
     for folder in theme_dirs():
-        for path in sorted((p for p in folder.iterdir() if p.name.endswith(".toml")),
-                           key=lambda p: p.name):
+        for path in sorted(
+            (p for p in folder.iterdir() if p.name.endswith(".toml")), key=lambda p: p.name
+        ):
             theme = load_theme(path)
             themes[theme.name] = theme
     return themes
@@ -84,5 +105,9 @@ def choose_theme(flag: str | None, config: str | None) -> str:
     """Gives the starting theme: --theme, else $TEXTUAL_THEME, else config, else dark
     (or high-contrast where the terminal has only 16 colours, e.g. TERM=screen)."""
     default = "sealdesk-high-contrast" if sixteen_colours() else DEFAULT_THEME
-    return (resolve_theme_name(flag) or resolve_theme_name(os.environ.get("TEXTUAL_THEME"))
-            or resolve_theme_name(config) or default)
+    return (
+        resolve_theme_name(flag)
+        or resolve_theme_name(os.environ.get("TEXTUAL_THEME"))
+        or resolve_theme_name(config)
+        or default
+    )

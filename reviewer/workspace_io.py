@@ -17,6 +17,8 @@ def why_not_written(exc: Exception) -> str:
     if isinstance(exc, SealdeskError):
         return exc.one_line()
     if "locked" in str(exc) or "busy" in str(exc):
-        return ("the workspace is busy (another writer, such as an engine run, holds it); "
-                "nothing was recorded: press the key again in a moment")
+        return (
+            "the workspace is busy (another writer, such as an engine run, holds it); "
+            "nothing was recorded: press the key again in a moment"
+        )
     return f"nothing was recorded: database error: {exc}"

@@ -38,7 +38,9 @@ SEALDESK = [sys.executable, "-m", "engine.cli"]
 
 def require_tool(name: str) -> str:
     """Gives the path of a system tool; skips (saying why) only off-CI without root."""
-    path = shutil.which(name) or (f"/usr/sbin/{name}" if Path(f"/usr/sbin/{name}").exists() else None)
+    path = shutil.which(name) or (
+        f"/usr/sbin/{name}" if Path(f"/usr/sbin/{name}").exists() else None
+    )
     if path:
         return path
     if os.environ.get("CI") or os.geteuid() == 0:
@@ -50,18 +52,32 @@ def require_tool(name: str) -> str:
 def sealdesk(tmp_path: Path) -> Callable[..., subprocess.CompletedProcess]:
     """Gives a runner of the real CLI: ``sealdesk("verify", workspace=ws)``."""
 
-    def run(*args: str, workspace: Path | None = None, input: str | None = None,
-            env: dict[str, str] | None = None, check: bool = False,
-            cwd: Path | None = None) -> subprocess.CompletedProcess:
+    def run(
+        *args: str,
+        workspace: Path | None = None,
+        input: str | None = None,
+        env: dict[str, str] | None = None,
+        check: bool = False,
+        cwd: Path | None = None,
+    ) -> subprocess.CompletedProcess:
         cmd = list(SEALDESK)
         if workspace is not None:
             cmd += ["--workspace", str(workspace)]
         cmd += [str(a) for a in args]
         full_env = {**os.environ, **(env or {})}
-        proc = subprocess.run(cmd, input=input, capture_output=True, text=True,
-                              env=full_env, cwd=cwd or tmp_path, timeout=600)
+        proc = subprocess.run(
+            cmd,
+            input=input,
+            capture_output=True,
+            text=True,
+            env=full_env,
+            cwd=cwd or tmp_path,
+            timeout=600,
+        )
         if check and proc.returncode != 0:
-            raise AssertionError(f"{' '.join(cmd)} -> {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
+            raise AssertionError(
+                f"{' '.join(cmd)} -> {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
+            )
         return proc
 
     return run
@@ -82,9 +98,14 @@ def sealdesk_main(tmp_path: Path) -> Callable[..., subprocess.CompletedProcess]:
 
     from engine.cli import main
 
-    def run(*args: str, workspace: Path | None = None, input: str | None = None,
-            env: dict[str, str] | None = None, check: bool = False,
-            cwd: Path | None = None) -> subprocess.CompletedProcess:
+    def run(
+        *args: str,
+        workspace: Path | None = None,
+        input: str | None = None,
+        env: dict[str, str] | None = None,
+        check: bool = False,
+        cwd: Path | None = None,
+    ) -> subprocess.CompletedProcess:
         argv = [] if workspace is None else ["--workspace", str(workspace)]
         argv += [str(a) for a in args]
         environ, here = dict(os.environ), os.getcwd()
@@ -104,11 +125,13 @@ def sealdesk_main(tmp_path: Path) -> Callable[..., subprocess.CompletedProcess]:
             if isinstance(code, str):  # as the interpreter does with sys.exit("message")
                 err.write(f"{code}\n".encode())
                 code = 1
-        proc = subprocess.CompletedProcess(["sealdesk", *argv], code or 0,
-                                           out.getvalue().decode(), err.getvalue().decode())
+        proc = subprocess.CompletedProcess(
+            ["sealdesk", *argv], code or 0, out.getvalue().decode(), err.getvalue().decode()
+        )
         if check and proc.returncode != 0:
-            raise AssertionError(f"sealdesk {' '.join(argv)} -> {proc.returncode}\n"
-                                 f"{proc.stdout}\n{proc.stderr}")
+            raise AssertionError(
+                f"sealdesk {' '.join(argv)} -> {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
+            )
         return proc
 
     return run
@@ -123,8 +146,18 @@ def keygen(tmp_path: Path) -> Callable[[str], Path]:
 
     def make(name: str, key_type: str = "ed25519", passphrase: str = "") -> Path:
         path = keydir / name
-        args = ["ssh-keygen", "-q", "-t", key_type, "-N", passphrase, "-C", f"{name}@test",
-                "-f", str(path)]
+        args = [
+            "ssh-keygen",
+            "-q",
+            "-t",
+            key_type,
+            "-N",
+            passphrase,
+            "-C",
+            f"{name}@test",
+            "-f",
+            str(path),
+        ]
         if key_type == "rsa":
             args[4:4] = ["-b", "2048"]
         subprocess.run(args, check=True, capture_output=True)
@@ -183,8 +216,14 @@ def enrol_key(ws, founder_key: Path, name: str, roles, key: Path):
     from engine.ledger.enrol import enrol
     from engine.ledger.signers import FileSigner, read_public_key
 
-    enrol(ws.db, ws.workspace_id, FileSigner(founder_key), name, tuple(roles),
-          read_public_key(Path(f"{key}.pub")))
+    enrol(
+        ws.db,
+        ws.workspace_id,
+        FileSigner(founder_key),
+        name,
+        tuple(roles),
+        read_public_key(Path(f"{key}.pub")),
+    )
     ws.write_allowed_signers()
 
 
@@ -209,6 +248,7 @@ def anyio_backend() -> str:
 
 
 # -- a real OpenSSH server, ssh-agents and tmux (the harness is tests/support/ssh.py, tmux.py)
+
 
 @pytest.fixture
 def sshd(tmp_path: Path):

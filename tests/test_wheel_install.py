@@ -34,11 +34,25 @@ from tests.conftest import REPO, require_tool
 pytestmark = pytest.mark.xdist_group("wheel_install")
 
 # What a build never needs; left out of the copy so the wheel cannot lean on it.
-_NOT_COPIED = {".git", ".venv", ".venv-lock", "build", "dist", "tests", "sample_data", "docs",
-               ".pytest_cache", ".hypothesis", "workspace", "demo-workspace",
-               "demo-workspace-receipts"}
-_POOL_COPY = ("Mara packed 14 jars of plum jam into boxes of four and carried the remainder "
-              "home on her bicycle before the evening rain started over the valley.")
+_NOT_COPIED = {
+    ".git",
+    ".venv",
+    ".venv-lock",
+    "build",
+    "dist",
+    "tests",
+    "sample_data",
+    "docs",
+    ".pytest_cache",
+    ".hypothesis",
+    "workspace",
+    "demo-workspace",
+    "demo-workspace-receipts",
+}
+_POOL_COPY = (
+    "Mara packed 14 jars of plum jam into boxes of four and carried the remainder "
+    "home on her bicycle before the evening rain started over the valley."
+)
 
 
 @dataclass(frozen=True)
@@ -48,13 +62,20 @@ class Installed:
     wheel: Path
     venv: Path
     site_packages: Path
-    outside: Path          # a directory outside the checkout, the cwd of every command
+    outside: Path  # a directory outside the checkout, the cwd of every command
     env: dict[str, str]
 
     def run(self, *args: str) -> subprocess.CompletedProcess:
         """Gives the finished process of ``args`` run from outside the checkout."""
-        return subprocess.run(list(args), capture_output=True, text=True, check=False,
-                              cwd=self.outside, env=self.env, timeout=600)
+        return subprocess.run(
+            list(args),
+            capture_output=True,
+            text=True,
+            check=False,
+            cwd=self.outside,
+            env=self.env,
+            timeout=600,
+        )
 
     def sealdesk(self, *args: str) -> subprocess.CompletedProcess:
         """Gives the finished ``sealdesk`` console script of the venv, run with args."""
@@ -89,9 +110,11 @@ def _locked_pins(lock: Path) -> dict[str, tuple[str, int]]:
 
 def test_the_lock_pins_every_declared_requirement_by_hash_and_torch_is_the_cpu_build():
     project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
-    declared = [*project["build-system"]["requires"], *project["project"]["dependencies"],
-                *(r for extra in project["project"]["optional-dependencies"].values()
-                  for r in extra)]
+    declared = [
+        *project["build-system"]["requires"],
+        *project["project"]["dependencies"],
+        *(r for extra in project["project"]["optional-dependencies"].values() for r in extra),
+    ]
     pins = _locked_pins(REPO / "requirements.lock")
     for text in declared:
         req = Requirement(text)
@@ -112,23 +135,45 @@ def installed(tmp_path_factory) -> Installed:
     base = tmp_path_factory.mktemp("wheel")
     assert REPO not in base.resolve().parents, "the test's files must lie outside the checkout"
     src, dist, venv, outside = base / "src", base / "dist", base / "venv", base / "elsewhere"
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "SEALDESK_WORKSPACE")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "SEALDESK_WORKSPACE")
+    }
     env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
     _copy_for_build(src)
 
     def step(*args: str) -> None:
-        proc = subprocess.run(list(args), capture_output=True, text=True, check=False,
-                              cwd=base, env=env, timeout=600)
+        proc = subprocess.run(
+            list(args), capture_output=True, text=True, check=False, cwd=base, env=env, timeout=600
+        )
         assert proc.returncode == 0, f"{' '.join(args)}:\n{proc.stdout}\n{proc.stderr}"
 
     # No build isolation: the locked setuptools builds it and nothing is fetched.
-    step(sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
-         "--wheel-dir", str(dist), str(src))
+    step(
+        sys.executable,
+        "-m",
+        "pip",
+        "wheel",
+        "--quiet",
+        "--no-deps",
+        "--no-build-isolation",
+        "--wheel-dir",
+        str(dist),
+        str(src),
+    )
     (wheel,) = dist.glob("sealdesk-*.whl")
     step(sys.executable, "-m", "venv", str(venv))
-    step(str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--no-deps",
-         "--no-index", str(wheel))
+    step(
+        str(venv / "bin" / "python"),
+        "-m",
+        "pip",
+        "install",
+        "--quiet",
+        "--no-deps",
+        "--no-index",
+        str(wheel),
+    )
     (site_packages,) = venv.glob("lib/python*/site-packages")
     # Plain path lines: the .pth files there (this checkout's editable install among
     # them) are not run, so only third-party packages are reached through it.
@@ -146,8 +191,22 @@ def _write_jsonl(path: Path, rows: list[dict]) -> Path:
 def _founded_workspace(installed: Installed, name: str) -> tuple[Path, Path]:
     """Gives (workspace, lead key) of a workspace the installed `sealdesk init` made."""
     key = installed.outside / f"{name}-lead"
-    subprocess.run([require_tool("ssh-keygen"), "-q", "-t", "ed25519", "-N", "", "-C",
-                    "lena@wheel", "-f", str(key)], check=True, capture_output=True)
+    subprocess.run(
+        [
+            require_tool("ssh-keygen"),
+            "-q",
+            "-t",
+            "ed25519",
+            "-N",
+            "",
+            "-C",
+            "lena@wheel",
+            "-f",
+            str(key),
+        ],
+        check=True,
+        capture_output=True,
+    )
     ws = installed.outside / name
     init = installed.sealdesk("--workspace", str(ws), "init", "--lead", "lena", "--key", str(key))
     assert init.returncode == 0, init.stderr
@@ -156,14 +215,27 @@ def _founded_workspace(installed: Installed, name: str) -> tuple[Path, Path]:
 
 
 def _tiny_scan_inputs(folder: Path) -> tuple[Path, Path]:
-    eval_path = _write_jsonl(folder / "eval.jsonl", [
-        {"id": "q-jam", "question": _POOL_COPY},
-        {"id": "q-kite", "question": "How many kites can Tomas build from 9 metres of string "
-                                     "when each kite needs exactly 150 centimetres of it?"}])
-    pool_path = _write_jsonl(folder / "pool.jsonl", [
-        {"id": "p-forum", "text": "From a cooking forum: " + _POOL_COPY + " Nobody asked."},
-        {"id": "p-harbour", "text": "The harbour lights were repaired in spring after the "
-                                    "long storm season."}])
+    eval_path = _write_jsonl(
+        folder / "eval.jsonl",
+        [
+            {"id": "q-jam", "question": _POOL_COPY},
+            {
+                "id": "q-kite",
+                "question": "How many kites can Tomas build from 9 metres of string "
+                "when each kite needs exactly 150 centimetres of it?",
+            },
+        ],
+    )
+    pool_path = _write_jsonl(
+        folder / "pool.jsonl",
+        [
+            {"id": "p-forum", "text": "From a cooking forum: " + _POOL_COPY + " Nobody asked."},
+            {
+                "id": "p-harbour",
+                "text": "The harbour lights were repaired in spring after the long storm season.",
+            },
+        ],
+    )
     return eval_path, pool_path
 
 
@@ -176,8 +248,11 @@ def test_the_wheel_carries_every_file_of_the_packages_and_every_theme(installed)
             dirs[:] = [d for d in dirs if d != "__pycache__"]
             rel = Path(folder).relative_to(REPO)
             wanted |= {(rel / f).as_posix() for f in files if not f.endswith(".pyc")}
-    assert {"reviewer/themes/dark.toml", "reviewer/review.tcss",
-            "engine/contamination/calibration.jsonl"} <= wanted
+    assert {
+        "reviewer/themes/dark.toml",
+        "reviewer/review.tcss",
+        "engine/contamination/calibration.jsonl",
+    } <= wanted
     assert sorted(wanted - shipped) == []
     assert not [n for n in shipped if n.startswith(("tests/", "sample_data/", "themes/"))]
 
@@ -186,14 +261,16 @@ def test_the_wheel_carries_every_file_of_the_packages_and_every_theme(installed)
 def test_sealdesks_code_themes_and_data_come_only_from_the_installed_wheel(installed):
     # The calibration set is looked up where the scan finds it (package data of
     # engine.contamination), whichever module of the engine holds the constant.
-    probe = ("import json, sys, engine, reviewer\n"
-             "from importlib import resources\n"
-             "from reviewer.theming import theme_dirs\n"
-             "calibration = resources.files('engine.contamination') / 'calibration.jsonl'\n"
-             "print(json.dumps({'engine': engine.__file__, 'reviewer': reviewer.__file__,\n"
-             "  'themes': str(theme_dirs()[0]), 'calibration': str(calibration),\n"
-             "  'calibration_is_file': calibration.is_file(),\n"
-             "  'path': sys.path, 'finders': [type(f).__module__ for f in sys.meta_path]}))\n")
+    probe = (
+        "import json, sys, engine, reviewer\n"
+        "from importlib import resources\n"
+        "from reviewer.theming import theme_dirs\n"
+        "calibration = resources.files('engine.contamination') / 'calibration.jsonl'\n"
+        "print(json.dumps({'engine': engine.__file__, 'reviewer': reviewer.__file__,\n"
+        "  'themes': str(theme_dirs()[0]), 'calibration': str(calibration),\n"
+        "  'calibration_is_file': calibration.is_file(),\n"
+        "  'path': sys.path, 'finders': [type(f).__module__ for f in sys.meta_path]}))\n"
+    )
     out = installed.run(str(installed.venv / "bin" / "python"), "-c", probe)
     assert out.returncode == 0, out.stderr
     seen = json.loads(out.stdout)
@@ -204,8 +281,11 @@ def test_sealdesks_code_themes_and_data_come_only_from_the_installed_wheel(insta
     # Only the wheel's copy is reachable: no path entry but the venv's offers the
     # packages, the checkout is not on the path, and no editable-install finder runs.
     for package in ("engine", "reviewer"):
-        offering = [Path(p).resolve() for p in seen["path"]
-                    if (Path(p or installed.outside) / package / "__init__.py").is_file()]
+        offering = [
+            Path(p).resolve()
+            for p in seen["path"]
+            if (Path(p or installed.outside) / package / "__init__.py").is_file()
+        ]
         assert offering == [site_packages], (package, offering)
     assert not [p for p in seen["path"] if p and Path(p).resolve() == REPO]
     assert not [f for f in seen["finders"] if "editable" in f]
@@ -220,23 +300,37 @@ def test_help_init_scan_and_the_review_app_work_from_the_installed_wheel(install
 
     ws, _key = _founded_workspace(installed, "ws")
     eval_path, pool_path = _tiny_scan_inputs(installed.outside)
-    scan = installed.sealdesk("--workspace", str(ws), "scan", "contamination",
-                              "--eval", str(eval_path), "--text-field", "question",
-                              "--id-field", "id", "--pool", str(pool_path),
-                              "--pool-text-field", "text", "--no-embed")
+    scan = installed.sealdesk(
+        "--workspace",
+        str(ws),
+        "scan",
+        "contamination",
+        "--eval",
+        str(eval_path),
+        "--text-field",
+        "question",
+        "--id-field",
+        "id",
+        "--pool",
+        str(pool_path),
+        "--pool-text-field",
+        "text",
+        "--no-embed",
+    )
     assert scan.returncode == 0, scan.stderr
     items = installed.sealdesk("--workspace", str(ws), "items", "--json")
     assert items.returncode == 0, items.stderr
     flagged = json.loads(items.stdout)
-    assert [(i["queue"], i["title"].split(":")[0]) for i in flagged] == [("flagged_pairs",
-                                                                         "q-jam")]
+    assert [(i["queue"], i["title"].split(":")[0]) for i in flagged] == [("flagged_pairs", "q-jam")]
 
     done = installed.outside / "review-exit-code"
     # env -i: the app sees only what a user's shell would give it, no PYTHONPATH. The
     # pane outlives the app so that a crash is still on the screen the test shows.
-    command = (f"cd {installed.outside} && env -i HOME={os.environ.get('HOME', '/root')} "
-               f"PATH={installed.env['PATH']} TERM=xterm-256color LANG=C.UTF-8 "
-               f"sealdesk --workspace {ws} review --read-only; echo $? > {done}; sleep 600")
+    command = (
+        f"cd {installed.outside} && env -i HOME={os.environ.get('HOME', '/root')} "
+        f"PATH={installed.env['PATH']} TERM=xterm-256color LANG=C.UTF-8 "
+        f"sealdesk --workspace {ws} review --read-only; echo $? > {done}; sleep 600"
+    )
     tmux.new("review", command, width=110, height=30)
     screen = tmux.wait_for("review", "1 shown")
     assert "READ-ONLY" in screen and "q-jam" in screen
@@ -248,17 +342,31 @@ def test_help_init_scan_and_the_review_app_work_from_the_installed_wheel(install
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(importlib.util.find_spec("sentence_transformers") is None,
-                    reason="the embedding channel needs sealdesk[embed]")
+@pytest.mark.skipif(
+    importlib.util.find_spec("sentence_transformers") is None,
+    reason="the embedding channel needs sealdesk[embed]",
+)
 def test_an_embedding_scan_calibrates_on_the_set_the_wheel_ships(installed):
     ws, _key = _founded_workspace(installed, "ws-embed")
     folder = installed.outside / "embed-inputs"
     folder.mkdir()
     eval_path, pool_path = _tiny_scan_inputs(folder)
-    scan = installed.sealdesk("--workspace", str(ws), "scan", "contamination",
-                              "--eval", str(eval_path), "--text-field", "question",
-                              "--id-field", "id", "--pool", str(pool_path),
-                              "--pool-text-field", "text")
+    scan = installed.sealdesk(
+        "--workspace",
+        str(ws),
+        "scan",
+        "contamination",
+        "--eval",
+        str(eval_path),
+        "--text-field",
+        "question",
+        "--id-field",
+        "id",
+        "--pool",
+        str(pool_path),
+        "--pool-text-field",
+        "text",
+    )
     assert scan.returncode == 0, scan.stderr
     (report_path,) = (ws / "artifacts").glob("contam-*/contamination_report.json")
     calibration = json.loads(report_path.read_text())["embedding"]["calibration"]

@@ -18,10 +18,10 @@ from statistics import median
 
 import click
 
-APPEND_GOAL = 300.0        # records/s, each its own durable transaction
-VERIFY_GOAL_RATIO = 1.5    # verify throughput / raw single-core Ed25519 verify
-REPLAY_GOAL = 0.95         # verify replaying enrolment records / verify reading a signer file
-PEOPLE = 40                # enrolled in the bench ledger; some change roles, some are revoked
+APPEND_GOAL = 300.0  # records/s, each its own durable transaction
+VERIFY_GOAL_RATIO = 1.5  # verify throughput / raw single-core Ed25519 verify
+REPLAY_GOAL = 0.95  # verify replaying enrolment records / verify reading a signer file
+PEOPLE = 40  # enrolled in the bench ledger; some change roles, some are revoked
 
 
 def _write_key(directory: Path):
@@ -40,8 +40,7 @@ def _in_processes(work, n: int, processes: int) -> None:
         return
     mp = multiprocessing.get_context("fork")
     cuts = [n * k // processes for k in range(processes + 1)]
-    children = [mp.Process(target=work, args=(cuts[k], cuts[k + 1]))
-                for k in range(1, processes)]
+    children = [mp.Process(target=work, args=(cuts[k], cuts[k + 1])) for k in range(1, processes)]
     for child in children:
         child.start()
     try:
@@ -65,8 +64,7 @@ def _enrolment_history(ws, lead) -> int:
 
     appended = 0
     for n in range(PEOPLE):
-        raw = Ed25519PrivateKey.generate().public_key().public_bytes(Encoding.Raw,
-                                                                     PublicFormat.Raw)
+        raw = Ed25519PrivateKey.generate().public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
         key = PublicKey(sshsig.ed25519_public_blob(raw))
         name = f"person-{n:02d}"
         enrol(ws.db, ws.workspace_id, lead, name, ("reviewer",), key)
@@ -97,19 +95,21 @@ def _replay_against_file(ws, processes: int, rounds: int) -> dict[str, float]:
 
     def with_replay() -> None:
         policy = signer_policy(ws.conn, ws.allowed_signers_path)
-        verify_ledger(ws.conn, load_context(ws.conn, ws.db_path, ws.workspace_id, policy),
-                      processes=processes)
+        verify_ledger(
+            ws.conn, load_context(ws.conn, ws.db_path, ws.workspace_id, policy), processes=processes
+        )
 
     def with_file() -> None:
         policy = LegacySigners(AllowedSigners.load(ws.allowed_signers_path), n)
-        verify_ledger(ws.conn, load_context(ws.conn, ws.db_path, ws.workspace_id, policy),
-                      processes=processes)
+        verify_ledger(
+            ws.conn, load_context(ws.conn, ws.db_path, ws.workspace_id, policy), processes=processes
+        )
 
     times: dict[str, list[float]] = {"replay": [], "file": []}
     runs = (("file", with_file), ("replay", with_replay))
     for number in range(rounds):
         # ABBA: neither way always runs second, on a machine whose speed drifts
-        for name, run in (runs if number % 2 == 0 else runs[::-1]):
+        for name, run in runs if number % 2 == 0 else runs[::-1]:
             t0 = time.perf_counter()
             run()
             times[name].append(time.perf_counter() - t0)
@@ -133,19 +133,33 @@ def run_bench(records: int, directory: Path, processes: int, rounds: int = 5) ->
         found(ws.db, ws.workspace_id, signer, "bench", ("reviewer", "lead"))
         authority_records = 1 + _enrolment_history(ws, signer)
         n_items = max(1, records // 10)
-        ws.ingest([BacklogItem.make("flagged_pairs", f"item-{i}", "bench",
-                                    {"summary": {"title": f"bench item {i}"}, "i": i})
-                   for i in range(n_items)])
+        ws.ingest(
+            [
+                BacklogItem.make(
+                    "flagged_pairs",
+                    f"item-{i}",
+                    "bench",
+                    {"summary": {"title": f"bench item {i}"}, "i": i},
+                )
+                for i in range(n_items)
+            ]
+        )
 
         t0 = time.perf_counter()
         for i in range(records):
             # Each visit to an item changes its decision: the same one again signs nothing.
-            ws.decide(signer, "flagged_pairs", f"item-{i % n_items}",
-                      ("accept", "reject", "skip")[i // n_items % 3], note=f"bench {i}")
+            ws.decide(
+                signer,
+                "flagged_pairs",
+                f"item-{i % n_items}",
+                ("accept", "reject", "skip")[i // n_items % 3],
+                note=f"bench {i}",
+            )
         append_s = time.perf_counter() - t0
 
-        messages = [row[0].encode() for row in
-                    ws.conn.execute("SELECT message FROM records ORDER BY seq")]
+        messages = [
+            row[0].encode() for row in ws.conn.execute("SELECT message FROM records ORDER BY seq")
+        ]
         datas = [sshsig.signed_data("reviewer@sealdesk", m) for m in messages]
         t0 = time.perf_counter()
         sigs = [raw_key.sign(d) for d in datas]
@@ -171,15 +185,20 @@ def run_bench(records: int, directory: Path, processes: int, rounds: int = 5) ->
         # mean: on a shared VM the speed of a core drifts by tens of percent over
         # seconds, so only neighbours in time measure the same machine. The
         # N-process verify also sits between two runs of the N-process raw loop.
-        times: dict[str, list[float]] = {"raw": [timed(raw_verify)], "procs": [], "one": [],
-                                         "parallel": []}
+        times: dict[str, list[float]] = {
+            "raw": [timed(raw_verify)],
+            "procs": [],
+            "one": [],
+            "parallel": [],
+        }
         pairs: dict[str, list[float]] = {"procs": [], "one": [], "ceiling": []}
         reports = []
         replay = _replay_against_file(ws, processes, rounds)
         for _ in range(rounds):
             times["parallel"].append(timed(raw_parallel))
-            times["procs"].append(timed(lambda: reports.append(
-                verify_workspace(ws, processes=processes))))
+            times["procs"].append(
+                timed(lambda: reports.append(verify_workspace(ws, processes=processes)))
+            )
             times["parallel"].append(timed(raw_parallel))
             times["raw"].append(timed(raw_verify))
             times["one"].append(timed(lambda: reports.append(verify_workspace(ws, processes=1))))
@@ -192,7 +211,8 @@ def run_bench(records: int, directory: Path, processes: int, rounds: int = 5) ->
     if not all(r.ok and r.records == records + authority_records for r in reports):
         raise click.ClickException("benchmark ledger failed to verify")
     return {
-        "records": records, "processes": processes,
+        "records": records,
+        "processes": processes,
         "append_per_s": records / append_s,
         "raw_sign_per_s": records / raw_sign_s,
         "verify_per_s": records / median(times["procs"]),
@@ -215,22 +235,44 @@ def run_bench(records: int, directory: Path, processes: int, rounds: int = 5) ->
         "rounds": rounds,
         "date": date.today().isoformat(),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.python_implementation()} "
-                   f"{platform.python_version()}",
+        f"{platform.python_version()}",
     }
 
 
 @click.command("ledger")
-@click.option("--records", "-n", default=5000, show_default=True, type=click.IntRange(min=1),
-              help="Signed records to append, then verify.")
-@click.option("--dir", "directory", default=".", type=click.Path(file_okay=False),
-              show_default=True, help="Where the throwaway workspace lives (its disk is measured).")
-@click.option("--processes", default=None, type=click.IntRange(min=1),
-              help="Verify worker processes (default: every core).")
-@click.option("--rounds", default=5, show_default=True, type=click.IntRange(min=1),
-              help="Verify runs of each kind, each between two raw Ed25519 runs.")
+@click.option(
+    "--records",
+    "-n",
+    default=5000,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Signed records to append, then verify.",
+)
+@click.option(
+    "--dir",
+    "directory",
+    default=".",
+    type=click.Path(file_okay=False),
+    show_default=True,
+    help="Where the throwaway workspace lives (its disk is measured).",
+)
+@click.option(
+    "--processes",
+    default=None,
+    type=click.IntRange(min=1),
+    help="Verify worker processes (default: every core).",
+)
+@click.option(
+    "--rounds",
+    default=5,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Verify runs of each kind, each between two raw Ed25519 runs.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
-def bench_ledger(records: int, directory: str, processes: int | None, rounds: int,
-                 as_json: bool) -> None:
+def bench_ledger(
+    records: int, directory: str, processes: int | None, rounds: int, as_json: bool
+) -> None:
     """Append N signed records (one durable transaction each), then verify them.
 
     Prints records/s for both beside the raw Ed25519 sign and verify rates
@@ -259,10 +301,12 @@ def bench_ledger(records: int, directory: str, processes: int | None, rounds: in
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=f"sealdesk bench ledger: {records} records, {r['machine']}, {r['date']}",
-                  caption=f"verify ratio per run: {', '.join(f'{x:.2f}' for x in r['verify_ratios'])}"
-                          f"; best-of: {r['verify_ratio_best_of']:.2f}x; verify runs at "
-                          f"{r['verify_of_ceiling']:.2f} of the {procs}-process raw rate")
+    table = Table(
+        title=f"sealdesk bench ledger: {records} records, {r['machine']}, {r['date']}",
+        caption=f"verify ratio per run: {', '.join(f'{x:.2f}' for x in r['verify_ratios'])}"
+        f"; best-of: {r['verify_ratio_best_of']:.2f}x; verify runs at "
+        f"{r['verify_of_ceiling']:.2f} of the {procs}-process raw rate",
+    )
     table.add_column("measure")
     table.add_column("records/s", justify="right")
     table.add_column("vs raw Ed25519 (1 core)", justify="right")
@@ -270,20 +314,42 @@ def bench_ledger(records: int, directory: str, processes: int | None, rounds: in
     append_ok = r["append_per_s"] >= APPEND_GOAL
     ratio = r["verify_ratio"]
     table.add_row("raw Ed25519 sign (1 core)", f"{r['raw_sign_per_s']:,.0f}", "1.00x", "")
-    table.add_row("append: sign + durable commit", f"{r['append_per_s']:,.0f}",
-                  f"{r['append_per_s'] / r['raw_sign_per_s']:.2f}x of sign",
-                  f">= {APPEND_GOAL:.0f}/s {'met' if append_ok else 'MISSED'}")
+    table.add_row(
+        "append: sign + durable commit",
+        f"{r['append_per_s']:,.0f}",
+        f"{r['append_per_s'] / r['raw_sign_per_s']:.2f}x of sign",
+        f">= {APPEND_GOAL:.0f}/s {'met' if append_ok else 'MISSED'}",
+    )
     table.add_row("raw Ed25519 verify (1 core)", f"{r['raw_verify_per_s']:,.0f}", "1.00x", "")
-    table.add_row("verify, 1 process", f"{r['verify_1proc_per_s']:,.0f}",
-                  f"{r['verify_1proc_ratio']:.2f}x", "")
-    table.add_row(f"raw Ed25519 verify ({procs} processes: the ceiling)",
-                  f"{r['raw_parallel_per_s']:,.0f}", f"{r['raw_parallel_ratio']:.2f}x", "")
-    table.add_row(f"verify, {procs} processes", f"{r['verify_per_s']:,.0f}", f"{ratio:.2f}x",
-                  f">= {VERIFY_GOAL_RATIO}x {'met' if ratio >= VERIFY_GOAL_RATIO else 'MISSED'}")
+    table.add_row(
+        "verify, 1 process",
+        f"{r['verify_1proc_per_s']:,.0f}",
+        f"{r['verify_1proc_ratio']:.2f}x",
+        "",
+    )
+    table.add_row(
+        f"raw Ed25519 verify ({procs} processes: the ceiling)",
+        f"{r['raw_parallel_per_s']:,.0f}",
+        f"{r['raw_parallel_ratio']:.2f}x",
+        "",
+    )
+    table.add_row(
+        f"verify, {procs} processes",
+        f"{r['verify_per_s']:,.0f}",
+        f"{ratio:.2f}x",
+        f">= {VERIFY_GOAL_RATIO}x {'met' if ratio >= VERIFY_GOAL_RATIO else 'MISSED'}",
+    )
     replay_ok = r["replay_ratio"] >= REPLAY_GOAL
-    table.add_row(f"verify reading a signer file ({procs} processes)",
-                  f"{r['verify_file_per_s']:,.0f}", "", "")
-    table.add_row(f"verify replaying {r['authority_records']} enrolment records",
-                  f"{r['verify_replay_per_s']:,.0f}", f"{r['replay_ratio']:.2f}x of file",
-                  f">= {REPLAY_GOAL:.2f}x {'met' if replay_ok else 'MISSED'}")
+    table.add_row(
+        f"verify reading a signer file ({procs} processes)",
+        f"{r['verify_file_per_s']:,.0f}",
+        "",
+        "",
+    )
+    table.add_row(
+        f"verify replaying {r['authority_records']} enrolment records",
+        f"{r['verify_replay_per_s']:,.0f}",
+        f"{r['replay_ratio']:.2f}x of file",
+        f">= {REPLAY_GOAL:.2f}x {'met' if replay_ok else 'MISSED'}",
+    )
     Console().print(table)

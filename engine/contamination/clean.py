@@ -15,8 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from engine.artifacts import atomic_write, read_verified, write_sealed
-from engine.canonical import (canonical_json, canonical_jsonl, canonical_sha256, sha256_hex,
-                              strict_loads)
+from engine.canonical import (
+    canonical_json,
+    canonical_jsonl,
+    canonical_sha256,
+    sha256_hex,
+    strict_loads,
+)
 from engine.contamination.inputs.canonical_text import content_sha256
 from engine.contamination.report.power import minimum_detectable_difference
 from engine.contamination.scan import EVAL_ITEMS, ITEMS, REPORT
@@ -40,11 +45,16 @@ class CleanOutcome:
 
 def latest_scan(ws: Workspace) -> str:
     """Gives the id of the most recent contamination scan in the workspace."""
-    row = ws.conn.execute("SELECT run_id FROM runs WHERE kind='contamination-scan' "
-                          "ORDER BY created_at DESC, run_id DESC LIMIT 1").fetchone()
+    row = ws.conn.execute(
+        "SELECT run_id FROM runs WHERE kind='contamination-scan' "
+        "ORDER BY created_at DESC, run_id DESC LIMIT 1"
+    ).fetchone()
     if row is None:
-        raise InputError("no contamination scan in this workspace (run: sealdesk scan "
-                         "contamination --eval E --pool P)", field="run")
+        raise InputError(
+            "no contamination scan in this workspace (run: sealdesk scan "
+            "contamination --eval E --pool P)",
+            field="run",
+        )
     return row[0]
 
 
@@ -61,8 +71,9 @@ def _lines(data: bytes) -> list[dict[str, Any]]:
     return [strict_loads(line) for line in data.split(b"\n") if line.strip()]
 
 
-def _refuse_keeping_a_confirmed_leak(ws: Workspace, decided: dict, items: list[dict[str, Any]],
-                                     undecided: list[dict[str, Any]]) -> None:
+def _refuse_keeping_a_confirmed_leak(
+    ws: Workspace, decided: dict, items: list[dict[str, Any]], undecided: list[dict[str, Any]]
+) -> None:
     """Refuses, even with --allow-undecided, an undecided item whose eval item (same id,
     same text) a reviewer confirmed as a leak on another flagged item, e.g. one of an
     earlier scan that found less evidence: an item id hashes its evidence, so the accept
@@ -78,23 +89,32 @@ def _refuse_keeping_a_confirmed_leak(ws: Workspace, decided: dict, items: list[d
         ev = (held or {}).get("payload", {}).get("eval") or {}
         match = wanted.get((ev.get("id"), ev.get("text")))
         if match is not None:
-            raise InputError(f"eval {match['id']} was confirmed a leak on item {item_id} "
-                             f"(by {decision['principal']}), but this scan's item "
-                             f"{match['item_id']} for it is undecided: an earlier decision does "
-                             "not carry over to an item with other evidence; decide it",
-                             field="decision")
+            raise InputError(
+                f"eval {match['id']} was confirmed a leak on item {item_id} "
+                f"(by {decision['principal']}), but this scan's item "
+                f"{match['item_id']} for it is undecided: an earlier decision does "
+                "not carry over to an item with other evidence; decide it",
+                field="decision",
+            )
 
 
-def clean(ws: Workspace, run_id: str | None = None, *, allow_undecided: bool = False,
-          alpha: float = 0.05, power: float = 0.8, accuracy: float = 0.5,
-          out: Path | None = None) -> CleanOutcome:
+def clean(
+    ws: Workspace,
+    run_id: str | None = None,
+    *,
+    allow_undecided: bool = False,
+    alpha: float = 0.05,
+    power: float = 0.8,
+    accuracy: float = 0.5,
+    out: Path | None = None,
+) -> CleanOutcome:
     """Gives the clean run after writing the clean set and its report."""
     run_id = run_id or latest_scan(ws)
-    row = ws.conn.execute("SELECT kind, manifest, manifest_sha256 FROM runs WHERE run_id=?",
-                          (run_id,)).fetchone()
+    row = ws.conn.execute(
+        "SELECT kind, manifest, manifest_sha256 FROM runs WHERE run_id=?", (run_id,)
+    ).fetchone()
     if row is None or row[0] != "contamination-scan":
-        raise InputError(f"{run_id!r} is not a contamination scan in this workspace",
-                         field="run")
+        raise InputError(f"{run_id!r} is not a contamination scan in this workspace", field="run")
     manifest = json.loads(row[1])
     report = strict_loads(_artifact(ws, run_id, REPORT, manifest))
     eval_rows = _lines(_artifact(ws, run_id, EVAL_ITEMS, manifest))
@@ -104,12 +124,19 @@ def clean(ws: Workspace, run_id: str | None = None, *, allow_undecided: bool = F
     dropped, kept, undecided = [], [], []
     for item in items:
         payload = item["payload"]
-        entry = {"item_id": item["item_id"], "index": payload["eval"]["index"],
-                 "id": payload["eval"]["id"], "channels": payload.get("channels", [])}
+        entry = {
+            "item_id": item["item_id"],
+            "index": payload["eval"]["index"],
+            "id": payload["eval"]["id"],
+            "channels": payload.get("channels", []),
+        }
         decision = decided.get(("flagged_pairs", item["item_id"]))
         if decision is not None and decision["decision"] in ("accept", "reject"):
-            entry.update(decision=decision["decision"], principal=decision["principal"],
-                         record_hash=decision["record_hash"])
+            entry.update(
+                decision=decision["decision"],
+                principal=decision["principal"],
+                record_hash=decision["record_hash"],
+            )
             (dropped if decision["decision"] == "accept" else kept).append(entry)
         else:
             undecided.append(entry)
@@ -117,17 +144,19 @@ def clean(ws: Workspace, run_id: str | None = None, *, allow_undecided: bool = F
     if undecided and not allow_undecided:
         names = ", ".join(f"{u['item_id']} (eval {u['id']})" for u in undecided[:_SHOW])
         more = f" and {len(undecided) - _SHOW} more" if len(undecided) > _SHOW else ""
-        raise InputError(f"{len(undecided)} flagged item(s) have no accept/reject decision: "
-                         f"{names}{more}; decide them, or pass --allow-undecided to keep them",
-                         field="decision")
+        raise InputError(
+            f"{len(undecided)} flagged item(s) have no accept/reject decision: "
+            f"{names}{more}; decide them, or pass --allow-undecided to keep them",
+            field="decision",
+        )
 
     drop = {d["index"] for d in dropped}
     clean_rows = [r for r in eval_rows if r["index"] not in drop]
     n_before, n_after = len(eval_rows), len(clean_rows)
-    mde_before = minimum_detectable_difference(n_before, alpha=alpha, power=power,
-                                               accuracy=accuracy)
-    mde_after = minimum_detectable_difference(n_after, alpha=alpha, power=power,
-                                              accuracy=accuracy)
+    mde_before = minimum_detectable_difference(
+        n_before, alpha=alpha, power=power, accuracy=accuracy
+    )
+    mde_after = minimum_detectable_difference(n_after, alpha=alpha, power=power, accuracy=accuracy)
     # Leakage after the drop: flagged items still in the set that no reviewer
     # cleared (only --allow-undecided keeps any); reviewer-rejected ones were
     # judged false positives, and confirmed leaks are gone.
@@ -143,8 +172,7 @@ def clean(ws: Workspace, run_id: str | None = None, *, allow_undecided: bool = F
     # Every input of the report names the run: other parameters are another clean run,
     # never a rewrite of one already recorded.
     params = {"alpha": alpha, "power": power, "accuracy": accuracy}
-    clean_id = (f"{run_id}.clean-"
-                f"{canonical_sha256([sorted(basis), allow_undecided, params])[:10]}")
+    clean_id = f"{run_id}.clean-{canonical_sha256([sorted(basis), allow_undecided, params])[:10]}"
     clean_report = {
         "scan_run": run_id,
         "scan_manifest_sha256": row[2],
@@ -159,7 +187,9 @@ def clean(ws: Workspace, run_id: str | None = None, *, allow_undecided: bool = F
         "kept_undecided": sorted(undecided, key=lambda d: d["index"]),
         "power": {
             "test": "two-sided two-proportion z-test, two models on the same items",
-            "alpha": alpha, "power": power, "accuracy": accuracy,
+            "alpha": alpha,
+            "power": power,
+            "accuracy": accuracy,
             "mde_before": round(mde_before, 6),
             "mde_after": round(mde_after, 6) if n_after else None,
             "mde_increase": round(mde_after - mde_before, 6) if n_after else None,
@@ -169,12 +199,23 @@ def clean(ws: Workspace, run_id: str | None = None, *, allow_undecided: bool = F
     if out is not None:  # first: a path that cannot be written leaves no run behind
         atomic_write(Path(out), canonical_jsonl(clean_set))
     run_dir = ws.run_dir(clean_id)
-    written = write_sealed({run_dir / CLEAN_SET: canonical_jsonl(clean_set),
-                            run_dir / CLEAN_REPORT: canonical_json(clean_report)},
-                           "this clean run is already recorded with other contents")
+    written = write_sealed(
+        {
+            run_dir / CLEAN_SET: canonical_jsonl(clean_set),
+            run_dir / CLEAN_REPORT: canonical_json(clean_report),
+        },
+        "this clean run is already recorded with other contents",
+    )
     artifacts = {path.name: digest for path, digest in written.items()}
-    ws.ingest([], runs={clean_id: {"kind": "contamination-clean", "artifacts": artifacts,
-                                   "inputs": {"scan_run": run_id,
-                                              "scan_manifest_sha256": row[2]}}},
-              source=f"clean {clean_id}")
+    ws.ingest(
+        [],
+        runs={
+            clean_id: {
+                "kind": "contamination-clean",
+                "artifacts": artifacts,
+                "inputs": {"scan_run": run_id, "scan_manifest_sha256": row[2]},
+            }
+        },
+        source=f"clean {clean_id}",
+    )
     return CleanOutcome(clean_id, run_dir, clean_report)

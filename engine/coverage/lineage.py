@@ -76,8 +76,10 @@ def provision_store(path: str | Path, store_id: str, timeout_seconds: float) -> 
     try:
         fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
     except FileExistsError:
-        raise ConflictError(f"{path}: a lineage store (or another file) is already there; "
-                            "provisioning never replaces one") from None
+        raise ConflictError(
+            f"{path}: a lineage store (or another file) is already there; "
+            "provisioning never replaces one"
+        ) from None
     os.close(fd)
     with closing(sqlite3.connect(path, timeout=timeout, isolation_level=None)) as db:
         db.execute("PRAGMA journal_mode=WAL")
@@ -105,22 +107,24 @@ class Reservation:
 class LineageStore:
     """An open, existing lineage store with the pinned identity."""
 
-    def __init__(self, path: str | Path, expected_store_id: str, timeout_seconds: float,
-                 trust: TrustRoot) -> None:
+    def __init__(
+        self, path: str | Path, expected_store_id: str, timeout_seconds: float, trust: TrustRoot
+    ) -> None:
         self.timeout_seconds = lock_timeout(timeout_seconds)
         self.trust = trust
         if not isinstance(expected_store_id, str) or not expected_store_id:
             raise InputError("the store id must be a non-empty string", field="store_id")
         path = Path(path)
         if path.is_symlink() or not path.is_file():
-            raise InputError("no lineage store here: it is provisioned once with "
-                             "`sealdesk coverage store-init`, never created on demand",
-                             path=path)
+            raise InputError(
+                "no lineage store here: it is provisioned once with "
+                "`sealdesk coverage store-init`, never created on demand",
+                path=path,
+            )
         # mode=rw: opening never creates a database file.
         uri = path.resolve(strict=True).as_uri() + "?mode=rw"
         self.path = path
-        self.db = sqlite3.connect(uri, uri=True, timeout=self.timeout_seconds,
-                                  isolation_level=None)
+        self.db = sqlite3.connect(uri, uri=True, timeout=self.timeout_seconds, isolation_level=None)
         try:
             self.db.execute("PRAGMA synchronous=FULL")
             identity = self.db.execute("SELECT store_id, schema_version FROM metadata").fetchall()
@@ -131,8 +135,10 @@ class LineageStore:
             raise PermissionRefused(f"{path}: not a coverage lineage store ({exc})") from exc
         if identity != [(expected_store_id, STORE_SCHEMA)]:
             self.db.close()
-            raise PermissionRefused(f"{path}: lineage store identity differs from the pinned "
-                                    f"store id {expected_store_id!r}")
+            raise PermissionRefused(
+                f"{path}: lineage store identity differs from the pinned "
+                f"store id {expected_store_id!r}"
+            )
 
     def close(self) -> None:
         self.db.close()
@@ -147,8 +153,10 @@ class LineageStore:
         try:
             self.db.execute("BEGIN IMMEDIATE")
         except sqlite3.OperationalError as exc:
-            raise ConflictError(f"{self.path}: another writer held the lineage store past the "
-                                f"{self.timeout_seconds:g} s deadline ({exc})") from exc
+            raise ConflictError(
+                f"{self.path}: another writer held the lineage store past the "
+                f"{self.timeout_seconds:g} s deadline ({exc})"
+            ) from exc
 
     def reserve(self, scope: Scope, holdout_id: str, raw: bytes) -> str:
         """Gives the payload digest after durably reserving the exact bytes.
@@ -157,43 +165,55 @@ class LineageStore:
         signing does not release the reservation, even after a restart.
         """
         if scope["decision_store_timeout_seconds"] != self.timeout_seconds:
-            raise PermissionRefused("the store's lock deadline differs from the signed scope's "
-                                    "decision_store_timeout_seconds")
+            raise PermissionRefused(
+                "the store's lock deadline differs from the signed scope's "
+                "decision_store_timeout_seconds"
+            )
         payload_sha256 = hashlib.sha256(raw).hexdigest()
         identity = (scope["policy_id"], holdout_id)
         self._begin()
         try:
             lineage = self.db.execute(
                 "SELECT genesis_scope_sha256 FROM lineages WHERE policy_id=? AND holdout_id=?",
-                identity).fetchone()
+                identity,
+            ).fetchone()
             if scope.genesis:
                 if lineage is not None:
                     raise PermissionRefused(
                         f"genesis for policy {identity[0]!r} and holdout {identity[1]!r} is "
-                        "already reserved or retained; genesis is one-use per lineage")
+                        "already reserved or retained; genesis is one-use per lineage"
+                    )
                 self.db.execute("INSERT INTO lineages VALUES (?, ?, ?)", (*identity, scope.sha256))
             else:
                 if lineage is None:
                     raise PermissionRefused(
                         f"no established lineage for policy {identity[0]!r} and holdout "
-                        f"{identity[1]!r}; a normal measurement never falls back to genesis")
+                        f"{identity[1]!r}; a normal measurement never falls back to genesis"
+                    )
                 prior = self.db.execute(
                     "SELECT payload, signature FROM evidence WHERE payload_sha256=? "
                     "AND policy_id=? AND holdout_id=?",
-                    (scope["baseline_report_sha256"], *identity)).fetchone()
+                    (scope["baseline_report_sha256"], *identity),
+                ).fetchone()
                 if prior is None or prior[1] is None:
-                    raise PermissionRefused("the scope's baseline is not completed, signed "
-                                            "evidence retained in this lineage")
+                    raise PermissionRefused(
+                        "the scope's baseline is not completed, signed "
+                        "evidence retained in this lineage"
+                    )
                 self.trust.verify("benchmark", prior[0], prior[1], what="retained baseline")
                 if hashlib.sha256(prior[0]).hexdigest() != scope["baseline_report_sha256"]:
                     raise IntegrityError("retained baseline bytes differ from their digest")
-            self.db.execute("INSERT INTO evidence VALUES (?, ?, ?, ?, ?, NULL)",
-                            (payload_sha256, *identity, scope.sha256, raw))
+            self.db.execute(
+                "INSERT INTO evidence VALUES (?, ?, ?, ?, ?, NULL)",
+                (payload_sha256, *identity, scope.sha256, raw),
+            )
             self.db.execute("COMMIT")
         except sqlite3.IntegrityError as exc:
             self.db.execute("ROLLBACK")
-            raise ConflictError(f"this measurement ({payload_sha256[:16]}…) or this genesis "
-                                "scope is already reserved") from exc
+            raise ConflictError(
+                f"this measurement ({payload_sha256[:16]}…) or this genesis "
+                "scope is already reserved"
+            ) from exc
         except BaseException:
             if self.db.in_transaction:
                 self.db.execute("ROLLBACK")
@@ -209,10 +229,14 @@ class LineageStore:
         try:
             changed = self.db.execute(
                 "UPDATE evidence SET signature=? WHERE payload_sha256=? AND payload=? "
-                "AND signature IS NULL", (signature, payload_sha256, raw)).rowcount
+                "AND signature IS NULL",
+                (signature, payload_sha256, raw),
+            ).rowcount
             if changed != 1:
-                raise ConflictError(f"no open reservation of exactly these bytes "
-                                    f"({payload_sha256[:16]}…): missing or already finalized")
+                raise ConflictError(
+                    f"no open reservation of exactly these bytes "
+                    f"({payload_sha256[:16]}…): missing or already finalized"
+                )
             self.db.execute("COMMIT")
         except BaseException:
             if self.db.in_transaction:
@@ -223,10 +247,21 @@ class LineageStore:
         """Gives a reserved (or finalized) measurement by its digest."""
         row = self.db.execute(
             "SELECT payload_sha256, policy_id, holdout_id, scope_sha256, payload, signature "
-            "FROM evidence WHERE payload_sha256=?", (payload_sha256,)).fetchone()
-        return None if row is None else Reservation(row[0], row[1], row[2], row[3],
-                                                    bytes(row[4]),
-                                                    None if row[5] is None else bytes(row[5]))
+            "FROM evidence WHERE payload_sha256=?",
+            (payload_sha256,),
+        ).fetchone()
+        return (
+            None
+            if row is None
+            else Reservation(
+                row[0],
+                row[1],
+                row[2],
+                row[3],
+                bytes(row[4]),
+                None if row[5] is None else bytes(row[5]),
+            )
+        )
 
     def unresolved(self) -> list[Reservation]:
         """Gives every reservation still waiting for its signature."""

@@ -37,9 +37,16 @@ class Miss:
     rank_key: str
 
     def to_json(self) -> dict[str, Any]:
-        return {"case_id": self.case_id, "text": self.text, "text_sha256": self.text_sha256,
-                "label": self.label, "prediction": self.pred, "category": self.category,
-                "detector_sha256": self.detector_sha256, "rank_key": self.rank_key}
+        return {
+            "case_id": self.case_id,
+            "text": self.text,
+            "text_sha256": self.text_sha256,
+            "label": self.label,
+            "prediction": self.pred,
+            "category": self.category,
+            "detector_sha256": self.detector_sha256,
+            "rank_key": self.rank_key,
+        }
 
 
 @dataclass(frozen=True)
@@ -56,8 +63,10 @@ class MissSelection:
             "selection_seed": self.selection_seed,
             "eligible_miss_counts": {c: len(m) for c, m in self.eligible.items()},
             "selected_counts": {c: len(m) for c, m in self.selected.items()},
-            "eligible": {c: [{"case_id": m.case_id, "rank_key": m.rank_key} for m in ms]
-                         for c, ms in self.eligible.items()},
+            "eligible": {
+                c: [{"case_id": m.case_id, "rank_key": m.rank_key} for m in ms]
+                for c, ms in self.eligible.items()
+            },
             "selected_case_ids": {c: [m.case_id for m in ms] for c, ms in self.selected.items()},
         }
 
@@ -67,8 +76,9 @@ def rank_key(seed: str, case_id: str) -> str:
     return hashlib.sha256(f"{seed}:{case_id}".encode("utf-8")).hexdigest()
 
 
-def refuse_sealed_rows(rows: Table, case_ids: frozenset[str], text_hashes: frozenset[str], *,
-                       holdout: str) -> None:
+def refuse_sealed_rows(
+    rows: Table, case_ids: frozenset[str], text_hashes: frozenset[str], *, holdout: str
+) -> None:
     """Raises naming the first row (file, line, field) that is a sealed holdout case:
     its case id is one, or its text is one up to case, width, invisible characters
     and spacing. Benchmark cases stay outside attribution and developer access."""
@@ -78,18 +88,29 @@ def refuse_sealed_rows(rows: Table, case_ids: frozenset[str], text_hashes: froze
             what = f"case {row['case_id']!r} is a case of sealed holdout {holdout}"
             found.append((rows.line_of(i), "case_id", what))
         elif canonical_text_sha256(row["text"]) in text_hashes:
-            what = (f"text of case {row['case_id']!r} is the text of a case of sealed "
-                    f"holdout {holdout}")
+            what = (
+                f"text of case {row['case_id']!r} is the text of a case of sealed holdout {holdout}"
+            )
             found.append((rows.line_of(i), "text", what))
     if found:
         line, field, what = found[0]
         more = f" ({len(found) - 1} more such row(s))" if len(found) > 1 else ""
-        raise InputError(f"{what}; sealed cases stay out of attribution and review{more}",
-                         path=rows.path, line=line, field=field)
+        raise InputError(
+            f"{what}; sealed cases stay out of attribution and review{more}",
+            path=rows.path,
+            line=line,
+            field=field,
+        )
 
 
-def select_misses(rows: Table, findings: list[dict[str, Any]], expected_detector_sha256: str,
-                  policy: AttributionPolicy, *, findings_path: str | None = None) -> MissSelection:
+def select_misses(
+    rows: Table,
+    findings: list[dict[str, Any]],
+    expected_detector_sha256: str,
+    policy: AttributionPolicy,
+    *,
+    findings_path: str | None = None,
+) -> MissSelection:
     """Gives the deterministic selection of misses for every weak category.
 
     Refuses an empty or malformed finding list, a row whose text does not
@@ -100,29 +121,46 @@ def select_misses(rows: Table, findings: list[dict[str, Any]], expected_detector
     if not policy.selection_seed or not SHA256.match(expected_detector_sha256 or ""):
         raise InputError("selection seed or detector digest is invalid", field="selection_seed")
     if not findings:
-        raise InputError("there are no weak-category findings to debug", path=findings_path,
-                         field="weak_categories")
+        raise InputError(
+            "there are no weak-category findings to debug",
+            path=findings_path,
+            field="weak_categories",
+        )
     keys = validate_findings(findings, path=findings_path)
     weak = sorted({category for category, _ in keys})
     misses: dict[str, list[Miss]] = {c: [] for c in weak}
     for i, row in enumerate(rows.rows):
         line = rows.line_of(i)
         if sha256_hex(row["text"].encode("utf-8")) != row["text_sha256"]:
-            raise InputError("text does not hash to text_sha256", path=rows.path, line=line,
-                             field="text_sha256")
+            raise InputError(
+                "text does not hash to text_sha256", path=rows.path, line=line, field="text_sha256"
+            )
         if row["detector_sha256"] != expected_detector_sha256:
-            raise PermissionRefused(f"{rows.path}:{line}: row was predicted by detector "
-                                    f"{row['detector_sha256'][:16]}…, not the measured "
-                                    f"{expected_detector_sha256[:16]}…")
+            raise PermissionRefused(
+                f"{rows.path}:{line}: row was predicted by detector "
+                f"{row['detector_sha256'][:16]}…, not the measured "
+                f"{expected_detector_sha256[:16]}…"
+            )
         if row["category"] in misses and row["label"] != row["pred"]:
-            misses[row["category"]].append(Miss(
-                row["case_id"], row["text"], row["text_sha256"], row["label"], row["pred"],
-                row["category"], row["detector_sha256"],
-                rank_key(policy.selection_seed, row["case_id"])))
+            misses[row["category"]].append(
+                Miss(
+                    row["case_id"],
+                    row["text"],
+                    row["text_sha256"],
+                    row["label"],
+                    row["pred"],
+                    row["category"],
+                    row["detector_sha256"],
+                    rank_key(policy.selection_seed, row["case_id"]),
+                )
+            )
     empty = [c for c, found in misses.items() if not found]
     if empty:
-        raise InputError(f"weak category {empty[0]!r} has no miss among these rows to explain",
-                         path=rows.path, field="category")
+        raise InputError(
+            f"weak category {empty[0]!r} has no miss among these rows to explain",
+            path=rows.path,
+            field="category",
+        )
     eligible = {c: tuple(sorted(found, key=lambda m: m.rank_key)) for c, found in misses.items()}
-    selected = {c: found[:policy.max_examples_per_category] for c, found in eligible.items()}
+    selected = {c: found[: policy.max_examples_per_category] for c, found in eligible.items()}
     return MissSelection(policy.selection_seed, eligible, selected)

@@ -22,12 +22,22 @@ from engine.coverage.threats import FIELD as THREATS
 from engine.coverage.threats import ThreatMapping, mappings_json, parse_threat_mappings
 from engine.errors import InputError
 
-GATE_FIELDS = ("required_categories", "benign_category", "min_attack_recall",
-               "max_benign_fpr", "max_recall_regression")
+GATE_FIELDS = (
+    "required_categories",
+    "benign_category",
+    "min_attack_recall",
+    "max_benign_fpr",
+    "max_recall_regression",
+)
 # A gate may carry the taxonomy's threat mappings; without them none is recorded.
 GATE_OPTIONAL = (THREATS,)
-ATTRIBUTION_FIELDS = ("max_examples_per_category", "selection_seed", "tokenizer_max_length",
-                      "integration_steps", "top_tokens_per_direction")
+ATTRIBUTION_FIELDS = (
+    "max_examples_per_category",
+    "selection_seed",
+    "tokenizer_max_length",
+    "integration_steps",
+    "top_tokens_per_direction",
+)
 # Far above what attribution needs (a classifier reads at most a few thousand
 # tokens; integrated gradients converge in tens to hundreds of steps), and low
 # enough that a typo is refused rather than overflowing or exhausting memory.
@@ -47,12 +57,14 @@ class CategoryGatePolicy:
 
     def to_json(self) -> dict[str, Any]:
         """Gives the policy as a JSON object (categories in policy order)."""
-        return {"required_categories": list(self.required_categories),
-                "benign_category": self.benign_category,
-                "min_attack_recall": self.min_attack_recall,
-                "max_benign_fpr": self.max_benign_fpr,
-                "max_recall_regression": self.max_recall_regression,
-                THREATS: mappings_json(self.threat_mappings)}
+        return {
+            "required_categories": list(self.required_categories),
+            "benign_category": self.benign_category,
+            "min_attack_recall": self.min_attack_recall,
+            "max_benign_fpr": self.max_benign_fpr,
+            "max_recall_regression": self.max_recall_regression,
+            THREATS: mappings_json(self.threat_mappings),
+        }
 
 
 @dataclass(frozen=True)
@@ -69,26 +81,35 @@ class AttributionPolicy:
         return {name: getattr(self, name) for name in ATTRIBUTION_FIELDS}
 
 
-def probability(value: Any, name: str, *, path: str | None = None,
-                line: int | None = None) -> float:
+def probability(
+    value: Any, name: str, *, path: str | None = None, line: int | None = None
+) -> float:
     """Gives value as a float in [0, 1]; booleans, strings, NaN and infinities refused."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise InputError("must be a number in [0, 1]", path=path, line=line, field=name)
     result = float(value)
     if not math.isfinite(result) or not 0.0 <= result <= 1.0:
-        raise InputError(f"must be finite and in [0, 1], got {value!r}", path=path, line=line,
-                         field=name)
+        raise InputError(
+            f"must be finite and in [0, 1], got {value!r}", path=path, line=line, field=name
+        )
     return result
 
 
-def positive_integer(value: Any, name: str, *, path: str | None = None,
-                     line: int | None = None, maximum: int | None = None) -> int:
+def positive_integer(
+    value: Any,
+    name: str,
+    *,
+    path: str | None = None,
+    line: int | None = None,
+    maximum: int | None = None,
+) -> int:
     """Gives value if it is an int of at least 1 and at most ``maximum`` (booleans refused)."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise InputError("must be a positive integer", path=path, line=line, field=name)
     if maximum is not None and value > maximum:
-        raise InputError(f"must be at most {maximum}, got {value}", path=path, line=line,
-                         field=name)
+        raise InputError(
+            f"must be at most {maximum}, got {value}", path=path, line=line, field=name
+        )
     return value
 
 
@@ -101,18 +122,26 @@ def validate_gate_policy(policy: CategoryGatePolicy, *, path: str | None = None)
     """Raises unless the policy names two or more distinct categories including benign."""
     cats = policy.required_categories
     if not isinstance(cats, tuple) or len(cats) < 2:
-        raise InputError("must list at least two categories (attacks and the benign one)",
-                         path=path, field="required_categories")
+        raise InputError(
+            "must list at least two categories (attacks and the benign one)",
+            path=path,
+            field="required_categories",
+        )
     if any(not isinstance(c, str) or not c for c in cats):
-        raise InputError("every category must be a non-empty string", path=path,
-                         field="required_categories")
+        raise InputError(
+            "every category must be a non-empty string", path=path, field="required_categories"
+        )
     if len(set(cats)) != len(cats):
         twice = sorted({c for c in cats if cats.count(c) > 1})
-        raise InputError(f"category {twice[0]!r} is listed twice", path=path,
-                         field="required_categories")
+        raise InputError(
+            f"category {twice[0]!r} is listed twice", path=path, field="required_categories"
+        )
     if not isinstance(policy.benign_category, str) or policy.benign_category not in cats:
-        raise InputError(f"{policy.benign_category!r} is not one of required_categories",
-                         path=path, field="benign_category")
+        raise InputError(
+            f"{policy.benign_category!r} is not one of required_categories",
+            path=path,
+            field="benign_category",
+        )
     for name in ("min_attack_recall", "max_benign_fpr", "max_recall_regression"):
         probability(getattr(policy, name), name, path=path)
 
@@ -152,12 +181,18 @@ def _not_json(value: Any, name: str) -> tuple[str, str] | None:
     """Gives (field, reason) of the first value within that JSON cannot hold, if any."""
     # TOML has dates, times, nan and inf; what is hashed or signed is canonical JSON.
     if isinstance(value, (date, time)):  # a datetime is a date
-        return name, (f"a TOML {type(value).__name__} is not a JSON value; write it as a "
-                      "quoted string")
+        return name, (
+            f"a TOML {type(value).__name__} is not a JSON value; write it as a quoted string"
+        )
     if isinstance(value, float) and not math.isfinite(value):
         return name, f"{value!r} is not a JSON number (no NaN or infinity)"
-    inner = (value.items() if isinstance(value, dict)
-             else enumerate(value) if isinstance(value, list) else ())
+    inner = (
+        value.items()
+        if isinstance(value, dict)
+        else enumerate(value)
+        if isinstance(value, list)
+        else ()
+    )
     for key, item in inner:
         odd = _not_json(item, f"{name}.{key}" if isinstance(value, dict) else f"{name}[{key}]")
         if odd is not None:
@@ -167,46 +202,71 @@ def _not_json(value: Any, name: str) -> tuple[str, str] | None:
 
 def line_of(text: str, key: str) -> int | None:
     """Gives the 1-based line on which a key is written in TOML or JSON text, if found."""
-    pattern = re.compile(rf'^\s*("{re.escape(key)}"\s*:|{re.escape(key)}\s*=)|"{re.escape(key)}"\s*:')
+    pattern = re.compile(
+        rf'^\s*("{re.escape(key)}"\s*:|{re.escape(key)}\s*=)|"{re.escape(key)}"\s*:'
+    )
     for number, line in enumerate(text.splitlines(), start=1):
         if pattern.search(line):
             return number
     return None
 
 
-def exact_fields(value: dict[str, Any], fields: tuple[str, ...], path: Path, text: str,
-                 optional: tuple[str, ...] = ()) -> None:
+def exact_fields(
+    value: dict[str, Any],
+    fields: tuple[str, ...],
+    path: Path,
+    text: str,
+    optional: tuple[str, ...] = (),
+) -> None:
     """Raises naming the first missing or unknown field of a policy document."""
     missing = [f for f in fields if f not in value]
     if missing:
         raise InputError("missing", path=path, field=missing[0])
     extra = sorted(set(value) - set(fields) - set(optional))
     if extra:
-        raise InputError(f"unknown field (expected only {', '.join(fields + optional)})",
-                         path=path, line=line_of(text, extra[0]), field=extra[0])
+        raise InputError(
+            f"unknown field (expected only {', '.join(fields + optional)})",
+            path=path,
+            line=line_of(text, extra[0]),
+            field=extra[0],
+        )
 
 
-def gate_policy_from(value: dict[str, Any], *, path: str | None = None,
-                     text: str = "") -> CategoryGatePolicy:
+def gate_policy_from(
+    value: dict[str, Any], *, path: str | None = None, text: str = ""
+) -> CategoryGatePolicy:
     """Gives a checked gate policy from a mapping holding GATE_FIELDS and perhaps the
     threat mappings."""
     cats = value["required_categories"]
     if not isinstance(cats, list):
-        raise InputError("must be a list of category names", path=path,
-                         line=line_of(text, "required_categories"), field="required_categories")
+        raise InputError(
+            "must be a list of category names",
+            path=path,
+            line=line_of(text, "required_categories"),
+            field="required_categories",
+        )
     for name in ("min_attack_recall", "max_benign_fpr", "max_recall_regression"):
         probability(value[name], name, path=path, line=line_of(text, name))
-    policy = CategoryGatePolicy(tuple(cats), value["benign_category"],
-                                float(value["min_attack_recall"]),
-                                float(value["max_benign_fpr"]),
-                                float(value["max_recall_regression"]))
+    policy = CategoryGatePolicy(
+        tuple(cats),
+        value["benign_category"],
+        float(value["min_attack_recall"]),
+        float(value["max_benign_fpr"]),
+        float(value["max_recall_regression"]),
+    )
     validate_gate_policy(policy, path=path)
     if THREATS in value:
-        mappings = parse_threat_mappings(value[THREATS], policy.required_categories,
-                                         policy.benign_category, path=path, text=text)
-        policy = CategoryGatePolicy(policy.required_categories, policy.benign_category,
-                                    policy.min_attack_recall, policy.max_benign_fpr,
-                                    policy.max_recall_regression, mappings)
+        mappings = parse_threat_mappings(
+            value[THREATS], policy.required_categories, policy.benign_category, path=path, text=text
+        )
+        policy = CategoryGatePolicy(
+            policy.required_categories,
+            policy.benign_category,
+            policy.min_attack_recall,
+            policy.max_benign_fpr,
+            policy.max_recall_regression,
+            mappings,
+        )
     return policy
 
 
@@ -224,9 +284,15 @@ def load_attribution_policy(path: Path) -> AttributionPolicy:
     for name in ATTRIBUTION_FIELDS:
         if name == "selection_seed":
             if not isinstance(value[name], str) or not value[name]:
-                raise InputError("must be a non-empty string", path=path,
-                                 line=line_of(text, name), field=name)
+                raise InputError(
+                    "must be a non-empty string", path=path, line=line_of(text, name), field=name
+                )
         else:
-            positive_integer(value[name], name, path=str(path), line=line_of(text, name),
-                             maximum=ATTRIBUTION_LIMITS.get(name))
+            positive_integer(
+                value[name],
+                name,
+                path=str(path),
+                line=line_of(text, name),
+                maximum=ATTRIBUTION_LIMITS.get(name),
+            )
     return AttributionPolicy(**{name: value[name] for name in ATTRIBUTION_FIELDS})

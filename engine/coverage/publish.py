@@ -33,28 +33,52 @@ class Published:
     signature: bytes
 
 
-def publish(benchmark: dict[str, Any], *, holdout: SealedHoldout, scope_raw: bytes,
-            scope_signature: bytes, baseline_raw: bytes | None, baseline_signature: bytes | None,
-            trust: TrustRoot, store: LineageStore, sign_and_store: SignAndStore) -> Published:
+def publish(
+    benchmark: dict[str, Any],
+    *,
+    holdout: SealedHoldout,
+    scope_raw: bytes,
+    scope_signature: bytes,
+    baseline_raw: bytes | None,
+    baseline_signature: bytes | None,
+    trust: TrustRoot,
+    store: LineageStore,
+    sign_and_store: SignAndStore,
+) -> Published:
     """Gives the finalized evidence of a benchmark that re-derives exactly."""
     if not isinstance(benchmark, dict) or set(benchmark) != BENCHMARK_FIELDS:
         raise InputError("benchmark fields differ from the benchmark schema")
-    context = evaluation_context(holdout, benchmark["detector_sha256"],
-                                 benchmark["detector_version"], scope_raw, scope_signature,
-                                 trust, baseline_raw=baseline_raw,
-                                 baseline_signature=baseline_signature)
-    derived = derive_benchmark(benchmark["raw_predictions"], holdout,
-                               benchmark["detector_sha256"], benchmark["detector_version"],
-                               scope_raw, context)
+    context = evaluation_context(
+        holdout,
+        benchmark["detector_sha256"],
+        benchmark["detector_version"],
+        scope_raw,
+        scope_signature,
+        trust,
+        baseline_raw=baseline_raw,
+        baseline_signature=baseline_signature,
+    )
+    derived = derive_benchmark(
+        benchmark["raw_predictions"],
+        holdout,
+        benchmark["detector_sha256"],
+        benchmark["detector_version"],
+        scope_raw,
+        context,
+    )
     raw = canonical_json(benchmark)
     if raw != canonical_json(derived):
-        raise IntegrityError("the submitted benchmark contradicts the independently re-derived "
-                             "one; nothing was reserved or signed")
+        raise IntegrityError(
+            "the submitted benchmark contradicts the independently re-derived "
+            "one; nothing was reserved or signed"
+        )
     payload_sha256 = store.reserve(context.scope, holdout.holdout_id, raw)
     readback, signature = sign_and_store(payload_sha256, raw)
     observed = trust.verify_document("benchmark", readback, signature, what="benchmark readback")
     if readback != raw or observed != derived:
-        raise IntegrityError(f"signed readback of {payload_sha256[:16]}… differs from the "
-                             "reserved benchmark; the reservation stays unresolved")
+        raise IntegrityError(
+            f"signed readback of {payload_sha256[:16]}… differs from the "
+            "reserved benchmark; the reservation stays unresolved"
+        )
     store.finalize(payload_sha256, readback, signature)
     return Published(observed["eligibility"], sha256_hex(readback), readback, signature)

@@ -15,11 +15,20 @@ from engine.coverage.tables import KINDS, Table
 from engine.errors import InputError
 
 EVAL_FIELDS = frozenset({"case_id", "label", "pred", "category", "source"})
-REPORT_COLUMNS = frozenset({
-    "category", "sample_count", "positive_count", "negative_count", "true_positive_count",
-    "false_positive_count", "detection_recall", "false_positive_rate", "detector_version",
-    "evaluation_set_id",
-})
+REPORT_COLUMNS = frozenset(
+    {
+        "category",
+        "sample_count",
+        "positive_count",
+        "negative_count",
+        "true_positive_count",
+        "false_positive_count",
+        "detection_recall",
+        "false_positive_rate",
+        "detector_version",
+        "evaluation_set_id",
+    }
+)
 
 
 class CategoryRow(TypedDict):
@@ -46,9 +55,14 @@ def table_locator(table: Table) -> Locator:
     return lambda i, field: {"path": table.path, "line": table.line_of(i), "field": field}
 
 
-def stratified_report(rows: Sequence[dict[str, Any]], detector_version: str,
-                      evaluation_set_id: str, policy: CategoryGatePolicy, *,
-                      locate: Locator | None = None) -> list[CategoryRow]:
+def stratified_report(
+    rows: Sequence[dict[str, Any]],
+    detector_version: str,
+    evaluation_set_id: str,
+    policy: CategoryGatePolicy,
+    *,
+    locate: Locator | None = None,
+) -> list[CategoryRow]:
     """Gives one report row per required category, in policy order, after checking
     that the population covers exactly the policy's taxonomy with clean labels."""
     import pandas as pd
@@ -66,10 +80,17 @@ def stratified_report(rows: Sequence[dict[str, Any]], detector_version: str,
     for i, row in enumerate(rows):
         if not isinstance(row, dict) or set(row) != EVAL_FIELDS:
             fields = sorted(EVAL_FIELDS.symmetric_difference(row if isinstance(row, dict) else {}))
-            raise InputError("row fields differ from case_id, label, pred, category, source",
-                             **where(i, fields[0] if fields else "case_id"))
-        for field, kind in (("case_id", "id"), ("label", "binary"), ("pred", "binary"),
-                            ("category", "name"), ("source", "name")):
+            raise InputError(
+                "row fields differ from case_id, label, pred, category, source",
+                **where(i, fields[0] if fields else "case_id"),
+            )
+        for field, kind in (
+            ("case_id", "id"),
+            ("label", "binary"),
+            ("pred", "binary"),
+            ("category", "name"),
+            ("source", "name"),
+        ):
             value = row[field]
             # Strictness survives callers that skipped the table reader:
             # a str "1" is not a label here, only the int.
@@ -80,17 +101,26 @@ def stratified_report(rows: Sequence[dict[str, Any]], detector_version: str,
             except ValueError as exc:
                 raise InputError(str(exc), **where(i, field)) from None
         if row["case_id"] in seen:
-            raise InputError(f"{row['case_id']!r} repeats row {seen[row['case_id']] + 1}: "
-                             "case ids must be unique", **where(i, "case_id"))
+            raise InputError(
+                f"{row['case_id']!r} repeats row {seen[row['case_id']] + 1}: "
+                "case ids must be unique",
+                **where(i, "case_id"),
+            )
         seen[row["case_id"]] = i
         if row["category"] not in declared:
-            raise InputError(f"category {row['category']!r} is not declared by the policy "
-                             f"({', '.join(policy.required_categories)})", **where(i, "category"))
+            raise InputError(
+                f"category {row['category']!r} is not declared by the policy "
+                f"({', '.join(policy.required_categories)})",
+                **where(i, "category"),
+            )
         is_benign = row["category"] == policy.benign_category
         if row["label"] != (0 if is_benign else 1):
             kind = "benign" if is_benign else "attack"
-            raise InputError(f"{kind} category {row['category']!r} holds a row labelled "
-                             f"{row['label']}: mixed labels in one slice", **where(i, "label"))
+            raise InputError(
+                f"{kind} category {row['category']!r} holds a row labelled "
+                f"{row['label']}: mixed labels in one slice",
+                **where(i, "label"),
+            )
 
     frame = pd.DataFrame(list(rows), columns=sorted(EVAL_FIELDS))
     counts = frame.groupby("category").agg(
@@ -101,9 +131,12 @@ def stratified_report(rows: Sequence[dict[str, Any]], detector_version: str,
     report: list[CategoryRow] = []
     for category in policy.required_categories:
         if category not in counts.index:
-            raise InputError(f"required category {category!r} has no rows: the population "
-                             "does not cover the taxonomy", path=where(0, "category").get("path"),
-                             field="category")
+            raise InputError(
+                f"required category {category!r} has no rows: the population "
+                "does not cover the taxonomy",
+                path=where(0, "category").get("path"),
+                field="category",
+            )
         n = int(counts.at[category, "sample_count"])
         positives = int(counts.at[category, "positive_count"])
         flagged = int(counts.at[category, "predicted_positive"])
@@ -111,10 +144,18 @@ def stratified_report(rows: Sequence[dict[str, Any]], detector_version: str,
             tp, fp, recall, fpr = 0, flagged, None, flagged / n
         else:
             tp, fp, recall, fpr = flagged, 0, flagged / n, None
-        report.append(CategoryRow(
-            category=category, sample_count=n, positive_count=positives,
-            negative_count=n - positives, true_positive_count=tp, false_positive_count=fp,
-            detection_recall=recall, false_positive_rate=fpr,
-            detector_version=detector_version, evaluation_set_id=evaluation_set_id,
-        ))
+        report.append(
+            CategoryRow(
+                category=category,
+                sample_count=n,
+                positive_count=positives,
+                negative_count=n - positives,
+                true_positive_count=tp,
+                false_positive_count=fp,
+                detection_recall=recall,
+                false_positive_rate=fpr,
+                detector_version=detector_version,
+                evaluation_set_id=evaluation_set_id,
+            )
+        )
     return report

@@ -39,70 +39,92 @@ class BacklogRun:
     unchanged: int
 
 
-def model_binding(source: FindingSource, model_dir: Path | None,
-                  override_reason: str | None) -> tuple[str | None, str | None]:
+def model_binding(
+    source: FindingSource, model_dir: Path | None, override_reason: str | None
+) -> tuple[str | None, str | None]:
     """Gives (model digest, binding) of the model to attribute with: binding is
     ``measured_detector`` when the model is the detector the source measured,
     ``override`` when it is not and a reason was given; refuses a mismatch without one."""
     from engine.coverage.attribution import directory_digest
 
     if override_reason is not None and not override_reason.strip():
-        raise InputError("must say why another model may explain these misses",
-                         field="reason")
+        raise InputError("must say why another model may explain these misses", field="reason")
     if model_dir is None:
         if override_reason is not None:
-            raise InputError("a reason is for attributing with a --model that is not the "
-                             "measured detector; no --model was given", field="reason")
+            raise InputError(
+                "a reason is for attributing with a --model that is not the "
+                "measured detector; no --model was given",
+                field="reason",
+            )
         return None, None
     if not Path(model_dir).is_dir():
         raise InputError("model is not a directory", path=model_dir)
     digest = directory_digest(Path(model_dir))
     if digest == source.detector_sha256:
         if override_reason is not None:
-            raise InputError(f"{model_dir} is the measured detector {digest[:16]}…: there is "
-                             "no mismatch to give a reason for", field="reason")
+            raise InputError(
+                f"{model_dir} is the measured detector {digest[:16]}…: there is "
+                "no mismatch to give a reason for",
+                field="reason",
+            )
         return digest, "measured_detector"
     if override_reason is None:
         raise PermissionRefused(
             f"{model_dir}: model digest {digest[:16]}… is not the {source.kind}'s measured "
             f"detector {source.detector_sha256[:16]}…; attributing it would explain misses "
             "another model made. Attribute the measured detector, or give --reason WHY to "
-            "attribute this model anyway (recorded in every item)")
+            "attribute this model anyway (recorded in every item)"
+        )
     return digest, "override"
 
 
-def run_backlog(ws: Workspace, source: FindingSource, rows_path: Path, policy_path: Path,
-                model_dir: Path | None, *, override_reason: str | None = None) -> BacklogRun:
+def run_backlog(
+    ws: Workspace,
+    source: FindingSource,
+    rows_path: Path,
+    policy_path: Path,
+    model_dir: Path | None,
+    *,
+    override_reason: str | None = None,
+) -> BacklogRun:
     """Gives the run after building and ingesting the weak-category backlog of a source.
 
     ``override_reason`` lets a model that is not the measured detector attribute
     the misses; without it such a model is refused.
     """
     if not source.findings:
-        raise InputError(f"{source.kind} has no weak category: there is nothing to debug",
-                         path=source.path, field="weak_categories")
+        raise InputError(
+            f"{source.kind} has no weak category: there is nothing to debug",
+            path=source.path,
+            field="weak_categories",
+        )
     if source.detector_sha256 is None:
-        raise InputError("the report names no detector digest; run `coverage report` with "
-                         "--detector-sha256 so misses can be bound to it", path=source.path,
-                         field="detector_sha256")
+        raise InputError(
+            "the report names no detector digest; run `coverage report` with "
+            "--detector-sha256 so misses can be bound to it",
+            path=source.path,
+            field="detector_sha256",
+        )
     policy = load_attribution_policy(policy_path)
     table = read_table(rows_path, DEBUG_COLUMNS)
     sealed = source.sealed_cases()
     if sealed is not None:
         refuse_sealed_rows(table, *sealed, holdout=source.evaluation_set_id)
-    selection = select_misses(table, list(source.findings), source.detector_sha256, policy,
-                              findings_path=source.path)
+    selection = select_misses(
+        table, list(source.findings), source.detector_sha256, policy, findings_path=source.path
+    )
     # Bound before the model is loaded: a wrong model is refused at once.
     model_sha256, binding = model_binding(source, model_dir, override_reason)
     explanations: dict[str, dict] = {}
     if model_dir is not None:
-        from engine.coverage.attribution import (AttributionUnavailable, explain_miss,
-                                                 load_detector)
+        from engine.coverage.attribution import AttributionUnavailable, explain_miss, load_detector
 
         detector = load_detector(model_dir)
         if detector.sha256 != model_sha256:
-            raise AttributionUnavailable(f"{model_dir}: the model's files changed while it "
-                                         "was being loaded; nothing was written")
+            raise AttributionUnavailable(
+                f"{model_dir}: the model's files changed while it "
+                "was being loaded; nothing was written"
+            )
         chosen = [m for ms in selection.selected.values() for m in ms]
         with reporter() as rep:
             stage = rep.stage("attributing misses", total=len(chosen), unit="misses")
@@ -110,23 +132,39 @@ def run_backlog(ws: Workspace, source: FindingSource, rows_path: Path, policy_pa
                 explanations[miss.case_id] = explain_miss(detector, miss, policy)
                 stage.advance()
             stage.finish()
-    inputs = {"source": source.to_json(), "rows_sha256": table.sha256,
-              "policy": policy.to_json(), "model_sha256": model_sha256,
-              "model_binding": binding, "override_reason": override_reason}
+    inputs = {
+        "source": source.to_json(),
+        "rows_sha256": table.sha256,
+        "policy": policy.to_json(),
+        "model_sha256": model_sha256,
+        "model_binding": binding,
+        "override_reason": override_reason,
+    }
     run_id = f"coverage-backlog-{canonical_sha256(inputs)[:16]}"
-    items = build_items(source, selection, explanations, policy, run_id=run_id,
-                        model_sha256=model_sha256, binding=binding,
-                        override_reason=override_reason,
-                        not_run_reason=None if model_dir else "no --model was given")
+    items = build_items(
+        source,
+        selection,
+        explanations,
+        policy,
+        run_id=run_id,
+        model_sha256=model_sha256,
+        binding=binding,
+        override_reason=override_reason,
+        not_run_reason=None if model_dir else "no --model was given",
+    )
     out = ws.run_dir(run_id)
     # Sealed: the run's manifest records these bytes, so a re-run whose attributions
     # came out different must not replace them.
-    written = write_sealed({
-        out / "miss_selection.json": canonical_json(selection.to_json()),
-        out / "attributions.json": canonical_json([explanations[k]
-                                                   for k in sorted(explanations)]),
-        out / "debug_backlog.jsonl": canonical_jsonl(i.to_json() for i in items),
-    }, "these inputs were already run with other results; nothing was written")
+    written = write_sealed(
+        {
+            out / "miss_selection.json": canonical_json(selection.to_json()),
+            out / "attributions.json": canonical_json(
+                [explanations[k] for k in sorted(explanations)]
+            ),
+            out / "debug_backlog.jsonl": canonical_jsonl(i.to_json() for i in items),
+        },
+        "these inputs were already run with other results; nothing was written",
+    )
     artifacts = {path.name: digest for path, digest in written.items()}
     manifest = {"kind": "coverage-backlog", "artifacts": artifacts, "inputs": inputs}
     result = ws.ingest(items, runs={run_id: manifest}, source=str(rows_path))

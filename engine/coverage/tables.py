@@ -20,7 +20,6 @@ from engine.canonical import load_json, sha256_hex
 from engine.errors import InputError
 
 
-
 def _non_empty(value: Any) -> Any:
     if not isinstance(value, str) or not value:
         raise ValueError("must be a non-empty string")
@@ -57,17 +56,37 @@ def _verdict(value: Any) -> str:
 
 
 KINDS: dict[str, Callable[[Any], Any]] = {
-    "id": _non_empty, "name": _non_empty, "text": _text, "binary": _binary,
-    "sha256": _sha256, "verdict": _verdict,
+    "id": _non_empty,
+    "name": _non_empty,
+    "text": _text,
+    "binary": _binary,
+    "sha256": _sha256,
+    "verdict": _verdict,
 }
 
 # The tables coverage reads, column -> kind.
-EVAL_COLUMNS = {"case_id": "id", "label": "binary", "pred": "binary", "category": "name",
-                "source": "name"}
-DEBUG_COLUMNS = {"case_id": "id", "text": "text", "text_sha256": "sha256", "label": "binary",
-                 "pred": "binary", "category": "name", "detector_sha256": "sha256"}
-DETECTOR_RESULT_COLUMNS = {"case_id": "id", "label": "verdict", "detector_sha256": "sha256",
-                           "request_id": "id"}
+EVAL_COLUMNS = {
+    "case_id": "id",
+    "label": "binary",
+    "pred": "binary",
+    "category": "name",
+    "source": "name",
+}
+DEBUG_COLUMNS = {
+    "case_id": "id",
+    "text": "text",
+    "text_sha256": "sha256",
+    "label": "binary",
+    "pred": "binary",
+    "category": "name",
+    "detector_sha256": "sha256",
+}
+DETECTOR_RESULT_COLUMNS = {
+    "case_id": "id",
+    "label": "verdict",
+    "detector_sha256": "sha256",
+    "request_id": "id",
+}
 
 
 @dataclass(frozen=True)
@@ -123,15 +142,18 @@ def _raw_rows(path: Path, data: bytes) -> tuple[list[str], list[dict[str, Any]],
         header = next(csv.reader(io.StringIO(text, newline="")), [])
         twice = sorted({c for c in header if header.count(c) > 1})
         if twice:
-            raise InputError("column appears twice in the header", path=path, line=1,
-                             field=twice[0])
+            raise InputError(
+                "column appears twice in the header", path=path, line=1, field=twice[0]
+            )
         records = _csv_records(text)[1:]
         for start, count in records:
             if count != len(header):
-                raise InputError(f"expected {len(header)} fields, got {count}", path=path,
-                                 line=start)
-        frame = pd.read_csv(io.BytesIO(data), dtype=str, keep_default_na=False,
-                            na_filter=False, encoding="utf-8")
+                raise InputError(
+                    f"expected {len(header)} fields, got {count}", path=path, line=start
+                )
+        frame = pd.read_csv(
+            io.BytesIO(data), dtype=str, keep_default_na=False, na_filter=False, encoding="utf-8"
+        )
         starts = [start for start, _ in records]
         lines = starts if len(starts) == len(frame) else [i + 2 for i in range(len(frame))]
         return list(frame.columns), frame.to_dict(orient="records"), lines
@@ -156,8 +178,9 @@ def _native(value: Any) -> Any:
     return value
 
 
-def read_table(path: str | Path, columns: dict[str, str], *, unique: str | None = "case_id",
-               what: str = "row") -> Table:
+def read_table(
+    path: str | Path, columns: dict[str, str], *, unique: str | None = "case_id", what: str = "row"
+) -> Table:
     """Gives the checked rows of a table whose columns are exactly ``columns``.
 
     ``unique`` names a column whose values must not repeat; the second
@@ -185,8 +208,12 @@ def read_table(path: str | Path, columns: dict[str, str], *, unique: str | None 
         if missing:
             raise InputError("column is missing", path=path, line=header_line, field=missing[0])
         if extra:
-            raise InputError(f"undeclared column (expected exactly {', '.join(columns)})",
-                             path=path, line=header_line, field=extra[0])
+            raise InputError(
+                f"undeclared column (expected exactly {', '.join(columns)})",
+                path=path,
+                line=header_line,
+                field=extra[0],
+            )
     rows: list[dict[str, Any]] = []
     first_seen: dict[Any, int] = {}
     for raw, line in zip(raw_rows, lines):
@@ -195,8 +222,12 @@ def read_table(path: str | Path, columns: dict[str, str], *, unique: str | None 
                 raise InputError("missing", path=path, line=line, field=name)
         for name in raw:
             if name not in columns:
-                raise InputError(f"undeclared field (expected exactly {', '.join(columns)})",
-                                 path=path, line=line, field=name)
+                raise InputError(
+                    f"undeclared field (expected exactly {', '.join(columns)})",
+                    path=path,
+                    line=line,
+                    field=name,
+                )
         row = {}
         for name, kind in columns.items():
             try:
@@ -206,8 +237,12 @@ def read_table(path: str | Path, columns: dict[str, str], *, unique: str | None 
         if unique is not None:
             key = row[unique]
             if key in first_seen:
-                raise InputError(f"{key!r} repeats line {first_seen[key]}: ids must be unique",
-                                 path=path, line=line, field=unique)
+                raise InputError(
+                    f"{key!r} repeats line {first_seen[key]}: ids must be unique",
+                    path=path,
+                    line=line,
+                    field=unique,
+                )
             first_seen[key] = line
         rows.append(row)
     return Table(str(path), tuple(rows), tuple(lines), sha256_hex(data))

@@ -62,12 +62,15 @@ def _owasp_problem(value: str) -> str | None:
     found = OWASP_ID.fullmatch(value)
     if found is None:
         if re.fullmatch(r"LLM\d{2}", value):
-            return (f"{value!r} names no edition; risk numbers differ between editions, "
-                    f"write it as {value}:YYYY (e.g. {value}:2026)")
+            return (
+                f"{value!r} names no edition; risk numbers differ between editions, "
+                f"write it as {value}:YYYY (e.g. {value}:2026)"
+            )
         return f"{value!r} is not an OWASP LLM Top 10 id (LLM01:YYYY to LLM10:YYYY)"
     if int(found.group(2)) < FIRST_OWASP_EDITION:
-        return (f"{value!r} names edition {found.group(2)}; the first edition is "
-                f"{FIRST_OWASP_EDITION}")
+        return (
+            f"{value!r} names edition {found.group(2)}; the first edition is {FIRST_OWASP_EDITION}"
+        )
     return None
 
 
@@ -104,59 +107,91 @@ def line_of_mapping(text: str, category: str, needle: str | None = None) -> int 
     return start
 
 
-def parse_threat_mappings(value: Any, categories: Iterable[str], benign: str | None, *,
-                          path: str | None = None, text: str = "",
-                          field: str = FIELD) -> tuple[ThreatMapping, ...]:
+def parse_threat_mappings(
+    value: Any,
+    categories: Iterable[str],
+    benign: str | None,
+    *,
+    path: str | None = None,
+    text: str = "",
+    field: str = FIELD,
+) -> tuple[ThreatMapping, ...]:
     """Gives the checked mappings in taxonomy order; refuses a malformed id, an unknown
     or benign category, a missing attack category, an odd field or a repeated id."""
     attacks = [c for c in categories if c != benign]
     if not isinstance(value, dict):
-        first = next((n for n, line in enumerate(text.splitlines(), start=1) if FIELD in line),
-                     None)
-        raise InputError("must be a table of attack category -> mitre_atlas, owasp_llm_top10",
-                         path=path, line=first, field=field)
+        first = next(
+            (n for n, line in enumerate(text.splitlines(), start=1) if FIELD in line), None
+        )
+        raise InputError(
+            "must be a table of attack category -> mitre_atlas, owasp_llm_top10",
+            path=path,
+            line=first,
+            field=field,
+        )
     if not value:
         return ()
     for category in value:
-        where = {"path": path, "line": line_of_mapping(text, category),
-                 "field": f"{field}.{category}"}
+        where = {
+            "path": path,
+            "line": line_of_mapping(text, category),
+            "field": f"{field}.{category}",
+        }
         if category == benign:
-            raise InputError(f"{category!r} is the benign category; only attack categories "
-                             "map to threats", **where)
+            raise InputError(
+                f"{category!r} is the benign category; only attack categories map to threats",
+                **where,
+            )
         if category not in attacks:
-            raise InputError(f"{category!r} is not an attack category of the taxonomy",
-                             **where)
+            raise InputError(f"{category!r} is not an attack category of the taxonomy", **where)
     missing = [c for c in attacks if c not in value]
     if missing:
-        raise InputError(f"attack category {missing[0]!r} has no mapping; once given, the "
-                         "mappings cover every attack category", path=path,
-                         line=line_of_mapping(text, next(iter(value))),
-                         field=f"{field}.{missing[0]}")
+        raise InputError(
+            f"attack category {missing[0]!r} has no mapping; once given, the "
+            "mappings cover every attack category",
+            path=path,
+            line=line_of_mapping(text, next(iter(value))),
+            field=f"{field}.{missing[0]}",
+        )
     out = []
     for category in attacks:
         entry = value[category]
         base = f"{field}.{category}"
         if not isinstance(entry, dict):
-            raise InputError(f"must be a table with {ATLAS} and {OWASP}", path=path,
-                             line=line_of_mapping(text, category), field=base)
+            raise InputError(
+                f"must be a table with {ATLAS} and {OWASP}",
+                path=path,
+                line=line_of_mapping(text, category),
+                field=base,
+            )
         odd = sorted(set(entry) ^ set(MAPPING_FIELDS))
         if odd:
             what = "unknown field" if odd[0] in entry else "missing"
-            raise InputError(f"{what} (a mapping holds exactly {ATLAS} and {OWASP})",
-                             path=path, line=line_of_mapping(text, category, odd[0]),
-                             field=f"{base}.{odd[0]}")
+            raise InputError(
+                f"{what} (a mapping holds exactly {ATLAS} and {OWASP})",
+                path=path,
+                line=line_of_mapping(text, category, odd[0]),
+                field=f"{base}.{odd[0]}",
+            )
         lists = {}
         for name, problem in ((ATLAS, _atlas_problem), (OWASP, _owasp_problem)):
             ids = entry[name]
             if not isinstance(ids, list):
-                raise InputError("must be a list of ids (it may be empty)", path=path,
-                                 line=line_of_mapping(text, category, name),
-                                 field=f"{base}.{name}")
+                raise InputError(
+                    "must be a list of ids (it may be empty)",
+                    path=path,
+                    line=line_of_mapping(text, category, name),
+                    field=f"{base}.{name}",
+                )
             seen: set[str] = set()
             for i, ident in enumerate(ids):
-                at = {"path": path, "field": f"{base}.{name}[{i}]",
-                      "line": line_of_mapping(text, category,
-                                              f'"{ident}"' if isinstance(ident, str) else name)}
+                at = {
+                    "path": path,
+                    "field": f"{base}.{name}[{i}]",
+                    "line": line_of_mapping(
+                        text, category, f'"{ident}"' if isinstance(ident, str) else name
+                    ),
+                }
                 if not isinstance(ident, str):
                     raise InputError(f"must be an id string, got {ident!r}", **at)
                 reason = problem(ident)
@@ -167,8 +202,12 @@ def parse_threat_mappings(value: Any, categories: Iterable[str], benign: str | N
                 seen.add(ident)
             lists[name] = tuple(ids)
         if not lists[ATLAS] and not lists[OWASP]:
-            raise InputError("maps to nothing: give at least one ATLAS or OWASP id", path=path,
-                             line=line_of_mapping(text, category), field=base)
+            raise InputError(
+                "maps to nothing: give at least one ATLAS or OWASP id",
+                path=path,
+                line=line_of_mapping(text, category),
+                field=base,
+            )
         out.append(ThreatMapping(category, lists[ATLAS], lists[OWASP]))
     return tuple(out)
 

@@ -18,8 +18,14 @@ SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 _WORDS = re.compile(r"\w+|[^\w\s]")
 
 
-def train_tiny_detector(texts: Sequence[str], labels: Sequence[int], out_dir: str | Path, *,
-                        steps: int = 20, seed: int = 0) -> Path:
+def train_tiny_detector(
+    texts: Sequence[str],
+    labels: Sequence[int],
+    out_dir: str | Path,
+    *,
+    steps: int = 20,
+    seed: int = 0,
+) -> Path:
     """Gives the directory after training and saving a tiny classifier and its tokenizer."""
     from engine.coverage.attribution import AttributionUnavailable, EXTRA_HINT
 
@@ -41,18 +47,26 @@ def train_tiny_detector(texts: Sequence[str], labels: Sequence[int], out_dir: st
     torch.set_num_threads(1)
     words = sorted({w for t in texts for w in _WORDS.findall(t.lower())})
     tokenizer = BertTokenizer(vocab={w: i for i, w in enumerate(SPECIALS + words)})
-    config = BertConfig(vocab_size=len(SPECIALS) + len(words), hidden_size=32,
-                        num_hidden_layers=1, num_attention_heads=2, intermediate_size=64,
-                        max_position_embeddings=128, num_labels=2,
-                        hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
-                        initializer_range=0.1,
-                        pad_token_id=tokenizer.pad_token_id)
+    config = BertConfig(
+        vocab_size=len(SPECIALS) + len(words),
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=128,
+        num_labels=2,
+        hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0,
+        initializer_range=0.1,
+        pad_token_id=tokenizer.pad_token_id,
+    )
     # Wider initial weights and no dropout let twenty full-batch steps learn
     # input-dependent logits without saturating the pooler, so integrated
     # gradients have a smooth path (convergence delta near zero).
     model = BertForSequenceClassification(config)
-    batch = tokenizer(list(texts), return_tensors="pt", padding=True, truncation=True,
-                      max_length=128)
+    batch = tokenizer(
+        list(texts), return_tensors="pt", padding=True, truncation=True, max_length=128
+    )
     target = torch.tensor(list(labels))
     optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
     model.train()

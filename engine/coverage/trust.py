@@ -32,8 +32,7 @@ PUBLIC_KEY_BYTES = 32
 
 def _role(role: str) -> str:
     if role not in ROLES:
-        raise InputError(f"unknown trust role {role!r} (expected {', '.join(ROLES)})",
-                         field="role")
+        raise InputError(f"unknown trust role {role!r} (expected {', '.join(ROLES)})", field="role")
     return role
 
 
@@ -59,36 +58,44 @@ class TrustRoot:
         except OSError as exc:
             raise InputError(f"trust root has no {role} key: {exc.strerror}", path=path) from exc
         if len(raw) != PUBLIC_KEY_BYTES:
-            raise InputError(f"a {role} public key is {PUBLIC_KEY_BYTES} raw bytes, this file "
-                             f"holds {len(raw)}", path=path)
+            raise InputError(
+                f"a {role} public key is {PUBLIC_KEY_BYTES} raw bytes, this file holds {len(raw)}",
+                path=path,
+            )
         return Ed25519PublicKey.from_public_bytes(raw)
 
     def check_private_key(self, role: str, key: Ed25519PrivateKey, *, what: str) -> None:
         """Returns only if ``key`` is the private half of the role's public key."""
+
         def raw(public: Ed25519PublicKey) -> bytes:
-            return public.public_bytes(serialization.Encoding.Raw,
-                                       serialization.PublicFormat.Raw)
+            return public.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
 
         if raw(key.public_key()) != raw(self.public_key(role)):
-            raise SigningKeyError(f"{what}: not the {role} authority's key (its public half "
-                                  f"is not {self.directory / (role + '.pub')})")
+            raise SigningKeyError(
+                f"{what}: not the {role} authority's key (its public half "
+                f"is not {self.directory / (role + '.pub')})"
+            )
 
     def verify(self, role: str, raw: bytes, signature: bytes, *, what: str) -> None:
         """Returns only if ``signature`` is the role key's Ed25519 signature of ``raw``."""
         if not isinstance(raw, bytes) or not isinstance(signature, bytes):
             raise InputError(f"{what}: signed document input must be bytes")
         if len(signature) != SIGNATURE_BYTES:
-            raise IntegrityError(f"{what}: an Ed25519 signature is {SIGNATURE_BYTES} bytes, "
-                                 f"got {len(signature)}")
+            raise IntegrityError(
+                f"{what}: an Ed25519 signature is {SIGNATURE_BYTES} bytes, got {len(signature)}"
+            )
         try:
             self.public_key(role).verify(signature, raw)
         except InvalidSignature:
-            raise IntegrityError(f"{what}: signature is not the {role} authority's "
-                                 f"({self.directory / (role + '.pub')}) signature of these "
-                                 "bytes (forged, altered, or signed by another key)") from None
+            raise IntegrityError(
+                f"{what}: signature is not the {role} authority's "
+                f"({self.directory / (role + '.pub')}) signature of these "
+                "bytes (forged, altered, or signed by another key)"
+            ) from None
 
-    def verify_document(self, role: str, raw: bytes, signature: bytes, *,
-                        what: str) -> dict[str, Any]:
+    def verify_document(
+        self, role: str, raw: bytes, signature: bytes, *, what: str
+    ) -> dict[str, Any]:
         """Gives the canonical JSON object a role signed, after checking the signature."""
         self.verify(role, raw, signature, what=what)
         value = parse_canonical(raw, path=what)
@@ -117,14 +124,18 @@ def generate(trust_dir: Path, keys_dir: Path, roles: tuple[str, ...] = ROLES) ->
     made = []
     for role in roles:
         key = Ed25519PrivateKey.generate()
-        pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                serialization.NoEncryption())
+        pem = key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
         private_path = keys_dir / f"{role}.key"
         fd = os.open(private_path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
         with os.fdopen(fd, "wb") as handle:
             handle.write(pem)
-        public = key.public_key().public_bytes(serialization.Encoding.Raw,
-                                               serialization.PublicFormat.Raw)
+        public = key.public_key().public_bytes(
+            serialization.Encoding.Raw, serialization.PublicFormat.Raw
+        )
         fd = os.open(trust_dir / f"{role}.pub", os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
         with os.fdopen(fd, "wb") as handle:
             handle.write(public)

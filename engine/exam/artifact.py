@@ -25,9 +25,16 @@ PENDING = "PENDING_ADJUDICATION"
 # Files that adjudicate and resolve never run (scoring, live labeling, whose
 # output is bound by hash anyway) or that only stop a run (the preflight):
 # editing them leaves earlier artifacts scoreable. Every other file must be byte-identical.
-OUTSIDE_ADJUDICATION = frozenset({"engine/exam/matcher.py", "engine/exam/metrics.py",
-                                  "engine/exam/score.py", "engine/exam/replay.py",
-                                  "engine/exam/label.py", "engine/exam/preflight.py"})
+OUTSIDE_ADJUDICATION = frozenset(
+    {
+        "engine/exam/matcher.py",
+        "engine/exam/metrics.py",
+        "engine/exam/score.py",
+        "engine/exam/replay.py",
+        "engine/exam/label.py",
+        "engine/exam/preflight.py",
+    }
+)
 _DERIVED_CANDIDATE = ("human", "final")
 _DERIVED_COMPLETION = ("gold", "sweep_status")
 _DERIVED_TOP = ("counts", "status", "pending", "resolution")
@@ -50,19 +57,27 @@ def code_identity() -> dict[str, Any]:
 
     engine_dir = Path(__file__).resolve().parent.parent
     paths = sorted(engine_dir.joinpath("exam").glob("*.py")) + [engine_dir / "canonical.py"]
-    files = {f"engine/{p.relative_to(engine_dir).as_posix()}": sha256_hex(p.read_bytes())
-             for p in paths}
+    files = {
+        f"engine/{p.relative_to(engine_dir).as_posix()}": sha256_hex(p.read_bytes()) for p in paths
+    }
     root = source_root()
-    return {"package": "sealdesk", "version": __version__, "files": dict(sorted(files.items())),
-            "checkout": checkout(root), "lock": lock_files(root)}
+    return {
+        "package": "sealdesk",
+        "version": __version__,
+        "files": dict(sorted(files.items())),
+        "checkout": checkout(root),
+        "lock": lock_files(root),
+    }
 
 
 def _sweep_status(completion: dict[str, Any], finals: dict[str, str]) -> str:
     status = completion["sweep"]["status"]
     if status != "ok":
         return status
-    undecided = any(c["origin"] == "sweep" and finals[c["candidate_id"]] == "abstain"
-                    for c in completion["candidates"])
+    undecided = any(
+        c["origin"] == "sweep" and finals[c["candidate_id"]] == "abstain"
+        for c in completion["candidates"]
+    )
     return "undecided" if undecided else "complete"
 
 
@@ -74,34 +89,49 @@ def _counts(art: dict[str, Any]) -> dict[str, Any]:
     comps = art["completions"]
     cands = [c for comp in comps for c in comp["candidates"]]
     votes = [v for c in cands for v in c["votes"]]
-    third = [v for c in cands if c["origin"] == "union" for v in c["votes"]
-             if v["voter"] == "adjudicator"]
+    third = [
+        v
+        for c in cands
+        if c["origin"] == "union"
+        for v in c["votes"]
+        if v["voter"] == "adjudicator"
+    ]
     lane_states = {lane: [comp["lanes"][lane]["status"] for comp in comps] for lane in LANES}
     sweeps = [comp["sweep"] for comp in comps]
     return {
         "completions": len(comps),
-        "candidates": {"total": len(cands), **_tally([c["origin"] for c in cands],
-                                                      ("union", "sweep"))},
-        "machine_decisions": _tally([c["decision"] for c in cands],
-                                    ("accept", "reject", "abstain")),
+        "candidates": {
+            "total": len(cands),
+            **_tally([c["origin"] for c in cands], ("union", "sweep")),
+        },
+        "machine_decisions": _tally(
+            [c["decision"] for c in cands], ("accept", "reject", "abstain")
+        ),
         "final_decisions": _tally([c["final"] for c in cands], ("accept", "reject", "abstain")),
         "human_adjudications": sum(c["human"] is not None for c in cands),
         "gold_claims": sum(len(comp["gold"]) for comp in comps),
-        "lanes": {lane: _tally(s, ("ok", "operational_failure", "invalid_response"))
-                  for lane, s in lane_states.items()},
-        "third_votes": _tally([v["vote"] for v in third],
-                              ("accept", "reject", "operational_failure", "absent")),
-        "sweep": _tally([comp["sweep_status"] for comp in comps],
-                        ("complete", "undecided", "operational_failure", "invalid_response",
-                         "not_run")),
-        "invalid_responses": sum(s == "invalid_response" for ss in lane_states.values()
-                                 for s in ss) + sum(s["status"] == "invalid_response"
-                                                    for s in sweeps),
-        "operational_failures": sum(s == "operational_failure" for ss in lane_states.values()
-                                    for s in ss)
+        "lanes": {
+            lane: _tally(s, ("ok", "operational_failure", "invalid_response"))
+            for lane, s in lane_states.items()
+        },
+        "third_votes": _tally(
+            [v["vote"] for v in third], ("accept", "reject", "operational_failure", "absent")
+        ),
+        "sweep": _tally(
+            [comp["sweep_status"] for comp in comps],
+            ("complete", "undecided", "operational_failure", "invalid_response", "not_run"),
+        ),
+        "invalid_responses": sum(s == "invalid_response" for ss in lane_states.values() for s in ss)
+        + sum(s["status"] == "invalid_response" for s in sweeps),
+        "operational_failures": sum(
+            s == "operational_failure" for ss in lane_states.values() for s in ss
+        )
         + sum(s["status"] == "operational_failure" for s in sweeps)
-        + sum(v["vote"] == "operational_failure" and v["basis"] not in
-              ("lane_failed", "invalid_response") for v in votes),
+        + sum(
+            v["vote"] == "operational_failure"
+            and v["basis"] not in ("lane_failed", "invalid_response")
+            for v in votes
+        ),
         # Every request the exam made or recorded: lane labeling, third votes,
         # validations and sweeps.
         "invalid_response_attempts": _attempts(comps, votes, sweeps, "invalid_response_attempts"),
@@ -110,8 +140,9 @@ def _counts(art: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _reasons(comps: list[dict[str, Any]], votes: list[dict[str, Any]],
-             sweeps: list[dict[str, Any]]) -> dict[str, int]:
+def _reasons(
+    comps: list[dict[str, Any]], votes: list[dict[str, Any]], sweeps: list[dict[str, Any]]
+) -> dict[str, int]:
     """Gives every failed attempt of the exam per reason; attempts a recorded lane file
     counted without a reason are ``not_recorded``."""
     recorded: list[Failure] = []
@@ -128,16 +159,18 @@ def _reasons(comps: list[dict[str, Any]], votes: list[dict[str, Any]],
     return merge(tally(recorded), {NOT_RECORDED: unrecorded})
 
 
-def _attempts(comps: list[dict[str, Any]], votes: list[dict[str, Any]],
-              sweeps: list[dict[str, Any]], key: str) -> dict[str, int]:
+def _attempts(
+    comps: list[dict[str, Any]], votes: list[dict[str, Any]], sweeps: list[dict[str, Any]], key: str
+) -> dict[str, int]:
     by = {lane: sum(c["lanes"][lane][key] for c in comps) for lane in LANES}
     by["votes"] = sum(v[key] for v in votes)
     by["sweep"] = sum(s[key] for s in sweeps)
     return {"total": sum(by.values()), **by}
 
 
-def seal(core: dict[str, Any], human: dict[str, dict[str, Any]],
-         resolution: dict[str, Any] | None) -> dict[str, Any]:
+def seal(
+    core: dict[str, Any], human: dict[str, dict[str, Any]], resolution: dict[str, Any] | None
+) -> dict[str, Any]:
     """Gives the sealed artifact of a core, with human decisions on abstained candidates."""
     art = _copy(core)
     finals: dict[str, str] = {}
@@ -146,19 +179,29 @@ def seal(core: dict[str, Any], human: dict[str, dict[str, Any]],
             cid = cand["candidate_id"]
             decided = human.get(cid) if cand["decision"] == "abstain" else None
             if cid in human and decided is None:
-                raise IntegrityError(f"candidate {cid} was decided by its votes; a human "
-                                     "adjudication applies only to abstained candidates")
+                raise IntegrityError(
+                    f"candidate {cid} was decided by its votes; a human "
+                    "adjudication applies only to abstained candidates"
+                )
             cand["human"] = decided
             finals[cid] = decided["decision"] if decided else cand["decision"]
             cand["final"] = finals[cid]
         comp["gold"] = [
-            {"candidate_id": c["candidate_id"], "start": c["start"], "end": c["end"],
-             "span_exact_text": c["span_exact_text"], "family": c["family"],
-             "entity": c["entity"], "entity_normalized": c["entity_normalized"],
-             "decided_by": "adjudicator" if c["human"] else "votes"}
-            for c in sorted(comp["candidates"], key=lambda c: (c["start"], c["end"],
-                                                               c["candidate_id"]))
-            if c["final"] == "accept"]
+            {
+                "candidate_id": c["candidate_id"],
+                "start": c["start"],
+                "end": c["end"],
+                "span_exact_text": c["span_exact_text"],
+                "family": c["family"],
+                "entity": c["entity"],
+                "entity_normalized": c["entity_normalized"],
+                "decided_by": "adjudicator" if c["human"] else "votes",
+            }
+            for c in sorted(
+                comp["candidates"], key=lambda c: (c["start"], c["end"], c["candidate_id"])
+            )
+            if c["final"] == "accept"
+        ]
         comp["sweep_status"] = _sweep_status(comp, finals)
     known = set(finals)
     stray = sorted(set(human) - known)
@@ -168,12 +211,21 @@ def seal(core: dict[str, Any], human: dict[str, dict[str, Any]],
     for comp in art["completions"]:
         for cand in comp["candidates"]:
             if cand["final"] == "abstain":
-                pending.append({"completion_id": comp["completion_id"],
-                                "candidate_id": cand["candidate_id"],
-                                "reason": f"abstained: {cand['reason']}"})
+                pending.append(
+                    {
+                        "completion_id": comp["completion_id"],
+                        "candidate_id": cand["candidate_id"],
+                        "reason": f"abstained: {cand['reason']}",
+                    }
+                )
         if comp["sweep_status"] not in ("complete", "undecided"):
-            pending.append({"completion_id": comp["completion_id"], "candidate_id": None,
-                            "reason": f"completeness sweep {comp['sweep_status']}"})
+            pending.append(
+                {
+                    "completion_id": comp["completion_id"],
+                    "candidate_id": None,
+                    "reason": f"completeness sweep {comp['sweep_status']}",
+                }
+            )
     art["pending"] = pending
     art["status"] = PENDING if pending else COMPLETE
     art["resolution"] = resolution
@@ -197,8 +249,12 @@ def core_of(art: dict[str, Any]) -> dict[str, Any]:
 
 def human_of(art: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """Gives the human adjudications recorded in an artifact, by candidate id."""
-    return {c["candidate_id"]: c["human"] for comp in art["completions"]
-            for c in comp["candidates"] if c.get("human")}
+    return {
+        c["candidate_id"]: c["human"]
+        for comp in art["completions"]
+        for c in comp["candidates"]
+        if c.get("human")
+    }
 
 
 def parse_artifact(data: bytes, path: Path) -> dict[str, Any]:
@@ -212,16 +268,21 @@ def parse_artifact(data: bytes, path: Path) -> dict[str, Any]:
     if not isinstance(art, dict) or art.get("artifact") != "exam-adjudication":
         raise InputError("not an exam-adjudication artifact", path=path, field="artifact")
     if type(art.get("schema_version")) is not int or art["schema_version"] != 2:
-        raise InputError("only schema_version 2 (per-candidate adjudication) is accepted; "
-                         "whole-completion adjudication arrays are refused", path=path,
-                         field="schema_version")
+        raise InputError(
+            "only schema_version 2 (per-candidate adjudication) is accepted; "
+            "whole-completion adjudication arrays are refused",
+            path=path,
+            field="schema_version",
+        )
     try:
         resealed = canonical_json(seal(core_of(art), human_of(art), art.get("resolution")))
     except (KeyError, TypeError, AttributeError) as exc:
         raise InputError(f"artifact structure is broken near {exc}", path=path) from exc
     if resealed != data:
-        raise IntegrityError(f"{path}: derived parts do not follow from the recorded votes "
-                             f"({first_difference(seal(core_of(art), human_of(art), art.get('resolution')), art)})")
+        raise IntegrityError(
+            f"{path}: derived parts do not follow from the recorded votes "
+            f"({first_difference(seal(core_of(art), human_of(art), art.get('resolution')), art)})"
+        )
     return art
 
 
@@ -240,24 +301,29 @@ def check_protocol(art: dict[str, Any], path: Path) -> None:
     )
     for field, held, current in checks:
         if held != current:
-            raise IntegrityError(f"{path}: {field} is {held!r}, this code's is {current!r}; "
-                                 "an artifact is scored only under the protocol it was "
-                                 "sealed with")
+            raise IntegrityError(
+                f"{path}: {field} is {held!r}, this code's is {current!r}; "
+                "an artifact is scored only under the protocol it was "
+                "sealed with"
+            )
 
 
 def check_code(art: dict[str, Any], current: dict[str, Any], path: Path) -> None:
     """Refuses an artifact made by other adjudication code (scoring files may differ)."""
     held = art["code"]
     if held.get("version") != current["version"]:
-        raise IntegrityError(f"{path}: made by sealdesk {held.get('version')}, this is "
-                             f"{current['version']}")
+        raise IntegrityError(
+            f"{path}: made by sealdesk {held.get('version')}, this is {current['version']}"
+        )
     names = (set(held["files"]) | set(current["files"])) - OUTSIDE_ADJUDICATION
     for name in sorted(names):
         if held["files"].get(name) != current["files"].get(name):
-            raise IntegrityError(f"{path}: code identity differs at {name} (artifact "
-                                 f"{str(held['files'].get(name))[:12]}, this code "
-                                 f"{str(current['files'].get(name))[:12]}); re-run adjudicate "
-                                 "with this code")
+            raise IntegrityError(
+                f"{path}: code identity differs at {name} (artifact "
+                f"{str(held['files'].get(name))[:12]}, this code "
+                f"{str(current['files'].get(name))[:12]}); re-run adjudicate "
+                "with this code"
+            )
 
 
 def first_difference(a: Any, b: Any, path: str = "") -> str:

@@ -22,38 +22,62 @@ def _options(*decorators: Callable) -> Callable:
         for d in reversed(decorators):
             f = d(f)
         return f
+
     return apply
 
 
 def _sha_option(name: str, required: bool, what: str) -> Callable:
-    return click.option(f"--expected-{name}-sha256", required=required, metavar="HEX",
-                        help=f"Locked SHA-256 of {what}; a different file is refused.")
+    return click.option(
+        f"--expected-{name}-sha256",
+        required=required,
+        metavar="HEX",
+        help=f"Locked SHA-256 of {what}; a different file is refused.",
+    )
 
 
 INPUT_OPTIONS = _options(
-    click.option("--corpus", required=True, type=FILE,
-                 help="Corpus JSONL: completion_id, session_id, target_turn_id, "
-                      "completion_text."),
+    click.option(
+        "--corpus",
+        required=True,
+        type=FILE,
+        help="Corpus JSONL: completion_id, session_id, target_turn_id, completion_text.",
+    ),
     _sha_option("corpus", False, "the corpus (it is also bound by the labeling summary)"),
-    click.option("--context", required=True, type=FILE,
-                 help="Blind context JSONL: one sanitized preceding message per completion."),
+    click.option(
+        "--context",
+        required=True,
+        type=FILE,
+        help="Blind context JSONL: one sanitized preceding message per completion.",
+    ),
     _sha_option("context", True, "the context file"),
     click.option("--lane-a", required=True, type=FILE, help="Lane A labels JSONL."),
     _sha_option("lane-a", False, "lane A's labels (also bound by the summary)"),
     click.option("--lane-b", required=True, type=FILE, help="Lane B labels JSONL."),
     _sha_option("lane-b", False, "lane B's labels (also bound by the summary)"),
-    click.option("--labeling-summary", required=True, type=FILE,
-                 help="labeling-summary.json written with the lane files."),
+    click.option(
+        "--labeling-summary",
+        required=True,
+        type=FILE,
+        help="labeling-summary.json written with the lane files.",
+    ),
     _sha_option("labeling-summary", True, "the labeling summary"),
 )
 VOTES_OPTIONS = _options(
-    click.option("--votes", type=FILE, default=None,
-                 help="Recorded votes JSONL: adjudicator third votes, lane validations."),
+    click.option(
+        "--votes",
+        type=FILE,
+        default=None,
+        help="Recorded votes JSONL: adjudicator third votes, lane validations.",
+    ),
     _sha_option("votes", False, "the votes file (required with --votes)"),
 )
 SWEEP_OPTIONS = _options(
-    click.option("--sweep", type=FILE, default=None,
-                 help="Recorded completeness sweep JSONL, one row per completion."),
+    click.option(
+        "--sweep",
+        type=FILE,
+        default=None,
+        help="Recorded completeness sweep JSONL, one row per completion.",
+    ),
     _sha_option("sweep", False, "the sweep file (required with --sweep)"),
 )
 RATER_FILE_OPTIONS = _options(VOTES_OPTIONS, SWEEP_OPTIONS)
@@ -62,10 +86,18 @@ RATER_FILE_OPTIONS = _options(VOTES_OPTIONS, SWEEP_OPTIONS)
 def _paths(kw: dict[str, Any]):
     from engine.exam.inputs import InputPaths
 
-    return InputPaths(kw["corpus"], kw["context"], kw["lane_a"], kw["lane_b"],
-                      kw["labeling_summary"], kw["expected_context_sha256"],
-                      kw["expected_labeling_summary_sha256"], kw["expected_corpus_sha256"],
-                      kw["expected_lane_a_sha256"], kw["expected_lane_b_sha256"])
+    return InputPaths(
+        kw["corpus"],
+        kw["context"],
+        kw["lane_a"],
+        kw["lane_b"],
+        kw["labeling_summary"],
+        kw["expected_context_sha256"],
+        kw["expected_labeling_summary_sha256"],
+        kw["expected_corpus_sha256"],
+        kw["expected_lane_a_sha256"],
+        kw["expected_lane_b_sha256"],
+    )
 
 
 def _files(kw: dict[str, Any]):
@@ -74,11 +106,19 @@ def _files(kw: dict[str, Any]):
 
     for name in ("votes", "sweep"):  # a locked hash of a file not given locks nothing
         if kw.get(f"expected_{name}_sha256") is not None and kw.get(name) is None:
-            raise InputError(f"--expected-{name}-sha256 is given without --{name}; give the "
-                             f"file it locks, or drop it", field=f"expected-{name}-sha256")
-    return RaterFiles(kw.get("votes"), kw.get("expected_votes_sha256"), kw["sweep"],
-                      kw["expected_sweep_sha256"], kw.get("adjudicator_config"),
-                      kw.get("labelers_config"))
+            raise InputError(
+                f"--expected-{name}-sha256 is given without --{name}; give the "
+                f"file it locks, or drop it",
+                field=f"expected-{name}-sha256",
+            )
+    return RaterFiles(
+        kw.get("votes"),
+        kw.get("expected_votes_sha256"),
+        kw["sweep"],
+        kw["expected_sweep_sha256"],
+        kw.get("adjudicator_config"),
+        kw.get("labelers_config"),
+    )
 
 
 @contextmanager
@@ -97,9 +137,12 @@ def _preflight_lines() -> Iterator[None]:
 def _code_line(code: dict[str, Any]) -> str:
     """Gives one line saying which commit, tree and lock files the artifact binds."""
     held, lock = code["checkout"], code["lock"]
-    where = (f"commit {held['commit']} tree {held['tree']}"
-             + (" (with uncommitted changes)" if held["dirty"] else "")
-             if held["commit"] else held["reason"])
+    where = (
+        f"commit {held['commit']} tree {held['tree']}"
+        + (" (with uncommitted changes)" if held["dirty"] else "")
+        if held["commit"]
+        else held["reason"]
+    )
     locks = ", ".join(lock["files"]) or lock["reason"]
     return f"code: {where}; lock: {locks}"
 
@@ -133,15 +176,27 @@ def exam() -> None:
 @exam.command()
 @INPUT_OPTIONS
 @RATER_FILE_OPTIONS
-@click.option("--adjudicator-config", type=FILE, default=None,
-              help="Adjudicator model (OpenAI-compatible) for third votes and sweeps, "
-                   "used for whatever --votes/--sweep do not provide.")
-@click.option("--labelers-config", type=FILE, default=None,
-              help="Lane models, to validate sweep-only candidates when --votes is absent.")
-@click.option("--run-id", default=None,
-              help="Run directory under artifacts/. Default: exam-<12 hex of the artifact>.")
-@click.option("--no-ingest", is_flag=True,
-              help="Write and record the artifacts but add no backlog items.")
+@click.option(
+    "--adjudicator-config",
+    type=FILE,
+    default=None,
+    help="Adjudicator model (OpenAI-compatible) for third votes and sweeps, "
+    "used for whatever --votes/--sweep do not provide.",
+)
+@click.option(
+    "--labelers-config",
+    type=FILE,
+    default=None,
+    help="Lane models, to validate sweep-only candidates when --votes is absent.",
+)
+@click.option(
+    "--run-id",
+    default=None,
+    help="Run directory under artifacts/. Default: exam-<12 hex of the artifact>.",
+)
+@click.option(
+    "--no-ingest", is_flag=True, help="Write and record the artifacts but add no backlog items."
+)
 @click.pass_obj
 def adjudicate(ctx: Ctx, run_id: str | None, no_ingest: bool, **kw: Any) -> None:
     """Union both lanes, collect votes, seal exam-adjudication.json, queue abstentions.
@@ -168,18 +223,22 @@ def adjudicate(ctx: Ctx, run_id: str | None, no_ingest: bool, **kw: Any) -> None
     with _preflight_lines(), ctx.open() as ws, reporter() as rep:
         result = run(ws, _paths(kw), _files(kw), run_id, ingest=not no_ingest, progress=rep)
     c = result.counts
-    click.echo(f"{result.status}: {c['candidates']['total']} candidate(s) in "
-               f"{c['completions']} completion(s): {c['machine_decisions']['accept']} accepted, "
-               f"{c['machine_decisions']['reject']} rejected, "
-               f"{c['machine_decisions']['abstain']} abstained")
+    click.echo(
+        f"{result.status}: {c['candidates']['total']} candidate(s) in "
+        f"{c['completions']} completion(s): {c['machine_decisions']['accept']} accepted, "
+        f"{c['machine_decisions']['reject']} rejected, "
+        f"{c['machine_decisions']['abstain']} abstained"
+    )
     click.echo("sweep: " + ", ".join(f"{k} {v}" for k, v in c["sweep"].items() if v))
     reasons = _reasons_line(c)
     if reasons:
         click.echo(reasons)
     click.echo(_code_line(result.code))
     click.echo(f"wrote {result.artifact_path} (sha256 {result.artifact_sha256})")
-    click.echo(f"queued {result.queued} item(s) for adjudication ({result.added} new) "
-               f"in run {result.run_id}")
+    click.echo(
+        f"queued {result.queued} item(s) for adjudication ({result.added} new) "
+        f"in run {result.run_id}"
+    )
 
 
 @exam.command()
@@ -205,13 +264,15 @@ def candidates(**kw: Any) -> None:
     core = build_core(inputs, raters, bound, code_identity())
     for comp in core["completions"]:
         for cand in comp["candidates"]:
-            request = {"origin": cand["origin"],
-                       "candidate": {k: cand[k] for k in ("candidate_id", "start", "end",
-                                                          "span_exact_text", "family",
-                                                          "entity")},
-                       "completion": {"completion_id": comp["completion_id"],
-                                      "text": comp["text"]},
-                       "context": comp["context"]["messages"]}
+            request = {
+                "origin": cand["origin"],
+                "candidate": {
+                    k: cand[k]
+                    for k in ("candidate_id", "start", "end", "span_exact_text", "family", "entity")
+                },
+                "completion": {"completion_id": comp["completion_id"], "text": comp["text"]},
+                "context": comp["context"]["messages"],
+            }
             click.echo(canonical_json(request).decode("utf-8"))
 
 
@@ -224,10 +285,18 @@ def _artifact_path(ctx_ws: Any, run_id: str, given: Path | None) -> Path:
 
 @exam.command("queue")
 @click.option("--run-id", required=True, help="The run whose abstained candidates to list.")
-@click.option("--artifact", type=FILE, default=None,
-              help="Artifact path. Default: artifacts/RUN/exam-adjudication.json.")
-@click.option("--status", type=click.Choice(["undecided", "accept", "reject", "skip"]),
-              default=None, help="Only items whose effective decision is this.")
+@click.option(
+    "--artifact",
+    type=FILE,
+    default=None,
+    help="Artifact path. Default: artifacts/RUN/exam-adjudication.json.",
+)
+@click.option(
+    "--status",
+    type=click.Choice(["undecided", "accept", "reject", "skip"]),
+    default=None,
+    help="Only items whose effective decision is this.",
+)
 @click.pass_obj
 def queue_list(ctx: Ctx, run_id: str, artifact: Path | None, status: str | None) -> None:
     """List the run's adjudication items: item id, decision, candidate, title (tab-separated).
@@ -256,10 +325,17 @@ def queue_list(ctx: Ctx, run_id: str, artifact: Path | None, status: str | None)
 
 @exam.command()
 @click.option("--run-id", required=True, help="The run whose exam-adjudication.json to resolve.")
-@click.option("--artifact", type=FILE, default=None,
-              help="Artifact path. Default: artifacts/RUN/exam-adjudication.json.")
-@click.option("--out-run-id", default=None,
-              help="Run for the resolved artifact. Default: RUN-resolved-<12 hex>.")
+@click.option(
+    "--artifact",
+    type=FILE,
+    default=None,
+    help="Artifact path. Default: artifacts/RUN/exam-adjudication.json.",
+)
+@click.option(
+    "--out-run-id",
+    default=None,
+    help="Run for the resolved artifact. Default: RUN-resolved-<12 hex>.",
+)
 @click.pass_obj
 def resolve(ctx: Ctx, run_id: str, artifact: Path | None, out_run_id: str | None) -> None:
     """Fold the adjudicators' signed decisions into a new sealed artifact.
@@ -284,43 +360,77 @@ def resolve(ctx: Ctx, run_id: str, artifact: Path | None, out_run_id: str | None
         path = _artifact_path(ws, run_id, artifact)
         result = fold(ws, path)
         if result is None:
-            click.echo("nothing to fold: no adjudicator has decided an abstained candidate "
-                       "of this artifact yet; nothing written")
+            click.echo(
+                "nothing to fold: no adjudicator has decided an abstained candidate "
+                "of this artifact yet; nothing written"
+            )
             return
         out_run = out_run_id or resolved_run_id(run_id.split("-resolved-")[0], result.artifact)
-        written = write_run(ws, out_run, {ARTIFACT: canonical_json(result.artifact)},
-                            {"kind": "exam-adjudication-resolved",
-                             "inputs": result.artifact["inputs"],
-                             "base_sha256": result.artifact["resolution"]["base_sha256"],
-                             "ledger_records": result.artifact["resolution"]["records"]},
-                            hint="choose another --out-run-id")
+        written = write_run(
+            ws,
+            out_run,
+            {ARTIFACT: canonical_json(result.artifact)},
+            {
+                "kind": "exam-adjudication-resolved",
+                "inputs": result.artifact["inputs"],
+                "base_sha256": result.artifact["resolution"]["base_sha256"],
+                "ledger_records": result.artifact["resolution"]["records"],
+            },
+            hint="choose another --out-run-id",
+        )
     art = result.artifact
-    click.echo(f"{art['status']}: applied {result.applied} adjudicator decision(s); "
-               f"{result.undecided} undecided, {result.skipped} skipped; "
-               f"{len(art['pending'])} pending reason(s)")
-    click.echo(f"wrote {written.directory / ARTIFACT} (sha256 {written.digests[ARTIFACT]}) in "
-               f"run {written.run_id}")
+    click.echo(
+        f"{art['status']}: applied {result.applied} adjudicator decision(s); "
+        f"{result.undecided} undecided, {result.skipped} skipped; "
+        f"{len(art['pending'])} pending reason(s)"
+    )
+    click.echo(
+        f"wrote {written.directory / ARTIFACT} (sha256 {written.digests[ARTIFACT]}) in "
+        f"run {written.run_id}"
+    )
 
 
 @exam.command()
-@click.option("--run-id", required=True,
-              help="The run holding exam-adjudication.json; outputs are written there.")
-@click.option("--adjudication", type=FILE, default=None,
-              help="Artifact path. Default: artifacts/RUN/exam-adjudication.json.")
+@click.option(
+    "--run-id",
+    required=True,
+    help="The run holding exam-adjudication.json; outputs are written there.",
+)
+@click.option(
+    "--adjudication",
+    type=FILE,
+    default=None,
+    help="Artifact path. Default: artifacts/RUN/exam-adjudication.json.",
+)
 @_sha_option("adjudication", True, "the sealed exam-adjudication.json")
 @INPUT_OPTIONS
 @RATER_FILE_OPTIONS
-@click.option("--replay", required=True, type=FILE,
-              help="Detector replay JSONL: per completion, status and candidates.")
+@click.option(
+    "--replay",
+    required=True,
+    type=FILE,
+    help="Detector replay JSONL: per completion, status and candidates.",
+)
 @_sha_option("replay", True, "the detector replay")
 @click.option("--strict", is_flag=True, help="Exit 1 unless the status is PASS.")
-@click.option("--out-run-id", default=None,
-              help="Run to write the score into. Default: --run-id. A run that already "
-                   "holds a different score is refused: score another replay into a new run.")
+@click.option(
+    "--out-run-id",
+    default=None,
+    help="Run to write the score into. Default: --run-id. A run that already "
+    "holds a different score is refused: score another replay into a new run.",
+)
 @click.pass_obj
-def score(ctx: Ctx, run_id: str, adjudication: Path | None, expected_adjudication_sha256: str,
-          replay: Path, expected_replay_sha256: str, strict: bool, out_run_id: str | None,
-          **kw: Any) -> None:
+def score(
+    ctx: Ctx,
+    run_id: str,
+    adjudication: Path | None,
+    expected_adjudication_sha256: str,
+    replay: Path,
+    expected_replay_sha256: str,
+    strict: bool,
+    out_run_id: str | None,
+    **kw: Any,
+) -> None:
     """Score a detector replay against the sealed gold (matcher exam-matcher-v0.1).
 
     The artifact is refused unless it re-derives byte for byte from the
@@ -345,25 +455,34 @@ def score(ctx: Ctx, run_id: str, adjudication: Path | None, expected_adjudicatio
     check_run_id(out_run_id, "out-run-id")
     with ctx.open() as ws:
         path = _artifact_path(ws, run_id, adjudication)
-        art, digest, inputs = verified_artifact(ws, path, expected_adjudication_sha256,
-                                                _paths(kw), _files(kw))
+        art, digest, inputs = verified_artifact(
+            ws, path, expected_adjudication_sha256, _paths(kw), _files(kw)
+        )
         rows, replay_sha = load_replay(replay, expected_replay_sha256, inputs)
         scored = run_score(art, digest, rows, replay_sha)
         queue = [item.to_json() for _, item in abstained_items(art, run_id, only_open=True)]
         # The adjudication's run row is immutable: the score is recorded by a run of its own.
-        written = write_run(ws, out_run_id or run_id,
-                            {"exam-score.json": canonical_json(scored.score),
-                             "gold.jsonl": canonical_jsonl(scored.gold),
-                             QUEUE_FILE: canonical_jsonl(queue)},
-                            {"kind": "exam-score",
-                             "inputs": {"adjudication_run": run_id,
-                                        "adjudication_sha256": digest,
-                                        "replay_sha256": replay_sha}},
-                            hint="score this replay into a new run with --out-run-id")
+        written = write_run(
+            ws,
+            out_run_id or run_id,
+            {
+                "exam-score.json": canonical_json(scored.score),
+                "gold.jsonl": canonical_jsonl(scored.gold),
+                QUEUE_FILE: canonical_jsonl(queue),
+            },
+            {
+                "kind": "exam-score",
+                "inputs": {
+                    "adjudication_run": run_id,
+                    "adjudication_sha256": digest,
+                    "replay_sha256": replay_sha,
+                },
+            },
+            hint="score this replay into a new run with --out-run-id",
+        )
         run_dir = written.directory
     result = scored.score
-    click.echo(f"{result['status']} (adjudication {art['status']}, matcher "
-               f"{result['matcher']})")
+    click.echo(f"{result['status']} (adjudication {art['status']}, matcher {result['matcher']})")
     for name, m in result["metrics"].items():
         value = "null" if m["value"] is None else f"{m['value']:.4f}"
         click.echo(f"  {name:32} {value:>8}  ({m['numerator']}/{m['denominator']})")
@@ -376,18 +495,24 @@ def score(ctx: Ctx, run_id: str, adjudication: Path | None, expected_adjudicatio
         return "null" if value is None else f"{value:.4f}"
 
     cand, comp = diag["per_candidate"], diag["per_completion"]
-    click.echo(f"  inter-rater per union candidate (not gating): both lanes proposed "
-               f"{cand['both_lanes_proposed']} of {cand['candidates']} candidates "
-               f"({shown(cand['agreement']['value'])}); only lane-a {cand['only_lane_a']}, "
-               f"only lane-b {cand['only_lane_b']}")
-    click.echo(f"  inter-rater per completion (not gating; whether each lane claimed "
-               f"anything, not which claims): claim-existence kappa "
-               f"{shown(comp['claim_existence_kappa']['value'])}, identical claim sets "
-               f"{shown(comp['exact_completion_agreement']['value'])} of "
-               f"{comp['completions_both_lanes_ok']} completions")
-    click.echo(f"wrote exam-score.json, gold.jsonl ({len(scored.gold)} claims), "
-               f"{QUEUE_FILE} ({len(queue)} open) in {run_dir}, recorded by run "
-               f"{written.run_id}")
+    click.echo(
+        f"  inter-rater per union candidate (not gating): both lanes proposed "
+        f"{cand['both_lanes_proposed']} of {cand['candidates']} candidates "
+        f"({shown(cand['agreement']['value'])}); only lane-a {cand['only_lane_a']}, "
+        f"only lane-b {cand['only_lane_b']}"
+    )
+    click.echo(
+        f"  inter-rater per completion (not gating; whether each lane claimed "
+        f"anything, not which claims): claim-existence kappa "
+        f"{shown(comp['claim_existence_kappa']['value'])}, identical claim sets "
+        f"{shown(comp['exact_completion_agreement']['value'])} of "
+        f"{comp['completions_both_lanes_ok']} completions"
+    )
+    click.echo(
+        f"wrote exam-score.json, gold.jsonl ({len(scored.gold)} claims), "
+        f"{QUEUE_FILE} ({len(queue)} open) in {run_dir}, recorded by run "
+        f"{written.run_id}"
+    )
     if strict and result["status"] != "PASS":
         sys.exit(1)
 
@@ -397,13 +522,27 @@ def score(ctx: Ctx, run_id: str, adjudication: Path | None, expected_adjudicatio
 @_sha_option("corpus", False, "the corpus")
 @click.option("--context", required=True, type=FILE, help="Blind context JSONL.")
 @_sha_option("context", True, "the context file (lock it before labeling)")
-@click.option("--config", "config", required=True, type=FILE,
-              help="Credential-free lane config (schema_version 2, labelers lane-a, lane-b).")
-@click.option("--out-dir", required=True, type=click.Path(file_okay=False, path_type=Path),
-              help="Directory for lane-a.labels.jsonl, lane-b.labels.jsonl, "
-                   "labeling-summary.json.")
-def label(corpus: Path, expected_corpus_sha256: str | None, context: Path,
-          expected_context_sha256: str, config: Path, out_dir: Path) -> None:
+@click.option(
+    "--config",
+    "config",
+    required=True,
+    type=FILE,
+    help="Credential-free lane config (schema_version 2, labelers lane-a, lane-b).",
+)
+@click.option(
+    "--out-dir",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Directory for lane-a.labels.jsonl, lane-b.labels.jsonl, labeling-summary.json.",
+)
+def label(
+    corpus: Path,
+    expected_corpus_sha256: str | None,
+    context: Path,
+    expected_context_sha256: str,
+    config: Path,
+    out_dir: Path,
+) -> None:
     """Label every completion with both lanes, concurrently, against live endpoints.
 
     Each request carries only the rubric, the completion id, its sanitized
@@ -442,10 +581,12 @@ def label(corpus: Path, expected_corpus_sha256: str | None, context: Path,
     from engine.progress import reporter
 
     corpus_data, context_data = read_bytes(corpus), read_bytes(context)
-    corpus_sha = check_expected(corpus, corpus_data, expected_corpus_sha256,
-                                "expected-corpus-sha256")
-    context_sha = check_expected(context, context_data, expected_context_sha256,
-                                 "expected-context-sha256")
+    corpus_sha = check_expected(
+        corpus, corpus_data, expected_corpus_sha256, "expected-corpus-sha256"
+    )
+    context_sha = check_expected(
+        context, context_data, expected_context_sha256, "expected-context-sha256"
+    )
     completions = parse_corpus(corpus_data, corpus)
     contexts = parse_context(context_data, context, completions)
     specs = load_labelers(config)
@@ -453,8 +594,9 @@ def label(corpus: Path, expected_corpus_sha256: str | None, context: Path,
     summary_path = out_dir / "labeling-summary.json"
     for path in [*names.values(), summary_path]:
         if path.exists():
-            raise ConflictError(f"{path} exists; labels are never overwritten (use a new "
-                                "--out-dir)")
+            raise ConflictError(
+                f"{path} exists; labels are never overwritten (use a new --out-dir)"
+            )
     with _preflight_lines(), reporter() as rep:
         files, summary = run_label(completions, contexts, specs, corpus_sha, context_sha, rep)
     out_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -464,20 +606,33 @@ def label(corpus: Path, expected_corpus_sha256: str | None, context: Path,
     from engine.exam.failures import describe
 
     for lane, entry in summary["lanes"].items():
-        click.echo(f"{lane}: {entry['ok']} ok, {entry['operational_failure']} "
-                   f"operational_failure ({entry['invalid_response_attempts']} invalid, "
-                   f"{entry['failed_request_attempts']} failed attempts; by reason: "
-                   f"{describe(entry['failure_reasons'])}); routing "
-                   f"{entry['provider_routing']}")
-    click.echo(f"wrote {summary_path} (sha256 {digest}); lock it with "
-               f"--expected-labeling-summary-sha256 {digest}")
+        click.echo(
+            f"{lane}: {entry['ok']} ok, {entry['operational_failure']} "
+            f"operational_failure ({entry['invalid_response_attempts']} invalid, "
+            f"{entry['failed_request_attempts']} failed attempts; by reason: "
+            f"{describe(entry['failure_reasons'])}); routing "
+            f"{entry['provider_routing']}"
+        )
+    click.echo(
+        f"wrote {summary_path} (sha256 {digest}); lock it with "
+        f"--expected-labeling-summary-sha256 {digest}"
+    )
 
 
 @exam.command()
-@click.option("--config", "config", default=None, type=FILE,
-              help="Lane config (as for `exam label`): both lanes are checked.")
-@click.option("--adjudicator-config", default=None, type=FILE,
-              help="Adjudicator config (as for `exam adjudicate`): checked too.")
+@click.option(
+    "--config",
+    "config",
+    default=None,
+    type=FILE,
+    help="Lane config (as for `exam label`): both lanes are checked.",
+)
+@click.option(
+    "--adjudicator-config",
+    default=None,
+    type=FILE,
+    help="Adjudicator config (as for `exam adjudicate`): checked too.",
+)
 def preflight(config: Path | None, adjudicator_config: Path | None) -> None:
     """Check each live model with one synthetic request; exit non-zero if a check fails.
 
@@ -498,8 +653,9 @@ def preflight(config: Path | None, adjudicator_config: Path | None) -> None:
     from engine.exam.preflight import PreflightFailed, preflight as run
 
     if config is None and adjudicator_config is None:
-        raise InputError("give --config, --adjudicator-config or both: the models to check",
-                         field="config")
+        raise InputError(
+            "give --config, --adjudicator-config or both: the models to check", field="config"
+        )
     specs = {}
     if config is not None:
         specs.update(load_labelers(config))
@@ -517,8 +673,12 @@ def preflight(config: Path | None, adjudicator_config: Path | None) -> None:
 
 
 @exam.command()
-@click.option("--text", "text_only", is_flag=True,
-              help="Print only the rubric's exact bytes (pipe them to sha256sum).")
+@click.option(
+    "--text",
+    "text_only",
+    is_flag=True,
+    help="Print only the rubric's exact bytes (pipe them to sha256sum).",
+)
 def rubric(text_only: bool) -> None:
     """Print the frozen labeling rubric and its SHA-256.
 
@@ -535,7 +695,9 @@ def rubric(text_only: bool) -> None:
         click.echo(RUBRIC_TEXT, nl=False)
         return
     click.echo(f"rubric {RUBRIC_ID}")
-    click.echo(f"sha256 {rubric_sha256()}  (of the text below, UTF-8; "
-               "`sealdesk exam rubric --text` prints exactly those bytes)")
+    click.echo(
+        f"sha256 {rubric_sha256()}  (of the text below, UTF-8; "
+        "`sealdesk exam rubric --text` prints exactly those bytes)"
+    )
     click.echo("")
     click.echo(RUBRIC_TEXT, nl=False)

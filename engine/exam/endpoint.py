@@ -19,8 +19,7 @@ from typing import Any, Callable
 import httpx
 
 from engine.errors import InputError
-from engine.exam.failures import (FAILED_REQUEST, INVALID_RESPONSE, KIND_OF, Failure,
-                                  one_line)
+from engine.exam.failures import FAILED_REQUEST, INVALID_RESPONSE, KIND_OF, Failure, one_line
 from engine.exam.inputs import REQUEST_PROFILES
 from engine.exam.protocol import FAMILIES, LANES, MAX_ATTEMPTS
 from engine.exam.schema import Row, parse_json, read_bytes
@@ -37,26 +36,37 @@ ROUTING = {"require_parameters": True, "allow_fallbacks": False}
 STRICT, OPTED_OUT = "strict", "opted_out"
 
 CLAIM_SCHEMA = {
-    "type": "object", "additionalProperties": False,
+    "type": "object",
+    "additionalProperties": False,
     "required": ["span_exact_text", "family", "entity"],
-    "properties": {"span_exact_text": {"type": "string"},
-                   "family": {"type": "string", "enum": list(FAMILIES)},
-                   "entity": {"type": "string"}},
+    "properties": {
+        "span_exact_text": {"type": "string"},
+        "family": {"type": "string", "enum": list(FAMILIES)},
+        "entity": {"type": "string"},
+    },
 }
 # schema_version is constrained redundantly (const, minimum, maximum) because
 # some providers ignore const.
 _VERSION = {"type": "integer", "const": 2, "minimum": 2, "maximum": 2}
 CLAIMS_SCHEMA = {
-    "type": "object", "additionalProperties": False,
+    "type": "object",
+    "additionalProperties": False,
     "required": ["schema_version", "completion_id", "claims"],
-    "properties": {"schema_version": _VERSION, "completion_id": {"type": "string"},
-                   "claims": {"type": "array", "items": CLAIM_SCHEMA}},
+    "properties": {
+        "schema_version": _VERSION,
+        "completion_id": {"type": "string"},
+        "claims": {"type": "array", "items": CLAIM_SCHEMA},
+    },
 }
 VOTE_SCHEMA = {
-    "type": "object", "additionalProperties": False,
+    "type": "object",
+    "additionalProperties": False,
     "required": ["schema_version", "candidate_id", "vote"],
-    "properties": {"schema_version": _VERSION, "candidate_id": {"type": "string"},
-                   "vote": {"type": "string", "enum": ["accept", "reject"]}},
+    "properties": {
+        "schema_version": _VERSION,
+        "candidate_id": {"type": "string"},
+        "vote": {"type": "string", "enum": ["accept", "reject"]},
+    },
 }
 
 
@@ -80,10 +90,14 @@ class ModelSpec:
 
     def describe(self) -> dict[str, Any]:
         """Gives the credential-free description bound into artifacts."""
-        return {"source": "model", "base_url": self.base_url,
-                "request_model": self.request_model, "model_identity": self.model_identity,
-                "request_profile": self.request_profile,
-                "provider_routing": self.provider_routing}
+        return {
+            "source": "model",
+            "base_url": self.base_url,
+            "request_model": self.request_model,
+            "model_identity": self.model_identity,
+            "request_profile": self.request_profile,
+            "provider_routing": self.provider_routing,
+        }
 
 
 @dataclass(frozen=True)
@@ -106,10 +120,15 @@ class Outcome:
         return sum(f.kind == FAILED_REQUEST for f in self.failures)
 
 
-def _spec(row: Row, obj: dict[str, Any], prefix: str, name: str,
-          defaults: dict[str, Any]) -> ModelSpec:
-    row.fields(obj, {"request_model", "model_identity", "request_profile"},
-               {"id", "base_url", "api_key_env", "strict_routing", "timeout_s"}, prefix)
+def _spec(
+    row: Row, obj: dict[str, Any], prefix: str, name: str, defaults: dict[str, Any]
+) -> ModelSpec:
+    row.fields(
+        obj,
+        {"request_model", "model_identity", "request_profile"},
+        {"id", "base_url", "api_key_env", "strict_routing", "timeout_s"},
+        prefix,
+    )
     base_url = obj.get("base_url", defaults.get("base_url"))
     if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
         raise row.error("must be an http:// or https:// URL", prefix + "base_url")
@@ -123,17 +142,26 @@ def _spec(row: Row, obj: dict[str, Any], prefix: str, name: str,
         raise row.error("must be true or false", prefix + "strict_routing")
     if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout <= 0:
         raise row.error("must be a positive number of seconds", prefix + "timeout_s")
-    return ModelSpec(name, base_url.rstrip("/"), row.text(obj, "request_model", prefix),
-                     row.text(obj, "model_identity", prefix),
-                     row.choice(obj, "request_profile", REQUEST_PROFILES, prefix),
-                     key_env, routing, float(timeout))
+    return ModelSpec(
+        name,
+        base_url.rstrip("/"),
+        row.text(obj, "request_model", prefix),
+        row.text(obj, "model_identity", prefix),
+        row.choice(obj, "request_profile", REQUEST_PROFILES, prefix),
+        key_env,
+        routing,
+        float(timeout),
+    )
 
 
 def load_labelers(path: Path) -> dict[str, ModelSpec]:
     """Gives the two lanes' model specs from a credential-free config file."""
     row = Row(parse_json(read_bytes(path), path), str(path), None)
-    obj = row.fields(row.value, {"schema_version", "labelers"},
-                     {"base_url", "api_key_env", "strict_routing", "timeout_s"})
+    obj = row.fields(
+        row.value,
+        {"schema_version", "labelers"},
+        {"base_url", "api_key_env", "strict_routing", "timeout_s"},
+    )
     row.version(obj, 2)
     labelers = obj["labelers"]
     if not isinstance(labelers, list) or len(labelers) != len(LANES):
@@ -179,15 +207,17 @@ def client() -> httpx.Client:
     return httpx.Client(follow_redirects=False, trust_env=False)
 
 
-def request_body(spec: ModelSpec, system: str, user: str, schema_name: str,
-                 schema: dict[str, Any]) -> dict[str, Any]:
+def request_body(
+    spec: ModelSpec, system: str, user: str, schema_name: str, schema: dict[str, Any]
+) -> dict[str, Any]:
     """Gives the body of one request: frozen model, strict schema, profile, routing."""
     body: dict[str, Any] = {
         "model": spec.request_model,
         "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}],
-        "response_format": {"type": "json_schema",
-                            "json_schema": {"name": schema_name, "strict": True,
-                                            "schema": schema}},
+        "response_format": {
+            "type": "json_schema",
+            "json_schema": {"name": schema_name, "strict": True, "schema": schema},
+        },
         **PROFILES[spec.request_profile],
     }
     if spec.strict_routing:
@@ -216,16 +246,17 @@ def post(http: httpx.Client, spec: ModelSpec, body: dict[str, Any]) -> httpx.Res
     try:
         response = http.post(url, json=body, headers=headers, timeout=spec.timeout_s)
     except httpx.TimeoutException:
-        raise AttemptError("timeout", f"no answer from {url} within {spec.timeout_s:g} s"
-                           ) from None
+        raise AttemptError("timeout", f"no answer from {url} within {spec.timeout_s:g} s") from None
     except httpx.ConnectError as exc:
         raise AttemptError("unreachable", f"cannot connect to {url}: {exc}") from None
     except httpx.HTTPError as exc:
         raise AttemptError("transport", f"{url}: {type(exc).__name__}: {exc}") from None
     status = response.status_code
     if 300 <= status < 400:
-        raise AttemptError("redirect", f"HTTP {status} to {response.headers.get('location')!r}"
-                                       " (redirects are never followed)")
+        raise AttemptError(
+            "redirect",
+            f"HTTP {status} to {response.headers.get('location')!r} (redirects are never followed)",
+        )
     if status != 200:
         hint = ""
         if status in (401, 403) and not key:
@@ -234,8 +265,9 @@ def post(http: httpx.Client, spec: ModelSpec, body: dict[str, Any]) -> httpx.Res
     return response
 
 
-def judge(response: httpx.Response, spec: ModelSpec,
-            check: Callable[[Any], Any]) -> tuple[Any, Any, list[AttemptError]]:
+def judge(
+    response: httpx.Response, spec: ModelSpec, check: Callable[[Any], Any]
+) -> tuple[Any, Any, list[AttemptError]]:
     """Gives (checked value, the model the answer names, every fault of the answer).
 
     The model identity and the content are judged independently, so that a
@@ -246,15 +278,21 @@ def judge(response: httpx.Response, spec: ModelSpec,
         model = envelope["model"]
         content = envelope["choices"][0]["message"]["content"]
     except (ValueError, KeyError, IndexError, TypeError) as exc:
-        return None, None, [AttemptError("not_chat_completion",
-                                         f"not a chat completion: {exc!r}")]
+        return None, None, [AttemptError("not_chat_completion", f"not a chat completion: {exc!r}")]
     faults = []
     if model != spec.model_identity:
-        faults.append(AttemptError("model_identity", f"response model {model!r} is not the "
-                                                     f"frozen identity {spec.model_identity!r}"))
+        faults.append(
+            AttemptError(
+                "model_identity",
+                f"response model {model!r} is not the frozen identity {spec.model_identity!r}",
+            )
+        )
     if not isinstance(content, str):
-        return None, model, faults + [AttemptError("not_chat_completion",
-                                                   "message content is not a string")]
+        return (
+            None,
+            model,
+            faults + [AttemptError("not_chat_completion", "message content is not a string")],
+        )
     try:
         parsed = parse_json(content.encode("utf-8"), Path(f"<{spec.name} response>"))
     except InputError as exc:
@@ -268,8 +306,15 @@ def judge(response: httpx.Response, spec: ModelSpec,
     return (None if faults else value), model, faults
 
 
-def ask(http: httpx.Client, spec: ModelSpec, system: str, user: str, schema_name: str,
-        schema: dict[str, Any], check: Callable[[Any], Any]) -> Outcome:
+def ask(
+    http: httpx.Client,
+    spec: ModelSpec,
+    system: str,
+    user: str,
+    schema_name: str,
+    schema: dict[str, Any],
+    check: Callable[[Any], Any],
+) -> Outcome:
     """Gives the checked answer to one request, trying at most twice."""
     body = request_body(spec, system, user, schema_name, schema)
     failures: list[Failure] = []

@@ -20,19 +20,19 @@ FAILED_REQUEST = "failed_request"
 INVALID_RESPONSE = "invalid_response"
 REASONS: dict[str, tuple[str, ...]] = {
     FAILED_REQUEST: (
-        "unreachable",   # no connection (refused, no route, name not resolved)
-        "timeout",       # connected, but no answer within the configured seconds
-        "redirect",      # a 3xx: redirects are never followed
-        "http_status",   # any other status than 200 (detail names it)
-        "transport",     # the connection broke mid-request or spoke no HTTP
+        "unreachable",  # no connection (refused, no route, name not resolved)
+        "timeout",  # connected, but no answer within the configured seconds
+        "redirect",  # a 3xx: redirects are never followed
+        "http_status",  # any other status than 200 (detail names it)
+        "transport",  # the connection broke mid-request or spoke no HTTP
     ),
     INVALID_RESPONSE: (
         "not_chat_completion",  # the body is not a chat-completion envelope
-        "model_identity",       # the answer names another model than the frozen identity
-        "not_json",             # the message content is not JSON
-        "schema",               # the JSON breaks the strict schema
-        "wrong_id",             # the answer is about another completion or candidate
-        "span",                 # a claimed span cannot be placed in the completion
+        "model_identity",  # the answer names another model than the frozen identity
+        "not_json",  # the message content is not JSON
+        "schema",  # the JSON breaks the strict schema
+        "wrong_id",  # the answer is about another completion or candidate
+        "span",  # a claimed span cannot be placed in the completion
     ),
 }
 KIND_OF = {reason: kind for kind, reasons in REASONS.items() for reason in reasons}
@@ -48,7 +48,7 @@ def one_line(text: str, limit: int = DETAIL_LIMIT) -> str:
     a terminal, so they become spaces here, once, where the text enters.
     """
     flat = " ".join("".join(ch if ch.isprintable() else " " for ch in text).split())
-    return flat if len(flat) <= limit else flat[:limit - 1] + "…"
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 @dataclass(frozen=True)
@@ -62,8 +62,12 @@ class Failure:
 
     def to_json(self) -> dict[str, Any]:
         """Gives the failure as it is written to lane files and artifacts."""
-        return {"attempt": self.attempt, "kind": self.kind, "reason": self.reason,
-                "detail": self.detail}
+        return {
+            "attempt": self.attempt,
+            "kind": self.kind,
+            "reason": self.reason,
+            "detail": self.detail,
+        }
 
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> Failure:
@@ -71,8 +75,9 @@ class Failure:
         return cls(obj["attempt"], obj["kind"], obj["reason"], obj["detail"])
 
 
-def parse_failures(row: Row, obj: dict[str, Any], key: str, attempts: int, invalid: int,
-                   failed: int) -> tuple[Failure, ...] | None:
+def parse_failures(
+    row: Row, obj: dict[str, Any], key: str, attempts: int, invalid: int, failed: int
+) -> tuple[Failure, ...] | None:
     """Gives the recorded failures of a row (None when the row records none).
 
     They must agree with the row's counters: one per failed attempt, each
@@ -97,8 +102,7 @@ def parse_failures(row: Row, obj: dict[str, Any], key: str, attempts: int, inval
     for kind, expected in counted.items():
         listed = sum(f.kind == kind for f in out)
         if listed != expected:
-            raise row.error(f"lists {listed} {kind} attempt(s) but the row counts {expected}",
-                            key)
+            raise row.error(f"lists {listed} {kind} attempt(s) but the row counts {expected}", key)
     return tuple(out)
 
 
@@ -113,8 +117,7 @@ def merge(*tallies: dict[str, int]) -> dict[str, int]:
     total: Counter[str] = Counter()
     for t in tallies:
         total.update(t)
-    return dict(sorted(((k, v) for k, v in total.items() if v),
-                       key=lambda kv: (-kv[1], kv[0])))
+    return dict(sorted(((k, v) for k, v in total.items() if v), key=lambda kv: (-kv[1], kv[0])))
 
 
 def describe(counts: dict[str, int]) -> str:

@@ -58,8 +58,10 @@ def match(gold: list[GoldClaim], detections: list[Detection]) -> list[Match]:
     """Gives a maximum one-to-one matching of one completion's detections to its gold."""
     ordered = sorted(gold, key=lambda g: (g.start, g.end, g.candidate_id))
     options = {
-        g.candidate_id: sorted((d for d in detections if g.start <= d.start and d.end <= g.end),
-                               key=lambda d: _preference(g, d))
+        g.candidate_id: sorted(
+            (d for d in detections if g.start <= d.start and d.end <= g.end),
+            key=lambda d: _preference(g, d),
+        )
         for g in ordered
     }
     holder: dict[str, GoldClaim] = {}  # detection id -> gold it is matched to

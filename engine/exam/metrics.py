@@ -13,8 +13,15 @@ from typing import Any
 
 from engine.exam.protocol import GATES, LANES, gate_passes
 
-METRICS = ("precision", "recall", "family_agreement", "entity_agreement", "full_tuple_match",
-           "gold_zero_false_positive_rate", "operational_failure_rate")
+METRICS = (
+    "precision",
+    "recall",
+    "family_agreement",
+    "entity_agreement",
+    "full_tuple_match",
+    "gold_zero_false_positive_rate",
+    "operational_failure_rate",
+)
 
 
 @dataclass(frozen=True)
@@ -31,8 +38,11 @@ class Ratio:
     def to_json(self) -> dict[str, Any]:
         """Gives {numerator, denominator, value} with value a float or null."""
         value = self.value
-        return {"numerator": self.numerator, "denominator": self.denominator,
-                "value": None if value is None else float(value)}
+        return {
+            "numerator": self.numerator,
+            "denominator": self.denominator,
+            "value": None if value is None else float(value),
+        }
 
 
 @dataclass(frozen=True)
@@ -63,8 +73,7 @@ def metrics(t: Tallies) -> dict[str, Ratio]:
         "family_agreement": Ratio(t.family_equal, t.matched),
         "entity_agreement": Ratio(t.entity_equal, t.matched),
         "full_tuple_match": Ratio(t.full_tuple, t.matched),
-        "gold_zero_false_positive_rate": Ratio(t.gold_zero_with_detection,
-                                               t.gold_zero_completions),
+        "gold_zero_false_positive_rate": Ratio(t.gold_zero_with_detection, t.gold_zero_completions),
         "operational_failure_rate": Ratio(t.detector_failures, t.completions),
     }
 
@@ -75,8 +84,15 @@ def gates(values: dict[str, Ratio]) -> list[dict[str, Any]]:
     for metric, op, threshold in GATES:
         value = values[metric].value
         passed = value is not None and gate_passes(op, value, threshold)
-        out.append({"metric": metric, "op": op, "threshold": threshold,
-                    "value": None if value is None else float(value), "pass": passed})
+        out.append(
+            {
+                "metric": metric,
+                "op": op,
+                "threshold": threshold,
+                "value": None if value is None else float(value),
+                "pass": passed,
+            }
+        )
     return out
 
 
@@ -90,8 +106,12 @@ def cohen_kappa(both: int, only_a: int, only_b: int, neither: int) -> dict[str, 
     pa, pb = Fraction(both + only_a, n), Fraction(both + only_b, n)
     expected = pa * pb + (1 - pa) * (1 - pb)
     value = None if expected == 1 else (observed - expected) / (1 - expected)
-    return {"value": None if value is None else float(value), "observed": float(observed),
-            "expected": float(expected), "table": table}
+    return {
+        "value": None if value is None else float(value),
+        "observed": float(observed),
+        "expected": float(expected),
+        "table": table,
+    }
 
 
 def _claim_set(lane: dict[str, Any]) -> set[tuple]:
@@ -102,37 +122,55 @@ PER_CANDIDATE = (
     "Per union candidate of a completion both lanes labeled: did each lane propose it? "
     "both_lanes_proposed / candidates is the share of candidates the lanes agree on. "
     "A union candidate exists only because some lane proposed it, so there is no "
-    "'neither' cell and no kappa here. Diagnostic only: never decides gold or a gate.")
+    "'neither' cell and no kappa here. Diagnostic only: never decides gold or a gate."
+)
 PER_COMPLETION = (
     "Per completion both lanes labeled, not per candidate: exact agreement is the share of "
     "completions whose two claim sets are identical; claim-existence kappa asks only "
     "whether each lane claimed anything at all in the completion, so it can be 1.0 while "
-    "the lanes disagree on most candidates. Diagnostic only: never decides gold or a gate.")
+    "the lanes disagree on most candidates. Diagnostic only: never decides gold or a gate."
+)
 
 
 def inter_rater(art: dict[str, Any]) -> dict[str, Any]:
     """Gives the lanes' agreement per union candidate and per completion (never gating)."""
-    both_ok = [c for c in art["completions"]
-               if all(c["lanes"][lane]["status"] == "ok" for lane in LANES)]
+    both_ok = [
+        c for c in art["completions"] if all(c["lanes"][lane]["status"] == "ok" for lane in LANES)
+    ]
     a, b = LANES
     exact = sum(_claim_set(c["lanes"][a]) == _claim_set(c["lanes"][b]) for c in both_ok)
     says = [(bool(c["lanes"][a]["claims"]), bool(c["lanes"][b]["claims"])) for c in both_ok]
-    kappa = cohen_kappa(sum(x and y for x, y in says), sum(x and not y for x, y in says),
-                        sum(y and not x for x, y in says), sum(not x and not y for x, y in says))
-    proposed = [{m["rater"] for m in cand["members"]} for comp in both_ok
-                for cand in comp["candidates"] if cand["origin"] == "union"]
+    kappa = cohen_kappa(
+        sum(x and y for x, y in says),
+        sum(x and not y for x, y in says),
+        sum(y and not x for x, y in says),
+        sum(not x and not y for x, y in says),
+    )
+    proposed = [
+        {m["rater"] for m in cand["members"]}
+        for comp in both_ok
+        for cand in comp["candidates"]
+        if cand["origin"] == "union"
+    ]
     both = sum(len(r & set(LANES)) == 2 for r in proposed)
     return {
         "gating": False,
         "per_candidate": {
-            "unit": "union candidate", "gating": False, "description": PER_CANDIDATE,
-            "candidates": len(proposed), "both_lanes_proposed": both,
+            "unit": "union candidate",
+            "gating": False,
+            "description": PER_CANDIDATE,
+            "candidates": len(proposed),
+            "both_lanes_proposed": both,
             "only_lane_a": sum(r & set(LANES) == {a} for r in proposed),
             "only_lane_b": sum(r & set(LANES) == {b} for r in proposed),
-            "agreement": Ratio(both, len(proposed)).to_json()},
+            "agreement": Ratio(both, len(proposed)).to_json(),
+        },
         "per_completion": {
-            "unit": "completion", "gating": False, "description": PER_COMPLETION,
+            "unit": "completion",
+            "gating": False,
+            "description": PER_COMPLETION,
             "completions_both_lanes_ok": len(both_ok),
             "exact_completion_agreement": Ratio(exact, len(both_ok)).to_json(),
-            "claim_existence_kappa": kappa},
+            "claim_existence_kappa": kappa,
+        },
     }

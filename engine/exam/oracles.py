@@ -38,11 +38,14 @@ class VoteRequest:
 
     def blind(self) -> dict[str, Any]:
         """Gives everything the rater sees, as JSON."""
-        return {"candidate": self.candidate.blind(),
-                "completion": {"completion_id": self.completion.completion_id,
-                               "text": self.completion.text},
-                "context": [{"role": m.role, "content": m.content}
-                            for m in self.context.messages]}
+        return {
+            "candidate": self.candidate.blind(),
+            "completion": {
+                "completion_id": self.completion.completion_id,
+                "text": self.completion.text,
+            },
+            "context": [{"role": m.role, "content": m.content} for m in self.context.messages],
+        }
 
 
 @dataclass(frozen=True)
@@ -54,10 +57,13 @@ class SweepRequest:
 
     def blind(self) -> dict[str, Any]:
         """Gives everything the sweeping rater sees, as JSON."""
-        return {"completion": {"completion_id": self.completion.completion_id,
-                               "text": self.completion.text},
-                "context": [{"role": m.role, "content": m.content}
-                            for m in self.context.messages]}
+        return {
+            "completion": {
+                "completion_id": self.completion.completion_id,
+                "text": self.completion.text,
+            },
+            "context": [{"role": m.role, "content": m.content} for m in self.context.messages],
+        }
 
 
 @dataclass(frozen=True)
@@ -128,8 +134,10 @@ class VoteFile:
             voter = row.choice(obj, "voter", VOTER_CHOICES)
             vote = row.choice(obj, "vote", FILE_VOTES)
             if (cid, voter) in self.rows:
-                raise row.error(f"{voter} already voted on {cid} at line "
-                                f"{self.rows[(cid, voter)][1]}", "candidate_id")
+                raise row.error(
+                    f"{voter} already voted on {cid} at line {self.rows[(cid, voter)][1]}",
+                    "candidate_id",
+                )
             self.rows[(cid, voter)] = (vote, row.line or 0)
         self.used: set[tuple[str, str]] = set()
 
@@ -152,11 +160,12 @@ class VoteFile:
             if (cid, voter) in self.used:
                 continue
             if cid in union_ids:
-                why = (f"{voter} votes on union candidates come from its label file; only "
-                       "the adjudicator casts a third vote")
+                why = (
+                    f"{voter} votes on union candidates come from its label file; only "
+                    "the adjudicator casts a third vote"
+                )
             elif cid in sweep_ids:
-                why = ("the adjudicator proposed this sweep candidate; only the lanes "
-                       "validate it")
+                why = "the adjudicator proposed this sweep candidate; only the lanes validate it"
             else:
                 why = "no candidate of this exam has this id"
             raise InputError(why, path=self.path, line=line, field="candidate_id")
@@ -176,8 +185,9 @@ class SweepFile:
         self.rows: dict[str, SweepResponse] = {}
         lines: dict[str, int] = {}
         for row in jsonl_rows(data, path):
-            obj, cid = completion_row(row, {"schema_version", "completion_id", "status",
-                                            "claims"}, 1, known, lines)
+            obj, cid = completion_row(
+                row, {"schema_version", "completion_id", "status", "claims"}, 1, known, lines
+            )
             status = row.choice(obj, "status", SWEEP_STATUSES)
             if status != "ok" and obj["claims"] is not None:
                 raise row.error(f"must be null when status is {status}", "claims")
@@ -185,9 +195,13 @@ class SweepFile:
             self.rows[cid] = SweepResponse(status, claims, self.source_kind)
         missing = [c.completion_id for c in completions if c.completion_id not in self.rows]
         if missing:
-            raise InputError(f"no sweep row for completion {missing[0]!r}; every completion "
-                             "has one (a sweep not run is a row with \"status\": "
-                             "\"not_run\")", path=path, field="completion_id")
+            raise InputError(
+                f"no sweep row for completion {missing[0]!r}; every completion "
+                'has one (a sweep not run is a row with "status": '
+                '"not_run")',
+                path=path,
+                field="completion_id",
+            )
 
     def sweep(self, request: SweepRequest) -> SweepResponse:
         return self.rows[request.completion.completion_id]
@@ -205,20 +219,33 @@ class Recorded:
                 for v in cand["votes"]:
                     self.votes[(cand["candidate_id"], v["voter"])] = Vote.from_json(v)
             s = completion["sweep"]
-            claims = None if s["response_claims"] is None else tuple(
-                Claim(c["span_exact_text"], c["family"], c["entity"])
-                for c in s["response_claims"])
+            claims = (
+                None
+                if s["response_claims"] is None
+                else tuple(
+                    Claim(c["span_exact_text"], c["family"], c["entity"])
+                    for c in s["response_claims"]
+                )
+            )
             self.sweeps[completion["completion_id"]] = SweepResponse(
-                s["response_status"], claims, s["source"], s["attempts"],
-                s["invalid_response_attempts"], s["failed_request_attempts"],
-                tuple(Failure.from_json(f) for f in s.get("failures", ())))
+                s["response_status"],
+                claims,
+                s["source"],
+                s["attempts"],
+                s["invalid_response_attempts"],
+                s["failed_request_attempts"],
+                tuple(Failure.from_json(f) for f in s.get("failures", ())),
+            )
 
     def _get(self, cid: str, voter: str) -> Vote:
         try:
             return self.votes[(cid, voter)]
         except KeyError:
-            raise InputError(f"the artifact records no {voter} vote on {cid}; it does not "
-                             "re-derive from its inputs", field="completions") from None
+            raise InputError(
+                f"the artifact records no {voter} vote on {cid}; it does not "
+                "re-derive from its inputs",
+                field="completions",
+            ) from None
 
     def vote(self, request: VoteRequest) -> Vote:
         return self._get(request.candidate.candidate_id, ADJUDICATOR)
@@ -229,6 +256,5 @@ class Recorded:
     def sweep(self, request: SweepRequest) -> SweepResponse:
         cid = request.completion.completion_id
         if cid not in self.sweeps:
-            raise InputError(f"the artifact records no sweep of {cid}",
-                             field="completions")
+            raise InputError(f"the artifact records no sweep of {cid}", field="completions")
         return self.sweeps[cid]

@@ -28,23 +28,40 @@ from typing import Any
 
 from engine.canonical import canonical_json
 from engine.errors import NotReadyError
-from engine.exam.endpoint import (CLAIMS_SCHEMA, ROUTING, AttemptError, ModelSpec, client,
-                                  judge, post, request_body)
+from engine.exam.endpoint import (
+    CLAIMS_SCHEMA,
+    ROUTING,
+    AttemptError,
+    ModelSpec,
+    client,
+    judge,
+    post,
+    request_body,
+)
 from engine.exam.inputs import Completion, Context, Message
 from engine.exam.oracles import SweepRequest
 from engine.exam.raters import LABEL_TASK, check_claims
 
-REACHABLE, IDENTITY, SCHEMA, ROUTING_CHECK = ("reachable", "model identity", "strict schema",
-                                              "routing")
+REACHABLE, IDENTITY, SCHEMA, ROUTING_CHECK = (
+    "reachable",
+    "model identity",
+    "strict schema",
+    "routing",
+)
 CHECKS = (REACHABLE, IDENTITY, SCHEMA, ROUTING_CHECK)
 # A provider slug no router serves: a request limited to it, without fallbacks,
 # has nowhere to go unless the limit is ignored.
 PROBE_PROVIDER = "sealdesk-preflight-no-such-provider"
-SYNTHETIC = Completion("sealdesk-preflight-1", "sealdesk-preflight", "turn-1",
-                       "The nightly build finished at 02:14 and the API is live again. "
-                       "Should I rerun the flaky login test?")
-SYNTHETIC_CONTEXT = Context(SYNTHETIC.completion_id, "turn-0",
-                            (Message("user", "Is the API back up after the build?"),))
+SYNTHETIC = Completion(
+    "sealdesk-preflight-1",
+    "sealdesk-preflight",
+    "turn-1",
+    "The nightly build finished at 02:14 and the API is live again. "
+    "Should I rerun the flaky login test?",
+)
+SYNTHETIC_CONTEXT = Context(
+    SYNTHETIC.completion_id, "turn-0", (Message("user", "Is the API back up after the build?"),)
+)
 
 
 @dataclass(frozen=True)
@@ -68,8 +85,10 @@ class PreflightFailed(NotReadyError):
     def __init__(self, failed: list[Check]) -> None:
         self.failed = failed
         names = ", ".join(f"{c.model} {c.name}" for c in failed)
-        super().__init__(f"preflight failed ({len(failed)} check(s): {names}); no request "
-                         "was made beyond the preflight and nothing was written")
+        super().__init__(
+            f"preflight failed ({len(failed)} check(s): {names}); no request "
+            "was made beyond the preflight and nothing was written"
+        )
 
 
 def _body(spec: ModelSpec) -> dict[str, Any]:
@@ -79,25 +98,40 @@ def _body(spec: ModelSpec) -> dict[str, Any]:
 
 def _routing(http: Any, spec: ModelSpec, body: dict[str, Any]) -> Check:
     if not spec.strict_routing:
-        return Check(spec.name, ROUTING_CHECK, None,
-                     'opted out ("strict_routing": false): no provider parameters are sent, '
-                     "and the labeling summary and artifact record the opt-out")
+        return Check(
+            spec.name,
+            ROUTING_CHECK,
+            None,
+            'opted out ("strict_routing": false): no provider parameters are sent, '
+            "and the labeling summary and artifact record the opt-out",
+        )
     probe = {**body, "provider": {**ROUTING, "only": [PROBE_PROVIDER]}, "max_tokens": 16}
     try:
         post(http, spec, probe)
     except AttemptError as exc:
         if exc.reason == "http_status" and exc.detail.startswith("HTTP 4"):
-            return Check(spec.name, ROUTING_CHECK, True,
-                         f"require_parameters and allow_fallbacks sent; a request limited to "
-                         f"a provider that does not exist was refused ({exc.detail})")
-        return Check(spec.name, ROUTING_CHECK, False,
-                     f"could not be checked: the routing probe got {exc.reason} "
-                     f"({exc.detail})")
-    return Check(spec.name, ROUTING_CHECK, False,
-                 f"routing parameters ignored: a request limited to provider "
-                 f"{PROBE_PROVIDER!r} with allow_fallbacks false was answered; if this "
-                 'endpoint is no routing provider, set "strict_routing": false in its config '
-                 "(the artifact records the opt-out)")
+            return Check(
+                spec.name,
+                ROUTING_CHECK,
+                True,
+                f"require_parameters and allow_fallbacks sent; a request limited to "
+                f"a provider that does not exist was refused ({exc.detail})",
+            )
+        return Check(
+            spec.name,
+            ROUTING_CHECK,
+            False,
+            f"could not be checked: the routing probe got {exc.reason} ({exc.detail})",
+        )
+    return Check(
+        spec.name,
+        ROUTING_CHECK,
+        False,
+        f"routing parameters ignored: a request limited to provider "
+        f"{PROBE_PROVIDER!r} with allow_fallbacks false was answered; if this "
+        'endpoint is no routing provider, set "strict_routing": false in its config '
+        "(the artifact records the opt-out)",
+    )
 
 
 def check_model(http: Any, spec: ModelSpec) -> list[Check]:
@@ -109,27 +143,45 @@ def check_model(http: Any, spec: ModelSpec) -> list[Check]:
         hint = ""
         if spec.strict_routing and exc.detail.startswith("HTTP 400"):
             # A plain OpenAI-compatible server may refuse the unknown provider block.
-            hint = ('; if this endpoint is no routing provider, set "strict_routing": false '
-                    "in its config (the artifact records the opt-out)")
+            hint = (
+                '; if this endpoint is no routing provider, set "strict_routing": false '
+                "in its config (the artifact records the opt-out)"
+            )
         return [Check(spec.name, REACHABLE, False, f"{exc.reason}: {exc.detail}{hint}")] + [
-            Check(spec.name, name, None, "no answer to check") for name in CHECKS[1:]]
+            Check(spec.name, name, None, "no answer to check") for name in CHECKS[1:]
+        ]
     out = [Check(spec.name, REACHABLE, True, f"HTTP 200 from {spec.base_url}")]
-    _, model, faults = judge(response, spec, lambda v: check_claims(v, SYNTHETIC,
-                                                                      spec.name))
+    _, model, faults = judge(response, spec, lambda v: check_claims(v, SYNTHETIC, spec.name))
     by_reason = {f.reason: f for f in faults}
     if "not_chat_completion" in by_reason and model is None:
         detail = by_reason["not_chat_completion"].detail
-        out += [Check(spec.name, IDENTITY, False, f"not_chat_completion: {detail}"),
-                Check(spec.name, SCHEMA, None, "no message to check")]
+        out += [
+            Check(spec.name, IDENTITY, False, f"not_chat_completion: {detail}"),
+            Check(spec.name, SCHEMA, None, "no message to check"),
+        ]
     else:
         wrong = by_reason.get("model_identity")
-        out.append(Check(spec.name, IDENTITY, wrong is None,
-                         f"model_identity: {wrong.detail}" if wrong else
-                         f"answered as {spec.model_identity!r}"))
+        out.append(
+            Check(
+                spec.name,
+                IDENTITY,
+                wrong is None,
+                f"model_identity: {wrong.detail}"
+                if wrong
+                else f"answered as {spec.model_identity!r}",
+            )
+        )
         content = [f for f in faults if f.reason != "model_identity"]
-        out.append(Check(spec.name, SCHEMA, not content,
-                         f"{content[0].reason}: {content[0].detail}" if content else
-                         "the answer follows the strict claims schema"))
+        out.append(
+            Check(
+                spec.name,
+                SCHEMA,
+                not content,
+                f"{content[0].reason}: {content[0].detail}"
+                if content
+                else "the answer follows the strict claims schema",
+            )
+        )
     out.append(_routing(http, spec, body))
     return out
 

@@ -64,9 +64,9 @@ def protocol() -> dict[str, Any]:
         "third_voter": ADJUDICATOR,
         "max_attempts": MAX_ATTEMPTS,
         "entity_normalization": "NFKC, lowercase, trim, collapse Unicode whitespace to one "
-                                "ASCII space",
+        "ASCII space",
         "cluster_rule": "same family, same normalized entity, pairwise interval containment, "
-                        "one-to-one between lanes; overlap alone never merges",
+        "one-to-one between lanes; overlap alone never merges",
         "vote_rule": "accept or reject with at least two matching votes of three, else abstain",
         "matcher": MATCHER_VERSION,
         "gates": [{"metric": m, "op": op, "threshold": t} for m, op, t in GATES],

@@ -19,9 +19,16 @@ from engine.canonical import sha256_hex
 
 # Lock files at the top of a source tree, in the order they are looked for;
 # every one present is bound.
-LOCK_FILES = ("uv.lock", "pylock.toml", "poetry.lock", "requirements.lock",
-              "requirements-lock.txt", "requirements.txt", "requirements/*.txt",
-              "requirements/*.lock")
+LOCK_FILES = (
+    "uv.lock",
+    "pylock.toml",
+    "poetry.lock",
+    "requirements.lock",
+    "requirements-lock.txt",
+    "requirements.txt",
+    "requirements/*.txt",
+    "requirements/*.lock",
+)
 NOT_A_CHECKOUT = "not run from a git checkout of sealdesk"
 
 
@@ -35,9 +42,15 @@ def _git(root: Path, *args: str) -> str:
     # answer for this one, and a repository's own config must not start a
     # file-system monitor program here.
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    proc = subprocess.run(["git", "-C", str(root), "-c", "core.fsmonitor=false", *args],
-                          capture_output=True, text=True, env=env, timeout=60, check=True,
-                          stdin=subprocess.DEVNULL)
+    proc = subprocess.run(
+        ["git", "-C", str(root), "-c", "core.fsmonitor=false", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=True,
+        stdin=subprocess.DEVNULL,
+    )
     return proc.stdout.strip()
 
 

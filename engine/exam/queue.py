@@ -43,10 +43,17 @@ def failed_attempts(completion: dict[str, Any], cand: dict[str, Any]) -> list[di
         if vote["basis"] == "invalid_response":
             # The lane file's row was ok, but its claims do not place in the source.
             invalid = completion["lanes"][vote["voter"]]["invalid"] or {}
-            out.append({"voter": vote["voter"], "basis": vote["basis"],
-                        "source": vote["source"], "reasons": {"span": 1},
-                        "details": [(f"span: claims[{invalid.get('claim_index')}]: "
-                                     f"{invalid.get('reason')}")]})
+            out.append(
+                {
+                    "voter": vote["voter"],
+                    "basis": vote["basis"],
+                    "source": vote["source"],
+                    "reasons": {"span": 1},
+                    "details": [
+                        (f"span: claims[{invalid.get('claim_index')}]: {invalid.get('reason')}")
+                    ],
+                }
+            )
             continue
         if vote["basis"] == "lane_failed":
             state = completion["lanes"][vote["voter"]]
@@ -55,12 +62,20 @@ def failed_attempts(completion: dict[str, Any], cand: dict[str, Any]) -> list[di
         else:
             listed = vote.get("failures", [])
             counted = vote.get("invalid_response_attempts", 0) + vote.get(
-                "failed_request_attempts", 0)
+                "failed_request_attempts", 0
+            )
         failures = [Failure.from_json(f) for f in listed or ()]
         reasons = merge(tally(failures), {NOT_RECORDED: 0 if listed is not None else counted})
         details = list(dict.fromkeys(f"{f.reason}: {f.detail}" for f in failures))
-        out.append({"voter": vote["voter"], "basis": vote["basis"], "source": vote["source"],
-                    "reasons": reasons, "details": details})
+        out.append(
+            {
+                "voter": vote["voter"],
+                "basis": vote["basis"],
+                "source": vote["source"],
+                "reasons": reasons,
+                "details": details,
+            }
+        )
     return out
 
 
@@ -74,25 +89,39 @@ def payload_for(completion: dict[str, Any], cand: dict[str, Any]) -> dict[str, A
     span = cand["span_exact_text"]
     title = span if len(span) <= 60 else span[:57] + "..."
     tags = [cand["family"], cand["origin"]] + sorted(
-        {v["vote"] for v in cand["votes"] if v["vote"] in ("operational_failure", "absent")})
+        {v["vote"] for v in cand["votes"] if v["vote"] in ("operational_failure", "absent")}
+    )
     payload = {
         "exam": {"protocol_version": PROTOCOL_VERSION},
-        "completion": {"id": completion["completion_id"], "text": completion["text"],
-                       "session_id": completion["session_id"],
-                       "target_turn_id": completion["target_turn_id"]},
+        "completion": {
+            "id": completion["completion_id"],
+            "text": completion["text"],
+            "session_id": completion["session_id"],
+            "target_turn_id": completion["target_turn_id"],
+        },
         "context": completion["context"],
-        "candidate": {"id": cand["candidate_id"], "origin": cand["origin"],
-                      "start": cand["start"], "end": cand["end"],
-                      "span_exact_text": span, "family": cand["family"],
-                      "entity": cand["entity"],
-                      "entity_normalized": cand["entity_normalized"]},
-        "votes": [{"voter": v["voter"], "vote": v["vote"], "basis": v["basis"],
-                   "source": v["source"]} for v in cand["votes"]],
+        "candidate": {
+            "id": cand["candidate_id"],
+            "origin": cand["origin"],
+            "start": cand["start"],
+            "end": cand["end"],
+            "span_exact_text": span,
+            "family": cand["family"],
+            "entity": cand["entity"],
+            "entity_normalized": cand["entity_normalized"],
+        },
+        "votes": [
+            {"voter": v["voter"], "vote": v["vote"], "basis": v["basis"], "source": v["source"]}
+            for v in cand["votes"]
+        ],
         "reason": cand["reason"],  # why the votes abstained
         "question": "Is this span a claim of this family about this entity, under the "
-                    "rubric? accept = it is gold, reject = it is not.",
-        "summary": {"title": f"{title!r} ({cand['family']}/{cand['entity']})",
-                    "score": _score(cand["votes"]), "tags": tags},
+        "rubric? accept = it is gold, reject = it is not.",
+        "summary": {
+            "title": f"{title!r} ({cand['family']}/{cand['entity']})",
+            "score": _score(cand["votes"]),
+            "tags": tags,
+        },
     }
     failed = failed_attempts(completion, cand)
     if failed:
@@ -107,8 +136,9 @@ def item_for(completion: dict[str, Any], cand: dict[str, Any], run_id: str) -> B
     return BacklogItem(QUEUE, "exam-" + sha[:16], run_id, payload, sha)
 
 
-def abstained_items(art: dict[str, Any], run_id: str, *,
-                    only_open: bool = False) -> list[tuple[str, BacklogItem]]:
+def abstained_items(
+    art: dict[str, Any], run_id: str, *, only_open: bool = False
+) -> list[tuple[str, BacklogItem]]:
     """Gives (candidate id, item) for each candidate the votes left abstained.
 
     With ``only_open`` the ones a human has since settled are left out.

@@ -11,8 +11,15 @@ from typing import Any
 import httpx
 
 from engine.canonical import canonical_json
-from engine.exam.endpoint import (CLAIMS_SCHEMA, VOTE_SCHEMA, AttemptError, ModelSpec,
-                                  Outcome, ask, client)
+from engine.exam.endpoint import (
+    CLAIMS_SCHEMA,
+    VOTE_SCHEMA,
+    AttemptError,
+    ModelSpec,
+    Outcome,
+    ask,
+    client,
+)
 from engine.exam.inputs import Claim, Completion, parse_claims
 from engine.exam.oracles import SweepRequest, SweepResponse, VoteRequest
 from engine.exam.protocol import ADJUDICATOR, RUBRIC_TEXT
@@ -20,16 +27,22 @@ from engine.exam.schema import Row
 from engine.exam.spans import InvalidResponse, locate
 from engine.exam.votes import Vote
 
-LABEL_TASK = RUBRIC_TEXT + """
+LABEL_TASK = (
+    RUBRIC_TEXT
+    + """
 You receive one completion and the message before it, as JSON. Return
 {"schema_version": 2, "completion_id": <the id given>, "claims": [...]}.
 """
-VOTE_TASK = RUBRIC_TEXT + """
+)
+VOTE_TASK = (
+    RUBRIC_TEXT
+    + """
 You receive one completion, the message before it, and one candidate span of
 the completion with a family and an entity, as JSON. Vote "accept" if the
 span is a claim of that family about that entity under the rubric, else
 "reject". Return {"schema_version": 2, "candidate_id": <the id given>, "vote": ...}.
 """
+)
 
 
 def check_claims(value: Any, completion: Completion, who: str) -> tuple[Claim, ...]:
@@ -43,13 +56,19 @@ def check_claims(value: Any, completion: Completion, who: str) -> tuple[Claim, .
     row.version(obj, 2)
     claims = parse_claims(row, obj["claims"], "claims")
     if obj["completion_id"] != completion.completion_id:
-        raise AttemptError("wrong_id", row.error(
-            f"answers for {obj['completion_id']!r}, not {completion.completion_id!r}",
-            "completion_id").one_line())
+        raise AttemptError(
+            "wrong_id",
+            row.error(
+                f"answers for {obj['completion_id']!r}, not {completion.completion_id!r}",
+                "completion_id",
+            ).one_line(),
+        )
     located = locate(completion.text, claims)
     if isinstance(located, InvalidResponse):
-        raise AttemptError("span", row.error(
-            located.reason, f"claims[{located.claim_index}].span_exact_text").one_line())
+        raise AttemptError(
+            "span",
+            row.error(located.reason, f"claims[{located.claim_index}].span_exact_text").one_line(),
+        )
     return claims
 
 
@@ -60,9 +79,12 @@ def check_vote(value: Any, candidate_id: str, who: str) -> str:
     row.version(obj, 2)
     vote = row.choice(obj, "vote", ("accept", "reject"))
     if obj["candidate_id"] != candidate_id:
-        raise AttemptError("wrong_id", row.error(
-            f"answers for {obj['candidate_id']!r}, not {candidate_id!r}",
-            "candidate_id").one_line())
+        raise AttemptError(
+            "wrong_id",
+            row.error(
+                f"answers for {obj['candidate_id']!r}, not {candidate_id!r}", "candidate_id"
+            ).one_line(),
+        )
     return vote
 
 
@@ -70,22 +92,46 @@ def _user(blind: dict[str, Any]) -> str:
     return canonical_json(blind).decode("utf-8")
 
 
-def label_one(http: httpx.Client, spec: ModelSpec, completion: Completion,
-              blind: dict[str, Any]) -> Outcome:
+def label_one(
+    http: httpx.Client, spec: ModelSpec, completion: Completion, blind: dict[str, Any]
+) -> Outcome:
     """Gives the outcome of labeling one completion."""
-    return ask(http, spec, LABEL_TASK, _user(blind), "exam_claims", CLAIMS_SCHEMA,
-               lambda v: check_claims(v, completion, spec.name))
+    return ask(
+        http,
+        spec,
+        LABEL_TASK,
+        _user(blind),
+        "exam_claims",
+        CLAIMS_SCHEMA,
+        lambda v: check_claims(v, completion, spec.name),
+    )
 
 
-def vote_one(http: httpx.Client, spec: ModelSpec, voter: str, basis: str,
-             request: VoteRequest) -> Vote:
+def vote_one(
+    http: httpx.Client, spec: ModelSpec, voter: str, basis: str, request: VoteRequest
+) -> Vote:
     """Gives one blind vote on one candidate (operational_failure after two failures)."""
     cid = request.candidate.candidate_id
-    out = ask(http, spec, VOTE_TASK, _user(request.blind()), "exam_vote", VOTE_SCHEMA,
-              lambda v: check_vote(v, cid, spec.name))
+    out = ask(
+        http,
+        spec,
+        VOTE_TASK,
+        _user(request.blind()),
+        "exam_vote",
+        VOTE_SCHEMA,
+        lambda v: check_vote(v, cid, spec.name),
+    )
     vote = out.value if out.value is not None else "operational_failure"
-    return Vote(voter, vote, basis, f"model:{spec.model_identity}", out.attempts,
-                out.invalid_response_attempts, out.failed_request_attempts, out.failures)
+    return Vote(
+        voter,
+        vote,
+        basis,
+        f"model:{spec.model_identity}",
+        out.attempts,
+        out.invalid_response_attempts,
+        out.failed_request_attempts,
+        out.failures,
+    )
 
 
 class ModelAdjudicator:
@@ -103,9 +149,15 @@ class ModelAdjudicator:
     def sweep(self, request: SweepRequest) -> SweepResponse:
         out = label_one(self.http, self.spec, request.completion, request.blind())
         status = "ok" if out.value is not None else "operational_failure"
-        return SweepResponse(status, out.value, f"model:{self.spec.model_identity}",
-                             out.attempts, out.invalid_response_attempts,
-                             out.failed_request_attempts, out.failures)
+        return SweepResponse(
+            status,
+            out.value,
+            f"model:{self.spec.model_identity}",
+            out.attempts,
+            out.invalid_response_attempts,
+            out.failed_request_attempts,
+            out.failures,
+        )
 
 
 class ModelLanes:
@@ -119,4 +171,3 @@ class ModelLanes:
 
     def validate(self, lane: str, request: VoteRequest) -> Vote:
         return vote_one(self.http, self.specs[lane], lane, "validation", request)
-

@@ -41,7 +41,9 @@ def verified_ledger(ws: Any) -> None:
     require_verified(ws, "no decision is folded from it")
 
 
-def adjudicator_decisions(ws: Any, art: dict[str, Any]) -> tuple[dict[str, dict[str, Any]], int, int]:
+def adjudicator_decisions(
+    ws: Any, art: dict[str, Any]
+) -> tuple[dict[str, dict[str, Any]], int, int]:
     """Gives the human adjudications per candidate, and counts of undecided and skipped."""
     effective = store.effective_decisions(ws.conn, QUEUE)
     human: dict[str, dict[str, Any]] = {}
@@ -53,8 +55,11 @@ def adjudicator_decisions(ws: Any, art: dict[str, Any]) -> tuple[dict[str, dict[
             continue
         record = store.get_record(ws.conn, eff["seq"])
         body = record.body if record else {}
-        if (body.get("kind") != "decision" or body.get("role") != ADJUDICATOR_ROLE
-                or body.get("item_sha256") != item.item_sha256):
+        if (
+            body.get("kind") != "decision"
+            or body.get("role") != ADJUDICATOR_ROLE
+            or body.get("item_sha256") != item.item_sha256
+        ):
             # verify_workspace already refuses such a record; this keeps the rule
             # local and explicit: only adjudicator records about these bytes count.
             undecided += 1
@@ -62,10 +67,15 @@ def adjudicator_decisions(ws: Any, art: dict[str, Any]) -> tuple[dict[str, dict[
         if eff["decision"] not in ("accept", "reject"):
             skipped += 1
             continue
-        human[cid] = {"decision": eff["decision"], "principal": body["principal"],
-                      "role": body["role"], "seq": record.seq,
-                      "record_hash": record.record_hash, "item_id": item.item_id,
-                      "item_sha256": item.item_sha256}
+        human[cid] = {
+            "decision": eff["decision"],
+            "principal": body["principal"],
+            "role": body["role"],
+            "seq": record.seq,
+            "record_hash": record.record_hash,
+            "item_id": item.item_id,
+            "item_sha256": item.item_sha256,
+        }
     return human, undecided, skipped
 
 
@@ -77,8 +87,11 @@ def resolve(ws: Any, path: Path) -> Resolution | None:
     human, undecided, skipped = adjudicator_decisions(ws, art)
     if not human:
         return None
-    resolution = {"base_sha256": base_sha256(art), "workspace_id": ws.workspace_id,
-                  "records": sorted(h["record_hash"] for h in human.values())}
+    resolution = {
+        "base_sha256": base_sha256(art),
+        "workspace_id": ws.workspace_id,
+        "records": sorted(h["record_hash"] for h in human.values()),
+    }
     resolved = seal(core_of(art), human, resolution)
     return Resolution(resolved, len(human), undecided, skipped)
 
@@ -89,22 +102,28 @@ def check_against_ledger(ws: Any, art: dict[str, Any]) -> None:
     if resolution is None:
         return
     if resolution["workspace_id"] != ws.workspace_id:
-        raise IntegrityError(f"the artifact was resolved against workspace "
-                             f"{resolution['workspace_id']}, not this one ({ws.workspace_id})")
+        raise IntegrityError(
+            f"the artifact was resolved against workspace "
+            f"{resolution['workspace_id']}, not this one ({ws.workspace_id})"
+        )
     verified_ledger(ws)
     current, _, _ = adjudicator_decisions(ws, art)
     recorded = human_of(art)
     for cid, held in sorted(recorded.items()):
         now = current.get(cid)
         if now is None or now["record_hash"] != held["record_hash"]:
-            raise IntegrityError(f"candidate {cid}: the ledger's effective adjudicator "
-                                 f"decision is no longer record {held['record_hash'][:12]} "
-                                 "(retracted or superseded); run sealdesk exam resolve again")
+            raise IntegrityError(
+                f"candidate {cid}: the ledger's effective adjudicator "
+                f"decision is no longer record {held['record_hash'][:12]} "
+                "(retracted or superseded); run sealdesk exam resolve again"
+            )
         if now != held:
-            raise IntegrityError(f"candidate {cid}: the artifact records "
-                                 f"{held['decision']!r} by {held['principal']}, but ledger "
-                                 f"record {held['record_hash'][:12]} says {now['decision']!r} "
-                                 f"by {now['principal']}")
+            raise IntegrityError(
+                f"candidate {cid}: the artifact records "
+                f"{held['decision']!r} by {held['principal']}, but ledger "
+                f"record {held['record_hash'][:12]} says {now['decision']!r} "
+                f"by {now['principal']}"
+            )
     if sorted(h["record_hash"] for h in recorded.values()) != resolution["records"]:
         raise IntegrityError("resolution.records does not list exactly the records applied")
 

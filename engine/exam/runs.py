@@ -62,14 +62,18 @@ def _locked(path: Path | None, expected: str | None, option: str) -> tuple[bytes
     if path is None:
         return None
     if expected is None:
-        raise InputError(f"--{option} is required with this file: every rater file is "
-                         "locked by its SHA-256", path=path, field=option)
+        raise InputError(
+            f"--{option} is required with this file: every rater file is locked by its SHA-256",
+            path=path,
+            field=option,
+        )
     data = read_bytes(path)
     return data, check_expected(path, data, expected, option)
 
 
-def open_raters(files: RaterFiles,
-                completions: tuple[Completion, ...]) -> tuple[Raters, dict[str, str | None]]:
+def open_raters(
+    files: RaterFiles, completions: tuple[Completion, ...]
+) -> tuple[Raters, dict[str, str | None]]:
     """Gives the raters the options name, and the SHA-256 of each rater file."""
     votes = _locked(files.votes, files.expected_votes_sha256, "expected-votes-sha256")
     sweep = _locked(files.sweep, files.expected_sweep_sha256, "expected-sweep-sha256")
@@ -102,29 +106,41 @@ def open_raters(files: RaterFiles,
         if source is adjudicator:
             return adjudicator.spec.describe()
         if source is lanes:
-            return {"source": "model", "lanes": {k: s.describe() for k, s in
-                                                  sorted(lanes.specs.items())}}
+            return {
+                "source": "model",
+                "lanes": {k: s.describe() for k, s in sorted(lanes.specs.items())},
+            }
         return {"source": source.source_kind}
 
-    described = {"third_votes": describe(third), "sweep": describe(sweeps),
-                 "validation": describe(validations)}
+    described = {
+        "third_votes": describe(third),
+        "sweep": describe(sweeps),
+        "validation": describe(validations),
+    }
     bound = {"votes": votes[1] if votes else None, "sweep": sweep[1] if sweep else None}
     return Raters(third, sweeps, validations, described), bound
 
 
-def recorded_raters(art: dict[str, Any], files: RaterFiles,
-                    completions: tuple[Completion, ...]) -> tuple[Raters, dict[str, str | None]]:
+def recorded_raters(
+    art: dict[str, Any], files: RaterFiles, completions: tuple[Completion, ...]
+) -> tuple[Raters, dict[str, str | None]]:
     """Gives raters that replay a sealed artifact's answers, reading the files it binds."""
     models = art["models"]
     for key, path, option in (("votes", files.votes, "votes"), ("sweep", files.sweep, "sweep")):
         if art["inputs"].get(key) and path is None:
-            raise InputError(f"the artifact binds a {key} file (SHA-256 "
-                             f"{art['inputs'][key]}); pass it with --{option}", field=option)
+            raise InputError(
+                f"the artifact binds a {key} file (SHA-256 "
+                f"{art['inputs'][key]}); pass it with --{option}",
+                field=option,
+            )
         if path is not None and not art["inputs"].get(key):
             raise InputError(f"the artifact binds no {key} file", path=path, field=option)
     file_raters, bound = open_raters(
-        RaterFiles(files.votes, files.expected_votes_sha256, files.sweep,
-                   files.expected_sweep_sha256), completions)
+        RaterFiles(
+            files.votes, files.expected_votes_sha256, files.sweep, files.expected_sweep_sha256
+        ),
+        completions,
+    )
     recorded = Recorded(art, "model")
 
     def pick(kind: str, from_file: Any) -> Any:
@@ -135,14 +151,24 @@ def recorded_raters(art: dict[str, Any], files: RaterFiles,
             return from_file
         return NoRater()
 
-    raters = Raters(pick("third_votes", file_raters.third), pick("sweep", file_raters.sweeps),
-                    pick("validation", file_raters.validations),
-                    {k: models[k] for k in ("third_votes", "sweep", "validation")})
+    raters = Raters(
+        pick("third_votes", file_raters.third),
+        pick("sweep", file_raters.sweeps),
+        pick("validation", file_raters.validations),
+        {k: models[k] for k in ("third_votes", "sweep", "validation")},
+    )
     return raters, bound
 
 
-def adjudicate(ws: Any, paths: InputPaths, files: RaterFiles, run_id: str | None, *,
-               ingest: bool = True, progress: Any = None) -> AdjudicateResult:
+def adjudicate(
+    ws: Any,
+    paths: InputPaths,
+    files: RaterFiles,
+    run_id: str | None,
+    *,
+    ingest: bool = True,
+    progress: Any = None,
+) -> AdjudicateResult:
     """Gives the result of a run after writing its artifacts and ingesting its queue."""
     check_run_id(run_id)
     inputs: ExamInputs = load_inputs(paths)
@@ -161,15 +187,28 @@ def adjudicate(ws: Any, paths: InputPaths, files: RaterFiles, run_id: str | None
     from engine.artifacts import write_sealed
 
     run_dir = ws.run_dir(run_id)
-    written = write_sealed({run_dir / ARTIFACT: data, run_dir / QUEUE_FILE: queue_data},
-                           "choose another --run-id")
+    written = write_sealed(
+        {run_dir / ARTIFACT: data, run_dir / QUEUE_FILE: queue_data}, "choose another --run-id"
+    )
     queue_sha = written[run_dir / QUEUE_FILE]
-    manifest = {"kind": "exam-adjudication",
-                "artifacts": {ARTIFACT: digest, QUEUE_FILE: queue_sha},
-                "inputs": art["inputs"], "protocol": art["protocol"]}
+    manifest = {
+        "kind": "exam-adjudication",
+        "artifacts": {ARTIFACT: digest, QUEUE_FILE: queue_sha},
+        "inputs": art["inputs"],
+        "protocol": art["protocol"],
+    }
     # Without ingest the run is still recorded (a sign-off binds only recorded files);
     # only its queue stays out of the backlog.
-    added = ws.ingest(items if ingest else [], runs={run_id: manifest},
-                      source=f"exam adjudicate {run_id}").added
-    return AdjudicateResult(run_id, run_dir / ARTIFACT, digest, art["status"], art["counts"],
-                            len(items), added, art["code"])
+    added = ws.ingest(
+        items if ingest else [], runs={run_id: manifest}, source=f"exam adjudicate {run_id}"
+    ).added
+    return AdjudicateResult(
+        run_id,
+        run_dir / ARTIFACT,
+        digest,
+        art["status"],
+        art["counts"],
+        len(items),
+        added,
+        art["code"],
+    )

@@ -25,8 +25,14 @@ class Row:
         """Gives an InputError naming this row's file, line and the field."""
         return InputError(message, path=self.path, line=self.line, field=field)
 
-    def fields(self, obj: Any, required: set[str], optional: set[str] = frozenset(),
-               prefix: str = "", forbidden: dict[str, str] | None = None) -> dict[str, Any]:
+    def fields(
+        self,
+        obj: Any,
+        required: set[str],
+        optional: set[str] = frozenset(),
+        prefix: str = "",
+        forbidden: dict[str, str] | None = None,
+    ) -> dict[str, Any]:
         """Gives obj after checking it is an object with exactly the allowed keys."""
         where = prefix.rstrip(".") or None
         if not isinstance(obj, dict):
@@ -42,8 +48,7 @@ class Row:
             raise self.error("unknown field", prefix + extra[0])
         return obj
 
-    def text(self, obj: dict[str, Any], key: str, prefix: str = "", *,
-             empty: bool = False) -> str:
+    def text(self, obj: dict[str, Any], key: str, prefix: str = "", *, empty: bool = False) -> str:
         """Gives a string field (non-empty unless allowed)."""
         value = obj[key]
         if not isinstance(value, str):
@@ -56,12 +61,21 @@ class Row:
         """Gives an identifier field ([A-Za-z0-9][A-Za-z0-9._:-]*, at most 128)."""
         value = obj[key]
         if not isinstance(value, str) or not ID_PATTERN.match(value):
-            raise self.error("must be an identifier: [A-Za-z0-9][A-Za-z0-9._:-]*, at most "
-                             "128 characters", prefix + key)
+            raise self.error(
+                "must be an identifier: [A-Za-z0-9][A-Za-z0-9._:-]*, at most 128 characters",
+                prefix + key,
+            )
         return value
 
-    def integer(self, obj: dict[str, Any], key: str, prefix: str = "", *,
-                low: int | None = None, high: int | None = None) -> int:
+    def integer(
+        self,
+        obj: dict[str, Any],
+        key: str,
+        prefix: str = "",
+        *,
+        low: int | None = None,
+        high: int | None = None,
+    ) -> int:
         """Gives an integer field within bounds (booleans refused)."""
         value = obj[key]
         if not isinstance(value, int) or isinstance(value, bool):
@@ -72,13 +86,13 @@ class Row:
             raise self.error(f"must be at most {high}", prefix + key)
         return value
 
-    def choice(self, obj: dict[str, Any], key: str, allowed: tuple[str, ...],
-               prefix: str = "") -> str:
+    def choice(
+        self, obj: dict[str, Any], key: str, allowed: tuple[str, ...], prefix: str = ""
+    ) -> str:
         """Gives a field that must be one of the allowed strings."""
         value = obj[key]
         if value not in allowed or not isinstance(value, str):
-            raise self.error(f"must be one of {', '.join(allowed)} (got {value!r})",
-                             prefix + key)
+            raise self.error(f"must be one of {', '.join(allowed)} (got {value!r})", prefix + key)
         return value
 
     def version(self, obj: dict[str, Any], expected: int) -> None:
@@ -109,11 +123,16 @@ def check_expected(path: Path, data: bytes, expected: str | None, option: str) -
     if expected is None:
         return digest
     if not SHA256_PATTERN.match(expected):
-        raise InputError("expected SHA-256 must be 64 lower-case hex digits",
-                         path=path, field=option)
+        raise InputError(
+            "expected SHA-256 must be 64 lower-case hex digits", path=path, field=option
+        )
     if digest != expected:
-        raise InputError(f"file SHA-256 is {digest}, not the expected {expected} "
-                         "(the file changed since it was locked)", path=path, field=option)
+        raise InputError(
+            f"file SHA-256 is {digest}, not the expected {expected} "
+            "(the file changed since it was locked)",
+            path=path,
+            field=option,
+        )
     return digest
 
 

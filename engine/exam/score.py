@@ -17,9 +17,18 @@ from engine.artifacts import read_verified
 from engine.canonical import canonical_json, sha256_hex
 from engine.errors import IntegrityError
 from engine.exam.adjudicate import build_core
-from engine.exam.artifact import (COMPLETE, PENDING, base_sha256, check_code, check_protocol,
-                                  code_identity, core_of, first_difference, parse_artifact,
-                                  seal)
+from engine.exam.artifact import (
+    COMPLETE,
+    PENDING,
+    base_sha256,
+    check_code,
+    check_protocol,
+    code_identity,
+    core_of,
+    first_difference,
+    parse_artifact,
+    seal,
+)
 from engine.exam.inputs import ExamInputs, InputPaths, load_inputs
 from engine.exam.matcher import GoldClaim, match
 from engine.exam.metrics import Tallies, gates, inter_rater, metrics
@@ -37,8 +46,9 @@ class Scored:
     gold: list[dict[str, Any]]
 
 
-def verified_artifact(ws: Any, path: Path, expected_sha256: str, paths: InputPaths,
-                      files: RaterFiles) -> tuple[dict[str, Any], str, ExamInputs]:
+def verified_artifact(
+    ws: Any, path: Path, expected_sha256: str, paths: InputPaths, files: RaterFiles
+) -> tuple[dict[str, Any], str, ExamInputs]:
     """Gives (artifact, its SHA-256, inputs) after every binding check, else raises."""
     data = read_verified(path)
     digest = check_expected(path, data, expected_sha256, "expected-adjudication-sha256")
@@ -51,18 +61,23 @@ def verified_artifact(ws: Any, path: Path, expected_sha256: str, paths: InputPat
     for key in ("corpus", "context", "lane-a", "lane-b", "labeling_summary"):
         held = inputs.hashes[key]
         if art["inputs"].get(key) != held:
-            raise IntegrityError(f"{path}: binds {key} SHA-256 {art['inputs'].get(key)}, but "
-                                 f"the {key} file given has {held}")
+            raise IntegrityError(
+                f"{path}: binds {key} SHA-256 {art['inputs'].get(key)}, but "
+                f"the {key} file given has {held}"
+            )
     raters, bound = recorded_raters(art, files, inputs.completions)
     for key, held in sorted(bound.items()):
         if art["inputs"].get(key) != held:
-            raise IntegrityError(f"{path}: binds {key} SHA-256 {art['inputs'].get(key)}, but "
-                                 f"the {key} file given has {held}")
+            raise IntegrityError(
+                f"{path}: binds {key} SHA-256 {art['inputs'].get(key)}, but "
+                f"the {key} file given has {held}"
+            )
     rebuilt = seal(build_core(inputs, raters, bound, art["code"]), {}, None)
     if sha256_hex(canonical_json(rebuilt)) != base_sha256(art):
         where = first_difference(rebuilt, seal(core_of(art), {}, None))
-        raise IntegrityError(f"{path}: does not re-derive from its inputs (first difference "
-                             f"at {where})")
+        raise IntegrityError(
+            f"{path}: does not re-derive from its inputs (first difference at {where})"
+        )
     from engine.exam.resolve import check_against_ledger
 
     check_against_ledger(ws, art)
@@ -70,21 +85,38 @@ def verified_artifact(ws: Any, path: Path, expected_sha256: str, paths: InputPat
 
 
 def _gold(art: dict[str, Any]) -> list[dict[str, Any]]:
-    return [{"completion_id": comp["completion_id"], **g}
-            for comp in art["completions"] for g in comp["gold"]]
+    return [
+        {"completion_id": comp["completion_id"], **g}
+        for comp in art["completions"]
+        for g in comp["gold"]
+    ]
 
 
-def score(art: dict[str, Any], art_sha256: str, replay: dict[str, ReplayRow],
-          replay_sha256: str) -> Scored:
+def score(
+    art: dict[str, Any], art_sha256: str, replay: dict[str, ReplayRow], replay_sha256: str
+) -> Scored:
     """Gives the score of a verified artifact against a parsed replay."""
-    counts = dict(completions=0, detector_failures=0, detections=0, gold=0, matched=0,
-                  family_equal=0, entity_equal=0, full_tuple=0, gold_zero_completions=0,
-                  gold_zero_with_detection=0)
+    counts = dict(
+        completions=0,
+        detector_failures=0,
+        detections=0,
+        gold=0,
+        matched=0,
+        family_equal=0,
+        entity_equal=0,
+        full_tuple=0,
+        gold_zero_completions=0,
+        gold_zero_with_detection=0,
+    )
     pairs = []
     for comp in art["completions"]:
         cid = comp["completion_id"]
-        gold = [GoldClaim(g["candidate_id"], cid, g["start"], g["end"], g["family"],
-                          g["entity_normalized"]) for g in comp["gold"]]
+        gold = [
+            GoldClaim(
+                g["candidate_id"], cid, g["start"], g["end"], g["family"], g["entity_normalized"]
+            )
+            for g in comp["gold"]
+        ]
         row = replay[cid]
         counts["completions"] += 1
         counts["gold"] += len(gold)
@@ -100,9 +132,15 @@ def score(art: dict[str, Any], art_sha256: str, replay: dict[str, ReplayRow],
             counts["family_equal"] += m.family_equal
             counts["entity_equal"] += m.entity_equal
             counts["full_tuple"] += m.full_tuple
-            pairs.append({"completion_id": cid, "gold_candidate_id": m.gold.candidate_id,
-                          "detector_candidate_id": m.detection.candidate_id,
-                          "family_equal": m.family_equal, "entity_equal": m.entity_equal})
+            pairs.append(
+                {
+                    "completion_id": cid,
+                    "gold_candidate_id": m.gold.candidate_id,
+                    "detector_candidate_id": m.detection.candidate_id,
+                    "family_equal": m.family_equal,
+                    "entity_equal": m.entity_equal,
+                }
+            )
     tallies = Tallies(**counts)
     values = metrics(tallies)
     verdicts = gates(values)
@@ -111,11 +149,16 @@ def score(art: dict[str, Any], art_sha256: str, replay: dict[str, ReplayRow],
     else:
         status = "PASS" if all(g["pass"] for g in verdicts) else "FAIL"
     result = {
-        "artifact": "exam-score", "schema_version": 2,
+        "artifact": "exam-score",
+        "schema_version": 2,
         "protocol": {"version": PROTOCOL_VERSION, "sha256": protocol_sha256()},
         "matcher": MATCHER_VERSION,
-        "adjudication": {"sha256": art_sha256, "base_sha256": base_sha256(art),
-                         "status": art["status"], "pending": len(art["pending"])},
+        "adjudication": {
+            "sha256": art_sha256,
+            "base_sha256": base_sha256(art),
+            "status": art["status"],
+            "pending": len(art["pending"]),
+        },
         "inputs": {**art["inputs"], "replay": replay_sha256},
         "tallies": tallies.to_json(),
         "metrics": {name: ratio.to_json() for name, ratio in values.items()},
@@ -127,7 +170,9 @@ def score(art: dict[str, Any], art_sha256: str, replay: dict[str, ReplayRow],
     return Scored(result, _gold(art))
 
 
-def load_replay(path: Path, expected_sha256: str, inputs: ExamInputs) -> tuple[dict[str, ReplayRow], str]:
+def load_replay(
+    path: Path, expected_sha256: str, inputs: ExamInputs
+) -> tuple[dict[str, ReplayRow], str]:
     """Gives the parsed replay and its SHA-256 after the lock check."""
     data = read_bytes(path)
     digest = check_expected(path, data, expected_sha256, "expected-replay-sha256")

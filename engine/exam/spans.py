@@ -34,9 +34,15 @@ class Located:
 
     def to_json(self) -> dict:
         """Gives the artifact's form of a located claim."""
-        return {"index": self.index, "start": self.start, "end": self.end,
-                "span_exact_text": self.span_exact_text, "family": self.family,
-                "entity": self.entity, "entity_normalized": self.entity_normalized}
+        return {
+            "index": self.index,
+            "start": self.start,
+            "end": self.end,
+            "span_exact_text": self.span_exact_text,
+            "family": self.family,
+            "entity": self.entity,
+            "entity_normalized": self.entity_normalized,
+        }
 
 
 @dataclass(frozen=True)
@@ -68,20 +74,34 @@ def locate(text: str, claims: tuple[Claim, ...]) -> list[Located] | InvalidRespo
         hits = occurrences(text, claim.span_exact_text, floor)
         if not hits:
             if claim.span_exact_text in text:
-                reason = ("occurs only before the previous claim ends: claims must be "
-                          "source-ordered and non-overlapping")
+                reason = (
+                    "occurs only before the previous claim ends: claims must be "
+                    "source-ordered and non-overlapping"
+                )
             else:
                 reason = "span_exact_text is not a substring of the completion"
             return InvalidResponse(index, reason)
         if len(hits) > 1:
-            return InvalidResponse(index, f"span_exact_text occurs {len(hits)} times after "
-                                          "the previous claim; its place is ambiguous")
+            return InvalidResponse(
+                index,
+                f"span_exact_text occurs {len(hits)} times after "
+                "the previous claim; its place is ambiguous",
+            )
         start = hits[0]
         end = start + len(claim.span_exact_text)
         entity_normalized = normalize_entity(claim.entity)
         if not entity_normalized:
             return InvalidResponse(index, "entity is empty after normalization")
-        located.append(Located(index, start, end, claim.span_exact_text, claim.family,
-                               claim.entity, entity_normalized))
+        located.append(
+            Located(
+                index,
+                start,
+                end,
+                claim.span_exact_text,
+                claim.family,
+                claim.entity,
+                entity_normalized,
+            )
+        )
         floor = end
     return located

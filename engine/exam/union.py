@@ -53,16 +53,23 @@ class Candidate:
 
     def blind(self) -> dict:
         """Gives what a blind rater may see of the candidate: no raters, no votes."""
-        return {"candidate_id": self.candidate_id, "start": self.start, "end": self.end,
-                "span_exact_text": self.span_exact_text, "family": self.family,
-                "entity": self.entity}
+        return {
+            "candidate_id": self.candidate_id,
+            "start": self.start,
+            "end": self.end,
+            "span_exact_text": self.span_exact_text,
+            "family": self.family,
+            "entity": self.entity,
+        }
 
 
-def candidate_id(completion_id: str, start: int, end: int, family: str,
-                 entity_normalized: str) -> str:
+def candidate_id(
+    completion_id: str, start: int, end: int, family: str, entity_normalized: str
+) -> str:
     """Gives the opaque id of a candidate, derived from the frozen seed and its content."""
-    digest = canonical_sha256([SEED, "candidate", completion_id, start, end, family,
-                               entity_normalized])
+    digest = canonical_sha256(
+        [SEED, "candidate", completion_id, start, end, family, entity_normalized]
+    )
     return "cand-" + digest[:20]
 
 
@@ -78,30 +85,50 @@ def seeded(candidates: list[Candidate]) -> list[Candidate]:
 
 
 def _related(a: Located, b: Located) -> bool:
-    return (a.family == b.family and a.entity_normalized == b.entity_normalized
-            and (a.contains(b) or b.contains(a)))
+    return (
+        a.family == b.family
+        and a.entity_normalized == b.entity_normalized
+        and (a.contains(b) or b.contains(a))
+    )
 
 
-def _candidate(completion_id: str, origin: str, members: list[Member],
-               ambiguous: bool) -> Candidate:
+def _candidate(
+    completion_id: str, origin: str, members: list[Member], ambiguous: bool
+) -> Candidate:
     # The outermost interval is the candidate's span; the members form a chain
     # of containment, so it holds every other member.
     outer = max(members, key=lambda m: (m.claim.end - m.claim.start, -m.claim.start)).claim
-    entity = min(m.claim.entity for m in members
-                 if (m.claim.start, m.claim.end) == (outer.start, outer.end))
-    cid = candidate_id(completion_id, outer.start, outer.end, outer.family,
-                       outer.entity_normalized)
-    return Candidate(cid, completion_id, origin, outer.start, outer.end,
-                     outer.span_exact_text, outer.family, entity, outer.entity_normalized,
-                     tuple(sorted(members, key=lambda m: m.rater)), ambiguous)
+    entity = min(
+        m.claim.entity for m in members if (m.claim.start, m.claim.end) == (outer.start, outer.end)
+    )
+    cid = candidate_id(completion_id, outer.start, outer.end, outer.family, outer.entity_normalized)
+    return Candidate(
+        cid,
+        completion_id,
+        origin,
+        outer.start,
+        outer.end,
+        outer.span_exact_text,
+        outer.family,
+        entity,
+        outer.entity_normalized,
+        tuple(sorted(members, key=lambda m: m.rater)),
+        ambiguous,
+    )
 
 
 def union_candidates(completion_id: str, states: dict[str, LaneState]) -> list[Candidate]:
     """Gives the lane union of one completion in seeded order."""
-    nodes = [Member(lane, claim) for lane in LANES if states[lane].status == "ok"
-             for claim in states[lane].claims]
-    partners = {id(n): [m for m in nodes if m.rater != n.rater and _related(n.claim, m.claim)]
-                for n in nodes}
+    nodes = [
+        Member(lane, claim)
+        for lane in LANES
+        if states[lane].status == "ok"
+        for claim in states[lane].claims
+    ]
+    partners = {
+        id(n): [m for m in nodes if m.rater != n.rater and _related(n.claim, m.claim)]
+        for n in nodes
+    }
     done: set[int] = set()
     out = []
     for node in nodes:
@@ -122,18 +149,19 @@ def union_candidates(completion_id: str, states: dict[str, LaneState]) -> list[C
 
 def covering(candidates: list[Candidate], proposal: Located) -> list[str]:
     """Gives the ids of union candidates a proposal would have joined."""
-    return sorted(c.candidate_id for c in candidates
-                  if all(_related(m.claim, proposal) for m in c.members))
+    return sorted(
+        c.candidate_id for c in candidates if all(_related(m.claim, proposal) for m in c.members)
+    )
 
 
-def sweep_candidates(completion_id: str, union: list[Candidate],
-                     proposals: tuple[Located, ...]) -> tuple[list[Candidate], dict[int, list[str]]]:
+def sweep_candidates(
+    completion_id: str, union: list[Candidate], proposals: tuple[Located, ...]
+) -> tuple[list[Candidate], dict[int, list[str]]]:
     """Gives the new candidates of sweep-only proposals and, per proposal, what covered it."""
     new, covered = [], {}
     for claim in proposals:
         ids = covering(union, claim)
         covered[claim.index] = ids
         if not ids:
-            new.append(_candidate(completion_id, "sweep", [Member("adjudicator", claim)],
-                                  False))
+            new.append(_candidate(completion_id, "sweep", [Member("adjudicator", claim)], False))
     return seeded(new), covered

@@ -27,18 +27,30 @@ class Vote:
 
     def to_json(self) -> dict[str, Any]:
         """Gives the artifact's form of the vote."""
-        return {"voter": self.voter, "vote": self.vote, "basis": self.basis,
-                "source": self.source, "attempts": self.attempts,
-                "invalid_response_attempts": self.invalid_response_attempts,
-                "failed_request_attempts": self.failed_request_attempts,
-                "failures": [f.to_json() for f in self.failures]}
+        return {
+            "voter": self.voter,
+            "vote": self.vote,
+            "basis": self.basis,
+            "source": self.source,
+            "attempts": self.attempts,
+            "invalid_response_attempts": self.invalid_response_attempts,
+            "failed_request_attempts": self.failed_request_attempts,
+            "failures": [f.to_json() for f in self.failures],
+        }
 
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> "Vote":
         """Gives a vote back from its artifact form."""
-        return cls(obj["voter"], obj["vote"], obj["basis"], obj["source"], obj["attempts"],
-                   obj["invalid_response_attempts"], obj["failed_request_attempts"],
-                   tuple(Failure.from_json(f) for f in obj.get("failures", ())))
+        return cls(
+            obj["voter"],
+            obj["vote"],
+            obj["basis"],
+            obj["source"],
+            obj["attempts"],
+            obj["invalid_response_attempts"],
+            obj["failed_request_attempts"],
+            tuple(Failure.from_json(f) for f in obj.get("failures", ())),
+        )
 
 
 def lane_votes(candidate: Candidate, states: dict[str, LaneState]) -> list[Vote]:
@@ -50,8 +62,14 @@ def lane_votes(candidate: Candidate, states: dict[str, LaneState]) -> list[Vote]
         source = f"{lane} labels"
         if state.status == "ok":
             proposed = lane in raters
-            out.append(Vote(lane, "accept" if proposed else "reject",
-                            "proposed" if proposed else "omitted", source))
+            out.append(
+                Vote(
+                    lane,
+                    "accept" if proposed else "reject",
+                    "proposed" if proposed else "omitted",
+                    source,
+                )
+            )
         elif state.status == "invalid_response":
             out.append(Vote(lane, "operational_failure", "invalid_response", source))
         else:

@@ -59,8 +59,10 @@ def match_pattern(text: str, pattern: str) -> bool:
 
 @lru_cache(maxsize=1024)
 def _pattern_regex(pattern: str) -> re.Pattern[str]:
-    return re.compile("".join(".*" if c == "*" else "." if c == "?" else re.escape(c)
-                              for c in pattern), flags=re.DOTALL)
+    return re.compile(
+        "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern),
+        flags=re.DOTALL,
+    )
 
 
 def match_pattern_list(text: str, patterns: tuple[str, ...]) -> bool:
@@ -142,8 +144,12 @@ class Skipped:
 # sealdesk never signs or accepts them, so their lines authorise nothing here;
 # refusing the whole file over them would lock a team out.
 FOREIGN_KEY_TYPES = {
-    "ssh-rsa": 3, "ssh-dss": 5, "ecdsa-sha2-nistp256": 3, "ecdsa-sha2-nistp384": 3,
-    "ecdsa-sha2-nistp521": 3, "sk-ecdsa-sha2-nistp256@openssh.com": 4,
+    "ssh-rsa": 3,
+    "ssh-dss": 5,
+    "ecdsa-sha2-nistp256": 3,
+    "ecdsa-sha2-nistp384": 3,
+    "ecdsa-sha2-nistp521": 3,
+    "sk-ecdsa-sha2-nistp256@openssh.com": 4,
     "sk-ssh-ed25519@openssh.com": 3,
 }
 _QUOTED_OPTIONS = ("namespaces", "valid-after", "valid-before")
@@ -171,19 +177,23 @@ def parse_line(text: str, *, path: str, line: int) -> Entry | Skipped | None:
             name, equals, value = opt.partition("=")
             name = name.lower()
             if name in seen:
-                raise InputError(f"option {name!r} given twice", path=path, line=line,
-                                 field="options")
+                raise InputError(
+                    f"option {name!r} given twice", path=path, line=line, field="options"
+                )
             seen.add(name)
             if name == "cert-authority" and not equals:
                 authority = True
                 continue
             if name not in _QUOTED_OPTIONS:
-                raise InputError(f"unknown option {name!r}", path=path, line=line,
-                                 field="options")
+                raise InputError(f"unknown option {name!r}", path=path, line=line, field="options")
             if len(value) < 2 or value[0] != '"' or value[-1] != '"':
                 # ssh-keygen refuses an unquoted value; sealdesk must not grant on it
-                raise InputError(f'the value must be in double quotes ({name}="...")',
-                                 path=path, line=line, field=name)
+                raise InputError(
+                    f'the value must be in double quotes ({name}="...")',
+                    path=path,
+                    line=line,
+                    field=name,
+                )
             value = value[1:-1]
             try:
                 if name == "namespaces":
@@ -203,14 +213,19 @@ def parse_line(text: str, *, path: str, line: int) -> Entry | Skipped | None:
         try:
             key = parse_public_key(" ".join(rest), source=f"{path}:{line}")
         except SigningKeyError as exc:
-            raise InputError(str(exc).split(": ", 1)[-1], path=path, line=line,
-                             field="key") from exc
+            raise InputError(
+                str(exc).split(": ", 1)[-1], path=path, line=line, field="key"
+            ) from exc
         if not authority:
             return Entry(principals, namespaces, valid_after, valid_before, key, line)
         key_type = "ssh-ed25519"
     if authority:  # vouches for certificates only; a sealdesk record is signed by a plain key
-        return Skipped(principals, f"cert-authority {key_type}", line,
-                       "certificate authorities sign no sealdesk record")
+        return Skipped(
+            principals,
+            f"cert-authority {key_type}",
+            line,
+            "certificate authorities sign no sealdesk record",
+        )
     return Skipped(principals, key_type, line, "sealdesk signs and checks ssh-ed25519 only")
 
 
@@ -232,8 +247,9 @@ def _well_formed_blob(key_type: str, text: str) -> bool:
 class AllowedSigners:
     """The parsed allowed_signers file."""
 
-    def __init__(self, entries: list[Entry], path: Path | None = None,
-                 skipped: list[Skipped] | None = None) -> None:
+    def __init__(
+        self, entries: list[Entry], path: Path | None = None, skipped: list[Skipped] | None = None
+    ) -> None:
         self.entries = entries
         self.path = path
         self.skipped = skipped or []
@@ -259,23 +275,32 @@ class AllowedSigners:
                 entries.append(entry)
         return cls(entries, path, skipped)
 
-    def authorizes(self, principal: str, key_blob: bytes, namespace: str,
-                   when: datetime | None = None) -> bool:
+    def authorizes(
+        self, principal: str, key_blob: bytes, namespace: str, when: datetime | None = None
+    ) -> bool:
         """Says whether principal may sign in namespace with this key (at a time)."""
         at = time_text(when) if when is not None else None
-        return any(at is None or after <= at < before
-                   for after, before in self.windows(principal, key_blob, namespace))
+        return any(
+            at is None or after <= at < before
+            for after, before in self.windows(principal, key_blob, namespace)
+        )
 
-    def windows(self, principal: str, key_blob: bytes,
-                namespace: str) -> tuple[tuple[str, str], ...]:
+    def windows(
+        self, principal: str, key_blob: bytes, namespace: str
+    ) -> tuple[tuple[str, str], ...]:
         """Gives when principal may sign in namespace with the key, one (from, until) per
         line that allows it, as record-time texts (``records.time_text``): from inclusive,
         until exclusive, "" and "~" where the line sets no bound."""
-        return tuple((time_text(e.valid_after) if e.valid_after else "",
-                      time_text(e.valid_before) if e.valid_before else "~")
-                     for e in self.entries
-                     if e.key.blob == key_blob and e.matches_principal(principal)
-                     and e.allows_namespace(namespace))
+        return tuple(
+            (
+                time_text(e.valid_after) if e.valid_after else "",
+                time_text(e.valid_before) if e.valid_before else "~",
+            )
+            for e in self.entries
+            if e.key.blob == key_blob
+            and e.matches_principal(principal)
+            and e.allows_namespace(namespace)
+        )
 
     def principals_for(self, key_blob: bytes) -> list[str]:
         """Gives the literal principals enrolled with a key, in file order."""
@@ -285,8 +310,7 @@ class AllowedSigners:
                 names.extend(p for p in entry.principals if not any(c in p for c in "*?!"))
         return list(dict.fromkeys(names))
 
-    def roles_for(self, principal: str, key_blob: bytes,
-                  when: datetime | None = None) -> list[str]:
+    def roles_for(self, principal: str, key_blob: bytes, when: datetime | None = None) -> list[str]:
         """Gives the roles a principal holds with a key (at a time, when given)."""
         roles = []
         for role, ns in NAMESPACE_BY_ROLE.items():
@@ -296,8 +320,11 @@ class AllowedSigners:
 
     def roles_of_key(self, key_blob: bytes, when: datetime | None = None) -> set[str]:
         """Gives the roles any name enrolled with the key holds (at a time, when given)."""
-        return {role for name in self.principals_for(key_blob)
-                for role in self.roles_for(name, key_blob, when)}
+        return {
+            role
+            for name in self.principals_for(key_blob)
+            for role in self.roles_for(name, key_blob, when)
+        }
 
     def keys(self) -> list[PublicKey]:
         """Gives every distinct enrolled key."""

@@ -25,8 +25,9 @@ from engine.ledger.verify import Fault, Report, load_context, verify_ledger
 from engine.roles import namespace_for
 
 
-def audit_records(ws, *, processes: int | None = None, show_progress: bool = False,
-                  anchor: Path | None = None) -> Report:
+def audit_records(
+    ws, *, processes: int | None = None, show_progress: bool = False, anchor: Path | None = None
+) -> Report:
     """Gives the report of every record's checks and of the sign-offs' signed tree heads.
 
     Who may sign each record is replayed from the ledger's genesis and
@@ -37,21 +38,29 @@ def audit_records(ws, *, processes: int | None = None, show_progress: bool = Fal
     anchor_faults = []
     if anchor is not None:
         if not Path(anchor).is_file():
-            raise InputError("no such file (the anchor is an allowed_signers file holding "
-                             "the lead key(s) you trust)", path=anchor, field="--anchor")
-        anchor_faults = [Fault(seq, why) for seq, why
-                         in check_anchor(policy, AllowedSigners.load(anchor), str(anchor))]
+            raise InputError(
+                "no such file (the anchor is an allowed_signers file holding "
+                "the lead key(s) you trust)",
+                path=anchor,
+                field="--anchor",
+            )
+        anchor_faults = [
+            Fault(seq, why)
+            for seq, why in check_anchor(policy, AllowedSigners.load(anchor), str(anchor))
+        ]
     ctx = load_context(ws.conn, ws.db_path, ws.workspace_id, policy)
     # The bar's total: MAX(seq) is an index lookup, where COUNT(*) reads the table.
-    total = (ws.conn.execute("SELECT MAX(seq) FROM records").fetchone()[0] or 0
-             if show_progress else 0)
+    total = (
+        ws.conn.execute("SELECT MAX(seq) FROM records").fetchone()[0] or 0 if show_progress else 0
+    )
     if total > 20000:
         from rich.progress import Progress
 
         with Progress(transient=True) as bar:
             task = bar.add_task("verifying records", total=total)
-            report = verify_ledger(ws.conn, ctx, processes=processes,
-                                   progress=lambda n: bar.update(task, completed=n))
+            report = verify_ledger(
+                ws.conn, ctx, processes=processes, progress=lambda n: bar.update(task, completed=n)
+            )
     else:
         report = verify_ledger(ws.conn, ctx, processes=processes)
     from engine.ledger.checkpoint_verify import verify_signoff_heads
@@ -62,8 +71,14 @@ def audit_records(ws, *, processes: int | None = None, show_progress: bool = Fal
     return report
 
 
-def audit_outside(ws, report: Report, *, checkpoint: Path | None = None,
-                  receipts: Path | None = None, witnesses: tuple[Path, ...] = ()) -> None:
+def audit_outside(
+    ws,
+    report: Report,
+    *,
+    checkpoint: Path | None = None,
+    receipts: Path | None = None,
+    witnesses: tuple[Path, ...] = (),
+) -> None:
     """Adds a Fault to the report wherever the ledger departs from what was kept off it:
     a signed checkpoint, the receipts signers kept, the checkpoints at witnesses."""
     if checkpoint is not None:
@@ -73,8 +88,10 @@ def audit_outside(ws, report: Report, *, checkpoint: Path | None = None,
     if receipts is not None:
         from engine.ledger.receipts import check_receipts, read_receipts
 
-        report.faults.extend(Fault(seq, why) for seq, why in
-                             check_receipts(ws.conn, read_receipts(receipts, ws.workspace_id)))
+        report.faults.extend(
+            Fault(seq, why)
+            for seq, why in check_receipts(ws.conn, read_receipts(receipts, ws.workspace_id))
+        )
     if witnesses:
         from engine.ledger.checkpoint import origin_for
         from engine.ledger.treehead import leaf_hashes
@@ -82,8 +99,12 @@ def audit_outside(ws, report: Report, *, checkpoint: Path | None = None,
 
         leaves = leaf_hashes(ws.conn)
         for witness in witnesses:
-            report.faults.extend(Fault(seq, why) for seq, why in conflicts(
-                leaves, origin_for(ws.workspace_id), stored(witness, ws.workspace_id)))
+            report.faults.extend(
+                Fault(seq, why)
+                for seq, why in conflicts(
+                    leaves, origin_for(ws.workspace_id), stored(witness, ws.workspace_id)
+                )
+            )
 
 
 def export_records(ws, out: Path) -> int:
@@ -110,14 +131,31 @@ def export_records(ws, out: Path) -> int:
             # checks it at the signed time: give the auditor that time.
             verify_time = parse_time(body["time"]).strftime("%Y%m%d%H%M%SZ")
         except (TypeError, ValueError, KeyError) as exc:
-            raise IntegrityError(f"cannot export: the message is not a readable record "
-                                 f"({type(exc).__name__}); run sealdesk verify", seq=seq) from exc
-        line = {"seq": seq, "record_hash": record_hash, "message": message,
-                "signature": signature, "principal": principal, "role": body["role"],
-                "namespace": namespace, "kind": kind, "verify_time": verify_time}
+            raise IntegrityError(
+                f"cannot export: the message is not a readable record "
+                f"({type(exc).__name__}); run sealdesk verify",
+                seq=seq,
+            ) from exc
+        line = {
+            "seq": seq,
+            "record_hash": record_hash,
+            "message": message,
+            "signature": signature,
+            "principal": principal,
+            "role": body["role"],
+            "namespace": namespace,
+            "kind": kind,
+            "verify_time": verify_time,
+        }
         try:
-            grant = grant_for(auth, principal, decode(dearmor(signature)).public_key,
-                              body["role"], seq, body["time"])
+            grant = grant_for(
+                auth,
+                principal,
+                decode(dearmor(signature)).public_key,
+                body["role"],
+                seq,
+                body["time"],
+            )
         except ValueError:  # a signature that does not decode: verify says why
             grant = None
         if grant is not None:

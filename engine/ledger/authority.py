@@ -48,16 +48,24 @@ LEAD = SIGNOFF_ROLE
 OPEN_END = 1 << 62  # until_seq of a grant nothing has ended
 NO_AFTER, NO_BEFORE = "", "~"  # window bounds as record-time texts: "" < any time < "~"
 
-AUTHORITY_ROWS_SQL = ("SELECT seq, message, signature FROM records "
-                      "WHERE kind IN ('genesis', 'enrol', 'revoke') ORDER BY seq")
+AUTHORITY_ROWS_SQL = (
+    "SELECT seq, message, signature FROM records "
+    "WHERE kind IN ('genesis', 'enrol', 'revoke') ORDER BY seq"
+)
 
 
 def check_principal(name: object, *, field: str = "principal") -> str:
     """Gives a principal name after checking it can stand alone on an allowed_signers line."""
-    if (not isinstance(name, str) or not name
-            or any(c.isspace() or c in ',"*?!' or not c.isprintable() for c in name)):
-        raise InputError(f"principal {name!r} must be a single name without spaces, commas, "
-                         "quotes, wildcards or control characters", field=field)
+    if (
+        not isinstance(name, str)
+        or not name
+        or any(c.isspace() or c in ',"*?!' or not c.isprintable() for c in name)
+    ):
+        raise InputError(
+            f"principal {name!r} must be a single name without spaces, commas, "
+            "quotes, wildcards or control characters",
+            field=field,
+        )
     if name[0] in "#-":  # '#' makes an allowed_signers line a comment; '-' reads as an option
         raise InputError(f"principal {name!r} must not start with '{name[0]}'", field=field)
     if len(name) > 128:
@@ -70,8 +78,11 @@ def check_roles(roles: Iterable[object], *, field: str = "roles") -> tuple[str, 
     given = list(roles)
     unknown = [r for r in given if r not in ROLES]
     if unknown or not given:
-        raise InputError(f"role(s) {', '.join(map(repr, unknown)) or '(none)'} unknown; "
-                         f"expected one or more of {', '.join(ROLES)}", field=field)
+        raise InputError(
+            f"role(s) {', '.join(map(repr, unknown)) or '(none)'} unknown; "
+            f"expected one or more of {', '.join(ROLES)}",
+            field=field,
+        )
     if len(set(given)) != len(given):
         raise InputError("a role is given twice", field=field)
     return tuple(r for r in ROLES if r in given)
@@ -84,12 +95,12 @@ class Grant:
     principal: str
     key: PublicKey
     roles: tuple[str, ...]
-    valid_after: str            # record-time text; NO_AFTER when unbounded
-    valid_before: str           # record-time text; NO_BEFORE when unbounded
-    from_seq: int               # first seq it may sign
-    until_seq: int              # first seq it may no longer sign (OPEN_END while open)
-    granted_by: int             # seq of the genesis or enrol record
-    granted_at: str             # that record's signed time
+    valid_after: str  # record-time text; NO_AFTER when unbounded
+    valid_before: str  # record-time text; NO_BEFORE when unbounded
+    from_seq: int  # first seq it may sign
+    until_seq: int  # first seq it may no longer sign (OPEN_END while open)
+    granted_by: int  # seq of the genesis or enrol record
+    granted_at: str  # that record's signed time
     ended_by: int | None = None  # seq of the revoke or re-enrol that ended it
     ended_at: str | None = None
     ended_how: str | None = None  # "revoked" | "changed"
@@ -100,21 +111,38 @@ class Grant:
 
     def covers(self, role: str, seq: int, time: str) -> bool:
         """Says whether the grant lets its key sign record ``seq`` (signed ``time``) as role."""
-        return (role in self.roles and self.from_seq <= seq < self.until_seq
-                and self.valid_after <= time < self.valid_before)
+        return (
+            role in self.roles
+            and self.from_seq <= seq < self.until_seq
+            and self.valid_after <= time < self.valid_before
+        )
 
     def entry(self) -> dict[str, Any]:
         """Gives the grant as it is written into a genesis or enrol record's data."""
-        return signer_entry(self.principal, self.roles, self.key, self.valid_after or None,
-                            None if self.valid_before == NO_BEFORE else self.valid_before)
+        return signer_entry(
+            self.principal,
+            self.roles,
+            self.key,
+            self.valid_after or None,
+            None if self.valid_before == NO_BEFORE else self.valid_before,
+        )
 
 
-def signer_entry(principal: str, roles: Iterable[str], key: PublicKey,
-                 valid_after: str | None = None, valid_before: str | None = None
-                 ) -> dict[str, Any]:
+def signer_entry(
+    principal: str,
+    roles: Iterable[str],
+    key: PublicKey,
+    valid_after: str | None = None,
+    valid_before: str | None = None,
+) -> dict[str, Any]:
     """Gives one signer as genesis and enrol records carry it (checked first)."""
-    entry = {"principal": check_principal(principal), "roles": list(check_roles(roles)),
-             "key": key.openssh(), "valid_after": valid_after, "valid_before": valid_before}
+    entry = {
+        "principal": check_principal(principal),
+        "roles": list(check_roles(roles)),
+        "key": key.openssh(),
+        "valid_after": valid_after,
+        "valid_before": valid_before,
+    }
     _read_entry(entry)  # the same checks a verifier applies
     return entry
 
@@ -144,19 +172,23 @@ class Authority:
     last_seq: int = 0  # highest seq of an authority record read
     revoked: dict[bytes, int] = field(default_factory=dict)  # key blob -> seq of its revoke
     _index: dict[tuple[str, bytes, str], tuple[tuple[int, int, str, str], ...]] = field(
-        default_factory=dict, repr=False)
+        default_factory=dict, repr=False
+    )
 
     # -- questions a verifier asks, record by record -------------------------
-    def windows(self, principal: str, blob: bytes, role: str
-                ) -> tuple[tuple[int, int, str, str], ...]:
+    def windows(
+        self, principal: str, blob: bytes, role: str
+    ) -> tuple[tuple[int, int, str, str], ...]:
         """Gives (from_seq, until_seq, valid_after, valid_before) of every grant that lets
         principal sign as role with the key."""
         key = (principal, blob, role)
         found = self._index.get(key)
         if found is None:
             found = self._index[key] = tuple(
-                (g.from_seq, g.until_seq, g.valid_after, g.valid_before) for g in self.grants
-                if g.key.blob == blob and g.principal == principal and role in g.roles)
+                (g.from_seq, g.until_seq, g.valid_after, g.valid_before)
+                for g in self.grants
+                if g.key.blob == blob and g.principal == principal and role in g.roles
+            )
         return found
 
     def allows(self, principal: str, blob: bytes, role: str, seq: int, time: str) -> bool:
@@ -176,8 +208,10 @@ class Authority:
             return f"key {fp} was never enrolled in this ledger ({principal} as {role})"
         named = [g for g in mine if g.principal == principal]
         if not named:
-            return (f"key {fp} is enrolled as {', '.join(sorted({g.principal for g in mine}))}"
-                    f", not {principal}")
+            return (
+                f"key {fp} is enrolled as {', '.join(sorted({g.principal for g in mine}))}"
+                f", not {principal}"
+            )
         revoked = self.revoked.get(blob)
         if revoked is not None and seq >= revoked:
             return f"{principal}'s key {fp} was revoked at record {revoked}"
@@ -187,10 +221,12 @@ class Authority:
         in_force = [g for g in named if g.from_seq <= seq < g.until_seq]
         if in_force and not any(role in g.roles for g in in_force):
             held = ", ".join(sorted({r for g in in_force for r in g.roles}))
-            return (f"{principal} with key {fp} holds {held} at record {seq}, not {role}")
+            return f"{principal} with key {fp} holds {held} at record {seq}, not {role}"
         if in_force:
-            return (f"{principal}'s key {fp} may sign only inside its validity window; the "
-                    f"record is signed at {time}")
+            return (
+                f"{principal}'s key {fp} may sign only inside its validity window; the "
+                f"record is signed at {time}"
+            )
         return f"{principal} with key {fp} was not enrolled as {role} at record {seq}"
 
     # -- questions a writer asks, about the ledger as it stands ----------------
@@ -206,23 +242,34 @@ class Authority:
     def roles_for(self, principal: str, blob: bytes, when: datetime | None = None) -> list[str]:
         """Gives the roles principal may sign in with the key now (at ``when``'s time)."""
         at = time_text(when) if when is not None else None
-        held = {r for g in self.in_force() if g.key.blob == blob and g.principal == principal
-                and (at is None or g.valid_after <= at < g.valid_before) for r in g.roles}
+        held = {
+            r
+            for g in self.in_force()
+            if g.key.blob == blob
+            and g.principal == principal
+            and (at is None or g.valid_after <= at < g.valid_before)
+            for r in g.roles
+        }
         return [r for r in ROLES if r in held]
 
     def roles_of_key(self, blob: bytes, when: datetime | None = None) -> set[str]:
         """Gives the roles any principal enrolled with the key holds now."""
         return {r for name in self.principals_for(blob) for r in self.roles_for(name, blob, when)}
 
-    def authorizes(self, principal: str, blob: bytes, namespace: str,
-                   when: datetime | None = None) -> bool:
+    def authorizes(
+        self, principal: str, blob: bytes, namespace: str, when: datetime | None = None
+    ) -> bool:
         """Says whether principal ever held the namespace's role with the key in this ledger
         (at ``when``'s time, when given): the question a checkpoint's signature asks."""
         role = next((r for r, ns in NAMESPACE_BY_ROLE.items() if ns == namespace), None)
         at = time_text(when) if when is not None else None
         return role is not None and any(
-            role in g.roles and g.principal == principal and g.key.blob == blob
-            and (at is None or g.valid_after <= at < g.valid_before) for g in self.grants)
+            role in g.roles
+            and g.principal == principal
+            and g.key.blob == blob
+            and (at is None or g.valid_after <= at < g.valid_before)
+            for g in self.grants
+        )
 
     def keys(self) -> list[PublicKey]:
         """Gives every key enrolled now."""
@@ -230,8 +277,9 @@ class Authority:
 
     def grant_of(self, principal: str, blob: bytes) -> Grant | None:
         """Gives the open grant of principal with the key, or None."""
-        return next((g for g in self.in_force() if g.principal == principal
-                     and g.key.blob == blob), None)
+        return next(
+            (g for g in self.in_force() if g.principal == principal and g.key.blob == blob), None
+        )
 
     def leads(self) -> list[Grant]:
         """Gives the grants in force that hold the lead role."""
@@ -256,8 +304,12 @@ class Authority:
     def faults(self) -> list[tuple[int, str]]:
         """Gives the (seq, reason) faults of the ledger as a whole (none per record)."""
         if self.genesis is None and self.verdicts:
-            return [(min(self.verdicts), "the ledger has enrolment records but no genesis: "
-                                         "nothing anchors who may sign")]
+            return [
+                (
+                    min(self.verdicts),
+                    "the ledger has enrolment records but no genesis: nothing anchors who may sign",
+                )
+            ]
         return []
 
 
@@ -274,9 +326,11 @@ class SignerPolicy(Protocol):
     def faults(self) -> list[tuple[int, str]]: ...
 
 
-NOT_MIGRATED = ("the ledger has no genesis record, so who may sign is only the unsigned file "
-                "trust/allowed_signers, which anyone with a shell can edit; sign it into the "
-                "ledger once with: sealdesk keys migrate")
+NOT_MIGRATED = (
+    "the ledger has no genesis record, so who may sign is only the unsigned file "
+    "trust/allowed_signers, which anyone with a shell can edit; sign it into the "
+    "ledger once with: sealdesk keys migrate"
+)
 
 
 class LegacySigners:
@@ -295,16 +349,19 @@ class LegacySigners:
         key = (principal, blob, role)
         windows = self._windows.get(key)
         if windows is None:
-            windows = self._windows[key] = self.allowed.windows(principal, blob,
-                                                                NAMESPACE_BY_ROLE[role])
+            windows = self._windows[key] = self.allowed.windows(
+                principal, blob, NAMESPACE_BY_ROLE[role]
+            )
         for after, before in windows:
             if after <= time < before:
                 return True
         return False
 
     def why_not(self, principal: str, blob: bytes, role: str, seq: int, time: str) -> str:
-        return (f"{principal} with key {sshsig.fingerprint(blob)} is not allowed to sign as "
-                f"{role} ({NAMESPACE_BY_ROLE[role]}) in trust/allowed_signers")
+        return (
+            f"{principal} with key {sshsig.fingerprint(blob)} is not allowed to sign as "
+            f"{role} ({NAMESPACE_BY_ROLE[role]}) in trust/allowed_signers"
+        )
 
     def verdict(self, seq: int, kind: str) -> str | None:
         return "a {kind} record in a ledger that has no genesis".format(kind=kind)
@@ -315,18 +372,27 @@ class LegacySigners:
 
 # -- reading authority records ---------------------------------------------------
 
+
 class _Refused(Exception):
     """An authority record that grants nothing, with the reason."""
 
 
-def _read_entry(entry: object, where: str = "signer") -> tuple[str, tuple[str, ...], PublicKey,
-                                                              str, str]:
+def _read_entry(
+    entry: object, where: str = "signer"
+) -> tuple[str, tuple[str, ...], PublicKey, str, str]:
     """Gives (principal, roles, key, valid_after, valid_before) of a signer entry; raises
     InputError naming the field."""
-    if not isinstance(entry, dict) or set(entry) != {"principal", "roles", "key",
-                                                     "valid_after", "valid_before"}:
-        raise InputError(f"{where} must hold exactly principal, roles, key, valid_after, "
-                         "valid_before", field=where)
+    if not isinstance(entry, dict) or set(entry) != {
+        "principal",
+        "roles",
+        "key",
+        "valid_after",
+        "valid_before",
+    }:
+        raise InputError(
+            f"{where} must hold exactly principal, roles, key, valid_after, valid_before",
+            field=where,
+        )
     principal = check_principal(entry["principal"], field=f"{where}.principal")
     if not isinstance(entry["roles"], list):
         raise InputError("must be a list", field=f"{where}.roles")
@@ -352,8 +418,9 @@ def _read_entry(entry: object, where: str = "signer") -> tuple[str, tuple[str, .
         bounds.append(value)
     after, before = bounds[0] or NO_AFTER, bounds[1] or NO_BEFORE
     if after >= before:
-        raise InputError("valid_after must be earlier than valid_before",
-                         field=f"{where}.valid_before")
+        raise InputError(
+            "valid_after must be earlier than valid_before", field=f"{where}.valid_before"
+        )
     return principal, roles, key, after, before
 
 
@@ -363,8 +430,10 @@ def _data(body: dict, kind_type: str, fields: set[str]) -> dict:
         raise _Refused(f"a {body['kind']} record's data must be a {kind_type} object")
     if set(data) != fields:
         extra = sorted(set(data) ^ fields)
-        raise _Refused(f"a {body['kind']} record's data must hold exactly "
-                       f"{', '.join(sorted(fields))} (differs in {', '.join(extra)})")
+        raise _Refused(
+            f"a {body['kind']} record's data must hold exactly "
+            f"{', '.join(sorted(fields))} (differs in {', '.join(extra)})"
+        )
     return data
 
 
@@ -388,9 +457,10 @@ class _Replay:
         if auth.genesis is None:
             raise _Refused(f"a {kind} record before the genesis: nobody holds authority yet")
         if not auth.allows(body["principal"], signer_blob, LEAD, seq, body["time"]):
-            raise _Refused("only a lead enrols or revokes: "
-                           + auth.why_not(body["principal"], signer_blob, LEAD, seq,
-                                          body["time"]))
+            raise _Refused(
+                "only a lead enrols or revokes: "
+                + auth.why_not(body["principal"], signer_blob, LEAD, seq, body["time"])
+            )
         if kind == "enrol":
             self._enrol(seq, body)
         else:
@@ -399,14 +469,16 @@ class _Replay:
     def _genesis(self, seq: int, record_hash: str, body: dict, signer_blob: bytes) -> None:
         auth = self.auth
         if auth.genesis is not None:
-            raise _Refused(f"a second genesis record (the ledger's genesis is record "
-                           f"{auth.genesis.seq})")
+            raise _Refused(
+                f"a second genesis record (the ledger's genesis is record {auth.genesis.seq})"
+            )
         if auth.verdicts:
             raise _Refused("the genesis must be the ledger's first authority record")
         data = _data(body, GENESIS_TYPE, {"type", "signers", "adopts"})
         if type(data["adopts"]) is not int or data["adopts"] != seq - 1:
-            raise _Refused(f"the genesis adopts {data['adopts']!r} earlier records, but "
-                           f"{seq - 1} precede it")
+            raise _Refused(
+                f"the genesis adopts {data['adopts']!r} earlier records, but {seq - 1} precede it"
+            )
         signers = data["signers"]
         if not isinstance(signers, list) or not signers:
             raise _Refused("the genesis names no signers")
@@ -418,14 +490,18 @@ class _Replay:
                 raise _Refused(f"the genesis's {exc.reason} (field {exc.field})") from None
         founders = tuple((p, k) for p, roles, k, _, _ in entries if LEAD in roles)
         if (body["principal"], signer_blob) not in {(p, k.blob) for p, k in founders}:
-            raise _Refused("the genesis must be signed by a founding lead key it names "
-                           f"({body['principal']} with {sshsig.fingerprint(signer_blob)} "
-                           "is not one)")
+            raise _Refused(
+                "the genesis must be signed by a founding lead key it names "
+                f"({body['principal']} with {sshsig.fingerprint(signer_blob)} "
+                "is not one)"
+            )
         pairs = [(p, k.blob) for p, _, k, _, _ in entries]
         if len(set(pairs)) != len(pairs):
             raise _Refused("the genesis names one principal with one key twice")
-        auth.grants.extend(Grant(principal, key, roles, after, before, 1, OPEN_END, seq,
-                                 body["time"]) for principal, roles, key, after, before in entries)
+        auth.grants.extend(
+            Grant(principal, key, roles, after, before, 1, OPEN_END, seq, body["time"])
+            for principal, roles, key, after, before in entries
+        )
         auth.genesis = Genesis(seq, record_hash, founders, seq - 1, body["time"])
 
     def _enrol(self, seq: int, body: dict) -> None:
@@ -436,23 +512,34 @@ class _Replay:
         except InputError as exc:
             raise _Refused(f"the enrolment's {exc.reason} (field {exc.field})") from None
         if key.blob in auth.revoked:
-            raise _Refused(f"key {key.fingerprint} was revoked at record "
-                           f"{auth.revoked[key.blob]}; a revoked key is never enrolled again")
-        others = sorted({g.principal for g in auth.in_force(seq) if g.key.blob == key.blob
-                         and g.principal != principal})
+            raise _Refused(
+                f"key {key.fingerprint} was revoked at record "
+                f"{auth.revoked[key.blob]}; a revoked key is never enrolled again"
+            )
+        others = sorted(
+            {
+                g.principal
+                for g in auth.in_force(seq)
+                if g.key.blob == key.blob and g.principal != principal
+            }
+        )
         if others:
-            raise _Refused(f"key {key.fingerprint} is already enrolled as {', '.join(others)}; "
-                           "one key signs for one person")
+            raise _Refused(
+                f"key {key.fingerprint} is already enrolled as {', '.join(others)}; "
+                "one key signs for one person"
+            )
         self._end(principal, key.blob, seq, body["time"], "changed")
-        auth.grants.append(Grant(principal, key, roles, after, before, seq + 1, OPEN_END, seq,
-                                 body["time"]))
+        auth.grants.append(
+            Grant(principal, key, roles, after, before, seq + 1, OPEN_END, seq, body["time"])
+        )
 
     def _revoke(self, seq: int, body: dict) -> None:
         data = _data(body, REVOKE_TYPE, {"type", "principal", "key", "reason"})
         try:
             principal = check_principal(data["principal"])
-            key = parse_public_key(data["key"] if isinstance(data["key"], str) else "",
-                                   source="key")
+            key = parse_public_key(
+                data["key"] if isinstance(data["key"], str) else "", source="key"
+            )
         except (InputError, SigningKeyError) as exc:
             raise _Refused(f"the revocation: {exc}") from None
         if data["reason"] is not None and not isinstance(data["reason"], str):
@@ -468,8 +555,20 @@ class _Replay:
             if g.open and g.principal == principal and g.key.blob == blob:
                 # The record that ends a grant may itself be signed by that key (a lead
                 # revoking their own key), so the grant covers up to and including it.
-                grants[i] = Grant(g.principal, g.key, g.roles, g.valid_after, g.valid_before,
-                                  g.from_seq, seq + 1, g.granted_by, g.granted_at, seq, time, how)
+                grants[i] = Grant(
+                    g.principal,
+                    g.key,
+                    g.roles,
+                    g.valid_after,
+                    g.valid_before,
+                    g.from_seq,
+                    seq + 1,
+                    g.granted_by,
+                    g.granted_at,
+                    seq,
+                    time,
+                    how,
+                )
                 self.auth._index.clear()
                 return True
         return False
@@ -520,19 +619,25 @@ def load_authority(conn: sqlite3.Connection, upto: int | None = None) -> Authori
     if upto is not None:
         sql = sql.replace("ORDER BY", "AND seq <= ? ORDER BY")
         args = (upto,)
-    rows = ((seq, message, signature) for seq, message, signature in conn.execute(sql, args)
-            if isinstance(message, str) and isinstance(signature, str) and type(seq) is int)
+    rows = (
+        (seq, message, signature)
+        for seq, message, signature in conn.execute(sql, args)
+        if isinstance(message, str) and isinstance(signature, str) and type(seq) is int
+    )
     return read_authority(rows)
 
 
 def authority_mark(conn: sqlite3.Connection) -> tuple[int, int]:
     """Gives (count, highest seq) of the authority records: changes whenever one lands."""
-    row = conn.execute("SELECT COUNT(*), COALESCE(MAX(seq), 0) FROM records "
-                       "WHERE kind IN ('genesis', 'enrol', 'revoke')").fetchone()
+    row = conn.execute(
+        "SELECT COUNT(*), COALESCE(MAX(seq), 0) FROM records "
+        "WHERE kind IN ('genesis', 'enrol', 'revoke')"
+    ).fetchone()
     return row[0], row[1]
 
 
 # -- what a writer signs --------------------------------------------------------
+
 
 def genesis_data(signers: list[dict[str, Any]], adopts: int) -> dict[str, Any]:
     """Gives a genesis record's data: the founding signers and how many records it adopts."""
@@ -546,11 +651,16 @@ def enrol_data(entry: dict[str, Any]) -> dict[str, Any]:
 
 def revoke_data(principal: str, key: PublicKey, reason: str | None) -> dict[str, Any]:
     """Gives a revoke record's data."""
-    return {"type": REVOKE_TYPE, "principal": check_principal(principal), "key": key.openssh(),
-            "reason": reason}
+    return {
+        "type": REVOKE_TYPE,
+        "principal": check_principal(principal),
+        "key": key.openssh(),
+        "reason": reason,
+    }
 
 
 # -- the generated allowed_signers file -------------------------------------------
+
 
 def _second(text: str) -> datetime:
     """Gives a record-time text's moment cut to the whole second (as ssh-keygen reads it)."""
@@ -562,11 +672,18 @@ def _ssh_time(text: str) -> str:
     return parse_time(text).strftime("%Y%m%d%H%M%SZ")
 
 
-def grant_for(auth: Authority, principal: str, blob: bytes, role: str, seq: int,
-              time: str) -> Grant | None:
+def grant_for(
+    auth: Authority, principal: str, blob: bytes, role: str, seq: int, time: str
+) -> Grant | None:
     """Gives the grant that lets a record be signed (principal, key, role, seq, time)."""
-    return next((g for g in auth.grants if g.principal == principal and g.key.blob == blob
-                 and g.covers(role, seq, time)), None)
+    return next(
+        (
+            g
+            for g in auth.grants
+            if g.principal == principal and g.key.blob == blob and g.covers(role, seq, time)
+        ),
+        None,
+    )
 
 
 def allowed_signers_lines(auth: Authority) -> list[str]:
@@ -612,14 +729,17 @@ def _genesis_seq(auth: Authority) -> int | None:
 
 def allowed_signers_text(auth: Authority, workspace_id: str) -> str:
     """Gives the whole generated trust/allowed_signers file."""
-    head = (f"# sealdesk workspace {workspace_id}: generated from the ledger's enrolment "
-            "records for ssh-keygen -Y verify.\n"
-            "# Do not edit: sealdesk never reads this file. Change who may sign with\n"
-            "#   sealdesk keys add / keys revoke   (records a lead signs)\n")
+    head = (
+        f"# sealdesk workspace {workspace_id}: generated from the ledger's enrolment "
+        "records for ssh-keygen -Y verify.\n"
+        "# Do not edit: sealdesk never reads this file. Change who may sign with\n"
+        "#   sealdesk keys add / keys revoke   (records a lead signs)\n"
+    )
     return head + "".join(allowed_signers_lines(auth))
 
 
 # -- deciding, for a whole workspace, who may sign ----------------------------------
+
 
 def signer_policy(conn: sqlite3.Connection, legacy_path: "Path") -> SignerPolicy:
     """Gives who may sign in a workspace's ledger: its replayed authority, or, while it has
@@ -633,8 +753,9 @@ def signer_policy(conn: sqlite3.Connection, legacy_path: "Path") -> SignerPolicy
     return LegacySigners(AllowedSigners.load(legacy_path), records)
 
 
-def check_anchor(policy: SignerPolicy, anchor: "AllowedSigners", name: str
-                 ) -> list[tuple[int, str]]:
+def check_anchor(
+    policy: SignerPolicy, anchor: "AllowedSigners", name: str
+) -> list[tuple[int, str]]:
     """Gives faults where the ledger's genesis is not vouched for by an outside anchor.
 
     The anchor is an allowed_signers file the verifier brings (the lead's own
@@ -650,9 +771,14 @@ def check_anchor(policy: SignerPolicy, anchor: "AllowedSigners", name: str
     faults = []
     for principal, key in genesis.founders:
         if not anchor.authorizes(principal, key.blob, lead_ns, when):
-            faults.append((genesis.seq, f"anchor {name}: the genesis names {principal} with key "
-                                        f"{key.fingerprint} as founding lead, which the anchor "
-                                        "does not trust as lead"))
+            faults.append(
+                (
+                    genesis.seq,
+                    f"anchor {name}: the genesis names {principal} with key "
+                    f"{key.fingerprint} as founding lead, which the anchor "
+                    "does not trust as lead",
+                )
+            )
     return faults
 
 
@@ -669,7 +795,16 @@ def authority_data(auth: Authority) -> dict[str, Any] | None:
     grant in force, so the lead signs the signer set as well as the records."""
     if auth.genesis is None:
         return None
-    return {"genesis": auth.genesis.record_hash, "anchor": list(anchor_of(auth)),
-            "signers": [{"principal": g.principal, "roles": list(g.roles),
-                         "key": g.key.fingerprint, "since": g.granted_by}
-                        for g in auth.in_force()]}
+    return {
+        "genesis": auth.genesis.record_hash,
+        "anchor": list(anchor_of(auth)),
+        "signers": [
+            {
+                "principal": g.principal,
+                "roles": list(g.roles),
+                "key": g.key.fingerprint,
+                "since": g.granted_by,
+            }
+            for g in auth.in_force()
+        ],
+    }

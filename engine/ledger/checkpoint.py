@@ -47,8 +47,9 @@ def note_body(origin: str, size: int, root: bytes, anchor: tuple[str, ...] = ())
     """Gives the exact note bytes the lead signs: origin, size, base64 root and, for an
     anchored ledger, the anchor line, each ending in LF."""
     if not origin or "\n" in origin or origin != origin.strip():
-        raise InputError(f"origin {origin!r} must be one line without surrounding spaces",
-                         field="origin")
+        raise InputError(
+            f"origin {origin!r} must be one line without surrounding spaces", field="origin"
+        )
     extension = f"{ANCHOR_MARK}{' '.join(anchor)}\n" if anchor else ""
     return f"{origin}\n{size}\n{base64.b64encode(root).decode()}\n{extension}".encode("utf-8")
 
@@ -80,8 +81,13 @@ class Checkpoint:
 def format_checkpoint(body: bytes, principal: str, fingerprint: str, signature: str) -> str:
     """Gives the checkpoint file text: note body, blank line, signer line, armored SSHSIG."""
     namespace = namespace_for(SIGNOFF_ROLE)
-    return (body.decode("utf-8") + "\n" + f"{SIGNATURE_MARK}{principal} {namespace} {fingerprint}\n"
-            + signature.strip("\n") + "\n")
+    return (
+        body.decode("utf-8")
+        + "\n"
+        + f"{SIGNATURE_MARK}{principal} {namespace} {fingerprint}\n"
+        + signature.strip("\n")
+        + "\n"
+    )
 
 
 def parse_checkpoint(text: str, *, path: str | Path = "checkpoint") -> Checkpoint:
@@ -95,8 +101,11 @@ def parse_checkpoint(text: str, *, path: str | Path = "checkpoint") -> Checkpoin
         raise bad("a checkpoint ends with a newline", text.count("\n") + 1, "signature")
     lines = text[:-1].split("\n")
     if len(lines) < 6:
-        raise bad("too short: expected origin, size, root, a blank line and a signature",
-                  len(lines), "signature")
+        raise bad(
+            "too short: expected origin, size, root, a blank line and a signature",
+            len(lines),
+            "signature",
+        )
     origin, size_text, root_text = lines[0], lines[1], lines[2]
     if not origin or origin != origin.strip():
         raise bad("origin must be a non-empty line without surrounding spaces", 1, "origin")
@@ -111,40 +120,52 @@ def parse_checkpoint(text: str, *, path: str | Path = "checkpoint") -> Checkpoin
     anchor: tuple[str, ...] = ()
     at = 3  # index of the blank line that ends the note body
     if lines[3].startswith(ANCHOR_MARK):
-        anchor = tuple(lines[3][len(ANCHOR_MARK):].split(" "))
+        anchor = tuple(lines[3][len(ANCHOR_MARK) :].split(" "))
         if not all(_FINGERPRINT.match(fp) for fp in anchor):
-            raise bad("anchor line must be: anchor SHA256:<43 base64> [SHA256:...]", 4,
-                      "anchor")
+            raise bad("anchor line must be: anchor SHA256:<43 base64> [SHA256:...]", 4, "anchor")
         at = 4
     if len(lines) < at + 3:
-        raise bad("too short: expected a blank line and a signature after the note",
-                  len(lines), "signature")
+        raise bad(
+            "too short: expected a blank line and a signature after the note",
+            len(lines),
+            "signature",
+        )
     if lines[at] != "":
-        raise bad("expected a blank line after the root hash (the only extension line "
-                  "sealdesk writes is 'anchor ...')", at + 1, "root")
+        raise bad(
+            "expected a blank line after the root hash (the only extension line "
+            "sealdesk writes is 'anchor ...')",
+            at + 1,
+            "root",
+        )
     header = lines[at + 1]
     if not header.startswith(SIGNATURE_MARK):
         raise bad("signature line must start with an em dash and a space", at + 2, "signature")
-    parts = header[len(SIGNATURE_MARK):].split(" ")
+    parts = header[len(SIGNATURE_MARK) :].split(" ")
     if len(parts) != 3:
-        raise bad("signature line must be: \u2014 PRINCIPAL NAMESPACE SHA256:FINGERPRINT",
-                  at + 2, "signature")
+        raise bad(
+            "signature line must be: \u2014 PRINCIPAL NAMESPACE SHA256:FINGERPRINT",
+            at + 2,
+            "signature",
+        )
     principal, namespace, fingerprint = parts
     if not _FINGERPRINT.match(fingerprint):
-        raise bad(f"key fingerprint {fingerprint!r} is not SHA256:<43 base64>", at + 2,
-                  "signature")
-    armored = lines[at + 2:]
+        raise bad(f"key fingerprint {fingerprint!r} is not SHA256:<43 base64>", at + 2, "signature")
+    armored = lines[at + 2 :]
     if armored[0] != sshsig.ARMOR_BEGIN or armored[-1] != sshsig.ARMOR_END:
-        raise bad("expected an armored SSH signature (BEGIN/END SSH SIGNATURE) to the end",
-                  at + 3, "signature")
+        raise bad(
+            "expected an armored SSH signature (BEGIN/END SSH SIGNATURE) to the end",
+            at + 3,
+            "signature",
+        )
     signature = "\n".join(armored) + "\n"
     try:
         sshsig.decode(sshsig.dearmor(signature))
     except sshsig.SignatureError as exc:
         raise bad(f"malformed SSH signature: {exc}", at + 3, "signature") from exc
     body = "\n".join(lines[:at]).encode("utf-8") + b"\n"
-    return Checkpoint(origin, int(size_text), root, principal, namespace, fingerprint,
-                      signature, body, anchor)
+    return Checkpoint(
+        origin, int(size_text), root, principal, namespace, fingerprint, signature, body, anchor
+    )
 
 
 def read_checkpoint(path: str | Path, stdin_text: str | None = None) -> Checkpoint:
@@ -166,14 +187,18 @@ def check_signature(cp: Checkpoint, allowed) -> None:
     """Checks the checkpoint's SSHSIG: lead namespace, named key, enrolled as lead; raises."""
     lead_ns = namespace_for(SIGNOFF_ROLE)
     if cp.namespace != lead_ns:
-        raise sshsig.SignatureError(f"signed in namespace {cp.namespace!r}; a checkpoint is "
-                                    f"signed by the {SIGNOFF_ROLE} in {lead_ns!r}")
+        raise sshsig.SignatureError(
+            f"signed in namespace {cp.namespace!r}; a checkpoint is "
+            f"signed by the {SIGNOFF_ROLE} in {lead_ns!r}"
+        )
     sig = sshsig.verify(sshsig.dearmor(cp.signature), cp.body, lead_ns)
     if sshsig.fingerprint(sig.public_key) != cp.fingerprint:
-        raise sshsig.SignatureError(f"made with key {sshsig.fingerprint(sig.public_key)}, "
-                                    f"not the named {cp.fingerprint}")
+        raise sshsig.SignatureError(
+            f"made with key {sshsig.fingerprint(sig.public_key)}, not the named {cp.fingerprint}"
+        )
     if not allowed.authorizes(cp.principal, sig.public_key, lead_ns):
         # The ledger's authority has no file; only a legacy allowed_signers has a path.
         where = getattr(allowed, "path", None) or "this workspace's ledger"
-        raise sshsig.SignatureError(f"{cp.principal} with key {cp.fingerprint} may not sign as "
-                                    f"{SIGNOFF_ROLE} in {where}")
+        raise sshsig.SignatureError(
+            f"{cp.principal} with key {cp.fingerprint} may not sign as {SIGNOFF_ROLE} in {where}"
+        )

@@ -30,8 +30,9 @@ from engine.ledger.verify import Fault, Report
 from engine.roles import SIGNOFF_ROLE, namespace_for
 
 
-def _check_head(ws_origin: str, seq: int, body: dict, builder: merkle.TreeBuilder,
-                anchor: tuple[str, ...] = ()) -> str | None:
+def _check_head(
+    ws_origin: str, seq: int, body: dict, builder: merkle.TreeBuilder, anchor: tuple[str, ...] = ()
+) -> str | None:
     """Gives why a sign-off's signed tree head is wrong, or None when it is right."""
     head = signed_head_from(seq, "", body)
     if head is None:
@@ -42,17 +43,23 @@ def _check_head(ws_origin: str, seq: int, body: dict, builder: merkle.TreeBuilde
     if head.tree.origin != ws_origin:
         return f"sign-off's tree head names origin {head.tree.origin!r}, not {ws_origin!r}"
     if head.tree.size != builder.size:
-        return (f"sign-off binds a tree of {head.tree.size} records but {builder.size} "
-                "records precede it")
+        return (
+            f"sign-off binds a tree of {head.tree.size} records but {builder.size} "
+            "records precede it"
+        )
     if head.tree.root != builder.root():
-        return (f"records 1..{builder.size} no longer hash to the root the lead signed off "
-                "(a record before the sign-off was rewritten, removed or reordered)")
+        return (
+            f"records 1..{builder.size} no longer hash to the root the lead signed off "
+            "(a record before the sign-off was rewritten, removed or reordered)"
+        )
     if head.note is None or head.note_signature is None:
         return "sign-off's checkpoint note or signature is missing"
-    if head.note.encode("utf-8") != note_body(head.tree.origin, head.tree.size, head.tree.root,
-                                              anchor):
-        return ("sign-off's checkpoint note differs from its tree head"
-                + (f" and anchor ({' '.join(anchor)})" if anchor else ""))
+    if head.note.encode("utf-8") != note_body(
+        head.tree.origin, head.tree.size, head.tree.root, anchor
+    ):
+        return "sign-off's checkpoint note differs from its tree head" + (
+            f" and anchor ({' '.join(anchor)})" if anchor else ""
+        )
     lead_ns = namespace_for(SIGNOFF_ROLE)
     try:
         sig = sshsig.verify(sshsig.dearmor(head.note_signature), head.note.encode("utf-8"), lead_ns)
@@ -74,7 +81,8 @@ def verify_signoff_heads(ws, report: Report) -> None:
     builder = merkle.TreeBuilder()
     expected = 1
     for seq, kind, message in ws.conn.execute(
-            "SELECT seq, kind, message FROM records WHERE seq <= ? ORDER BY seq", (last,)):
+        "SELECT seq, kind, message FROM records WHERE seq <= ? ORDER BY seq", (last,)
+    ):
         if seq != expected or not isinstance(message, str):
             return  # the per-record walk has reported it; leaf positions are lost
         if kind == "signoff":
@@ -113,9 +121,12 @@ def verify_against_checkpoint(ws, checkpoint_path: Path | str, report: Report) -
     genesis = getattr(report.authority, "genesis", None)
     ours = tuple(key.fingerprint for _, key in genesis.founders) if genesis else ()
     if cp.anchor and cp.anchor != ours:
-        fault(max(n, 1), f"is anchored to the lead key(s) {' '.join(cp.anchor)}, but this "
-                         f"workspace's genesis names {' '.join(ours) or 'none'}: it is not the "
-                         "ledger the checkpoint's lead founded")
+        fault(
+            max(n, 1),
+            f"is anchored to the lead key(s) {' '.join(cp.anchor)}, but this "
+            f"workspace's genesis names {' '.join(ours) or 'none'}: it is not the "
+            "ledger the checkpoint's lead founded",
+        )
         return
     try:
         check_signature(cp, ws.signers())
@@ -129,19 +140,25 @@ def verify_against_checkpoint(ws, checkpoint_path: Path | str, report: Report) -
         return
     m = len(leaves)
     if m < n:
-        fault(m + 1, f"the ledger was truncated: the checkpoint covers {n} records, the "
-                     f"workspace holds {m}")
+        fault(
+            m + 1,
+            f"the ledger was truncated: the checkpoint covers {n} records, the workspace holds {m}",
+        )
         return
     # The RFC 9162 consistency proof from the checkpoint's tree to this ledger's whole
     # tree, made from the leaves at hand and checked against the checkpoint's signed root,
     # as a verifier holding only the two heads and the proof would check it.
     try:
-        merkle.verify_consistency(n, m, cp.root, merkle.root_of(leaves),
-                                  merkle.consistency_proof(leaves, n, m))
+        merkle.verify_consistency(
+            n, m, cp.root, merkle.root_of(leaves), merkle.consistency_proof(leaves, n, m)
+        )
     except merkle.ProofError:
-        fault(max(n, 1), f"records 1..{n} are not the ones the lead signed: no consistency "
-                         "proof leads from the checkpoint's root to this ledger's (rewritten, "
-                         "or a copy of this workspace that forked)")
+        fault(
+            max(n, 1),
+            f"records 1..{n} are not the ones the lead signed: no consistency "
+            "proof leads from the checkpoint's root to this ledger's (rewritten, "
+            "or a copy of this workspace that forked)",
+        )
         return
     _check_signoff_record(ws, cp, m, fault)
 
@@ -150,16 +167,25 @@ def _check_signoff_record(ws, cp, held: int, fault) -> None:
     """Checks that the sign-off that made the checkpoint follows its last covered record."""
     seq = cp.size + 1
     if held < seq:
-        fault(seq, f"the sign-off that made this checkpoint (record {seq}) is missing: the "
-                   "ledger was cut back to the checkpoint")
+        fault(
+            seq,
+            f"the sign-off that made this checkpoint (record {seq}) is missing: the "
+            "ledger was cut back to the checkpoint",
+        )
         return
     row = ws.conn.execute("SELECT kind, message FROM records WHERE seq=?", (seq,)).fetchone()
     signed = _signed_checkpoint(row[1]) if row[0] == "signoff" else None
-    if (signed is None or signed.get("note") != cp.body.decode("utf-8")
-            or not isinstance(signed.get("signature"), str)
-            or signed["signature"].strip() != cp.signature.strip()):
-        fault(seq, f"record {seq} is not the sign-off that made this checkpoint (it was "
-                   "replaced or removed)")
+    if (
+        signed is None
+        or signed.get("note") != cp.body.decode("utf-8")
+        or not isinstance(signed.get("signature"), str)
+        or signed["signature"].strip() != cp.signature.strip()
+    ):
+        fault(
+            seq,
+            f"record {seq} is not the sign-off that made this checkpoint (it was "
+            "replaced or removed)",
+        )
 
 
 def _signed_checkpoint(message: object) -> dict | None:

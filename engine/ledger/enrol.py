@@ -46,15 +46,19 @@ def _lead(auth: Authority, signer: Signer, principal: str | None) -> str:
         held = ", ".join(f"{g.principal} ({'/'.join(g.roles)})" for g in auth.leads())
         raise PermissionRefused(
             f"key {signer.public_key.fingerprint} does not hold the lead role in this ledger; "
-            f"only a lead enrols, changes roles or revokes (leads now: {held or 'none'})")
+            f"only a lead enrols, changes roles or revokes (leads now: {held or 'none'})"
+        )
     if len(leads) > 1:
-        raise PermissionRefused(f"key {signer.public_key.fingerprint} is lead as "
-                                f"{', '.join(leads)}; choose one with --lead")
+        raise PermissionRefused(
+            f"key {signer.public_key.fingerprint} is lead as "
+            f"{', '.join(leads)}; choose one with --lead"
+        )
     return leads[0]
 
 
-def found(db, workspace_id: str, signer: Signer, principal: str,
-          roles: tuple[str, ...] = (LEAD,)) -> Record:
+def found(
+    db, workspace_id: str, signer: Signer, principal: str, roles: tuple[str, ...] = (LEAD,)
+) -> Record:
     """Gives the genesis record after appending it to an empty ledger: the signer's key,
     under principal, is the founding lead (the workspace's trust anchor)."""
     roles = check_roles(roles, field="role")
@@ -67,19 +71,31 @@ def found(db, workspace_id: str, signer: Signer, principal: str,
         if seq:
             auth = load_authority(conn)
             if auth.genesis is not None:
-                raise ConflictError(f"this workspace already has its genesis (record "
-                                    f"{auth.genesis.seq}); enrol people with sealdesk keys add")
-            raise ConflictError(f"the ledger already holds {seq} record(s) signed under the "
-                                "old trust/allowed_signers; migrate it with sealdesk keys "
-                                "migrate")
+                raise ConflictError(
+                    f"this workspace already has its genesis (record "
+                    f"{auth.genesis.seq}); enrol people with sealdesk keys add"
+                )
+            raise ConflictError(
+                f"the ledger already holds {seq} record(s) signed under the "
+                "old trust/allowed_signers; migrate it with sealdesk keys "
+                "migrate"
+            )
         return {"data": genesis_data([entry], 0)}
 
-    return store.append(db, signer, workspace_id=workspace_id, principal=principal, role=LEAD,
-                        kind="genesis", check=check)
+    return store.append(
+        db,
+        signer,
+        workspace_id=workspace_id,
+        principal=principal,
+        role=LEAD,
+        kind="genesis",
+        check=check,
+    )
 
 
-def migration_plan(legacy: AllowedSigners, signer: Signer,
-                   principal: str | None = None) -> tuple[list[dict[str, Any]], str]:
+def migration_plan(
+    legacy: AllowedSigners, signer: Signer, principal: str | None = None
+) -> tuple[list[dict[str, Any]], str]:
     """Gives (genesis signers, the lead signing) for signing a legacy allowed_signers file in.
 
     Every line that can authorise a sealdesk record becomes a signer of the
@@ -91,33 +107,49 @@ def migration_plan(legacy: AllowedSigners, signer: Signer,
     for e in legacy.entries:
         for name in e.principals:
             if any(c in name for c in "*?!"):
-                raise InputError(f"principal pattern {name!r} cannot be migrated: a genesis "
-                                 "names each signer; write one line per person first",
-                                 path=legacy.path, line=e.line, field="principals")
+                raise InputError(
+                    f"principal pattern {name!r} cannot be migrated: a genesis "
+                    "names each signer; write one line per person first",
+                    path=legacy.path,
+                    line=e.line,
+                    field="principals",
+                )
             if not e.roles:
                 continue
-            entry = signer_entry(name, e.roles, e.key,
-                                 time_text(e.valid_after) if e.valid_after else None,
-                                 time_text(e.valid_before) if e.valid_before else None)
+            entry = signer_entry(
+                name,
+                e.roles,
+                e.key,
+                time_text(e.valid_after) if e.valid_after else None,
+                time_text(e.valid_before) if e.valid_before else None,
+            )
             entries.append(entry)
             if e.key.blob == signer.public_key.blob and LEAD in e.roles:
                 leads.append(name)
     if not entries:
-        raise InputError("names nobody who may sign; nothing to migrate (a new workspace "
-                         "starts with: sealdesk init --lead NAME)", path=legacy.path)
+        raise InputError(
+            "names nobody who may sign; nothing to migrate (a new workspace "
+            "starts with: sealdesk init --lead NAME)",
+            path=legacy.path,
+        )
     if principal is not None:
         leads = [n for n in leads if n == principal]
     if not leads:
-        raise PermissionRefused(f"key {signer.public_key.fingerprint} is not a lead in "
-                                f"{legacy.path}; the migration is signed by a lead it names")
+        raise PermissionRefused(
+            f"key {signer.public_key.fingerprint} is not a lead in "
+            f"{legacy.path}; the migration is signed by a lead it names"
+        )
     if len(set(leads)) > 1:
-        raise PermissionRefused(f"key {signer.public_key.fingerprint} is lead as "
-                                f"{', '.join(sorted(set(leads)))}; choose one with --lead")
+        raise PermissionRefused(
+            f"key {signer.public_key.fingerprint} is lead as "
+            f"{', '.join(sorted(set(leads)))}; choose one with --lead"
+        )
     return entries, leads[0]
 
 
-def migrate(db, workspace_id: str, signer: Signer,
-            plan: tuple[list[dict[str, Any]], str]) -> Record:
+def migrate(
+    db, workspace_id: str, signer: Signer, plan: tuple[list[dict[str, Any]], str]
+) -> Record:
     """Gives the genesis record that signs a legacy file's signers (``migration_plan``) into
     the ledger, adopting every record before it. The caller has checked that the ledger
     verifies under the file."""
@@ -129,13 +161,30 @@ def migrate(db, workspace_id: str, signer: Signer,
         seq, _ = store.head(conn)
         return {"data": genesis_data(entries, seq)}
 
-    return store.append(db, signer, workspace_id=workspace_id, principal=lead, role=LEAD,
-                        kind="genesis", check=check)
+    return store.append(
+        db,
+        signer,
+        workspace_id=workspace_id,
+        principal=lead,
+        role=LEAD,
+        kind="genesis",
+        check=check,
+    )
 
 
-def enrol(db, workspace_id: str, lead: Signer, principal: str, roles: tuple[str, ...],
-          key: PublicKey, *, lead_principal: str | None = None, replace: bool = False,
-          valid_after: str | None = None, valid_before: str | None = None) -> Record:
+def enrol(
+    db,
+    workspace_id: str,
+    lead: Signer,
+    principal: str,
+    roles: tuple[str, ...],
+    key: PublicKey,
+    *,
+    lead_principal: str | None = None,
+    replace: bool = False,
+    valid_after: str | None = None,
+    valid_before: str | None = None,
+) -> Record:
     """Gives the enrol record after a lead signs it: principal may sign with key in roles.
 
     Roles are added to what the key already holds, unless ``replace`` (a
@@ -148,19 +197,25 @@ def enrol(db, workspace_id: str, lead: Signer, principal: str, roles: tuple[str,
     def check(conn: sqlite3.Connection) -> dict[str, Any]:
         auth = load_authority(conn)
         if key.blob in auth.revoked:
-            raise ConflictError(f"key {key.fingerprint} was revoked at record "
-                                f"{auth.revoked[key.blob]}; a revoked key is never enrolled "
-                                "again (make a new key: ssh-keygen -t ed25519)")
+            raise ConflictError(
+                f"key {key.fingerprint} was revoked at record "
+                f"{auth.revoked[key.blob]}; a revoked key is never enrolled "
+                "again (make a new key: ssh-keygen -t ed25519)"
+            )
         others = sorted({n for n in auth.principals_for(key.blob) if n != principal})
         if others:
-            raise ConflictError(f"key {key.fingerprint} is already enrolled as "
-                                f"{', '.join(others)}; one key signs for one person")
+            raise ConflictError(
+                f"key {key.fingerprint} is already enrolled as "
+                f"{', '.join(others)}; one key signs for one person"
+            )
         held = auth.grant_of(principal, key.blob)
         wanted = set(roles) if replace or held is None else set(roles) | set(held.roles)
         new = tuple(r for r in ROLES if r in wanted)
         if held is not None and new == held.roles and not (valid_after or valid_before):
-            raise ConflictError(f"{principal} already holds {', '.join(new)} with key "
-                                f"{key.fingerprint}; nothing to record")
+            raise ConflictError(
+                f"{principal} already holds {', '.join(new)} with key "
+                f"{key.fingerprint}; nothing to record"
+            )
         if held is not None and LEAD in held.roles and LEAD not in new:
             _keep_a_lead(auth, principal, key)
         entry = signer_entry(principal, new, key, valid_after, valid_before)
@@ -169,8 +224,16 @@ def enrol(db, workspace_id: str, lead: Signer, principal: str, roles: tuple[str,
     return _append(db, workspace_id, lead, lead_principal, check)
 
 
-def revoke(db, workspace_id: str, lead: Signer, principal: str, key: PublicKey, *,
-           lead_principal: str | None = None, reason: str | None = None) -> Record:
+def revoke(
+    db,
+    workspace_id: str,
+    lead: Signer,
+    principal: str,
+    key: PublicKey,
+    *,
+    lead_principal: str | None = None,
+    reason: str | None = None,
+) -> Record:
     """Gives the revoke record after a lead signs it: the key signs nothing after it."""
     check_principal(principal)
 
@@ -178,8 +241,11 @@ def revoke(db, workspace_id: str, lead: Signer, principal: str, key: PublicKey, 
         auth = load_authority(conn)
         held = auth.grant_of(principal, key.blob)
         if held is None:
-            raise InputError(f"{principal} holds no enrolment with key {key.fingerprint} "
-                             "(see: sealdesk keys list)", field="key")
+            raise InputError(
+                f"{principal} holds no enrolment with key {key.fingerprint} "
+                "(see: sealdesk keys list)",
+                field="key",
+            )
         if LEAD in held.roles:
             _keep_a_lead(auth, principal, key)
         return {"data": revoke_data(principal, key, reason)}
@@ -190,25 +256,37 @@ def revoke(db, workspace_id: str, lead: Signer, principal: str, key: PublicKey, 
 def _keep_a_lead(auth: Authority, principal: str, key: PublicKey) -> None:
     others = [g for g in auth.leads() if (g.principal, g.key.blob) != (principal, key.blob)]
     if not others:
-        raise PermissionRefused(f"{principal}'s key {key.fingerprint} is the last lead key; "
-                                "enrol another lead first, or nobody could enrol or sign "
-                                "off again")
+        raise PermissionRefused(
+            f"{principal}'s key {key.fingerprint} is the last lead key; "
+            "enrol another lead first, or nobody could enrol or sign "
+            "off again"
+        )
 
 
-def _append(db, workspace_id: str, lead: Signer, lead_principal: str | None, check,
-            kind: str = "enrol") -> Record:
+def _append(
+    db, workspace_id: str, lead: Signer, lead_principal: str | None, check, kind: str = "enrol"
+) -> Record:
     """Appends an enrol or revoke signed by a lead, checked against the ledger it extends."""
     principal = _lead(load_authority(db.conn), lead, lead_principal)
 
     def checked(conn: sqlite3.Connection) -> dict[str, Any]:
         # Again inside the write transaction: the lead may have been revoked meanwhile.
         if _lead(load_authority(conn), lead, lead_principal) != principal:
-            raise PermissionRefused("who holds the lead role changed while this was signed; "
-                                    "nothing was recorded, try again")
+            raise PermissionRefused(
+                "who holds the lead role changed while this was signed; "
+                "nothing was recorded, try again"
+            )
         return check(conn)
 
-    return store.append(db, lead, workspace_id=workspace_id, principal=principal, role=LEAD,
-                        kind=kind, check=checked)
+    return store.append(
+        db,
+        lead,
+        workspace_id=workspace_id,
+        principal=principal,
+        role=LEAD,
+        kind=kind,
+        check=checked,
+    )
 
 
 def write_allowed_signers(conn: sqlite3.Connection, path: Path, workspace_id: str) -> None:

@@ -26,19 +26,33 @@ from datetime import date
 # Any character but '"', '\\' and U+0000-U+001F, written as positive ranges: sre
 # scans these about 15% faster than the same set negated.
 _STR = r'"([ !#-\[\]-\U0010ffff]*)"'
-_STR_OR_NULL = r'(?:null|' + _STR + r')'
-_INT = r'(0|-?[1-9][0-9]{0,17})'  # longer integers take the general path
+_STR_OR_NULL = r"(?:null|" + _STR + r")"
+_INT = r"(0|-?[1-9][0-9]{0,17})"  # longer integers take the general path
 # parse_time's shape, with the clock ranges datetime.fromisoformat enforces;
 # the calendar date is checked (and cached) apart.
-_TIME = (r'"([0-9]{4}-[0-9]{2}-[0-9]{2}'
-         r'T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]\.[0-9]{6}Z)"')
+_TIME = (
+    r'"([0-9]{4}-[0-9]{2}-[0-9]{2}'
+    r'T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]\.[0-9]{6}Z)"'
+)
 
 _SHAPE = (
-    ("data", "null"), ("decision", _STR_OR_NULL), ("item_id", _STR_OR_NULL),
-    ("item_sha256", _STR_OR_NULL), ("key", _STR), ("kind", _STR), ("note", _STR_OR_NULL),
-    ("prev", _STR), ("principal", _STR), ("queue", _STR_OR_NULL),
-    ("retracts", _STR_OR_NULL), ("role", _STR), ("run_sha256", _STR_OR_NULL),
-    ("seq", _INT), ("time", _TIME), ("v", _INT), ("workspace", _STR),
+    ("data", "null"),
+    ("decision", _STR_OR_NULL),
+    ("item_id", _STR_OR_NULL),
+    ("item_sha256", _STR_OR_NULL),
+    ("key", _STR),
+    ("kind", _STR),
+    ("note", _STR_OR_NULL),
+    ("prev", _STR),
+    ("principal", _STR),
+    ("queue", _STR_OR_NULL),
+    ("retracts", _STR_OR_NULL),
+    ("role", _STR),
+    ("run_sha256", _STR_OR_NULL),
+    ("seq", _INT),
+    ("time", _TIME),
+    ("v", _INT),
+    ("workspace", _STR),
 )
 _RECORD = re.compile(r"\{" + ",".join(f'"{name}":{part}' for name, part in _SHAPE) + r"\}")
 

@@ -112,7 +112,9 @@ def inclusion_proof(leaves: Sequence[bytes], index: int, size: int | None = None
     return path
 
 
-def consistency_proof(leaves: Sequence[bytes], old_size: int, size: int | None = None) -> list[bytes]:
+def consistency_proof(
+    leaves: Sequence[bytes], old_size: int, size: int | None = None
+) -> list[bytes]:
     """Gives PROOF(old_size, D[:size]) that the older head is a prefix (RFC 9162 2.1.4.1)."""
     size = len(leaves) if size is None else size
     if not 0 <= old_size <= size <= len(leaves):
@@ -165,24 +167,28 @@ def root_from_inclusion_proof(leaf: bytes, index: int, size: int, proof: Sequenc
     return r
 
 
-def verify_inclusion(leaf: bytes, index: int, size: int, proof: Sequence[bytes],
-                     root: bytes) -> None:
+def verify_inclusion(
+    leaf: bytes, index: int, size: int, proof: Sequence[bytes], root: bytes
+) -> None:
     """Checks that a leaf hash sits at index in the tree with this root; raises ProofError."""
     _check_hashes((), ("root", root))
     if root_from_inclusion_proof(leaf, index, size, proof) != root:
-        raise ProofError(f"inclusion proof of leaf {index} does not lead to the root of "
-                         f"the tree of size {size}")
+        raise ProofError(
+            f"inclusion proof of leaf {index} does not lead to the root of the tree of size {size}"
+        )
 
 
-def verify_consistency(size1: int, size2: int, root1: bytes, root2: bytes,
-                       proof: Sequence[bytes]) -> None:
+def verify_consistency(
+    size1: int, size2: int, root1: bytes, root2: bytes, proof: Sequence[bytes]
+) -> None:
     """Checks that the tree (size1, root1) is a prefix of (size2, root2); raises ProofError."""
     _check_hashes(proof, ("first root", root1), ("second root", root2))
     if size1 < 0 or size2 < 0:
         raise ProofError("tree sizes must not be negative")
     if size1 > size2:
-        raise ProofError(f"a tree of size {size1} cannot be a prefix of one of size {size2} "
-                         "(the log shrank)")
+        raise ProofError(
+            f"a tree of size {size1} cannot be a prefix of one of size {size2} (the log shrank)"
+        )
     if size1 == size2:
         if proof:
             raise ProofError("a proof between equal sizes must be empty")
@@ -216,7 +222,9 @@ def verify_consistency(size1: int, size2: int, root1: bytes, root2: bytes,
     if sn != 0:
         raise ProofError("consistency proof is shorter than the trees are deep")
     if fr != root1:
-        raise ProofError(f"the first {size1} leaves do not hash to the older root: a leaf "
-                         "before it was removed, rewritten or reordered")
+        raise ProofError(
+            f"the first {size1} leaves do not hash to the older root: a leaf "
+            "before it was removed, rewritten or reordered"
+        )
     if sr != root2:
         raise ProofError(f"consistency proof does not lead to the root of size {size2}")

@@ -55,16 +55,20 @@ class TreeCache:
     def root_at(self, conn: sqlite3.Connection, size: int) -> bytes:
         """Gives the root of the first ``size`` records (size at or past what it holds)."""
         if self._builder.size:
-            row = conn.execute("SELECT record_hash FROM records WHERE seq=?",
-                               (self._builder.size,)).fetchone()
+            row = conn.execute(
+                "SELECT record_hash FROM records WHERE seq=?", (self._builder.size,)
+            ).fetchone()
             if row is None or row[0] != self._last_hash or size < self._builder.size:
                 self.__init__()
         for seq, record_hash, message in conn.execute(
-                "SELECT seq, record_hash, message FROM records WHERE seq > ? AND seq <= ? "
-                "ORDER BY seq", (self._builder.size, size)):
+            "SELECT seq, record_hash, message FROM records WHERE seq > ? AND seq <= ? ORDER BY seq",
+            (self._builder.size, size),
+        ):
             if seq != self._builder.size + 1:
-                raise InputError(f"the ledger has no record {self._builder.size + 1}; run "
-                                 "sealdesk verify", field="seq")
+                raise InputError(
+                    f"the ledger has no record {self._builder.size + 1}; run sealdesk verify",
+                    field="seq",
+                )
             self._builder.append(merkle.leaf_hash(message.encode("utf-8")))
             self._last_hash = record_hash
         return self._builder.root()
@@ -72,10 +76,16 @@ class TreeCache:
 
 def receipt(conn: sqlite3.Connection, record: Record, cache: TreeCache) -> dict[str, Any]:
     """Gives the receipt of a record just appended: its seq, hash and the tree head it ends."""
-    return {"type": RECEIPT_TYPE, "workspace": record.body["workspace"], "seq": record.seq,
-            "record_hash": record.record_hash, "tree_size": record.seq,
-            "root": cache.root_at(conn, record.seq).hex(),
-            "principal": record.body["principal"], "time": record.body["time"]}
+    return {
+        "type": RECEIPT_TYPE,
+        "workspace": record.body["workspace"],
+        "seq": record.seq,
+        "record_hash": record.record_hash,
+        "tree_size": record.seq,
+        "root": cache.root_at(conn, record.seq).hex(),
+        "principal": record.body["principal"],
+        "time": record.body["time"],
+    }
 
 
 def keep(receipts: list[dict[str, Any]], directory: Path | None = None) -> Path:
@@ -113,22 +123,26 @@ def read_receipts(directory: Path, workspace_id: str) -> list[tuple[str, dict[st
             except ValueError as exc:
                 raise InputError(f"not JSON ({exc})", path=path, line=number) from exc
             if not isinstance(obj, dict) or obj.get("type") != RECEIPT_TYPE:
-                raise InputError(f"not a {RECEIPT_TYPE} line", path=path, line=number,
-                                 field="type")
+                raise InputError(f"not a {RECEIPT_TYPE} line", path=path, line=number, field="type")
             if obj.get("workspace") != workspace_id:
                 continue
             missing = sorted(_FIELDS - set(obj))
             if missing:
                 raise InputError("missing", path=path, line=number, field=missing[0])
             if type(obj["seq"]) is not int or obj["seq"] < 1 or obj["tree_size"] != obj["seq"]:
-                raise InputError("must be a positive integer equal to tree_size", path=path,
-                                 line=number, field="seq")
+                raise InputError(
+                    "must be a positive integer equal to tree_size",
+                    path=path,
+                    line=number,
+                    field="seq",
+                )
             found.append((f"{path}:{number}", obj))
     return found
 
 
-def check_receipts(conn: sqlite3.Connection, receipts: list[tuple[str, dict[str, Any]]]
-                   ) -> list[tuple[int, str]]:
+def check_receipts(
+    conn: sqlite3.Connection, receipts: list[tuple[str, dict[str, Any]]]
+) -> list[tuple[int, str]]:
     """Gives (seq, reason) for every receipt the ledger no longer honours."""
     faults = []
     head = conn.execute("SELECT COALESCE(MAX(seq), 0) FROM records").fetchone()[0]
@@ -136,19 +150,34 @@ def check_receipts(conn: sqlite3.Connection, receipts: list[tuple[str, dict[str,
     for where, r in sorted(receipts, key=lambda pair: pair[1]["seq"]):
         seq = r["seq"]
         if seq > head:
-            faults.append((seq, f"receipt {where}: record {seq} ({str(r['record_hash'])[:12]}…, "
-                                f"signed by {r['principal']} at {r['time']}) is gone; the "
-                                f"ledger holds {head} record(s): it was rolled back (restored "
-                                "from an older copy?)"))
+            faults.append(
+                (
+                    seq,
+                    f"receipt {where}: record {seq} ({str(r['record_hash'])[:12]}…, "
+                    f"signed by {r['principal']} at {r['time']}) is gone; the "
+                    f"ledger holds {head} record(s): it was rolled back (restored "
+                    "from an older copy?)",
+                )
+            )
             continue
         row = conn.execute("SELECT record_hash FROM records WHERE seq=?", (seq,)).fetchone()
         if row is None or row[0] != r["record_hash"]:
             held = row[0][:12] + "…" if row else "nothing"
-            faults.append((seq, f"receipt {where}: record {seq} is "
-                                f"{str(r['record_hash'])[:12]}… in the receipt but {held} "
-                                "here: this ledger forked from the one the signer saw"))
+            faults.append(
+                (
+                    seq,
+                    f"receipt {where}: record {seq} is "
+                    f"{str(r['record_hash'])[:12]}… in the receipt but {held} "
+                    "here: this ledger forked from the one the signer saw",
+                )
+            )
             continue
         if cache.root_at(conn, seq).hex() != r["root"]:
-            faults.append((seq, f"receipt {where}: records 1..{seq} no longer hash to the "
-                                "receipt's tree root: an earlier record was replaced"))
+            faults.append(
+                (
+                    seq,
+                    f"receipt {where}: records 1..{seq} no longer hash to the "
+                    "receipt's tree root: an earlier record was replaced",
+                )
+            )
     return faults

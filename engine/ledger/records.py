@@ -23,14 +23,38 @@ DECISIONS = ("accept", "reject", "skip")
 
 # Columns copied out of the body for queries; verify checks each one.
 INDEXED_FIELDS = (
-    "seq", "kind", "queue", "item_id", "item_sha256", "decision", "principal",
-    "role", "retracts", "time",
+    "seq",
+    "kind",
+    "queue",
+    "item_id",
+    "item_sha256",
+    "decision",
+    "principal",
+    "role",
+    "retracts",
+    "time",
 )
-BODY_FIELDS = frozenset({
-    "v", "workspace", "seq", "prev", "kind", "queue", "item_id", "item_sha256",
-    "run_sha256", "decision", "note", "retracts", "data", "principal", "role",
-    "key", "time",
-})
+BODY_FIELDS = frozenset(
+    {
+        "v",
+        "workspace",
+        "seq",
+        "prev",
+        "kind",
+        "queue",
+        "item_id",
+        "item_sha256",
+        "run_sha256",
+        "decision",
+        "note",
+        "retracts",
+        "data",
+        "principal",
+        "role",
+        "key",
+        "time",
+    }
+)
 
 
 def utc_now() -> str:
@@ -44,8 +68,10 @@ def time_text(when: datetime) -> str:
     Every field is fixed-width, so two such texts sort as their times do.
     """
     d = when.astimezone(timezone.utc)
-    return (f"{d.year:04d}-{d.month:02d}-{d.day:02d}T{d.hour:02d}:{d.minute:02d}:"
-            f"{d.second:02d}.{d.microsecond:06d}Z")
+    return (
+        f"{d.year:04d}-{d.month:02d}-{d.day:02d}T{d.hour:02d}:{d.minute:02d}:"
+        f"{d.second:02d}.{d.microsecond:06d}Z"
+    )
 
 
 def parse_time(value: str) -> datetime:
@@ -94,11 +120,23 @@ def make_body(
 ) -> dict[str, Any]:
     """Gives a record body with every field present (null where unused)."""
     return {
-        "v": RECORD_VERSION, "workspace": workspace, "seq": seq, "prev": prev,
-        "kind": kind, "queue": queue, "item_id": item_id, "item_sha256": item_sha256,
-        "run_sha256": run_sha256, "decision": decision, "note": note,
-        "retracts": retracts, "data": data, "principal": principal, "role": role,
-        "key": key, "time": time,
+        "v": RECORD_VERSION,
+        "workspace": workspace,
+        "seq": seq,
+        "prev": prev,
+        "kind": kind,
+        "queue": queue,
+        "item_id": item_id,
+        "item_sha256": item_sha256,
+        "run_sha256": run_sha256,
+        "decision": decision,
+        "note": note,
+        "retracts": retracts,
+        "data": data,
+        "principal": principal,
+        "role": role,
+        "key": key,
+        "time": time,
     }
 
 

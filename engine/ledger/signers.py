@@ -72,13 +72,14 @@ def read_public_key(path: Path) -> PublicKey:
     except OSError as exc:
         raise SigningKeyError(f"{path}: cannot read public key: {exc.strerror or exc}") from exc
     except UnicodeDecodeError as exc:
-        raise SigningKeyError(f"{path}: cannot read public key: not UTF-8 ({exc.reason})"
-                              ) from exc
+        raise SigningKeyError(f"{path}: cannot read public key: not UTF-8 ({exc.reason})") from exc
     # Lines end at LF only, as ssh-keygen reads them: a CR stays inside its line.
     lines = [line for line in text.split("\n") if line.strip() and not line.startswith("#")]
     if len(lines) > 1:
-        raise SigningKeyError(f"{path}: holds {len(lines)} key lines; give a file with "
-                              "exactly one key (one person, one key)")
+        raise SigningKeyError(
+            f"{path}: holds {len(lines)} key lines; give a file with "
+            "exactly one key (one person, one key)"
+        )
     return parse_public_key(lines[0] if lines else "", source=str(path))
 
 
@@ -193,11 +194,16 @@ def write_new_key(path: Path, comment: str = "sealdesk") -> Ed25519PrivateKey:
     """
     key = Ed25519PrivateKey.generate()
     path = Path(path)
-    path.write_bytes(key.private_bytes(serialization.Encoding.PEM,
-                                       serialization.PrivateFormat.OpenSSH,
-                                       serialization.NoEncryption()))
+    path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.OpenSSH,
+            serialization.NoEncryption(),
+        )
+    )
     path.chmod(0o600)
-    pub = key.public_key().public_bytes(serialization.Encoding.OpenSSH,
-                                        serialization.PublicFormat.OpenSSH)
+    pub = key.public_key().public_bytes(
+        serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH
+    )
     path.with_name(path.name + ".pub").write_bytes(pub + f" {comment}\n".encode())
     return key

@@ -80,12 +80,18 @@ def signed_data(namespace: str, message: bytes, hash_algorithm: str = HASH_ALGOR
 
 def _signed_prefix(namespace: str, hash_algorithm: str) -> bytes:
     """Gives the signed data up to the message digest's bytes (their length included)."""
-    return (MAGIC + pack_string(namespace) + pack_string(b"") + pack_string(hash_algorithm)
-            + pack_u32(_HASHES[hash_algorithm]().digest_size))
+    return (
+        MAGIC
+        + pack_string(namespace)
+        + pack_string(b"")
+        + pack_string(hash_algorithm)
+        + pack_u32(_HASHES[hash_algorithm]().digest_size)
+    )
 
 
-def encode(public_blob: bytes, namespace: str, signature_blob: bytes,
-           hash_algorithm: str = HASH_ALGORITHM) -> bytes:
+def encode(
+    public_blob: bytes, namespace: str, signature_blob: bytes, hash_algorithm: str = HASH_ALGORITHM
+) -> bytes:
     """Gives the binary SSHSIG blob for a signature made over ``signed_data``."""
     return (
         MAGIC
@@ -115,8 +121,9 @@ def dearmor(text: str) -> bytes:
         # The exact layout ssh-keygen and ``armor`` write: lines of base64 between the
         # marker lines. Should the lines hold anything else, the general path decides.
         try:
-            return binascii.a2b_base64(text[len(_HEAD):-len(_TAIL)].replace("\n", ""),
-                                       strict_mode=True)
+            return binascii.a2b_base64(
+                text[len(_HEAD) : -len(_TAIL)].replace("\n", ""), strict_mode=True
+            )
         except (binascii.Error, ValueError):
             pass
     body = text.strip()
@@ -141,18 +148,22 @@ def decode(blob: bytes) -> Sshsig:
     for _ in range(5):
         if pos + 4 > end:
             raise SignatureError("malformed SSHSIG: truncated")
-        size = int.from_bytes(blob[pos:pos + 4], "big")
+        size = int.from_bytes(blob[pos : pos + 4], "big")
         pos += 4
         if pos + size > end:
             raise SignatureError("malformed SSHSIG: truncated")
-        fields.append(blob[pos:pos + size])
+        fields.append(blob[pos : pos + size])
         pos += size
     if pos != end:
         raise SignatureError("trailing bytes after SSHSIG")
     try:
-        return Sshsig(public_key=fields[0], namespace=fields[1].decode("utf-8"),
-                      reserved=fields[2], hash_algorithm=fields[3].decode("ascii"),
-                      signature=fields[4])
+        return Sshsig(
+            public_key=fields[0],
+            namespace=fields[1].decode("utf-8"),
+            reserved=fields[2],
+            hash_algorithm=fields[3].decode("ascii"),
+            signature=fields[4],
+        )
     except UnicodeDecodeError as exc:
         raise SignatureError(f"malformed SSHSIG: {exc}") from exc
 
@@ -218,8 +229,9 @@ class Verifier:
     def __init__(self) -> None:
         self._heads: dict[bytes, _Head] = {}
 
-    def prepare(self, blob: bytes, message: bytes, namespace: str, *,
-                sha512_digest: bytes | None = None) -> tuple[bytes, str, Deferred | None]:
+    def prepare(
+        self, blob: bytes, message: bytes, namespace: str, *, sha512_digest: bytes | None = None
+    ) -> tuple[bytes, str, Deferred | None]:
         """Gives (public key blob, fingerprint, deferred Ed25519 check) for blob over message.
 
         Everything but the Ed25519 arithmetic is checked here (a fault raises
@@ -233,9 +245,13 @@ class Verifier:
             sig = verify(blob, message, namespace)  # full decode and check, raises on fault
             hash_algorithm = sig.hash_algorithm
             head = self._heads[blob[:-64]] = _Head(
-                sig.namespace, sig.public_key, _public_key(ed25519_raw_from_blob(sig.public_key)),
-                fingerprint(sig.public_key), _signed_prefix(sig.namespace, hash_algorithm),
-                _HASHES[hash_algorithm])
+                sig.namespace,
+                sig.public_key,
+                _public_key(ed25519_raw_from_blob(sig.public_key)),
+                fingerprint(sig.public_key),
+                _signed_prefix(sig.namespace, hash_algorithm),
+                _HASHES[hash_algorithm],
+            )
             return head.public_blob, head.fingerprint, None
         if head.namespace != namespace:
             raise SignatureError(f"signature namespace {head.namespace!r}, expected {namespace!r}")
@@ -243,8 +259,11 @@ class Verifier:
             digest = sha512_digest
         else:
             digest = head.hasher(message).digest()
-        return head.public_blob, head.fingerprint, (
-            head.key, blob[-64:], head.signed_prefix + digest)
+        return (
+            head.public_blob,
+            head.fingerprint,
+            (head.key, blob[-64:], head.signed_prefix + digest),
+        )
 
 
 def run_deferred(checks: list[Deferred]) -> list[int]:

@@ -72,23 +72,27 @@ def create_schema(conn: sqlite3.Connection) -> None:
     conn.executescript(SCHEMA)
 
 
-AUTHORITY_INDEX = ("CREATE INDEX IF NOT EXISTS records_authority ON records(seq) "
-                   "WHERE kind IN ('genesis', 'enrol', 'revoke')")
+AUTHORITY_INDEX = (
+    "CREATE INDEX IF NOT EXISTS records_authority ON records(seq) "
+    "WHERE kind IN ('genesis', 'enrol', 'revoke')"
+)
 
 
 def add_missing_indexes(conn: sqlite3.Connection) -> None:
     """Adds the authority-record index to a database made before it existed (the replay
     and every signer check look the authority records up through it)."""
-    if conn.execute("SELECT 1 FROM sqlite_schema WHERE type='index' AND "
-                    "name='records_authority'").fetchone() is None:
+    if (
+        conn.execute(
+            "SELECT 1 FROM sqlite_schema WHERE type='index' AND name='records_authority'"
+        ).fetchone()
+        is None
+    ):
         conn.execute(AUTHORITY_INDEX)
 
 
 def head(conn: sqlite3.Connection) -> tuple[int, str]:
     """Gives the chain head: (last seq, its hash), or (0, genesis) when empty."""
-    row = conn.execute(
-        "SELECT seq, record_hash FROM records ORDER BY seq DESC LIMIT 1"
-    ).fetchone()
+    row = conn.execute("SELECT seq, record_hash FROM records ORDER BY seq DESC LIMIT 1").fetchone()
     return (0, GENESIS_PREV) if row is None else (row[0], row[1])
 
 
@@ -111,9 +115,12 @@ def _next_time(conn: sqlite3.Connection, head_seq: int) -> str:
     except ValueError:
         return now  # an unreadable head time is verify's to report
     if ahead > MAX_CLOCK_LAG_S:
-        raise IntegrityError(f"the last record claims time {last}, {ahead:.0f} s ahead of this "
-                             "host's clock; check the clock (and run sealdesk verify) before "
-                             "appending", seq=head_seq)
+        raise IntegrityError(
+            f"the last record claims time {last}, {ahead:.0f} s ahead of this "
+            "host's clock; check the clock (and run sealdesk verify) before "
+            "appending",
+            seq=head_seq,
+        )
     return last
 
 
@@ -147,9 +154,16 @@ def append(
     may return extra body fields (for example the item's current hash). The
     connection must be in autocommit mode (``isolation_level=None``).
     """
-    (record,) = append_many(db, signer, workspace_id=workspace_id, principal=principal,
-                            role=role, entries=[Entry(kind, fields, lambda conn: (
-                                check(conn) if check is not None else {}) or {})])
+    (record,) = append_many(
+        db,
+        signer,
+        workspace_id=workspace_id,
+        principal=principal,
+        role=role,
+        entries=[
+            Entry(kind, fields, lambda conn: (check(conn) if check is not None else {}) or {})
+        ],
+    )
     assert record is not None  # the check above never asks to skip
     return record
 
@@ -187,16 +201,24 @@ def append_many(
                 continue
             seq, prev = head(conn)
             body = make_body(
-                workspace=workspace_id, seq=seq + 1, prev=prev, kind=entry.kind,
-                principal=principal, role=role, key=signer.public_key.fingerprint,
-                time=_next_time(conn, seq), **{**entry.fields, **extra},
+                workspace=workspace_id,
+                seq=seq + 1,
+                prev=prev,
+                kind=entry.kind,
+                principal=principal,
+                role=role,
+                key=signer.public_key.fingerprint,
+                time=_next_time(conn, seq),
+                **{**entry.fields, **extra},
             )
             message, record_hash = encode_body(body)
             signature = sshsig.armor(signer.sign(message, namespace))
             row = {name: body[name] for name in INDEXED_FIELDS}
             row.update(
-                record_hash=record_hash, prev_hash=prev,
-                message=message.decode("utf-8"), signature=signature,
+                record_hash=record_hash,
+                prev_hash=prev,
+                message=message.decode("utf-8"),
+                signature=signature,
             )
             table.insert(row)
             out.append(Record(seq + 1, record_hash, prev, message, signature, body))
@@ -231,8 +253,7 @@ def get_record(conn: sqlite3.Connection, seq_or_hash: int | str) -> Record | Non
         row = rows[0] if len(rows) == 1 else None
     if row is None:
         return None
-    return Record(row[0], row[1], row[2], row[3].encode("utf-8"), row[4],
-                  strict_loads(row[3]))
+    return Record(row[0], row[1], row[2], row[3].encode("utf-8"), row[4], strict_loads(row[3]))
 
 
 EFFECTIVE_SQL = """
@@ -248,19 +269,27 @@ JOIN (
 """
 
 
-def effective_decisions(conn: sqlite3.Connection, queue: str | None = None) -> dict[tuple[str, str], dict[str, Any]]:
+def effective_decisions(
+    conn: sqlite3.Connection, queue: str | None = None
+) -> dict[tuple[str, str], dict[str, Any]]:
     """Gives the effective decision per (queue, item_id): latest unretracted one."""
     sql = EFFECTIVE_SQL + (" WHERE r.queue = ?" if queue else "")
     out = {}
     for row in conn.execute(sql, (queue,) if queue else ()):
         out[(row[0], row[1])] = {
-            "seq": row[2], "decision": row[3], "principal": row[4], "role": row[5],
-            "time": row[6], "record_hash": row[7],
+            "seq": row[2],
+            "decision": row[3],
+            "principal": row[4],
+            "role": row[5],
+            "time": row[6],
+            "record_hash": row[7],
         }
     return out
 
 
-def effective_decisions_for(conn: sqlite3.Connection, queue: str, item_id: str) -> dict[str, Any] | None:
+def effective_decisions_for(
+    conn: sqlite3.Connection, queue: str, item_id: str
+) -> dict[str, Any] | None:
     """Gives one item's effective decision (latest unretracted), or None."""
     row = conn.execute(
         "SELECT seq, decision, principal, role, time, record_hash FROM records d "
@@ -271,5 +300,11 @@ def effective_decisions_for(conn: sqlite3.Connection, queue: str, item_id: str) 
     ).fetchone()
     if row is None:
         return None
-    return {"seq": row[0], "decision": row[1], "principal": row[2], "role": row[3],
-            "time": row[4], "record_hash": row[5]}
+    return {
+        "seq": row[0],
+        "decision": row[1],
+        "principal": row[2],
+        "role": row[3],
+        "time": row[4],
+        "record_hash": row[5],
+    }

@@ -25,8 +25,9 @@ from engine.ledger.checkpoint import (
 )
 
 SIGNOFF_TYPE = "sealdesk.signoff/v1"
-HASHING = ("RFC 9162: leaf = SHA-256(0x00 || record message bytes), "
-           "node = SHA-256(0x01 || left || right)")
+HASHING = (
+    "RFC 9162: leaf = SHA-256(0x00 || record message bytes), node = SHA-256(0x01 || left || right)"
+)
 
 
 @dataclass(frozen=True)
@@ -80,8 +81,11 @@ class InclusionProof:
         """Gives the machine-checkable form (hex hashes, the exact message text)."""
         out: dict[str, Any] = {
             "hashing": HASHING,
-            "record": {"seq": self.seq, "record_hash": self.record_hash,
-                       "message": self.message.decode("utf-8")},
+            "record": {
+                "seq": self.seq,
+                "record_hash": self.record_hash,
+                "message": self.message.decode("utf-8"),
+            },
             "leaf_index": self.index,
             "leaf_hash": self.leaf_hash.hex(),
             "tree_size": self.head.size,
@@ -93,14 +97,22 @@ class InclusionProof:
         if self.signed_by is not None:
             s = self.signed_by
             out["signed_tree_head"] = {
-                "signoff_seq": s.seq, "signoff_record_hash": s.record_hash,
-                "principal": s.principal, "key": s.key, "time": s.time,
-                "checkpoint_note": s.note, "checkpoint_signature": s.note_signature,
+                "signoff_seq": s.seq,
+                "signoff_record_hash": s.record_hash,
+                "principal": s.principal,
+                "key": s.key,
+                "time": s.time,
+                "checkpoint_note": s.note,
+                "checkpoint_signature": s.note_signature,
             }
         if self.checkpoint is not None:
             c = self.checkpoint
-            out["checkpoint"] = {"principal": c.principal, "key": c.fingerprint,
-                                 "note": c.body.decode("utf-8"), "signature": c.signature}
+            out["checkpoint"] = {
+                "principal": c.principal,
+                "key": c.fingerprint,
+                "note": c.body.decode("utf-8"),
+                "signature": c.signature,
+            }
         return out
 
 
@@ -114,11 +126,12 @@ def leaf_hashes(conn: sqlite3.Connection, upto: int | None = None) -> list[bytes
     leaves = []
     for position, (seq, message) in enumerate(conn.execute(sql + " ORDER BY seq", args), 1):
         if seq != position:
-            raise IntegrityError(f"the ledger has no record {position} (next is {seq}); run "
-                                 "sealdesk verify", seq=position)
+            raise IntegrityError(
+                f"the ledger has no record {position} (next is {seq}); run sealdesk verify",
+                seq=position,
+            )
         if not isinstance(message, str):
-            raise IntegrityError("the record's message is not text; run sealdesk verify",
-                                 seq=seq)
+            raise IntegrityError("the record's message is not text; run sealdesk verify", seq=seq)
         leaves.append(merkle.leaf_hash(message.encode("utf-8")))
     return leaves
 
@@ -141,18 +154,26 @@ def signed_head_from(seq: int, record_hash: str, body: dict[str, Any]) -> Signed
     checkpoint = data.get("checkpoint") if isinstance(data.get("checkpoint"), dict) else {}
     exceptions = data.get("exceptions") if isinstance(data.get("exceptions"), list) else []
     note, signature = checkpoint.get("note"), checkpoint.get("signature")
-    return SignedHead(seq, record_hash, str(body.get("principal", "")),
-                      str(body.get("key", "")), str(body.get("time", "")), head,
-                      note if isinstance(note, str) else None,
-                      signature if isinstance(signature, str) else None,
-                      bool(data.get("with_exceptions")), len(exceptions))
+    return SignedHead(
+        seq,
+        record_hash,
+        str(body.get("principal", "")),
+        str(body.get("key", "")),
+        str(body.get("time", "")),
+        head,
+        note if isinstance(note, str) else None,
+        signature if isinstance(signature, str) else None,
+        bool(data.get("with_exceptions")),
+        len(exceptions),
+    )
 
 
 def signed_heads(conn: sqlite3.Connection) -> list[SignedHead]:
     """Gives every sign-off's signed tree head, oldest first."""
     heads = []
     for seq, record_hash, message in conn.execute(
-            "SELECT seq, record_hash, message FROM records WHERE kind='signoff' ORDER BY seq"):
+        "SELECT seq, record_hash, message FROM records WHERE kind='signoff' ORDER BY seq"
+    ):
         try:
             body = strict_loads(message)
         except (TypeError, ValueError):  # mangled: verify names it; it signs no head
@@ -169,8 +190,9 @@ def latest_signed_head(conn: sqlite3.Connection) -> SignedHead | None:
     return heads[-1] if heads else None
 
 
-def checkpoint_of(conn: sqlite3.Connection, allowed,
-                  signoff_seq: int | None = None) -> tuple[SignedHead, str]:
+def checkpoint_of(
+    conn: sqlite3.Connection, allowed, signoff_seq: int | None = None
+) -> tuple[SignedHead, str]:
     """Gives a sign-off's signed head and its checkpoint file text (latest by default).
 
     The text is checked to verify before it is handed out.
@@ -180,19 +202,22 @@ def checkpoint_of(conn: sqlite3.Connection, allowed,
         heads = [h for h in heads if h.seq == signoff_seq]
     if not heads:
         where = f"at record {signoff_seq}" if signoff_seq is not None else "yet"
-        raise InputError(f"no sign-off with a tree head {where}; the lead signs one with "
-                         "sealdesk signoff", field="signoff")
+        raise InputError(
+            f"no sign-off with a tree head {where}; the lead signs one with sealdesk signoff",
+            field="signoff",
+        )
     head = heads[-1]
     if head.note is None or head.note_signature is None:
-        raise IntegrityError(f"sign-off #{head.seq} carries no checkpoint signature",
-                             seq=head.seq)
-    text = format_checkpoint(head.note.encode("utf-8"), head.principal, head.key,
-                             head.note_signature)
+        raise IntegrityError(f"sign-off #{head.seq} carries no checkpoint signature", seq=head.seq)
+    text = format_checkpoint(
+        head.note.encode("utf-8"), head.principal, head.key, head.note_signature
+    )
     try:
         check_signature(parse_checkpoint(text, path=f"sign-off #{head.seq}"), allowed)
     except ValueError as exc:  # sshsig.SignatureError
-        raise IntegrityError(f"sign-off #{head.seq}: checkpoint signature: {exc}",
-                             seq=head.seq) from exc
+        raise IntegrityError(
+            f"sign-off #{head.seq}: checkpoint signature: {exc}", seq=head.seq
+        ) from exc
     return head, text
 
 
@@ -202,26 +227,33 @@ def _find_record(conn: sqlite3.Connection, ref: str) -> tuple[int, str, bytes]:
     row = None
     digits = text.isascii() and text.isdigit()  # str.isdigit alone passes '²' and '١'
     if digits and int(text) < 2**63:  # a seq is an SQLite integer; a longer run may be a hash
-        row = conn.execute("SELECT seq, record_hash, message FROM records WHERE seq=?",
-                           (int(text),)).fetchone()
+        row = conn.execute(
+            "SELECT seq, record_hash, message FROM records WHERE seq=?", (int(text),)
+        ).fetchone()
     is_hex = len(text) >= 8 and all(c in "0123456789abcdef" for c in text.lower())
     if row is None and is_hex:  # an all-digit hash prefix is tried once no seq matched
-        rows = conn.execute("SELECT seq, record_hash, message FROM records "
-                            "WHERE record_hash LIKE ? LIMIT 2", (text.lower() + "%",)).fetchall()
+        rows = conn.execute(
+            "SELECT seq, record_hash, message FROM records WHERE record_hash LIKE ? LIMIT 2",
+            (text.lower() + "%",),
+        ).fetchall()
         if len(rows) > 1:
-            raise InputError(f"record hash prefix {text!r} names more than one record; give "
-                             "more hex", field="record")
+            raise InputError(
+                f"record hash prefix {text!r} names more than one record; give more hex",
+                field="record",
+            )
         row = rows[0] if rows else None
     elif not digits:
-        raise InputError(f"{ref!r} is neither a record seq nor a record hash (8+ hex)",
-                         field="record")
+        raise InputError(
+            f"{ref!r} is neither a record seq nor a record hash (8+ hex)", field="record"
+        )
     if row is None:
         raise InputError(f"no record {ref!r} in this workspace", field="record")
     return row[0], row[1], row[2].encode("utf-8")
 
 
-def prove_inclusion(conn: sqlite3.Connection, ref: str, allowed,
-                    checkpoint: Checkpoint | None = None) -> InclusionProof:
+def prove_inclusion(
+    conn: sqlite3.Connection, ref: str, allowed, checkpoint: Checkpoint | None = None
+) -> InclusionProof:
     """Gives a verified inclusion proof of a record against the latest signed tree head.
 
     The head counts only if an enrolled lead signed its checkpoint note and the
@@ -238,19 +270,25 @@ def prove_inclusion(conn: sqlite3.Connection, ref: str, allowed,
         signed = latest_verified_head(conn, allowed)
         target, where = signed.tree, f"the latest signed tree head (sign-off #{signed.seq})"
     if seq > target.size:
-        raise InputError(f"record {seq} is newer than {where}, which covers records "
-                         f"1..{target.size}; it is proven after the next sign-off",
-                         field="record")
+        raise InputError(
+            f"record {seq} is newer than {where}, which covers records "
+            f"1..{target.size}; it is proven after the next sign-off",
+            field="record",
+        )
     leaves = leaf_hashes(conn, upto=target.size)
     if len(leaves) < target.size:
-        raise IntegrityError(f"{where} covers {target.size} records but the ledger holds "
-                             f"{len(leaves)}: records were removed", seq=len(leaves) + 1)
+        raise IntegrityError(
+            f"{where} covers {target.size} records but the ledger holds "
+            f"{len(leaves)}: records were removed",
+            seq=len(leaves) + 1,
+        )
     path = merkle.inclusion_proof(leaves, seq - 1, target.size)
     leaf = merkle.leaf_hash(message)
     # A proof is only printed once it verifies against the signed root, not the recomputed one.
     merkle.verify_inclusion(leaf, seq - 1, target.size, path, target.root)
-    return InclusionProof(seq, record_hash, message, leaf, seq - 1, target, tuple(path),
-                          signed, checkpoint)
+    return InclusionProof(
+        seq, record_hash, message, leaf, seq - 1, target, tuple(path), signed, checkpoint
+    )
 
 
 def latest_verified_head(conn: sqlite3.Connection, allowed) -> SignedHead:
@@ -258,14 +296,21 @@ def latest_verified_head(conn: sqlite3.Connection, allowed) -> SignedHead:
     checkpoint note is checked and the note says exactly that head."""
     signed = latest_signed_head(conn)
     if signed is None:
-        raise InputError("there is no signed tree head yet: the lead signs one with "
-                         "sealdesk signoff", field="record")
+        raise InputError(
+            "there is no signed tree head yet: the lead signs one with sealdesk signoff",
+            field="record",
+        )
     _, text = checkpoint_of(conn, allowed, signed.seq)  # the lead's signature, checked
     note = parse_checkpoint(text, path=f"sign-off #{signed.seq}")
-    if (note.origin, note.size, note.root) != (signed.tree.origin, signed.tree.size,
-                                                signed.tree.root):
-        raise IntegrityError(f"sign-off #{signed.seq}: its tree head is not the one its "
-                             "checkpoint note signs", seq=signed.seq)
+    if (note.origin, note.size, note.root) != (
+        signed.tree.origin,
+        signed.tree.size,
+        signed.tree.root,
+    ):
+        raise IntegrityError(
+            f"sign-off #{signed.seq}: its tree head is not the one its checkpoint note signs",
+            seq=signed.seq,
+        )
     return signed
 
 
@@ -281,40 +326,59 @@ class ConsistencyProof:
     def to_json(self) -> dict[str, Any]:
         """Gives the machine-checkable form (hex hashes)."""
         s = self.signed_by
-        return {"hashing": HASHING, "origin": self.new.origin,
-                "first": {"tree_size": self.old.size, "root": self.old.root_hex},
-                "second": {"tree_size": self.new.size, "root": self.new.root_hex,
-                           "signoff_seq": s.seq, "signoff_record_hash": s.record_hash,
-                           "principal": s.principal, "key": s.key, "time": s.time},
-                "consistency_path": [p.hex() for p in self.path]}
+        return {
+            "hashing": HASHING,
+            "origin": self.new.origin,
+            "first": {"tree_size": self.old.size, "root": self.old.root_hex},
+            "second": {
+                "tree_size": self.new.size,
+                "root": self.new.root_hex,
+                "signoff_seq": s.seq,
+                "signoff_record_hash": s.record_hash,
+                "principal": s.principal,
+                "key": s.key,
+                "time": s.time,
+            },
+            "consistency_path": [p.hex() for p in self.path],
+        }
 
 
-def prove_consistency(conn: sqlite3.Connection, checkpoint: Checkpoint,
-                      allowed) -> ConsistencyProof:
+def prove_consistency(
+    conn: sqlite3.Connection, checkpoint: Checkpoint, allowed
+) -> ConsistencyProof:
     """Gives a verified RFC 9162 consistency proof from a checkpoint's tree to the latest
     signed tree head. The caller checks the checkpoint's own signature first."""
     signed = latest_verified_head(conn, allowed)
     new = signed.tree
     if checkpoint.origin != new.origin:
-        raise InputError(f"the checkpoint is for log {checkpoint.origin!r}, this workspace is "
-                         f"{new.origin!r}", field="checkpoint")
+        raise InputError(
+            f"the checkpoint is for log {checkpoint.origin!r}, this workspace is {new.origin!r}",
+            field="checkpoint",
+        )
     if checkpoint.size > new.size:
-        raise IntegrityError(f"the checkpoint covers {checkpoint.size} records, more than the "
-                             f"latest signed tree head ({new.size}, sign-off #{signed.seq}): "
-                             "this ledger was rolled back, or the checkpoint is from a copy "
-                             "that went further")
+        raise IntegrityError(
+            f"the checkpoint covers {checkpoint.size} records, more than the "
+            f"latest signed tree head ({new.size}, sign-off #{signed.seq}): "
+            "this ledger was rolled back, or the checkpoint is from a copy "
+            "that went further"
+        )
     leaves = leaf_hashes(conn, upto=new.size)
     if len(leaves) < new.size:
-        raise IntegrityError(f"the latest signed tree head covers {new.size} records but the "
-                             f"ledger holds {len(leaves)}: records were removed",
-                             seq=len(leaves) + 1)
+        raise IntegrityError(
+            f"the latest signed tree head covers {new.size} records but the "
+            f"ledger holds {len(leaves)}: records were removed",
+            seq=len(leaves) + 1,
+        )
     path = merkle.consistency_proof(leaves, checkpoint.size, new.size)
     try:
         # Printed only once it verifies against both signed roots.
         merkle.verify_consistency(checkpoint.size, new.size, checkpoint.root, new.root, path)
     except merkle.ProofError as exc:
-        raise IntegrityError(f"records 1..{checkpoint.size} are not the ones the checkpoint "
-                             f"signs: no consistency proof leads from its root to sign-off "
-                             f"#{signed.seq}'s ({exc.reason})", seq=checkpoint.size) from exc
+        raise IntegrityError(
+            f"records 1..{checkpoint.size} are not the ones the checkpoint "
+            f"signs: no consistency proof leads from its root to sign-off "
+            f"#{signed.seq}'s ({exc.reason})",
+            seq=checkpoint.size,
+        ) from exc
     old = TreeHead(checkpoint.origin, checkpoint.size, checkpoint.root)
     return ConsistencyProof(old, new, tuple(path), signed)

@@ -111,8 +111,8 @@ class RangeResult:
     """A worker's answer for one seq range."""
 
     count: int = 0
-    first: tuple[int, str, str] | None = None   # (seq, prev_hash, time) of the first record
-    last: tuple[int, str, str] | None = None    # (seq, record_hash, time) of the last record
+    first: tuple[int, str, str] | None = None  # (seq, prev_hash, time) of the first record
+    last: tuple[int, str, str] | None = None  # (seq, record_hash, time) of the last record
     faults: list[Fault] = field(default_factory=list)
     signers: Counter = field(default_factory=Counter)
     # (seq, queue, item_id, role, target, principal) of each retract that passed
@@ -161,13 +161,23 @@ class RecordChecker:
             digests = [None if m is None else _sha512(m).digest() for m in messages]
         except Exception:  # e.g. text that will not encode: each row then says why itself
             return [self._guarded(row) for row in rows]
-        return [(f is not None and self._pass_common(row, message, h, f, blob, digest))
-                or self._guarded(row, message, h, None, blob, digest)
-                for row, message, h, f, blob, digest
-                in zip(rows, messages, hashes, fields, blobs, digests)]
+        return [
+            (f is not None and self._pass_common(row, message, h, f, blob, digest))
+            or self._guarded(row, message, h, None, blob, digest)
+            for row, message, h, f, blob, digest in zip(
+                rows, messages, hashes, fields, blobs, digests
+            )
+        ]
 
-    def _pass_common(self, row: tuple, message: bytes, message_hash: str,
-                     fields: tuple, blob: bytes | None, digest: bytes) -> Staged | None:
+    def _pass_common(
+        self,
+        row: tuple,
+        message: bytes,
+        message_hash: str,
+        fields: tuple,
+        blob: bytes | None,
+        digest: bytes,
+    ) -> Staged | None:
         """Passes a fault-free row of the common shape in fewer steps than ``_stage``.
 
         ``fields`` are the message's COMMON_FIELDS (``fastbody.common_fields``:
@@ -177,12 +187,34 @@ class RecordChecker:
         again and names the fault. So this path can only ever pass a row
         ``_stage`` passes, which a property test holds it to.
         """
-        (decision, item_id, item_sha256, key, kind, note, prev, principal, queue, retracts,
-         role, run_sha256, seq, time, v, workspace) = fields
-        if (message_hash != row[1] or v != _VERSION_TEXT
-                or type(row[0]) is not int or seq != str(row[0])
-                or prev != row[2] or _common_columns(fields) != row[5:]
-                or workspace != self.ctx.workspace_id or blob is None):
+        (
+            decision,
+            item_id,
+            item_sha256,
+            key,
+            kind,
+            note,
+            prev,
+            principal,
+            queue,
+            retracts,
+            role,
+            run_sha256,
+            seq,
+            time,
+            v,
+            workspace,
+        ) = fields
+        if (
+            message_hash != row[1]
+            or v != _VERSION_TEXT
+            or type(row[0]) is not int
+            or seq != str(row[0])
+            or prev != row[2]
+            or _common_columns(fields) != row[5:]
+            or workspace != self.ctx.workspace_id
+            or blob is None
+        ):
             return None
         # A field only one kind carries is null elsewhere ("data" is null in this shape).
         if kind == "decision":
@@ -194,16 +226,19 @@ class RecordChecker:
         elif kind != "note" or decision is not None or retracts is not None or not note:
             return None  # a sign-off, or a kind sealdesk does not write
         namespace = NAMESPACE_BY_ROLE.get(role)
-        if (namespace is None or role not in QUEUE_ROLES.get(queue, ())
-                or self.ctx.items.get((queue, item_id)) != (item_sha256, run_sha256, None)):
+        if (
+            namespace is None
+            or role not in QUEUE_ROLES.get(queue, ())
+            or self.ctx.items.get((queue, item_id)) != (item_sha256, run_sha256, None)
+        ):
             return None
         try:
             public_blob, key_fingerprint, deferred = self._verifier.prepare(
-                blob, message, namespace, sha512_digest=digest)
+                blob, message, namespace, sha512_digest=digest
+            )
         except sshsig.SignatureError:
             return None
-        if key_fingerprint != key or not self._allows(principal, public_blob, role, row[0],
-                                                       time):
+        if key_fingerprint != key or not self._allows(principal, public_blob, role, row[0], time):
             return None
         return None, _common_facts(fields), deferred, None
 
@@ -214,9 +249,15 @@ class RecordChecker:
         except Exception as exc:  # a rebuilt table can hold anything: a fault, never a crash
             return f"record cannot be checked ({type(exc).__name__}: {exc})", None, None, None
 
-    def _stage(self, row: tuple, message: bytes | None = None, message_hash: str | None = None,
-               body: dict | None = None, blob: bytes | None = None,
-               digest: bytes | None = None) -> Checked:
+    def _stage(
+        self,
+        row: tuple,
+        message: bytes | None = None,
+        message_hash: str | None = None,
+        body: dict | None = None,
+        blob: bytes | None = None,
+        digest: bytes | None = None,
+    ) -> Checked:
         """Checks one row; gives (fault or None, body or None, deferred check or None, fault
         if it verifies). What ``stage_batch`` computed already comes in (else None)."""
         seq, record_hash, prev_hash, message_text, signature = row[:5]
@@ -225,8 +266,12 @@ class RecordChecker:
         if message is None:
             message = message_text.encode("utf-8")
         if (message_hash or _sha256(message).hexdigest()) != record_hash:
-            return ("record hash does not match the signed message (message or hash edited)",
-                    None, None, None)
+            return (
+                "record hash does not match the signed message (message or hash edited)",
+                None,
+                None,
+                None,
+            )
         if body is None:  # not the common shape: the general path accepts it or says why not
             body, reason = _read_body(message_text, message)
             if reason is not None:
@@ -239,11 +284,16 @@ class RecordChecker:
             return f"unknown role {body['role']!r}", body, None, None
         try:
             public_blob, key_fingerprint, deferred = self._verifier.prepare(
-                blob or sshsig.dearmor(signature), message, namespace, sha512_digest=digest)
+                blob or sshsig.dearmor(signature), message, namespace, sha512_digest=digest
+            )
         except sshsig.SignatureError as exc:
             return f"signature: {exc}", body, None, None
-        return None, body, deferred, self._after_signature(body, public_blob, key_fingerprint,
-                                                           namespace)
+        return (
+            None,
+            body,
+            deferred,
+            self._after_signature(body, public_blob, key_fingerprint, namespace),
+        )
 
     def _read_columns(self, body: dict, row: tuple) -> str | None:
         """Gives why a well-formed body disagrees with its row or is of no known kind."""
@@ -263,8 +313,9 @@ class RecordChecker:
             return f"unknown record kind {body['kind']!r}"
         return _field_of_another_kind(body)
 
-    def _after_signature(self, body: dict, public_blob: bytes, key_fingerprint: str,
-                         namespace: str) -> str | None:
+    def _after_signature(
+        self, body: dict, public_blob: bytes, key_fingerprint: str, namespace: str
+    ) -> str | None:
         """Gives the fault a record has even with a good signature, or None."""
         kind, role = body["kind"], body["role"]
         if key_fingerprint != body["key"]:
@@ -273,8 +324,9 @@ class RecordChecker:
             # Replayed in order before the ranges were cut: its verdict is ready.
             return self.ctx.signers.verdict(body["seq"], kind)
         if not self._allows(body["principal"], public_blob, role, body["seq"], body["time"]):
-            return self.ctx.signers.why_not(body["principal"], public_blob, role, body["seq"],
-                                            body["time"])
+            return self.ctx.signers.why_not(
+                body["principal"], public_blob, role, body["seq"], body["time"]
+            )
         if kind == "signoff":
             if role != SIGNOFF_ROLE:
                 return f"sign-off made in role {role}, requires {SIGNOFF_ROLE}"
@@ -288,8 +340,10 @@ class RecordChecker:
         if held is None:
             return f"item {queue}/{body['item_id']} is not in the workspace"
         if held[0] != body["item_sha256"]:
-            return (f"item hash {str(body['item_sha256'])[:12]}… is not the workspace's item "
-                    f"{queue}/{body['item_id']}")
+            return (
+                f"item hash {str(body['item_sha256'])[:12]}… is not the workspace's item "
+                f"{queue}/{body['item_id']}"
+            )
         if held[1] != body["run_sha256"]:
             return "run artifact hash differs from the item's run"
         if held[2] is not None:
@@ -335,8 +389,7 @@ def _read_body(message_text: str, message: bytes) -> tuple[dict | None, str | No
 
 
 _TEXT = ("workspace", "prev", "kind", "principal", "role", "key", "time")
-_TEXT_OR_NULL = ("queue", "item_id", "item_sha256", "run_sha256", "decision", "note",
-                 "retracts")
+_TEXT_OR_NULL = ("queue", "item_id", "item_sha256", "run_sha256", "decision", "note", "retracts")
 
 
 def _wrong_type(body: dict) -> str | None:
@@ -357,8 +410,10 @@ def _wrong_type(body: dict) -> str | None:
     try:
         parse_time(body["time"])
     except ValueError:
-        return (f"signed time {body['time'][:40]!r} is not a UTC timestamp "
-                "(YYYY-MM-DDTHH:MM:SS.ffffffZ) on a real date")
+        return (
+            f"signed time {body['time'][:40]!r} is not a UTC timestamp "
+            "(YYYY-MM-DDTHH:MM:SS.ffffffZ) on a real date"
+        )
     return None
 
 
@@ -375,18 +430,27 @@ def _field_of_another_kind(body: dict) -> str | None:
     kind = body["kind"]
     for name, owners in _KIND_OF_FIELD.items():
         if body[name] is not None and kind not in owners:
-            return (f"a {kind} record carries '{name}', which only a {' or '.join(owners)} "
-                    "record has")
+            return (
+                f"a {kind} record carries '{name}', which only a {' or '.join(owners)} record has"
+            )
     if kind in AUTHORITY_KINDS:
         return None  # the authority replay reads the rest of its fields
     data = body["data"]
     if data is not None and kind not in ("signoff", "decision"):
-        return (f"a {kind} record carries 'data', which only a signoff, decision or "
-                "authority record has")
-    if kind == "decision" and data is not None and (
-            type(data) is not dict or data.keys() != {"overrules"}
+        return (
+            f"a {kind} record carries 'data', which only a signoff, decision or "
+            "authority record has"
+        )
+    if (
+        kind == "decision"
+        and data is not None
+        and (
+            type(data) is not dict
+            or data.keys() != {"overrules"}
             or type(data["overrules"]) is not str
-            or not _RECORD_HASH.fullmatch(data["overrules"])):
+            or not _RECORD_HASH.fullmatch(data["overrules"])
+        )
+    ):
         return "a decision record's 'data' is not {\"overrules\": <a record hash>}"
     if kind == "signoff":
         named = [name for name in _ITEM_FIELDS if body[name] is not None]
@@ -409,8 +473,10 @@ _ONE_AT_A_TIME = threading.RLock()
 def one_verify_at_a_time() -> threading.RLock:
     """Gives the lock a verify holds while it reads SQLite or forks its workers."""
     return _ONE_AT_A_TIME
-_CONN: sqlite3.Connection | None = None      # this process's read-only connection
-_CHECKER: RecordChecker | None = None        # and checker, kept across its ranges
+
+
+_CONN: sqlite3.Connection | None = None  # this process's read-only connection
+_CHECKER: RecordChecker | None = None  # and checker, kept across its ranges
 
 
 def _init_worker(ctx: Context | None) -> None:
@@ -421,8 +487,11 @@ def _init_worker(ctx: Context | None) -> None:
     _CTX, _CONN, _CHECKER = ctx, None, None
 
 
-_ROW_SQL = ("SELECT seq, record_hash, prev_hash, message, signature, "
-            + ", ".join(_COLUMNS) + " FROM records WHERE seq BETWEEN ? AND ? ORDER BY seq")
+_ROW_SQL = (
+    "SELECT seq, record_hash, prev_hash, message, signature, "
+    + ", ".join(_COLUMNS)
+    + " FROM records WHERE seq BETWEEN ? AND ? ORDER BY seq"
+)
 
 
 def check_range(bounds: tuple[int, int]) -> RangeResult:
@@ -495,23 +564,27 @@ def _finish(rows: list[tuple], staged: list[Staged], out: RangeResult) -> None:
 
 
 def _time_fault(seq: int, time: str, prev_time: str) -> Fault:
-    return Fault(seq, f"signed time {time} is earlier than the record before it ({prev_time}): "
-                      "backdated")
+    return Fault(
+        seq, f"signed time {time} is earlier than the record before it ({prev_time}): backdated"
+    )
 
 
 def _gap_fault(prev_seq: int, seq: int) -> Fault:
     missing = prev_seq + 1 if seq > prev_seq else seq
-    return Fault(missing, f"chain jumps from seq {prev_seq} to {seq}: record {missing} "
-                          "missing or moved")
+    return Fault(
+        missing, f"chain jumps from seq {prev_seq} to {seq}: record {missing} missing or moved"
+    )
 
 
 def _link_fault(seq: int) -> Fault:
-    return Fault(seq, "previous-hash link broken (a record before it was removed, replaced "
-                      "or reordered)")
+    return Fault(
+        seq, "previous-hash link broken (a record before it was removed, replaced or reordered)"
+    )
 
 
-def load_context(conn: sqlite3.Connection, db_path: Path, workspace_id: str,
-                 signers: SignerPolicy) -> Context:
+def load_context(
+    conn: sqlite3.Connection, db_path: Path, workspace_id: str, signers: SignerPolicy
+) -> Context:
     """Gives the verification context read from the workspace database.
 
     The hash columns are not taken on trust: each item's stored payload and
@@ -521,32 +594,44 @@ def load_context(conn: sqlite3.Connection, db_path: Path, workspace_id: str,
     faults: list[Fault] = []
     bad_runs: dict[str, str] = {}
     for run_id, manifest, digest in conn.execute(
-            "SELECT run_id, manifest, manifest_sha256 FROM runs ORDER BY run_id"):
+        "SELECT run_id, manifest, manifest_sha256 FROM runs ORDER BY run_id"
+    ):
         if _text_sha256(manifest) != digest:
-            bad_runs[run_id] = (f"run {run_id}: stored manifest no longer hashes to its "
-                                "manifest_sha256 (edited after ingest)")
+            bad_runs[run_id] = (
+                f"run {run_id}: stored manifest no longer hashes to its "
+                "manifest_sha256 (edited after ingest)"
+            )
             faults.append(Fault(0, bad_runs[run_id]))
     items = {}
     for q, i, sha, payload, run_id, run_sha in conn.execute(
-            "SELECT items.queue, items.item_id, items.item_sha256, items.payload, run_id, "
-            "runs.manifest_sha256 FROM items JOIN runs USING (run_id) "
-            "ORDER BY items.queue, items.item_id"):
+        "SELECT items.queue, items.item_id, items.item_sha256, items.payload, run_id, "
+        "runs.manifest_sha256 FROM items JOIN runs USING (run_id) "
+        "ORDER BY items.queue, items.item_id"
+    ):
         why = bad_runs.get(run_id)
         if _text_sha256(payload) != sha:
-            why = (f"item {q}/{i}: stored payload no longer hashes to its item_sha256 "
-                   "(edited after ingest)")
+            why = (
+                f"item {q}/{i}: stored payload no longer hashes to its item_sha256 "
+                "(edited after ingest)"
+            )
             faults.append(Fault(0, why))
         items[(q, i)] = (sha, run_sha, why)
-    return Context(str(db_path), workspace_id, signers, items,
-                   tuple(faults) + tuple(Fault(seq, why) for seq, why in signers.faults()))
+    return Context(
+        str(db_path),
+        workspace_id,
+        signers,
+        items,
+        tuple(faults) + tuple(Fault(seq, why) for seq, why in signers.faults()),
+    )
 
 
 def _text_sha256(text: object) -> str | None:
     return hashlib.sha256(text.encode("utf-8")).hexdigest() if isinstance(text, str) else None
 
 
-def verify_ledger(conn: sqlite3.Connection, ctx: Context, *, processes: int | None = None,
-                  progress=None) -> Report:
+def verify_ledger(
+    conn: sqlite3.Connection, ctx: Context, *, processes: int | None = None, progress=None
+) -> Report:
     """Gives the report over every record of the database in ``ctx``."""
     report = Report()
     report.faults.extend(ctx.faults)
@@ -554,11 +639,18 @@ def verify_ledger(conn: sqlite3.Connection, ctx: Context, *, processes: int | No
     # an integer. The ranges below are of integers and would never reach such a row,
     # yet the app could read it: each one is a fault. (About 1.5 ms at 10k records:
     # SQLite scans a covering index.)
-    stray = [seq for (seq,) in conn.execute(
-        "SELECT seq FROM records WHERE typeof(seq) != 'integer'")]
-    report.faults.extend(Fault(0, f"a record is stored with seq {seq!r}, not an integer "
-                                  "(the records table was rebuilt): it has no place in "
-                                  "the chain") for seq in stray)
+    stray = [
+        seq for (seq,) in conn.execute("SELECT seq FROM records WHERE typeof(seq) != 'integer'")
+    ]
+    report.faults.extend(
+        Fault(
+            0,
+            f"a record is stored with seq {seq!r}, not an integer "
+            "(the records table was rebuilt): it has no place in "
+            "the chain",
+        )
+        for seq in stray
+    )
     # One aggregate per query: SQLite then reads MIN or MAX off the rowid b-tree
     # instead of scanning every record.
     only_integers = " WHERE typeof(seq) = 'integer'" if stray else ""
@@ -606,8 +698,8 @@ def _check_ranges(ranges: list[tuple[int, int]], workers: int, progress) -> list
         return results
     mp = multiprocessing.get_context("fork")
     lock = mp.Lock()
-    claimed = mp.RawValue("q", 0)   # next range to claim
-    checked = mp.RawValue("q", 0)   # records checked so far, for the progress bar
+    claimed = mp.RawValue("q", 0)  # next range to claim
+    checked = mp.RawValue("q", 0)  # records checked so far, for the progress bar
     children: list[tuple[multiprocessing.Process, object]] = []
     parent = os.getpid()
 
@@ -726,10 +818,12 @@ def _check_retractions(conn: sqlite3.Connection, report: Report, retracts: list[
     targets: dict[str, tuple] = {}
     hashes = sorted({r[4] for r in retracts})
     for start in range(0, len(hashes), 500):  # within SQLite's bound-parameter limit
-        chunk = hashes[start:start + 500]
+        chunk = hashes[start : start + 500]
         for row in conn.execute(
-                "SELECT record_hash, seq, kind, queue, item_id, role, principal FROM records "
-                f"WHERE record_hash IN ({', '.join('?' * len(chunk))}) ORDER BY seq", chunk):
+            "SELECT record_hash, seq, kind, queue, item_id, role, principal FROM records "
+            f"WHERE record_hash IN ({', '.join('?' * len(chunk))}) ORDER BY seq",
+            chunk,
+        ):
             held = targets.get(row[0])
             if held is None or (held[0] in bad and row[1] not in bad):
                 targets[row[0]] = row[1:]
@@ -747,8 +841,10 @@ def _check_retractions(conn: sqlite3.Connection, report: Report, retracts: list[
         elif t_role != role:
             reason = f"retract in role {role} of a decision made as {t_role}"
         elif t_principal != principal:
-            reason = (f"retracts {t_principal}'s decision: an undo takes back only its signer's "
-                      "own (another's is replaced by an explicit overrule)")
+            reason = (
+                f"retracts {t_principal}'s decision: an undo takes back only its signer's "
+                "own (another's is replaced by an explicit overrule)"
+            )
         else:
             seen.add(target)
             continue
@@ -795,8 +891,17 @@ def _check_overrules(conn: sqlite3.Connection, report: Report) -> None:
     bad = {f.seq for f in report.faults}
     item: tuple | None = None
     standing: list[tuple[int, str, str, str]] = []  # unretracted: (seq, hash, principal, role)
-    for (queue, item_id, seq, kind, principal, role, retracts, record_hash,
-         overrules) in conn.execute(_CONTESTED_SQL):
+    for (
+        queue,
+        item_id,
+        seq,
+        kind,
+        principal,
+        role,
+        retracts,
+        record_hash,
+        overrules,
+    ) in conn.execute(_CONTESTED_SQL):
         if (queue, item_id) != item:
             item, standing = (queue, item_id), []
         if type(seq) is not int or seq in bad:
@@ -812,8 +917,9 @@ def _check_overrules(conn: sqlite3.Connection, report: Report) -> None:
         standing.append((seq, record_hash, principal, role))
 
 
-def _overrule_fault(standing: tuple[int, str, str, str] | None, principal: str, role: str,
-                    overrules: str | None) -> str | None:
+def _overrule_fault(
+    standing: tuple[int, str, str, str] | None, principal: str, role: str, overrules: str | None
+) -> str | None:
     """Gives why a decision by principal in role may not replace ``standing`` (naming
     ``overrules``), or None."""
     if standing is None:
@@ -822,17 +928,25 @@ def _overrule_fault(standing: tuple[int, str, str, str] | None, principal: str, 
         return None
     seq, record_hash, by, made_as = standing
     if outranks(made_as, role):
-        return (f"replaces the decision {by} made as {made_as} (record {seq}) from the lower "
-                f"role {role}")
+        return (
+            f"replaces the decision {by} made as {made_as} (record {seq}) from the lower "
+            f"role {role}"
+        )
     if by == principal:
         if overrules is not None:
-            return (f"overrules record {overrules[:12]}…, but the standing decision (record "
-                    f"{seq}) is its own signer's")
+            return (
+                f"overrules record {overrules[:12]}…, but the standing decision (record "
+                f"{seq}) is its own signer's"
+            )
         return None
     if overrules is None:
-        return (f"replaces {by}'s standing decision (record {seq}) without naming it in "
-                "'overrules': a silent overrule")
+        return (
+            f"replaces {by}'s standing decision (record {seq}) without naming it in "
+            "'overrules': a silent overrule"
+        )
     if overrules != record_hash:
-        return (f"overrules record {overrules[:12]}…, which is not the standing decision "
-                f"(record {seq}, by {by})")
+        return (
+            f"overrules record {overrules[:12]}…, which is not the standing decision "
+            f"(record {seq}, by {by})"
+        )
     return None

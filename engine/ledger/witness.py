@@ -48,8 +48,10 @@ def add_witness(conn, path: Path) -> list[Path]:
         held = witnesses(conn)
         if path not in held:
             held.append(path)
-        conn.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)",
-                     (META_KEY, json.dumps([str(p) for p in held])))
+        conn.execute(
+            "INSERT OR REPLACE INTO meta VALUES (?, ?)",
+            (META_KEY, json.dumps([str(p) for p in held])),
+        )
     return held
 
 
@@ -68,24 +70,34 @@ def stored(witness: Path, workspace_id: str) -> list[tuple[Path, Checkpoint]]:
     return sorted(out, key=lambda pair: pair[1].size)
 
 
-def conflicts(leaves: list[bytes], origin: str, held: list[tuple[Path, Checkpoint]]
-              ) -> list[tuple[int, str]]:
+def conflicts(
+    leaves: list[bytes], origin: str, held: list[tuple[Path, Checkpoint]]
+) -> list[tuple[int, str]]:
     """Gives (seq, reason) for each stored checkpoint this ledger's leaves do not extend."""
     faults = []
     for path, cp in held:
         if cp.origin != origin:
-            faults.append((max(cp.size, 1), f"witness {path}: names log {cp.origin!r}, not "
-                                            f"{origin!r}"))
+            faults.append(
+                (max(cp.size, 1), f"witness {path}: names log {cp.origin!r}, not {origin!r}")
+            )
         elif cp.size > len(leaves):
-            faults.append((len(leaves) + 1,
-                           f"witness {path}: holds a checkpoint of {cp.size} records, but this "
-                           f"ledger holds {len(leaves)}: it was rolled back (or is a copy "
-                           "that fell behind)"))
-        elif merkle.root_of(leaves[:cp.size]) != cp.root:
-            faults.append((max(cp.size, 1),
-                           f"witness {path}: records 1..{cp.size} here do not give the root "
-                           "that checkpoint signs: this workspace and the one that pushed it "
-                           "share an id but forked"))
+            faults.append(
+                (
+                    len(leaves) + 1,
+                    f"witness {path}: holds a checkpoint of {cp.size} records, but this "
+                    f"ledger holds {len(leaves)}: it was rolled back (or is a copy "
+                    "that fell behind)",
+                )
+            )
+        elif merkle.root_of(leaves[: cp.size]) != cp.root:
+            faults.append(
+                (
+                    max(cp.size, 1),
+                    f"witness {path}: records 1..{cp.size} here do not give the root "
+                    "that checkpoint signs: this workspace and the one that pushed it "
+                    "share an id but forked",
+                )
+            )
     return faults
 
 
@@ -101,8 +113,9 @@ def push(witness: Path, workspace_id: str, text: str, leaves: list[bytes], signe
     held = stored(witness, workspace_id)
     faults = conflicts(leaves, origin_for(workspace_id), held)
     if faults:
-        raise IntegrityError(f"fork: {faults[0][1]}; this checkpoint was not pushed",
-                             seq=faults[0][0])
+        raise IntegrityError(
+            f"fork: {faults[0][1]}; this checkpoint was not pushed", seq=faults[0][0]
+        )
     folder = _log_dir(witness, workspace_id)
     folder.mkdir(parents=True, exist_ok=True)
     target = folder / f"{cp.size:012d}.checkpoint"
@@ -116,9 +129,23 @@ def push(witness: Path, workspace_id: str, text: str, leaves: list[bytes], signe
         rel = target.relative_to(witness)
         git = ["git", "-C", str(witness)]
         subprocess.run([*git, "add", "--", str(rel)], check=True, capture_output=True)
-        subprocess.run([*git, "-c", "user.name=sealdesk", "-c", "user.email=sealdesk@localhost",
-                        "commit", "-q", "-m", f"checkpoint {cp.origin} size {cp.size}", "--",
-                        str(rel)], check=True, capture_output=True)
+        subprocess.run(
+            [
+                *git,
+                "-c",
+                "user.name=sealdesk",
+                "-c",
+                "user.email=sealdesk@localhost",
+                "commit",
+                "-q",
+                "-m",
+                f"checkpoint {cp.origin} size {cp.size}",
+                "--",
+                str(rel),
+            ],
+            check=True,
+            capture_output=True,
+        )
         committed = True
     return Pushed(target, committed)
 
@@ -140,10 +167,17 @@ def push_latest(ws) -> list[tuple[Path, Pushed | IntegrityError]]:
         except IntegrityError as exc:
             out.append((target, exc))
         except OSError as exc:
-            out.append((target, IntegrityError(f"cannot write to witness {target}: "
-                                               f"{exc.strerror or exc}")))
+            out.append(
+                (target, IntegrityError(f"cannot write to witness {target}: {exc.strerror or exc}"))
+            )
         except subprocess.CalledProcessError as exc:
             detail = (exc.stderr or b"").decode("utf-8", "replace").strip().splitlines()
-            out.append((target, IntegrityError(f"witness {target}: git failed: "
-                                               f"{detail[-1] if detail else exc}")))
+            out.append(
+                (
+                    target,
+                    IntegrityError(
+                        f"witness {target}: git failed: {detail[-1] if detail else exc}"
+                    ),
+                )
+            )
     return out

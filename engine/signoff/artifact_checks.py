@@ -59,11 +59,14 @@ def _verify_signature(signature: bytes, message: bytes, keys: tuple[str, ...]) -
             return f"does not verify (SSHSIG: {exc})"
         return None
     if len(signature) != _ED25519_BYTES:
-        return ("cannot be checked: it is neither an armored SSHSIG nor a raw 64-byte Ed25519 "
-                "signature")
+        return (
+            "cannot be checked: it is neither an armored SSHSIG nor a raw 64-byte Ed25519 signature"
+        )
     if not keys:
-        return ("cannot be checked: it is a raw Ed25519 signature and no run recorded the "
-                "public key it verifies under")
+        return (
+            "cannot be checked: it is a raw Ed25519 signature and no run recorded the "
+            "public key it verifies under"
+        )
     for key in keys:
         try:
             Ed25519PublicKey.from_public_bytes(bytes.fromhex(key)).verify(signature, message)
@@ -72,21 +75,25 @@ def _verify_signature(signature: bytes, message: bytes, keys: tuple[str, ...]) -
     return None
 
 
-def signature_problems(artifacts_dir: Path, refs: Iterable[ArtifactRef],
-                       records: RunRecords) -> list[str]:
+def signature_problems(
+    artifacts_dir: Path, refs: Iterable[ArtifactRef], records: RunRecords
+) -> list[str]:
     """Gives a problem for each signature beside an artifact that does not verify over it."""
     root = Path(artifacts_dir)
     by_path = {a.path: a for a in refs}
     problems = []
     for path, sig in sorted(by_path.items()):
-        target = by_path.get(path[:-len(SIGNATURE_SUFFIX)]) \
-            if path.endswith(SIGNATURE_SUFFIX) else None
+        target = (
+            by_path.get(path[: -len(SIGNATURE_SUFFIX)]) if path.endswith(SIGNATURE_SUFFIX) else None
+        )
         if target is None:
             continue
         try:
-            why = _verify_signature(_read_as(root / sig.path, sig.sha256, _SIGNATURE_LIMIT),
-                                    _read_as(root / target.path, target.sha256),
-                                    records.signature_keys.get(path, ()))
+            why = _verify_signature(
+                _read_as(root / sig.path, sig.sha256, _SIGNATURE_LIMIT),
+                _read_as(root / target.path, target.sha256),
+                records.signature_keys.get(path, ()),
+            )
         except _Changed:
             why = "changed while it was being checked; look again"
         except OSError as exc:
@@ -101,16 +108,19 @@ def latest_signoff_problems(conn: Any, held: dict[str, str]) -> list[str]:
 
     ``held`` maps each artifact's path under ``artifacts/`` to its SHA-256 now.
     """
-    row = conn.execute("SELECT seq, message FROM records WHERE kind='signoff' "
-                       "ORDER BY seq DESC LIMIT 1").fetchone()
+    row = conn.execute(
+        "SELECT seq, message FROM records WHERE kind='signoff' ORDER BY seq DESC LIMIT 1"
+    ).fetchone()
     if row is None:
         return []
     seq = row[0]
     try:
         data = strict_loads(row[1]).get("data")
     except (TypeError, ValueError, AttributeError):
-        return [f"sign-off #{seq} cannot be read, so what it bound cannot be compared "
-                "(run sealdesk verify)"]
+        return [
+            f"sign-off #{seq} cannot be read, so what it bound cannot be compared "
+            "(run sealdesk verify)"
+        ]
     if not isinstance(data, dict):
         return []
     problems = []
@@ -118,24 +128,30 @@ def latest_signoff_problems(conn: Any, held: dict[str, str]) -> list[str]:
     for path, signed in sorted(bound.items()):
         now = held.get(path)
         if now is None:
-            problems.append(f"artifacts/{path}: bound by sign-off #{seq}, is gone; a "
-                            "signed-off artifact stays where it is")
+            problems.append(
+                f"artifacts/{path}: bound by sign-off #{seq}, is gone; a "
+                "signed-off artifact stays where it is"
+            )
         elif now != signed:
-            problems.append(f"artifacts/{path}: bytes differ from what sign-off #{seq} bound "
-                            f"({str(signed)[:12]}…, now {now[:12]}…); a signed-off artifact "
-                            "is never bound again: restore it, and write a new result as a "
-                            "new run")
+            problems.append(
+                f"artifacts/{path}: bytes differ from what sign-off #{seq} bound "
+                f"({str(signed)[:12]}…, now {now[:12]}…); a signed-off artifact "
+                "is never bound again: restore it, and write a new result as a "
+                "new run"
+            )
     runs = data.get("runs") if isinstance(data.get("runs"), dict) else {}
     current = dict(conn.execute("SELECT run_id, manifest_sha256 FROM runs"))
     for run_id, signed in sorted(runs.items()):
         if current.get(run_id) != signed:
-            problems.append(f"run {run_id}: its manifest is gone or differs from the one "
-                            f"sign-off #{seq} bound")
+            problems.append(
+                f"run {run_id}: its manifest is gone or differs from the one sign-off #{seq} bound"
+            )
     return problems
 
 
-def artifact_problems(artifacts_dir: Path, refs: tuple[ArtifactRef, ...],
-                      conn: Any) -> tuple[list[str], list[str]]:
+def artifact_problems(
+    artifacts_dir: Path, refs: tuple[ArtifactRef, ...], conn: Any
+) -> tuple[list[str], list[str]]:
     """Gives (problems, warnings) about every artifact; any problem blocks a sign-off."""
     records = recorded_artifacts(conn)
     problems, warnings = list(records.problems), []
@@ -148,13 +164,17 @@ def artifact_problems(artifacts_dir: Path, refs: tuple[ArtifactRef, ...],
             warnings.append(f"{where}: no .sha256 sidecar")
         found = records.by_path.get(a.path, ())
         if not found:
-            problems.append(f"{where}: no run recorded this file; only what an engine run "
-                            "wrote and recorded is signed off (move it out of artifacts/)")
+            problems.append(
+                f"{where}: no run recorded this file; only what an engine run "
+                "wrote and recorded is signed off (move it out of artifacts/)"
+            )
         for r in found:
             if r.sha256 != a.sha256:
-                problems.append(f"{where}: bytes differ from the hash its run manifest "
-                                f"recorded (run {r.run_id}: {r.sha256[:12]}…, now "
-                                f"{a.sha256[:12]}…)")
+                problems.append(
+                    f"{where}: bytes differ from the hash its run manifest "
+                    f"recorded (run {r.run_id}: {r.sha256[:12]}…, now "
+                    f"{a.sha256[:12]}…)"
+                )
     for path, found in sorted(records.by_path.items()):
         if path not in held:
             problems.append(f"artifacts/{path}: recorded by run {found[0].run_id}, is gone")
@@ -175,13 +195,16 @@ def recorded_artifact_faults(artifacts_dir: Path, conn: Any) -> list[str]:
         try:
             now = file_sha256(root / path)
         except OSError:
-            faults.append(f"artifacts/{path}: recorded by run {found[0].run_id}, is gone or "
-                          "unreadable")
+            faults.append(
+                f"artifacts/{path}: recorded by run {found[0].run_id}, is gone or unreadable"
+            )
             continue
         for r in found:
             if r.sha256 != now:
-                faults.append(f"artifacts/{path}: bytes differ from the hash run {r.run_id} "
-                              f"recorded ({r.sha256[:12]}…, now {now[:12]}…)")
+                faults.append(
+                    f"artifacts/{path}: bytes differ from the hash run {r.run_id} "
+                    f"recorded ({r.sha256[:12]}…, now {now[:12]}…)"
+                )
     return faults
 
 
@@ -207,16 +230,21 @@ def verify_signed_artifacts(ws, report: Report) -> None:
     for name, signed in sorted(bound.items()):
         path = (root / str(name)).resolve()
         if not path.is_relative_to(root):
-            report.faults.append(Fault(seq, f"sign-off names artifact {name!r} outside "
-                                            "artifacts/"))
+            report.faults.append(Fault(seq, f"sign-off names artifact {name!r} outside artifacts/"))
             continue
         try:
             held = file_sha256(path)
         except OSError:
-            report.faults.append(Fault(seq, f"artifact {name} bound by sign-off #{seq} is "
-                                            "gone or unreadable"))
+            report.faults.append(
+                Fault(seq, f"artifact {name} bound by sign-off #{seq} is gone or unreadable")
+            )
             continue
         if held != signed:
-            report.faults.append(Fault(seq, f"artifact {name} changed since sign-off #{seq} "
-                                            f"bound it (signed {str(signed)[:12]}…, now "
-                                            f"{held[:12]}…)"))
+            report.faults.append(
+                Fault(
+                    seq,
+                    f"artifact {name} changed since sign-off #{seq} "
+                    f"bound it (signed {str(signed)[:12]}…, now "
+                    f"{held[:12]}…)",
+                )
+            )

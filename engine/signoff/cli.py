@@ -34,21 +34,29 @@ def _fmt(value: float | int | None, digits: int = 4) -> str:
 
 def summary_lines(s: SignoffSummary) -> list[str]:
     """Gives the sign-off summary as plain text lines (readable on any terminal)."""
-    out = [f"Sign-off summary for {s.tree.origin}",
-           f"Tree head: {s.tree.size} record(s), root {s.tree.root_hex} "
-           f"(base64 {s.tree.root_b64})"]
+    out = [
+        f"Sign-off summary for {s.tree.origin}",
+        f"Tree head: {s.tree.size} record(s), root {s.tree.root_hex} (base64 {s.tree.root_b64})",
+    ]
     last = s.last_signoff
     if last is None:
         out.append("Last sign-off: none yet")
     else:
         extra = f", with {last.exceptions} exception(s)" if last.with_exceptions else ""
-        out.append(f"Last sign-off: #{last.seq} by {last.principal} at {last.time}, over "
-                   f"{last.tree.size} record(s){extra}")
-    out += ["", f"  {'queue':<17}{'total':>7}{'accepted':>10}{'rejected':>10}{'skipped':>9}"
-                f"{'undecided':>11}"]
+        out.append(
+            f"Last sign-off: #{last.seq} by {last.principal} at {last.time}, over "
+            f"{last.tree.size} record(s){extra}"
+        )
+    out += [
+        "",
+        f"  {'queue':<17}{'total':>7}{'accepted':>10}{'rejected':>10}{'skipped':>9}"
+        f"{'undecided':>11}",
+    ]
     for q in s.queues:
-        out.append(f"  {q.queue:<17}{q.total:>7}{q.accepted:>10}{q.rejected:>10}{q.skipped:>9}"
-                   f"{q.undecided:>11}")
+        out.append(
+            f"  {q.queue:<17}{q.total:>7}{q.accepted:>10}{q.rejected:>10}{q.skipped:>9}"
+            f"{q.undecided:>11}"
+        )
     c = s.contamination
     out.append("")
     if c.state == "not run":
@@ -94,8 +102,10 @@ def summary_lines(s: SignoffSummary) -> list[str]:
         for p in s.pending[:_PENDING_LISTED]:
             out.append(f"  {p.queue}/{p.item_id}  {p.status}  {p.title[:50]}")
         if len(s.pending) > _PENDING_LISTED:
-            out.append(f"  ... and {len(s.pending) - _PENDING_LISTED} more "
-                       "(sealdesk items --status undecided)")
+            out.append(
+                f"  ... and {len(s.pending) - _PENDING_LISTED} more "
+                "(sealdesk items --status undecided)"
+            )
     for problem in s.problems:
         out.append(f"PROBLEM: {problem}")
     for warning in s.warnings:
@@ -105,17 +115,32 @@ def summary_lines(s: SignoffSummary) -> list[str]:
 
 @click.command()
 @click.option("--yes", "-y", is_flag=True, help="Sign without asking (for scripts).")
-@click.option("--with-exceptions", is_flag=True,
-              help="Sign although items are undecided; the record lists each one.")
+@click.option(
+    "--with-exceptions",
+    is_flag=True,
+    help="Sign although items are undecided; the record lists each one.",
+)
 @click.option("--summary-only", is_flag=True, help="Print the summary and sign nothing.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-@click.option("--key", default=None, type=InputFile(),
-              help="Lead's OpenSSH private key file. Default: the lead's key in ssh-agent.")
+@click.option(
+    "--key",
+    default=None,
+    type=InputFile(),
+    help="Lead's OpenSSH private key file. Default: the lead's key in ssh-agent.",
+)
 @click.option("--principal", default=None, help="When the key is enrolled under several names.")
 @click.option("--note", default=None, help="Kept in the signed record.")
 @click.pass_obj
-def signoff(ctx: "Ctx", yes: bool, with_exceptions: bool, summary_only: bool, as_json: bool,
-            key: str | None, principal: str | None, note: str | None) -> None:
+def signoff(
+    ctx: "Ctx",
+    yes: bool,
+    with_exceptions: bool,
+    summary_only: bool,
+    as_json: bool,
+    key: str | None,
+    principal: str | None,
+    note: str | None,
+) -> None:
     """Review the whole state and sign it off as lead (binds a Merkle tree head).
 
     Prints per-queue counts, contamination leakage before/after and the power
@@ -141,42 +166,69 @@ def signoff(ctx: "Ctx", yes: bool, with_exceptions: bool, summary_only: bool, as
         if summary.problems:
             raise IntegrityError(f"will not sign off: {summary.problems[0]}")
         if summary.pending and not with_exceptions:
-            raise NotReadyError(f"{len(summary.pending)} item(s) are undecided; decide them, "
-                                "or sign off with --with-exceptions to list them in the record")
+            raise NotReadyError(
+                f"{len(summary.pending)} item(s) are undecided; decide them, "
+                "or sign off with --with-exceptions to list them in the record"
+            )
         signer = lead_signer(ws, key)
         who, _role = ws.identify(signer, principal, "lead")
         if not yes:
-            extra = (f" with {len(summary.pending)} exception(s)" if summary.pending else "")
+            extra = f" with {len(summary.pending)} exception(s)" if summary.pending else ""
             try:
-                agreed = click.confirm(f"\nSign off {summary.tree.size} record(s) as {who} "
-                                       f"(lead){extra}?", default=False)
+                agreed = click.confirm(
+                    f"\nSign off {summary.tree.size} record(s) as {who} (lead){extra}?",
+                    default=False,
+                )
             except click.exceptions.Abort:
                 if sys.stdin.isatty():
                     raise  # Ctrl-C or Ctrl-D at the prompt: the person chose to stop
-                raise InputError("standard input ended before a yes to the prompt; nothing "
-                                 "was signed (pass --yes to sign without asking)") from None
+                raise InputError(
+                    "standard input ended before a yes to the prompt; nothing "
+                    "was signed (pass --yes to sign without asking)"
+                ) from None
             if not agreed:
                 click.echo("not signed: nothing was written")
                 sys.exit(1)
-        rec = sign_off(ws, signer, with_exceptions, principal=who, note=note,
-                       expected_size=None if yes else summary.tree.size)
+        rec = sign_off(
+            ws,
+            signer,
+            with_exceptions,
+            principal=who,
+            note=note,
+            expected_size=None if yes else summary.tree.size,
+        )
         pushed = push_latest(ws)
     tree = rec.body["data"]["tree"]
     if as_json:
-        click.echo(json.dumps({"seq": rec.seq, "record_hash": rec.record_hash,
-                               "principal": rec.body["principal"], "tree": tree,
-                               "exceptions": rec.body["data"]["exceptions"]}, indent=1))
+        click.echo(
+            json.dumps(
+                {
+                    "seq": rec.seq,
+                    "record_hash": rec.record_hash,
+                    "principal": rec.body["principal"],
+                    "tree": tree,
+                    "exceptions": rec.body["data"]["exceptions"],
+                },
+                indent=1,
+            )
+        )
         return
-    click.echo(f"signed off: record #{rec.seq} {rec.record_hash[:16]} by {rec.body['principal']} "
-               f"over {tree['size']} record(s), root {tree['root'][:16]}")
+    click.echo(
+        f"signed off: record #{rec.seq} {rec.record_hash[:16]} by {rec.body['principal']} "
+        f"over {tree['size']} record(s), root {tree['root'][:16]}"
+    )
     if not _report_pushes(pushed):
         sys.exit(1)
     if not pushed:
         # Every hint must run where it is read: through ssh-gate, only stdout leaves.
-        witness = ("" if os.environ.get(GATE_VARIABLE) is not None else
-                   " (or push every sign-off: sealdesk checkpoint witness add DIR)")
-        click.echo(f"keep a copy off this host: sealdesk checkpoint export > checkpoint.txt"
-                   f"{witness}")
+        witness = (
+            ""
+            if os.environ.get(GATE_VARIABLE) is not None
+            else " (or push every sign-off: sealdesk checkpoint witness add DIR)"
+        )
+        click.echo(
+            f"keep a copy off this host: sealdesk checkpoint export > checkpoint.txt{witness}"
+        )
 
 
 def _report_pushes(pushed) -> bool:
@@ -198,10 +250,20 @@ def checkpoint() -> None:
 
 
 @checkpoint.command("export")
-@click.option("--out", default="-", show_default=True, type=OutputFile(allow_stdout=True),
-              help="File to write; '-' writes to stdout.")
-@click.option("--signoff", "signoff_seq", type=click.IntRange(min=1), default=None,
-              help="Seq of the sign-off to export (default: the latest).")
+@click.option(
+    "--out",
+    default="-",
+    show_default=True,
+    type=OutputFile(allow_stdout=True),
+    help="File to write; '-' writes to stdout.",
+)
+@click.option(
+    "--signoff",
+    "signoff_seq",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Seq of the sign-off to export (default: the latest).",
+)
 @click.pass_obj
 def checkpoint_export(ctx: "Ctx", out: str, signoff_seq: int | None) -> None:
     """Write the latest signed tree head as a checkpoint file.
@@ -225,8 +287,9 @@ def checkpoint_export(ctx: "Ctx", out: str, signoff_seq: int | None) -> None:
         click.echo(text, nl=False)
         return
     atomic_write(Path(out), text.encode("utf-8"), mode=0o644)
-    click.echo(f"wrote checkpoint of sign-off #{head.seq} ({head.tree.size} records) to {out}",
-               err=True)
+    click.echo(
+        f"wrote checkpoint of sign-off #{head.seq} ({head.tree.size} records) to {out}", err=True
+    )
 
 
 @checkpoint.group("witness")
@@ -262,8 +325,9 @@ def witness_list(ctx: "Ctx") -> None:
 
     with ctx.open(read_only=True) as ws:
         held = witnesses(ws.conn)
-    click.echo("\n".join(map(str, held)) if held else "no witness (sealdesk checkpoint "
-                                                        "witness add DIR)")
+    click.echo(
+        "\n".join(map(str, held)) if held else "no witness (sealdesk checkpoint witness add DIR)"
+    )
 
 
 @checkpoint.command("push")
@@ -280,15 +344,29 @@ def checkpoint_push(ctx: "Ctx") -> None:
 
 @click.command()
 @click.argument("record", required=False)
-@click.option("--checkpoint", "checkpoint_path", default=None,
-              help="Prove RECORD against this checkpoint file instead ('-' reads stdin).")
-@click.option("--consistency", "from_checkpoint", default=None, metavar="CHECKPOINT",
-              help="Instead of a record: prove that this checkpoint's tree is a prefix of "
-                   "the latest signed tree head ('-' reads stdin).")
+@click.option(
+    "--checkpoint",
+    "checkpoint_path",
+    default=None,
+    help="Prove RECORD against this checkpoint file instead ('-' reads stdin).",
+)
+@click.option(
+    "--consistency",
+    "from_checkpoint",
+    default=None,
+    metavar="CHECKPOINT",
+    help="Instead of a record: prove that this checkpoint's tree is a prefix of "
+    "the latest signed tree head ('-' reads stdin).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Machine-checkable JSON.")
 @click.pass_obj
-def prove(ctx: "Ctx", record: str | None, checkpoint_path: str | None,
-          from_checkpoint: str | None, as_json: bool) -> None:
+def prove(
+    ctx: "Ctx",
+    record: str | None,
+    checkpoint_path: str | None,
+    from_checkpoint: str | None,
+    as_json: bool,
+) -> None:
     """Print an inclusion proof of a record, or a consistency proof of a checkpoint.
 
     RECORD is a seq (12 or #12) or a record hash (8+ hex). The proof is the
@@ -308,11 +386,14 @@ def prove(ctx: "Ctx", record: str | None, checkpoint_path: str | None,
     from engine.ledger.treehead import prove_consistency, prove_inclusion
 
     if (record is None) == (from_checkpoint is None):
-        raise InputError("give a RECORD to prove, or --consistency CHECKPOINT (one of them)",
-                         field="record")
+        raise InputError(
+            "give a RECORD to prove, or --consistency CHECKPOINT (one of them)", field="record"
+        )
     if from_checkpoint is not None and checkpoint_path is not None:
-        raise InputError("--checkpoint goes with a RECORD; --consistency names its own "
-                         "checkpoint", field="--checkpoint")
+        raise InputError(
+            "--checkpoint goes with a RECORD; --consistency names its own checkpoint",
+            field="--checkpoint",
+        )
     with ctx.open(read_only=True) as ws:
         cp = None
         named = checkpoint_path or from_checkpoint
@@ -339,8 +420,10 @@ def prove(ctx: "Ctx", record: str | None, checkpoint_path: str | None,
         against = f"sign-off #{s.seq} by {s.principal} at {s.time}"
     else:
         against = f"checkpoint signed by {cp.principal}"
-    click.echo(f"record #{proof.seq} ({proof.record_hash[:16]}) is leaf {proof.index} of the "
-               f"tree of size {head.size} signed in {against}")
+    click.echo(
+        f"record #{proof.seq} ({proof.record_hash[:16]}) is leaf {proof.index} of the "
+        f"tree of size {head.size} signed in {against}"
+    )
     click.echo(f"  origin     {head.origin}")
     click.echo(f"  leaf hash  {proof.leaf_hash.hex()}")
     click.echo(f"  root       {head.root_hex}")
@@ -355,8 +438,10 @@ def _print_consistency(proof, as_json: bool) -> None:
         click.echo(json.dumps(proof.to_json(), ensure_ascii=False, indent=1))
         return
     s = proof.signed_by
-    click.echo(f"the checkpoint's tree of size {proof.old.size} is a prefix of the tree of size "
-               f"{proof.new.size} signed in sign-off #{s.seq} by {s.principal} at {s.time}")
+    click.echo(
+        f"the checkpoint's tree of size {proof.old.size} is a prefix of the tree of size "
+        f"{proof.new.size} signed in sign-off #{s.seq} by {s.principal} at {s.time}"
+    )
     click.echo(f"  origin      {proof.new.origin}")
     click.echo(f"  first root  {proof.old.root_hex}")
     click.echo(f"  second root {proof.new.root_hex}")

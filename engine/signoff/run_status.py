@@ -126,8 +126,12 @@ def scan_artifacts(artifacts_dir: Path) -> list[ArtifactRef]:
     for path in sorted(root.rglob("*")):
         rel = path.relative_to(root)
         # Sidecars and the atomic writer's temporary files are not artifacts.
-        if (not path.is_file() or path.name.endswith(".sha256") or len(rel.parts) < 2
-                or any(part.startswith(".") for part in rel.parts)):
+        if (
+            not path.is_file()
+            or path.name.endswith(".sha256")
+            or len(rel.parts) < 2
+            or any(part.startswith(".") for part in rel.parts)
+        ):
             continue
         digest = file_sha256(path)
         side = sidecar_path(path)
@@ -136,15 +140,17 @@ def scan_artifacts(artifacts_dir: Path) -> list[ArtifactRef]:
         else:
             words = side.read_text(encoding="utf-8", errors="replace").split()
             state = SIDECAR_OK if words and words[0] == digest else SIDECAR_MISMATCH
-        found.append(ArtifactRef(rel.as_posix(), rel.parts[0], digest, state,
-                                 os.stat(path).st_mtime_ns))
+        found.append(
+            ArtifactRef(rel.as_posix(), rel.parts[0], digest, state, os.stat(path).st_mtime_ns)
+        )
     return found
 
 
 def _latest(refs: Iterable[ArtifactRef], match: Callable[[str], bool]) -> list[ArtifactRef]:
     """Gives the matching artifacts, newest first (mtime, then path for ties)."""
-    return sorted((r for r in refs if match(r.name)), key=lambda r: (r.mtime_ns, r.path),
-                  reverse=True)
+    return sorted(
+        (r for r in refs if match(r.name)), key=lambda r: (r.mtime_ns, r.path), reverse=True
+    )
 
 
 def _load(root: Path, ref: ArtifactRef, unreadable: list[str]) -> dict[str, Any] | None:
@@ -190,19 +196,29 @@ def _before_after(obj: dict[str, Any], names: tuple[str, ...]) -> tuple[Any, Any
         if isinstance(inner, dict) and ("before" in inner or "after" in inner):
             return inner.get("before"), inner.get("after")
         before, after = obj.get("before"), obj.get("after")
-        if isinstance(before, dict) and isinstance(after, dict) and (name in before or name in after):
+        if (
+            isinstance(before, dict)
+            and isinstance(after, dict)
+            and (name in before or name in after)
+        ):
             return before.get(name), after.get(name)
     return None
 
 
 _LEAKAGE = ("leakage_rate", "leakage")
 _SIZE = ("n", "eval_size", "size", "items")
-_POWER = ("min_detectable_difference", "minimum_detectable_difference", "mde",
-          "minimum_detectable_effect", "power")
+_POWER = (
+    "min_detectable_difference",
+    "minimum_detectable_difference",
+    "mde",
+    "minimum_detectable_effect",
+    "power",
+)
 
 
-def contamination_status(root: Path, refs: list[ArtifactRef],
-                         unreadable: list[str]) -> ContaminationStatus:
+def contamination_status(
+    root: Path, refs: list[ArtifactRef], unreadable: list[str]
+) -> ContaminationStatus:
     """Gives leakage before/after and power change from the latest report and clean-set report."""
     reports = _latest(refs, lambda n: n == "contamination_report.json")
     cleans = _latest(refs, lambda n: n.endswith(".json") and "clean" in n)
@@ -217,8 +233,9 @@ def contamination_status(root: Path, refs: list[ArtifactRef],
     test_meta = report.get("test") if report and isinstance(report.get("test"), dict) else {}
     size_before = _count(test_meta.get("n"))
     if clean is None:
-        return ContaminationStatus("scanned", before, None, flagged, None, size_before, None,
-                                   (), sources)
+        return ContaminationStatus(
+            "scanned", before, None, flagged, None, size_before, None, (), sources
+        )
     leak = _before_after(clean, _LEAKAGE)
     if leak and _number(leak[0]) is not None:
         before = _number(leak[0])
@@ -226,8 +243,9 @@ def contamination_status(root: Path, refs: list[ArtifactRef],
     sizes = _before_after(clean, _SIZE)
     if sizes:
         size_before = _count(sizes[0]) if _count(sizes[0]) is not None else size_before
-    dropped = _count(_first(clean, "dropped", "dropped_items", "n_dropped", "confirmed_leaks",
-                            "dropped_ids"))
+    dropped = _count(
+        _first(clean, "dropped", "dropped_items", "n_dropped", "confirmed_leaks", "dropped_ids")
+    )
     power_obj = clean.get("power") if isinstance(clean.get("power"), dict) else {}
     power = []
     for scope in (power_obj, clean):
@@ -237,8 +255,17 @@ def contamination_status(root: Path, refs: list[ArtifactRef],
                 power.append(PowerChange(name, _number(pair[0]), _number(pair[1])))
         if power:
             break
-    return ContaminationStatus("cleaned", before, after, flagged, dropped, size_before,
-                               _count(sizes[1]) if sizes else None, tuple(power), sources)
+    return ContaminationStatus(
+        "cleaned",
+        before,
+        after,
+        flagged,
+        dropped,
+        size_before,
+        _count(sizes[1]) if sizes else None,
+        tuple(power),
+        sources,
+    )
 
 
 def _gates(value: Any) -> tuple[Gate, ...]:
@@ -246,8 +273,11 @@ def _gates(value: Any) -> tuple[Gate, ...]:
     if isinstance(value, dict):
         rows = list(value.items())
     elif isinstance(value, list):
-        rows = [(str(_first(g, "name", "metric", "gate") or f"gate {i + 1}"), g)
-                for i, g in enumerate(value) if isinstance(g, dict)]
+        rows = [
+            (str(_first(g, "name", "metric", "gate") or f"gate {i + 1}"), g)
+            for i, g in enumerate(value)
+            if isinstance(g, dict)
+        ]
     gates = []
     for name, gate in rows:
         if not isinstance(gate, dict):
@@ -260,11 +290,17 @@ def _gates(value: Any) -> tuple[Gate, ...]:
             threshold = f"{op} {threshold}" if op else str(threshold)
         verdict = _first(gate, "passed", "pass", "ok", "result", "status")
         if isinstance(verdict, str):
-            verdict = {"pass": True, "passed": True, "fail": False,
-                       "failed": False}.get(verdict.lower())
-        gates.append(Gate(str(name), _number(_first(gate, "value", "actual")),
-                          None if threshold is None else str(threshold),
-                          verdict if isinstance(verdict, bool) else None))
+            verdict = {"pass": True, "passed": True, "fail": False, "failed": False}.get(
+                verdict.lower()
+            )
+        gates.append(
+            Gate(
+                str(name),
+                _number(_first(gate, "value", "actual")),
+                None if threshold is None else str(threshold),
+                verdict if isinstance(verdict, bool) else None,
+            )
+        )
     return tuple(gates)
 
 
@@ -285,8 +321,12 @@ def exam_status(root: Path, refs: list[ArtifactRef], unreadable: list[str]) -> E
         state = "PENDING_ADJUDICATION" if adj_state == "PENDING_ADJUDICATION" else "not scored"
         return ExamStatus(state, adj_state, (), sources)
     found = _first(score, "status", "final_status", "exam_status")
-    return ExamStatus(found if isinstance(found, str) else "unknown", adj_state,
-                      _gates(score.get("gates")), sources)
+    return ExamStatus(
+        found if isinstance(found, str) else "unknown",
+        adj_state,
+        _gates(score.get("gates")),
+        sources,
+    )
 
 
 def _eligibility_doc(doc: dict[str, Any]) -> dict[str, Any] | None:
@@ -308,8 +348,12 @@ def coverage_status(root: Path, refs: list[ArtifactRef], unreadable: list[str]) 
             doc = _load(root, ref, unreadable)
             bench = _eligibility_doc(doc) if doc else None
             if bench is not None:
-                return CoverageStatus(bench["eligibility"], _categories(bench), (ref.path,),
-                                      _attribution(doc) if doc is not bench else None)
+                return CoverageStatus(
+                    bench["eligibility"],
+                    _categories(bench),
+                    (ref.path,),
+                    _attribution(doc) if doc is not bench else None,
+                )
     return CoverageStatus(NOT_RUN)
 
 
@@ -351,9 +395,15 @@ def _categories(bench: dict[str, Any]) -> tuple[CategoryStatus, ...]:
         if isinstance(row, dict) and isinstance(row.get("category"), str):
             names.append(row["category"])
     names += [c for c in findings if c not in names]
-    return tuple(CategoryStatus(c, "HOLD" if c in findings else "ELIGIBLE",
-                                tuple(findings.get(c, ())), _threat_ids(bench, c))
-                 for c in names)
+    return tuple(
+        CategoryStatus(
+            c,
+            "HOLD" if c in findings else "ELIGIBLE",
+            tuple(findings.get(c, ())),
+            _threat_ids(bench, c),
+        )
+        for c in names
+    )
 
 
 def run_status(artifacts_dir: Path) -> RunStatus:
@@ -361,6 +411,10 @@ def run_status(artifacts_dir: Path) -> RunStatus:
     root = Path(artifacts_dir)
     refs = scan_artifacts(root)
     unreadable: list[str] = []
-    return RunStatus(tuple(refs), contamination_status(root, refs, unreadable),
-                     exam_status(root, refs, unreadable), coverage_status(root, refs, unreadable),
-                     tuple(unreadable))
+    return RunStatus(
+        tuple(refs),
+        contamination_status(root, refs, unreadable),
+        exam_status(root, refs, unreadable),
+        coverage_status(root, refs, unreadable),
+        tuple(unreadable),
+    )

@@ -117,25 +117,36 @@ class SignoffSummary:
             more = f" (and {len(self.problems) - 1} more)" if len(self.problems) > 1 else ""
             return f"will not sign off: {self.problems[0]}{more}"
         if self.pending and not with_exceptions:
-            return (f"{len(self.pending)} item(s) are undecided: {pending_text(self.pending)}; "
-                    "decide them, or sign off with exceptions to list them in the record")
+            return (
+                f"{len(self.pending)} item(s) are undecided: {pending_text(self.pending)}; "
+                "decide them, or sign off with exceptions to list them in the record"
+            )
         return None
 
     def to_json(self) -> dict[str, Any]:
         """Gives the summary as plain JSON values (hashes as hex)."""
         out = asdict(self)
-        out["tree"] = {"origin": self.tree.origin, "size": self.tree.size,
-                       "root": self.tree.root_hex, "root_base64": self.tree.root_b64}
+        out["tree"] = {
+            "origin": self.tree.origin,
+            "size": self.tree.size,
+            "root": self.tree.root_hex,
+            "root_base64": self.tree.root_b64,
+        }
         out["queues"] = [{**asdict(q), "decided": q.decided} for q in self.queues]
         out["runs"] = dict(self.runs)
         out["ready"] = self.ready
         if self.last_signoff is not None:
             last = self.last_signoff
-            out["last_signoff"] = {"seq": last.seq, "record_hash": last.record_hash,
-                                   "principal": last.principal, "time": last.time,
-                                   "tree_size": last.tree.size, "root": last.tree.root_hex,
-                                   "with_exceptions": last.with_exceptions,
-                                   "exceptions": last.exceptions}
+            out["last_signoff"] = {
+                "seq": last.seq,
+                "record_hash": last.record_hash,
+                "principal": last.principal,
+                "time": last.time,
+                "tree_size": last.tree.size,
+                "root": last.tree.root_hex,
+                "with_exceptions": last.with_exceptions,
+                "exceptions": last.exceptions,
+            }
         return out
 
 
@@ -146,17 +157,20 @@ def _queues_and_pending(ws) -> tuple[tuple[QueueStatus, ...], tuple[PendingItem,
     for r in ws.items():
         counts[r["queue"]][r["status"]] += 1
         if r["status"] in ("undecided", "skip"):
-            pending.append(PendingItem(r["queue"], r["item_id"], r["item_sha256"], r["title"],
-                                       r["status"]))
-    queues = tuple(QueueStatus(q, c.total(), c["accept"], c["reject"], c["skip"],
-                               c.total() - c["accept"] - c["reject"])
-                   for q, c in counts.items())
+            pending.append(
+                PendingItem(r["queue"], r["item_id"], r["item_sha256"], r["title"], r["status"])
+            )
+    queues = tuple(
+        QueueStatus(
+            q, c.total(), c["accept"], c["reject"], c["skip"], c.total() - c["accept"] - c["reject"]
+        )
+        for q, c in counts.items()
+    )
     return queues, tuple(pending)
 
 
 def _runs(conn: sqlite3.Connection) -> list[tuple[str, str, str]]:
-    return list(conn.execute("SELECT run_id, manifest_sha256, manifest FROM runs "
-                             "ORDER BY run_id"))
+    return list(conn.execute("SELECT run_id, manifest_sha256, manifest FROM runs ORDER BY run_id"))
 
 
 def signoff_summary(ws) -> SignoffSummary:
@@ -169,15 +183,29 @@ def signoff_summary(ws) -> SignoffSummary:
     warnings += [f"cannot read {u}" for u in status.unreadable]
     auth = ws.authority()
     if auth.genesis is None:
-        problems.append("the ledger has no genesis record: nobody is anchored to sign off "
-                        "(sealdesk keys migrate)")
-    signers = tuple(SignerStatus(g.principal, g.roles, g.key.fingerprint, g.granted_by)
-                    for g in auth.in_force())
+        problems.append(
+            "the ledger has no genesis record: nobody is anchored to sign off "
+            "(sealdesk keys migrate)"
+        )
+    signers = tuple(
+        SignerStatus(g.principal, g.roles, g.key.fingerprint, g.granted_by) for g in auth.in_force()
+    )
     return SignoffSummary(
-        ws.workspace_id, head_of(cp.origin_for(ws.workspace_id), leaves), queues, pending,
-        status.artifacts, tuple((r[0], r[1]) for r in runs), tuple(problems), tuple(warnings),
-        status.contamination, status.exam, status.coverage, latest_signed_head(ws.conn),
-        signers, anchor_of(auth), signed_with_several_keys(ws.conn),
+        ws.workspace_id,
+        head_of(cp.origin_for(ws.workspace_id), leaves),
+        queues,
+        pending,
+        status.artifacts,
+        tuple((r[0], r[1]) for r in runs),
+        tuple(problems),
+        tuple(warnings),
+        status.contamination,
+        status.exam,
+        status.coverage,
+        latest_signed_head(ws.conn),
+        signers,
+        anchor_of(auth),
+        signed_with_several_keys(ws.conn),
     )
 
 
@@ -185,8 +213,9 @@ def signed_with_several_keys(conn: sqlite3.Connection) -> tuple[tuple[str, tuple
     """Gives each principal whose records were signed with more than one key, with the keys."""
     keys: dict[str, list[str]] = {}
     for principal, key in conn.execute(
-            "SELECT DISTINCT principal, json_extract(message, '$.key') FROM records "
-            "ORDER BY principal, seq"):
+        "SELECT DISTINCT principal, json_extract(message, '$.key') FROM records "
+        "ORDER BY principal, seq"
+    ):
         if isinstance(key, str) and key not in keys.setdefault(principal, []):
             keys[principal].append(key)
     return tuple((p, tuple(k)) for p, k in keys.items() if len(k) > 1)
@@ -196,13 +225,22 @@ def _status_data(status) -> dict[str, Any]:
     """Gives the compact run conclusions (of a run_status) bound into the sign-off record."""
     c, e, v = status.contamination, status.exam, status.coverage
     return {
-        "contamination": {"state": c.state, "leakage_before": c.leakage_before,
-                          "leakage_after": c.leakage_after, "dropped_items": c.dropped_items,
-                          "power": [asdict(p) for p in c.power]},
-        "exam": {"state": e.state, "adjudication": e.adjudication,
-                 "gates": [asdict(g) for g in e.gates]},
-        "coverage": {"state": v.state,
-                     "categories": {k.category: k.eligibility for k in v.categories}},
+        "contamination": {
+            "state": c.state,
+            "leakage_before": c.leakage_before,
+            "leakage_after": c.leakage_after,
+            "dropped_items": c.dropped_items,
+            "power": [asdict(p) for p in c.power],
+        },
+        "exam": {
+            "state": e.state,
+            "adjudication": e.adjudication,
+            "gates": [asdict(g) for g in e.gates],
+        },
+        "coverage": {
+            "state": v.state,
+            "categories": {k.category: k.eligibility for k in v.categories},
+        },
     }
 
 
@@ -227,14 +265,21 @@ def pending_text(pending: tuple[PendingItem, ...]) -> str:
 def _refuse(problems: list[str]) -> None:
     """Raises IntegrityError naming the first problem (and how many more) if there is any."""
     if problems:
-        raise IntegrityError(f"will not sign off: {problems[0]}"
-                             + (f" (and {len(problems) - 1} more problem(s))"
-                                if len(problems) > 1 else ""))
+        raise IntegrityError(
+            f"will not sign off: {problems[0]}"
+            + (f" (and {len(problems) - 1} more problem(s))" if len(problems) > 1 else "")
+        )
 
 
-def sign_off(ws, signer: Signer, with_exceptions: bool = False, *,
-             principal: str | None = None, note: str | None = None,
-             expected_size: int | None = None) -> Record:
+def sign_off(
+    ws,
+    signer: Signer,
+    with_exceptions: bool = False,
+    *,
+    principal: str | None = None,
+    note: str | None = None,
+    expected_size: int | None = None,
+) -> Record:
     """Gives the lead's sign-off record after appending it.
 
     Refuses (NotReadyError) while any item is undecided or skipped, unless
@@ -261,13 +306,17 @@ def sign_off(ws, signer: Signer, with_exceptions: bool = False, *,
         leaves = leaf_hashes(conn)
         head = head_of(cp.origin_for(ws.workspace_id), leaves)
         if expected_size is not None and head.size != expected_size:
-            raise NotReadyError(f"the ledger changed while you reviewed it ({expected_size} -> "
-                                f"{head.size} records); look at the new summary and sign again")
+            raise NotReadyError(
+                f"the ledger changed while you reviewed it ({expected_size} -> "
+                f"{head.size} records); look at the new summary and sign again"
+            )
         queues, pending = _queues_and_pending(ws)
         if pending and not with_exceptions:
-            raise NotReadyError(f"{len(pending)} item(s) are undecided: {pending_text(pending)}; "
-                                "decide them, or sign off with --with-exceptions to list "
-                                "them in the record")
+            raise NotReadyError(
+                f"{len(pending)} item(s) are undecided: {pending_text(pending)}; "
+                "decide them, or sign off with --with-exceptions to list "
+                "them in the record"
+            )
         auth = load_authority(conn)
         anchor = anchor_of(auth)
         body = cp.note_body(head.origin, head.size, head.root, anchor)
@@ -277,11 +326,26 @@ def sign_off(ws, signer: Signer, with_exceptions: bool = False, *,
             "checkpoint": {"note": body.decode("utf-8"), "signature": cp.sign_note(signer, body)},
             "artifacts": artifacts,
             "runs": {run_id: sha for run_id, sha, _ in _runs(conn)},
-            "queues": {q.queue: {"total": q.total, "accept": q.accepted, "reject": q.rejected,
-                                 "skip": q.skipped, "undecided": q.undecided} for q in queues},
+            "queues": {
+                q.queue: {
+                    "total": q.total,
+                    "accept": q.accepted,
+                    "reject": q.rejected,
+                    "skip": q.skipped,
+                    "undecided": q.undecided,
+                }
+                for q in queues
+            },
             "with_exceptions": bool(pending) and with_exceptions,
-            "exceptions": [{"queue": p.queue, "item_id": p.item_id,
-                            "item_sha256": p.item_sha256, "status": p.status} for p in pending],
+            "exceptions": [
+                {
+                    "queue": p.queue,
+                    "item_id": p.item_id,
+                    "item_sha256": p.item_sha256,
+                    "status": p.status,
+                }
+                for p in pending
+            ],
             "status": status,
             "authority": authority_data(auth),
         }

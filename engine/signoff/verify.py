@@ -18,9 +18,16 @@ from engine.ledger.verify import Fault, Report, one_verify_at_a_time
 from engine.signoff.artifact_checks import recorded_artifact_faults, verify_signed_artifacts
 
 
-def verify_workspace(ws, *, processes: int | None = None, show_progress: bool = False,
-                     checkpoint: Path | None = None, anchor: Path | None = None,
-                     receipts: Path | None = None, witnesses: tuple[Path, ...] = ()) -> Report:
+def verify_workspace(
+    ws,
+    *,
+    processes: int | None = None,
+    show_progress: bool = False,
+    checkpoint: Path | None = None,
+    anchor: Path | None = None,
+    receipts: Path | None = None,
+    witnesses: tuple[Path, ...] = (),
+) -> Report:
     """Gives the verification report of every record in the workspace and of the
     artifacts its runs recorded and its latest sign-off bound.
 
@@ -29,15 +36,14 @@ def verify_workspace(ws, *, processes: int | None = None, show_progress: bool = 
     brings), the genesis must also be signed by a lead key it trusts.
     """
     with one_verify_at_a_time():  # two verifies in threads of a process: one forks at a time
-        report = audit_records(ws, processes=processes, show_progress=show_progress,
-                               anchor=anchor)
+        report = audit_records(ws, processes=processes, show_progress=show_progress, anchor=anchor)
         verify_signed_artifacts(ws, report)
         # The latest sign-off covers only what it bound; every run's own record covers
         # the rest.
-        report.faults += [Fault(0, why) for why in recorded_artifact_faults(
-            ws.artifacts_dir, ws.conn)]
-        audit_outside(ws, report, checkpoint=checkpoint, receipts=receipts,
-                      witnesses=witnesses)
+        report.faults += [
+            Fault(0, why) for why in recorded_artifact_faults(ws.artifacts_dir, ws.conn)
+        ]
+        audit_outside(ws, report, checkpoint=checkpoint, receipts=receipts, witnesses=witnesses)
     return report
 
 
@@ -47,6 +53,7 @@ def require_verified(ws, consequence: str, *, processes: int | None = None) -> R
     report = verify_workspace(ws, processes=processes)
     if not report.ok:
         first = report.first
-        raise IntegrityError(f"the ledger does not verify ({first.where}); {consequence}",
-                             seq=first.seq or None)
+        raise IntegrityError(
+            f"the ledger does not verify ({first.where}); {consequence}", seq=first.seq or None
+        )
     return report

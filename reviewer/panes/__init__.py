@@ -35,8 +35,11 @@ def header(item: dict[str, Any]) -> Text:
     decision = item.get("decision")
     if isinstance(decision, dict):
         glyph = STATUS_GLYPH.get(decision.get("decision"), "?")
-        out.append(f"\n{glyph} {decision.get('decision')} by {decision.get('principal')} "
-                   f"({decision.get('role')}), #{decision.get('seq')}", style="bold")
+        out.append(
+            f"\n{glyph} {decision.get('decision')} by {decision.get('principal')} "
+            f"({decision.get('role')}), #{decision.get('seq')}",
+            style="bold",
+        )
     else:
         out.append("\n· undecided", style="bold")
     out.append("\n")
@@ -47,22 +50,33 @@ def render_payload(queue: str, payload: Any) -> RenderableType:
     """Gives the queue's pane for a payload, or its JSON when the pane cannot show it."""
     pane = PANES.get(queue)
     if pane is None or not isinstance(payload, dict):
-        return Group(Text("no pane for this item: shown as JSON\n", style="italic"),
-                     raw_json(payload))
+        return Group(
+            Text("no pane for this item: shown as JSON\n", style="italic"), raw_json(payload)
+        )
     try:
         understood = pane.understands(payload)
     except Exception:  # noqa: BLE001 - a payload must never take the app down
         understood = False
     if not understood:
-        return Group(Text(f"this payload is not in the {pane.TITLE} shape the app knows: "
-                          "shown as JSON (it can still be decided)\n", style="italic"),
-                     raw_json(payload))
+        return Group(
+            Text(
+                f"this payload is not in the {pane.TITLE} shape the app knows: "
+                "shown as JSON (it can still be decided)\n",
+                style="italic",
+            ),
+            raw_json(payload),
+        )
     try:
         return pane.render(payload)
     except Exception as exc:  # noqa: BLE001 - same: show it rather than crash
-        return Group(Text(f"could not show this {pane.TITLE} ({type(exc).__name__}: "
-                          f"{clean(exc)}): shown as JSON\n", style="italic"),
-                     raw_json(payload))
+        return Group(
+            Text(
+                f"could not show this {pane.TITLE} ({type(exc).__name__}: "
+                f"{clean(exc)}): shown as JSON\n",
+                style="italic",
+            ),
+            raw_json(payload),
+        )
 
 
 def render_history(history: list[dict[str, Any]]) -> RenderableType:
@@ -78,8 +92,9 @@ def render_history(history: list[dict[str, Any]]) -> RenderableType:
             what = f"retract of {str(rec.get('retracts') or '')[:12]}"
         time = str(rec.get("time") or "")[:19].replace("T", " ")
         style = "strike" if rec.get("retracted") else ""
-        lines.append(f"#{rec.get('seq')} {time} {rec.get('principal')} ({rec.get('role')}) ",
-                     style=style)
+        lines.append(
+            f"#{rec.get('seq')} {time} {rec.get('principal')} ({rec.get('role')}) ", style=style
+        )
         lines.append(str(what), style=("bold " + style).strip())
         if rec.get("retracted"):
             lines.append(" (retracted)", style="italic")
@@ -92,8 +107,12 @@ def render_detail(item: dict[str, Any] | None, history: list[dict[str, Any]]) ->
     """Gives the whole detail pane of an item: header, its queue's pane, its history."""
     if item is None:
         return Text("no item selected", style="italic")
-    return Group(header(item), render_payload(item.get("queue", ""), item.get("payload")),
-                 Text(""), render_history(history))
+    return Group(
+        header(item),
+        render_payload(item.get("queue", ""), item.get("payload")),
+        Text(""),
+        render_history(history),
+    )
 
 
 __all__ = ["render_detail", "render_payload", "render_history", "header", "number"]

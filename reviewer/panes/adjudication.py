@@ -17,7 +17,8 @@ TITLE = "adjudication candidate"
 def understands(payload: dict[str, Any]) -> bool:
     """Says whether the payload has a completion and a candidate span in it."""
     return isinstance(payload.get("candidate"), dict) and (
-        isinstance(payload.get("completion"), (dict, str)))
+        isinstance(payload.get("completion"), (dict, str))
+    )
 
 
 def _completion_text(payload: dict[str, Any]) -> tuple[str, str | None]:
@@ -31,8 +32,11 @@ def candidate_span(text: str, candidate: dict[str, Any]) -> tuple[int, int] | No
     """Gives where the candidate is in the completion: its offsets if they hold, else a search."""
     exact = get(candidate, "span_exact_text", "text", "span_text", "span")
     span = as_span((get(candidate, "start", "char_start"), get(candidate, "end", "char_end")))
-    if span and span[1] <= len(text) and (not isinstance(exact, str)
-                                          or text[span[0]:span[1]] == exact):
+    if (
+        span
+        and span[1] <= len(text)
+        and (not isinstance(exact, str) or text[span[0] : span[1]] == exact)
+    ):
         return span
     if isinstance(exact, str) and exact:
         found = find_token_spans(text, exact, limit=1)
@@ -60,9 +64,12 @@ def _vote_row(vote: Any, source: str | None = None) -> tuple[str, str, str, str]
         return (clean(source or "?"), number(vote), "", "")
     voter = get(vote, "voter", "lane", "source", "model", default=source or "?")
     origin = get(vote, "source", "model") if get(vote, "voter", "lane") else None
-    return (clean(voter), number(get(vote, "vote", "label", "decision", "verdict")),
-            clean(get(vote, "reason", "why", "basis", "note", "detail", default="")),
-            clean(origin or ""))
+    return (
+        clean(voter),
+        number(get(vote, "vote", "label", "decision", "verdict")),
+        clean(get(vote, "reason", "why", "basis", "note", "detail", default="")),
+        clean(origin or ""),
+    )
 
 
 def _votes(payload: dict[str, Any]) -> Table | Text:
@@ -95,11 +102,17 @@ def _failed_attempts(payload: dict[str, Any]) -> Table | None:
     table.add_column("detail", overflow="fold")
     for entry in entries:
         reasons = get(entry, "reasons", default={})
-        counted = ", ".join(f"{clean(r)} ×{number(n)}" for r, n in reasons.items()) \
-            if isinstance(reasons, dict) and reasons else "no reason recorded"
+        counted = (
+            ", ".join(f"{clean(r)} ×{number(n)}" for r, n in reasons.items())
+            if isinstance(reasons, dict) and reasons
+            else "no reason recorded"
+        )
         details = [clean(d) for d in as_list(get(entry, "details")) if isinstance(d, str)]
-        table.add_row(clean(get(entry, "voter", default="?")), counted,
-                      "\n".join(details) or clean(get(entry, "source", default="")))
+        table.add_row(
+            clean(get(entry, "voter", default="?")),
+            counted,
+            "\n".join(details) or clean(get(entry, "source", default="")),
+        )
     return table
 
 
@@ -116,17 +129,30 @@ def render(payload: dict[str, Any]) -> RenderableType:
     if user:
         parts.append(section("preceding user message", cut(Text(clean(user)), 4000)))
     body = cut(highlight(text, [span] if span else [], CANDIDATE_STYLE))
-    parts.append(section(f"completion {clean(completion_id or '')}".strip(),
-                         boxed("candidate span highlighted" if span else
-                               "candidate span not found in the text", body)))
+    parts.append(
+        section(
+            f"completion {clean(completion_id or '')}".strip(),
+            boxed(
+                "candidate span highlighted" if span else "candidate span not found in the text",
+                body,
+            ),
+        )
+    )
     exact = get(candidate, "span_exact_text", "text", "span_text")
-    parts.append(section("candidate", fields([
-        ("id", get(candidate, "id", "candidate_id")),
-        ("span", exact),
-        ("offsets", f"{span[0]}–{span[1]}" if span else None),
-        ("family", get(candidate, "family", default=get(payload, "family"))),
-        ("entity", get(candidate, "entity", default=get(payload, "entity"))),
-    ])))
+    parts.append(
+        section(
+            "candidate",
+            fields(
+                [
+                    ("id", get(candidate, "id", "candidate_id")),
+                    ("span", exact),
+                    ("offsets", f"{span[0]}–{span[1]}" if span else None),
+                    ("family", get(candidate, "family", default=get(payload, "family"))),
+                    ("entity", get(candidate, "entity", default=get(payload, "entity"))),
+                ]
+            ),
+        )
+    )
     parts.append(section("votes", _votes(payload)))
     failed = _failed_attempts(payload)
     if failed is not None:

@@ -110,8 +110,12 @@ def boxed(title: str, body: RenderableType) -> Panel:
 class SideBySide:
     """Two boxed texts side by side, stacked when the pane is too narrow for both."""
 
-    def __init__(self, left: tuple[str, RenderableType], right: tuple[str, RenderableType],
-                 min_width: int = 64) -> None:
+    def __init__(
+        self,
+        left: tuple[str, RenderableType],
+        right: tuple[str, RenderableType],
+        min_width: int = 64,
+    ) -> None:
         self.left, self.right, self.min_width = left, right, min_width
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:

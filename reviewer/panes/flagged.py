@@ -7,8 +7,18 @@ from typing import Any
 from rich.console import Group, RenderableType
 from rich.text import Text
 
-from reviewer.panes.common import (SideBySide, as_list, boxed, compact_json, cut, fields, get,
-                                   indent, number, section)
+from reviewer.panes.common import (
+    SideBySide,
+    as_list,
+    boxed,
+    compact_json,
+    cut,
+    fields,
+    get,
+    indent,
+    number,
+    section,
+)
 from reviewer.panes.spans import SHARED_STYLE, clean, highlight, shared_spans
 
 TITLE = "flagged pair"
@@ -24,8 +34,8 @@ _SCORES = (
 def understands(payload: dict[str, Any]) -> bool:
     """Says whether the payload has an eval item and something it was matched with."""
     return isinstance(payload.get("eval"), dict) and (
-        "matches" in payload or "match" in payload or "cluster" in payload
-        or "members" in payload)
+        "matches" in payload or "match" in payload or "cluster" in payload or "members" in payload
+    )
 
 
 def _matches(payload: dict[str, Any]) -> list[dict[str, Any]]:
@@ -60,11 +70,20 @@ def render_match(ev: dict[str, Any], match: dict[str, Any], n: int, total: int) 
     title = f"match {n} of {total}: {_who(match, 'pool')}"
     body: list[RenderableType] = [
         SideBySide((_who(ev, "eval"), left), (_who(match, "pool"), right)),
-        fields([("channels", as_list(channels)), *_scores(match),
+        fields(
+            [
+                ("channels", as_list(channels)),
+                *_scores(match),
                 ("only numbers differ", numbers_only),
-                ("shared spans", f"{len(eval_spans)} in eval, {len(match_spans)} in match"
-                 if eval_spans or match_spans else None),
-                ("probe", get(match, "probe"))]),
+                (
+                    "shared spans",
+                    f"{len(eval_spans)} in eval, {len(match_spans)} in match"
+                    if eval_spans or match_spans
+                    else None,
+                ),
+                ("probe", get(match, "probe")),
+            ]
+        ),
     ]
     return section(title, *body)
 
@@ -89,8 +108,7 @@ def render_cluster(payload: dict[str, Any]) -> Group | None:
         else:
             lines.append(clean(member))
     size = get(cluster, "size") if isinstance(cluster, dict) else None
-    return section(f"cluster: {number(size) if size is not None else len(members)} members",
-                   lines)
+    return section(f"cluster: {number(size) if size is not None else len(members)} members", lines)
 
 
 def _probe(payload: dict[str, Any]) -> Group | None:
@@ -128,8 +146,11 @@ def render(payload: dict[str, Any]) -> RenderableType:
     for n, match in enumerate(matches, start=1):
         parts.append(render_match(ev, match, n, len(matches)))
     if not matches:
-        parts.append(section(_who(ev, "eval"),
-                             boxed("text", cut(highlight(get(ev, "text", default=""), [])))))
+        parts.append(
+            section(
+                _who(ev, "eval"), boxed("text", cut(highlight(get(ev, "text", default=""), [])))
+            )
+        )
     for extra in (render_cluster(payload), _probe(payload), _provenance(payload)):
         if extra is not None:
             parts.append(extra)

@@ -28,8 +28,13 @@ def as_span(value: Any) -> Span | None:
         value = (value.get("start"), value.get("end"))
     if isinstance(value, (list, tuple)) and len(value) == 2:
         start, end = value
-        if (isinstance(start, int) and isinstance(end, int) and not isinstance(start, bool)
-                and not isinstance(end, bool) and 0 <= start < end):
+        if (
+            isinstance(start, int)
+            and isinstance(end, int)
+            and not isinstance(start, bool)
+            and not isinstance(end, bool)
+            and 0 <= start < end
+        ):
             return (start, end)
     return None
 

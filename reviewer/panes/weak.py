@@ -15,8 +15,14 @@ from rich.table import Table
 from rich.text import Text
 
 from reviewer.panes.common import as_list, boxed, cut, fields, get, number, section
-from reviewer.panes.spans import (NEGATIVE_STYLE, POSITIVE_STYLE, as_span, clean,
-                                  find_token_spans, highlight)
+from reviewer.panes.spans import (
+    NEGATIVE_STYLE,
+    POSITIVE_STYLE,
+    as_span,
+    clean,
+    find_token_spans,
+    highlight,
+)
 
 TITLE = "weak category"
 CLAIM_KIND = "coverage.evidence_claim"
@@ -29,7 +35,8 @@ def understands(payload: dict[str, Any]) -> bool:
     if payload.get("kind") == CLAIM_KIND:
         return isinstance(payload.get("weak_categories"), list)
     return isinstance(payload.get("category"), (str, dict)) and (
-        "findings" in payload or "misses" in payload or "metrics" in payload)
+        "findings" in payload or "misses" in payload or "metrics" in payload
+    )
 
 
 def _ids(mapping: Any, name: str) -> list[str]:
@@ -56,20 +63,26 @@ def _attribution(record: Any, misses: int) -> Text | None:
     out = Text()
     if record.get("status") == "not_run":
         out.append("NOT RUN", style=WARNING_STYLE)
-        out.append(f"  the {misses} selected miss(es) are not explained: nobody knows yet "
-                   "which tokens the detector missed them on")
+        out.append(
+            f"  the {misses} selected miss(es) are not explained: nobody knows yet "
+            "which tokens the detector missed them on"
+        )
         if record.get("not_run_reason"):
             out.append(f" ({clean(record['not_run_reason'])})")
     elif record.get("binding") == "override":
         out.append("OTHER MODEL", style=WARNING_STYLE)
-        out.append(f"  attributed with model {_short(record.get('model_sha256'))}, which is "
-                   f"not the measured detector {_short(record.get('detector_sha256'))}; "
-                   f"reason given: {clean(record.get('override_reason') or '?')}")
+        out.append(
+            f"  attributed with model {_short(record.get('model_sha256'))}, which is "
+            f"not the measured detector {_short(record.get('detector_sha256'))}; "
+            f"reason given: {clean(record.get('override_reason') or '?')}"
+        )
     elif record.get("binding") == "measured_detector":
         out.append(f"explained by the measured detector {_short(record.get('model_sha256'))}")
     else:
-        out.append(f"{clean(record.get('status'))} (model {_short(record.get('model_sha256'))}, "
-                   "binding to the measured detector not recorded)")
+        out.append(
+            f"{clean(record.get('status'))} (model {_short(record.get('model_sha256'))}, "
+            "binding to the measured detector not recorded)"
+        )
     return out
 
 
@@ -86,12 +99,20 @@ def _findings(payload: dict[str, Any]) -> Table | Text:
         delta = get(f, "delta")
         if delta is None and isinstance(value, (int, float)) and isinstance(previous, (int, float)):
             delta = value - previous
-        delta_text = (f"{delta:+.3f}" if isinstance(delta, (int, float))
-                      and not isinstance(delta, bool) else number(delta))
+        delta_text = (
+            f"{delta:+.3f}"
+            if isinstance(delta, (int, float)) and not isinstance(delta, bool)
+            else number(delta)
+        )
         issue = get(f, "issue", "kind", "finding", default="?")
         metric = get(f, "metric")
-        table.add_row(clean(issue) + (f" ({clean(metric)})" if metric else ""), number(value),
-                      number(previous), delta_text, number(get(f, "threshold", "limit")))
+        table.add_row(
+            clean(issue) + (f" ({clean(metric)})" if metric else ""),
+            number(value),
+            number(previous),
+            delta_text,
+            number(get(f, "threshold", "limit")),
+        )
     return table
 
 
@@ -131,23 +152,47 @@ def render_miss(miss: dict[str, Any], n: int) -> RenderableType:
     # Tokens sit on the miss itself or inside its attribution record.
     attribution = get(miss, "attribution", default={})
     attribution = attribution if isinstance(attribution, dict) else {}
-    positive = get(miss, "top_positive_tokens", "top_tokens", "positive_tokens", "tokens",
-                   default=get(attribution, "top_positive_tokens", "top_tokens"))
-    negative = get(miss, "top_negative_tokens", "negative_tokens",
-                   default=get(attribution, "top_negative_tokens"))
+    positive = get(
+        miss,
+        "top_positive_tokens",
+        "top_tokens",
+        "positive_tokens",
+        "tokens",
+        default=get(attribution, "top_positive_tokens", "top_tokens"),
+    )
+    negative = get(
+        miss,
+        "top_negative_tokens",
+        "negative_tokens",
+        default=get(attribution, "top_negative_tokens"),
+    )
     body = highlight(text, _token_spans(text, negative), NEGATIVE_STYLE)
     for start, end in _token_spans(text, positive):
         body.stylize(POSITIVE_STYLE, start, end)
     title = f"miss {n}: {clean(get(miss, 'case_id', 'id', default='?'))}"
-    facts = fields([("label", get(miss, "label", "expected")),
-                    ("prediction", get(miss, "prediction", "predicted")),
-                    ("score", get(miss, "score", "probability")),
-                    ("top +", _token_list(positive) or None),
-                    ("top −", _token_list(negative) or None),
-                    ("attribution", " ".join(str(x) for x in (
-                        get(attribution, "status"), get(attribution, "method"),
-                        get(attribution, "reason")) if x) or None),
-                    ("convergence delta", get(attribution, "convergence_delta"))])
+    facts = fields(
+        [
+            ("label", get(miss, "label", "expected")),
+            ("prediction", get(miss, "prediction", "predicted")),
+            ("score", get(miss, "score", "probability")),
+            ("top +", _token_list(positive) or None),
+            ("top −", _token_list(negative) or None),
+            (
+                "attribution",
+                " ".join(
+                    str(x)
+                    for x in (
+                        get(attribution, "status"),
+                        get(attribution, "method"),
+                        get(attribution, "reason"),
+                    )
+                    if x
+                )
+                or None,
+            ),
+            ("convergence delta", get(attribution, "convergence_delta")),
+        ]
+    )
     return Group(boxed(title, cut(body, 4000)), facts)
 
 
@@ -172,13 +217,16 @@ def _claim_notice(claim: dict[str, Any]) -> Text | None:
 
     stated = claim.get("attribution")
     if not isinstance(stated, dict):
-        return Text("the claim does not say how the reviewed misses were attributed",
-                    style="italic")
+        return Text(
+            "the claim does not say how the reviewed misses were attributed", style="italic"
+        )
     notice = attribution_notice(stated)
     if notice is None:
         return Text("every reviewed category's misses were explained by the measured detector")
-    out = Text("NOT EXPLAINED" if stated.get("state") != "explained_with_override"
-               else "OTHER MODEL", style=WARNING_STYLE)
+    out = Text(
+        "NOT EXPLAINED" if stated.get("state") != "explained_with_override" else "OTHER MODEL",
+        style=WARNING_STYLE,
+    )
     out.append(f"  {clean(notice)}")
     return out
 
@@ -192,35 +240,53 @@ def render_claim(claim: dict[str, Any]) -> RenderableType:
         categories.add_column(column)
     for f in weak:
         mapping = get(mappings, str(f.get("category")), default={})
-        categories.add_row(clean(f.get("category", "?")), clean(f.get("issue", "?")),
-                           ", ".join(_ids(mapping, "mitre_atlas")) or "–",
-                           ", ".join(_ids(mapping, "owasp_llm_top10")) or "–")
+        categories.add_row(
+            clean(f.get("category", "?")),
+            clean(f.get("issue", "?")),
+            ", ".join(_ids(mapping, "mitre_atlas")) or "–",
+            ", ".join(_ids(mapping, "owasp_llm_top10")) or "–",
+        )
     reviews = Text()
     for r in as_list(get(claim, "reviews")):
         if isinstance(r, dict):
             if reviews:
                 reviews.append("\n")
-            reviews.append(f"{clean(r.get('category', '?'))}: {clean(r.get('decision', '?'))} "
-                           f"by {clean(r.get('principal', '?'))} ({clean(r.get('role', '?'))}),"
-                           f" #{r.get('seq', '?')}")
-    detector = (f"{clean(get(claim, 'detector_version', default='?'))} "
-                f"{_short(get(claim, 'detector_sha256'))}")
-    holdout = (f"{clean(get(claim, 'holdout_id', default='?'))} "
-               f"{clean(get(claim, 'holdout_version', default=''))}")
+            reviews.append(
+                f"{clean(r.get('category', '?'))}: {clean(r.get('decision', '?'))} "
+                f"by {clean(r.get('principal', '?'))} ({clean(r.get('role', '?'))}),"
+                f" #{r.get('seq', '?')}"
+            )
+    detector = (
+        f"{clean(get(claim, 'detector_version', default='?'))} "
+        f"{_short(get(claim, 'detector_sha256'))}"
+    )
+    holdout = (
+        f"{clean(get(claim, 'holdout_id', default='?'))} "
+        f"{clean(get(claim, 'holdout_version', default=''))}"
+    )
     parts: list[RenderableType] = [
-        section("coverage evidence claim", fields([
-            ("eligibility", get(claim, "eligibility")),
-            ("detector", detector),
-            ("holdout", holdout),
-            ("benchmark", _short(get(claim, "benchmark_sha256"))),
-            ("release authority", get(claim, "release_authority")),
-        ])),
+        section(
+            "coverage evidence claim",
+            fields(
+                [
+                    ("eligibility", get(claim, "eligibility")),
+                    ("detector", detector),
+                    ("holdout", holdout),
+                    ("benchmark", _short(get(claim, "benchmark_sha256"))),
+                    ("release authority", get(claim, "release_authority")),
+                ]
+            ),
+        ),
     ]
     notice = _claim_notice(claim)
     if notice is not None:
         parts.append(section("attribution", notice))
-    parts.append(section(f"weak categories ({len(weak)})",
-                         categories if weak else Text("none: ELIGIBLE", style="italic")))
+    parts.append(
+        section(
+            f"weak categories ({len(weak)})",
+            categories if weak else Text("none: ELIGIBLE", style="italic"),
+        )
+    )
     parts.append(section("reviews", reviews or Text("none", style="italic")))
     return Group(*parts)
 
@@ -233,10 +299,16 @@ def render(payload: dict[str, Any]) -> RenderableType:
     name = get(category, "name", "id", default="?") if isinstance(category, dict) else category
     misses = [m for m in as_list(get(payload, "misses", "selected_misses")) if isinstance(m, dict)]
     parts: list[RenderableType] = [
-        section(f"category {clean(name)}", fields([
-            ("release authority", get(payload, "release_authority")),
-            ("detector", get(payload, "detector", "detector_id")),
-        ]) or Text("")),
+        section(
+            f"category {clean(name)}",
+            fields(
+                [
+                    ("release authority", get(payload, "release_authority")),
+                    ("detector", get(payload, "detector", "detector_id")),
+                ]
+            )
+            or Text(""),
+        ),
     ]
     attribution = _attribution(get(payload, "attribution"), len(misses))
     if attribution is not None:
@@ -252,7 +324,12 @@ def render(payload: dict[str, Any]) -> RenderableType:
         legend.append("like this", style=POSITIVE_STYLE)
         legend.append(", top negative ", style="italic")
         legend.append("like this", style=NEGATIVE_STYLE)
-        parts.append(section(f"selected misses ({len(misses)})", legend,
-                             *(render_miss(m, n) for n, m in enumerate(misses, start=1))))
+        parts.append(
+            section(
+                f"selected misses ({len(misses)})",
+                legend,
+                *(render_miss(m, n) for n, m in enumerate(misses, start=1)),
+            )
+        )
     parts.append(section("proposed actions", _actions(payload)))
     return Group(*parts)

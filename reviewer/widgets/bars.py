@@ -9,8 +9,11 @@ from engine.item_query import QueueProgress, SignoffMark
 from engine.jobs import Job
 from engine.roles import QUEUES
 
-QUEUE_LABELS = {"flagged_pairs": "pairs", "adjudication": "adjudicate",
-                "weak_categories": "weak cats"}
+QUEUE_LABELS = {
+    "flagged_pairs": "pairs",
+    "adjudication": "adjudicate",
+    "weak_categories": "weak cats",
+}
 
 
 def _short(n: int) -> str:
@@ -53,8 +56,16 @@ class StatusBar(Static):
     """Who signs, in which role, how much this session decided, the ledger head and the
     newest sign-off in it."""
 
-    def show(self, *, principal: str | None, role: str, decided: int, head: tuple[int, str],
-             message: str = "", signoff: SignoffMark | None = None) -> None:
+    def show(
+        self,
+        *,
+        principal: str | None,
+        role: str,
+        decided: int,
+        head: tuple[int, str],
+        message: str = "",
+        signoff: SignoffMark | None = None,
+    ) -> None:
         """Redraws the bar."""
         out = Text()
         if principal:

@@ -35,8 +35,12 @@ class QueueList(ScrollView, can_focus=True):
     SCOPE = "queue"
     BINDINGS = bindings(SCOPE)
     COMPONENT_CLASSES = {
-        "queue-list--cursor", "queue-list--accept", "queue-list--reject",
-        "queue-list--skip", "queue-list--undecided", "queue-list--score",
+        "queue-list--cursor",
+        "queue-list--accept",
+        "queue-list--reject",
+        "queue-list--skip",
+        "queue-list--undecided",
+        "queue-list--score",
     }
     DEFAULT_CSS = """
     QueueList { background: $surface; overflow-x: hidden; }
@@ -166,8 +170,9 @@ class QueueList(ScrollView, can_focus=True):
         index = round(self.scroll_y) + y
         if index >= self.total:
             if self.total == 0 and y == 0:
-                return Strip([Segment(" nothing matches", base + Style(italic=True))]
-                             ).crop_extend(0, width, base)
+                return Strip([Segment(" nothing matches", base + Style(italic=True))]).crop_extend(
+                    0, width, base
+                )
             return Strip.blank(width, base)
         row = self.row(index)
         if row is None:

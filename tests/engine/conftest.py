@@ -21,8 +21,20 @@ def cli_ws(tmp_path, sealdesk_main, keygen, founder_key):
     ws = tmp_path / "ws"
     keys = {name: keygen(name) for name in ("rita", "adam")}
     sealdesk_main("init", "--lead", FOUNDER, "--key", founder_key, workspace=ws, check=True)
-    sealdesk_main("keys", "add", "--principal", "rita", "--role", "reviewer", "--key",
-                  f"{keys['rita']}.pub", "--lead-key", founder_key, workspace=ws, check=True)
+    sealdesk_main(
+        "keys",
+        "add",
+        "--principal",
+        "rita",
+        "--role",
+        "reviewer",
+        "--key",
+        f"{keys['rita']}.pub",
+        "--lead-key",
+        founder_key,
+        workspace=ws,
+        check=True,
+    )
     items = tmp_path / "items.jsonl"
     write_items_file(items, make_items(3))
     sealdesk_main("ingest", items, workspace=ws, check=True)

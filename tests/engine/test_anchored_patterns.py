@@ -18,10 +18,18 @@ from engine.workspace import RUN_ID
 from tests.support.refusals import one_line_error, snapshot
 
 
-@pytest.mark.parametrize("pattern,good", [
-    (RUN_ID, "run-1"), (ID_PATTERN, "claim:7"), (SHA256_HEX, "ab" * 32), (_COMMIT, "c" * 40),
-    (_TURN, "turn-3"), (_SIZE, "12"), (_FINGERPRINT, "SHA256:" + "A" * 43),
-])
+@pytest.mark.parametrize(
+    "pattern,good",
+    [
+        (RUN_ID, "run-1"),
+        (ID_PATTERN, "claim:7"),
+        (SHA256_HEX, "ab" * 32),
+        (_COMMIT, "c" * 40),
+        (_TURN, "turn-3"),
+        (_SIZE, "12"),
+        (_FINGERPRINT, "SHA256:" + "A" * 43),
+    ],
+)
 def test_a_pattern_refuses_its_good_value_with_a_trailing_newline(pattern, good):
     assert pattern.match(good)
     assert not pattern.match(good + "\n")
@@ -56,6 +64,7 @@ def test_a_run_id_too_long_is_told_the_length_limit(cli_ws, sealdesk_main, tmp_p
     write_items_file(path, [BacklogItem.make("flagged_pairs", "l-1", "r" * 129, {"t": 1})])
     err = one_line_error(sealdesk_main("ingest", path, workspace=ws))
     assert "field 'run_id'" in err and "at most 128 characters" in err, err
-    err = one_line_error(sealdesk_main("exam", "resolve", "--run-id", "x", "--out-run-id",
-                                       "r" * 129, workspace=ws))
+    err = one_line_error(
+        sealdesk_main("exam", "resolve", "--run-id", "x", "--out-run-id", "r" * 129, workspace=ws)
+    )
     assert "field 'out-run-id'" in err and "at most 128 characters" in err, err

@@ -25,13 +25,19 @@ def test_a_written_artifact_reads_back_and_an_edited_one_is_caught(artifact):
 
 def test_a_missing_sidecar_is_named_as_the_sidecar(artifact):
     sidecar_path(artifact).unlink()
-    with pytest.raises(IntegrityError, match=r"pairs\.jsonl\.sha256: the artifact's .sha256 "
-                                             r"sidecar is missing"):
+    with pytest.raises(
+        IntegrityError,
+        match=r"pairs\.jsonl\.sha256: the artifact's .sha256 "
+        r"sidecar is missing",
+    ):
         read_verified(artifact)
 
 
-@pytest.mark.parametrize("content", [b"\xff\xfe not text\n", b"", b"z" * 64 + b"  pairs.jsonl\n"],
-                         ids=["not-utf8", "empty", "not-hex"])
+@pytest.mark.parametrize(
+    "content",
+    [b"\xff\xfe not text\n", b"", b"z" * 64 + b"  pairs.jsonl\n"],
+    ids=["not-utf8", "empty", "not-hex"],
+)
 def test_a_sidecar_that_is_not_a_digest_line_is_an_integrity_error(artifact, content):
     sidecar_path(artifact).write_bytes(content)
     with pytest.raises(IntegrityError, match="sidecar is not '<sha256>  <name>'"):
@@ -52,8 +58,11 @@ def test_write_sealed_writes_nothing_when_any_path_holds_other_bytes(tmp_path):
     write_sealed({first: b"1", second: b"2"}, "use another run")
     write_sealed({first: b"1", second: b"2"}, "use another run")  # the same bytes: fine
     first.unlink()
-    with pytest.raises(ConflictError, match=r"b\.json already holds a different artifact.*"
-                                            r"use another run"):
+    with pytest.raises(
+        ConflictError,
+        match=r"b\.json already holds a different artifact.*"
+        r"use another run",
+    ):
         write_sealed({first: b"1", second: b"two"}, "use another run")
     assert not first.exists() and second.read_bytes() == b"2"
 

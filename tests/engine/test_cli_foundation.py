@@ -20,11 +20,34 @@ from tests.support.refusals import one_line_error, snapshot
 
 def test_exported_records_verify_with_ssh_keygen(cli_ws, sealdesk, tmp_path):
     ws, keys = cli_ws
-    sealdesk("decide", "--queue", "flagged_pairs", "--item", "item-0", "--item", "item-1",
-             "--decision", "accept", "--note", "copied verbatim", "--key", keys["rita"],
-             workspace=ws, check=True)
-    sealdesk("undo", "--queue", "flagged_pairs", "--item", "item-1", "--key", keys["rita"],
-             workspace=ws, check=True)
+    sealdesk(
+        "decide",
+        "--queue",
+        "flagged_pairs",
+        "--item",
+        "item-0",
+        "--item",
+        "item-1",
+        "--decision",
+        "accept",
+        "--note",
+        "copied verbatim",
+        "--key",
+        keys["rita"],
+        workspace=ws,
+        check=True,
+    )
+    sealdesk(
+        "undo",
+        "--queue",
+        "flagged_pairs",
+        "--item",
+        "item-1",
+        "--key",
+        keys["rita"],
+        workspace=ws,
+        check=True,
+    )
     assert sealdesk("verify", workspace=ws).returncode == 0
     out = tmp_path / "records.jsonl"
     sealdesk("export", "--out", out, workspace=ws, check=True)
@@ -35,28 +58,66 @@ def test_exported_records_verify_with_ssh_keygen(cli_ws, sealdesk, tmp_path):
         (tmp_path / "msg").write_text(rec["message"])
         (tmp_path / "msg.sig").write_text(rec["signature"])
         proc = subprocess.run(
-            ["ssh-keygen", "-Y", "verify", "-f", str(ws / "trust" / "allowed_signers"),
-             "-I", rec["principal"], "-n", rec["namespace"], "-s", str(tmp_path / "msg.sig")],
-            stdin=open(tmp_path / "msg", "rb"), capture_output=True, text=True)
+            [
+                "ssh-keygen",
+                "-Y",
+                "verify",
+                "-f",
+                str(ws / "trust" / "allowed_signers"),
+                "-I",
+                rec["principal"],
+                "-n",
+                rec["namespace"],
+                "-s",
+                str(tmp_path / "msg.sig"),
+            ],
+            stdin=open(tmp_path / "msg", "rb"),
+            capture_output=True,
+            text=True,
+        )
         assert proc.returncode == 0, proc.stderr
 
 
 def test_items_json_reports_effective_decisions(cli_ws, sealdesk_main):
     ws, keys = cli_ws
-    sealdesk_main("decide", "--queue", "flagged_pairs", "--item", "item-2", "--decision", "reject",
-                  "--key", keys["rita"], workspace=ws, check=True)
+    sealdesk_main(
+        "decide",
+        "--queue",
+        "flagged_pairs",
+        "--item",
+        "item-2",
+        "--decision",
+        "reject",
+        "--key",
+        keys["rita"],
+        workspace=ws,
+        check=True,
+    )
     rows = json.loads(sealdesk_main("items", "--json", workspace=ws, check=True).stdout)
     status = {r["item_id"]: r["status"] for r in rows}
     assert status == {"item-0": "undecided", "item-1": "undecided", "item-2": "reject"}
-    undecided = json.loads(sealdesk_main("items", "--status", "undecided", "--json",
-                                         workspace=ws, check=True).stdout)
+    undecided = json.loads(
+        sealdesk_main("items", "--status", "undecided", "--json", workspace=ws, check=True).stdout
+    )
     assert [r["item_id"] for r in undecided] == ["item-0", "item-1"]
 
 
 def test_bulk_decide_reads_ids_from_stdin(cli_ws, sealdesk):
     ws, keys = cli_ws
-    sealdesk("decide", "--queue", "flagged_pairs", "--item", "-", "--decision", "skip",
-             "--key", keys["rita"], input="item-0\nitem-2\n", workspace=ws, check=True)
+    sealdesk(
+        "decide",
+        "--queue",
+        "flagged_pairs",
+        "--item",
+        "-",
+        "--decision",
+        "skip",
+        "--key",
+        keys["rita"],
+        input="item-0\nitem-2\n",
+        workspace=ws,
+        check=True,
+    )
     rows = json.loads(sealdesk("items", "--status", "skip", "--json", workspace=ws).stdout)
     assert [r["item_id"] for r in rows] == ["item-0", "item-2"]
 
@@ -64,11 +125,33 @@ def test_bulk_decide_reads_ids_from_stdin(cli_ws, sealdesk):
 def test_decision_in_a_role_the_signer_lacks_is_refused(cli_ws, sealdesk_main):
     ws, keys = cli_ws
     before = snapshot(ws)
-    proc = sealdesk_main("decide", "--queue", "flagged_pairs", "--item", "item-0", "--decision",
-                         "accept", "--key", keys["rita"], "--role", "lead", workspace=ws)
+    proc = sealdesk_main(
+        "decide",
+        "--queue",
+        "flagged_pairs",
+        "--item",
+        "item-0",
+        "--decision",
+        "accept",
+        "--key",
+        keys["rita"],
+        "--role",
+        "lead",
+        workspace=ws,
+    )
     assert proc.returncode == 3 and "may not sign as lead" in proc.stderr
-    proc = sealdesk_main("decide", "--queue", "flagged_pairs", "--item", "item-0", "--decision",
-                         "accept", "--key", keys["adam"], workspace=ws)
+    proc = sealdesk_main(
+        "decide",
+        "--queue",
+        "flagged_pairs",
+        "--item",
+        "item-0",
+        "--decision",
+        "accept",
+        "--key",
+        keys["adam"],
+        workspace=ws,
+    )
     assert proc.returncode == 3 and "is not enrolled in this workspace's ledger" in proc.stderr
     assert snapshot(ws) == before
 
@@ -102,8 +185,9 @@ BAD_LINES = {
 
 
 @pytest.mark.parametrize("case", sorted(BAD_LINES))
-def test_bad_item_line_names_file_line_and_field_and_writes_nothing(cli_ws, sealdesk_main,
-                                                                     tmp_path, case):
+def test_bad_item_line_names_file_line_and_field_and_writes_nothing(
+    cli_ws, sealdesk_main, tmp_path, case
+):
     ws, _ = cli_ws
     raw, message, field = BAD_LINES[case]
     good = make_items(4, run_id="run-2")
@@ -130,8 +214,21 @@ def test_malformed_public_key_is_refused(cli_ws, sealdesk_main, tmp_path):
     bad = tmp_path / "bad.pub"
     bad.write_text("ssh-ed25519 AAAAnot-base64!! x\n")
     before = snapshot(ws)
-    err = one_line_error(sealdesk_main("keys", "add", "--principal", "eve", "--role", "reviewer",
-                                       "--key", bad, "--lead-key", keys["founder"], workspace=ws))
+    err = one_line_error(
+        sealdesk_main(
+            "keys",
+            "add",
+            "--principal",
+            "eve",
+            "--role",
+            "reviewer",
+            "--key",
+            bad,
+            "--lead-key",
+            keys["founder"],
+            workspace=ws,
+        )
+    )
     assert "malformed ssh-ed25519 key" in err
     assert snapshot(ws) == before
 
@@ -140,12 +237,36 @@ def test_non_ed25519_key_is_refused(cli_ws, sealdesk_main, keygen):
     ws, keys = cli_ws
     rsa = keygen("old", key_type="rsa")
     before = snapshot(ws)
-    err = one_line_error(sealdesk_main("keys", "add", "--principal", "old", "--role", "reviewer",
-                                       "--key", f"{rsa}.pub", "--lead-key", keys["founder"],
-                                       workspace=ws))
+    err = one_line_error(
+        sealdesk_main(
+            "keys",
+            "add",
+            "--principal",
+            "old",
+            "--role",
+            "reviewer",
+            "--key",
+            f"{rsa}.pub",
+            "--lead-key",
+            keys["founder"],
+            workspace=ws,
+        )
+    )
     assert "ssh-ed25519 only" in err
-    err = one_line_error(sealdesk_main("decide", "--queue", "flagged_pairs", "--item", "item-0",
-                                       "--decision", "accept", "--key", rsa, workspace=ws))
+    err = one_line_error(
+        sealdesk_main(
+            "decide",
+            "--queue",
+            "flagged_pairs",
+            "--item",
+            "item-0",
+            "--decision",
+            "accept",
+            "--key",
+            rsa,
+            workspace=ws,
+        )
+    )
     assert "ssh-ed25519 only" in err
     assert snapshot(ws) == before
 
@@ -203,8 +324,13 @@ def test_workspace_without_read_permission_is_refused(sealdesk, init_cli, tmp_pa
         db = ws / "sealdesk.db"
         os.chmod(db, 0)
         cmd = [sys.executable, "-c", DROP_TO_NOBODY] if os.geteuid() == 0 else list(SEALDESK)
-        proc = subprocess.run(cmd + ["--workspace", str(ws), "items"], capture_output=True,
-                              text=True, cwd="/", timeout=120)
+        proc = subprocess.run(
+            cmd + ["--workspace", str(ws), "items"],
+            capture_output=True,
+            text=True,
+            cwd="/",
+            timeout=120,
+        )
         err = one_line_error(proc)
         assert f"{db} is not readable by this user" in err
         os.chmod(db, 0o600)
@@ -215,8 +341,15 @@ def test_workspace_without_read_permission_is_refused(sealdesk, init_cli, tmp_pa
 
 def test_workspace_env_variable_is_used(sealdesk, founder_key, tmp_path):
     ws = tmp_path / "from-env"
-    sealdesk("init", "--lead", "founder", "--key", founder_key,
-             env={"SEALDESK_WORKSPACE": str(ws)}, check=True)
+    sealdesk(
+        "init",
+        "--lead",
+        "founder",
+        "--key",
+        founder_key,
+        env={"SEALDESK_WORKSPACE": str(ws)},
+        check=True,
+    )
     assert (ws / "sealdesk.db").exists() and (ws / "trust" / "allowed_signers").exists()
     assert (ws / "artifacts").is_dir()
     # The genesis went into that workspace's ledger, and commands find it the same way.
@@ -228,6 +361,10 @@ def test_database_is_wal_full_sync_strict(workspace):
     conn = workspace.conn
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
-    strict = dict(conn.execute("SELECT name, strict FROM pragma_table_list WHERE schema='main' "
-                               "AND name NOT LIKE 'sqlite_%'").fetchall())
+    strict = dict(
+        conn.execute(
+            "SELECT name, strict FROM pragma_table_list WHERE schema='main' "
+            "AND name NOT LIKE 'sqlite_%'"
+        ).fetchall()
+    )
     assert strict and all(strict.values()), strict

@@ -18,17 +18,33 @@ def _workspace_files(ws):
     return {p: p.read_bytes() for p in sorted(ws.rglob("*")) if p.is_file()}
 
 
-@pytest.mark.parametrize("command,target,owner", [
-    (("export", "--out"), "sealdesk.db", "sealdesk.db"),
-    (("export", "--out"), "trust/allowed_signers", "trust/"),
-    (("checkpoint", "export", "--out"), "sealdesk.db-wal", "sealdesk.db-wal"),
-    (("contamination", "clean", "--out"), "artifacts/run-1/clean.jsonl", "artifacts/"),
-    (("coverage", "holdout", "--rows", "rows.jsonl", "--holdout-id", "h", "--version", "1",
-      "--out"), "sealdesk.db", "sealdesk.db"),
-])
-def test_an_output_naming_a_workspace_file_is_refused_before_any_work(cli_ws, sealdesk_main,
-                                                                       tmp_path, command, target,
-                                                                       owner):
+@pytest.mark.parametrize(
+    "command,target,owner",
+    [
+        (("export", "--out"), "sealdesk.db", "sealdesk.db"),
+        (("export", "--out"), "trust/allowed_signers", "trust/"),
+        (("checkpoint", "export", "--out"), "sealdesk.db-wal", "sealdesk.db-wal"),
+        (("contamination", "clean", "--out"), "artifacts/run-1/clean.jsonl", "artifacts/"),
+        (
+            (
+                "coverage",
+                "holdout",
+                "--rows",
+                "rows.jsonl",
+                "--holdout-id",
+                "h",
+                "--version",
+                "1",
+                "--out",
+            ),
+            "sealdesk.db",
+            "sealdesk.db",
+        ),
+    ],
+)
+def test_an_output_naming_a_workspace_file_is_refused_before_any_work(
+    cli_ws, sealdesk_main, tmp_path, command, target, owner
+):
     ws, _ = cli_ws
     before = _workspace_files(ws)
     # Reached through a path that does not start with the workspace's own spelling.
@@ -53,8 +69,9 @@ def test_an_output_through_a_link_into_the_workspace_is_refused(cli_ws, sealdesk
 
 
 @pytest.mark.parametrize("kind", ["pipe", "directory", "link to a pipe"])
-def test_an_output_that_exists_and_is_not_a_regular_file_is_left_alone(cli_ws, sealdesk_main,
-                                                                        tmp_path, kind):
+def test_an_output_that_exists_and_is_not_a_regular_file_is_left_alone(
+    cli_ws, sealdesk_main, tmp_path, kind
+):
     ws, _ = cli_ws
     target = tmp_path / "out"
     if kind == "pipe":
@@ -66,12 +83,14 @@ def test_an_output_that_exists_and_is_not_a_regular_file_is_left_alone(cli_ws, s
         target.symlink_to(tmp_path / "pipe")
     err = one_line_error(sealdesk_main("checkpoint", "export", "--out", target, workspace=ws))
     assert str(target) in err and "--out" in err and "not a regular file" in err
-    assert {"pipe": stat.S_ISFIFO, "directory": stat.S_ISDIR,
-            "link to a pipe": stat.S_ISLNK}[kind](os.lstat(target).st_mode)
+    assert {"pipe": stat.S_ISFIFO, "directory": stat.S_ISDIR, "link to a pipe": stat.S_ISLNK}[kind](
+        os.lstat(target).st_mode
+    )
 
 
-def test_an_output_through_a_link_replaces_its_target_and_the_link_stays(cli_ws, sealdesk_main,
-                                                                         tmp_path):
+def test_an_output_through_a_link_replaces_its_target_and_the_link_stays(
+    cli_ws, sealdesk_main, tmp_path
+):
     ws, _ = cli_ws
     shared = tmp_path / "shared"
     shared.mkdir()
@@ -89,11 +108,26 @@ def test_keys_add_writes_through_a_linked_trust_file(cli_ws, sealdesk_main, keyg
     shared = tmp_path / "allowed_signers.shared"
     (ws / "trust" / "allowed_signers").rename(shared)
     (ws / "trust" / "allowed_signers").symlink_to(shared)
-    sealdesk_main("keys", "add", "--principal", "adam", "--role", "adjudicator", "--key",
-                  f"{keys['adam']}.pub", "--lead-key", keys["founder"], workspace=ws, check=True)
+    sealdesk_main(
+        "keys",
+        "add",
+        "--principal",
+        "adam",
+        "--role",
+        "adjudicator",
+        "--key",
+        f"{keys['adam']}.pub",
+        "--lead-key",
+        keys["founder"],
+        workspace=ws,
+        check=True,
+    )
     assert (ws / "trust" / "allowed_signers").is_symlink()
-    principals = [line.split()[0] for line in shared.read_text().splitlines()
-                  if line and not line.startswith("#")]
+    principals = [
+        line.split()[0]
+        for line in shared.read_text().splitlines()
+        if line and not line.startswith("#")
+    ]
     assert principals == ["founder", "rita", "adam"]
 
 
@@ -101,15 +135,28 @@ def test_an_old_export_is_replaced_and_stdout_still_works(cli_ws, sealdesk, tmp_
     ws, keys = cli_ws
     out = tmp_path / "records.jsonl"
     out.write_text("stale\n")
-    decided = sealdesk("decide", "--queue", "flagged_pairs", "--item", "item-0", "--decision",
-                       "accept", "--key", keys["rita"], workspace=ws, check=True)
+    decided = sealdesk(
+        "decide",
+        "--queue",
+        "flagged_pairs",
+        "--item",
+        "item-0",
+        "--decision",
+        "accept",
+        "--key",
+        keys["rita"],
+        workspace=ws,
+        check=True,
+    )
     seq = int(decided.stdout.split()[0].lstrip("#"))  # after the genesis and the enrolment
     sealdesk("export", "--out", out, workspace=ws, check=True)
     exported = [json.loads(line) for line in out.read_text().splitlines()]
     assert [r["seq"] for r in exported] == list(range(1, seq + 1))
     assert exported[-1]["kind"] == "decision"
     proc = sealdesk("checkpoint", "export", "--out", "-", workspace=ws)
-    assert "--out" not in proc.stderr  # '-' passes the path check: the error is the missing sign-off
+    assert (
+        "--out" not in proc.stderr
+    )  # '-' passes the path check: the error is the missing sign-off
     assert "sign-off" in proc.stderr
 
 

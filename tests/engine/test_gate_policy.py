@@ -31,9 +31,25 @@ from tests.support.ssh import (
 )
 
 # Every top-level command but the gate itself, so that only the parameter rules decide.
-EVERYTHING = ("bench", "checkpoint", "contamination", "coverage", "decide", "exam",
-              "export", "ingest", "items", "keys", "init", "prove", "review", "scan",
-              "signoff", "undo", "verify")
+EVERYTHING = (
+    "bench",
+    "checkpoint",
+    "contamination",
+    "coverage",
+    "decide",
+    "exam",
+    "export",
+    "ingest",
+    "items",
+    "keys",
+    "init",
+    "prove",
+    "review",
+    "scan",
+    "signoff",
+    "undo",
+    "verify",
+)
 PARAMS = [(path, param) for path, param, _kind in inventory() if path]
 
 
@@ -70,6 +86,7 @@ def verdict(policy, root, argv, scope="request", cwd=None):
 
 
 # -- the inventory -------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("case", PARAMS, ids=[_id(c) for c in PARAMS])
 def test_every_parameter_of_every_command_is_classified(case):
@@ -118,15 +135,21 @@ def test_the_gate_decides_each_parameter_by_its_kind(case, gated, tmp_path):
             assert judged("1").allowed == bare.allowed, (scope, name, judged("1").reason)
             if not (isinstance(param, click.Option) and param.is_flag):
                 url = judged("http://127.0.0.1:9/x")
-                assert (url.allowed == bare.allowed) if kind.kind == gate_policy.NOTE \
-                    else refused_naming_it("http://127.0.0.1:9/x"), (scope, name)
+                assert (
+                    (url.allowed == bare.allowed)
+                    if kind.kind == gate_policy.NOTE
+                    else refused_naming_it("http://127.0.0.1:9/x")
+                ), (scope, name)
         elif kind.kind in (gate_policy.INPUT, gate_policy.DATASET):
             inside = judged(str(root / "inputs" / "items.jsonl"))
             assert inside.allowed == bare.allowed, (scope, name, inside.reason)
-            for outside in (str(tmp_path / "outside.jsonl"), "/etc/passwd",
-                            str(root / "inputs" / ".." / "sealdesk.db"),
-                            str(root / "inputs" / "escape.jsonl"),
-                            "file:///etc/passwd"):
+            for outside in (
+                str(tmp_path / "outside.jsonl"),
+                "/etc/passwd",
+                str(root / "inputs" / ".." / "sealdesk.db"),
+                str(root / "inputs" / "escape.jsonl"),
+                "file:///etc/passwd",
+            ):
                 assert refused_naming_it(outside), (scope, name, outside)
             if kind.stream:
                 assert judged("-").allowed == bare.allowed, (scope, name)
@@ -138,11 +161,16 @@ def test_the_gate_decides_each_parameter_by_its_kind(case, gated, tmp_path):
                 assert refused_naming_it(str(root / "exports" / "out.jsonl")), name
             else:
                 assert written.allowed == bare.allowed, (name, written.reason)
-            for elsewhere in (str(tmp_path / "home" / ".ssh" / "authorized_keys"),
-                              str(root / "sealdesk.db"), str(root / "trust" / "x"),
-                              str(root / "artifacts" / "x"), str(root / "inputs" / "x"),
-                              str(root / "jobs" / "x"), str(root / "exports" / ".." / ".."),
-                              "s3://bucket/x"):
+            for elsewhere in (
+                str(tmp_path / "home" / ".ssh" / "authorized_keys"),
+                str(root / "sealdesk.db"),
+                str(root / "trust" / "x"),
+                str(root / "artifacts" / "x"),
+                str(root / "inputs" / "x"),
+                str(root / "jobs" / "x"),
+                str(root / "exports" / ".." / ".."),
+                "s3://bucket/x",
+            ):
                 assert refused_naming_it(elsewhere), (scope, name, elsewhere)
             if kind.stream:
                 assert judged("-").allowed == bare.allowed, (scope, name)
@@ -152,19 +180,25 @@ def test_the_gate_decides_each_parameter_by_its_kind(case, gated, tmp_path):
 
 # -- rules beyond a single parameter -------------------------------------------------
 
-@pytest.mark.parametrize("argv, why", [
-    (["export", "--out", "-"], "'sealdesk export' is not allowed"),
-    (["ingest", "/etc/shadow"], "'sealdesk ingest' is not allowed"),
-    (["ssh-gate"], "'sealdesk ssh-gate' is not allowed"),
-    (["checkpoint"], "only 'sealdesk checkpoint export' is allowed"),
-    (["decide", "--frobnicate"], "option '--frobnicate' is not allowed"),
-    (["decide", "--queue", "flagged_pairs", "--", "--key", "k"], "unexpected argument"),
-    (["--debug", "verify"], "option '--debug' is not allowed before the command"),
-    (["review", "--config=/home/lena/.config/sealdesk/config.toml"], "--config is refused"),
-    (["review", "--key", "/home/lena/.ssh/id_ed25519"], "--key is refused"),
-    (["checkpoint", "export", "--out=/home/lena/.ssh/authorized_keys"],
-     "--out may only be '-'"),
-])
+
+@pytest.mark.parametrize(
+    "argv, why",
+    [
+        (["export", "--out", "-"], "'sealdesk export' is not allowed"),
+        (["ingest", "/etc/shadow"], "'sealdesk ingest' is not allowed"),
+        (["ssh-gate"], "'sealdesk ssh-gate' is not allowed"),
+        (["checkpoint"], "only 'sealdesk checkpoint export' is allowed"),
+        (["decide", "--frobnicate"], "option '--frobnicate' is not allowed"),
+        (["decide", "--queue", "flagged_pairs", "--", "--key", "k"], "unexpected argument"),
+        (["--debug", "verify"], "option '--debug' is not allowed before the command"),
+        (["review", "--config=/home/lena/.config/sealdesk/config.toml"], "--config is refused"),
+        (["review", "--key", "/home/lena/.ssh/id_ed25519"], "--key is refused"),
+        (
+            ["checkpoint", "export", "--out=/home/lena/.ssh/authorized_keys"],
+            "--out may only be '-'",
+        ),
+    ],
+)
 def test_a_narrow_gate_refuses_and_says_why(argv, why, tmp_path):
     policy = GatePolicy.for_workspace(tmp_path, ("review", "decide", "checkpoint"))
     v = policy.check(["--workspace", str(tmp_path), *argv], "request")
@@ -178,8 +212,9 @@ def test_a_value_no_file_can_be_named_is_refused_not_crashed_on(tmp_path):
         assert not v.allowed and "is not a path (embedded null byte)" in v.reason
 
 
-@pytest.mark.parametrize("flag", [["--workspace", "{other}"], ["-w{other}"],
-                                  ["--workspace={ws}/../other"]])
+@pytest.mark.parametrize(
+    "flag", [["--workspace", "{other}"], ["-w{other}"], ["--workspace={ws}/../other"]]
+)
 def test_only_the_gates_own_workspace_is_used(flag, tmp_path):
     (tmp_path / "other").mkdir()
     policy = GatePolicy.for_workspace(tmp_path / "ws", ("verify",))
@@ -196,8 +231,12 @@ def test_a_pool_pattern_must_match_only_files_in_the_inputs(gated):
     # escape.jsonl links out of the inputs: a pattern that matches it is refused.
     bad = verdict(policy, root, [*base, "--pool", str(root / "inputs" / "*.jsonl")], "job")
     assert not bad.allowed and "--pool" in bad.reason
-    hub = verdict(policy, root, [*base, "--pool", "org/pool", "--pool-revision", "a" * 40,
-                                 "--pool-split", "train"], "job")
+    hub = verdict(
+        policy,
+        root,
+        [*base, "--pool", "org/pool", "--pool-revision", "a" * 40, "--pool-split", "train"],
+        "job",
+    )
     assert not hub.allowed and "hub datasets and URLs are not fetched" in hub.reason
 
 
@@ -206,8 +245,7 @@ def test_a_default_path_is_held_to_the_same_rules_as_a_typed_one(gated):
     # bench ledger works in "." unless told otherwise: here the workspace root itself.
     v = verdict(policy, root, ["bench", "ledger"], "job", cwd=root)
     assert not v.allowed and "--dir (default '.')" in v.reason
-    ok = verdict(policy, root, ["bench", "ledger", "--dir", str(root / "bench")], "job",
-                 cwd=root)
+    ok = verdict(policy, root, ["bench", "ledger", "--dir", str(root / "bench")], "job", cwd=root)
     assert ok.allowed, ok.reason
 
 
@@ -231,8 +269,7 @@ def test_an_option_added_later_is_refused_until_it_is_classified(tmp_path):
     policy = GatePolicy.for_workspace(tmp_path, ("publish",))
 
     def check(*argv):
-        return policy.check(["--workspace", str(tmp_path), "publish", *argv], "request",
-                            root=root)
+        return policy.check(["--workspace", str(tmp_path), "publish", *argv], "request", root=root)
 
     v = check("--target", "somewhere")
     assert not v.allowed and "--target of 'sealdesk publish' is not one the gate knows" in v.reason
@@ -244,19 +281,23 @@ def test_an_option_added_later_is_refused_until_it_is_classified(tmp_path):
     assert check("--limit", "3").allowed
 
 
-def test_the_review_command_itself_refuses_a_config_file_under_the_gate(workspace, tmp_path,
-                                                                      monkeypatch):
+def test_the_review_command_itself_refuses_a_config_file_under_the_gate(
+    workspace, tmp_path, monkeypatch
+):
     from engine.cli import cli
     from engine.errors import PermissionRefused
 
     config = tmp_path / "review.toml"
     config.write_text('theme = "light"\n')
-    monkeypatch.setenv("SEALDESK_GATE",
-                       GatePolicy.for_workspace(workspace.root, ("review",)).to_env("request"))
+    monkeypatch.setenv(
+        "SEALDESK_GATE", GatePolicy.for_workspace(workspace.root, ("review",)).to_env("request")
+    )
     # Straight to the click command, past main()'s own check: the command holds too.
     with pytest.raises(PermissionRefused, match="^ssh-gate: --config is refused"):
-        cli.main(["--workspace", str(workspace.root), "review", "--config", str(config)],
-                 standalone_mode=False)
+        cli.main(
+            ["--workspace", str(workspace.root), "review", "--config", str(config)],
+            standalone_mode=False,
+        )
 
 
 def test_a_damaged_policy_in_the_environment_lets_nothing_run(sealdesk, workspace):
@@ -267,29 +308,32 @@ def test_a_damaged_policy_in_the_environment_lets_nothing_run(sealdesk, workspac
 
 # -- through the real CLI, as the gate leaves it -------------------------------------
 
+
 def gate_env(root: Path, allowed, scope="request") -> dict[str, str]:
     return {"SEALDESK_GATE": GatePolicy.for_workspace(root, allowed).to_env(scope)}
 
 
-def test_the_cli_applies_the_policy_to_every_invocation_while_it_is_set(workspace, sealdesk,
-                                                                       tmp_path):
+def test_the_cli_applies_the_policy_to_every_invocation_while_it_is_set(
+    workspace, sealdesk, tmp_path
+):
     target = tmp_path / "home" / ".ssh" / "authorized_keys"
     target.parent.mkdir(parents=True)
     target.write_text("ssh-ed25519 AAAA lena@laptop\n")
     env = gate_env(workspace.root, ("export", "items"))
     proc = sealdesk("export", "--out", target, workspace=workspace.root, env=env)
     assert proc.returncode == 3 and proc.stdout == ""
-    assert proc.stderr == (f"sealdesk: error: ssh-gate: --out may only be '-' here (stdout, "
-                           f"where the option takes it), not '{target}'; files on the review "
-                           "host are not written for you\n")
+    assert proc.stderr == (
+        f"sealdesk: error: ssh-gate: --out may only be '-' here (stdout, "
+        f"where the option takes it), not '{target}'; files on the review "
+        "host are not written for you\n"
+    )
     assert target.read_text() == "ssh-ed25519 AAAA lena@laptop\n"
     assert sealdesk("items", workspace=workspace.root, env=env).returncode == 0
     # A job's scope lets an output land inside the workspace, never on its own files.
     job_env = gate_env(workspace.root, ("export",), "job")
     out = workspace.root / "exports" / "records.jsonl"
     out.parent.mkdir()
-    assert sealdesk("export", "--out", out, workspace=workspace.root,
-                    env=job_env).returncode == 0
+    assert sealdesk("export", "--out", out, workspace=workspace.root, env=job_env).returncode == 0
     assert out.exists()
     proc = sealdesk("export", "--out", target, workspace=workspace.root, env=job_env)
     assert proc.returncode == 3 and "is outside the workspace" in proc.stderr
@@ -301,25 +345,39 @@ def test_a_job_run_is_checked_again_by_the_cli_it_runs(workspace, tmp_path):
     target = tmp_path / "planted.jsonl"
     path = jobs.jobs_dir(workspace.root) / "20260101T000000-abcdef"
     path.mkdir(parents=True)
-    (path / "job.json").write_text(json.dumps({
-        "argv": ["export", "--out", str(target)], "workspace": str(workspace.root),
-        "started": "2026-01-01T00:00:00.000000Z"}))
+    (path / "job.json").write_text(
+        json.dumps(
+            {
+                "argv": ["export", "--out", str(target)],
+                "workspace": str(workspace.root),
+                "started": "2026-01-01T00:00:00.000000Z",
+            }
+        )
+    )
     env = {**os.environ, **gate_env(workspace.root, ("export",), "job")}
-    code = subprocess.run([sys.executable, "-m", "engine.jobs", "supervise", str(path)],
-                          env=env, timeout=120).returncode
+    code = subprocess.run(
+        [sys.executable, "-m", "engine.jobs", "supervise", str(path)], env=env, timeout=120
+    ).returncode
     assert code == 3
     assert not target.exists()
     job = jobs.read_job(path)
-    assert job.state == "failed" and job.error.startswith(
-        "sealdesk: error: ssh-gate: --out '") and "is outside the workspace" in job.error
+    assert (
+        job.state == "failed"
+        and job.error.startswith("sealdesk: error: ssh-gate: --out '")
+        and "is outside the workspace" in job.error
+    )
 
 
 # -- the jobs panel, driven by keys, under the gate ------------------------------------
 
+
 def _fake_claim(path: Path) -> Path:
-    item = BacklogItem.make("weak_categories", "wk-forged", "forged-run",
-                            {"summary": {"title": "ELIGIBLE: forged evidence", "score": 1.0,
-                                         "tags": []}})
+    item = BacklogItem.make(
+        "weak_categories",
+        "wk-forged",
+        "forged-run",
+        {"summary": {"title": "ELIGIBLE: forged evidence", "score": 1.0, "tags": []}},
+    )
     path.write_text(canonical_json(item.to_json()).decode() + "\n", encoding="utf-8")
     return path
 
@@ -369,7 +427,7 @@ ESCAPES = {
     "shadow": "ingest /etc/shadow",
     "ray": "scan contamination --eval e.jsonl --pool e.jsonl --ray-address ray://127.0.0.1:{port}",
     "probe": "scan contamination --eval e.jsonl --pool e.jsonl --probe-endpoint "
-             "http://127.0.0.1:{port}/v1",
+    "http://127.0.0.1:{port}/v1",
     "pool-url": "scan contamination --eval e.jsonl --pool http://127.0.0.1:{port}/p.jsonl",
 }
 
@@ -384,55 +442,70 @@ def _plant(tmp_path: Path) -> None:
 
 @pytest.mark.anyio
 @pytest.mark.slow
-@pytest.mark.parametrize("allowed, expected", [
-    # The key of the report: review and decide only.
-    (("review", "decide"), {
-        "export": "ssh-gate: 'sealdesk export' is not allowed through this key",
-        "ingest": "ssh-gate: 'sealdesk ingest' is not allowed through this key",
-        "shadow": "ssh-gate: 'sealdesk ingest' is not allowed through this key",
-        "ray": "ssh-gate: 'sealdesk scan' is not allowed through this key",
-        "probe": "ssh-gate: 'sealdesk scan' is not allowed through this key",
-        "pool-url": "ssh-gate: 'sealdesk scan' is not allowed through this key"}),
-    # Even a key allowed those commands keeps to the workspace and the host.
-    (("review", "export", "ingest", "scan"), {
-        "export": "ssh-gate: --out 'home/.ssh/authorized_keys' is outside the workspace",
-        "ingest": "ssh-gate: FILES 'forged.jsonl' is not in the workspace's inputs",
-        "shadow": "ssh-gate: FILES '/etc/shadow' is not in the workspace's inputs",
-        "ray": "ssh-gate: --eval 'e.jsonl' is not a file in the workspace's inputs",
-        "probe": "ssh-gate: --eval 'e.jsonl' is not a file in the workspace's inputs",
-        "pool-url": "ssh-gate: --eval 'e.jsonl' is not a file in the workspace's inputs"}),
-])
-async def test_the_jobs_panel_under_the_gate_refuses_every_escape(desk, tmp_path, listener,
-                                                                  monkeypatch, allowed,
-                                                                  expected):
+@pytest.mark.parametrize(
+    "allowed, expected",
+    [
+        # The key of the report: review and decide only.
+        (
+            ("review", "decide"),
+            {
+                "export": "ssh-gate: 'sealdesk export' is not allowed through this key",
+                "ingest": "ssh-gate: 'sealdesk ingest' is not allowed through this key",
+                "shadow": "ssh-gate: 'sealdesk ingest' is not allowed through this key",
+                "ray": "ssh-gate: 'sealdesk scan' is not allowed through this key",
+                "probe": "ssh-gate: 'sealdesk scan' is not allowed through this key",
+                "pool-url": "ssh-gate: 'sealdesk scan' is not allowed through this key",
+            },
+        ),
+        # Even a key allowed those commands keeps to the workspace and the host.
+        (
+            ("review", "export", "ingest", "scan"),
+            {
+                "export": "ssh-gate: --out 'home/.ssh/authorized_keys' is outside the workspace",
+                "ingest": "ssh-gate: FILES 'forged.jsonl' is not in the workspace's inputs",
+                "shadow": "ssh-gate: FILES '/etc/shadow' is not in the workspace's inputs",
+                "ray": "ssh-gate: --eval 'e.jsonl' is not a file in the workspace's inputs",
+                "probe": "ssh-gate: --eval 'e.jsonl' is not a file in the workspace's inputs",
+                "pool-url": "ssh-gate: --eval 'e.jsonl' is not a file in the workspace's inputs",
+            },
+        ),
+    ],
+)
+async def test_the_jobs_panel_under_the_gate_refuses_every_escape(
+    desk, tmp_path, listener, monkeypatch, allowed, expected
+):
     from reviewer.app import ReviewApp
     from reviewer.session import read_only_session
 
     _plant(tmp_path)
     monkeypatch.chdir(tmp_path)
     # As the gate leaves the environment of the app it opens.
-    monkeypatch.setenv("SEALDESK_GATE",
-                       GatePolicy.for_workspace(desk.ws.root, allowed).to_env("request"))
+    monkeypatch.setenv(
+        "SEALDESK_GATE", GatePolicy.for_workspace(desk.ws.root, allowed).to_env("request")
+    )
     before = desk.ws.count("weak_categories")
     app = ReviewApp(desk.ws, read_only_session("under the gate, for this test"))
     shown = {}
     async with app.run_test(size=(100, 30)) as pilot:
         for name, line in ESCAPES.items():
             shown[name] = await type_in_jobs_panel(
-                app, pilot, line.format(port=listener.getsockname()[1]))
+                app, pilot, line.format(port=listener.getsockname()[1])
+            )
     for name, why in expected.items():
         assert shown[name].startswith(why), (name, shown[name])
-    assert not (desk.ws.root / "jobs").exists()          # nothing started
-    assert (tmp_path / "home" / ".ssh" / "authorized_keys").read_text() == \
-        "ssh-ed25519 AAAA lena@laptop\n"                  # nothing written
-    assert desk.ws.count("weak_categories") == before   # nothing ingested
-    assert not reached(listener)                         # nothing connected
+    assert not (desk.ws.root / "jobs").exists()  # nothing started
+    assert (
+        tmp_path / "home" / ".ssh" / "authorized_keys"
+    ).read_text() == "ssh-ed25519 AAAA lena@laptop\n"  # nothing written
+    assert desk.ws.count("weak_categories") == before  # nothing ingested
+    assert not reached(listener)  # nothing connected
 
 
 @pytest.mark.anyio
 @pytest.mark.slow
-async def test_the_jobs_panel_under_the_gate_connects_nowhere(desk, tmp_path, listener,
-                                                              monkeypatch):
+async def test_the_jobs_panel_under_the_gate_connects_nowhere(
+    desk, tmp_path, listener, monkeypatch
+):
     from reviewer.app import ReviewApp
     from reviewer.session import read_only_session
 
@@ -440,13 +513,16 @@ async def test_the_jobs_panel_under_the_gate_connects_nowhere(desk, tmp_path, li
     inputs.mkdir()
     (inputs / "e.jsonl").write_text('{"text": "what is two plus two"}\n')
     monkeypatch.chdir(inputs)
-    monkeypatch.setenv("SEALDESK_GATE", GatePolicy.for_workspace(
-        desk.ws.root, ("review", "scan")).to_env("request"))
+    monkeypatch.setenv(
+        "SEALDESK_GATE",
+        GatePolicy.for_workspace(desk.ws.root, ("review", "scan")).to_env("request"),
+    )
     port = listener.getsockname()[1]
-    expected = {"ray": "ssh-gate: --ray-address is refused: it names an address",
-                "probe": "ssh-gate: --probe-endpoint is refused: it names an address",
-                "pool-url": f"ssh-gate: --pool 'http://127.0.0.1:{port}/p.jsonl': a URL is "
-                            "refused here"}
+    expected = {
+        "ray": "ssh-gate: --ray-address is refused: it names an address",
+        "probe": "ssh-gate: --probe-endpoint is refused: it names an address",
+        "pool-url": f"ssh-gate: --pool 'http://127.0.0.1:{port}/p.jsonl': a URL is refused here",
+    }
     app = ReviewApp(desk.ws, read_only_session("under the gate, for this test"))
     shown = {}
     async with app.run_test(size=(100, 30)) as pilot:
@@ -460,17 +536,20 @@ async def test_the_jobs_panel_under_the_gate_connects_nowhere(desk, tmp_path, li
 
 @pytest.mark.anyio
 @pytest.mark.slow
-async def test_jobs_under_the_gate_run_what_it_allows_and_write_only_inside(desk, tmp_path,
-                                                                           monkeypatch):
+async def test_jobs_under_the_gate_run_what_it_allows_and_write_only_inside(
+    desk, tmp_path, monkeypatch
+):
     from reviewer.app import ReviewApp
     from reviewer.session import read_only_session
     from tests.support.review_app import settle, text_of
 
     inputs = desk.ws.root / "inputs"
     inputs.mkdir()
-    _fake_claim(inputs / "claims.jsonl")   # placed by someone with a shell on the host
-    monkeypatch.setenv("SEALDESK_GATE", GatePolicy.for_workspace(
-        desk.ws.root, ("review", "ingest", "export")).to_env("request"))
+    _fake_claim(inputs / "claims.jsonl")  # placed by someone with a shell on the host
+    monkeypatch.setenv(
+        "SEALDESK_GATE",
+        GatePolicy.for_workspace(desk.ws.root, ("review", "ingest", "export")).to_env("request"),
+    )
     out = desk.ws.root / "exports" / "records.jsonl"
     out.parent.mkdir()
     monkeypatch.chdir(desk.ws.root)
@@ -479,7 +558,8 @@ async def test_jobs_under_the_gate_run_what_it_allows_and_write_only_inside(desk
     async with app.run_test(size=(100, 30)) as pilot:
         await pilot.press("b")
         assert text_of(app.screen.query_one("#jobs-gate")).startswith(
-            "Under ssh-gate: allowed review, ingest, export; files are read from")
+            "Under ssh-gate: allowed review, ingest, export; files are read from"
+        )
         await pilot.press(*"ingest inputs/claims.jsonl", "enter")
         await pilot.press(*"export --out exports/records.jsonl", "enter")
         body = app.screen.query_one("#jobs-body")
@@ -487,7 +567,8 @@ async def test_jobs_under_the_gate_run_what_it_allows_and_write_only_inside(desk
         await pilot.press("escape", "b")
         await pilot.press(*"export --out ../leak.jsonl", "enter")
         assert text_of(app.screen.query_one("#jobs-error")).startswith(
-            "ssh-gate: --out '../leak.jsonl' is outside the workspace")
+            "ssh-gate: --out '../leak.jsonl' is outside the workspace"
+        )
     assert not (desk.ws.root.parent / "leak.jsonl").exists()
     assert desk.ws.count("weak_categories") == before + 1
     assert out.exists()
@@ -499,6 +580,7 @@ async def test_jobs_under_the_gate_run_what_it_allows_and_write_only_inside(desk
 
 # -- behind a real sshd, as authorized_keys sets the gate up ---------------------------
 
+
 def narrow_gate(ws) -> str:
     """Gives the forced command of a key that may only review and decide."""
     return f"{gate_command(ws)} --allow review --allow decide"
@@ -509,13 +591,15 @@ def narrow_gate(ws) -> str:
 def test_review_with_a_config_file_is_refused_through_the_gate(sshd, agents, review, tmp_path):
     ws, lena = review
     config = tmp_path / "review-home" / "lena.toml"
-    config.write_text(f'key = "{lena}"\n')   # a key file on the review host
+    config.write_text(f'key = "{lena}"\n')  # a key file on the review host
     sock = agents("lena", lena)
     sshd.authorize(Path(f"{lena}.pub"), command=narrow_gate(ws))
     proc = sshd.run(f"sealdesk review --config {config}", sock)
     assert proc.returncode == 3, proc.stderr
-    assert proc.stderr.startswith("sealdesk: error: ssh-gate: --config is refused: it names a "
-                                  "key, trust or config file on this host")
+    assert proc.stderr.startswith(
+        "sealdesk: error: ssh-gate: --config is refused: it names a "
+        "key, trust or config file on this host"
+    )
     assert ws.conn.execute("SELECT COUNT(*) FROM records").fetchone()[0] == REVIEW_RECORDS
 
 
@@ -523,14 +607,20 @@ def test_review_with_a_config_file_is_refused_through_the_gate(sshd, agents, rev
 @pytest.mark.needs_tmux
 @pytest.mark.slow
 def test_the_jobs_panel_of_an_app_opened_through_the_gate_cannot_rewrite_authorized_keys(
-        sshd, agents, review, tmux):
+    sshd, agents, review, tmux
+):
     ws, lena = review
     sock = agents("lena", lena)
     sshd.authorize(Path(f"{lena}.pub"), command=narrow_gate(ws))
     keys_before = sshd.authorized_keys.read_text()
     ssh = shlex.join(sshd.argv(f"sealdesk --workspace {ws.root} review", tty=True))
-    tmux.new("lena", f"{ssh}; echo EXIT=$?; sleep 600", width=160, height=40,
-             env={"SSH_AUTH_SOCK": str(sock)})
+    tmux.new(
+        "lena",
+        f"{ssh}; echo EXIT=$?; sleep 600",
+        width=160,
+        height=40,
+        env={"SSH_AUTH_SOCK": str(sock)},
+    )
     tmux.wait_for("lena", "lena as lead")
     tmux.keys("lena", "b")
     tmux.wait_for("lena", "Engine runs")
@@ -554,18 +644,21 @@ def test_the_jobs_panel_of_an_app_opened_through_the_gate_cannot_rewrite_authori
 @pytest.mark.needs_sshd
 @pytest.mark.needs_tmux
 @pytest.mark.slow
-def test_through_the_gate_the_config_files_key_never_signs(sshd, agents, review, tmux,
-                                                           tmp_path):
+def test_through_the_gate_the_config_files_key_never_signs(sshd, agents, review, tmux, tmp_path):
     ws, lena = review
-    sock = agents("lena", lena)   # only to log in; not forwarded
+    sock = agents("lena", lena)  # only to log in; not forwarded
     config = tmp_path / "review-home" / ".config" / "sealdesk" / "config.toml"
     config.parent.mkdir(parents=True)
-    config.write_text(f'key = "{lena}"\n')   # lena's key file, left on the review host
+    config.write_text(f'key = "{lena}"\n')  # lena's key file, left on the review host
     sshd.authorize(Path(f"{lena}.pub"), command=narrow_gate(ws))
-    ssh = shlex.join(sshd.argv(f"sealdesk --workspace {ws.root} review", tty=True,
-                               forward=False))
-    tmux.new("lena", f"{ssh}; echo EXIT=$?; sleep 600", width=160, height=40,
-             env={"SSH_AUTH_SOCK": str(sock)})
+    ssh = shlex.join(sshd.argv(f"sealdesk --workspace {ws.root} review", tty=True, forward=False))
+    tmux.new(
+        "lena",
+        f"{ssh}; echo EXIT=$?; sleep 600",
+        width=160,
+        height=40,
+        env={"SSH_AUTH_SOCK": str(sock)},
+    )
     tmux.wait_for("lena", "READ-ONLY")
     tmux.keys("lena", "q")
     assert "EXIT=0" in tmux.wait_for("lena", "EXIT=")

@@ -25,13 +25,18 @@ def _raw_item_line(payload_json: bytes, item_id: str = "odd-1") -> bytes:
     return head + b',"payload":' + payload_json + b',"queue":"flagged_pairs","run_id":"run-1"}\n'
 
 
-@pytest.mark.parametrize("payload,reason", [
-    (b'{"text":"\\ud800"}', "lone surrogate"),
-    (b'{"text":"ok","x":1e400}', "beyond a 64-bit float"),
-    (b'{"deep":' + b"[" * 100_000 + b"]" * 100_000 + b"}", "nested too deeply"),
-], ids=["lone-surrogate", "1e400", "deep"])
-def test_ingest_names_the_line_of_json_no_hash_could_cover(cli_ws, sealdesk, tmp_path, payload,
-                                                          reason):
+@pytest.mark.parametrize(
+    "payload,reason",
+    [
+        (b'{"text":"\\ud800"}', "lone surrogate"),
+        (b'{"text":"ok","x":1e400}', "beyond a 64-bit float"),
+        (b'{"deep":' + b"[" * 100_000 + b"]" * 100_000 + b"}", "nested too deeply"),
+    ],
+    ids=["lone-surrogate", "1e400", "deep"],
+)
+def test_ingest_names_the_line_of_json_no_hash_could_cover(
+    cli_ws, sealdesk, tmp_path, payload, reason
+):
     ws, _ = cli_ws
     path = tmp_path / "odd.jsonl"
     good = BacklogItem.make("flagged_pairs", "fine-1", "run-1", {"text": "fine"})
@@ -47,8 +52,14 @@ def test_ingest_names_the_line_of_json_no_hash_could_cover(cli_ws, sealdesk, tmp
 def test_ingest_refuses_a_score_no_float_holds_naming_the_field(cli_ws, sealdesk, tmp_path):
     ws, _ = cli_ws
     path = tmp_path / "huge.jsonl"
-    write_items_file(path, [BacklogItem.make("flagged_pairs", "huge-1", "run-1",
-                                             {"summary": {"title": "t", "score": 10**400}})])
+    write_items_file(
+        path,
+        [
+            BacklogItem.make(
+                "flagged_pairs", "huge-1", "run-1", {"summary": {"title": "t", "score": 10**400}}
+            )
+        ],
+    )
     before = snapshot(ws)
     err = one_line_error(sealdesk("ingest", path, workspace=ws))
     assert f"{path}:1: field 'payload.summary.score'" in err, err
@@ -70,16 +81,26 @@ def test_ingest_refuses_control_characters_in_an_item_id(cli_ws, sealdesk, tmp_p
 def test_an_argument_that_is_not_utf8_is_one_line_naming_it(cli_ws, tmp_path, option):
     ws, keys = cli_ws
     before = snapshot(ws)
-    env = {**os.environ, "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",
-           "PYTHONPATH": str(REPO)}
-    args = [*SEALDESK, "--workspace", str(ws), "decide", "--queue", "flagged_pairs",
-            "--item", "item-0", "--decision", "accept", "--key", str(keys["rita"])]
+    env = {**os.environ, "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "PYTHONPATH": str(REPO)}
+    args = [
+        *SEALDESK,
+        "--workspace",
+        str(ws),
+        "decide",
+        "--queue",
+        "flagged_pairs",
+        "--item",
+        "item-0",
+        "--decision",
+        "accept",
+        "--key",
+        str(keys["rita"]),
+    ]
     args = [a.encode() for a in args] + [option.encode(), b"caf\xe9 latin-1"]
     proc = subprocess.run(args, capture_output=True, env=env, cwd=tmp_path)
     lines = proc.stderr.decode().strip().splitlines()
     assert proc.returncode == 2 and len(lines) == 1, proc.stderr
-    assert f"argument {len(args) - len(SEALDESK)} (caf\\xe9 latin-1) is not valid UTF-8" \
-        in lines[0]
+    assert f"argument {len(args) - len(SEALDESK)} (caf\\xe9 latin-1) is not valid UTF-8" in lines[0]
     assert snapshot(ws) == before
 
 
@@ -87,15 +108,28 @@ def test_verify_names_a_record_rewritten_to_nest_deeper_than_python_recurses(cli
     ws, keys = cli_ws
     seqs = []
     for item in ("item-0", "item-1"):
-        decided = sealdesk("decide", "--queue", "flagged_pairs", "--item", item, "--decision",
-                           "accept", "--key", keys["rita"], workspace=ws, check=True)
+        decided = sealdesk(
+            "decide",
+            "--queue",
+            "flagged_pairs",
+            "--item",
+            item,
+            "--decision",
+            "accept",
+            "--key",
+            keys["rita"],
+            workspace=ws,
+            check=True,
+        )
         seqs.append(int(decided.stdout.split()[0].lstrip("#")))
     seq = seqs[1]  # the second decision (after the genesis and the enrolment)
     deep = "[" * 100_000 + "]" * 100_000
     conn = sqlite3.connect(ws / "sealdesk.db", isolation_level=None)
     conn.execute("DROP TRIGGER records_no_update")
-    conn.execute("UPDATE records SET message=?, record_hash=? WHERE seq=?",
-                 (deep, hashlib.sha256(deep.encode()).hexdigest(), seq))
+    conn.execute(
+        "UPDATE records SET message=?, record_hash=? WHERE seq=?",
+        (deep, hashlib.sha256(deep.encode()).hexdigest(), seq),
+    )
     conn.close()
     proc = sealdesk("verify", "--jobs", "1", workspace=ws)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr

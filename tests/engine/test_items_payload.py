@@ -19,30 +19,48 @@ def _adjudicated(sealdesk, tmp_path):
     ws = tmp_path / "ws"
     Workspace.init(ws).close()
     args = []
-    for name, option in (("corpus.jsonl", "corpus"), ("context.jsonl", "context"),
-                         ("lane-a.labels.jsonl", "lane-a"), ("lane-b.labels.jsonl", "lane-b"),
-                         ("labeling-summary.json", "labeling-summary"),
-                         ("votes.jsonl", "votes"), ("sweep.jsonl", "sweep")):
+    for name, option in (
+        ("corpus.jsonl", "corpus"),
+        ("context.jsonl", "context"),
+        ("lane-a.labels.jsonl", "lane-a"),
+        ("lane-b.labels.jsonl", "lane-b"),
+        ("labeling-summary.json", "labeling-summary"),
+        ("votes.jsonl", "votes"),
+        ("sweep.jsonl", "sweep"),
+    ):
         path = sample / name
-        args += [f"--{option}", str(path), f"--expected-{option}-sha256",
-                 sha256_hex(path.read_bytes())]
+        args += [
+            f"--{option}",
+            str(path),
+            f"--expected-{option}-sha256",
+            sha256_hex(path.read_bytes()),
+        ]
     sealdesk("exam", "adjudicate", "--run-id", "ex", *args, workspace=ws, check=True)
     return ws
 
 
 def test_items_json_payload_carries_each_items_payload(sealdesk, tmp_path):
     ws = _adjudicated(sealdesk, tmp_path)
-    rows = json.loads(sealdesk("items", "--queue", "adjudication", "--json", "--payload",
-                               workspace=ws, check=True).stdout)
-    queued = {json.loads(line)["item_id"]: json.loads(line)["payload"] for line in
-              (ws / "artifacts" / "ex" / "adjudication-queue.jsonl").read_text().splitlines()}
+    rows = json.loads(
+        sealdesk(
+            "items", "--queue", "adjudication", "--json", "--payload", workspace=ws, check=True
+        ).stdout
+    )
+    queued = {
+        json.loads(line)["item_id"]: json.loads(line)["payload"]
+        for line in (ws / "artifacts" / "ex" / "adjudication-queue.jsonl").read_text().splitlines()
+    }
     assert len(rows) == len(queued) == 4
     for row in rows:
         assert row["payload"] == queued[row["item_id"]]
         assert canonical_sha256(row["payload"]) == row["item_sha256"]
     art = json.loads((ws / "artifacts" / "ex" / "exam-adjudication.json").read_bytes())
-    abstained = {c["candidate_id"] for comp in art["completions"] for c in comp["candidates"]
-                 if c["decision"] == "abstain"}
+    abstained = {
+        c["candidate_id"]
+        for comp in art["completions"]
+        for c in comp["candidates"]
+        if c["decision"] == "abstain"
+    }
     assert {row["payload"]["candidate"]["id"] for row in rows} == abstained
     # Without --payload the listing stays as it was.
     plain = json.loads(sealdesk("items", "--json", workspace=ws, check=True).stdout)

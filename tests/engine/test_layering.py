@@ -45,25 +45,30 @@ def engine_modules() -> list[str]:
 
 def test_importing_the_engine_leaves_textual_unloaded():
     modules = engine_modules()
-    code = ("import importlib, sys\n"
-            f"for name in {modules!r}:\n"
-            "    importlib.import_module(name)\n"
-            "loaded = sorted(m for m in sys.modules if m == 'textual' or m.startswith('textual.'))\n"
-            "print(len(loaded), loaded[:5])\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         cwd=REPO, check=True)
+    code = (
+        "import importlib, sys\n"
+        f"for name in {modules!r}:\n"
+        "    importlib.import_module(name)\n"
+        "loaded = sorted(m for m in sys.modules if m == 'textual' or m.startswith('textual.'))\n"
+        "print(len(loaded), loaded[:5])\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True
+    )
     assert out.stdout.startswith("0 "), f"engine imported textual: {out.stdout}"
 
 
 def test_the_review_command_module_defers_textual_until_it_runs():
     # `sealdesk --help` lists `review` by importing reviewer.cli; that must stay cheap.
     code = "import sys, reviewer.cli; print('textual' in sys.modules)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         cwd=REPO, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True
+    )
     assert out.stdout.strip() == "False"
 
 
 # -- the import graph --------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Graph:
@@ -129,11 +134,13 @@ def build_graph(root: Path = REPO) -> Graph:
             elif isinstance(node, ast.ImportFrom):
                 base = node.module or ""
                 if node.level:
-                    anchor = package.split(".")[:len(package.split(".")) - node.level + 1]
+                    anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
                     base = ".".join(anchor + ([node.module] if node.module else []))
                 # ``from pkg import sub`` imports the submodule when there is one.
-                names = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base
-                         for a in node.names]
+                names = [
+                    f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base
+                    for a in node.names
+                ]
             else:
                 continue
             for name in names:
@@ -184,6 +191,7 @@ def cycles(graph: Graph) -> list[list[str]]:
 
 # -- the contracts, as import-linter reads them ------------------------------------
 
+
 def contracts(root: Path = REPO) -> list[dict]:
     """Gives the import contracts of pyproject.toml's [tool.importlinter] section."""
     with open(root / "pyproject.toml", "rb") as handle:
@@ -216,7 +224,7 @@ def broken(graph: Graph, contract: dict) -> list[str]:
             layers = [_layer(text, container) for text in contract["layers"]]
             for high, upper in enumerate(layers):
                 above = set().union(*(graph.expand(m) for m in upper))
-                for lower in layers[high + 1:]:
+                for lower in layers[high + 1 :]:
                     for name in lower:
                         chain = graph.chain(graph.expand(name), above)
                         if chain:
@@ -243,7 +251,7 @@ def _sibling_cycles(graph: Graph, package: str) -> list[str]:
     def child(module: str) -> str | None:
         if not module.startswith(package + ".") or module.count(".") < depth:
             return None
-        return ".".join(module.split(".")[:depth + 1])
+        return ".".join(module.split(".")[: depth + 1])
 
     squashed: dict[str, set[str]] = {}
     for module in graph.modules:
@@ -252,8 +260,12 @@ def _sibling_cycles(graph: Graph, package: str) -> list[str]:
             there = child(target) if target in graph.modules else None
             if here and there and here != there:
                 squashed.setdefault(here, set()).add(there)
-    part = cycles(Graph(frozenset(squashed) | frozenset().union(*squashed.values(), set()),
-                        {k: frozenset(v) for k, v in squashed.items()}))
+    part = cycles(
+        Graph(
+            frozenset(squashed) | frozenset().union(*squashed.values(), set()),
+            {k: frozenset(v) for k, v in squashed.items()},
+        )
+    )
     return [" <-> ".join(p) for p in part]
 
 
@@ -271,8 +283,11 @@ def test_the_lazy_command_tables_close_no_cycle_but_the_gate_reading_its_tree():
     from engine.commands import BENCH_LAZY, SCAN_LAZY, TOP_LEVEL_LAZY
 
     graph = build_graph()
-    lazy = {target.partition(":")[0] for table in (TOP_LEVEL_LAZY, SCAN_LAZY, BENCH_LAZY)
-            for target, _help in table.values()}
+    lazy = {
+        target.partition(":")[0]
+        for table in (TOP_LEVEL_LAZY, SCAN_LAZY, BENCH_LAZY)
+        for target, _help in table.values()
+    }
     assert lazy <= graph.modules, f"lazy targets that are not modules: {lazy - graph.modules}"
     imports = dict(graph.imports)
     imports["engine.commands"] = imports["engine.commands"] | lazy
@@ -286,8 +301,12 @@ def test_the_lazy_command_tables_close_no_cycle_but_the_gate_reading_its_tree():
 def test_every_contract_names_modules_that_exist():
     graph = build_graph()
     for contract in contracts():
-        named = [*contract.get("source_modules", ()), *contract.get("forbidden_modules", ()),
-                 *contract.get("modules", ()), *contract.get("ancestors", ())]
+        named = [
+            *contract.get("source_modules", ()),
+            *contract.get("forbidden_modules", ()),
+            *contract.get("modules", ()),
+            *contract.get("ancestors", ()),
+        ]
         for container in contract.get("containers", [None]):
             for text in contract.get("layers", ()):
                 named += _layer(text, container)
@@ -307,9 +326,19 @@ def test_the_contracts_state_the_designs_rules():
     by_id = {c["id"]: c for c in contracts()}
     assert by_id["engine-headless"]["forbidden_modules"] == ["reviewer", "textual"]
     assert by_id["producers-independent"]["modules"] == [
-        "engine.contamination", "engine.exam", "engine.coverage"]
-    assert {"engine.contamination", "engine.exam", "engine.coverage", "engine.signoff",
-            "engine.workspace", "click", "textual"} <= set(by_id["ledger-blind"]["forbidden_modules"])
+        "engine.contamination",
+        "engine.exam",
+        "engine.coverage",
+    ]
+    assert {
+        "engine.contamination",
+        "engine.exam",
+        "engine.coverage",
+        "engine.signoff",
+        "engine.workspace",
+        "click",
+        "textual",
+    } <= set(by_id["ledger-blind"]["forbidden_modules"])
     assert {"click", "engine.workspace"} <= set(by_id["core-io"]["forbidden_modules"])
     assert "engine.artifacts" in by_id["core-io"]["source_modules"]
     assert by_id["no-cycles"]["type"] == "acyclic_siblings"

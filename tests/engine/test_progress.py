@@ -21,7 +21,12 @@ def test_a_stage_reports_its_start_and_its_finish_as_json_lines(tmp_path, monkey
         stage.finish()
     first, last = lines(path)[0], lines(path)[-1]
     assert (first["stage"], first["done"], first["total"], first["unit"], first["finished"]) == (
-        "embedding pool", 0, 3, "texts", False)
+        "embedding pool",
+        0,
+        3,
+        "texts",
+        False,
+    )
     assert (last["done"], last["total"], last["finished"]) == (3, 3, True)
 
 
@@ -35,8 +40,11 @@ def test_updates_are_throttled_but_the_finish_is_exact(tmp_path, monkeypatch):
         stage.finish()
     written = lines(path)
     assert len(written) < 50
-    assert (written[-1]["done"], written[-1]["total"], written[-1]["finished"]) == (5000, 5000,
-                                                                                 True)
+    assert (written[-1]["done"], written[-1]["total"], written[-1]["finished"]) == (
+        5000,
+        5000,
+        True,
+    )
 
 
 def test_an_unwritable_progress_file_never_fails_the_work(tmp_path, monkeypatch):

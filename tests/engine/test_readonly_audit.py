@@ -42,8 +42,7 @@ READ_COMMANDS = {
     "prove": (("prove", "2"), "ok: the path leads from the record's leaf to the signed root"),
     "checkpoint export": (("checkpoint", "export"), f"\n{SIGNOFF - 1}\n"),  # its tree size
     "keys list": (("keys", "list"), "lena"),
-    "signoff --summary-only": (("signoff", "--summary-only"),
-                               f"Last sign-off: #{SIGNOFF} by lena"),
+    "signoff --summary-only": (("signoff", "--summary-only"), f"Last sign-off: #{SIGNOFF} by lena"),
 }
 DECIDE = ("decide", "--queue", "flagged_pairs", "--item", "item-5", "--decision", "accept")
 
@@ -71,10 +70,17 @@ def without_override() -> list[str]:
     return [require_tool("setpriv"), "--bounding-set=-dac_override,-dac_read_search,-fowner"]
 
 
-def run(prefix: list[str], *args: str, env: dict[str, str] | None = None,
-        cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([*prefix, *args], capture_output=True, text=True, cwd=cwd or REPO,
-                          env={**os.environ, **(env or {})}, timeout=300)
+def run(
+    prefix: list[str], *args: str, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [*prefix, *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd or REPO,
+        env={**os.environ, **(env or {})},
+        timeout=300,
+    )
 
 
 def auditor(ws: Path, *args: str, **kwargs) -> subprocess.CompletedProcess:
@@ -89,8 +95,9 @@ def audited(workspace, enrol):
     rita = enrol("rita", "reviewer")
     workspace.ingest(make_items(6))
     for number in range(4):
-        workspace.decide(rita, "flagged_pairs", f"item-{number}",
-                         "accept" if number % 2 == 0 else "reject")
+        workspace.decide(
+            rita, "flagged_pairs", f"item-{number}", "accept" if number % 2 == 0 else "reject"
+        )
     sign_off(workspace, lead, with_exceptions=True)
     workspace.close()
     root = workspace.root
@@ -131,8 +138,18 @@ READ_ONLY_MOUNT = 'mount --bind "$1" "$1" && mount -o remount,bind,ro "$1" && sh
 
 def on_read_only_mount(ws: Path, *args: str) -> subprocess.CompletedProcess:
     """Runs the CLI on ws with ws mounted read-only (for this command only)."""
-    return run(in_mount_namespace(), "sh", "-c", READ_ONLY_MOUNT, "sh", str(ws),
-               *SEALDESK, "--workspace", str(ws), *args)
+    return run(
+        in_mount_namespace(),
+        "sh",
+        "-c",
+        READ_ONLY_MOUNT,
+        "sh",
+        str(ws),
+        *SEALDESK,
+        "--workspace",
+        str(ws),
+        *args,
+    )
 
 
 @pytest.mark.parametrize("name", sorted(READ_COMMANDS))
@@ -150,8 +167,13 @@ def test_items_on_a_read_only_copy_show_every_item_and_its_decision(ro_copy):
     assert proc.returncode == 0, proc.stderr
     rows = json.loads(proc.stdout)
     assert [(r["item_id"], r["status"]) for r in rows] == [
-        ("item-0", "accept"), ("item-1", "reject"), ("item-2", "accept"),
-        ("item-3", "reject"), ("item-4", "undecided"), ("item-5", "undecided")]
+        ("item-0", "accept"),
+        ("item-1", "reject"),
+        ("item-2", "accept"),
+        ("item-3", "reject"),
+        ("item-4", "undecided"),
+        ("item-5", "undecided"),
+    ]
 
 
 def test_export_from_a_read_only_copy_writes_only_its_out_file(ro_copy, tmp_path):
@@ -161,7 +183,8 @@ def test_export_from_a_read_only_copy_writes_only_its_out_file(ro_copy, tmp_path
     assert proc.returncode == 0, proc.stderr
     records = [json.loads(line) for line in out.read_text().splitlines()]
     assert [r["kind"] for r in records] == ["genesis", "enrol", "enrol"] + ["decision"] * 4 + [
-        "signoff"]
+        "signoff"
+    ]
     assert snapshot(ro_copy) == before
 
 
@@ -175,10 +198,12 @@ def test_verify_with_several_processes_reads_a_read_only_copy(ro_copy):
 def test_a_write_on_a_read_only_copy_says_the_workspace_is_read_only(ro_copy, tmp_path):
     before = snapshot(ro_copy)
     err = one_line(auditor(ro_copy, *DECIDE, "--key", str(tmp_path / "keys" / "rita")))
-    assert err == (f"sealdesk: error: workspace {ro_copy} is read-only: no write permission "
-                   f"on {ro_copy / 'sealdesk.db'}; read commands still work (verify, items, "
-                   "export, prove, checkpoint export, keys list, signoff --summary-only, "
-                   "review --read-only)")
+    assert err == (
+        f"sealdesk: error: workspace {ro_copy} is read-only: no write permission "
+        f"on {ro_copy / 'sealdesk.db'}; read commands still work (verify, items, "
+        "export, prove, checkpoint export, keys list, signoff --summary-only, "
+        "review --read-only)"
+    )
     assert snapshot(ro_copy) == before
 
 
@@ -197,11 +222,13 @@ def test_a_copy_holding_a_log_without_its_shm_file_says_what_to_do(audited, tmp_
     assert (copy / "sealdesk.db-wal").stat().st_size > 0
     _set_write_bits(copy, on=False)
     err = one_line(auditor(copy, "items"))
-    assert err == (f"sealdesk: error: workspace {copy} is read-only (no write permission on "
-                   f"{copy / 'sealdesk.db'}) and SQLite cannot read its sealdesk.db-wal "
-                   "without writing (unable to open database file); run any sealdesk command "
-                   "on a writable copy once (closing folds the log into the database), then "
-                   "copy it again")
+    assert err == (
+        f"sealdesk: error: workspace {copy} is read-only (no write permission on "
+        f"{copy / 'sealdesk.db'}) and SQLite cannot read its sealdesk.db-wal "
+        "without writing (unable to open database file); run any sealdesk command "
+        "on a writable copy once (closing folds the log into the database), then "
+        "copy it again"
+    )
 
 
 @pytest.mark.parametrize("name", ["verify", "items", "prove"])
@@ -216,14 +243,16 @@ def test_a_read_command_works_on_a_read_only_filesystem(audited, name):
 
 def test_a_write_on_a_read_only_filesystem_says_so(audited, tmp_path):
     before = snapshot(audited)
-    err = one_line(on_read_only_mount(audited, *DECIDE, "--key",
-                                      str(tmp_path / "keys" / "rita")))
-    assert (f"workspace {audited} is read-only: {audited} is on a read-only filesystem; "
-            "read commands still work") in err
+    err = one_line(on_read_only_mount(audited, *DECIDE, "--key", str(tmp_path / "keys" / "rita")))
+    assert (
+        f"workspace {audited} is read-only: {audited} is on a read-only filesystem; "
+        "read commands still work"
+    ) in err
     assert snapshot(audited) == before
 
 
 # -- the review app -----------------------------------------------------------
+
 
 @pytest.mark.needs_tmux
 @pytest.mark.slow
@@ -231,9 +260,11 @@ def test_review_read_only_browses_a_read_only_copy_in_tmux(ro_copy, tmux, tmp_pa
     before = snapshot(ro_copy)
     done = tmp_path / "exit-code"
     prefix = " ".join(without_override())
-    command = (f"cd {REPO} && {prefix} env TERM=screen NO_COLOR=1 LANG=C.UTF-8 "
-               f"PYTHONPATH={REPO} {sys.executable} -m engine.cli --workspace {ro_copy} "
-               f"review --read-only; echo $? > {done}")
+    command = (
+        f"cd {REPO} && {prefix} env TERM=screen NO_COLOR=1 LANG=C.UTF-8 "
+        f"PYTHONPATH={REPO} {sys.executable} -m engine.cli --workspace {ro_copy} "
+        f"review --read-only; echo $? > {done}"
+    )
     tmux.new("review", command, width=100, height=30)
     tmux.wait_for("review", "6 shown")
     # The status bar may be drawn a frame later.
@@ -276,8 +307,12 @@ conn.execute("ROLLBACK")
 
 def hold_lock(db: Path, mode: str) -> subprocess.Popen:
     """Gives a process holding BEGIN EXCLUSIVE on db until its stdin closes."""
-    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(db), mode],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(db), mode],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert holder.stdout.readline().strip() == "held"
     return holder
 
@@ -287,18 +322,23 @@ def release(holder: subprocess.Popen) -> None:
     assert holder.wait(timeout=60) == 0
 
 
-def test_a_write_while_another_process_holds_the_lock_says_locked(audited, sealdesk,
-                                                                  tmp_path):
+def test_a_write_while_another_process_holds_the_lock_says_locked(audited, sealdesk, tmp_path):
     holder = hold_lock(audited / "sealdesk.db", "normal")
     try:
-        proc = sealdesk(*DECIDE, "--key", tmp_path / "keys" / "rita", workspace=audited,
-                        env={"SEALDESK_LOCK_TIMEOUT": "1"})
+        proc = sealdesk(
+            *DECIDE,
+            "--key",
+            tmp_path / "keys" / "rita",
+            workspace=audited,
+            env={"SEALDESK_LOCK_TIMEOUT": "1"},
+        )
     finally:
         release(holder)
     assert one_line(proc) == (
         f"sealdesk: error: database {audited / 'sealdesk.db'} is locked by another process: "
         "waited 1 s for it ($SEALDESK_LOCK_TIMEOUT sets how long); try again when that "
-        "process is done")
+        "process is done"
+    )
     verified = sealdesk("verify", workspace=audited)
     assert verified.stdout.startswith(VERIFIED), verified.stderr
 
@@ -316,8 +356,10 @@ def test_opening_a_workspace_another_process_holds_exclusively_says_locked(audit
 
 def test_a_lock_timeout_that_is_not_a_number_of_seconds_is_refused(audited, sealdesk):
     err = one_line(sealdesk("items", workspace=audited, env={"SEALDESK_LOCK_TIMEOUT": "soon"}))
-    assert err == ("sealdesk: error: $SEALDESK_LOCK_TIMEOUT='soon': must be a number of "
-                   "seconds from 0 to 86400")
+    assert err == (
+        "sealdesk: error: $SEALDESK_LOCK_TIMEOUT='soon': must be a number of "
+        "seconds from 0 to 86400"
+    )
 
 
 def test_an_unreadable_shared_memory_file_is_named(audited, tmp_path):
@@ -331,8 +373,10 @@ def test_an_unreadable_shared_memory_file_is_named(audited, tmp_path):
     shm.chmod(0)
     for args in (("items",), DECIDE + ("--key", str(tmp_path / "keys" / "rita"))):
         err = one_line(auditor(audited, *args))
-        assert err == (f"sealdesk: error: permission denied: cannot read {shm} (SQLite: "
-                       "unable to open database file)"), args
+        assert err == (
+            f"sealdesk: error: permission denied: cannot read {shm} (SQLite: "
+            "unable to open database file)"
+        ), args
 
 
 # Mounts a 1 MiB tmpfs on $1, then runs the rest of the arguments.
@@ -373,18 +417,32 @@ def on_full_disk(audited: Path, tmp_path: Path, shm: bool) -> dict:
     """Gives what items, decide and (after freeing space) verify said on a full disk."""
     full = tmp_path / "full"
     full.mkdir()
-    proc = run(in_mount_namespace(), "sh", "-c", SMALL_TMPFS, "sh", str(full),
-               sys.executable, "-c", ON_FULL_DISK, str(full), str(audited),
-               str(tmp_path / "keys" / "rita"), "shm" if shm else "no-shm")
+    proc = run(
+        in_mount_namespace(),
+        "sh",
+        "-c",
+        SMALL_TMPFS,
+        "sh",
+        str(full),
+        sys.executable,
+        "-c",
+        ON_FULL_DISK,
+        str(full),
+        str(audited),
+        str(tmp_path / "keys" / "rita"),
+        "shm" if shm else "no-shm",
+    )
     assert proc.returncode == 0, proc.stderr
     assert not list(full.iterdir())  # the tmpfs went with its namespace
     return json.loads(proc.stdout)
 
 
 def disk_full_line(where: Path, sqlite_said: str) -> str:
-    return (f"sealdesk: error: disk full: no space left on the filesystem holding {where} "
-            f"(SQLite: {sqlite_said}); nothing of the failed write was kept; free some "
-            "space and try again\n")
+    return (
+        f"sealdesk: error: disk full: no space left on the filesystem holding {where} "
+        f"(SQLite: {sqlite_said}); nothing of the failed write was kept; free some "
+        "space and try again\n"
+    )
 
 
 def test_opening_a_workspace_on_a_full_disk_says_the_disk_is_full(audited, tmp_path):

@@ -30,9 +30,12 @@ def wait_for(predicate, timeout: float = 60.0):
 def write_items(path: Path, n: int) -> Path:
     lines = []
     for i in range(n):
-        item = BacklogItem.make("flagged_pairs", f"fp-job-{i}", "job-run",
-                                {"summary": {"title": f"job item {i}", "score": i / n,
-                                             "tags": []}})
+        item = BacklogItem.make(
+            "flagged_pairs",
+            f"fp-job-{i}",
+            "job-run",
+            {"summary": {"title": f"job item {i}", "score": i / n, "tags": []}},
+        )
         lines.append(canonical_json(item.to_json()).decode() + "\n")
     path.write_text("".join(lines), encoding="utf-8")
     return path
@@ -50,7 +53,11 @@ def test_a_job_runs_the_engine_and_reports_progress_and_success(workspace, tmp_p
     assert (done.state, done.returncode, done.error) == ("succeeded", 0, None)
     stage = done.current
     assert (stage.stage, stage.done, stage.total, stage.finished) == (
-        "ingest items.jsonl", 30, 30, True)
+        "ingest items.jsonl",
+        30,
+        30,
+        True,
+    )
     assert workspace.count("flagged_pairs") == 30
     assert done.output == f"{src}: 30 added, 0 already held"
 
@@ -67,10 +74,16 @@ def test_a_failed_job_shows_the_runs_own_error_line(workspace, tmp_path):
 def test_jobs_are_known_after_the_starting_process_is_gone(workspace, tmp_path):
     src = write_items(tmp_path / "items.jsonl", 3)
     # Another process starts the job and exits at once, as an app would on quit.
-    code = ("import sys; from pathlib import Path; from engine import jobs; "
-            "print(jobs.start_job(Path(sys.argv[1]), ['ingest', sys.argv[2]]).job_id)")
-    out = subprocess.run([sys.executable, "-c", code, str(workspace.root), str(src)],
-                         capture_output=True, text=True, check=True)
+    code = (
+        "import sys; from pathlib import Path; from engine import jobs; "
+        "print(jobs.start_job(Path(sys.argv[1]), ['ingest', sys.argv[2]]).job_id)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(workspace.root), str(src)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     job_id = out.stdout.strip()
     done = wait_for(lambda: finished(workspace.root, job_id))
     assert done.state == "succeeded"
@@ -80,9 +93,16 @@ def test_jobs_are_known_after_the_starting_process_is_gone(workspace, tmp_path):
 def test_a_job_whose_supervisor_vanished_is_lost(workspace):
     path = jobs.jobs_dir(workspace.root) / "20260101T000000-dead00"
     path.mkdir(parents=True)
-    (path / "job.json").write_text(json.dumps(
-        {"argv": ["scan", "contamination"], "workspace": str(workspace.root),
-         "started": "2026-01-01T00:00:00.000000Z"}), encoding="utf-8")
+    (path / "job.json").write_text(
+        json.dumps(
+            {
+                "argv": ["scan", "contamination"],
+                "workspace": str(workspace.root),
+                "started": "2026-01-01T00:00:00.000000Z",
+            }
+        ),
+        encoding="utf-8",
+    )
     gone = subprocess.Popen(["true"])
     gone.wait()
     (path / "pid").write_text(str(gone.pid), encoding="utf-8")
@@ -96,20 +116,27 @@ def test_progress_keeps_the_latest_line_per_stage_and_skips_a_torn_line(tmp_path
         '{"stage": "hash", "done": 1, "total": 10, "unit": "files"}\n'
         '{"stage": "embed", "done": 5, "total": 50, "unit": "texts", "eta_s": 3.5}\n'
         '{"stage": "hash", "done": 10, "total": 10, "unit": "files", "finished": true}\n'
-        '{"stage": "emb', encoding="utf-8")
+        '{"stage": "emb',
+        encoding="utf-8",
+    )
     stages = jobs.read_progress(p)
     assert [(s.stage, s.done, s.total, s.finished) for s in stages] == [
-        ("embed", 5, 50, False), ("hash", 10, 10, True)]
+        ("embed", 5, 50, False),
+        ("hash", 10, 10, True),
+    ]
     assert stages[0].fraction == 0.1 and stages[0].eta_s == 3.5
 
 
-@pytest.mark.parametrize("line, reason", [
-    ("review", "not background engine work"),
-    ("decide --queue flagged_pairs --item x --decision accept", "not background engine work"),
-    ("scan contamination --workspace /elsewhere", "drop --workspace"),
-    ("", "empty command"),
-    ("scan 'unclosed", "cannot parse"),
-])
+@pytest.mark.parametrize(
+    "line, reason",
+    [
+        ("review", "not background engine work"),
+        ("decide --queue flagged_pairs --item x --decision accept", "not background engine work"),
+        ("scan contamination --workspace /elsewhere", "drop --workspace"),
+        ("", "empty command"),
+        ("scan 'unclosed", "cannot parse"),
+    ],
+)
 def test_only_engine_work_may_run_as_a_job(line, reason):
     with pytest.raises(InputError) as err:
         jobs.parse_command(line)
@@ -118,4 +145,8 @@ def test_only_engine_work_may_run_as_a_job(line, reason):
 
 def test_a_typed_sealdesk_prefix_is_accepted():
     assert jobs.parse_command("sealdesk scan contamination --eval 'my eval.jsonl'") == [
-        "scan", "contamination", "--eval", "my eval.jsonl"]
+        "scan",
+        "contamination",
+        "--eval",
+        "my eval.jsonl",
+    ]

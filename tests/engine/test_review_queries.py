@@ -10,8 +10,11 @@ from engine.workspace import BacklogItem
 
 
 def _pair(title: str, score, tags, text: str = "plain text") -> dict:
-    return {"eval": {"id": title, "index": 0, "text": text}, "matches": [],
-            "summary": {"title": title, "score": score, "tags": tags}}
+    return {
+        "eval": {"id": title, "index": 0, "text": text},
+        "matches": [],
+        "summary": {"title": title, "score": score, "tags": tags},
+    }
 
 
 @pytest.fixture
@@ -19,14 +22,20 @@ def four(workspace, enrol):
     """Four flagged pairs, decided: rita accepts a, lena rejects b, rita skips d then retracts."""
     rita = enrol("rita", "reviewer")
     lena = enrol("lena", "reviewer", "lead")
-    workspace.ingest([
-        BacklogItem.make("flagged_pairs", "fp-a", "r1", _pair("alpha", 0.9, ["ngram"])),
-        BacklogItem.make("flagged_pairs", "fp-b", "r1",
-                         _pair("bravo", 0.5, ["embedding", "ngram"], "Natalia sold clips")),
-        BacklogItem.make("flagged_pairs", "fp-c", "r1", _pair("charlie", None, ["probe"])),
-        BacklogItem.make("flagged_pairs", "fp-d", "r1", _pair("delta", 0.5, ["ngram"])),
-        BacklogItem.make("adjudication", "cand-1", "r1", {"summary": {"title": "c"}}),
-    ])
+    workspace.ingest(
+        [
+            BacklogItem.make("flagged_pairs", "fp-a", "r1", _pair("alpha", 0.9, ["ngram"])),
+            BacklogItem.make(
+                "flagged_pairs",
+                "fp-b",
+                "r1",
+                _pair("bravo", 0.5, ["embedding", "ngram"], "Natalia sold clips"),
+            ),
+            BacklogItem.make("flagged_pairs", "fp-c", "r1", _pair("charlie", None, ["probe"])),
+            BacklogItem.make("flagged_pairs", "fp-d", "r1", _pair("delta", 0.5, ["ngram"])),
+            BacklogItem.make("adjudication", "cand-1", "r1", {"summary": {"title": "c"}}),
+        ]
+    )
     workspace.decide(rita, "flagged_pairs", "fp-a", "accept")
     workspace.decide(lena, "flagged_pairs", "fp-b", "reject")
     workspace.decide(rita, "flagged_pairs", "fp-d", "skip")
@@ -58,9 +67,15 @@ def test_rows_carry_the_effective_decision_and_who_made_it(four):
     assert rows["fp-b"].tags == ("embedding", "ngram")
 
 
-@pytest.mark.parametrize("status, expected", [
-    ("undecided", ["fp-c", "fp-d"]), ("accept", ["fp-a"]), ("reject", ["fp-b"]), ("skip", []),
-])
+@pytest.mark.parametrize(
+    "status, expected",
+    [
+        ("undecided", ["fp-c", "fp-d"]),
+        ("accept", ["fp-a"]),
+        ("reject", ["fp-b"]),
+        ("skip", []),
+    ],
+)
 def test_status_filter_follows_retractions(four, status, expected):
     f = ItemFilter(status=status)
     assert ids(four.page("flagged_pairs", f, sort="id_asc")) == expected
@@ -76,7 +91,10 @@ def test_decided_by_me_or_others(four, who, expected):
 
 def test_tag_filter_matches_whole_tags_only(four):
     assert ids(four.page("flagged_pairs", ItemFilter(tag="ngram"), sort="id_asc")) == [
-        "fp-a", "fp-b", "fp-d"]
+        "fp-a",
+        "fp-b",
+        "fp-d",
+    ]
     assert four.count("flagged_pairs", ItemFilter(tag="gram")) == 0
 
 
@@ -112,7 +130,7 @@ def test_progress_counts_effective_decisions_per_queue(four):
 
 
 def test_watermark_moves_when_items_or_records_arrive(four, enrol):
-    tom = enrol("tom", "reviewer")   # an enrol record of its own: made before the readings
+    tom = enrol("tom", "reviewer")  # an enrol record of its own: made before the readings
     before = four.watermark()
     four.ingest([BacklogItem.make("flagged_pairs", "fp-e", "r1", _pair("echo", 0.1, []))])
     after_ingest = four.watermark()

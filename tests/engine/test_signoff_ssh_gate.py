@@ -14,19 +14,40 @@ from engine.ssh_gate import gate_argv
 WS = "/srv/review"
 
 
-@pytest.mark.parametrize("request_line,expected", [
-    ("sealdesk review", ["--workspace", WS, "review"]),
-    ("sealdesk --workspace /srv/review signoff --yes", ["--workspace", WS, "signoff", "--yes"]),
-    ("sealdesk -w /srv/review/ verify", ["--workspace", WS, "verify"]),
-    ("sealdesk --workspace=/srv/review verify --checkpoint -",
-     ["--workspace", WS, "verify", "--checkpoint", "-"]),
-    ("/usr/local/bin/sealdesk checkpoint export", ["--workspace", WS, "checkpoint", "export"]),
-    ("sealdesk checkpoint export --out -", ["--workspace", WS, "checkpoint", "export", "--out", "-"]),
-    ("sealdesk decide --queue flagged_pairs --item 'fp 1' --decision reject --note 'not a leak'",
-     ["--workspace", WS, "decide", "--queue", "flagged_pairs", "--item", "fp 1", "--decision",
-      "reject", "--note", "not a leak"]),
-    ("sealdesk prove 12 --json", ["--workspace", WS, "prove", "12", "--json"]),
-])
+@pytest.mark.parametrize(
+    "request_line,expected",
+    [
+        ("sealdesk review", ["--workspace", WS, "review"]),
+        ("sealdesk --workspace /srv/review signoff --yes", ["--workspace", WS, "signoff", "--yes"]),
+        ("sealdesk -w /srv/review/ verify", ["--workspace", WS, "verify"]),
+        (
+            "sealdesk --workspace=/srv/review verify --checkpoint -",
+            ["--workspace", WS, "verify", "--checkpoint", "-"],
+        ),
+        ("/usr/local/bin/sealdesk checkpoint export", ["--workspace", WS, "checkpoint", "export"]),
+        (
+            "sealdesk checkpoint export --out -",
+            ["--workspace", WS, "checkpoint", "export", "--out", "-"],
+        ),
+        (
+            "sealdesk decide --queue flagged_pairs --item 'fp 1' --decision reject --note 'not a leak'",
+            [
+                "--workspace",
+                WS,
+                "decide",
+                "--queue",
+                "flagged_pairs",
+                "--item",
+                "fp 1",
+                "--decision",
+                "reject",
+                "--note",
+                "not a leak",
+            ],
+        ),
+        ("sealdesk prove 12 --json", ["--workspace", WS, "prove", "12", "--json"]),
+    ],
+)
 def test_gate_passes_review_work_on_its_own_workspace(request_line, expected):
     assert gate_argv(request_line, WS) == expected
 
@@ -36,35 +57,53 @@ def test_a_bare_login_opens_the_review_app(request_line):
     assert gate_argv(request_line, WS) == ["--workspace", WS, "review"]
 
 
-@pytest.mark.parametrize("request_line,why", [
-    ("id", "only sealdesk runs here"),
-    ("sh -c 'sealdesk verify'", "only sealdesk runs here"),
-    ("sealdesk verify; rm -rf /", "'sealdesk verify;' is not allowed"),
-    ("sealdesk keys add --principal eve --role lead --key eve.pub", "'sealdesk keys' is not allowed"),
-    ("sealdesk init", "'sealdesk init' is not allowed"),
-    ("sealdesk export --out /tmp/x", "'sealdesk export' is not allowed"),
-    ("sealdesk ssh-gate", "'sealdesk ssh-gate' is not allowed"),
-    ("sealdesk --workspace /srv/other verify", "may only use the workspace /srv/review"),
-    ("sealdesk --workspace /srv/review/../other verify", "may only use the workspace"),
-    ("sealdesk decide --queue flagged_pairs --item x --decision accept --key /home/lena/id",
-     "--key is refused"),
-    ("sealdesk signoff --key=/tmp/k --yes", "--key is refused"),
-    ("sealdesk checkpoint export --out /home/lena/.ssh/authorized_keys", "--out may only be '-'"),
-    ("sealdesk verify --checkpoint /etc/shadow", "--checkpoint '/etc/shadow' is not in the "
-     "workspace's inputs"),
-    ("sealdesk checkpoint", "only 'sealdesk checkpoint export' is allowed"),
-    ("sealdesk review --config /home/lena/review.toml", "--config is refused"),
-    ("sealdesk review --theme x --config=/home/lena/review.toml", "--config is refused"),
-    ("sealdesk verify --checkpoint=/home/lena/.ssh/id_ed25519",
-     "--checkpoint '/home/lena/.ssh/id_ed25519' is not in the workspace's inputs"),
-    ("sealdesk decide --queue flagged_pairs --item x --decision accept -- --key k",
-     "unexpected argument"),
-    ("sealdesk --debug verify", "option '--debug' is not allowed"),
-    ("sealdesk verify 'unterminated", "cannot parse"),
-])
+@pytest.mark.parametrize(
+    "request_line,why",
+    [
+        ("id", "only sealdesk runs here"),
+        ("sh -c 'sealdesk verify'", "only sealdesk runs here"),
+        ("sealdesk verify; rm -rf /", "'sealdesk verify;' is not allowed"),
+        (
+            "sealdesk keys add --principal eve --role lead --key eve.pub",
+            "'sealdesk keys' is not allowed",
+        ),
+        ("sealdesk init", "'sealdesk init' is not allowed"),
+        ("sealdesk export --out /tmp/x", "'sealdesk export' is not allowed"),
+        ("sealdesk ssh-gate", "'sealdesk ssh-gate' is not allowed"),
+        ("sealdesk --workspace /srv/other verify", "may only use the workspace /srv/review"),
+        ("sealdesk --workspace /srv/review/../other verify", "may only use the workspace"),
+        (
+            "sealdesk decide --queue flagged_pairs --item x --decision accept --key /home/lena/id",
+            "--key is refused",
+        ),
+        ("sealdesk signoff --key=/tmp/k --yes", "--key is refused"),
+        (
+            "sealdesk checkpoint export --out /home/lena/.ssh/authorized_keys",
+            "--out may only be '-'",
+        ),
+        (
+            "sealdesk verify --checkpoint /etc/shadow",
+            "--checkpoint '/etc/shadow' is not in the workspace's inputs",
+        ),
+        ("sealdesk checkpoint", "only 'sealdesk checkpoint export' is allowed"),
+        ("sealdesk review --config /home/lena/review.toml", "--config is refused"),
+        ("sealdesk review --theme x --config=/home/lena/review.toml", "--config is refused"),
+        (
+            "sealdesk verify --checkpoint=/home/lena/.ssh/id_ed25519",
+            "--checkpoint '/home/lena/.ssh/id_ed25519' is not in the workspace's inputs",
+        ),
+        (
+            "sealdesk decide --queue flagged_pairs --item x --decision accept -- --key k",
+            "unexpected argument",
+        ),
+        ("sealdesk --debug verify", "option '--debug' is not allowed"),
+        ("sealdesk verify 'unterminated", "cannot parse"),
+    ],
+)
 def test_gate_refuses_everything_else(request_line, why):
-    with pytest.raises(PermissionRefused, match="ssh-gate: .*" + why.replace("'", ".")
-                       .replace("(", r"\(")):
+    with pytest.raises(
+        PermissionRefused, match="ssh-gate: .*" + why.replace("'", ".").replace("(", r"\(")
+    ):
         gate_argv(request_line, WS)
 
 
@@ -95,8 +134,13 @@ def test_the_command_the_gate_runs_never_imports_code_from_the_login_directory(t
     workspace = tmp_path / "ws"
     env = {**os.environ, "PYTHONPATH": str(REPO), "SSH_ORIGINAL_COMMAND": "sealdesk --version"}
     # -P: started like the console script, which does not put the cwd on sys.path.
-    proc = subprocess.run([sys.executable, "-P", "-m", "engine.cli", "--workspace",
-                           str(workspace), "ssh-gate"], cwd=home, env=env,
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-P", "-m", "engine.cli", "--workspace", str(workspace), "ssh-gate"],
+        cwd=home,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert "HIJACKED" not in proc.stdout
     assert proc.returncode == 0 and "sealdesk" in proc.stdout

@@ -30,8 +30,9 @@ def test_a_run_reingested_with_the_same_manifest_is_a_no_op(workspace):
 
 
 def test_items_of_a_held_run_need_not_repeat_its_manifest(workspace):
-    workspace.ingest(make_items(3)[:2], runs={"run-1": {"kind": "scan", "artifacts": {},
-                                                   "inputs": {}}})
+    workspace.ingest(
+        make_items(3)[:2], runs={"run-1": {"kind": "scan", "artifacts": {}, "inputs": {}}}
+    )
     held = workspace.run_manifest_sha256("run-1")
     assert workspace.ingest(make_items(3)).added == 1
     assert workspace.run_manifest_sha256("run-1") == held
@@ -42,8 +43,10 @@ def test_an_unknown_queue_is_an_input_error_naming_the_field(workspace, enrol, a
     from engine.errors import InputError
 
     rita = enrol("rita", "reviewer")
-    call = {"note": lambda: workspace.note(rita, "flaged_pairs", "x", "a note"),
-            "retract": lambda: workspace.retract(rita, "flaged_pairs", "x")}[act]
+    call = {
+        "note": lambda: workspace.note(rita, "flaged_pairs", "x", "a note"),
+        "retract": lambda: workspace.retract(rita, "flaged_pairs", "x"),
+    }[act]
     with pytest.raises(InputError) as err:
         call()
     assert err.value.field == "queue"

@@ -29,14 +29,16 @@ def cursor_item(app: ReviewApp) -> str:
 
 # -- deciding ---------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("key, decision", [("a", "accept"), ("x", "reject"), ("space", "skip")])
 async def test_a_decision_key_signs_the_highlighted_item_then_advances(desk, key, decision):
     app = app_for(desk)
     async with app.run_test(size=SIZE) as pilot:
         first = cursor_item(app)
         await pilot.press(key)
-        assert records(desk.ws) == [("decision", "flagged_pairs", first, decision, "rita",
-                                     "reviewer", None, None)]
+        assert records(desk.ws) == [
+            ("decision", "flagged_pairs", first, decision, "rita", "reviewer", None, None)
+        ]
         assert app.review.queue_list.cursor == 1
         assert app.review.queue_list.row(0).status == decision
     assert verify_workspace(desk.ws).ok
@@ -48,7 +50,10 @@ async def test_decisions_follow_the_list_in_score_order(desk):
         await pilot.press("a", "x", "a")
     # numbered pairs score 1 - i/31, above every other item's score.
     assert [r[2:4] for r in records(desk.ws)] == [
-        ("fp-n-0000", "accept"), ("fp-n-0001", "reject"), ("fp-n-0002", "accept")]
+        ("fp-n-0000", "accept"),
+        ("fp-n-0001", "reject"),
+        ("fp-n-0002", "accept"),
+    ]
 
 
 async def test_undo_retracts_the_last_decision_and_goes_back_to_it(desk):
@@ -68,8 +73,8 @@ async def test_undo_retracts_the_last_decision_and_goes_back_to_it(desk):
 async def test_undo_under_the_undecided_filter_retracts_what_was_just_decided(desk):
     app = app_for(desk)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("s")                        # status: undecided
-        await pilot.press("a", "x")                   # fp-n-0000, fp-n-0001
+        await pilot.press("s")  # status: undecided
+        await pilot.press("a", "x")  # fp-n-0000, fp-n-0001
         await pilot.press("u")
         assert cursor_item(app) == "fp-n-0001"
         assert app.review.queue_list.current.status == "undecided"
@@ -93,8 +98,18 @@ async def test_a_note_is_signed_onto_the_item_without_moving_on(desk):
         await pilot.press(*"same problem, new numbers")
         await pilot.press("enter")
         assert cursor_item(app) == "fp-n-0000"
-    assert records(desk.ws) == [("note", "flagged_pairs", "fp-n-0000", None, "rita",
-                                 "reviewer", "same problem, new numbers", None)]
+    assert records(desk.ws) == [
+        (
+            "note",
+            "flagged_pairs",
+            "fp-n-0000",
+            None,
+            "rita",
+            "reviewer",
+            "same problem, new numbers",
+            None,
+        )
+    ]
 
 
 async def test_a_cancelled_note_writes_nothing(desk):
@@ -114,10 +129,11 @@ async def test_the_detail_pane_shows_each_records_history(desk):
 
 # -- refusals ------------------------------------------------------------------------
 
+
 async def test_a_role_that_may_not_decide_a_queue_is_refused_with_a_message(desk):
     app = app_for(desk)  # rita is only a reviewer
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("2")           # adjudication
+        await pilot.press("2")  # adjudication
         assert cursor_item(app) == "cand-7-1"
         await pilot.press("a")
         assert "need the adjudicator role" in notices(app)
@@ -128,10 +144,11 @@ async def test_a_role_that_may_not_decide_a_queue_is_refused_with_a_message(desk
 async def test_the_adjudicator_decides_adjudication_items(desk):
     app = app_for(desk, key=desk.adam)
     async with app.run_test(size=SIZE) as pilot:
-        assert app.review.queue == "adjudication"   # opens where adam may decide
+        assert app.review.queue == "adjudication"  # opens where adam may decide
         await pilot.press("x")
-    assert records(desk.ws) == [("decision", "adjudication", "cand-7-1", "reject", "adam",
-                                 "adjudicator", None, None)]
+    assert records(desk.ws) == [
+        ("decision", "adjudication", "cand-7-1", "reject", "adam", "adjudicator", None, None)
+    ]
 
 
 async def test_read_only_browses_and_refuses_every_decision(desk):
@@ -160,11 +177,12 @@ def test_no_key_at_all_gives_a_read_only_session(desk):
 
 # -- browsing ------------------------------------------------------------------------
 
+
 async def test_status_filter_then_accept_lands_on_the_first_undecided_item(desk):
     app = app_for(desk)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("a", "a")                   # fp-n-0000, fp-n-0001
-        await pilot.press("s")                        # status: undecided
+        await pilot.press("a", "a")  # fp-n-0000, fp-n-0001
+        await pilot.press("s")  # status: undecided
         assert app.review.queue_list.total == 34 - 2
         await pilot.press("a")
     assert [r[2] for r in records(desk.ws)] == ["fp-n-0000", "fp-n-0001", "fp-n-0002"]
@@ -178,8 +196,7 @@ async def test_filter_dialog_score_range_narrows_the_queue(desk):
         app.screen.query_one("#score-min").focus()
         await pilot.press(*"0.55", "enter")
         await pilot.pause()
-        listed = [app.review.queue_list.row(i).item_id
-                  for i in range(app.review.queue_list.total)]
+        listed = [app.review.queue_list.row(i).item_id for i in range(app.review.queue_list.total)]
         await pilot.press("a")
     # scores 1 - i/31 in [0.55, 0.6]: i = 13 (0.5806), 14 (0.5484 < 0.55: out), 12 (0.6129: out)
     # plus fp-pair (0.62: out): only fp-n-0013.
@@ -199,15 +216,16 @@ async def _filter_with(app, pilot, **values):
 async def test_filter_decided_by_others_then_overrule_with_my_own_decision(desk):
     from engine.ledger.signers import FileSigner
 
-    desk.ws.decide(FileSigner(desk.lena), "flagged_pairs", "fp-n-0005", "accept",
-                   role="reviewer")
+    desk.ws.decide(FileSigner(desk.lena), "flagged_pairs", "fp-n-0005", "accept", role="reviewer")
     app = app_for(desk)
     async with app.run_test(size=SIZE) as pilot:
         await _filter_with(app, pilot, **{"decided-by": "others"})
         assert app.review.queue_list.total == 1 and cursor_item(app) == "fp-n-0005"
         await pilot.press("x", "y")  # lena's decision: the overrule is confirmed first
-    assert [r[2:5] for r in records(desk.ws)] == [("fp-n-0005", "accept", "lena"),
-                                                  ("fp-n-0005", "reject", "rita")]
+    assert [r[2:5] for r in records(desk.ws)] == [
+        ("fp-n-0005", "accept", "lena"),
+        ("fp-n-0005", "reject", "rita"),
+    ]
 
 
 async def test_filter_by_channel_tag(desk):
@@ -234,20 +252,20 @@ async def test_search_finds_text_inside_payloads(desk):
 async def test_sort_by_id_changes_which_item_is_decided(desk):
     app = app_for(desk)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("o", "o")                   # score ↑, then id ↑
-        assert cursor_item(app) == "fp-n-0000"        # a new order keeps the item in view
-        await pilot.press("g", "a")                   # top of id order
+        await pilot.press("o", "o")  # score ↑, then id ↑
+        assert cursor_item(app) == "fp-n-0000"  # a new order keeps the item in view
+        await pilot.press("g", "a")  # top of id order
     assert [r[2] for r in records(desk.ws)] == ["fp-bad"]
 
 
 async def test_a_payload_no_pane_understands_is_shown_as_json_and_decidable(desk):
     app = app_for(desk)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("o", "o", "g")              # id order: fp-bad, fp-cluster, ...
+        await pilot.press("o", "o", "g")  # id order: fp-bad, fp-cluster, ...
         for item_id in ("fp-bad", "fp-cluster"):
             assert cursor_item(app) == item_id
             await pilot.press("j")
-        await pilot.press("G")                        # last in id order
+        await pilot.press("G")  # last in id order
         assert cursor_item(app) == "fp-unknown"
         text = text_of(app.review.query_one("#detail"))
         assert "shown as JSON" in text and '"legacy"' in text
@@ -256,6 +274,7 @@ async def test_a_payload_no_pane_understands_is_shown_as_json_and_decidable(desk
 
 
 # -- keys, help, palette, themes -------------------------------------------------------
+
 
 async def test_a_keymap_rebinds_a_decision_key_by_binding_id(desk):
     app = app_for(desk, keymap={"review.accept": "y"})
@@ -288,10 +307,16 @@ async def test_help_lists_exactly_the_keys_the_keymap_may_rebind(desk):
 async def test_the_command_palette_filters_by_status_as_the_status_key_would(desk):
     app = app_for(desk)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("a")                                  # fp-n-0000 accepted
+        await pilot.press("a")  # fp-n-0000 accepted
         await pilot.press("ctrl+p", *"Show status: accept")
-        await settle(pilot, lambda: app.screen.query("CommandList") and "Show status: accept"
-                     in str(app.screen.query_one("CommandList").get_option_at_index(0).prompt))
+        await settle(
+            pilot,
+            lambda: (
+                app.screen.query("CommandList")
+                and "Show status: accept"
+                in str(app.screen.query_one("CommandList").get_option_at_index(0).prompt)
+            ),
+        )
         await pilot.press("enter")
         await settle(pilot, lambda: app.review.queue_list.total == 1)
         assert cursor_item(app) == "fp-n-0000"
@@ -302,8 +327,14 @@ async def test_the_command_palette_runs_a_decision(desk):
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("ctrl+p")
         await pilot.press(*"Reject item")
-        await settle(pilot, lambda: app.screen.query("CommandList") and
-                     "Reject item" in str(app.screen.query_one("CommandList").get_option_at_index(0).prompt))
+        await settle(
+            pilot,
+            lambda: (
+                app.screen.query("CommandList")
+                and "Reject item"
+                in str(app.screen.query_one("CommandList").get_option_at_index(0).prompt)
+            ),
+        )
         await pilot.press("enter")
         await settle(pilot, lambda: len(records(desk.ws)) == 1)
     assert [r[2:4] for r in records(desk.ws)] == [("fp-n-0000", "reject")]
@@ -318,15 +349,17 @@ async def test_the_theme_key_cycles_the_sealdesk_themes(desk):
         await pilot.press("t")
         assert app.theme == "sealdesk-high-contrast"
         assert app.current_theme.ansi
-        await pilot.press("a")   # deciding works the same in any theme
+        await pilot.press("a")  # deciding works the same in any theme
     assert len(records(desk.ws)) == 1
 
 
 # -- background jobs ---------------------------------------------------------------------
 
+
 def _items_file(path, items):
-    path.write_text("".join(canonical_json(i.to_json()).decode() + "\n" for i in items),
-                    encoding="utf-8")
+    path.write_text(
+        "".join(canonical_json(i.to_json()).decode() + "\n" for i in items), encoding="utf-8"
+    )
     return path
 
 
@@ -337,7 +370,7 @@ async def test_a_job_started_from_the_app_shows_progress_and_its_items_appear(de
     async with app.run_test(size=SIZE) as pilot:
         assert app.review.progress["flagged_pairs"].total == 34
         await pilot.press("b")
-        app.screen.query_one("#job-command").value = f"ingest {src}"   # as if typed
+        app.screen.query_one("#job-command").value = f"ingest {src}"  # as if typed
         await pilot.press("enter")
         body = app.screen.query_one("#jobs-body")
         await settle(pilot, lambda: "SUCCEEDED" in text_of(body))
@@ -391,8 +424,9 @@ def agent(tmp_path, monkeypatch):
 
     require_tool("ssh-agent")
     sock = tmp_path / "agent.sock"
-    out = subprocess.run(["ssh-agent", "-s", "-a", str(sock)], capture_output=True, text=True,
-                         check=True).stdout
+    out = subprocess.run(
+        ["ssh-agent", "-s", "-a", str(sock)], capture_output=True, text=True, check=True
+    ).stdout
     pid = int(out.split("SSH_AGENT_PID=")[1].split(";")[0])
     monkeypatch.setenv("SSH_AUTH_SOCK", str(sock))
     yield sock
@@ -405,12 +439,25 @@ async def test_with_ssh_agent_running_the_app_signs_through_the_agent(desk, agen
     subprocess.run(["ssh-add", "-q", str(desk.lena)], check=True, capture_output=True)
     session = open_session(desk.ws, key=None)
     assert (session.source, session.principal, session.roles) == (
-        "ssh-agent", "lena", ("reviewer", "lead"))
+        "ssh-agent",
+        "lena",
+        ("reviewer", "lead"),
+    )
     app = ReviewApp(desk.ws, session)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("3", "a")          # weak categories: lena decides as reviewer
-    assert records(desk.ws) == [("decision", "weak_categories", "weak-obfuscation", "accept",
-                                 "lena", "reviewer", None, None)]
+        await pilot.press("3", "a")  # weak categories: lena decides as reviewer
+    assert records(desk.ws) == [
+        (
+            "decision",
+            "weak_categories",
+            "weak-obfuscation",
+            "accept",
+            "lena",
+            "reviewer",
+            None,
+            None,
+        )
+    ]
     assert verify_workspace(desk.ws).ok
 
 
@@ -424,11 +471,11 @@ async def test_a_burst_of_keys_after_slash_never_becomes_decisions(desk):
         for key, char in [("slash", "/"), *((c, c) for c in "taxa")]:
             event = events.Key(key, char)
             event.set_sender(app)
-            app._driver.send_message(event)     # queued at once, as a terminal delivers them
+            app._driver.send_message(event)  # queued at once, as a terminal delivers them
         await pilot.pause()
         assert app.focused is app.review.query_one("#search")
         assert app.theme == "sealdesk-dark"
-        await pilot.press(*"taxa", "enter")     # typed once the box is open: a search
+        await pilot.press(*"taxa", "enter")  # typed once the box is open: a search
         await pilot.pause()
         assert app.review.view.filters.text == "taxa"
     assert records(desk.ws) == []
@@ -447,9 +494,9 @@ async def test_letters_typed_in_the_filter_dialog_never_quit_or_restyle(desk):
 async def test_a_cursor_kept_deep_in_a_reloaded_list_is_scrolled_into_view(desk):
     app = app_for(desk)
     async with app.run_test(size=(100, 20)) as pilot:
-        await pilot.press("slash", *"pair 29", "enter")   # one match: a one-row list
+        await pilot.press("slash", *"pair 29", "enter")  # one match: a one-row list
         await settle(pilot, lambda: app.review.queue_list.total == 1)
-        await pilot.press("escape")                       # whole queue again, same item
+        await pilot.press("escape")  # whole queue again, same item
         await pilot.pause()
         lst = app.review.queue_list
         assert cursor_item(app) == "fp-n-0029" and lst.cursor > 20
@@ -458,7 +505,8 @@ async def test_a_cursor_kept_deep_in_a_reloaded_list_is_scrolled_into_view(desk)
 
 
 async def test_a_decision_while_another_writer_holds_the_ledger_is_refused_not_lost(
-        desk, monkeypatch):
+    desk, monkeypatch
+):
     import sqlite3
 
     from reviewer import review_screen
@@ -467,10 +515,10 @@ async def test_a_decision_while_another_writer_holds_the_ledger_is_refused_not_l
     app = app_for(desk)
     other = sqlite3.connect(desk.ws.db_path, isolation_level=None)
     async with app.run_test(size=SIZE) as pilot:
-        other.execute("BEGIN IMMEDIATE")            # an engine run mid-ingest
+        other.execute("BEGIN IMMEDIATE")  # an engine run mid-ingest
         await pilot.press("a")
         assert "workspace is busy" in notices(app) and "nothing was recorded" in notices(app)
-        assert cursor_item(app) == "fp-n-0000"      # the cursor did not move on
+        assert cursor_item(app) == "fp-n-0000"  # the cursor did not move on
         other.execute("ROLLBACK")
         await pilot.press("a")
         assert cursor_item(app) == "fp-n-0001"
@@ -514,7 +562,10 @@ def test_role_picks_the_agent_key_enrolled_in_it(desk, agent):
     assert open_session(desk.ws, key=None).principal == "rita"
     session = open_session(desk.ws, key=None, role="lead")
     assert (session.principal, session.source, session.signoff_refusal()) == (
-        "lena", "ssh-agent", None)
+        "lena",
+        "ssh-agent",
+        None,
+    )
     with pytest.raises(PermissionRefused, match="rita with key .* is not enrolled as lead"):
         open_session(desk.ws, key=str(desk.rita), role="lead")
 
@@ -531,5 +582,7 @@ def test_role_falls_back_to_the_config_key_when_the_agent_lacks_it(desk, agent):
     subprocess.run(["ssh-add", "-q", str(desk.rita)], check=True, capture_output=True)
     session = open_session(desk.ws, key=None, config_key=str(desk.lena), role="lead")
     assert (session.principal, session.source) == ("lena", f"key file {desk.lena}")
-    with pytest.raises(PermissionRefused, match="not enrolled as lead .*use a key enrolled as lead"):
+    with pytest.raises(
+        PermissionRefused, match="not enrolled as lead .*use a key enrolled as lead"
+    ):
         open_session(desk.ws, key=str(desk.rita), role="lead")

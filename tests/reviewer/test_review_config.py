@@ -29,8 +29,11 @@ def test_config_gives_theme_key_and_keymap(tmp_path):
     path = tmp_path / "config.toml"
     path.write_text('theme = "light"\nkey = "/keys/rita"\n[keymap]\n"review.accept" = "y"\n')
     config = load_config(path, known_binding_ids=binding_ids())
-    assert (config.theme, config.key, config.keymap) == ("light", "/keys/rita",
-                                                         {"review.accept": "y"})
+    assert (config.theme, config.key, config.keymap) == (
+        "light",
+        "/keys/rita",
+        {"review.accept": "y"},
+    )
 
 
 def test_an_unknown_binding_id_names_its_line_and_field(tmp_path):
@@ -68,8 +71,15 @@ def test_every_binding_has_an_id_and_ids_are_unique():
     from reviewer.widgets.queue_list import QueueList
 
     ids = []
-    for owner in (ReviewScreen, QueueList, ReviewApp, JobsScreen, FilterScreen, HelpScreen,
-                  NoteScreen):
+    for owner in (
+        ReviewScreen,
+        QueueList,
+        ReviewApp,
+        JobsScreen,
+        FilterScreen,
+        HelpScreen,
+        NoteScreen,
+    ):
         for binding in owner.BINDINGS:
             assert isinstance(binding, Binding) and binding.id, (owner, binding)
             ids.append(binding.id)
@@ -81,9 +91,19 @@ def test_the_three_themes_load_and_high_contrast_uses_only_ansi_colours():
     assert {"sealdesk-dark", "sealdesk-light", "sealdesk-high-contrast"} <= set(themes)
     hc = themes["sealdesk-high-contrast"]
     assert hc.ansi
-    colours = [hc.primary, hc.secondary, hc.accent, hc.warning, hc.error, hc.success,
-               hc.foreground, hc.background, hc.surface, hc.panel,
-               *(v for k, v in hc.variables.items() if not k.endswith("text-style"))]
+    colours = [
+        hc.primary,
+        hc.secondary,
+        hc.accent,
+        hc.warning,
+        hc.error,
+        hc.success,
+        hc.foreground,
+        hc.background,
+        hc.surface,
+        hc.panel,
+        *(v for k, v in hc.variables.items() if not k.endswith("text-style")),
+    ]
     assert all(c.startswith("ansi_") for c in colours)
 
 
@@ -136,8 +156,9 @@ def test_review_refuses_a_theme_it_does_not_have_before_starting(sealdesk, works
 
 
 def test_review_with_a_named_config_that_is_not_there_stops(sealdesk, workspace, tmp_path):
-    proc = sealdesk("review", "--read-only", "--config", tmp_path / "nope.toml",
-                    workspace=workspace.root)
+    proc = sealdesk(
+        "review", "--read-only", "--config", tmp_path / "nope.toml", workspace=workspace.root
+    )
     assert proc.returncode == 2 and "nope.toml: config file not found" in proc.stderr
 
 

@@ -37,30 +37,31 @@ def status(app: ReviewApp) -> str:
 
 
 def signed_body(ws, seq: int) -> dict:
-    return strict_loads(ws.conn.execute("SELECT message FROM records WHERE seq=?",
-                                        (seq,)).fetchone()[0])
+    return strict_loads(
+        ws.conn.execute("SELECT message FROM records WHERE seq=?", (seq,)).fetchone()[0]
+    )
 
 
 @pytest.mark.parametrize("key", ["a", "x"])
 async def test_a_reviewer_cannot_overrule_the_leads_decision_in_the_app(desk, key):
-    desk.ws.decide(FileSigner(desk.lena), "weak_categories", "weak-obfuscation", "accept",
-                   role="lead")
+    desk.ws.decide(
+        FileSigner(desk.lena), "weak_categories", "weak-obfuscation", "accept", role="lead"
+    )
     before = records(desk.ws)
     app = rita_app(desk)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("3")                     # the weak-categories queue
+        await pilot.press("3")  # the weak-categories queue
         assert cursor_item(app) == "weak-obfuscation"
         await pilot.press(key)
         assert not isinstance(app.screen, ModalScreen)  # nothing to confirm: refused
         assert f"accept by lena as lead (#{desk.ws.head()[0]})" in notices(app)
-        await pilot.press("y")                     # a stray y signs nothing either
+        await pilot.press("y")  # a stray y signs nothing either
     assert records(desk.ws) == before
 
 
 @pytest.mark.parametrize("cancel", ["n", "escape"])
 async def test_a_key_on_anothers_decision_asks_and_cancelling_signs_nothing(desk, cancel):
-    desk.ws.decide(FileSigner(desk.lena), "flagged_pairs", "fp-n-0000", "reject",
-                   role="reviewer")
+    desk.ws.decide(FileSigner(desk.lena), "flagged_pairs", "fp-n-0000", "reject", role="reviewer")
     app = rita_app(desk)
     async with app.run_test(size=SIZE) as pilot:
         assert cursor_item(app) == "fp-n-0000"
@@ -71,21 +72,24 @@ async def test_a_key_on_anothers_decision_asks_and_cancelling_signs_nothing(desk
         assert "Overrule" in question
         await pilot.press(cancel)
         assert not isinstance(app.screen, ModalScreen)
-        assert cursor_item(app) == "fp-n-0000"     # still there, nothing signed
+        assert cursor_item(app) == "fp-n-0000"  # still there, nothing signed
         assert "not overruled" in status(app)
     assert len(records(desk.ws)) == 1
 
 
 async def test_y_in_the_dialog_records_the_overrule_naming_what_it_replaces(desk):
-    theirs = desk.ws.decide(FileSigner(desk.lena), "flagged_pairs", "fp-n-0000", "reject",
-                            role="reviewer")
+    theirs = desk.ws.decide(
+        FileSigner(desk.lena), "flagged_pairs", "fp-n-0000", "reject", role="reviewer"
+    )
     app = rita_app(desk)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("a", "y")
-        assert cursor_item(app) == "fp-n-0001"     # signed, then on to the next
+        assert cursor_item(app) == "fp-n-0001"  # signed, then on to the next
         assert app.review.queue_list.row(0).status == "accept"
     assert [r[2:6] for r in records(desk.ws)] == [
-        ("fp-n-0000", "reject", "lena", "reviewer"), ("fp-n-0000", "accept", "rita", "reviewer")]
+        ("fp-n-0000", "reject", "lena", "reviewer"),
+        ("fp-n-0000", "accept", "rita", "reviewer"),
+    ]
     assert signed_body(desk.ws, theirs.seq + 1)["data"] == {"overrules": theirs.record_hash}
     assert verify_workspace(desk.ws).ok
 
@@ -94,8 +98,8 @@ async def test_the_same_decision_twice_signs_once_in_the_app(desk):
     first = desk.ws.head()[0] + 1  # after the genesis and the enrolments
     app = rita_app(desk)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("a")                     # fp-n-0000, then the cursor moves on
-        await pilot.press("k", "a")                # back to it: accept again
+        await pilot.press("a")  # fp-n-0000, then the cursor moves on
+        await pilot.press("k", "a")  # back to it: accept again
         assert f"already accept by you (#{first})" in status(app)
     assert [r[2:4] for r in records(desk.ws)] == [("fp-n-0000", "accept")]
 
@@ -103,20 +107,19 @@ async def test_the_same_decision_twice_signs_once_in_the_app(desk):
 async def test_repeated_keys_at_the_end_of_a_filtered_queue_sign_nothing_more(desk):
     app = rita_app(desk)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("s", "G")                # status undecided; the last item
+        await pilot.press("s", "G")  # status undecided; the last item
         last = cursor_item(app)
         await pilot.press("a")
         assert len(records(desk.ws)) == 1
         await pilot.press("a", "x", "space", "x")
         assert len(records(desk.ws)) == 1
         assert cursor_item(app) == last and "end of queue" in status(app)
-        await pilot.press("k", "j", "x")           # gone back to it: a change of mind
+        await pilot.press("k", "j", "x")  # gone back to it: a change of mind
     assert [r[2:4] for r in records(desk.ws)] == [(last, "accept"), (last, "reject")]
 
 
 async def test_u_on_anothers_decision_is_refused_and_signs_nothing(desk):
-    desk.ws.decide(FileSigner(desk.lena), "flagged_pairs", "fp-n-0000", "reject",
-                   role="reviewer")
+    desk.ws.decide(FileSigner(desk.lena), "flagged_pairs", "fp-n-0000", "reject", role="reviewer")
     before = records(desk.ws)
     app = rita_app(desk)
     async with app.run_test(size=SIZE) as pilot:
@@ -130,11 +133,10 @@ async def test_a_config_keymap_rebinds_the_overrule_confirmation_by_its_id(desk,
     path = tmp_path / "config.toml"
     path.write_text('[keymap]\n"overrule.yes" = "o"\n', encoding="utf-8")
     config = load_config(path, known_binding_ids=binding_ids())
-    desk.ws.decide(FileSigner(desk.lena), "flagged_pairs", "fp-n-0000", "reject",
-                   role="reviewer")
+    desk.ws.decide(FileSigner(desk.lena), "flagged_pairs", "fp-n-0000", "reject", role="reviewer")
     app = ReviewApp(desk.ws, open_session(desk.ws, key=str(desk.rita)), keymap=config.keymap)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("a", "y")                # y is no longer the overrule key
+        await pilot.press("a", "y")  # y is no longer the overrule key
         assert isinstance(app.screen, ModalScreen)
         await pilot.press("o")
         assert cursor_item(app) == "fp-n-0001"

@@ -21,15 +21,23 @@ def plain(renderable, width: int = 120) -> str:
     return console.export_text()
 
 
-@pytest.mark.parametrize("raw, expected", [
-    ([{"eval": [0, 5], "match": [2, 7]}], ([(0, 5)], [(2, 7)])),
-    ([{"eval_start": 1, "eval_end": 4, "match_start": 0, "match_end": 3}], ([(1, 4)], [(0, 3)])),
-    ([[[0, 5], [2, 7]]], ([(0, 5)], [(2, 7)])),
-    ({"eval": [[0, 5], [9, 12]], "match": [[1, 2]]}, ([(0, 5), (9, 12)], [(1, 2)])),
-    # Reversed, negative, non-integer and malformed entries are dropped.
-    ([[[5, 2], [1, 3]], {"eval": [-1, 4]}, "x", [[0, 1.5], [0, 2]], {"eval": [True, 3]}],
-     ([], [(1, 3), (0, 2)])),
-])
+@pytest.mark.parametrize(
+    "raw, expected",
+    [
+        ([{"eval": [0, 5], "match": [2, 7]}], ([(0, 5)], [(2, 7)])),
+        (
+            [{"eval_start": 1, "eval_end": 4, "match_start": 0, "match_end": 3}],
+            ([(1, 4)], [(0, 3)]),
+        ),
+        ([[[0, 5], [2, 7]]], ([(0, 5)], [(2, 7)])),
+        ({"eval": [[0, 5], [9, 12]], "match": [[1, 2]]}, ([(0, 5), (9, 12)], [(1, 2)])),
+        # Reversed, negative, non-integer and malformed entries are dropped.
+        (
+            [[[5, 2], [1, 3]], {"eval": [-1, 4]}, "x", [[0, 1.5], [0, 2]], {"eval": [True, 3]}],
+            ([], [(1, 3), (0, 2)]),
+        ),
+    ],
+)
 def test_shared_spans_accept_every_contract_shape(raw, expected):
     assert shared_spans(raw) == expected
 
@@ -37,7 +45,9 @@ def test_shared_spans_accept_every_contract_shape(raw, expected):
 def test_highlight_styles_exactly_the_spans_and_clips_past_the_end():
     text = highlight("abcdefgh", [(1, 3), (6, 99)])
     assert [(s.start, s.end, str(s.style)) for s in text.spans] == [
-        (1, 3, SHARED_STYLE), (6, 8, SHARED_STYLE)]
+        (1, 3, SHARED_STYLE),
+        (6, 8, SHARED_STYLE),
+    ]
 
 
 def test_the_eval_and_match_texts_are_highlighted_at_the_producers_offsets():
@@ -45,18 +55,28 @@ def test_the_eval_and_match_texts_are_highlighted_at_the_producers_offsets():
     left, right = shared_spans(pair["matches"][0]["shared_spans"])
     eval_text = highlight(P.EVAL_TEXT, left)
     pool_text = highlight(P.POOL_TEXT, right)
-    assert [eval_text.plain[s.start:s.end] for s in eval_text.spans] == [
-        "Natalia sold clips to 48 of her friends in April,", "half as many"]
-    assert [pool_text.plain[s.start:s.end] for s in pool_text.spans] == [
-        "Natalia sold clips to 48 of her friends in April,", "half as many"]
+    assert [eval_text.plain[s.start : s.end] for s in eval_text.spans] == [
+        "Natalia sold clips to 48 of her friends in April,",
+        "half as many",
+    ]
+    assert [pool_text.plain[s.start : s.end] for s in pool_text.spans] == [
+        "Natalia sold clips to 48 of her friends in April,",
+        "half as many",
+    ]
 
 
 def test_flagged_pair_pane_shows_scores_channels_probe_and_provenance():
     text = plain(render_payload("flagged_pairs", P.flagged_pair()))
-    for shown in ("channels: ngram, embedding", "MinHash Jaccard: 0.620",
-                  "exact Jaccard: 0.580", "cosine: 0.940", "only numbers differ: no",
-                  "reconstruction_rate: 0.770", "revision: e53f048856ff4f594e959d75785d2c2d37b678ee",
-                  "pool web-000913 (#913)"):
+    for shown in (
+        "channels: ngram, embedding",
+        "MinHash Jaccard: 0.620",
+        "exact Jaccard: 0.580",
+        "cosine: 0.940",
+        "only numbers differ: no",
+        "reconstruction_rate: 0.770",
+        "revision: e53f048856ff4f594e959d75785d2c2d37b678ee",
+        "pool web-000913 (#913)",
+    ):
         assert shown in text
 
 
@@ -70,16 +90,31 @@ def test_a_cluster_lists_every_member_in_either_shape():
 
 def test_adjudication_pane_shows_question_context_votes_and_why():
     text = plain(render_payload("adjudication", P.exam_producer_candidate()))
-    for shown in ("Is this span a claim", "How fast is it after deploy?", "family: metric",
-                  "entity: latency", "offsets: 17–37", "lane_b", "absent", "HTTP 503",
-                  "model-x", "one vote for, no second vote"):
+    for shown in (
+        "Is this span a claim",
+        "How fast is it after deploy?",
+        "family: metric",
+        "entity: latency",
+        "offsets: 17–37",
+        "lane_b",
+        "absent",
+        "HTTP 503",
+        "model-x",
+        "one vote for, no second vote",
+    ):
         assert shown in text
 
 
 def test_candidate_offsets_that_do_not_hold_fall_back_to_the_exact_text():
     text = "I checked. The API is live."
-    assert candidate_span(text, {"start": 0, "end": 5, "span_exact_text": "The API is live"}) == (11, 26)
-    assert candidate_span(text, {"start": 11, "end": 26, "span_exact_text": "The API is live"}) == (11, 26)
+    assert candidate_span(text, {"start": 0, "end": 5, "span_exact_text": "The API is live"}) == (
+        11,
+        26,
+    )
+    assert candidate_span(text, {"start": 11, "end": 26, "span_exact_text": "The API is live"}) == (
+        11,
+        26,
+    )
     assert candidate_span(text, {"start": 40, "end": 50}) is None
 
 
@@ -90,9 +125,15 @@ def test_preceding_message_is_the_last_user_turn():
 
 def test_weak_category_pane_shows_findings_counts_tokens_and_actions():
     text = plain(render_payload("weak_categories", P.weak_category()))
-    for shown in ("recall_regression", "0.710", "-0.160", "true_positives: 22",
-                  "top +: ign0re 0.410, key 0.220", "2. raise threshold review",
-                  "release authority: none"):
+    for shown in (
+        "recall_regression",
+        "0.710",
+        "-0.160",
+        "true_positives: 22",
+        "top +: ign0re 0.410, key 0.220",
+        "2. raise threshold review",
+        "release authority: none",
+    ):
         assert shown in text
     text = plain(render_payload("weak_categories", P.coverage_producer_category()))
     assert "0.700" in text and "0.900" in text and "+0.200" in text
@@ -111,24 +152,78 @@ def test_an_unknown_payload_is_shown_as_json():
 
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-5, 200) | st.floats(allow_nan=False)
+    st.none()
+    | st.booleans()
+    | st.integers(-5, 200)
+    | st.floats(allow_nan=False)
     | st.text(max_size=20),
-    lambda children: st.lists(children, max_size=4)
-    | st.dictionaries(st.sampled_from(["eval", "matches", "text", "spans", "shared_spans",
-                                       "candidate", "completion", "votes", "start", "end",
-                                       "category", "findings", "misses", "cluster", "id",
-                                       "context", "scores", "attribution", "counts"]),
-                      children, max_size=5),
-    max_leaves=25)
+    lambda children: (
+        st.lists(children, max_size=4)
+        | st.dictionaries(
+            st.sampled_from(
+                [
+                    "eval",
+                    "matches",
+                    "text",
+                    "spans",
+                    "shared_spans",
+                    "candidate",
+                    "completion",
+                    "votes",
+                    "start",
+                    "end",
+                    "category",
+                    "findings",
+                    "misses",
+                    "cluster",
+                    "id",
+                    "context",
+                    "scores",
+                    "attribution",
+                    "counts",
+                ]
+            ),
+            children,
+            max_size=5,
+        )
+    ),
+    max_leaves=25,
+)
 
 
 @settings(max_examples=150, deadline=None)
-@given(queue=st.sampled_from(["flagged_pairs", "adjudication", "weak_categories", "other"]),
-       payload=st.dictionaries(st.sampled_from(
-           ["eval", "matches", "candidate", "completion", "votes", "category", "findings",
-            "misses", "cluster", "probe", "provenance", "context", "summary"]),
-           json_values, max_size=6))
+@given(
+    queue=st.sampled_from(["flagged_pairs", "adjudication", "weak_categories", "other"]),
+    payload=st.dictionaries(
+        st.sampled_from(
+            [
+                "eval",
+                "matches",
+                "candidate",
+                "completion",
+                "votes",
+                "category",
+                "findings",
+                "misses",
+                "cluster",
+                "probe",
+                "provenance",
+                "context",
+                "summary",
+            ]
+        ),
+        json_values,
+        max_size=6,
+    ),
+)
 def test_no_payload_makes_a_pane_raise(queue, payload):
-    item = {"queue": queue, "item_id": "x", "run_id": "r", "item_sha256": "0" * 64,
-            "title": "t", "payload": payload, "decision": None}
+    item = {
+        "queue": queue,
+        "item_id": "x",
+        "run_id": "r",
+        "item_sha256": "0" * 64,
+        "title": "t",
+        "payload": payload,
+        "decision": None,
+    }
     plain(render_detail(item, []), width=60)

@@ -15,7 +15,8 @@ pytestmark = pytest.mark.anyio
 
 
 async def test_each_key_that_signs_keeps_a_receipt_that_catches_a_rollback(
-        workspace, enrol, tmp_path, monkeypatch, sealdesk):
+    workspace, enrol, tmp_path, monkeypatch, sealdesk
+):
     receipts = tmp_path / "rita-state"
     monkeypatch.setenv("SEALDESK_RECEIPTS", str(receipts))  # rita's own state directory
     desk = populate(workspace, enrol)
@@ -28,8 +29,9 @@ async def test_each_key_that_signs_keeps_a_receipt_that_catches_a_rollback(
         await settle(pilot, lambda: len(list(receipts.glob("*.jsonl"))) == 1)
     (path,) = receipts.glob("*.jsonl")
     kept = [json.loads(line) for line in path.read_text().splitlines()]
-    rows = desk.ws.conn.execute("SELECT seq, record_hash FROM records WHERE principal='rita' "
-                                "ORDER BY seq").fetchall()
+    rows = desk.ws.conn.execute(
+        "SELECT seq, record_hash FROM records WHERE principal='rita' ORDER BY seq"
+    ).fetchall()
     assert [(r["seq"], r["record_hash"]) for r in kept] == rows and len(rows) == 3
     assert all(r["tree_size"] == r["seq"] for r in kept)
 

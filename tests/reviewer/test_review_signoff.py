@@ -41,8 +41,10 @@ class Team:
         self.ravi = enrol("ravi", "reviewer")
         self.lena = enrol("lena", "lead")
         assert ws.watermark().head_seq == AUTHORITY
-        ws.ingest([pair(0), pair(1), pair(2), WEAK],
-                  runs={"run-1": {"kind": "test", "artifacts": {}, "inputs": {}}})
+        ws.ingest(
+            [pair(0), pair(1), pair(2), WEAK],
+            runs={"run-1": {"kind": "test", "artifacts": {}, "inputs": {}}},
+        )
 
     def decide_all_but(self, *left: str) -> None:
         for n in range(3):
@@ -52,8 +54,11 @@ class Team:
             self.ws.decide(self.lena, "weak_categories", WEAK.item_id, "reject")
 
     def app(self, signer: FileSigner | None) -> ReviewApp:
-        session = (open_session(self.ws, key=str(signer.path)) if signer
-                   else read_only_session("started with --read-only"))
+        session = (
+            open_session(self.ws, key=str(signer.path))
+            if signer
+            else read_only_session("started with --read-only")
+        )
         return ReviewApp(self.ws, session)
 
 
@@ -77,8 +82,9 @@ def signoff_data(ws) -> list[dict]:
 
 async def open_signoff(app: ReviewApp, pilot, key: str = "S") -> SignoffScreen:
     await pilot.press(key)
-    await settle(pilot, lambda: isinstance(app.screen, SignoffScreen)
-                 and app.screen.summary is not None)
+    await settle(
+        pilot, lambda: isinstance(app.screen, SignoffScreen) and app.screen.summary is not None
+    )
     return app.screen
 
 
@@ -87,6 +93,7 @@ def body(screen: SignoffScreen) -> str:
 
 
 # -- signing -------------------------------------------------------------------------
+
 
 async def test_the_lead_signs_off_and_the_record_binds_the_tree_head(team):
     team.decide_all_but()
@@ -154,7 +161,7 @@ async def test_undecided_items_refuse_a_plain_signoff_before_any_confirmation(te
 
 async def test_signing_with_exceptions_lists_each_undecided_item_in_the_record(team):
     team.decide_all_but("fp-2")
-    team.ws.decide(team.rita, "flagged_pairs", "fp-1", "skip")   # skipped is not decided
+    team.ws.decide(team.rita, "flagged_pairs", "fp-1", "skip")  # skipped is not decided
     app = team.app(team.lena)
     async with app.run_test(size=SIZE) as pilot:
         screen = await open_signoff(app, pilot)
@@ -163,18 +170,31 @@ async def test_signing_with_exceptions_lists_each_undecided_item_in_the_record(t
         await pilot.press(*"fp-2 waits for legal", "enter")
         await settle(pilot, lambda: screen.signed is not None)
         shown = text_of(screen.query_one("#signoff-result"))
-    assert "WITH 2 EXCEPTION(S), listed in the record: flagged_pairs/fp-1, " \
-           "flagged_pairs/fp-2" in question
+    assert (
+        "WITH 2 EXCEPTION(S), listed in the record: flagged_pairs/fp-1, "
+        "flagged_pairs/fp-2" in question
+    )
     (data,) = signoff_data(team.ws)
     assert data["with_exceptions"] is True
     assert data["exceptions"] == [
-        {"queue": "flagged_pairs", "item_id": "fp-1", "item_sha256": pair(1).item_sha256,
-         "status": "skip"},
-        {"queue": "flagged_pairs", "item_id": "fp-2", "item_sha256": pair(2).item_sha256,
-         "status": "undecided"}]
+        {
+            "queue": "flagged_pairs",
+            "item_id": "fp-1",
+            "item_sha256": pair(1).item_sha256,
+            "status": "skip",
+        },
+        {
+            "queue": "flagged_pairs",
+            "item_id": "fp-2",
+            "item_sha256": pair(2).item_sha256,
+            "status": "undecided",
+        },
+    ]
     assert records(team.ws)[-1][4:7] == ("lena", "lead", "fp-2 waits for legal")
-    assert "2 item(s) listed in the record: flagged_pairs/fp-1 (skip), " \
-           "flagged_pairs/fp-2 (undecided)" in shown
+    assert (
+        "2 item(s) listed in the record: flagged_pairs/fp-1 (skip), "
+        "flagged_pairs/fp-2 (undecided)" in shown
+    )
 
 
 async def test_cancelling_the_confirmation_writes_nothing(team):
@@ -184,8 +204,7 @@ async def test_cancelling_the_confirmation_writes_nothing(team):
         screen = await open_signoff(app, pilot)
         await pilot.press("s", "escape")
         assert app.screen is screen
-        assert "sign-off cancelled: nothing was written" in text_of(
-            screen.query_one("#status-bar"))
+        assert "sign-off cancelled: nothing was written" in text_of(screen.query_one("#status-bar"))
     assert signoff_data(team.ws) == []
 
 
@@ -195,7 +214,7 @@ async def test_a_ledger_that_moved_while_the_lead_confirmed_is_not_signed(team):
     async with app.run_test(size=SIZE) as pilot:
         screen = await open_signoff(app, pilot)
         await pilot.press("e")
-        with Workspace.open(team.ws.root) as other:   # a reviewer decides meanwhile
+        with Workspace.open(team.ws.root) as other:  # a reviewer decides meanwhile
             other.decide(team.rita, "flagged_pairs", "fp-2", "reject")
         await pilot.press("enter")
         await settle(pilot, lambda: "changed while you reviewed" in notices(app))
@@ -206,6 +225,7 @@ async def test_a_ledger_that_moved_while_the_lead_confirmed_is_not_signed(team):
 
 # -- what the screen shows -------------------------------------------------------------
 
+
 async def test_the_screen_shows_counts_runs_undecided_tree_head_and_artifact_hashes(team):
     team.decide_all_but("fp-2")
     hashes = write_run_artifacts(team.ws)
@@ -215,21 +235,22 @@ async def test_the_screen_shows_counts_runs_undecided_tree_head_and_artifact_has
         text = body(await open_signoff(app, pilot))
     lines = [" ".join(line.split()) for line in text.splitlines()]
     for expected in (
-            "queue total decided accepted rejected skipped undecided",
-            "flagged_pairs 3 2 2 0 0 1",
-            "weak_categories 1 1 0 1 0 0",
-            "leakage 0.1250 before → 0.0000 after confirmed drops",
-            "items flagged 5 · dropped 3 · eval size 40 → –",
-            "power min_detectable_difference 0.2100 → 0.2300",
-            "Exam FAIL",
-            "recall 0.350 >= 0.40 FAIL",
-            "Coverage HOLD",
-            "obfuscation HOLD low_recall",
-            "benign ELIGIBLE",
-            "Undecided 1 item(s)",
-            "flagged_pairs/fp-2 undecided pair 2",
-            f"root {root}",
-            f"size {AUTHORITY + 3} record(s)"):
+        "queue total decided accepted rejected skipped undecided",
+        "flagged_pairs 3 2 2 0 0 1",
+        "weak_categories 1 1 0 1 0 0",
+        "leakage 0.1250 before → 0.0000 after confirmed drops",
+        "items flagged 5 · dropped 3 · eval size 40 → –",
+        "power min_detectable_difference 0.2100 → 0.2300",
+        "Exam FAIL",
+        "recall 0.350 >= 0.40 FAIL",
+        "Coverage HOLD",
+        "obfuscation HOLD low_recall",
+        "benign ELIGIBLE",
+        "Undecided 1 item(s)",
+        "flagged_pairs/fp-2 undecided pair 2",
+        f"root {root}",
+        f"size {AUTHORITY + 3} record(s)",
+    ):
         assert any(expected in line for line in lines), (expected, text)
     for path, digest in hashes.items():
         assert path in text and digest in text
@@ -248,6 +269,7 @@ async def test_the_signoff_screen_reads_the_summary_again_when_others_decide(tea
 
 
 # -- keys ----------------------------------------------------------------------------------
+
 
 async def test_the_signoff_keys_are_rebound_by_binding_id(team):
     team.decide_all_but()
@@ -270,8 +292,14 @@ async def test_the_command_palette_opens_the_signoff_screen(team):
     app = team.app(team.lena)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("ctrl+p", *"Sign-off")
-        await settle(pilot, lambda: app.screen.query("CommandList") and "Sign-off" in str(
-            app.screen.query_one("CommandList").get_option_at_index(0).prompt))
+        await settle(
+            pilot,
+            lambda: (
+                app.screen.query("CommandList")
+                and "Sign-off"
+                in str(app.screen.query_one("CommandList").get_option_at_index(0).prompt)
+            ),
+        )
         await pilot.press("enter")
         await settle(pilot, lambda: isinstance(app.screen, SignoffScreen))
 
@@ -282,11 +310,15 @@ async def test_help_lists_the_signoff_keys_with_their_ids(team):
         await pilot.press("question_mark")
         rows = {row[2]: row[0] for row in app.screen.rows}
         assert isinstance(app.screen, HelpScreen)
-    assert (rows["review.signoff"], rows["signoff.sign"], rows["signoff.sign_exceptions"]) == \
-        ("S", "s", "e")
+    assert (rows["review.signoff"], rows["signoff.sign"], rows["signoff.sign_exceptions"]) == (
+        "S",
+        "s",
+        "e",
+    )
 
 
 # -- other people's records appear ----------------------------------------------------------
+
 
 async def test_a_signoff_made_elsewhere_appears_in_the_status_bar(team):
     team.decide_all_but()
@@ -324,16 +356,18 @@ async def test_others_decisions_refresh_the_visible_rows_counts_and_detail(team)
 async def test_under_the_undecided_filter_others_decisions_leave_the_list(team):
     app = team.app(team.rita)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("s", "j")                    # status: undecided; on fp-1
+        await pilot.press("s", "j")  # status: undecided; on fp-1
         lst = app.review.queue_list
         assert lst.total == 3 and lst.current.item_id == "fp-1"
         with Workspace.open(team.ws.root) as other:
             other.decide(team.ravi, "flagged_pairs", "fp-0", "accept")
         await settle(pilot, lambda: lst.total == 2)
-        assert lst.current.item_id == "fp-1"           # the cursor stays on its item
+        assert lst.current.item_id == "fp-1"  # the cursor stays on its item
         await pilot.press("a")
-    assert [r[2:5] for r in records(team.ws)] == [("fp-0", "accept", "ravi"),
-                                                  ("fp-1", "accept", "rita")]
+    assert [r[2:5] for r in records(team.ws)] == [
+        ("fp-0", "accept", "ravi"),
+        ("fp-1", "accept", "rita"),
+    ]
 
 
 async def test_an_artifact_that_differs_from_its_sidecar_blocks_signing_and_says_why(team):
@@ -343,8 +377,10 @@ async def test_an_artifact_that_differs_from_its_sidecar_blocks_signing_and_says
     app = team.app(team.lena)
     async with app.run_test(size=SIZE) as pilot:
         screen = await open_signoff(app, pilot)
-        assert "PROBLEM: artifacts/exam-1/exam-score.json: bytes differ from its .sha256 " \
-               "sidecar" in body(screen)
+        assert (
+            "PROBLEM: artifacts/exam-1/exam-score.json: bytes differ from its .sha256 "
+            "sidecar" in body(screen)
+        )
         assert "BLOCKED: will not sign off" in body(screen)
         await pilot.press("e")
         assert app.screen is screen
@@ -365,7 +401,7 @@ async def test_a_covered_review_screen_stops_polling_and_catches_up_when_shown_a
         with Workspace.open(team.ws.root) as other:
             other.decide(team.ravi, "flagged_pairs", "fp-0", "reject")
         await pilot.pause(3 * POLL_SECONDS)
-        assert reads == [] and lst.row(0).status == "undecided"   # hidden: no polling
+        assert reads == [] and lst.row(0).status == "undecided"  # hidden: no polling
         await pilot.press("escape")
         await settle(pilot, lambda: lst.row(0).status == "reject")  # shown: caught up
         assert lst.row(0).principal == "ravi"

@@ -37,12 +37,20 @@ def seeded_key(path: Path) -> Path:
     """Gives the path of an OpenSSH Ed25519 key made from a fixed seed (Ed25519 signatures
     are deterministic, so its signature over a given message is the same on every run)."""
     key = Ed25519PrivateKey.from_private_bytes(bytes(range(32)))
-    path.write_bytes(key.private_bytes(serialization.Encoding.PEM,
-                                       serialization.PrivateFormat.OpenSSH,
-                                       serialization.NoEncryption()))
+    path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.OpenSSH,
+            serialization.NoEncryption(),
+        )
+    )
     path.chmod(0o600)
-    Path(f"{path}.pub").write_bytes(key.public_key().public_bytes(
-        serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH) + b" lena@test\n")
+    Path(f"{path}.pub").write_bytes(
+        key.public_key().public_bytes(
+            serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH
+        )
+        + b" lena@test\n"
+    )
     return path
 
 
@@ -55,8 +63,12 @@ def found_at(ws: Workspace, scratch: Path, signer: FileSigner, principal: str, t
     body = {**genesis, "time": time}
     message, record_hash = encode_body(body)
     row = {name: body[name] for name in INDEXED_FIELDS}
-    row.update(record_hash=record_hash, prev_hash=body["prev"], message=message.decode(),
-               signature=sshsig.armor(signer.sign(message, namespace_for(body["role"]))))
+    row.update(
+        record_hash=record_hash,
+        prev_hash=body["prev"],
+        message=message.decode(),
+        signature=sshsig.armor(signer.sign(message, namespace_for(body["role"]))),
+    )
     with write_transaction(ws.conn):
         ws.db["records"].insert(row)
     ws.write_allowed_signers()
@@ -73,10 +85,12 @@ def lead_desk(tmp_path):
     ws = Workspace.open(tmp_path / "ws")
     lena = seeded_key(tmp_path / "lena")
     found_at(ws, tmp_path / "scratch", FileSigner(lena), "lena", FOUNDED_AT)
-    report = verify_workspace(ws)   # the hand-dated genesis is a record verify accepts
+    report = verify_workspace(ws)  # the hand-dated genesis is a record verify accepts
     assert report.ok and ws.authority().genesis.time == FOUNDED_AT, report.faults
-    ws.ingest([pair(0), pair(1), pair(2), WEAK],
-              runs={"run-1": {"kind": "test", "artifacts": {}, "inputs": {}}})
+    ws.ingest(
+        [pair(0), pair(1), pair(2), WEAK],
+        runs={"run-1": {"kind": "test", "artifacts": {}, "inputs": {}}},
+    )
     write_run_artifacts(ws)
     yield ws, lena
     ws.close()
@@ -90,11 +104,16 @@ def _app(desk) -> ReviewApp:
 def _open_signoff(*keys: str):
     async def run_before(pilot) -> None:
         await pilot.press("S")
-        await settle(pilot, lambda: isinstance(pilot.app.screen, SignoffScreen)
-                     and pilot.app.screen.summary is not None)
+        await settle(
+            pilot,
+            lambda: (
+                isinstance(pilot.app.screen, SignoffScreen) and pilot.app.screen.summary is not None
+            ),
+        )
         if keys:
             await pilot.press(*keys)
         await pilot.pause()
+
     return run_before
 
 

@@ -56,8 +56,9 @@ def quit_review(tmux, name: str) -> str:
 
 
 def test_the_lead_signs_off_in_the_review_app_over_ssh_with_only_the_forwarded_agent(
-        sshd, agents, review, tmux, sealdesk, tmp_path):
-    ws, lena = review                      # rita decided all 3 pairs; lena is the lead
+    sshd, agents, review, tmux, sealdesk, tmp_path
+):
+    ws, lena = review  # rita decided all 3 pairs; lena is the lead
     sock, secrets = lead_agent_only(agents, lena)
     sshd.authorize(Path(f"{lena}.pub"), command=gate_command(ws))
     open_review(tmux, sshd, "lena", ws, sock)
@@ -66,8 +67,8 @@ def test_the_lead_signs_off_in_the_review_app_over_ssh_with_only_the_forwarded_a
     shown = sign_off_in_app(tmux, "lena", REVIEW_RECORDS)
     assert "sealdesk checkpoint export --out checkpoint.txt" in shown
     tmux.keys("lena", "Escape")
-    tmux.wait_for("lena", "a accept")                # back on the review screen...
-    tmux.wait_for("lena", "signed off by lena")       # ...whose ledger head is the sign-off
+    tmux.wait_for("lena", "a accept")  # back on the review screen...
+    tmux.wait_for("lena", "signed off by lena")  # ...whose ledger head is the sign-off
     shown = quit_review(tmux, "lena")
     assert "sealdesk review: 1 record(s) signed by lena this session" in shown
 
@@ -78,16 +79,32 @@ def test_the_lead_signs_off_in_the_review_app_over_ssh_with_only_the_forwarded_a
     sealdesk("export", "--out", out, workspace=ws.root, check=True)
     last = json.loads(out.read_text().splitlines()[-1])
     body = json.loads(last["message"])
-    assert (body["seq"], body["kind"], body["role"], body["principal"]) == \
-        (REVIEW_RECORDS + 1, "signoff", "lead", "lena")
+    assert (body["seq"], body["kind"], body["role"], body["principal"]) == (
+        REVIEW_RECORDS + 1,
+        "signoff",
+        "lead",
+        "lena",
+    )
     assert body["data"]["tree"]["size"] == REVIEW_RECORDS
-    keygen = keygen_verify(ws.allowed_signers_path, "lena", "lead@sealdesk",
-                           last["message"].encode(), last["signature"], tmp_path)
+    keygen = keygen_verify(
+        ws.allowed_signers_path,
+        "lena",
+        "lead@sealdesk",
+        last["message"].encode(),
+        last["signature"],
+        tmp_path,
+    )
     assert keygen.returncode == 0, keygen.stderr
     assert 'Good "lead@sealdesk" signature for lena' in keygen.stdout
     note = body["data"]["checkpoint"]
-    keygen = keygen_verify(ws.allowed_signers_path, "lena", "lead@sealdesk",
-                           note["note"].encode(), note["signature"], tmp_path)
+    keygen = keygen_verify(
+        ws.allowed_signers_path,
+        "lena",
+        "lead@sealdesk",
+        note["note"].encode(),
+        note["signature"],
+        tmp_path,
+    )
     assert keygen.returncode == 0, keygen.stderr
 
     # The lead's private key is in no file: not the workspace, not the review HOME, nowhere here.
@@ -97,8 +114,12 @@ def test_the_lead_signs_off_in_the_review_app_over_ssh_with_only_the_forwarded_a
 
 
 def scored_pair(n: int) -> BacklogItem:
-    return BacklogItem.make("flagged_pairs", f"fp-{n}", "run-1", {
-        "summary": {"title": f"pair {n}", "score": 0.9 - n / 10, "tags": []}})
+    return BacklogItem.make(
+        "flagged_pairs",
+        f"fp-{n}",
+        "run-1",
+        {"summary": {"title": f"pair {n}", "score": 0.9 - n / 10, "tags": []}},
+    )
 
 
 def row_shows(screen: str, glyph: str, n: int) -> bool:
@@ -107,16 +128,26 @@ def row_shows(screen: str, glyph: str, n: int) -> bool:
 
 
 def test_two_reviewers_and_the_lead_in_their_own_apps_over_ssh_see_each_others_decisions(
-        sshd, agents, tmux, keygen, tmp_path):
+    sshd, agents, tmux, keygen, tmp_path
+):
     ws = Workspace.init(tmp_path / "review" / "ws")
     people = {"rita": "reviewer", "ravi": "reviewer", "lena": "lead"}
-    socks = people_with_agents(ws, people, keygen=keygen, agents=agents, sshd=sshd,
-                               command=gate_command(ws))
-    weak = [BacklogItem.make("weak_categories", f"wk-{i}", "run-1", {
-        "summary": {"title": f"category {i}", "score": 0.5 - i / 10, "tags": []}})
-        for i in range(2)]
-    ws.ingest([scored_pair(n) for n in range(6)] + weak,
-              runs={"run-1": {"kind": "test", "artifacts": {}, "inputs": {}}})
+    socks = people_with_agents(
+        ws, people, keygen=keygen, agents=agents, sshd=sshd, command=gate_command(ws)
+    )
+    weak = [
+        BacklogItem.make(
+            "weak_categories",
+            f"wk-{i}",
+            "run-1",
+            {"summary": {"title": f"category {i}", "score": 0.5 - i / 10, "tags": []}},
+        )
+        for i in range(2)
+    ]
+    ws.ingest(
+        [scored_pair(n) for n in range(6)] + weak,
+        runs={"run-1": {"kind": "test", "artifacts": {}, "inputs": {}}},
+    )
     for name, role in people.items():
         open_review(tmux, sshd, name, ws, socks[name])
     for name, role in people.items():
@@ -142,25 +173,28 @@ def test_two_reviewers_and_the_lead_in_their_own_apps_over_ssh_see_each_others_d
     assert all(row_shows(lena, "✗", n) for n in (3, 4, 5)), lena
 
     # The lead signs off in her app; the reviewers' status bars show the sign-off as head.
-    authority = len(people)   # lena's genesis, then her enrolments of rita and ravi
+    authority = len(people)  # lena's genesis, then her enrolments of rita and ravi
     sign_off_in_app(tmux, "lena", authority + 8)
     for name in ("rita", "ravi"):
         tmux.wait_for(name, "signed off by lena")
     tmux.keys("lena", "Escape")
     tmux.wait_for("lena", "a accept")
     for name, count in (("rita", 3), ("ravi", 3), ("lena", 3)):
-        assert f"sealdesk review: {count} record(s) signed by {name} this session" in \
-            quit_review(tmux, name)
+        assert f"sealdesk review: {count} record(s) signed by {name} this session" in quit_review(
+            tmux, name
+        )
 
-    rows = ws.conn.execute("SELECT seq, kind, principal, item_id, decision FROM records "
-                           "ORDER BY seq").fetchall()
+    rows = ws.conn.execute(
+        "SELECT seq, kind, principal, item_id, decision FROM records ORDER BY seq"
+    ).fetchall()
     assert [r[1] for r in rows[:authority]] == ["genesis", "enrol", "enrol"]
     assert [r[0] for r in rows] == list(range(1, authority + 8 + 1 + 1))
     assert sorted((r[2], r[3], r[4]) for r in rows if r[1] == "decision") == sorted(
         [("rita", f"fp-{n}", "accept") for n in range(3)]
         + [("ravi", f"fp-{n}", "reject") for n in range(3, 6)]
-        + [("lena", f"wk-{i}", "accept") for i in range(2)])
+        + [("lena", f"wk-{i}", "accept") for i in range(2)]
+    )
     assert rows[-1][1:3] == ("signoff", "lena")
-    report = verify_workspace(ws)            # chain, signatures and the sign-off's tree head
+    report = verify_workspace(ws)  # chain, signatures and the sign-off's tree head
     assert report.ok, report.faults
     ws.close()

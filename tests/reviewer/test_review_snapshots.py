@@ -43,9 +43,11 @@ def _goto(queue_key: str, item_id: str):
     async def run_before(pilot) -> None:
         await pilot.press(queue_key)
         review = pilot.app.review
-        review.queue_list.cursor = review.ws.position(review.queue, item_id,
-                                                      review.view.filters, review.view.sort)
+        review.queue_list.cursor = review.ws.position(
+            review.queue, item_id, review.view.filters, review.view.sort
+        )
         await pilot.pause()
+
     return run_before
 
 
@@ -56,11 +58,15 @@ def test_detail_pane(snap_compare, shown, pane, size):
 
 
 def test_high_contrast_theme_at_80x24(snap_compare, shown):
-    assert snap_compare(_app(shown, theme="sealdesk-high-contrast"), terminal_size=(80, 24),
-                        run_before=_goto(*PANES["flagged_pair"]))
+    assert snap_compare(
+        _app(shown, theme="sealdesk-high-contrast"),
+        terminal_size=(80, 24),
+        run_before=_goto(*PANES["flagged_pair"]),
+    )
 
 
 def test_no_color_still_marks_shared_spans(snap_compare, shown, monkeypatch):
     monkeypatch.setenv("NO_COLOR", "1")
-    assert snap_compare(_app(shown), terminal_size=(80, 24),
-                        run_before=_goto(*PANES["flagged_pair"]))
+    assert snap_compare(
+        _app(shown), terminal_size=(80, 24), run_before=_goto(*PANES["flagged_pair"])
+    )

@@ -20,17 +20,32 @@ pytestmark = [pytest.mark.needs_tmux, pytest.mark.slow]
 
 
 def test_decisions_made_in_tmux_verify_with_sealdesk_and_ssh_keygen(
-        tmux, workspace, founder_key, keygen, sealdesk, tmp_path):
+    tmux, workspace, founder_key, keygen, sealdesk, tmp_path
+):
     # Score order: fp-n-0000 (1.0), fp-n-0001 (0.909), fp-unknown (0.9), ...
     workspace.ingest(demo_items() + numbered_pairs(10))
     key = keygen("rita")
-    sealdesk("keys", "add", "--principal", "rita", "--role", "reviewer", "--key",
-             f"{key}.pub", "--lead-key", founder_key, workspace=workspace.root, check=True)
-    authority = 2   # the founder's genesis, then rita's enrolment: the app's records follow
+    sealdesk(
+        "keys",
+        "add",
+        "--principal",
+        "rita",
+        "--role",
+        "reviewer",
+        "--key",
+        f"{key}.pub",
+        "--lead-key",
+        founder_key,
+        workspace=workspace.root,
+        check=True,
+    )
+    authority = 2  # the founder's genesis, then rita's enrolment: the app's records follow
     done = tmp_path / "exit-code"
-    command = (f"cd {REPO} && env TERM=screen NO_COLOR=1 LANG=C.UTF-8 PYTHONPATH={REPO} "
-               f"{sys.executable} -m engine.cli --workspace {workspace.root} review "
-               f"--key {key}; echo $? > {done}")
+    command = (
+        f"cd {REPO} && env TERM=screen NO_COLOR=1 LANG=C.UTF-8 PYTHONPATH={REPO} "
+        f"{sys.executable} -m engine.cli --workspace {workspace.root} review "
+        f"--key {key}; echo $? > {done}"
+    )
     tmux.new("review", command, width=100, height=30)
 
     tmux.wait_for("review", "rita as reviewer")
@@ -40,7 +55,7 @@ def test_decisions_made_in_tmux_verify_with_sealdesk_and_ssh_keygen(
     tmux.wait_for("review", "2 decided this session")
     tmux("send-keys", "-t", "review", "Space")
     tmux.wait_for("review", "3 decided this session")
-    tmux("send-keys", "-t", "review", "u")          # retracts the skip
+    tmux("send-keys", "-t", "review", "u")  # retracts the skip
     tmux.wait_for("review", f"ledger #{authority + 4}")
     tmux("send-keys", "-t", "review", "q")
     deadline = time.monotonic() + 30
@@ -56,19 +71,44 @@ def test_decisions_made_in_tmux_verify_with_sealdesk_and_ssh_keygen(
     sealdesk("export", "--out", out, workspace=workspace.root, check=True)
     exported = [json.loads(line) for line in out.read_text().splitlines()]
     assert [(r["kind"], r["principal"]) for r in exported[:authority]] == [
-        ("genesis", "founder"), ("enrol", "founder")]
-    assert [(r["kind"], json.loads(r["message"]).get("decision"),
-             json.loads(r["message"])["item_id"], r["principal"])
-            for r in exported[authority:]] == [
-        ("decision", "accept", "fp-n-0000", "rita"), ("decision", "reject", "fp-n-0001", "rita"),
-        ("decision", "skip", "fp-unknown", "rita"), ("retract", None, "fp-unknown", "rita")]
+        ("genesis", "founder"),
+        ("enrol", "founder"),
+    ]
+    assert [
+        (
+            r["kind"],
+            json.loads(r["message"]).get("decision"),
+            json.loads(r["message"])["item_id"],
+            r["principal"],
+        )
+        for r in exported[authority:]
+    ] == [
+        ("decision", "accept", "fp-n-0000", "rita"),
+        ("decision", "reject", "fp-n-0001", "rita"),
+        ("decision", "skip", "fp-unknown", "rita"),
+        ("retract", None, "fp-unknown", "rita"),
+    ]
     for n, rec in enumerate(exported):
         msg, sig = tmp_path / f"msg{n}", tmp_path / f"msg{n}.sig"
         msg.write_bytes(rec["message"].encode("utf-8"))
         sig.write_text(rec["signature"])
         check = subprocess.run(
-            ["ssh-keygen", "-Y", "verify", "-f", str(workspace.allowed_signers_path),
-             "-I", rec["principal"], "-n", rec["namespace"], "-s", str(sig)],
-            stdin=open(msg, "rb"), capture_output=True, text=True)
+            [
+                "ssh-keygen",
+                "-Y",
+                "verify",
+                "-f",
+                str(workspace.allowed_signers_path),
+                "-I",
+                rec["principal"],
+                "-n",
+                rec["namespace"],
+                "-s",
+                str(sig),
+            ],
+            stdin=open(msg, "rb"),
+            capture_output=True,
+            text=True,
+        )
         assert check.returncode == 0, check.stderr
         assert f'Good "{rec["namespace"]}" signature for {rec["principal"]}' in check.stdout

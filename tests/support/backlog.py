@@ -7,10 +7,15 @@ from engine.workspace import BacklogItem
 
 
 def make_items(n: int, queue: str = "flagged_pairs", run_id: str = "run-1") -> list[BacklogItem]:
-    return [BacklogItem.make(queue, f"item-{i}", run_id,
-                             {"summary": {"title": f"item {i}", "score": i / max(n, 1)},
-                              "text": f"eval text {i}"})
-            for i in range(n)]
+    return [
+        BacklogItem.make(
+            queue,
+            f"item-{i}",
+            run_id,
+            {"summary": {"title": f"item {i}", "score": i / max(n, 1)}, "text": f"eval text {i}"},
+        )
+        for i in range(n)
+    ]
 
 
 def write_items_file(path, items) -> None:
@@ -22,6 +27,15 @@ def record_run(ws, run_id: str, *names: str) -> None:
     recording each file's SHA-256 as it is now, as a producer records its outputs."""
     from engine.artifacts import file_sha256
 
-    ws.ingest([], runs={run_id: {
-        "kind": "test", "inputs": {},
-        "artifacts": {name: file_sha256(ws.artifacts_dir / run_id / name) for name in names}}})
+    ws.ingest(
+        [],
+        runs={
+            run_id: {
+                "kind": "test",
+                "inputs": {},
+                "artifacts": {
+                    name: file_sha256(ws.artifacts_dir / run_id / name) for name in names
+                },
+            }
+        },
+    )

@@ -53,11 +53,14 @@ def split_into(directory: Path, rows: list[dict[str, Any]], names: list[str]) ->
     """Writes consecutive equal parts of the rows, one per name, in the names' order."""
     directory.mkdir(parents=True, exist_ok=True)
     bounds = [len(rows) * k // len(names) for k in range(len(names) + 1)]
-    return [write_shard(directory / name, rows[a:b])
-            for name, a, b in zip(names, bounds, bounds[1:])]
+    return [
+        write_shard(directory / name, rows[a:b]) for name, a, b in zip(names, bounds, bounds[1:])
+    ]
 
 
-def synthetic_pool(directory: Path, pool_size: int = 3000, eval_size: int = 300) -> tuple[Path, Path]:
+def synthetic_pool(
+    directory: Path, pool_size: int = 3000, eval_size: int = 300
+) -> tuple[Path, Path]:
     """Gives (eval.jsonl, pool.jsonl): a small pool with planted verbatim, edited and embedded copies."""
     data = make_synthetic(directory, pool_size=pool_size, eval_size=eval_size)
     return data.eval_path, data.pool_path
@@ -71,14 +74,16 @@ def config(eval_path: Path, pool: str, *, sharded: bool = True, **options: Any) 
         source = resolve_source("pool", pool, text_field="text", id_field="id")
     options.setdefault("embed", False)
     options.setdefault("ngram", NgramSettings())
-    return ScanConfig(eval=resolve_source("eval", str(eval_path), text_field="question",
-                                          id_field="id"),
-                      pool=source, **options)
+    return ScanConfig(
+        eval=resolve_source("eval", str(eval_path), text_field="question", id_field="id"),
+        pool=source,
+        **options,
+    )
 
 
 def scan(root: Path, eval_path: Path, pool: str, **options: Any) -> ScanOutcome:
     """Runs a scan in this process on the workspace at root (made if absent)."""
-    with (Workspace.open(root) if root.exists() else Workspace.init(root)) as ws:
+    with Workspace.open(root) if root.exists() else Workspace.init(root) as ws:
         return run_scan(ws, config(eval_path, pool, **options))
 
 
@@ -111,7 +116,7 @@ class ShardServer:
     """A real HTTP server on 127.0.0.1 serving a directory, failing reads on request."""
 
     def __init__(self, root: Path) -> None:
-        self.failures: dict[str, int] = {}   # file name -> GETs to fail (-1: every one)
+        self.failures: dict[str, int] = {}  # file name -> GETs to fail (-1: every one)
         self.gets: Counter[str] = Counter()
         handler = partial(_Handler, server_state=self, directory=str(root))
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)

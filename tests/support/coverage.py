@@ -33,8 +33,15 @@ def eval_rows(wrong: dict[str, int], sizes: dict[str, int] = SIZES) -> list[dict
         label = 0 if category == "benign" else 1
         for i in range(n):
             pred = 1 - label if i < wrong.get(category, 0) else label
-            rows.append({"case_id": f"{category}-{i:02d}", "label": label, "pred": pred,
-                         "category": category, "source": "test"})
+            rows.append(
+                {
+                    "case_id": f"{category}-{i:02d}",
+                    "label": label,
+                    "pred": pred,
+                    "category": category,
+                    "source": "test",
+                }
+            )
     return rows
 
 
@@ -44,9 +51,17 @@ def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
 
 
 def holdout_samples(sizes: dict[str, int] = SIZES) -> list[dict[str, Any]]:
-    return [{"case_id": f"{c}-{i:02d}", "text": f"{c} case number {i}",
-             "label_int": 0 if c == "benign" else 1, "category": c, "source_ref": "test"}
-            for c, n in sizes.items() for i in range(n)]
+    return [
+        {
+            "case_id": f"{c}-{i:02d}",
+            "text": f"{c} case number {i}",
+            "label_int": 0 if c == "benign" else 1,
+            "category": c,
+            "source_ref": "test",
+        }
+        for c, n in sizes.items()
+        for i in range(n)
+    ]
 
 
 class Authority:
@@ -56,18 +71,29 @@ class Authority:
         self.root = root
         generate(root / "trust", root / "private")
         self.trust = TrustRoot.at(root / "trust")
-        self.keys = {r: load_private_key(root / "private" / f"{r}.key")
-                     for r in ("scope", "holdout", "benchmark")}
+        self.keys = {
+            r: load_private_key(root / "private" / f"{r}.key")
+            for r in ("scope", "holdout", "benchmark")
+        }
 
     def sign(self, role: str, raw: bytes) -> bytes:
         return self.keys[role].sign(raw)
 
-    def holdout(self, samples: list[dict[str, Any]] | None = None, *, version: str = "1",
-                name: str = "holdout.json") -> tuple[Path, Path]:
+    def holdout(
+        self,
+        samples: list[dict[str, Any]] | None = None,
+        *,
+        version: str = "1",
+        name: str = "holdout.json",
+    ) -> tuple[Path, Path]:
         """Gives (manifest path, signature path) of a signed canonical holdout."""
-        manifest = {"schema_version": HOLDOUT_SCHEMA, "holdout_id": "test-holdout",
-                    "version": version, "created_at": "2025-06-01T00:00:00Z",
-                    "samples": samples if samples is not None else holdout_samples()}
+        manifest = {
+            "schema_version": HOLDOUT_SCHEMA,
+            "holdout_id": "test-holdout",
+            "version": version,
+            "created_at": "2025-06-01T00:00:00Z",
+            "samples": samples if samples is not None else holdout_samples(),
+        }
         raw = canonical_json(manifest)
         path = self.root / name
         path.write_bytes(raw)
@@ -75,27 +101,42 @@ class Authority:
         sig.write_bytes(self.sign("holdout", raw))
         return path, sig
 
-    def scope(self, holdout_path: Path, *, baseline: bytes | None = None,
-              candidate: str = V2, version: str = "v2",
-              expires: timedelta = timedelta(days=1), **override: Any) -> tuple[bytes, bytes]:
+    def scope(
+        self,
+        holdout_path: Path,
+        *,
+        baseline: bytes | None = None,
+        candidate: str = V2,
+        version: str = "v2",
+        expires: timedelta = timedelta(days=1),
+        **override: Any,
+    ) -> tuple[bytes, bytes]:
         """Gives (scope bytes, signature) binding a holdout and optionally a baseline."""
         value = {
-            "schema_version": SCOPE_SCHEMA, "policy_id": "test-policy", "policy_version": "1",
+            "schema_version": SCOPE_SCHEMA,
+            "policy_id": "test-policy",
+            "policy_version": "1",
             "expires_at": (datetime.now(timezone.utc) + expires).strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "candidate_sha256": candidate, "candidate_version": version,
+            "candidate_sha256": candidate,
+            "candidate_version": version,
             "holdout_manifest_sha256": sha256_hex(holdout_path.read_bytes()),
             "baseline_report_sha256": None if baseline is None else sha256_hex(baseline),
-            "required_categories": list(CATEGORIES), "benign_category": "benign",
-            "min_category_recall": 0.8, "max_benign_fpr": 0.1, "max_category_regression": 0.1,
-            "decision_store_timeout_seconds": 5, "threat_mappings": {},
+            "required_categories": list(CATEGORIES),
+            "benign_category": "benign",
+            "min_category_recall": 0.8,
+            "max_benign_fpr": 0.1,
+            "max_category_regression": 0.1,
+            "decision_store_timeout_seconds": 5,
+            "threat_mappings": {},
         }
         value.update(override)
         raw = canonical_json(value)
         return raw, self.sign("scope", raw)
 
 
-def detector_results(samples: list[dict[str, Any]], wrong: dict[str, int],
-                     detector: str, tag: str = "r") -> list[dict[str, Any]]:
+def detector_results(
+    samples: list[dict[str, Any]], wrong: dict[str, int], detector: str, tag: str = "r"
+) -> list[dict[str, Any]]:
     """Gives one recorded detector answer per sample; the first ``wrong[c]`` are misses."""
     seen: dict[str, int] = {}
     out = []
@@ -103,8 +144,14 @@ def detector_results(samples: list[dict[str, Any]], wrong: dict[str, int],
         seen[s["category"]] = seen.get(s["category"], 0) + 1
         miss = seen[s["category"]] <= wrong.get(s["category"], 0)
         malicious = (s["label_int"] == 1) != miss
-        out.append({"case_id": s["case_id"], "label": "malicious" if malicious else "benign",
-                    "detector_sha256": detector, "request_id": f"{tag}-{n}"})
+        out.append(
+            {
+                "case_id": s["case_id"],
+                "label": "malicious" if malicious else "benign",
+                "detector_sha256": detector,
+                "request_id": f"{tag}-{n}",
+            }
+        )
     return out
 
 
@@ -115,8 +162,9 @@ def scope_of(raw: bytes):
     return check_scope(json.loads(raw), raw, path="scope")
 
 
-def reserve_in_child(store: str, trust_dir: str, scope_raw: bytes, payload: bytes,
-                     barrier, results) -> None:
+def reserve_in_child(
+    store: str, trust_dir: str, scope_raw: bytes, payload: bytes, barrier, results
+) -> None:
     """Runs in a separate process: waits at the barrier, then reserves a genesis."""
     from engine.coverage.lineage import LineageStore
     from engine.errors import SealdeskError
@@ -139,8 +187,11 @@ def sample_benchmark(root: Path) -> tuple[Authority, Path, Path]:
     holdout (kept as ``baseline.json``, ELIGIBLE), then v2 measured against
     it. Returns (authority, benchmark path, signature path).
     """
-    from engine.coverage.benchmark import (derive_benchmark, evaluation_context,
-                                           predictions_from_results)
+    from engine.coverage.benchmark import (
+        derive_benchmark,
+        evaluation_context,
+        predictions_from_results,
+    )
     from engine.coverage.holdout import load_holdout
     from engine.coverage.policy import read_document
     from engine.coverage.scope import build_scope
@@ -153,24 +204,47 @@ def sample_benchmark(root: Path) -> tuple[Authority, Path, Path]:
     (root / "holdout.json.sig").write_bytes(signature)
     expires = datetime.now(timezone.utc) + timedelta(days=1)
     baseline = baseline_path = None
-    for template, predictions in (("scope-genesis.toml", "predictions_v1.jsonl"),
-                                  ("scope-candidate.toml", "predictions_v2.jsonl")):
+    for template, predictions in (
+        ("scope-genesis.toml", "predictions_v1.jsonl"),
+        ("scope-candidate.toml", "predictions_v2.jsonl"),
+    ):
         value, _ = read_document(SAMPLE / template)
-        scope_raw = build_scope(value, holdout_manifest_sha256=sha256_hex(manifest.read_bytes()),
-                                baseline_report_sha256=baseline and sha256_hex(baseline[0]),
-                                expires_at=expires, path=template)
+        scope_raw = build_scope(
+            value,
+            holdout_manifest_sha256=sha256_hex(manifest.read_bytes()),
+            baseline_report_sha256=baseline and sha256_hex(baseline[0]),
+            expires_at=expires,
+            path=template,
+        )
         scope_sig = auth.sign("scope", scope_raw)
-        sealed = load_holdout(manifest, root / "holdout.json.sig",
-                              sha256_hex(manifest.read_bytes()), auth.trust)
-        context = evaluation_context(sealed, value["candidate_sha256"],
-                                     value["candidate_version"], scope_raw, scope_sig,
-                                     auth.trust, baseline_raw=baseline and baseline[0],
-                                     baseline_signature=baseline and baseline[1])
-        rows = predictions_from_results(read_table(SAMPLE / predictions,
-                                                   DETECTOR_RESULT_COLUMNS),
-                                        sealed, value["candidate_sha256"])
-        raw = canonical_json(derive_benchmark(rows, sealed, value["candidate_sha256"],
-                                              value["candidate_version"], scope_raw, context))
+        sealed = load_holdout(
+            manifest, root / "holdout.json.sig", sha256_hex(manifest.read_bytes()), auth.trust
+        )
+        context = evaluation_context(
+            sealed,
+            value["candidate_sha256"],
+            value["candidate_version"],
+            scope_raw,
+            scope_sig,
+            auth.trust,
+            baseline_raw=baseline and baseline[0],
+            baseline_signature=baseline and baseline[1],
+        )
+        rows = predictions_from_results(
+            read_table(SAMPLE / predictions, DETECTOR_RESULT_COLUMNS),
+            sealed,
+            value["candidate_sha256"],
+        )
+        raw = canonical_json(
+            derive_benchmark(
+                rows,
+                sealed,
+                value["candidate_sha256"],
+                value["candidate_version"],
+                scope_raw,
+                context,
+            )
+        )
         baseline = (raw, auth.sign("benchmark", raw))
         if baseline_path is None:
             baseline_path = root / "baseline.json"

@@ -41,28 +41,45 @@ class Exam:
     def input_paths(self):
         from engine.exam.inputs import InputPaths
 
-        return InputPaths(self.paths["corpus"], self.paths["context"], self.paths["lane-a"],
-                          self.paths["lane-b"], self.paths["summary"], self.sha("context"),
-                          self.sha("summary"))
+        return InputPaths(
+            self.paths["corpus"],
+            self.paths["context"],
+            self.paths["lane-a"],
+            self.paths["lane-b"],
+            self.paths["summary"],
+            self.sha("context"),
+            self.sha("summary"),
+        )
 
     def rater_files(self):
         from engine.exam.runs import RaterFiles
 
         votes = self.paths.get("votes")
         sweep = self.paths.get("sweep")
-        return RaterFiles(votes, self.sha("votes") if votes else None,
-                          sweep, self.sha("sweep") if sweep else None)
+        return RaterFiles(
+            votes, self.sha("votes") if votes else None, sweep, self.sha("sweep") if sweep else None
+        )
 
     def cli_inputs(self) -> list[str]:
-        args = ["--corpus", self.paths["corpus"], "--context", self.paths["context"],
-                "--expected-context-sha256", self.sha("context"),
-                "--lane-a", self.paths["lane-a"], "--lane-b", self.paths["lane-b"],
-                "--labeling-summary", self.paths["summary"],
-                "--expected-labeling-summary-sha256", self.sha("summary")]
+        args = [
+            "--corpus",
+            self.paths["corpus"],
+            "--context",
+            self.paths["context"],
+            "--expected-context-sha256",
+            self.sha("context"),
+            "--lane-a",
+            self.paths["lane-a"],
+            "--lane-b",
+            self.paths["lane-b"],
+            "--labeling-summary",
+            self.paths["summary"],
+            "--expected-labeling-summary-sha256",
+            self.sha("summary"),
+        ]
         for name in ("votes", "sweep"):
             if name in self.paths:
-                args += [f"--{name}", self.paths[name], f"--expected-{name}-sha256",
-                         self.sha(name)]
+                args += [f"--{name}", self.paths[name], f"--expected-{name}-sha256", self.sha(name)]
         return [str(a) for a in args]
 
 
@@ -71,63 +88,125 @@ def lane_rows(lane: str, labels: dict[str, list | None]) -> list[dict[str, Any]]
     rows = []
     for cid, claims in labels.items():
         failed = claims is None
-        rows.append({"schema_version": 2, "lane": lane, "completion_id": cid,
-                     "status": "operational_failure" if failed else "ok", "claims": claims,
-                     "request_model": f"m-{lane}", "response_model": None if failed else f"m-{lane}",
-                     "attempts": 2 if failed else 1,
-                     "invalid_response_attempts": 0, "failed_request_attempts": 2 if failed else 0})
+        rows.append(
+            {
+                "schema_version": 2,
+                "lane": lane,
+                "completion_id": cid,
+                "status": "operational_failure" if failed else "ok",
+                "claims": claims,
+                "request_model": f"m-{lane}",
+                "response_model": None if failed else f"m-{lane}",
+                "attempts": 2 if failed else 1,
+                "invalid_response_attempts": 0,
+                "failed_request_attempts": 2 if failed else 0,
+            }
+        )
     return rows
 
 
-def summary_for(corpus: bytes, context: bytes, lanes: dict[str, bytes],
-                rows: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+def summary_for(
+    corpus: bytes, context: bytes, lanes: dict[str, bytes], rows: dict[str, list[dict[str, Any]]]
+) -> dict[str, Any]:
     """Gives a labeling summary consistent with the given files."""
     entries = {}
     for lane, data in lanes.items():
         r = rows[lane]
         entries[lane] = {
-            "request_model": f"m-{lane}", "model_identity": f"m-{lane}",
-            "request_profile": "deterministic-v1", "labels_sha256": sha256_hex(data),
-            "rows": len(r), "ok": sum(x["status"] == "ok" for x in r),
+            "request_model": f"m-{lane}",
+            "model_identity": f"m-{lane}",
+            "request_profile": "deterministic-v1",
+            "labels_sha256": sha256_hex(data),
+            "rows": len(r),
+            "ok": sum(x["status"] == "ok" for x in r),
             "operational_failure": sum(x["status"] != "ok" for x in r),
             "invalid_response_attempts": sum(x["invalid_response_attempts"] for x in r),
-            "failed_request_attempts": sum(x["failed_request_attempts"] for x in r)}
-    return {"schema_version": 2, "protocol_version": PROTOCOL_VERSION,
-            "rubric": {"id": RUBRIC_ID, "sha256": rubric_sha256()},
-            "corpus_sha256": sha256_hex(corpus), "context_sha256": sha256_hex(context),
-            "lanes": entries}
+            "failed_request_attempts": sum(x["failed_request_attempts"] for x in r),
+        }
+    return {
+        "schema_version": 2,
+        "protocol_version": PROTOCOL_VERSION,
+        "rubric": {"id": RUBRIC_ID, "sha256": rubric_sha256()},
+        "corpus_sha256": sha256_hex(corpus),
+        "context_sha256": sha256_hex(context),
+        "lanes": entries,
+    }
 
 
-def write_exam(directory: Path, texts: dict[str, str], lane_a: dict[str, list | None],
-               lane_b: dict[str, list | None], *, votes: list[dict[str, Any]] | None = None,
-               sweep: dict[str, list | str | None] | None = None) -> Exam:
+def write_exam(
+    directory: Path,
+    texts: dict[str, str],
+    lane_a: dict[str, list | None],
+    lane_b: dict[str, list | None],
+    *,
+    votes: list[dict[str, Any]] | None = None,
+    sweep: dict[str, list | str | None] | None = None,
+) -> Exam:
     """Writes corpus, context, both lanes, a consistent summary, and optional rater files."""
     directory.mkdir(parents=True, exist_ok=True)
     exam = Exam(directory, texts)
-    corpus = jsonl([{"schema_version": 1, "completion_id": cid, "session_id": "s1",
-                     "target_turn_id": "turn-1", "completion_text": text}
-                    for cid, text in texts.items()])
-    context = jsonl([{"schema_version": 1, "completion_id": cid, "session_id": "s1",
-                      "target_turn_id": "turn-1", "preceding_turn_id": "turn-0",
-                      "messages": [{"role": "user", "content": f"question for {cid}?"}]}
-                     for cid in texts])
+    corpus = jsonl(
+        [
+            {
+                "schema_version": 1,
+                "completion_id": cid,
+                "session_id": "s1",
+                "target_turn_id": "turn-1",
+                "completion_text": text,
+            }
+            for cid, text in texts.items()
+        ]
+    )
+    context = jsonl(
+        [
+            {
+                "schema_version": 1,
+                "completion_id": cid,
+                "session_id": "s1",
+                "target_turn_id": "turn-1",
+                "preceding_turn_id": "turn-0",
+                "messages": [{"role": "user", "content": f"question for {cid}?"}],
+            }
+            for cid in texts
+        ]
+    )
     rows = {"lane-a": lane_rows("lane-a", lane_a), "lane-b": lane_rows("lane-b", lane_b)}
     lanes = {lane: jsonl(r) for lane, r in rows.items()}
-    files = {"corpus": corpus, "context": context, **lanes,
-             "summary": canonical_json(summary_for(corpus, context, lanes, rows))}
-    names = {"corpus": "corpus.jsonl", "context": "context.jsonl",
-             "lane-a": "lane-a.labels.jsonl", "lane-b": "lane-b.labels.jsonl",
-             "summary": "labeling-summary.json"}
+    files = {
+        "corpus": corpus,
+        "context": context,
+        **lanes,
+        "summary": canonical_json(summary_for(corpus, context, lanes, rows)),
+    }
+    names = {
+        "corpus": "corpus.jsonl",
+        "context": "context.jsonl",
+        "lane-a": "lane-a.labels.jsonl",
+        "lane-b": "lane-b.labels.jsonl",
+        "summary": "labeling-summary.json",
+    }
     if votes is not None:
         files["votes"] = jsonl([{"schema_version": 1, **v} for v in votes])
         names["votes"] = "votes.jsonl"
     if sweep is not None:
         # per completion: a list of claims (ok), None (operational_failure) or "not_run"
-        files["sweep"] = jsonl([{"schema_version": 1, "completion_id": cid,
-                                 "status": ("not_run" if c == "not_run" else
-                                            "operational_failure" if c is None else "ok"),
-                                 "claims": c if isinstance(c, list) else None}
-                                for cid, c in sweep.items()])
+        files["sweep"] = jsonl(
+            [
+                {
+                    "schema_version": 1,
+                    "completion_id": cid,
+                    "status": (
+                        "not_run"
+                        if c == "not_run"
+                        else "operational_failure"
+                        if c is None
+                        else "ok"
+                    ),
+                    "claims": c if isinstance(c, list) else None,
+                }
+                for cid, c in sweep.items()
+            ]
+        )
         names["sweep"] = "sweep.jsonl"
     for key, data in files.items():
         path = directory / names[key]
@@ -171,16 +250,27 @@ def write_replay(path: Path, rows: dict[str, list[tuple] | None], texts: dict[st
     out = []
     for cid, found in rows.items():
         if found is None:
-            out.append({"schema_version": 1, "completion_id": cid,
-                        "status": "operational_failure", "candidates": None})
+            out.append(
+                {
+                    "schema_version": 1,
+                    "completion_id": cid,
+                    "status": "operational_failure",
+                    "candidates": None,
+                }
+            )
             continue
         cands = []
         for did, trigger, family, entity in found:
             start = texts[cid].index(trigger)
-            cands.append({"candidate_id": did, "trigger_start": start,
-                          "trigger_end": start + len(trigger), "family": family,
-                          "entity": entity})
-        out.append({"schema_version": 1, "completion_id": cid, "status": "ok",
-                    "candidates": cands})
+            cands.append(
+                {
+                    "candidate_id": did,
+                    "trigger_start": start,
+                    "trigger_end": start + len(trigger),
+                    "family": family,
+                    "entity": entity,
+                }
+            )
+        out.append({"schema_version": 1, "completion_id": cid, "status": "ok", "candidates": cands})
     path.write_bytes(jsonl(out))
     return path

@@ -21,9 +21,18 @@ Respond = Callable[[str, dict[str, Any]], tuple[int, dict[str, str], Any]]
 
 def chat(model: str, content: Any) -> dict[str, Any]:
     """Gives a chat-completion envelope whose message content is the JSON of ``content``."""
-    return {"id": "x", "object": "chat.completion", "model": model,
-            "choices": [{"index": 0, "finish_reason": "stop",
-                         "message": {"role": "assistant", "content": json.dumps(content)}}]}
+    return {
+        "id": "x",
+        "object": "chat.completion",
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "stop",
+                "message": {"role": "assistant", "content": json.dumps(content)},
+            }
+        ],
+    }
 
 
 def blind(body: dict[str, Any]) -> dict[str, Any]:
@@ -63,11 +72,21 @@ class Endpoint:
                 with outer.lock:
                     outer.requests.append((self.path, body, dict(self.headers)))
                 only = (body.get("provider") or {}).get("only")
-                if outer.honour_routing and isinstance(only, list) and not set(only) & set(
-                        PROVIDERS):
-                    status, headers, answer = 404, {}, {"error": {
-                        "code": 404,
-                        "message": "No allowed providers are available for the selected model."}}
+                if (
+                    outer.honour_routing
+                    and isinstance(only, list)
+                    and not set(only) & set(PROVIDERS)
+                ):
+                    status, headers, answer = (
+                        404,
+                        {},
+                        {
+                            "error": {
+                                "code": 404,
+                                "message": "No allowed providers are available for the selected model.",
+                            }
+                        },
+                    )
                 else:
                     status, headers, answer = outer.respond(self.path, body)
                 data = b"" if answer is None else json.dumps(answer).encode()

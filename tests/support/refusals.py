@@ -13,8 +13,11 @@ def snapshot(ws: Path) -> dict[str, bytes]:
     conn = sqlite3.connect(ws / "sealdesk.db")
     dump = "\n".join(conn.iterdump()).encode()
     conn.close()
-    files = {str(p.relative_to(ws)): p.read_bytes() for p in ws.rglob("*")
-             if p.is_file() and not p.name.startswith("sealdesk.db")}
+    files = {
+        str(p.relative_to(ws)): p.read_bytes()
+        for p in ws.rglob("*")
+        if p.is_file() and not p.name.startswith("sealdesk.db")
+    }
     return {"db": dump, **files}
 
 

@@ -17,9 +17,9 @@ class Desk:
     """A workspace with items of every shape and enrolled keys (paths to private keys)."""
 
     ws: Workspace
-    rita: Path      # reviewer
-    adam: Path      # adjudicator
-    lena: Path      # lead and reviewer
+    rita: Path  # reviewer
+    adam: Path  # adjudicator
+    lena: Path  # lead and reviewer
 
 
 def populate(ws: Workspace, enrol) -> Desk:
@@ -38,9 +38,11 @@ def records(ws: Workspace) -> list[tuple]:
     test durably added. An authority record written later is still listed."""
     conn = sqlite3.connect(ws.db_path)
     try:
-        rows = conn.execute("SELECT kind, queue, item_id, decision, principal, role, "
-                            "json_extract(message, '$.note'), retracts "
-                            "FROM records ORDER BY seq").fetchall()
+        rows = conn.execute(
+            "SELECT kind, queue, item_id, decision, principal, role, "
+            "json_extract(message, '$.note'), retracts "
+            "FROM records ORDER BY seq"
+        ).fetchall()
     finally:
         conn.close()
     opening = 0

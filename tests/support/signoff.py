@@ -24,13 +24,21 @@ def mth(messages: list[bytes]) -> bytes:
 
 def pair(n: int) -> BacklogItem:
     """Gives flagged pair n of run-1, scored lower the higher n is."""
-    return BacklogItem.make("flagged_pairs", f"fp-{n}", "run-1", {
-        "summary": {"title": f"pair {n}", "score": 0.9 - n / 10, "tags": []}, "n": n})
+    return BacklogItem.make(
+        "flagged_pairs",
+        f"fp-{n}",
+        "run-1",
+        {"summary": {"title": f"pair {n}", "score": 0.9 - n / 10, "tags": []}, "n": n},
+    )
 
 
 # The one weak category of the sign-off tests' run-1.
-WEAK = BacklogItem.make("weak_categories", "weak-obfuscation", "run-1", {
-    "summary": {"title": "obfuscation", "score": 0.5, "tags": []}})
+WEAK = BacklogItem.make(
+    "weak_categories",
+    "weak-obfuscation",
+    "run-1",
+    {"summary": {"title": "obfuscation", "score": 0.5, "tags": []}},
+)
 
 
 def write_run_artifacts(ws) -> dict[str, str]:
@@ -38,21 +46,33 @@ def write_run_artifacts(ws) -> dict[str, str]:
     gives each artifact's SHA-256 by its path under artifacts/."""
     files = {
         "contam-1/contamination_report.json": {
-            "test": {"name": "gsm", "n": 40}, "counts": {"total_flagged_items": 5},
-            "leakage_rate": 0.125},
+            "test": {"name": "gsm", "n": 40},
+            "counts": {"total_flagged_items": 5},
+            "leakage_rate": 0.125,
+        },
         "clean-1/clean_report.json": {
-            "leakage_rate_before": 0.125, "leakage_rate_after": 0.0,
+            "leakage_rate_before": 0.125,
+            "leakage_rate_after": 0.0,
             "dropped": ["q1", "q7", "q9"],
-            "power": {"before": {"min_detectable_difference": 0.21},
-                      "after": {"min_detectable_difference": 0.23}}},
+            "power": {
+                "before": {"min_detectable_difference": 0.21},
+                "after": {"min_detectable_difference": 0.23},
+            },
+        },
         "exam-1/exam-score.json": {
             "status": "FAIL",
-            "gates": {"precision": {"value": 0.75, "threshold": ">= 0.70", "passed": True},
-                      "recall": {"value": 0.35, "threshold": ">= 0.40", "passed": False}}},
-        "cov-1/coverage-evidence.json": {"benchmark": {
-            "eligibility": "HOLD",
-            "stratified_report": [{"category": "benign"}, {"category": "obfuscation"}],
-            "weak_categories": [{"category": "obfuscation", "issue": "low_recall"}]}},
+            "gates": {
+                "precision": {"value": 0.75, "threshold": ">= 0.70", "passed": True},
+                "recall": {"value": 0.35, "threshold": ">= 0.40", "passed": False},
+            },
+        },
+        "cov-1/coverage-evidence.json": {
+            "benchmark": {
+                "eligibility": "HOLD",
+                "stratified_report": [{"category": "benign"}, {"category": "obfuscation"}],
+                "weak_categories": [{"category": "obfuscation", "issue": "low_recall"}],
+            }
+        },
     }
     hashes = {}
     for path, doc in files.items():

@@ -48,12 +48,20 @@ def ensure_sshd() -> str:
 
         with open("/tmp/sealdesk-test-apt.lock", "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
-            status = subprocess.run(["dpkg-query", "-W", "-f=${Status}", "openssh-server"],
-                                    capture_output=True, text=True).stdout
+            status = subprocess.run(
+                ["dpkg-query", "-W", "-f=${Status}", "openssh-server"],
+                capture_output=True,
+                text=True,
+            ).stdout
             if status != "install ok installed":
-                subprocess.run("apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get "
-                               "install -y -qq --no-install-recommends openssh-server",
-                               shell=True, check=True, capture_output=True, timeout=900)
+                subprocess.run(
+                    "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get "
+                    "install -y -qq --no-install-recommends openssh-server",
+                    shell=True,
+                    check=True,
+                    capture_output=True,
+                    timeout=900,
+                )
     return require_tool("sshd")
 
 
@@ -87,25 +95,56 @@ class SshServer:
 
     def authorize(self, pub: Path, command: str | None = None) -> None:
         """Adds a key to authorized_keys, locked to a forced command when given."""
-        options = (f'command="{command}",restrict,pty,agent-forwarding '
-                   if command else "")
+        options = f'command="{command}",restrict,pty,agent-forwarding ' if command else ""
         with open(self.authorized_keys, "a", encoding="utf-8") as handle:
             handle.write(options + pub.read_text(encoding="utf-8").strip() + "\n")
 
     def argv(self, remote: str, *, forward: bool = True, tty: bool = False) -> list[str]:
         """Gives the ssh client command line for one remote command."""
-        return ["ssh", "-F", "/dev/null", "-o", "BatchMode=yes",
-                "-o", f"UserKnownHostsFile={self.known_hosts}",
-                "-o", "GlobalKnownHostsFile=/dev/null", "-o", "StrictHostKeyChecking=yes",
-                "-o", "LogLevel=ERROR", "-o", f"SetEnv=PYTHONPATH={REPO}",
-                "-p", str(self.port), "-l", self.user,
-                "-A" if forward else "-a", "-t" if tty else "-T", "127.0.0.1", remote]
+        return [
+            "ssh",
+            "-F",
+            "/dev/null",
+            "-o",
+            "BatchMode=yes",
+            "-o",
+            f"UserKnownHostsFile={self.known_hosts}",
+            "-o",
+            "GlobalKnownHostsFile=/dev/null",
+            "-o",
+            "StrictHostKeyChecking=yes",
+            "-o",
+            "LogLevel=ERROR",
+            "-o",
+            f"SetEnv=PYTHONPATH={REPO}",
+            "-p",
+            str(self.port),
+            "-l",
+            self.user,
+            "-A" if forward else "-a",
+            "-t" if tty else "-T",
+            "127.0.0.1",
+            remote,
+        ]
 
-    def run(self, remote: str, agent: Path, *, forward: bool = True, input: str | None = None,
-            timeout: float = 120) -> subprocess.CompletedProcess:
+    def run(
+        self,
+        remote: str,
+        agent: Path,
+        *,
+        forward: bool = True,
+        input: str | None = None,
+        timeout: float = 120,
+    ) -> subprocess.CompletedProcess:
         env = {**os.environ, "SSH_AUTH_SOCK": str(agent)}
-        return subprocess.run(self.argv(remote, forward=forward), env=env, input=input,
-                              capture_output=True, text=True, timeout=timeout)
+        return subprocess.run(
+            self.argv(remote, forward=forward),
+            env=env,
+            input=input,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
 
 
 def _free_port() -> int:
@@ -122,8 +161,9 @@ def serve_sshd(tmp_path: Path) -> Iterator[SshServer]:
     base.mkdir()
     home = tmp_path / "review-home"
     home.mkdir()
-    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(base / "host")],
-                   check=True)
+    subprocess.run(
+        ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(base / "host")], check=True
+    )
     authorized = base / "authorized_keys"
     authorized.touch(mode=0o600)
     if os.geteuid() == 0:
@@ -131,19 +171,38 @@ def serve_sshd(tmp_path: Path) -> Iterator[SshServer]:
     for _attempt in range(3):
         port = _free_port()
         config = base / "sshd_config"
-        config.write_text("\n".join([
-            f"Port {port}", "ListenAddress 127.0.0.1", f"HostKey {base / 'host'}",
-            f"PidFile {base / 'sshd.pid'}", f"AuthorizedKeysFile {authorized}",
-            "PubkeyAuthentication yes", "PasswordAuthentication no",
-            "KbdInteractiveAuthentication no", "PermitRootLogin prohibit-password",
-            "UsePAM no", "StrictModes no", "AllowAgentForwarding yes", "PrintMotd no",
-            "AcceptEnv PYTHONPATH", f"SetEnv HOME={home}", "LogLevel VERBOSE", ""]))
+        config.write_text(
+            "\n".join(
+                [
+                    f"Port {port}",
+                    "ListenAddress 127.0.0.1",
+                    f"HostKey {base / 'host'}",
+                    f"PidFile {base / 'sshd.pid'}",
+                    f"AuthorizedKeysFile {authorized}",
+                    "PubkeyAuthentication yes",
+                    "PasswordAuthentication no",
+                    "KbdInteractiveAuthentication no",
+                    "PermitRootLogin prohibit-password",
+                    "UsePAM no",
+                    "StrictModes no",
+                    "AllowAgentForwarding yes",
+                    "PrintMotd no",
+                    "AcceptEnv PYTHONPATH",
+                    f"SetEnv HOME={home}",
+                    "LogLevel VERBOSE",
+                    "",
+                ]
+            )
+        )
         log = open(base / "sshd.log", "wb")
-        proc = subprocess.Popen([sshd_path, "-D", "-e", "-f", str(config)], stderr=log,
-                                stdout=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            [sshd_path, "-D", "-e", "-f", str(config)], stderr=log, stdout=subprocess.DEVNULL
+        )
         listening = f"Server listening on 127.0.0.1 port {port}".encode()
-        wait_for(lambda: listening in (base / "sshd.log").read_bytes() or proc.poll() is not None,
-                 "sshd to listen")
+        wait_for(
+            lambda: listening in (base / "sshd.log").read_bytes() or proc.poll() is not None,
+            "sshd to listen",
+        )
         if proc.poll() is None:
             break
         log.close()
@@ -166,12 +225,19 @@ def serve_agents(tmp_path: Path) -> Iterator[Callable[[str, Path], Path]]:
 
     def start(name: str, key: Path) -> Path:
         sock = tmp_path / f"agent-{name}.sock"
-        proc = subprocess.Popen(["ssh-agent", "-D", "-a", str(sock)],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            ["ssh-agent", "-D", "-a", str(sock)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         started.append(proc)
         wait_for(sock.exists, f"ssh-agent for {name}")
-        subprocess.run(["ssh-add", "-q", str(key)], env={**os.environ, "SSH_AUTH_SOCK": str(sock)},
-                       check=True, capture_output=True)
+        subprocess.run(
+            ["ssh-add", "-q", str(key)],
+            env={**os.environ, "SSH_AUTH_SOCK": str(sock)},
+            check=True,
+            capture_output=True,
+        )
         return sock
 
     yield start
@@ -184,10 +250,16 @@ def secrets_of(key: Path) -> list[bytes]:
     """Gives byte strings that would reveal a private key if found in a file."""
     pem = key.read_bytes()
     private = serialization.load_ssh_private_key(pem, password=None)
-    seed = private.private_bytes(serialization.Encoding.Raw, serialization.PrivateFormat.Raw,
-                                 serialization.NoEncryption())
-    return [pem, seed, seed.hex().encode(), base64.b64encode(seed),
-            base64.urlsafe_b64encode(seed).rstrip(b"=")]
+    seed = private.private_bytes(
+        serialization.Encoding.Raw, serialization.PrivateFormat.Raw, serialization.NoEncryption()
+    )
+    return [
+        pem,
+        seed,
+        seed.hex().encode(),
+        base64.b64encode(seed),
+        base64.urlsafe_b64encode(seed).rstrip(b"="),
+    ]
 
 
 def files_holding(root: Path, needles: list[bytes]) -> list[Path]:
@@ -202,13 +274,20 @@ def files_holding(root: Path, needles: list[bytes]) -> list[Path]:
 
 
 def items(queue: str, prefix: str, n: int) -> list[BacklogItem]:
-    return [BacklogItem.make(queue, f"{prefix}-{i}", "run-1",
-                             {"summary": {"title": f"{prefix} {i}", "score": None, "tags": []}})
-            for i in range(n)]
+    return [
+        BacklogItem.make(
+            queue,
+            f"{prefix}-{i}",
+            "run-1",
+            {"summary": {"title": f"{prefix} {i}", "score": None, "tags": []}},
+        )
+        for i in range(n)
+    ]
 
 
-def found_and_enrol(ws: Workspace, lead: str, lead_key: Path,
-                    others: dict[str, tuple[str, Path]]) -> None:
+def found_and_enrol(
+    ws: Workspace, lead: str, lead_key: Path, others: dict[str, tuple[str, Path]]
+) -> None:
     """Founds ws's empty ledger with the lead's key (the genesis), then has the lead enrol
     each other person (name -> (role, private key path)) by their public key."""
     signer = FileSigner(lead_key)
@@ -238,16 +317,21 @@ def review_host(tmp_path: Path, keygen) -> Iterator[tuple[Workspace, Path]]:
     ws.close()
 
 
-def people_with_agents(ws: Workspace, people: dict[str, str], *, keygen, agents, sshd,
-                       command: str | None = None) -> dict[str, Path]:
+def people_with_agents(
+    ws: Workspace, people: dict[str, str], *, keygen, agents, sshd, command: str | None = None
+) -> dict[str, Path]:
     """Founds ws's empty ledger with the key of the one person whose role is lead, who
     enrols the others (name -> role) in the order given: len(people) authority records.
     Then lets each key into sshd and into an agent of its own and deletes the key file;
     gives each person's agent socket."""
     keys = {name: keygen(name) for name in people}
     (lead,) = [name for name, role in people.items() if role == "lead"]
-    found_and_enrol(ws, lead, keys[lead],
-                    {name: (role, keys[name]) for name, role in people.items() if name != lead})
+    found_and_enrol(
+        ws,
+        lead,
+        keys[lead],
+        {name: (role, keys[name]) for name, role in people.items() if name != lead},
+    )
     socks = {}
     for name, key in keys.items():
         sshd.authorize(Path(f"{key}.pub"), command=command)
@@ -269,13 +353,34 @@ def gate_command(ws: Workspace) -> str:
     return f"env PYTHONPATH={REPO} {PY} -m engine.cli --workspace {ws.root} ssh-gate"
 
 
-def keygen_verify(allowed_signers: Path, principal: str, namespace: str, message: bytes,
-                  signature: str, where: Path) -> subprocess.CompletedProcess:
+def keygen_verify(
+    allowed_signers: Path,
+    principal: str,
+    namespace: str,
+    message: bytes,
+    signature: str,
+    where: Path,
+) -> subprocess.CompletedProcess:
     """Gives ``ssh-keygen -Y verify``'s result for a message and its armored SSHSIG."""
     msg, sig = where / "keygen-msg", where / "keygen-msg.sig"
     msg.write_bytes(message)
     sig.write_text(signature)
     with open(msg, "rb") as stdin:
-        return subprocess.run(["ssh-keygen", "-Y", "verify", "-f", str(allowed_signers),
-                               "-I", principal, "-n", namespace, "-s", str(sig)],
-                              stdin=stdin, capture_output=True, text=True)
+        return subprocess.run(
+            [
+                "ssh-keygen",
+                "-Y",
+                "verify",
+                "-f",
+                str(allowed_signers),
+                "-I",
+                principal,
+                "-n",
+                namespace,
+                "-s",
+                str(sig),
+            ],
+            stdin=stdin,
+            capture_output=True,
+            text=True,
+        )

@@ -22,20 +22,40 @@ class Tmux:
         self.pid: int | None = None
 
     def __call__(self, *args: str) -> str:
-        return subprocess.run([*self.base, *args], capture_output=True, text=True,
-                              check=True).stdout
+        return subprocess.run(
+            [*self.base, *args], capture_output=True, text=True, check=True
+        ).stdout
 
-    def new(self, name: str, command: str, width: int = 100, height: int = 30,
-            env: dict[str, str] | None = None) -> None:
+    def new(
+        self,
+        name: str,
+        command: str,
+        width: int = 100,
+        height: int = 30,
+        env: dict[str, str] | None = None,
+    ) -> None:
         """Starts a detached session running a shell command (the first starts the server).
 
         ``env`` is exported inside the session's shell: a tmux server started
         earlier would not pass a new client's environment on.
         """
         exports = "".join(f"export {k}={shlex.quote(v)}; " for k, v in (env or {}).items())
-        subprocess.run([*self.base, "new-session", "-d", "-s", name, "-x", str(width),
-                        "-y", str(height), exports + command],
-                       env={**os.environ, "LANG": "C.UTF-8"}, check=True)
+        subprocess.run(
+            [
+                *self.base,
+                "new-session",
+                "-d",
+                "-s",
+                name,
+                "-x",
+                str(width),
+                "-y",
+                str(height),
+                exports + command,
+            ],
+            env={**os.environ, "LANG": "C.UTF-8"},
+            check=True,
+        )
         if self.pid is None:
             self.pid = int(self("display-message", "-p", "#{pid}"))
 
@@ -54,5 +74,4 @@ class Tmux:
             if text in shown:
                 return shown
             time.sleep(0.1)
-        raise AssertionError(f"{text!r} never appeared in {name}; screen was:\n"
-                             f"{self.screen(name)}")
+        raise AssertionError(f"{text!r} never appeared in {name}; screen was:\n{self.screen(name)}")

@@ -55,11 +55,16 @@ def run_reference(eval_path: str, pool_path: str, limit: int | None) -> dict[str
                 break
     result = reference_scan(eval_texts, pool_texts)
     seconds = time.perf_counter() - started
-    return {"side": "reference", "pool_docs": len(pool_texts), "seconds": seconds,
-            "peak_rss_kb": _rss_kb(), "processes": 1,
-            "ngram_pairs": [[e, p] for e, p, _ in result.pool_hits],
-            "estimates": [[e, p, est] for e, p, est in result.pool_hits],
-            "internal_pairs": [[a, b] for a, b, _ in result.internal_hits]}
+    return {
+        "side": "reference",
+        "pool_docs": len(pool_texts),
+        "seconds": seconds,
+        "peak_rss_kb": _rss_kb(),
+        "processes": 1,
+        "ngram_pairs": [[e, p] for e, p, _ in result.pool_hits],
+        "estimates": [[e, p, est] for e, p, est in result.pool_hits],
+        "internal_pairs": [[a, b] for a, b, _ in result.internal_hits],
+    }
 
 
 def run_sealdesk(eval_path: str, pool_path: str, jobs: int | None) -> dict[str, Any]:
@@ -82,23 +87,35 @@ def run_sealdesk(eval_path: str, pool_path: str, jobs: int | None) -> dict[str, 
     scan = scan_pool(pool_source, index, jobs=jobs)
     seconds = time.perf_counter() - started
     jaccard = sorted([p.eval_index, p.doc] for p in scan.pairs if p.jaccard >= settings.jaccard)
-    containment = sorted([p.eval_index, p.doc] for p in scan.pairs
-                         if p.containment >= settings.containment)
+    containment = sorted(
+        [p.eval_index, p.doc] for p in scan.pairs if p.containment >= settings.containment
+    )
     exact = {f"{p.eval_index},{p.doc}": p.jaccard for p in scan.pairs}
-    return {"side": "sealdesk", "pool_docs": scan.n, "seconds": seconds,
-            "main_peak_rss_kb": _rss_kb(), "worker_peak_rss_kb": scan.worker_peak_rss_kb,
-            "peak_rss_kb": _rss_kb() + sum(v for pid, v in scan.worker_peak_rss_kb.items()
-                                           if pid != os.getpid()),
-            "processes": scan.jobs + (1 if scan.jobs > 1 else 0),
-            "ngram_pairs": jaccard, "containment_pairs": containment,
-            "exact_jaccard": exact, "candidates": scan.candidates,
-            "internal_pairs": sorted([a, b] for (a, b), p in internal_pairs.items()
-                                     if p.jaccard >= settings.jaccard)}
+    return {
+        "side": "sealdesk",
+        "pool_docs": scan.n,
+        "seconds": seconds,
+        "main_peak_rss_kb": _rss_kb(),
+        "worker_peak_rss_kb": scan.worker_peak_rss_kb,
+        "peak_rss_kb": _rss_kb()
+        + sum(v for pid, v in scan.worker_peak_rss_kb.items() if pid != os.getpid()),
+        "processes": scan.jobs + (1 if scan.jobs > 1 else 0),
+        "ngram_pairs": jaccard,
+        "containment_pairs": containment,
+        "exact_jaccard": exact,
+        "candidates": scan.candidates,
+        "internal_pairs": sorted(
+            [a, b] for (a, b), p in internal_pairs.items() if p.jaccard >= settings.jaccard
+        ),
+    }
 
 
 def _side(args: list[str]) -> dict[str, Any]:
-    proc = subprocess.run([sys.executable, "-m", "engine.contamination.bench.against_seed", *args],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "engine.contamination.bench.against_seed", *args],
+        capture_output=True,
+        text=True,
+    )
     if proc.returncode != 0:
         raise click.ClickException(f"benchmark side failed:\n{proc.stderr[-2000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -124,31 +141,75 @@ def _exact_jaccard(eval_path: Path, pool_path: Path, pairs: list[list[int]]) -> 
 
 
 @click.command("contamination")
-@click.option("--pool-size", default=100_000, show_default=True, type=click.IntRange(min=1),
-              help="Synthetic pool documents (about 500 bytes each).")
-@click.option("--eval-size", default=1319, show_default=True, type=click.IntRange(min=1),
-              help="Synthetic eval items.")
-@click.option("--reference-size", type=click.IntRange(min=1), default=None,
-              help="Pool documents the seed's reference runs on (default: all, at most "
-                   "100000; it needs ~11 GB of RSS for 1M). Pairs are compared on this prefix.")
+@click.option(
+    "--pool-size",
+    default=100_000,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Synthetic pool documents (about 500 bytes each).",
+)
+@click.option(
+    "--eval-size",
+    default=1319,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Synthetic eval items.",
+)
+@click.option(
+    "--reference-size",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Pool documents the seed's reference runs on (default: all, at most "
+    "100000; it needs ~11 GB of RSS for 1M). Pairs are compared on this prefix.",
+)
 @click.option("--no-reference", is_flag=True, help="Run sealdesk only.")
-@click.option("--jobs", type=click.IntRange(min=1),
-              default=None, help="sealdesk worker processes (default: all).")
-@click.option("--data-dir", type=click.Path(file_okay=False), default=None,
-              help="Where the generated files live (reused when present).")
-@click.option("--backend", type=click.Choice(["local", "ray"]), default=None,
-              help="Instead: the sharded scan's scaling on this backend (default pool 4M "
-                   "docs in 16 shards, 1 then 2 workers).")
-@click.option("--shards", type=click.IntRange(min=1), default=16, show_default=True,
-              help="With --backend: pool files.")
-@click.option("--workers", default="1,2", show_default=True,
-              help="With --backend: worker counts to run, in order.")
+@click.option(
+    "--jobs",
+    type=click.IntRange(min=1),
+    default=None,
+    help="sealdesk worker processes (default: all).",
+)
+@click.option(
+    "--data-dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Where the generated files live (reused when present).",
+)
+@click.option(
+    "--backend",
+    type=click.Choice(["local", "ray"]),
+    default=None,
+    help="Instead: the sharded scan's scaling on this backend (default pool 4M "
+    "docs in 16 shards, 1 then 2 workers).",
+)
+@click.option(
+    "--shards",
+    type=click.IntRange(min=1),
+    default=16,
+    show_default=True,
+    help="With --backend: pool files.",
+)
+@click.option(
+    "--workers",
+    default="1,2",
+    show_default=True,
+    help="With --backend: worker counts to run, in order.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.pass_context
-def bench_contamination(click_ctx: click.Context, pool_size: int, eval_size: int,
-                        reference_size: int | None, no_reference: bool, jobs: int | None,
-                        data_dir: str | None, backend: str | None, shards: int, workers: str,
-                        as_json: bool) -> None:
+def bench_contamination(
+    click_ctx: click.Context,
+    pool_size: int,
+    eval_size: int,
+    reference_size: int | None,
+    no_reference: bool,
+    jobs: int | None,
+    data_dir: str | None,
+    backend: str | None,
+    shards: int,
+    workers: str,
+    as_json: bool,
+) -> None:
     """sealdesk's n-gram channels against the seed's datasketch code.
 
     Generates an eval set and a pool with planted leaks (verbatim, one word
@@ -184,18 +245,24 @@ def bench_contamination(click_ctx: click.Context, pool_size: int, eval_size: int
         if not counts or min(counts) < 1 or shards < 1:
             raise click.BadParameter("give worker counts like 1,2 and at least one shard")
         if shards > size:  # an empty shard file is no pool: the scan would refuse it
-            raise click.BadParameter(f"{shards} shards of {size} documents leave some empty; "
-                                     "give at most one shard per document",
-                                     param_hint="'--shards'")
+            raise click.BadParameter(
+                f"{shards} shards of {size} documents leave some empty; "
+                "give at most one shard per document",
+                param_hint="'--shards'",
+            )
         bench_scaling(backend, size, eval_size, shards, counts, data_dir, as_json)
         return
     from engine.contamination.bench.synthetic import make_synthetic
 
-    root = Path(data_dir) if data_dir else Path(tempfile.gettempdir()) / "sealdesk-bench-contamination"
+    root = (
+        Path(data_dir) if data_dir else Path(tempfile.gettempdir()) / "sealdesk-bench-contamination"
+    )
     directory = root / f"pool{pool_size}-eval{eval_size}"
     if not (directory / "pool.jsonl").exists():
-        click.echo(f"generating {pool_size} pool docs and {eval_size} eval items in {directory} ...",
-                   err=True)
+        click.echo(
+            f"generating {pool_size} pool docs and {eval_size} eval items in {directory} ...",
+            err=True,
+        )
         started = time.perf_counter()
         make_synthetic(directory, pool_size=pool_size, eval_size=eval_size)
         click.echo(f"  generated in {time.perf_counter() - started:.1f} s", err=True)
@@ -208,16 +275,21 @@ def bench_contamination(click_ctx: click.Context, pool_size: int, eval_size: int
         limit = reference_size if reference_size is not None else min(pool_size, 100_000)
         ref = _side(["--side", "reference", *args, "--limit", str(limit)])
     result = _compare(ours, ref, eval_path, pool_path)
-    result.update(pool_size=pool_size, eval_size=eval_size,
-                  date=time.strftime("%Y-%m-%d", time.gmtime()), cpus=os.cpu_count())
+    result.update(
+        pool_size=pool_size,
+        eval_size=eval_size,
+        date=time.strftime("%Y-%m-%d", time.gmtime()),
+        cpus=os.cpu_count(),
+    )
     if as_json:
         click.echo(json.dumps(result, indent=1))
         return
     _print(result)
 
 
-def _compare(ours: dict[str, Any], ref: dict[str, Any] | None, eval_path: Path,
-             pool_path: Path) -> dict[str, Any]:
+def _compare(
+    ours: dict[str, Any], ref: dict[str, Any] | None, eval_path: Path, pool_path: Path
+) -> dict[str, Any]:
     out: dict[str, Any] = {"sealdesk": _summary(ours), "reference": None}
     out["sealdesk"]["containment_pairs"] = len(ours["containment_pairs"])
     out["sealdesk"]["candidates"] = ours["candidates"]
@@ -230,15 +302,19 @@ def _compare(ours: dict[str, Any], ref: dict[str, Any] | None, eval_path: Path,
     only_ref = sorted(theirs - mine)
     exact = _exact_jaccard(eval_path, pool_path, [list(p) for p in only_ref])
     out["comparison"] = {
-        "docs_per_s_ratio": round(out["sealdesk"]["docs_per_s"] / out["reference"]["docs_per_s"], 1),
+        "docs_per_s_ratio": round(
+            out["sealdesk"]["docs_per_s"] / out["reference"]["docs_per_s"], 1
+        ),
         "compared_on_pool_prefix": limit,
         "same_ngram_pairs": mine == theirs,
         "both": len(mine & theirs),
         "only_sealdesk": [list(p) for p in sorted(mine - theirs)],
-        "only_reference": [{"pair": list(p), "exact_jaccard": round(exact[f"{p[0]},{p[1]}"], 4)}
-                           for p in only_ref],
+        "only_reference": [
+            {"pair": list(p), "exact_jaccard": round(exact[f"{p[0]},{p[1]}"], 4)} for p in only_ref
+        ],
         "containment_pairs_reference_cannot_see": len(
-            {tuple(p) for p in ours["containment_pairs"] if p[1] < limit} - theirs),
+            {tuple(p) for p in ours["containment_pairs"] if p[1] < limit} - theirs
+        ),
         "same_internal_pairs": sorted(map(tuple, ours["internal_pairs"]))
         == sorted(map(tuple, ref["internal_pairs"])),
     }
@@ -246,37 +322,53 @@ def _compare(ours: dict[str, Any], ref: dict[str, Any] | None, eval_path: Path,
 
 
 def _summary(side: dict[str, Any]) -> dict[str, Any]:
-    return {"pool_docs": side["pool_docs"], "seconds": round(side["seconds"], 2),
-            "docs_per_s": round(side["pool_docs"] / side["seconds"], 1),
-            "peak_rss_mb": round(side["peak_rss_kb"] / 1024, 1),
-            "processes": side["processes"], "ngram_pairs": len(side["ngram_pairs"])}
+    return {
+        "pool_docs": side["pool_docs"],
+        "seconds": round(side["seconds"], 2),
+        "docs_per_s": round(side["pool_docs"] / side["seconds"], 1),
+        "peak_rss_mb": round(side["peak_rss_kb"] / 1024, 1),
+        "processes": side["processes"],
+        "ngram_pairs": len(side["ngram_pairs"]),
+    }
 
 
 def _print(result: dict[str, Any]) -> None:
-    click.echo(f"contamination n-gram bench: {result['pool_size']} pool docs x "
-               f"{result['eval_size']} eval items, {result['cpus']} cpus, {result['date']}")
-    click.echo(f"{'side':10} {'docs':>9} {'seconds':>9} {'docs/s':>10} {'peak RSS MB':>12} "
-               f"{'procs':>6} {'ngram pairs':>12}")
+    click.echo(
+        f"contamination n-gram bench: {result['pool_size']} pool docs x "
+        f"{result['eval_size']} eval items, {result['cpus']} cpus, {result['date']}"
+    )
+    click.echo(
+        f"{'side':10} {'docs':>9} {'seconds':>9} {'docs/s':>10} {'peak RSS MB':>12} "
+        f"{'procs':>6} {'ngram pairs':>12}"
+    )
     for name in ("reference", "sealdesk"):
         s = result[name]
         if s is None:
             continue
-        click.echo(f"{name:10} {s['pool_docs']:>9} {s['seconds']:>9.2f} {s['docs_per_s']:>10.1f} "
-                   f"{s['peak_rss_mb']:>12.1f} {s['processes']:>6} {s['ngram_pairs']:>12}")
-    click.echo(f"sealdesk also flags {result['sealdesk']['containment_pairs']} containment "
-               f"pair(s) (exact, >= 0.5)")
+        click.echo(
+            f"{name:10} {s['pool_docs']:>9} {s['seconds']:>9.2f} {s['docs_per_s']:>10.1f} "
+            f"{s['peak_rss_mb']:>12.1f} {s['processes']:>6} {s['ngram_pairs']:>12}"
+        )
+    click.echo(
+        f"sealdesk also flags {result['sealdesk']['containment_pairs']} containment "
+        f"pair(s) (exact, >= 0.5)"
+    )
     c = result.get("comparison")
     if c:
         click.echo(f"ratio: sealdesk {c['docs_per_s_ratio']}x the reference's pool docs/s")
         verdict = "yes" if c["same_ngram_pairs"] else "no"
-        click.echo(f"same Jaccard pairs on the first {c['compared_on_pool_prefix']} docs: "
-                   f"{verdict} (both {c['both']}, only sealdesk {len(c['only_sealdesk'])}, "
-                   f"only reference {len(c['only_reference'])}); containment pairs the "
-                   f"reference cannot see: {c['containment_pairs_reference_cannot_see']}; "
-                   f"same internal pairs: {'yes' if c['same_internal_pairs'] else 'no'}")
+        click.echo(
+            f"same Jaccard pairs on the first {c['compared_on_pool_prefix']} docs: "
+            f"{verdict} (both {c['both']}, only sealdesk {len(c['only_sealdesk'])}, "
+            f"only reference {len(c['only_reference'])}); containment pairs the "
+            f"reference cannot see: {c['containment_pairs_reference_cannot_see']}; "
+            f"same internal pairs: {'yes' if c['same_internal_pairs'] else 'no'}"
+        )
         for item in c["only_reference"][:5]:
-            click.echo(f"  reference-only {item['pair']}: exact Jaccard {item['exact_jaccard']} "
-                       "(a MinHash estimate error)")
+            click.echo(
+                f"  reference-only {item['pair']}: exact Jaccard {item['exact_jaccard']} "
+                "(a MinHash estimate error)"
+            )
 
 
 def _main(argv: list[str]) -> None:

@@ -46,9 +46,15 @@ def _index(texts: Iterable[str], n: int, num_perm: int, lsh_threshold: float):
     return lsh, signatures
 
 
-def reference_scan(eval_texts: list[str], pool_texts: Iterable[str], *, n: int = 13,
-                   num_perm: int = 128, lsh_threshold: float = 0.5,
-                   jaccard_flag: float = 0.8) -> ReferenceResult:
+def reference_scan(
+    eval_texts: list[str],
+    pool_texts: Iterable[str],
+    *,
+    n: int = 13,
+    num_perm: int = 128,
+    lsh_threshold: float = 0.5,
+    jaccard_flag: float = 0.8,
+) -> ReferenceResult:
     """Gives the seed's flags for canonical eval and pool texts."""
     lsh, signatures = _index(pool_texts, n, num_perm, lsh_threshold)
     pool_hits = []
@@ -73,5 +79,4 @@ def reference_scan(eval_texts: list[str], pool_texts: Iterable[str], *, n: int =
             if estimate >= jaccard_flag:
                 seen.add(pair)
                 internal_hits.append((*pair, float(estimate)))
-    return ReferenceResult(tuple(sorted(pool_hits)), tuple(sorted(internal_hits)),
-                           len(signatures))
+    return ReferenceResult(tuple(sorted(pool_hits)), tuple(sorted(internal_hits)), len(signatures))

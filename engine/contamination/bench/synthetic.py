@@ -15,8 +15,28 @@ from pathlib import Path
 
 import numpy as np
 
-_SYLLABLES = ["ka", "lo", "mi", "ne", "ru", "sa", "ti", "vo", "pe", "da", "gu", "ri",
-              "zo", "be", "fa", "hu", "ji", "no", "qe", "wy"]
+_SYLLABLES = [
+    "ka",
+    "lo",
+    "mi",
+    "ne",
+    "ru",
+    "sa",
+    "ti",
+    "vo",
+    "pe",
+    "da",
+    "gu",
+    "ri",
+    "zo",
+    "be",
+    "fa",
+    "hu",
+    "ji",
+    "no",
+    "qe",
+    "wy",
+]
 
 
 @dataclass(frozen=True)
@@ -25,8 +45,8 @@ class SyntheticData:
 
     eval_path: Path
     pool_path: Path
-    planted: dict[str, list[tuple[int, int]]]   # kind -> [(eval index, pool index)]
-    pool_shards: tuple[Path, ...] = ()          # when written as shards: their files, in order
+    planted: dict[str, list[tuple[int, int]]]  # kind -> [(eval index, pool index)]
+    pool_shards: tuple[Path, ...] = ()  # when written as shards: their files, in order
 
 
 def _vocabulary(size: int, rng: np.random.Generator) -> list[str]:
@@ -37,9 +57,16 @@ def _vocabulary(size: int, rng: np.random.Generator) -> list[str]:
     return sorted(every[i] for i in chosen.tolist())
 
 
-def make_synthetic(directory: Path, *, pool_size: int, eval_size: int = 1319,
-                   eval_words: int = 50, doc_words: int = 85, seed: int = 7,
-                   shards: int = 0) -> SyntheticData:
+def make_synthetic(
+    directory: Path,
+    *,
+    pool_size: int,
+    eval_size: int = 1319,
+    eval_words: int = 50,
+    doc_words: int = 85,
+    seed: int = 7,
+    shards: int = 0,
+) -> SyntheticData:
     """Gives a written eval set and pool (JSONL) with leaks planted at known places.
 
     With ``shards`` > 0 the pool is written as that many files
@@ -61,8 +88,11 @@ def make_synthetic(directory: Path, *, pool_size: int, eval_size: int = 1319,
         words[-1] = "unique" + str(i)
         evals[i] = " ".join(words)
 
-    planted: dict[str, list[tuple[int, int]]] = {"verbatim": [], "one_word_changed": [],
-                                                 "embedded": []}
+    planted: dict[str, list[tuple[int, int]]] = {
+        "verbatim": [],
+        "one_word_changed": [],
+        "embedded": [],
+    }
     step = max(pool_size // max(min(eval_size // 10, pool_size // 50), 1), 1)
     plants: dict[int, str] = {}
     kinds = list(planted)
@@ -77,9 +107,13 @@ def make_synthetic(directory: Path, *, pool_size: int, eval_size: int = 1319,
         elif kind == "embedded":
             # enough context around the copy that its Jaccard is far below 0.8
             # (containment stays 1.0): no MinHash estimate can flip the verdict
-            text = (" ".join(vocab[i] for i in rng.choice(len(vocab), size=30).tolist())
-                    + " " + text + " "
-                    + " ".join(vocab[i] for i in rng.choice(len(vocab), size=20).tolist()))
+            text = (
+                " ".join(vocab[i] for i in rng.choice(len(vocab), size=30).tolist())
+                + " "
+                + text
+                + " "
+                + " ".join(vocab[i] for i in rng.choice(len(vocab), size=20).tolist())
+            )
         plants[pool_index] = text
         planted[kind].append((eval_index, pool_index))
 
@@ -87,8 +121,11 @@ def make_synthetic(directory: Path, *, pool_size: int, eval_size: int = 1319,
         for i, text in enumerate(evals):
             handle.write(json.dumps({"id": f"e{i}", "question": text}) + "\n")
     chunk = 50_000
-    names = [directory / f"pool-{k:05d}.jsonl" for k in range(shards)] if shards else \
-        [directory / "pool.jsonl"]
+    names = (
+        [directory / f"pool-{k:05d}.jsonl" for k in range(shards)]
+        if shards
+        else [directory / "pool.jsonl"]
+    )
     bounds = [pool_size * k // len(names) for k in range(len(names) + 1)]
     handles = [open(name, "w", encoding="utf-8") for name in names]
     try:
@@ -103,14 +140,19 @@ def make_synthetic(directory: Path, *, pool_size: int, eval_size: int = 1319,
                     text = " ".join([vocab[i] for i in row.tolist()])
                     if index % 100 == 99:
                         text = "café " + text
-                lines.append(json.dumps({"id": f"d{index}", "text": text},
-                                        ensure_ascii=False) + "\n")
+                lines.append(
+                    json.dumps({"id": f"d{index}", "text": text}, ensure_ascii=False) + "\n"
+                )
             for k, handle in enumerate(handles):
                 low, high = max(bounds[k], start), min(bounds[k + 1], start + count)
                 if low < high:
-                    handle.write("".join(lines[low - start:high - start]))
+                    handle.write("".join(lines[low - start : high - start]))
     finally:
         for handle in handles:
             handle.close()
-    return SyntheticData(directory / "eval.jsonl", names[0] if not shards else directory,
-                         planted, tuple(names) if shards else ())
+    return SyntheticData(
+        directory / "eval.jsonl",
+        names[0] if not shards else directory,
+        planted,
+        tuple(names) if shards else (),
+    )

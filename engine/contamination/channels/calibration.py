@@ -47,7 +47,7 @@ class Calibration:
     path: str
     sha256: str
     model_sha256: str
-    scores: tuple[tuple[str, float, int], ...]   # (label, cosine, line)
+    scores: tuple[tuple[str, float, int], ...]  # (label, cosine, line)
     precision: float
     recall: float
     f1: float
@@ -58,16 +58,26 @@ class Calibration:
         for label in LABELS:
             values = [s for lab, s, _ in self.scores if lab == label]
             if values:
-                ranges[label] = {"n": len(values), "min": round(min(values), 4),
-                                 "max": round(max(values), 4)}
+                ranges[label] = {
+                    "n": len(values),
+                    "min": round(min(values), 4),
+                    "max": round(max(values), 4),
+                }
         borderline = sorted(self.scores, key=lambda s: abs(s[1] - self.threshold))[:6]
-        return {"threshold": round(self.threshold, 4), "file": self.path,
-                "file_sha256": self.sha256, "model_weights_sha256": self.model_sha256,
-                "rule": "max F1 of paraphrase vs unrelated; middle of the widest gap",
-                "precision": round(self.precision, 4), "recall": round(self.recall, 4),
-                "f1": round(self.f1, 4), "ranges": ranges,
-                "borderline": [{"line": line, "label": lab, "cosine": round(s, 4)}
-                               for lab, s, line in borderline]}
+        return {
+            "threshold": round(self.threshold, 4),
+            "file": self.path,
+            "file_sha256": self.sha256,
+            "model_weights_sha256": self.model_sha256,
+            "rule": "max F1 of paraphrase vs unrelated; middle of the widest gap",
+            "precision": round(self.precision, 4),
+            "recall": round(self.recall, 4),
+            "f1": round(self.f1, 4),
+            "ranges": ranges,
+            "borderline": [
+                {"line": line, "label": lab, "cosine": round(s, 4)} for lab, s, line in borderline
+            ],
+        }
 
 
 def read_calibration(path: Path | Traversable) -> tuple[list[CalibrationPair], str]:
@@ -85,20 +95,25 @@ def read_calibration(path: Path | Traversable) -> tuple[list[CalibrationPair], s
             raise InputError("a row must be a JSON object", path=str(path), line=number)
         for name in ("a", "b"):
             if not isinstance(row.get(name), str) or not row[name].strip():
-                raise InputError("missing or empty text", path=str(path), line=number,
-                                 field=name)
+                raise InputError("missing or empty text", path=str(path), line=number, field=name)
         if row.get("label") not in LABELS:
-            raise InputError(f"must be one of {', '.join(LABELS)}", path=str(path),
-                             line=number, field="label")
+            raise InputError(
+                f"must be one of {', '.join(LABELS)}", path=str(path), line=number, field="label"
+            )
         pairs.append(CalibrationPair(number, row["a"], row["b"], row["label"]))
     labels = {p.label for p in pairs}
     if not {"paraphrase", "unrelated"} <= labels:
-        raise InputError("needs at least one 'paraphrase' and one 'unrelated' pair",
-                         path=str(path), field="label")
+        raise InputError(
+            "needs at least one 'paraphrase' and one 'unrelated' pair",
+            path=str(path),
+            field="label",
+        )
     return pairs, sha256_hex(data)
 
 
-def choose_threshold(positives: list[float], negatives: list[float]) -> tuple[float, float, float, float]:
+def choose_threshold(
+    positives: list[float], negatives: list[float]
+) -> tuple[float, float, float, float]:
     """Gives (threshold, precision, recall, F1) with the best F1 and the widest margin."""
     values = sorted(set(positives) | set(negatives))
     cuts = [(lo + hi) / 2 for lo, hi in zip(values, values[1:])] or [values[0]]
@@ -120,8 +135,9 @@ def choose_threshold(positives: list[float], negatives: list[float]) -> tuple[fl
     return best[0], best[1], best[2], best[3]
 
 
-def calibrate(pairs: list[CalibrationPair], sha256: str, path: str, embed: Any,
-              model_sha256: str) -> Calibration:
+def calibrate(
+    pairs: list[CalibrationPair], sha256: str, path: str, embed: Any, model_sha256: str
+) -> Calibration:
     """Gives the calibrated threshold; ``embed(texts)`` gives unit vectors."""
     texts = [canonical(t) for p in pairs for t in (p.a, p.b)]
     vectors = embed(texts)
@@ -132,5 +148,4 @@ def calibrate(pairs: list[CalibrationPair], sha256: str, path: str, embed: Any,
     positives = [s for lab, s, _ in scores if lab == "paraphrase"]
     negatives = [s for lab, s, _ in scores if lab == "unrelated"]
     threshold, precision, recall, f1 = choose_threshold(positives, negatives)
-    return Calibration(threshold, path, sha256, model_sha256, tuple(scores), precision,
-                       recall, f1)
+    return Calibration(threshold, path, sha256, model_sha256, tuple(scores), precision, recall, f1)

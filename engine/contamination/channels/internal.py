@@ -73,18 +73,28 @@ def embedding_pairs(vectors: np.ndarray, threshold: float) -> dict[tuple[int, in
     return {(int(i), int(j)): float(sims[i, j]) for i, j in zip(a.tolist(), b.tolist())}
 
 
-def with_cosines(pairs: dict[tuple[int, int], InternalPair], vectors: np.ndarray,
-                 threshold: float, shingles: list[frozenset[str]]
-                 ) -> dict[tuple[int, int], InternalPair]:
+def with_cosines(
+    pairs: dict[tuple[int, int], InternalPair],
+    vectors: np.ndarray,
+    threshold: float,
+    shingles: list[frozenset[str]],
+) -> dict[tuple[int, int], InternalPair]:
     """Gives the pairs with their cosine, plus the pairs only the cosine flags."""
     out: dict[tuple[int, int], InternalPair] = {}
     for (a, b), pair in pairs.items():
-        out[(a, b)] = InternalPair(a, b, pair.shared, pair.a_shingles, pair.b_shingles,
-                                   float(np.dot(vectors[a], vectors[b])))
+        out[(a, b)] = InternalPair(
+            a,
+            b,
+            pair.shared,
+            pair.a_shingles,
+            pair.b_shingles,
+            float(np.dot(vectors[a], vectors[b])),
+        )
     for (a, b), cosine in embedding_pairs(vectors, threshold).items():
         if (a, b) not in out:
-            out[(a, b)] = InternalPair(a, b, len(shingles[a] & shingles[b]), len(shingles[a]),
-                                       len(shingles[b]), cosine)
+            out[(a, b)] = InternalPair(
+                a, b, len(shingles[a] & shingles[b]), len(shingles[a]), len(shingles[b]), cosine
+            )
     return out
 
 

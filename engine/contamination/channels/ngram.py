@@ -21,9 +21,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from engine.contamination.channels.shingles import (BadText, Postings, encode_block,
-                                                    encode_for_hashing, shingle_set, window_hashes,
-                                                    word_hashes)
+from engine.contamination.channels.shingles import (
+    BadText,
+    Postings,
+    encode_block,
+    encode_for_hashing,
+    shingle_set,
+    window_hashes,
+    word_hashes,
+)
 from engine.contamination.inputs.canonical_text import canonical
 from engine.contamination.inputs.pool_hash import split_blocks
 from engine.contamination.inputs.texts import BadRow, TextBlock, check_texts
@@ -41,9 +47,14 @@ class NgramSettings:
 
     def channels(self, jaccard: float, containment: float) -> list[str]:
         """Gives the n-gram channels an overlap meets: "ngram" and/or "containment"."""
-        return ([name for name, value, floor in (("ngram", jaccard, self.jaccard),
-                                                 ("containment", containment, self.containment))
-                 if value >= floor])
+        return [
+            name
+            for name, value, floor in (
+                ("ngram", jaccard, self.jaccard),
+                ("containment", containment, self.containment),
+            )
+            if value >= floor
+        ]
 
 
 @dataclass(frozen=True)
@@ -51,8 +62,8 @@ class PairScore:
     """Exact overlap of one eval item with one document."""
 
     eval_index: int
-    doc: int                # the document's position in its batch
-    shared: int             # shingles in common
+    doc: int  # the document's position in its batch
+    shared: int  # shingles in common
     eval_shingles: int
     doc_shingles: int
 
@@ -79,8 +90,8 @@ class BatchResult:
     candidates: int = 0
     peak_rss_kb: int = 0
     pid: int = 0
-    block_ends: tuple[int, ...] = ()   # where pool-hash blocks end in canonical_stream
-    inner_blocks: bytes = b""          # digests of the whole blocks between those ends
+    block_ends: tuple[int, ...] = ()  # where pool-hash blocks end in canonical_stream
+    inner_blocks: bytes = b""  # digests of the whole blocks between those ends
 
 
 class EvalIndex:
@@ -111,9 +122,9 @@ class EvalIndex:
         out: set[tuple[int, int]] = set()
         for position in self.postings.shared_by_several.tolist():
             holders = self.postings.holders(position).tolist()
-            out.update((a, b) for i, a in enumerate(holders) for b in holders[i + 1:])
+            out.update((a, b) for i, a in enumerate(holders) for b in holders[i + 1 :])
         for same in self.short.values():
-            out.update((a, b) for i, a in enumerate(same) for b in same[i + 1:])
+            out.update((a, b) for i, a in enumerate(same) for b in same[i + 1 :])
         return out
 
 
@@ -187,7 +198,9 @@ def match_batch(index: EvalIndex, values: list[object] | TextBlock) -> BatchResu
         doc_set = shingle_set(canonical_of(d), settings.n)
         for e in sorted(candidates[d]):
             eval_set = index.shingles[e]
-            small, large = (eval_set, doc_set) if len(eval_set) <= len(doc_set) else (doc_set, eval_set)
+            small, large = (
+                (eval_set, doc_set) if len(eval_set) <= len(doc_set) else (doc_set, eval_set)
+            )
             shared = sum(1 for s in small if s in large)
             if not shared:
                 continue  # a hash collision, not an overlap
@@ -197,8 +210,18 @@ def match_batch(index: EvalIndex, values: list[object] | TextBlock) -> BatchResu
                 kept[d] = text_of(d)
     # the pool hash's block cuts are found here, on the worker, not by the reader
     ends, inner = split_blocks(words.canonical_stream, len(values))
-    return BatchResult(len(values), words.canonical_stream, tuple(pairs), kept, None,
-                       len(candidates), peak_rss_kb(), os.getpid(), ends, inner)
+    return BatchResult(
+        len(values),
+        words.canonical_stream,
+        tuple(pairs),
+        kept,
+        None,
+        len(candidates),
+        peak_rss_kb(),
+        os.getpid(),
+        ends,
+        inner,
+    )
 
 
 # -- workers -----------------------------------------------------------------
@@ -216,8 +239,8 @@ def _keep_freed_memory() -> None:
         import ctypes
 
         libc = ctypes.CDLL("libc.so.6")
-        libc.mallopt(-1, 1 << 30)   # M_TRIM_THRESHOLD
-        libc.mallopt(-3, 1 << 30)   # M_MMAP_THRESHOLD
+        libc.mallopt(-1, 1 << 30)  # M_TRIM_THRESHOLD
+        libc.mallopt(-3, 1 << 30)  # M_MMAP_THRESHOLD
     except (OSError, AttributeError):
         pass  # not glibc: only slower
 

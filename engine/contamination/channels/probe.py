@@ -60,23 +60,35 @@ class ProbeResult:
     @property
     def reconstruction_rate(self) -> float:
         """Gives the fraction of probed items whose masked number came back exactly."""
-        return sum(o.reconstructed for o in self.outcomes) / len(self.outcomes) if self.outcomes else 0.0
+        return (
+            sum(o.reconstructed for o in self.outcomes) / len(self.outcomes)
+            if self.outcomes
+            else 0.0
+        )
 
     @property
     def accuracy(self) -> float:
         """Gives the fraction of probed items the model solved unaided."""
-        return sum(o.solved_unaided for o in self.outcomes) / len(self.outcomes) if self.outcomes else 0.0
+        return (
+            sum(o.solved_unaided for o in self.outcomes) / len(self.outcomes)
+            if self.outcomes
+            else 0.0
+        )
 
     def to_json(self) -> dict[str, Any]:
         """Gives the report's account of the probe."""
-        return {"endpoint": self.endpoint, "model": self.model, "probed": len(self.outcomes),
-                "skipped_no_number": self.skipped,
-                "reconstruction_rate": round(self.reconstruction_rate, 4),
-                "accuracy_unaided": round(self.accuracy, 4),
-                "excess": round(self.reconstruction_rate - self.accuracy, 4),
-                "suspected": [o.index for o in self.outcomes if o.suspected],
-                "suspect_rule": "reconstructed the masked number but did not solve unaided",
-                "decoding": "greedy (temperature 0)"}
+        return {
+            "endpoint": self.endpoint,
+            "model": self.model,
+            "probed": len(self.outcomes),
+            "skipped_no_number": self.skipped,
+            "reconstruction_rate": round(self.reconstruction_rate, 4),
+            "accuracy_unaided": round(self.accuracy, 4),
+            "excess": round(self.reconstruction_rate - self.accuracy, 4),
+            "suspected": [o.index for o in self.outcomes if o.suspected],
+            "suspect_rule": "reconstructed the masked number but did not solve unaided",
+            "decoding": "greedy (temperature 0)",
+        }
 
 
 def _number_value(text: str) -> str:
@@ -89,7 +101,7 @@ def mask_last_number(target: str) -> tuple[str, str]:
     if not found:
         return target, ""
     last = found[-1]
-    return target[:last.start()] + BLANK + target[last.end():], last.group(0)
+    return target[: last.start()] + BLANK + target[last.end() :], last.group(0)
 
 
 def numbers_in(text: str) -> list[str]:
@@ -134,25 +146,34 @@ class ChatClient:
         """Gives the model's reply to one user message."""
         import httpx
 
-        body = {"model": self.model, "temperature": 0.0, "max_tokens": max_tokens,
-                "messages": [{"role": "user", "content": prompt}]}
+        body = {
+            "model": self.model,
+            "temperature": 0.0,
+            "max_tokens": max_tokens,
+            "messages": [{"role": "user", "content": prompt}],
+        }
         url = self.url
         try:
             response = self._http.post(url, json=body)
         except httpx.HTTPError as exc:
             raise InputError(f"cannot reach {url}: {exc}", field="probe-endpoint") from exc
         if response.status_code != 200:
-            raise InputError(f"{url} answered HTTP {response.status_code}: "
-                             f"{response.text[:200]}", field="probe-endpoint")
+            raise InputError(
+                f"{url} answered HTTP {response.status_code}: {response.text[:200]}",
+                field="probe-endpoint",
+            )
         try:
             content = response.json()["choices"][0]["message"]["content"]
         except (ValueError, KeyError, IndexError, TypeError, RecursionError) as exc:
-            raise InputError(f"{url} did not answer like an OpenAI chat completion",
-                             field="probe-endpoint") from exc
+            raise InputError(
+                f"{url} did not answer like an OpenAI chat completion", field="probe-endpoint"
+            ) from exc
         if content is not None and not isinstance(content, str):
-            raise InputError(f"{url} did not answer like an OpenAI chat completion: the "
-                             f"message content is {type(content).__name__}, not text",
-                             field="probe-endpoint")
+            raise InputError(
+                f"{url} did not answer like an OpenAI chat completion: the "
+                f"message content is {type(content).__name__}, not text",
+                field="probe-endpoint",
+            )
         return content or ""
 
     def close(self) -> None:
@@ -172,8 +193,17 @@ def run_probe(client: ChatClient, items: list[ProbeItem], stage: Any = None) -> 
             solve = client.complete(solve_prompt(item.question), max_tokens=512)
             value = _number_value(gold)
             solved = numbers_in(solve)
-            outcomes.append(ProbeOutcome(item.index, item.id, gold, value in numbers_in(fill),
-                                         bool(solved) and solved[-1] == value, fill, solve))
+            outcomes.append(
+                ProbeOutcome(
+                    item.index,
+                    item.id,
+                    gold,
+                    value in numbers_in(fill),
+                    bool(solved) and solved[-1] == value,
+                    fill,
+                    solve,
+                )
+            )
         if stage is not None:
             stage.advance(1)
     return ProbeResult(client.endpoint, client.model, tuple(outcomes), skipped)

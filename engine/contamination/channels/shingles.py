@@ -44,26 +44,24 @@ def shingle_set(canonical_text: str, n: int) -> frozenset[str]:
     words = canonical_text.split(" ")
     if len(words) < n:
         return frozenset((canonical_text,))
-    return frozenset(" ".join(words[i:i + n]) for i in range(len(words) - n + 1))
-
-
+    return frozenset(" ".join(words[i : i + n]) for i in range(len(words) - n + 1))
 
 
 @dataclass(frozen=True)
 class EncodedBatch:
     """Documents as one byte array, each followed by a terminator position."""
 
-    data: np.ndarray        # uint8, folded documents back to back, 0xFF after each
-    ends: np.ndarray        # int64, index of each document's terminator
+    data: np.ndarray  # uint8, folded documents back to back, 0xFF after each
+    ends: np.ndarray  # int64, index of each document's terminator
 
 
 @dataclass(frozen=True)
 class WordHashes:
     """Every word of a batch: its hash and the document it belongs to."""
 
-    hashes: np.ndarray      # uint64
-    docs: np.ndarray        # int64, document index of each word
-    counts: np.ndarray      # int64, words per document
+    hashes: np.ndarray  # uint64
+    docs: np.ndarray  # int64, document index of each word
+    counts: np.ndarray  # int64, words per document
     canonical_stream: bytes  # each document's canonical text followed by NUL
 
 
@@ -117,8 +115,11 @@ def encode_block(block: TextBlock) -> tuple[EncodedBatch, dict[int, str]]:
             try:
                 made[i] = canonical(block.text(i))
             except UnicodeDecodeError as exc:
-                raise BadText(i, f"not UTF-8 (byte 0x{exc.object[exc.start]:02x} at byte "
-                                 f"{exc.start + 1} of the text)") from exc
+                raise BadText(
+                    i,
+                    f"not UTF-8 (byte 0x{exc.object[exc.start]:02x} at byte "
+                    f"{exc.start + 1} of the text)",
+                ) from exc
             parts[i] = made[i].encode("utf-8")
     lengths = np.fromiter((len(p) for p in parts), dtype=np.int64, count=len(parts))
     folded = (b"\xff".join(parts) + b"\xff").lower().translate(_TO_SPACE)
@@ -183,12 +184,12 @@ def window_hashes(words: WordHashes, n: int) -> tuple[np.ndarray, np.ndarray]:
     with np.errstate(over="ignore"):
         for k in range(n):
             h *= _WORD_BASE
-            h += words.hashes[k:k + count]
+            h += words.hashes[k : k + count]
         # spread the high bits down so that low bits index a bitmap well
         h ^= h >> np.uint64(31)
         h *= _MIX
         h ^= h >> np.uint64(29)
-    same_doc = words.docs[:count] == words.docs[n - 1:]
+    same_doc = words.docs[:count] == words.docs[n - 1 :]
     return h[same_doc], words.docs[:count][same_doc]
 
 
@@ -227,4 +228,4 @@ class Postings:
 
     def holders(self, position: int) -> np.ndarray:
         """Gives the eval items that hold the hash at a position of ``sorted``."""
-        return self.items[self.offsets[position]:self.offsets[position + 1]]
+        return self.items[self.offsets[position] : self.offsets[position + 1]]

@@ -11,8 +11,14 @@ from typing import Any
 
 from engine.canonical import canonical_json
 from engine.contamination.inputs.canonical_text import ContentHasher, canonical
-from engine.contamination.inputs.sources import (Source, check_id, file_sha256, iter_batches,
-                                                 locate, row_error)
+from engine.contamination.inputs.sources import (
+    Source,
+    check_id,
+    file_sha256,
+    iter_batches,
+    locate,
+    row_error,
+)
 from engine.contamination.inputs.texts import check_texts
 from engine.errors import InputError
 
@@ -79,21 +85,31 @@ def load_eval(source: Source, *, require_fields: tuple[str, ...] = ()) -> EvalSe
                 row = json_safe(rows[offset]) if offset < len(rows) else {}
                 for name in require_fields:
                     if not isinstance(row.get(name), str) or not row[name].strip():
-                        raise row_error(source, index, name, "missing or empty (needed by the probe)")
+                        raise row_error(
+                            source, index, name, "missing or empty (needed by the probe)"
+                        )
                 ident: str | int = index
                 if source.id_field:
                     ident = check_id(batch.ids[offset] if batch.ids else None, source, index)
                 key = canonical_json(ident).decode("utf-8")
                 if key in first_row:
                     _, line = locate(source, first_row[key])
-                    raise row_error(source, index, source.id_field or "id",
-                                    f"duplicate id {ident!r} (first at line {line})")
+                    raise row_error(
+                        source,
+                        index,
+                        source.id_field or "id",
+                        f"duplicate id {ident!r} (first at line {line})",
+                    )
                 first_row[key] = index
                 canon = canonical(text)
                 hasher.add(canon)
                 items.append(EvalItem(index, ident, text, canon, row))
     if not items:
         raise InputError("the eval set has no rows", path=source.label)
-    provenance = {**source.provenance(), "n": len(items),
-                  "content_sha256": hasher.hexdigest(), "file_sha256": file_sha256(source)}
+    provenance = {
+        **source.provenance(),
+        "n": len(items),
+        "content_sha256": hasher.hexdigest(),
+        "file_sha256": file_sha256(source),
+    }
     return EvalSet(source, tuple(items), provenance)

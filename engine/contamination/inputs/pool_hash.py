@@ -44,10 +44,10 @@ class TreePiece:
     """A run of consecutive items: the bytes up to its first cut, whole blocks, the rest."""
 
     n: int
-    cut: bool            # whether any item of the run ends a block
-    head: bytes          # items up to and including the first cut item (all, if no cut)
-    blocks: bytes        # SHA-256 digests of the whole blocks after the first cut
-    tail: bytes          # items after the last cut item
+    cut: bool  # whether any item of the run ends a block
+    head: bytes  # items up to and including the first cut item (all, if no cut)
+    blocks: bytes  # SHA-256 digests of the whole blocks after the first cut
+    tail: bytes  # items after the last cut item
 
 
 def split_blocks(stream: bytes, count: int) -> tuple[tuple[int, ...], bytes]:
@@ -73,7 +73,7 @@ def piece_of(stream: bytes, count: int, ends: tuple[int, ...], inner: bytes) -> 
     """Gives the piece of one canonical stream from its block ends (``split_blocks``)."""
     if not ends:
         return TreePiece(count, False, stream, b"", b"")
-    return TreePiece(count, True, stream[:ends[0]], inner, stream[ends[-1]:])
+    return TreePiece(count, True, stream[: ends[0]], inner, stream[ends[-1] :])
 
 
 class PieceBuilder:
@@ -106,8 +106,9 @@ class PieceBuilder:
 
     def piece(self) -> TreePiece:
         """Gives the piece built so far."""
-        return TreePiece(self.n, self._cut, bytes(self._head), bytes(self._blocks),
-                         bytes(self._tail))
+        return TreePiece(
+            self.n, self._cut, bytes(self._head), bytes(self._blocks), bytes(self._tail)
+        )
 
 
 class PoolHasher:

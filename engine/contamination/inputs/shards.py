@@ -45,9 +45,9 @@ class Shard:
     """One file of a sharded pool: its place in the order, name, format and size."""
 
     position: int
-    url: str                  # a local path, or an fsspec URL, as listed
-    format: str               # "json", "csv" or "parquet"
-    compression: str | None   # "gzip", "zstd" or None
+    url: str  # a local path, or an fsspec URL, as listed
+    format: str  # "json", "csv" or "parquet"
+    compression: str | None  # "gzip", "zstd" or None
     size: int | None
 
     @property
@@ -57,7 +57,7 @@ class Shard:
 
     def local_path(self) -> str:
         """Gives the path of a local shard (a ``file://`` URL without its scheme)."""
-        return self.url[len("file://"):] if self.url.startswith("file://") else self.url
+        return self.url[len("file://") :] if self.url.startswith("file://") else self.url
 
 
 @dataclass(frozen=True)
@@ -83,15 +83,18 @@ def kind_of(name: str) -> tuple[str, str | None]:
     compression = None
     for suffix, codec in _COMPRESSIONS.items():
         if lower.endswith(suffix):
-            compression, lower = codec, lower[:-len(suffix)]
+            compression, lower = codec, lower[: -len(suffix)]
             break
     for suffix, fmt in FORMATS.items():
         if lower.endswith(suffix):
             if compression and fmt == "parquet":
                 break  # Parquet compresses inside the file
             return fmt, compression
-    raise InputError("unknown shard type; expected .jsonl, .jsonl.gz, .jsonl.zst, .csv(.gz, "
-                     ".zst) or .parquet", path=name, field="pool")
+    raise InputError(
+        "unknown shard type; expected .jsonl, .jsonl.gz, .jsonl.zst, .csv(.gz, .zst) or .parquet",
+        path=name,
+        field="pool",
+    )
 
 
 def list_shards(spec: str) -> list[Shard]:
@@ -99,9 +102,12 @@ def list_shards(spec: str) -> list[Shard]:
     if _URL.match(spec) and not spec.startswith("file://"):
         names, sizes = _list_remote(spec)
     else:
-        path = spec[len("file://"):] if spec.startswith("file://") else spec
-        found = ([path] if os.path.isfile(path)  # a literal name wins over its pattern reading
-                 else sorted(p for p in glob.glob(path, recursive=True) if os.path.isfile(p)))
+        path = spec[len("file://") :] if spec.startswith("file://") else spec
+        found = (
+            [path]
+            if os.path.isfile(path)  # a literal name wins over its pattern reading
+            else sorted(p for p in glob.glob(path, recursive=True) if os.path.isfile(p))
+        )
         if spec.startswith("file://"):
             names = ["file://" + p for p in found]
         else:
@@ -127,8 +133,9 @@ def _list_remote(spec: str) -> tuple[list[str], dict[str, int | None]]:
         else:
             details = {path: fs.info(path)}
     except (OSError, ValueError, ImportError) as exc:
-        raise InputError(f"cannot list: {' '.join(str(exc).split())}", path=spec,
-                         field="pool") from exc
+        raise InputError(
+            f"cannot list: {' '.join(str(exc).split())}", path=spec, field="pool"
+        ) from exc
     names, sizes = [], {}
     for found, info in details.items():
         if info.get("type", "file") != "file":
@@ -139,11 +146,20 @@ def _list_remote(spec: str) -> tuple[list[str], dict[str, int | None]]:
     return names, sizes
 
 
-def shard_source(shard: Shard, local: LocalShard, text_field: str,
-                 id_field: str | None) -> Source:
+def shard_source(shard: Shard, local: LocalShard, text_field: str, id_field: str | None) -> Source:
     """Gives the Source that reads a fetched shard, named by the shard in messages."""
-    return Source("pool", local.path, "file", shard.format, None, None, None, text_field,
-                  id_field, origin=shard.url)
+    return Source(
+        "pool",
+        local.path,
+        "file",
+        shard.format,
+        None,
+        None,
+        None,
+        text_field,
+        id_field,
+        origin=shard.url,
+    )
 
 
 class _HashingReader(io.RawIOBase):
@@ -159,7 +175,7 @@ class _HashingReader(io.RawIOBase):
 
     def readinto(self, buffer: Any) -> int:
         data = self.raw.read(len(buffer))
-        buffer[:len(data)] = data
+        buffer[: len(data)] = data
         self.sha.update(data)
         return len(data)
 
@@ -234,9 +250,12 @@ def _decompress_into(shard: Shard, reader: _HashingReader, out: IO[bytes]) -> No
             for block in iter(lambda: stream.read(_CHUNK), b""):
                 out.write(block)
     except bad as exc:
-        raise InputError(f"cannot be decompressed as {shard.compression}: "
-                         f"{' '.join(str(exc).split()) or type(exc).__name__}",
-                         path=shard.url, field="pool") from exc
+        raise InputError(
+            f"cannot be decompressed as {shard.compression}: "
+            f"{' '.join(str(exc).split()) or type(exc).__name__}",
+            path=shard.url,
+            field="pool",
+        ) from exc
 
 
 @dataclass(frozen=True)
@@ -256,9 +275,16 @@ class ShardedPool:
     def provenance(self) -> dict[str, Any]:
         """Gives the pool's description (its size and hash are added by the merge)."""
         formats = sorted({s.format for s in self.shards})
-        return {"name": self.spec, "split": None, "revision": None, "config": None,
-                "kind": "shards", "format": "+".join(formats), "text_field": self.text_field,
-                "id_field": self.id_field}
+        return {
+            "name": self.spec,
+            "split": None,
+            "revision": None,
+            "config": None,
+            "kind": "shards",
+            "format": "+".join(formats),
+            "text_field": self.text_field,
+            "id_field": self.id_field,
+        }
 
 
 def sharded_pool(spec: str, *, text_field: str, id_field: str | None) -> ShardedPool:

@@ -25,18 +25,24 @@ from engine.contamination.inputs.texts import TextBlock
 from engine.errors import InputError
 
 _COMMIT = re.compile(r"^[0-9a-f]{40}\Z")
-FORMATS = {".jsonl": "json", ".json": "json", ".ndjson": "json", ".csv": "csv",
-           ".parquet": "parquet", ".pq": "parquet"}
+FORMATS = {
+    ".jsonl": "json",
+    ".json": "json",
+    ".ndjson": "json",
+    ".csv": "csv",
+    ".parquet": "parquet",
+    ".pq": "parquet",
+}
 
 
 @dataclass(frozen=True)
 class Source:
     """One dataset: a local file or a pinned hub dataset, and its fields."""
 
-    role: str                  # "eval" or "pool": names the flags in messages
-    name: str                  # file path, or hub dataset name
-    kind: str                  # "file" or "hub"
-    format: str | None         # "json", "csv" or "parquet" for files
+    role: str  # "eval" or "pool": names the flags in messages
+    name: str  # file path, or hub dataset name
+    kind: str  # "file" or "hub"
+    format: str | None  # "json", "csv" or "parquet" for files
     split: str | None
     revision: str | None
     config: str | None
@@ -53,9 +59,16 @@ class Source:
 
     def provenance(self) -> dict[str, Any]:
         """Gives the seed's provenance fields (n and content hash are added by the reader)."""
-        return {"name": self.name, "split": self.split, "revision": self.revision,
-                "config": self.config, "kind": self.kind, "format": self.format,
-                "text_field": self.text_field, "id_field": self.id_field}
+        return {
+            "name": self.name,
+            "split": self.split,
+            "revision": self.revision,
+            "config": self.config,
+            "kind": self.kind,
+            "format": self.format,
+            "text_field": self.text_field,
+            "id_field": self.id_field,
+        }
 
 
 @dataclass(frozen=True)
@@ -72,7 +85,7 @@ class Batch:
     block: TextBlock | None
     ids: list[Any] | None
     rows: list[dict[str, Any]] | None = None
-    ids_checked: bool = False      # every id is known good (no per-row check needed)
+    ids_checked: bool = False  # every id is known good (no per-row check needed)
 
     @property
     def texts(self) -> list[Any]:
@@ -88,16 +101,26 @@ class Batch:
         return self.block if self.block is not None else self.values  # type: ignore[return-value]
 
 
-def resolve_source(role: str, spec: str, *, text_field: str, id_field: str | None,
-                   split: str | None = None, revision: str | None = None,
-                   config: str | None = None) -> Source:
+def resolve_source(
+    role: str,
+    spec: str,
+    *,
+    text_field: str,
+    id_field: str | None,
+    split: str | None = None,
+    revision: str | None = None,
+    config: str | None = None,
+) -> Source:
     """Gives a checked source, or refuses an unreadable file or an unpinned revision."""
     path = Path(spec)
     suffix = path.suffix.lower()
     if path.exists() or suffix in FORMATS:
         if revision is not None:
-            raise InputError(f"--{role}-revision applies to hub datasets; {spec} is a local "
-                             "file", path=spec, field="revision")
+            raise InputError(
+                f"--{role}-revision applies to hub datasets; {spec} is a local file",
+                path=spec,
+                field="revision",
+            )
         if path.is_dir():
             raise InputError("is a directory; give a .jsonl, .csv or .parquet file", path=spec)
         try:
@@ -106,21 +129,33 @@ def resolve_source(role: str, spec: str, *, text_field: str, id_field: str | Non
         except OSError as exc:
             raise InputError(f"cannot read: {exc.strerror}", path=spec) from exc
         if suffix not in FORMATS:
-            raise InputError(f"unknown file type {suffix or '(none)'!r}; expected .jsonl, "
-                             ".csv or .parquet", path=spec)
-        return Source(role, str(path), "file", FORMATS[suffix], None, None, None,
-                      text_field, id_field)
+            raise InputError(
+                f"unknown file type {suffix or '(none)'!r}; expected .jsonl, .csv or .parquet",
+                path=spec,
+            )
+        return Source(
+            role, str(path), "file", FORMATS[suffix], None, None, None, text_field, id_field
+        )
     if revision is None:
-        raise InputError(f"unpinned: no such file, and a hub dataset must be pinned to a "
-                         f"40-hex commit sha with --{role}-revision (a bare name silently "
-                         "tracks main)", path=spec, field="revision")
+        raise InputError(
+            f"unpinned: no such file, and a hub dataset must be pinned to a "
+            f"40-hex commit sha with --{role}-revision (a bare name silently "
+            "tracks main)",
+            path=spec,
+            field="revision",
+        )
     if not _COMMIT.match(revision):
-        raise InputError(f"{revision!r} is not a 40-hex commit sha; a branch or tag moves, "
-                         "so the data could change under the scan: pin the commit sha "
-                         "(40 lower-case hex digits)", path=spec, field="revision")
+        raise InputError(
+            f"{revision!r} is not a 40-hex commit sha; a branch or tag moves, "
+            "so the data could change under the scan: pin the commit sha "
+            "(40 lower-case hex digits)",
+            path=spec,
+            field="revision",
+        )
     if not split:
-        raise InputError(f"a hub dataset needs --{role}-split (e.g. test or train)",
-                         path=spec, field="split")
+        raise InputError(
+            f"a hub dataset needs --{role}-split (e.g. test or train)", path=spec, field="split"
+        )
     return Source(role, spec, "hub", None, split, revision, config, text_field, id_field)
 
 
@@ -140,8 +175,9 @@ def quiet_datasets() -> Any:
 def _open(source: Source) -> Any:
     datasets = quiet_datasets()
     if source.kind == "hub":
-        return datasets.load_dataset(source.name, source.config, split=source.split,
-                                     revision=source.revision, streaming=True)
+        return datasets.load_dataset(
+            source.name, source.config, split=source.split, revision=source.revision, streaming=True
+        )
     options: dict[str, Any] = {}
     if source.format == "csv":
         _check_csv_width(source)
@@ -149,8 +185,9 @@ def _open(source: Source) -> Any:
         fields = [f for f in (source.text_field, source.id_field) if f]
         options = {"na_filter": False, "converters": {f: str for f in fields}}
     # data_files is a pattern to datasets: escaped, 'pool[1].jsonl' is that file, not pool1.
-    return datasets.load_dataset(source.format, data_files=glob.escape(source.name),
-                                 split="train", streaming=True, **options)
+    return datasets.load_dataset(
+        source.format, data_files=glob.escape(source.name), split="train", streaming=True, **options
+    )
 
 
 def _check_csv_width(source: Source) -> None:
@@ -164,12 +201,14 @@ def _check_csv_width(source: Source) -> None:
     except (OSError, UnicodeDecodeError, csv.Error):
         return  # the reader proper names these
     if header is not None and row is not None and len(row) > len(header):
-        raise InputError(f"expected {len(header)} fields (as the header), got {len(row)}",
-                         path=source.label, line=reader.line_num)
+        raise InputError(
+            f"expected {len(header)} fields (as the header), got {len(row)}",
+            path=source.label,
+            line=reader.line_num,
+        )
 
 
-def iter_batches(source: Source, batch_size: int, *, whole_rows: bool = False
-                 ) -> Iterator[Batch]:
+def iter_batches(source: Source, batch_size: int, *, whole_rows: bool = False) -> Iterator[Batch]:
     """Gives the rows in batches, streamed; a read failure names the line at fault.
 
     ``whole_rows`` also gives every row as a dict (for the small eval set,
@@ -211,8 +250,9 @@ def _texts(table: Any, field: str, count: int) -> tuple[list[Any] | None, TextBl
     if field not in table.column_names:
         return [None] * count, None
     column = table.column(field)
-    if column.null_count == 0 and (pa.types.is_string(column.type)
-                                   or pa.types.is_large_string(column.type)):
+    if column.null_count == 0 and (
+        pa.types.is_string(column.type) or pa.types.is_large_string(column.type)
+    ):
         return None, TextBlock.from_arrow(column.combine_chunks())
     return _values(column), None
 
@@ -320,19 +360,23 @@ def _diagnose_json(source: Source) -> InputError | None:
             except UnicodeDecodeError as exc:
                 field = None
                 try:
-                    field = _field_with_surrogates(json.loads(raw.decode("utf-8", "surrogateescape")))
+                    field = _field_with_surrogates(
+                        json.loads(raw.decode("utf-8", "surrogateescape"))
+                    )
                 except ValueError:
                     pass
-                return InputError(f"not UTF-8 (byte 0x{raw[exc.start]:02x} at column "
-                                  f"{exc.start + 1})", path=source.label, line=number,
-                                  field=field)
+                return InputError(
+                    f"not UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1})",
+                    path=source.label,
+                    line=number,
+                    field=field,
+                )
             try:
                 value = json.loads(text)
             except ValueError as exc:
                 return InputError(f"not valid JSON: {exc}", path=source.label, line=number)
             if not isinstance(value, dict):
-                return InputError("a row must be a JSON object", path=source.label,
-                                  line=number)
+                return InputError("a row must be a JSON object", path=source.label, line=number)
     return None
 
 
@@ -350,8 +394,12 @@ def _diagnose_csv(source: Source) -> InputError | None:
             for column, cell in enumerate(cells):
                 if _field_with_surrogates(cell, "x") and column < len(header):
                     field = header[column]
-            return InputError(f"not UTF-8 (byte 0x{raw[exc.start]:02x} at column "
-                              f"{exc.start + 1})", path=source.label, line=number, field=field)
+            return InputError(
+                f"not UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1})",
+                path=source.label,
+                line=number,
+                field=field,
+            )
         if number == 1:
             header = next(csv.reader(io.StringIO(raw.decode("utf-8"))), [])
     return None
@@ -364,8 +412,7 @@ def diagnose(source: Source, exc: BaseException) -> InputError:
         try:
             if os.path.getsize(source.name) == 0:  # datasets says only "StopIteration"
                 what = "eval set" if source.role == "eval" else "pool"
-                return InputError(f"the file is empty: the {what} has no rows",
-                                  path=source.label)
+                return InputError(f"the file is empty: the {what} has no rows", path=source.label)
             if source.format == "json":
                 found = _diagnose_json(source)
             elif source.format == "csv":
@@ -375,8 +422,9 @@ def diagnose(source: Source, exc: BaseException) -> InputError:
     if found is not None:
         return found
     reason = " ".join(str(exc).split()) or type(exc).__name__
-    return InputError(f"cannot be read as {source.format or 'a hub dataset'}: {reason}",
-                      path=source.label)
+    return InputError(
+        f"cannot be read as {source.format or 'a hub dataset'}: {reason}", path=source.label
+    )
 
 
 def check_id(value: Any, source: Source, row: int) -> str | int:
@@ -384,8 +432,12 @@ def check_id(value: Any, source: Source, row: int) -> str | int:
     if value is None:
         raise row_error(source, row, source.id_field or "id", "missing (absent or null)")
     if isinstance(value, bool) or not isinstance(value, (str, int)):
-        raise row_error(source, row, source.id_field or "id",
-                        f"must be a string or an integer, got {type(value).__name__}")
+        raise row_error(
+            source,
+            row,
+            source.id_field or "id",
+            f"must be a string or an integer, got {type(value).__name__}",
+        )
     if isinstance(value, str) and not value.strip():
         raise row_error(source, row, source.id_field or "id", "empty id")
     return value

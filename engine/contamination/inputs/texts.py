@@ -20,7 +20,7 @@ class TextBlock:
     This is how a batch travels to a worker: two buffers, no Python strings.
     """
 
-    offsets: np.ndarray     # int64, n + 1 offsets into data, starting at 0
+    offsets: np.ndarray  # int64, n + 1 offsets into data, starting at 0
     data: bytes
 
     def __len__(self) -> int:
@@ -28,14 +28,14 @@ class TextBlock:
 
     def text(self, i: int) -> str:
         """Gives text i as a str (raises UnicodeDecodeError on bad UTF-8)."""
-        return self.data[self.offsets[i]:self.offsets[i + 1]].decode("utf-8")
+        return self.data[self.offsets[i] : self.offsets[i + 1]].decode("utf-8")
 
     @classmethod
     def from_arrow(cls, array) -> "TextBlock":
         """Gives the block of a null-free Arrow string array, copying only its own bytes."""
         width = np.int64 if str(array.type) == "large_string" else np.int32
         raw = np.frombuffer(array.buffers()[1], dtype=width)
-        offsets = raw[array.offset:array.offset + len(array) + 1].astype(np.int64)
+        offsets = raw[array.offset : array.offset + len(array) + 1].astype(np.int64)
         first, last = int(offsets[0]), int(offsets[-1])
         data = memoryview(array.buffers()[2])[first:last].tobytes() if last > first else b""
         return cls(offsets - first, data)
@@ -62,6 +62,5 @@ def check_texts(values: list[object]) -> BadRow | None:
             try:
                 value.encode("utf-8")
             except UnicodeEncodeError as exc:
-                return BadRow(row, f"not valid UTF-8 text ({exc.reason} at character "
-                                   f"{exc.start})")
+                return BadRow(row, f"not valid UTF-8 text ({exc.reason} at character {exc.start})")
     return None

@@ -29,9 +29,15 @@ from typing import Any, Protocol
 from engine.contamination.inputs.pool_hash import PoolHasher, TreePiece
 from engine.contamination.inputs.shards import Shard
 from engine.contamination.pool.records import ShardRecords
-from engine.contamination.pool.shard_scan import (RunCounts, ShardJob, ShardOutcome,
-                                                  ShardRefused, ShardReply, ShardSkipped,
-                                                  record_name)
+from engine.contamination.pool.shard_scan import (
+    RunCounts,
+    ShardJob,
+    ShardOutcome,
+    ShardRefused,
+    ShardReply,
+    ShardSkipped,
+    record_name,
+)
 from engine.errors import SealdeskError
 
 _POLL_S = 0.25
@@ -114,9 +120,15 @@ class _Stages:
                 self.docs.set_total(round(self.docs_done * self.total_bytes / self.bytes_done))
 
 
-def run_shards(backend: Backend, job: ShardJob, shards: list[Shard],
-               records: ShardRecords | None, *, retries: int = 2,
-               rep: Any = None) -> tuple[list[ShardOutcome], RunCounts]:
+def run_shards(
+    backend: Backend,
+    job: ShardJob,
+    shards: list[Shard],
+    records: ShardRecords | None,
+    *,
+    retries: int = 2,
+    rep: Any = None,
+) -> tuple[list[ShardOutcome], RunCounts]:
     """Gives every shard's outcome in shard order; raises on bad input or a failed shard."""
     counts = RunCounts(shards=len(shards))
     sizes = [s.size for s in shards]
@@ -136,7 +148,8 @@ def run_shards(backend: Backend, job: ShardJob, shards: list[Shard],
     stages = _Stages(
         rep.stage("pool shards", total=len(shards), unit="shards") if rep else None,
         rep.stage("scanning pool", total=None, unit="docs") if rep else None,
-        sum(sizes) if None not in sizes else None)  # type: ignore[arg-type]
+        sum(sizes) if None not in sizes else None,
+    )  # type: ignore[arg-type]
     try:
         while pending or in_flight:
             while pending and len(in_flight) < 2 * backend.workers:
@@ -165,8 +178,11 @@ def run_shards(backend: Backend, job: ShardJob, shards: list[Shard],
                         refused = reply
                     continue
                 if isinstance(reply, ShardSkipped):
-                    outcome = records.load(reply.record, shard.position, shard.url) \
-                        if records is not None else None
+                    outcome = (
+                        records.load(reply.record, shard.position, shard.url)
+                        if records is not None
+                        else None
+                    )
                     if outcome is None:  # an unreadable record: scan the shard after all
                         pending.appendleft((shard, True))
                         continue
@@ -216,13 +232,15 @@ class _InOrder:
         while self.next < self.count and self.next in outcomes:
             outcome = outcomes[self.next]
             self.hasher.add(outcome.piece)
-            outcomes[self.next] = replace(outcome, piece=TreePiece(outcome.piece.n, False,
-                                                                   b"", b"", b""))
+            outcomes[self.next] = replace(
+                outcome, piece=TreePiece(outcome.piece.n, False, b"", b"", b"")
+            )
             self.next += 1
 
 
-def _advance(stages: _Stages, progress: dict[int, int], reported: Counter[int],
-             finished: set[int]) -> None:
+def _advance(
+    stages: _Stages, progress: dict[int, int], reported: Counter[int], finished: set[int]
+) -> None:
     for position, count in progress.items():
         if position in finished:
             continue  # a report that arrived after its shard's outcome: already counted
@@ -238,13 +256,14 @@ def _uncount(stages: _Stages, reported: Counter[int], position: int) -> None:
         stages.docs.advance(-count)
 
 
-def _failure(shards: list[Shard], failed: dict[int, str], retries: int,
-             finished: int) -> ShardFailed:
+def _failure(
+    shards: list[Shard], failed: dict[int, str], retries: int, finished: int
+) -> ShardFailed:
     first = min(failed)
     more = f" (and {len(failed) - 1} more shard(s) failed)" if len(failed) > 1 else ""
     left = len(shards) - finished
     return ShardFailed(
         f"pool shard {shards[first].url} failed {retries + 1} time(s): {failed[first]}{more}; "
         f"no report was written and nothing ingested; {finished} finished shard(s) are "
-        f"recorded, so rerunning the same command scans only the {left} left")
-
+        f"recorded, so rerunning the same command scans only the {left} left"
+    )

@@ -19,8 +19,14 @@ from typing import Any
 
 from engine.contamination.inputs.shards import Shard
 from engine.contamination.pool.base import ProgressReport, ShardCrash
-from engine.contamination.pool.shard_scan import (ShardAttemptFailed, ShardJob, ShardReply,
-                                                  one_line, prepare_worker, scan_shard)
+from engine.contamination.pool.shard_scan import (
+    ShardAttemptFailed,
+    ShardJob,
+    ShardReply,
+    one_line,
+    prepare_worker,
+    scan_shard,
+)
 
 _LOCAL: dict[str, Any] = {}
 
@@ -83,9 +89,12 @@ class LocalBackend:
         context = context or worker_context()
         threads = max(1, (os.cpu_count() or 1) // self.workers)
         for attempt in range(3):
-            executor = ProcessPoolExecutor(max_workers=self.workers, mp_context=context,
-                                           initializer=_local_init,
-                                           initargs=(self._job, self._queue, threads))
+            executor = ProcessPoolExecutor(
+                max_workers=self.workers,
+                mp_context=context,
+                initializer=_local_init,
+                initargs=(self._job, self._queue, threads),
+            )
             try:
                 for future in [executor.submit(_ready) for _ in range(self.workers)]:
                     future.result()
@@ -116,8 +125,9 @@ class LocalBackend:
     def _scan_here(self, shard: Shard, rescan: bool) -> Future:
         future: Future = Future()
         job = replace(self._job, done=frozenset()) if rescan else self._job
-        report = ProgressReport(shard.position,
-                                lambda position, count: self._here.update({position: count}))
+        report = ProgressReport(
+            shard.position, lambda position, count: self._here.update({position: count})
+        )
         try:
             future.set_result(scan_shard(job, shard, report, _LOCAL["embedder"]))
         except Exception as exc:
@@ -138,8 +148,9 @@ class LocalBackend:
                 self._executor = None
             raise ShardCrash("a worker process died (killed, or out of memory)") from exc
         except Exception as exc:  # the shard's read or scan raised: retried
-            raise ShardCrash(str(exc) if isinstance(exc, ShardAttemptFailed)
-                             else one_line(exc)) from exc
+            raise ShardCrash(
+                str(exc) if isinstance(exc, ShardAttemptFailed) else one_line(exc)
+            ) from exc
 
     def progress(self) -> dict[int, int]:
         done, self._here = self._here, Counter()

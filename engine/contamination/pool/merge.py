@@ -38,7 +38,7 @@ class PoolScan:
     """What scanning the pool found: exact pairs, the flagged docs, provenance."""
 
     provenance: dict[str, Any]
-    pairs: list[PairScore]            # doc = the pool index
+    pairs: list[PairScore]  # doc = the pool index
     docs: dict[int, PoolDoc]
     n: int
     candidates: int
@@ -46,13 +46,20 @@ class PoolScan:
     worker_peak_rss_kb: dict[int, int] = field(default_factory=dict)
     jobs: int = 1
     shards: list[dict[str, Any]] = field(default_factory=list)
-    topk: Any = None                  # the merged embedding.TopK, for sharded scans
+    topk: Any = None  # the merged embedding.TopK, for sharded scans
     run: dict[str, Any] = field(default_factory=dict)
 
 
-def merge(outcomes: list[ShardOutcome], provenance: dict[str, Any], *, seconds: float,
-          jobs: int, topk: Any = None, run: dict[str, Any] | None = None,
-          pool_sha256: str | None = None) -> PoolScan:
+def merge(
+    outcomes: list[ShardOutcome],
+    provenance: dict[str, Any],
+    *,
+    seconds: float,
+    jobs: int,
+    topk: Any = None,
+    run: dict[str, Any] | None = None,
+    pool_sha256: str | None = None,
+) -> PoolScan:
     """Gives the pool scan of shard outcomes taken in shard order.
 
     ``provenance`` is the pool's description without its size and hash;
@@ -71,21 +78,41 @@ def merge(outcomes: list[ShardOutcome], provenance: dict[str, Any], *, seconds: 
             hasher.add(outcome.piece)
         candidates += outcome.candidates
         for pair in outcome.pairs:
-            pairs.append(PairScore(pair.eval_index, pair.doc + offset, pair.shared,
-                                   pair.eval_shingles, pair.doc_shingles))
+            pairs.append(
+                PairScore(
+                    pair.eval_index,
+                    pair.doc + offset,
+                    pair.shared,
+                    pair.eval_shingles,
+                    pair.doc_shingles,
+                )
+            )
         for row, (ident, text) in outcome.docs.items():
-            docs[row + offset] = PoolDoc(row + offset, row + offset if ident is None else ident,
-                                         text)
+            docs[row + offset] = PoolDoc(
+                row + offset, row + offset if ident is None else ident, text
+            )
         if topk is not None and outcome.topk is not None:
-            topk.absorb(outcome.topk.scores, outcome.topk.rows,
-                        {row: (row + offset if ident is None else ident, text)
-                         for row, (ident, text) in outcome.topk.docs.items()}, offset)
+            topk.absorb(
+                outcome.topk.scores,
+                outcome.topk.rows,
+                {
+                    row: (row + offset if ident is None else ident, text)
+                    for row, (ident, text) in outcome.topk.docs.items()
+                },
+                offset,
+            )
         if outcome.pid:
             peaks[outcome.pid] = max(peaks.get(outcome.pid, 0), outcome.peak_rss_kb)
-        shards.append({"url": outcome.url, "file_sha256": outcome.file_sha256,
-                       "n": outcome.n, "first_index": offset,
-                       "content_sha256": outcome.content_sha256,
-                       "from_record": outcome.from_record})
+        shards.append(
+            {
+                "url": outcome.url,
+                "file_sha256": outcome.file_sha256,
+                "n": outcome.n,
+                "first_index": offset,
+                "content_sha256": outcome.content_sha256,
+                "from_record": outcome.from_record,
+            }
+        )
         offset += outcome.n
     if offset == 0:
         raise InputError("the pool has no rows", path=provenance.get("name"))
@@ -100,15 +127,23 @@ def merge(outcomes: list[ShardOutcome], provenance: dict[str, Any], *, seconds: 
         content, method = outcomes[0].content_sha256, SEED_METHOD
     else:
         content, method = blocks, METHOD
-    full = {**provenance, "n": offset, "content_sha256": content, "content_hash": method,
-            "content_sha256_blocks": blocks, "shards": len(outcomes)}
-    return PoolScan(full, pairs, docs, offset, candidates, seconds, peaks, jobs, shards, topk,
-                    run or {})
+    full = {
+        **provenance,
+        "n": offset,
+        "content_sha256": content,
+        "content_hash": method,
+        "content_sha256_blocks": blocks,
+        "shards": len(outcomes),
+    }
+    return PoolScan(
+        full, pairs, docs, offset, candidates, seconds, peaks, jobs, shards, topk, run or {}
+    )
 
 
 # -- ids that repeat across shards --------------------------------------------
-def check_ids(outcomes: list[ShardOutcome], shards: list[Shard], text_field: str,
-              id_field: str) -> None:
+def check_ids(
+    outcomes: list[ShardOutcome], shards: list[Shard], text_field: str, id_field: str
+) -> None:
     """Refuses the first id that repeats anywhere in the pool, naming both places.
 
     Each shard gave its ids' 64-bit hashes, sorted; the driver looks for a
@@ -123,7 +158,7 @@ def check_ids(outcomes: list[ShardOutcome], shards: list[Shard], text_field: str
     if not len(suspects):
         return
     with ExitStack() as stack:  # fetched shards stay until the message has read its lines
-        found: list[tuple[int, int, Any, Any]] = []   # (position, row, id, source)
+        found: list[tuple[int, int, Any, Any]] = []  # (position, row, id, source)
         for outcome, shard in zip(outcomes, shards):
             held = outcome.id_hashes
             if held is None:

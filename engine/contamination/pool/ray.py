@@ -26,8 +26,14 @@ from typing import Any
 
 from engine.contamination.inputs.shards import Shard
 from engine.contamination.pool.base import ProgressReport, ShardCrash
-from engine.contamination.pool.shard_scan import (ShardAttemptFailed, ShardJob, ShardReply,
-                                                  one_line, prepare_worker, scan_shard)
+from engine.contamination.pool.shard_scan import (
+    ShardAttemptFailed,
+    ShardJob,
+    ShardReply,
+    one_line,
+    prepare_worker,
+    scan_shard,
+)
 from engine.errors import SealdeskError
 
 OBJECT_STORE_BYTES = 256 * 1024 * 1024
@@ -44,8 +50,9 @@ def import_ray() -> Any:
     try:
         import ray
     except ImportError as exc:
-        raise RayUnavailable("--backend ray needs Ray: pip install 'sealdesk[ray]' "
-                             "(or use --backend local)") from exc
+        raise RayUnavailable(
+            "--backend ray needs Ray: pip install 'sealdesk[ray]' (or use --backend local)"
+        ) from exc
     return ray
 
 
@@ -56,13 +63,15 @@ def check_reachable(address: str) -> None:
     hostport = address.split("://", 1)[-1]
     host, _, port = hostport.rpartition(":")
     if not host or not port.isdigit():
-        raise RayUnavailable(f"cannot join Ray at {address}: expected auto, HOST:PORT or "
-                             "ray://HOST:PORT")
+        raise RayUnavailable(
+            f"cannot join Ray at {address}: expected auto, HOST:PORT or ray://HOST:PORT"
+        )
     try:
         socket.create_connection((host.strip("[]"), int(port)), timeout=5).close()
     except OSError as exc:
-        raise RayUnavailable(f"cannot join Ray at {address}: nothing answers there "
-                             f"({exc.strerror or exc})") from exc
+        raise RayUnavailable(
+            f"cannot join Ray at {address}: nothing answers there ({exc.strerror or exc})"
+        ) from exc
 
 
 class ShardActor:
@@ -71,7 +80,7 @@ class ShardActor:
     def __init__(self, job: ShardJob, progress: Any) -> None:
         self.job = job
         self.progress = progress
-        self.embedder = prepare_worker(job)   # one model per actor, loaded at its first miss
+        self.embedder = prepare_worker(job)  # one model per actor, loaded at its first miss
 
     def ready(self) -> bool:
         """Gives True once constructed (the job deserialized, the model loaded)."""
@@ -80,9 +89,9 @@ class ShardActor:
     def scan(self, shard: Shard, rescan: bool) -> ShardReply:
         """Gives the reply for one shard (``rescan`` ignores its record)."""
         job = replace(self.job, done=frozenset()) if rescan else self.job
-        report = ProgressReport(shard.position,
-                                lambda position, count: self.progress.add.remote(position,
-                                                                                 count))
+        report = ProgressReport(
+            shard.position, lambda position, count: self.progress.add.remote(position, count)
+        )
         reply = scan_shard(job, shard, report, self.embedder)
         report.flush()
         return reply
@@ -109,16 +118,17 @@ class RayBackend:
 
     name = "ray"
 
-    def __init__(self, address: str | None = None, num_cpus: int | None = None,
-                 workers: int | None = None) -> None:
+    def __init__(
+        self, address: str | None = None, num_cpus: int | None = None, workers: int | None = None
+    ) -> None:
         self.address = address
         self.num_cpus = num_cpus
         self.workers = workers or 0
         self.ray = import_ray()
         self._started_here = False
         self._actors: list[Any] = []
-        self._load: dict[int, int] = {}         # actor slot -> tasks in flight
-        self._slot_of: dict[Any, int] = {}      # task ref -> actor slot
+        self._load: dict[int, int] = {}  # actor slot -> tasks in flight
+        self._slot_of: dict[Any, int] = {}  # task ref -> actor slot
         self._progress: Any = None
         self._job_ref: Any = None
         self._replaced = 0
@@ -128,21 +138,26 @@ class RayBackend:
         ray = self.ray
         if ray.is_initialized():
             return
-        options: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False,
-                                   "logging_level": logging.ERROR}
+        options: dict[str, Any] = {
+            "include_dashboard": False,
+            "log_to_driver": False,
+            "logging_level": logging.ERROR,
+        }
         if self.address and self.address != "auto":
             check_reachable(self.address)
         try:
             with warnings.catch_warnings():
-                warnings.simplefilter("ignore")   # the error below says it in one line
+                warnings.simplefilter("ignore")  # the error below says it in one line
                 if self.address:
                     # the cluster's workers run the engine code of this driver
                     options["runtime_env"] = {
-                        "py_modules": [str(Path(__file__).resolve().parents[2])]}
+                        "py_modules": [str(Path(__file__).resolve().parents[2])]
+                    }
                     ray.init(address=self.address, **options)
                 else:
-                    ray.init(num_cpus=self.num_cpus, object_store_memory=OBJECT_STORE_BYTES,
-                             **options)
+                    ray.init(
+                        num_cpus=self.num_cpus, object_store_memory=OBJECT_STORE_BYTES, **options
+                    )
         except Exception as exc:  # Ray raises ConnectionError, RuntimeError, ValueError...
             where = f"join Ray at {self.address}" if self.address else "start a local Ray"
             raise RayUnavailable(f"cannot {where}: {one_line(exc)}") from exc
@@ -159,7 +174,7 @@ class RayBackend:
         self._actors = [self._new_actor() for _ in range(self.workers)]
         self._load = {slot: 0 for slot in range(self.workers)}
         waiting = list(range(self.workers))
-        for _ in range(3):   # an actor that dies while starting is replaced, twice at most
+        for _ in range(3):  # an actor that dies while starting is replaced, twice at most
             failed = []
             for slot in waiting:
                 try:
@@ -204,8 +219,9 @@ class RayBackend:
             raise ShardCrash("its Ray worker died (killed, or out of memory)") from exc
         except ray.exceptions.RayTaskError as exc:
             cause = getattr(exc, "cause", None)
-            raise ShardCrash(str(cause) if isinstance(cause, ShardAttemptFailed)
-                             else one_line(cause or exc)) from exc
+            raise ShardCrash(
+                str(cause) if isinstance(cause, ShardAttemptFailed) else one_line(cause or exc)
+            ) from exc
 
     def _replace(self, slot: int) -> None:
         """Puts a fresh actor in a dead one's place (a bounded number of times)."""

@@ -52,11 +52,17 @@ class ShardRecords:
     def save(self, name: str, outcome: ShardOutcome) -> None:
         """Keeps a shard's outcome (atomically: a reader sees all of it or none)."""
         meta = {
-            "version": VERSION, "url": outcome.url, "file_sha256": outcome.file_sha256,
-            "n": outcome.n, "content_sha256": outcome.content_sha256,
-            "candidates": outcome.candidates, "cut": outcome.piece.cut,
-            "pairs": [[p.eval_index, p.doc, p.shared, p.eval_shingles, p.doc_shingles]
-                      for p in outcome.pairs],
+            "version": VERSION,
+            "url": outcome.url,
+            "file_sha256": outcome.file_sha256,
+            "n": outcome.n,
+            "content_sha256": outcome.content_sha256,
+            "candidates": outcome.candidates,
+            "cut": outcome.piece.cut,
+            "pairs": [
+                [p.eval_index, p.doc, p.shared, p.eval_shingles, p.doc_shingles]
+                for p in outcome.pairs
+            ],
             "docs": [[row, ident, text] for row, (ident, text) in sorted(outcome.docs.items())],
             "seconds": round(outcome.seconds, 3),
         }
@@ -70,8 +76,9 @@ class ShardRecords:
         if outcome.topk is not None:
             arrays["topk_scores"] = outcome.topk.scores
             arrays["topk_rows"] = outcome.topk.rows
-            meta["topk_docs"] = [[row, ident, text]
-                                 for row, (ident, text) in sorted(outcome.topk.docs.items())]
+            meta["topk_docs"] = [
+                [row, ident, text] for row, (ident, text) in sorted(outcome.topk.docs.items())
+            ]
             meta["embedded"], meta["cached"] = outcome.topk.embedded, outcome.topk.cached
         arrays["meta"] = np.frombuffer(canonical_json(meta), dtype=np.uint8)
         buffer = io.BytesIO()
@@ -88,15 +95,36 @@ class ShardRecords:
             return None
         if meta.get("version") != VERSION:
             return None
-        piece = TreePiece(meta["n"], meta["cut"], arrays["head"].tobytes(),
-                          arrays["blocks"].tobytes(), arrays["tail"].tobytes())
+        piece = TreePiece(
+            meta["n"],
+            meta["cut"],
+            arrays["head"].tobytes(),
+            arrays["blocks"].tobytes(),
+            arrays["tail"].tobytes(),
+        )
         topk = None
         if "topk_scores" in arrays:
-            topk = ShardTopK(arrays["topk_scores"], arrays["topk_rows"],
-                             {row: (ident, text) for row, ident, text in meta["topk_docs"]},
-                             0, 0)
+            topk = ShardTopK(
+                arrays["topk_scores"],
+                arrays["topk_rows"],
+                {row: (ident, text) for row, ident, text in meta["topk_docs"]},
+                0,
+                0,
+            )
         return ShardOutcome(
-            position, url, meta["file_sha256"], meta["n"], meta["content_sha256"], piece,
+            position,
+            url,
+            meta["file_sha256"],
+            meta["n"],
+            meta["content_sha256"],
+            piece,
             tuple(PairScore(*p) for p in meta["pairs"]),
-            {row: (ident, text) for row, ident, text in meta["docs"]}, meta["candidates"],
-            arrays.get("id_hashes"), topk, meta["seconds"], 0, 0, from_record=True)
+            {row: (ident, text) for row, ident, text in meta["docs"]},
+            meta["candidates"],
+            arrays.get("id_hashes"),
+            topk,
+            meta["seconds"],
+            0,
+            0,
+            from_record=True,
+        )

@@ -39,9 +39,9 @@ Report = Callable[[int], None]
 class EmbedPlan:
     """What a worker needs to embed pool shards: the model, the cache, the eval vectors."""
 
-    model: Any                 # embedding.ModelInfo
-    dim: int                   # its vectors' length
-    cache_path: str            # SQLite file every worker can open (the workspace's, or named)
+    model: Any  # embedding.ModelInfo
+    dim: int  # its vectors' length
+    cache_path: str  # SQLite file every worker can open (the workspace's, or named)
     eval_vectors: np.ndarray
     top_k: int
     threshold: float
@@ -57,16 +57,16 @@ class ShardJob:
     scan_key: str
     batch_size: int = 2048
     embed: EmbedPlan | None = None
-    done: frozenset[str] = frozenset()   # record names the workspace already holds
+    done: frozenset[str] = frozenset()  # record names the workspace already holds
 
 
 @dataclass(frozen=True)
 class ShardTopK:
     """A shard's k most similar documents per eval item (rows the shard's own)."""
 
-    scores: np.ndarray         # float32, eval items x k
-    rows: np.ndarray           # int64, -1 where fewer than k documents
-    docs: dict[int, tuple[Any, str]]   # row -> (id, text), for rows at the threshold
+    scores: np.ndarray  # float32, eval items x k
+    rows: np.ndarray  # int64, -1 where fewer than k documents
+    docs: dict[int, tuple[Any, str]]  # row -> (id, text), for rows at the threshold
     embedded: int = 0
     cached: int = 0
 
@@ -77,14 +77,14 @@ class ShardOutcome:
 
     position: int
     url: str
-    file_sha256: str | None            # None for a stream that is not a file
+    file_sha256: str | None  # None for a stream that is not a file
     n: int
-    content_sha256: str        # the seed's hash of this shard's canonical items alone
+    content_sha256: str  # the seed's hash of this shard's canonical items alone
     piece: TreePiece
-    pairs: tuple[PairScore, ...]           # doc = row within the shard
-    docs: dict[int, tuple[Any, str]]       # row -> (id or None, text) of matched documents
+    pairs: tuple[PairScore, ...]  # doc = row within the shard
+    docs: dict[int, tuple[Any, str]]  # row -> (id or None, text) of matched documents
     candidates: int
-    id_hashes: np.ndarray | None           # sorted uint64, when the pool has an id field
+    id_hashes: np.ndarray | None  # sorted uint64, when the pool has an id field
     topk: ShardTopK | None = None
     seconds: float = 0.0
     pid: int = 0
@@ -142,8 +142,9 @@ def _refused(position: int, error: InputError) -> ShardRefused:
     return ShardRefused(position, error.reason, error.path, error.line, error.field)
 
 
-def scan_shard(job: ShardJob, shard: Shard, report: Report | None = None,
-               embedder: Any = None) -> ShardReply:
+def scan_shard(
+    job: ShardJob, shard: Shard, report: Report | None = None, embedder: Any = None
+) -> ShardReply:
     """Gives what one shard holds (or that it is already recorded, or why it is refused).
 
     ``report(k)`` is told of every k documents done; ``embedder`` is this
@@ -157,16 +158,22 @@ def scan_shard(job: ShardJob, shard: Shard, report: Report | None = None,
             if name in job.done:
                 return ShardSkipped(shard.position, local.file_sha256, name)
             source = shard_source(shard, local, job.text_field, job.id_field)
-            return _scan_local(job, shard, source, local.file_sha256, report, embedder,
-                               started)
+            return _scan_local(job, shard, source, local.file_sha256, report, embedder, started)
     except InputError as exc:
         return _refused(shard.position, exc)
     except Exception as exc:
         raise ShardAttemptFailed(one_line(exc)) from None
 
 
-def _scan_local(job: ShardJob, shard: Shard, source: Any, file_sha256: str,
-                report: Report | None, embedder: Any, started: float) -> ShardReply:
+def _scan_local(
+    job: ShardJob,
+    shard: Shard,
+    source: Any,
+    file_sha256: str,
+    report: Report | None,
+    embedder: Any,
+    started: float,
+) -> ShardReply:
     builder = PieceBuilder()
     hasher = ContentHasher()
     pairs: list[PairScore] = []
@@ -178,24 +185,42 @@ def _scan_local(job: ShardJob, shard: Shard, source: Any, file_sha256: str,
         for batch in batches:
             result = match_batch(job.index, batch.matchable)
             if result.bad is not None:
-                raise row_error(source, batch.start + result.bad.row, source.text_field,
-                                result.bad.message)
+                raise row_error(
+                    source, batch.start + result.bad.row, source.text_field, result.bad.message
+                )
             ids: list[Any] | None = None
             if job.id_field:
-                ids = batch.ids if batch.ids_checked else [
-                    check_id(value, source, batch.start + k)
-                    for k, value in enumerate(batch.ids or [None] * batch.count)]
+                ids = (
+                    batch.ids
+                    if batch.ids_checked
+                    else [
+                        check_id(value, source, batch.start + k)
+                        for k, value in enumerate(batch.ids or [None] * batch.count)
+                    ]
+                )
                 hashes.append(id_hashes(ids))
             hasher.add_stream(result.canonical_stream, result.count)
             # The worker already split the stream into hash blocks: reuse them.
-            builder.add(piece_of(result.canonical_stream, result.count, result.block_ends,
-                                 result.inner_blocks))
+            builder.add(
+                piece_of(
+                    result.canonical_stream, result.count, result.block_ends, result.inner_blocks
+                )
+            )
             candidates += result.candidates
             for pair in result.pairs:
-                docs[batch.start + pair.doc] = (ids[pair.doc] if ids is not None else None,
-                                                result.texts[pair.doc])
-                pairs.append(PairScore(pair.eval_index, batch.start + pair.doc, pair.shared,
-                                       pair.eval_shingles, pair.doc_shingles))
+                docs[batch.start + pair.doc] = (
+                    ids[pair.doc] if ids is not None else None,
+                    result.texts[pair.doc],
+                )
+                pairs.append(
+                    PairScore(
+                        pair.eval_index,
+                        batch.start + pair.doc,
+                        pair.shared,
+                        pair.eval_shingles,
+                        pair.doc_shingles,
+                    )
+                )
             if topk is not None:
                 topk.add(batch, ids)
             if report is not None:
@@ -203,10 +228,22 @@ def _scan_local(job: ShardJob, shard: Shard, source: Any, file_sha256: str,
     if builder.n == 0:
         raise InputError("the shard has no rows", path=shard.url, field="pool")
     all_ids = np.sort(np.concatenate(hashes)) if hashes else None
-    return ShardOutcome(shard.position, shard.url, file_sha256, builder.n, hasher.hexdigest(),
-                        builder.piece(), tuple(pairs), docs, candidates, all_ids,
-                        topk.result() if topk is not None else None,
-                        time.perf_counter() - started, os.getpid(), peak_rss_kb())
+    return ShardOutcome(
+        shard.position,
+        shard.url,
+        file_sha256,
+        builder.n,
+        hasher.hexdigest(),
+        builder.piece(),
+        tuple(pairs),
+        docs,
+        candidates,
+        all_ids,
+        topk.result() if topk is not None else None,
+        time.perf_counter() - started,
+        os.getpid(),
+        peak_rss_kb(),
+    )
 
 
 class _ShardEmbedding:
@@ -226,15 +263,18 @@ class _ShardEmbedding:
         from engine.contamination.channels.embedding import embed_texts
 
         texts = batch.texts
-        vectors = embed_texts(self.embedder, self.cache, [canonical(t) for t in texts],
-                              self.counts)
-        self.topk.add(vectors, batch.start, ids if ids is not None else [None] * len(texts),
-                      texts)
+        vectors = embed_texts(self.embedder, self.cache, [canonical(t) for t in texts], self.counts)
+        self.topk.add(vectors, batch.start, ids if ids is not None else [None] * len(texts), texts)
 
     def result(self) -> ShardTopK:
         self.cache.close()
-        return ShardTopK(self.topk.scores, self.topk.index, dict(self.topk.docs),
-                         self.counts.embedded, self.counts.cached)
+        return ShardTopK(
+            self.topk.scores,
+            self.topk.index,
+            dict(self.topk.docs),
+            self.counts.embedded,
+            self.counts.cached,
+        )
 
 
 # -- the model a worker loads once -------------------------------------------
@@ -300,6 +340,6 @@ class RunCounts:
     from_records: int = 0
     retries: dict[str, int] = field(default_factory=dict)
     failed: dict[str, str] = field(default_factory=dict)
-    pool_sha256: str = ""            # the pool hash, folded as the shards came in
-    startup_seconds: float = 0.0     # until every worker held the job
-    scan_seconds: float = 0.0        # from then until the last shard was in
+    pool_sha256: str = ""  # the pool hash, folded as the shards came in
+    startup_seconds: float = 0.0  # until every worker held the job
+    scan_seconds: float = 0.0  # from then until the last shard was in

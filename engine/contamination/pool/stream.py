@@ -22,12 +22,24 @@ from typing import Any, Callable, Iterable, Iterator
 import numpy as np
 
 from engine.canonical import canonical_json
-from engine.contamination.channels.ngram import (BatchResult, EvalIndex, PairScore, match_batch,
-                                                 worker_init, worker_match)
+from engine.contamination.channels.ngram import (
+    BatchResult,
+    EvalIndex,
+    PairScore,
+    match_batch,
+    worker_init,
+    worker_match,
+)
 from engine.contamination.inputs.canonical_text import ContentHasher
 from engine.contamination.inputs.pool_hash import PieceBuilder, piece_of
-from engine.contamination.inputs.sources import (Batch, Source, check_id, iter_batches, locate,
-                                                 row_error)
+from engine.contamination.inputs.sources import (
+    Batch,
+    Source,
+    check_id,
+    iter_batches,
+    locate,
+    row_error,
+)
 from engine.contamination.pool.merge import PoolScan, merge
 from engine.contamination.pool.shard_scan import ShardOutcome
 from engine.errors import InputError
@@ -53,8 +65,9 @@ def worker_context() -> Any:
     """
     if "forkserver" in multiprocessing.get_all_start_methods():
         context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(["engine.contamination.channels.ngram",
-                                          "engine.contamination.pool.shard_scan"])
+        context.set_forkserver_preload(
+            ["engine.contamination.channels.ngram", "engine.contamination.pool.shard_scan"]
+        )
         return context
     return multiprocessing.get_context("spawn")
 
@@ -74,11 +87,13 @@ def start_workers_early(source: Source, jobs: int | None) -> None:
         forkserver.ensure_running()
 
 
-def _in_workers(index: EvalIndex, batches: Iterable[Batch], jobs: int
-                ) -> Iterator[tuple[Batch, BatchResult]]:
+def _in_workers(
+    index: EvalIndex, batches: Iterable[Batch], jobs: int
+) -> Iterator[tuple[Batch, BatchResult]]:
     context = worker_context()
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=worker_init,
-                             initargs=(index,)) as executor:
+    with ProcessPoolExecutor(
+        max_workers=jobs, mp_context=context, initializer=worker_init, initargs=(index,)
+    ) as executor:
         window: deque[tuple[Batch, Future[BatchResult]]] = deque()
         try:
             for batch in batches:
@@ -126,14 +141,24 @@ class _IdCheck:
             key = canonical_json(found[row])
             if key in first:
                 _, line = locate(self.source, first[key])
-                raise row_error(self.source, row, self.source.id_field or "id",
-                                f"duplicate id {found[row]!r} (first at line {line})")
+                raise row_error(
+                    self.source,
+                    row,
+                    self.source.id_field or "id",
+                    f"duplicate id {found[row]!r} (first at line {line})",
+                )
             first[key] = row
 
 
-def scan_pool(source: Source, index: EvalIndex, *, jobs: int | None = None,
-              batch_size: int = BATCH_SIZE, consumer: BatchConsumer | None = None,
-              stage: Any = None) -> PoolScan:
+def scan_pool(
+    source: Source,
+    index: EvalIndex,
+    *,
+    jobs: int | None = None,
+    batch_size: int = BATCH_SIZE,
+    consumer: BatchConsumer | None = None,
+    stage: Any = None,
+) -> PoolScan:
     """Gives every exact n-gram pair of the pool, reading it once, in order.
 
     ``consumer(batch, ids)`` sees each checked batch (the embedding channel
@@ -145,8 +170,15 @@ def scan_pool(source: Source, index: EvalIndex, *, jobs: int | None = None,
         return _scan(source, index, batches, jobs, consumer, stage, started)
 
 
-def _scan(source: Source, index: EvalIndex, batches: Iterator[Batch], jobs: int,
-          consumer: BatchConsumer | None, stage: Any, started: float) -> PoolScan:
+def _scan(
+    source: Source,
+    index: EvalIndex,
+    batches: Iterator[Batch],
+    jobs: int,
+    consumer: BatchConsumer | None,
+    stage: Any,
+    started: float,
+) -> PoolScan:
     head = [b for b in (next(batches, None), next(batches, None)) if b is not None]
     stream: Iterable[Batch] = chain(head, batches)
     if jobs == 1 or len(head) < 2:
@@ -158,8 +190,14 @@ def _scan(source: Source, index: EvalIndex, batches: Iterator[Batch], jobs: int,
         return _collect(source, results, jobs, consumer, stage, started)
 
 
-def _collect(source: Source, results: Iterator[tuple[Batch, BatchResult]], jobs: int,
-             consumer: BatchConsumer | None, stage: Any, started: float) -> PoolScan:
+def _collect(
+    source: Source,
+    results: Iterator[tuple[Batch, BatchResult]],
+    jobs: int,
+    consumer: BatchConsumer | None,
+    stage: Any,
+    started: float,
+) -> PoolScan:
     hasher = ContentHasher()
     pieces = PieceBuilder()
     id_check = _IdCheck(source) if source.id_field else None
@@ -169,24 +207,34 @@ def _collect(source: Source, results: Iterator[tuple[Batch, BatchResult]], jobs:
     candidates = 0
     for batch, result in results:
         if result.bad is not None:
-            raise row_error(source, batch.start + result.bad.row, source.text_field,
-                            result.bad.message)
+            raise row_error(
+                source, batch.start + result.bad.row, source.text_field, result.bad.message
+            )
         if id_check is not None:
-            ids = batch.ids if batch.ids_checked else [
-                check_id(value, source, batch.start + k)
-                for k, value in enumerate(batch.ids or [None] * batch.count)]
+            ids = (
+                batch.ids
+                if batch.ids_checked
+                else [
+                    check_id(value, source, batch.start + k)
+                    for k, value in enumerate(batch.ids or [None] * batch.count)
+                ]
+            )
             id_check.add(ids)
         else:
             ids = list(range(batch.start, batch.start + batch.count))
         hasher.add_stream(result.canonical_stream, result.count)
-        pieces.add(piece_of(result.canonical_stream, result.count, result.block_ends,
-                            result.inner_blocks))
+        pieces.add(
+            piece_of(result.canonical_stream, result.count, result.block_ends, result.inner_blocks)
+        )
         candidates += result.candidates
         peaks[result.pid] = max(peaks.get(result.pid, 0), result.peak_rss_kb)
         for pair in result.pairs:
             pool_index = batch.start + pair.doc
-            pairs.append(PairScore(pair.eval_index, pool_index, pair.shared,
-                                   pair.eval_shingles, pair.doc_shingles))
+            pairs.append(
+                PairScore(
+                    pair.eval_index, pool_index, pair.shared, pair.eval_shingles, pair.doc_shingles
+                )
+            )
             docs[pool_index] = (ids[pair.doc], result.texts[pair.doc])
         if consumer is not None:
             consumer(batch, ids)
@@ -197,9 +245,27 @@ def _collect(source: Source, results: Iterator[tuple[Batch, BatchResult]], jobs:
     if hasher.n == 0:
         raise InputError("the pool has no rows", path=source.label)
     # one stream is one shard: the same merge as a sharded pool's gives the same hash
-    outcome = ShardOutcome(0, source.label, None, hasher.n, hasher.hexdigest(), pieces.piece(),
-                           tuple(pairs), docs, candidates, None)
-    scan = merge([outcome], source.provenance(), seconds=time.perf_counter() - started,
-                 jobs=jobs)
-    return PoolScan(scan.provenance, scan.pairs, scan.docs, scan.n, scan.candidates,
-                    scan.seconds, peaks, jobs, scan.shards)
+    outcome = ShardOutcome(
+        0,
+        source.label,
+        None,
+        hasher.n,
+        hasher.hexdigest(),
+        pieces.piece(),
+        tuple(pairs),
+        docs,
+        candidates,
+        None,
+    )
+    scan = merge([outcome], source.provenance(), seconds=time.perf_counter() - started, jobs=jobs)
+    return PoolScan(
+        scan.provenance,
+        scan.pairs,
+        scan.docs,
+        scan.n,
+        scan.candidates,
+        scan.seconds,
+        peaks,
+        jobs,
+        scan.shards,
+    )

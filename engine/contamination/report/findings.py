@@ -28,7 +28,8 @@ RECOMMENDED_ACTION = (
     "review every flagged eval item in the flagged_pairs queue (sealdesk review); accept a "
     "confirmed leak or duplicate, reject a false positive; then run `sealdesk contamination "
     "clean`, which drops accepted items, writes the clean set and its content hash, and "
-    "re-checks statistical power, since dropping items shrinks n")
+    "re-checks statistical power, since dropping items shrinks n"
+)
 
 
 @dataclass(frozen=True)
@@ -83,8 +84,12 @@ def _r(value: float | None) -> float | None:
 def pool_channels(pair: PoolPair, findings: Findings) -> list[str]:
     """Gives the channels that flag a pool pair, in the order ngram, containment, embed."""
     out = findings.settings.channels(pair.jaccard, pair.containment)
-    if pair.in_top_k and pair.cosine is not None and findings.cosine_threshold is not None \
-            and pair.cosine >= findings.cosine_threshold:
+    if (
+        pair.in_top_k
+        and pair.cosine is not None
+        and findings.cosine_threshold is not None
+        and pair.cosine >= findings.cosine_threshold
+    ):
         out.append("embed")
     return out
 
@@ -92,8 +97,11 @@ def pool_channels(pair: PoolPair, findings: Findings) -> list[str]:
 def internal_via(pair: InternalPair, findings: Findings) -> list[str]:
     """Gives what makes two eval items duplicates: ngram, containment and/or embed."""
     out = findings.settings.channels(pair.jaccard, pair.containment) if pair.shared else []
-    if pair.cosine is not None and findings.cosine_threshold is not None \
-            and pair.cosine >= findings.cosine_threshold:
+    if (
+        pair.cosine is not None
+        and findings.cosine_threshold is not None
+        and pair.cosine >= findings.cosine_threshold
+    ):
         out.append("embed")
     return out
 
@@ -112,46 +120,80 @@ def flagged_rows(findings: Findings) -> list[dict[str, Any]]:
         if not channels:
             continue
         doc = findings.pool_docs[pair.pool_index]
-        row = {"test_idx": pair.eval_index, "test_id": items[pair.eval_index].id,
-               "pool_idx": pair.pool_index, "pool_id": doc.id, "channel": channels[0],
-               "channels": channels, "jaccard": _r(pair.jaccard),
-               "containment": _r(pair.containment), "minhash_jaccard": _r(pair.minhash_jaccard),
-               "shared_shingles": pair.shared, "eval_shingles": pair.eval_shingles,
-               "pool_shingles": pair.doc_shingles,
-               "numbers_only_differ": numbers_only_differ(items[pair.eval_index].text, doc.text)}
+        row = {
+            "test_idx": pair.eval_index,
+            "test_id": items[pair.eval_index].id,
+            "pool_idx": pair.pool_index,
+            "pool_id": doc.id,
+            "channel": channels[0],
+            "channels": channels,
+            "jaccard": _r(pair.jaccard),
+            "containment": _r(pair.containment),
+            "minhash_jaccard": _r(pair.minhash_jaccard),
+            "shared_shingles": pair.shared,
+            "eval_shingles": pair.eval_shingles,
+            "pool_shingles": pair.doc_shingles,
+            "numbers_only_differ": numbers_only_differ(items[pair.eval_index].text, doc.text),
+        }
         if pair.cosine is not None:
             row["cosine"] = _r(pair.cosine)
         rows.append(row)
     groups, member = _cluster_of(findings)
     for pair in sorted(findings.internal, key=lambda p: (p.a, p.b)):
-        row = {"a_idx": pair.a, "a_id": items[pair.a].id, "b_idx": pair.b,
-               "b_id": items[pair.b].id, "channel": "internal", "channels": ["internal"],
-               "via": internal_via(pair, findings), "jaccard": _r(pair.jaccard),
-               "containment_ab": _r(pair.containment_ab),
-               "containment_ba": _r(pair.containment_ba),
-               "minhash_jaccard": _r(findings.internal_minhash.get((pair.a, pair.b))),
-               "shared_shingles": pair.shared, "cluster": member[pair.a],
-               "numbers_only_differ": numbers_only_differ(items[pair.a].text,
-                                                          items[pair.b].text)}
+        row = {
+            "a_idx": pair.a,
+            "a_id": items[pair.a].id,
+            "b_idx": pair.b,
+            "b_id": items[pair.b].id,
+            "channel": "internal",
+            "channels": ["internal"],
+            "via": internal_via(pair, findings),
+            "jaccard": _r(pair.jaccard),
+            "containment_ab": _r(pair.containment_ab),
+            "containment_ba": _r(pair.containment_ba),
+            "minhash_jaccard": _r(findings.internal_minhash.get((pair.a, pair.b))),
+            "shared_shingles": pair.shared,
+            "cluster": member[pair.a],
+            "numbers_only_differ": numbers_only_differ(items[pair.a].text, items[pair.b].text),
+        }
         if pair.cosine is not None:
             row["cosine"] = _r(pair.cosine)
         rows.append(row)
     if findings.probe is not None:
         for outcome in findings.probe.outcomes:
             if outcome.suspected:
-                rows.append({"test_idx": outcome.index, "test_id": outcome.id,
-                             "channel": "behavioral_probe", "channels": ["behavioral_probe"],
-                             "reconstructed": outcome.gold,
-                             "solved_unaided": outcome.solved_unaided})
+                rows.append(
+                    {
+                        "test_idx": outcome.index,
+                        "test_id": outcome.id,
+                        "channel": "behavioral_probe",
+                        "channels": ["behavioral_probe"],
+                        "reconstructed": outcome.gold,
+                        "solved_unaided": outcome.solved_unaided,
+                    }
+                )
     return rows
 
 
-def _match_entry(kind: str, index: int, ident: Any, text: str, eval_text: str,
-                 channels: list[str], scores: dict[str, Any]) -> dict[str, Any]:
-    return {"kind": kind, "index": index, "id": ident, "text": text, "channels": channels,
-            "scores": {k: v for k, v in scores.items() if v is not None},
-            "spans": shared_spans(eval_text, text),
-            "numbers_only_differ": numbers_only_differ(eval_text, text)}
+def _match_entry(
+    kind: str,
+    index: int,
+    ident: Any,
+    text: str,
+    eval_text: str,
+    channels: list[str],
+    scores: dict[str, Any],
+) -> dict[str, Any]:
+    return {
+        "kind": kind,
+        "index": index,
+        "id": ident,
+        "text": text,
+        "channels": channels,
+        "scores": {k: v for k, v in scores.items() if v is not None},
+        "spans": shared_spans(eval_text, text),
+        "numbers_only_differ": numbers_only_differ(eval_text, text),
+    }
 
 
 def backlog_items(findings: Findings, run_id: str) -> list[BacklogItem]:
@@ -163,42 +205,76 @@ def backlog_items(findings: Findings, run_id: str) -> list[BacklogItem]:
         if not channels:
             continue
         doc = findings.pool_docs[pair.pool_index]
-        scores = {"jaccard": _r(pair.jaccard), "containment": _r(pair.containment),
-                  "minhash_jaccard": _r(pair.minhash_jaccard), "cosine": _r(pair.cosine),
-                  "shared_shingles": pair.shared}
+        scores = {
+            "jaccard": _r(pair.jaccard),
+            "containment": _r(pair.containment),
+            "minhash_jaccard": _r(pair.minhash_jaccard),
+            "cosine": _r(pair.cosine),
+            "shared_shingles": pair.shared,
+        }
         matches.setdefault(pair.eval_index, []).append(
-            _match_entry("pool", pair.pool_index, doc.id, doc.text,
-                         items[pair.eval_index].text, channels, scores))
+            _match_entry(
+                "pool",
+                pair.pool_index,
+                doc.id,
+                doc.text,
+                items[pair.eval_index].text,
+                channels,
+                scores,
+            )
+        )
     groups, member = _cluster_of(findings)
     for pair in findings.internal:
         via = internal_via(pair, findings)
-        for this, other, contained in ((pair.a, pair.b, pair.containment_ab),
-                                       (pair.b, pair.a, pair.containment_ba)):
-            scores = {"jaccard": _r(pair.jaccard), "containment": _r(contained),
-                      "minhash_jaccard": _r(findings.internal_minhash.get((pair.a, pair.b))),
-                      "cosine": _r(pair.cosine), "shared_shingles": pair.shared}
-            entry = _match_entry("eval", other, items[other].id, items[other].text,
-                                 items[this].text, ["internal"], scores)
+        for this, other, contained in (
+            (pair.a, pair.b, pair.containment_ab),
+            (pair.b, pair.a, pair.containment_ba),
+        ):
+            scores = {
+                "jaccard": _r(pair.jaccard),
+                "containment": _r(contained),
+                "minhash_jaccard": _r(findings.internal_minhash.get((pair.a, pair.b))),
+                "cosine": _r(pair.cosine),
+                "shared_shingles": pair.shared,
+            }
+            entry = _match_entry(
+                "eval",
+                other,
+                items[other].id,
+                items[other].text,
+                items[this].text,
+                ["internal"],
+                scores,
+            )
             entry["via"] = via
             matches.setdefault(this, []).append(entry)
     probed: dict[int, dict[str, Any]] = {}
     if findings.probe is not None:
         for outcome in findings.probe.outcomes:
             if outcome.suspected:
-                probed[outcome.index] = {"gold": outcome.gold, "reconstructed": True,
-                                         "solved_unaided": outcome.solved_unaided,
-                                         "fill_reply": outcome.fill_reply[:500],
-                                         "solve_reply": outcome.solve_reply[-500:],
-                                         "model": findings.probe.model}
+                probed[outcome.index] = {
+                    "gold": outcome.gold,
+                    "reconstructed": True,
+                    "solved_unaided": outcome.solved_unaided,
+                    "fill_reply": outcome.fill_reply[:500],
+                    "solve_reply": outcome.solve_reply[-500:],
+                    "model": findings.probe.model,
+                }
     provenance = {"eval": findings.eval.provenance, "pool": findings.pool_provenance}
     out = []
     for index in sorted(set(matches) | set(probed)):
         item = items[index]
         found = sorted(matches.get(index, []), key=lambda m: (m["kind"] != "pool", m["index"]))
-        channels = sorted({c for m in found for c in m["channels"]}
-                          | ({"behavioral_probe"} if index in probed else set()))
-        score_values = [v for m in found for k, v in m["scores"].items()
-                        if k in ("jaccard", "containment", "cosine")]
+        channels = sorted(
+            {c for m in found for c in m["channels"]}
+            | ({"behavioral_probe"} if index in probed else set())
+        )
+        score_values = [
+            v
+            for m in found
+            for k, v in m["scores"].items()
+            if k in ("jaccard", "containment", "cosine")
+        ]
         tags = list(channels)
         if any(m["numbers_only_differ"] for m in found):
             tags.append("numbers_only")
@@ -207,13 +283,14 @@ def backlog_items(findings: Findings, run_id: str) -> list[BacklogItem]:
             "matches": found,
             "channels": channels,
             "provenance": provenance,
-            "summary": {"title": f"{item.id}: {' '.join(item.text.split())[:70]}",
-                        "score": round(max(score_values), 4) if score_values else None,
-                        "tags": tags},
+            "summary": {
+                "title": f"{item.id}: {' '.join(item.text.split())[:70]}",
+                "score": round(max(score_values), 4) if score_values else None,
+                "tags": tags,
+            },
         }
         if index in member:
-            payload["cluster"] = [{"index": i, "id": items[i].id}
-                                  for i in groups[member[index]]]
+            payload["cluster"] = [{"index": i, "id": items[i].id} for i in groups[member[index]]]
         if index in probed:
             payload["probe"] = probed[index]
         digest = canonical_sha256(payload)
@@ -230,16 +307,23 @@ def _machine() -> dict[str, Any]:
                     memory = round(int(line.split()[1]) / 1024 / 1024, 1)
     except OSError:
         pass
-    return {"platform": platform.platform(), "machine": platform.machine(),
-            "cpus": os.cpu_count(), "memory_gb": memory, "python": platform.python_version()}
+    return {
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "cpus": os.cpu_count(),
+        "memory_gb": memory,
+        "python": platform.python_version(),
+    }
 
 
-def build_report(findings: Findings, rows: list[dict[str, Any]], run_id: str, date: str,
-                 timing: dict[str, float]) -> dict[str, Any]:
+def build_report(
+    findings: Findings, rows: list[dict[str, Any]], run_id: str, date: str, timing: dict[str, float]
+) -> dict[str, Any]:
     """Gives contamination_report.json: the seed's fields and sealdesk's additions."""
     n = len(findings.eval.items)
-    by_channel: dict[str, set[int]] = {c: set() for c in
-                                       (*POOL_CHANNELS, "internal", "behavioral_probe")}
+    by_channel: dict[str, set[int]] = {
+        c: set() for c in (*POOL_CHANNELS, "internal", "behavioral_probe")
+    }
     combos: dict[str, int] = {}
     numbers_only = 0
     for row in rows:
@@ -253,8 +337,10 @@ def build_report(findings: Findings, rows: list[dict[str, Any]], run_id: str, da
             combos[combo] = combos.get(combo, 0) + 1
         numbers_only += bool(row.get("numbers_only_differ"))
     flagged = set().union(*by_channel.values())
-    only = {c: len(items - set().union(*(v for k, v in by_channel.items() if k != c)))
-            for c, items in by_channel.items()}
+    only = {
+        c: len(items - set().union(*(v for k, v in by_channel.items() if k != c)))
+        for c, items in by_channel.items()
+    }
     groups, _ = _cluster_of(findings)
     items = findings.eval.items
     s = findings.settings
@@ -280,17 +366,24 @@ def build_report(findings: Findings, rows: list[dict[str, Any]], run_id: str, da
             "pairs_by_channels": dict(sorted(combos.items())),
         },
         "internal": {
-            "pairs": [{"a_idx": p.a, "b_idx": p.b, "a_id": items[p.a].id, "b_id": items[p.b].id}
-                      for p in sorted(findings.internal, key=lambda p: (p.a, p.b))],
+            "pairs": [
+                {"a_idx": p.a, "b_idx": p.b, "a_id": items[p.a].id, "b_id": items[p.b].id}
+                for p in sorted(findings.internal, key=lambda p: (p.a, p.b))
+            ],
             "clusters": [[{"index": i, "id": items[i].id} for i in g] for g in groups],
         },
         "leakage_rate": round(len(flagged) / n, 4) if n else 0.0,
-        "thresholds": {"ngram_n": s.n, "jaccard_flag": s.jaccard,
-                       "containment_flag": s.containment, "lsh_threshold": s.lsh_threshold,
-                       "num_perm": s.num_perm,
-                       "cosine_flag": None if findings.cosine_threshold is None
-                       else round(findings.cosine_threshold, 4),
-                       "top_k": findings.top_k},
+        "thresholds": {
+            "ngram_n": s.n,
+            "jaccard_flag": s.jaccard,
+            "containment_flag": s.containment,
+            "lsh_threshold": s.lsh_threshold,
+            "num_perm": s.num_perm,
+            "cosine_flag": None
+            if findings.cosine_threshold is None
+            else round(findings.cosine_threshold, 4),
+            "top_k": findings.top_k,
+        },
         "embedding": findings.embedding,
         "probe": None if findings.probe is None else findings.probe.to_json(),
         "ngram_search": findings.search,

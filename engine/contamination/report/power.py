@@ -17,8 +17,9 @@ import math
 from statistics import NormalDist
 
 
-def minimum_detectable_difference(n: int, *, alpha: float = 0.05, power: float = 0.8,
-                                  accuracy: float = 0.5) -> float:
+def minimum_detectable_difference(
+    n: int, *, alpha: float = 0.05, power: float = 0.8, accuracy: float = 0.5
+) -> float:
     """Gives the smallest accuracy difference detectable on n items (inf for n = 0)."""
     if not 0 < alpha < 1 or not 0 < power < 1 or not 0 < accuracy < 1:
         raise ValueError("alpha, power and accuracy must lie strictly between 0 and 1")

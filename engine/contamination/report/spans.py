@@ -36,10 +36,12 @@ def shared_spans(eval_text: str, match_text: str, *, min_words: int = MIN_WORDS)
     for block in matcher.get_matching_blocks():
         if block.size == 0 or block.size < need:
             continue
-        spans.append({
-            "eval": [a_at[block.a][0], a_at[block.a + block.size - 1][1]],
-            "match": [b_at[block.b][0], b_at[block.b + block.size - 1][1]],
-            "words": block.size,
-        })
+        spans.append(
+            {
+                "eval": [a_at[block.a][0], a_at[block.a + block.size - 1][1]],
+                "match": [b_at[block.b][0], b_at[block.b + block.size - 1][1]],
+                "words": block.size,
+            }
+        )
     spans.sort(key=lambda s: (-s["words"], s["eval"][0]))
     return spans[:MAX_SPANS]

@@ -24,8 +24,17 @@ def test_synthetic_data_plants_leaks_where_it_says(tmp_path):
 
 @pytest.mark.slow
 def test_bench_reports_both_sides_and_the_same_jaccard_pairs(sealdesk, tmp_path):
-    proc = sealdesk("bench", "contamination", "--pool-size", "600", "--eval-size", "60",
-                    "--data-dir", tmp_path, "--json")
+    proc = sealdesk(
+        "bench",
+        "contamination",
+        "--pool-size",
+        "600",
+        "--eval-size",
+        "60",
+        "--data-dir",
+        tmp_path,
+        "--json",
+    )
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
     assert result["reference"]["pool_docs"] == result["sealdesk"]["pool_docs"] == 600
@@ -36,4 +45,5 @@ def test_bench_reports_both_sides_and_the_same_jaccard_pairs(sealdesk, tmp_path)
     assert comparison["both"] == result["reference"]["ngram_pairs"] > 0
     assert comparison["containment_pairs_reference_cannot_see"] > 0
     assert comparison["docs_per_s_ratio"] == pytest.approx(
-        result["sealdesk"]["docs_per_s"] / result["reference"]["docs_per_s"], rel=0.01)
+        result["sealdesk"]["docs_per_s"] / result["reference"]["docs_per_s"], rel=0.01
+    )

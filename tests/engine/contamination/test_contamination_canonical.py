@@ -8,17 +8,42 @@ import re
 from hypothesis import given, settings, strategies as st
 
 from engine.contamination.channels.shingles import encode_for_hashing, word_hashes
-from engine.contamination.inputs.canonical_text import (canonical, content_sha256,
-                                                        numbers_only_differ, word_offsets)
+from engine.contamination.inputs.canonical_text import (
+    canonical,
+    content_sha256,
+    numbers_only_differ,
+    word_offsets,
+)
 
 # Texts drawn from characters where canonicalization is subtle: every kind of
 # whitespace str.isspace() knows, upper case that lower-cases to two chars,
 # NUL, accents.
-_TRICKY = st.text(alphabet=st.sampled_from(list("aBz Z09.,$")
-                                           + ["\t", "\n", "\r", "\x0b", "\x0c", "\x1c", "\x1f",
-                                              "\u00a0", "\u2003", "\u3000", "\x85", "\x00",
-                                              "İ", "é", "Σ", "ß", "\u200b"]),
-                  min_size=0, max_size=40)
+_TRICKY = st.text(
+    alphabet=st.sampled_from(
+        list("aBz Z09.,$")
+        + [
+            "\t",
+            "\n",
+            "\r",
+            "\x0b",
+            "\x0c",
+            "\x1c",
+            "\x1f",
+            "\u00a0",
+            "\u2003",
+            "\u3000",
+            "\x85",
+            "\x00",
+            "İ",
+            "é",
+            "Σ",
+            "ß",
+            "\u200b",
+        ]
+    ),
+    min_size=0,
+    max_size=40,
+)
 
 
 def seed_canonical(text: str) -> str:

@@ -35,11 +35,14 @@ def test_fewer_items_detect_only_larger_differences():
 @pytest.fixture
 def scanned(workspace):
     config = ScanConfig(
-        eval=resolve_source("eval", str(SAMPLE / "eval.jsonl"), text_field="question",
-                            id_field="id"),
-        pool=resolve_source("pool", str(SAMPLE / "pool.jsonl"), text_field="text",
-                            id_field="id"),
-        ngram=NgramSettings(), embed=False, jobs=1)
+        eval=resolve_source(
+            "eval", str(SAMPLE / "eval.jsonl"), text_field="question", id_field="id"
+        ),
+        pool=resolve_source("pool", str(SAMPLE / "pool.jsonl"), text_field="text", id_field="id"),
+        ngram=NgramSettings(),
+        embed=False,
+        jobs=1,
+    )
     outcome = run_scan(workspace, config)
     by_eval = {item.payload["eval"]["id"]: item.item_id for item in outcome.items}
     return workspace, outcome, by_eval
@@ -76,8 +79,9 @@ def test_accepted_items_are_dropped_rejected_kept_with_new_hash_and_power(scanne
     workspace, outcome, by_eval = scanned
     rita = enrol("rita", "reviewer")
     dropped = ["q-clips", "q-babysitting", "q-oneoff-0-copy"]
-    decide(workspace, rita, by_eval, accept=dropped,
-           reject=[e for e in by_eval if e not in dropped])
+    decide(
+        workspace, rita, by_eval, accept=dropped, reject=[e for e in by_eval if e not in dropped]
+    )
     result = clean(workspace, out=tmp_path / "clean.jsonl")
     report = result.report
     kept = [q for q in QUESTIONS if q["id"] not in dropped]
@@ -125,8 +129,13 @@ def test_a_tampered_scan_artifact_is_refused(scanned):
 
 def test_the_clean_command_prints_the_new_hash_and_power(scanned, enrol, sealdesk):
     workspace, outcome, by_eval = scanned
-    decide(workspace, enrol("rita", "reviewer"), by_eval, accept=["q-clips"],
-           reject=[e for e in by_eval if e != "q-clips"])
+    decide(
+        workspace,
+        enrol("rita", "reviewer"),
+        by_eval,
+        accept=["q-clips"],
+        reject=[e for e in by_eval if e != "q-clips"],
+    )
     proc = sealdesk("contamination", "clean", workspace=workspace.root)
     assert proc.returncode == 0, proc.stderr
     assert "22 -> 21 items (1 dropped, 9 kept after review, 0 undecided kept)" in proc.stdout
@@ -142,8 +151,12 @@ def test_an_out_path_that_cannot_be_written_leaves_no_clean_run_behind(scanned, 
     with pytest.raises(InputError, match="cannot write"):
         clean(workspace, allow_undecided=True, out=blocker / "clean.jsonl")
     assert sorted(p.name for p in workspace.artifacts_dir.iterdir()) == runs_before
-    assert workspace.conn.execute("SELECT COUNT(*) FROM runs WHERE run_id LIKE '%clean%'"
-                                  ).fetchone()[0] == 0
+    assert (
+        workspace.conn.execute("SELECT COUNT(*) FROM runs WHERE run_id LIKE '%clean%'").fetchone()[
+            0
+        ]
+        == 0
+    )
 
 
 def test_other_power_parameters_make_another_clean_run_never_a_rewrite(scanned, enrol):
@@ -176,10 +189,15 @@ def test_an_eval_item_confirmed_a_leak_on_another_item_is_never_kept_silently(sc
     rita = enrol("rita", "reviewer")
     held = workspace.item("flagged_pairs", by_eval["q-clips"])["payload"]["eval"]
     # An item of another scan for the same eval item, with other evidence: its id differs.
-    other = BacklogItem.make("flagged_pairs", "fp-earlier", "scan-earlier",
-                             {"eval": dict(held), "channels": ["embed"], "matches": []})
-    workspace.ingest([other], runs={"scan-earlier": {"kind": "test", "artifacts": {},
-                                                     "inputs": {}}})
+    other = BacklogItem.make(
+        "flagged_pairs",
+        "fp-earlier",
+        "scan-earlier",
+        {"eval": dict(held), "channels": ["embed"], "matches": []},
+    )
+    workspace.ingest(
+        [other], runs={"scan-earlier": {"kind": "test", "artifacts": {}, "inputs": {}}}
+    )
     workspace.decide(rita, "flagged_pairs", "fp-earlier", "accept", note="leak")
     with pytest.raises(InputError) as err:
         clean(workspace, allow_undecided=True)

@@ -17,8 +17,13 @@ import pytest
 pytest.importorskip("sentence_transformers")
 
 from engine.contamination.channels.calibration import choose_threshold  # noqa: E402
-from engine.contamination.channels.embedding import (DEFAULT_WEIGHTS_SHA256, Embedder,  # noqa: E402
-                                            EmbeddingCache, TopK, identify_model)
+from engine.contamination.channels.embedding import (
+    DEFAULT_WEIGHTS_SHA256,
+    Embedder,  # noqa: E402
+    EmbeddingCache,
+    TopK,
+    identify_model,
+)
 from engine.contamination.channels.ngram import NgramSettings  # noqa: E402
 from engine.contamination.scan import ScanConfig, run_scan  # noqa: E402
 from engine.contamination.inputs.sources import resolve_source  # noqa: E402
@@ -41,18 +46,21 @@ def cls_pooling_copy(directory: Path) -> Path:
     os.symlink(source / "model.safetensors", directory / "model.safetensors")
     pooling = directory / "1_Pooling" / "config.json"
     config = json.loads(pooling.read_text())
-    pooling.write_text(json.dumps({**config, "pooling_mode_cls_token": True,
-                                   "pooling_mode_mean_tokens": False}))
+    pooling.write_text(
+        json.dumps({**config, "pooling_mode_cls_token": True, "pooling_mode_mean_tokens": False})
+    )
     return directory
 
 
 def sample_config(**options) -> ScanConfig:
     return ScanConfig(
-        eval=resolve_source("eval", str(SAMPLE / "eval.jsonl"), text_field="question",
-                            id_field="id"),
-        pool=resolve_source("pool", str(SAMPLE / "pool.jsonl"), text_field="text",
-                            id_field="id"),
-        ngram=NgramSettings(), **options)
+        eval=resolve_source(
+            "eval", str(SAMPLE / "eval.jsonl"), text_field="question", id_field="id"
+        ),
+        pool=resolve_source("pool", str(SAMPLE / "pool.jsonl"), text_field="text", id_field="id"),
+        ngram=NgramSettings(),
+        **options,
+    )
 
 
 def test_the_default_model_is_the_pinned_minilm_weights():
@@ -85,8 +93,12 @@ def test_top_k_keeps_the_best_documents_across_batches_and_the_earlier_on_a_tie(
     top = TopK(eval_vectors, k=2, threshold=0.5)
     top.add(np.array([[0.6, 0.8], [1.0, 0.0]], dtype=np.float32), 0, ["a", "b"], ["ta", "tb"])
     top.add(np.array([[0.8, 0.6], [0.6, 0.8]], dtype=np.float32), 2, ["c", "d"], ["tc", "td"])
-    assert top.flagged() == [(0, 1, 1.0), (0, 2, pytest.approx(0.8)),
-                             (1, 0, pytest.approx(0.8)), (1, 3, pytest.approx(0.8))]
+    assert top.flagged() == [
+        (0, 1, 1.0),
+        (0, 2, pytest.approx(0.8)),
+        (1, 0, pytest.approx(0.8)),
+        (1, 3, pytest.approx(0.8)),
+    ]
     assert set(top.docs) == {0, 1, 2, 3}
 
 
@@ -115,13 +127,17 @@ def test_embedding_channel_on_the_sample_recall_precision_and_numbers_only(tmp_p
     flagged = {(r["test_id"], r["pool_id"]) for r in outcome.rows if "embed" in r["channels"]}
     recall = len(flagged & expected) / len(expected)
     precision = len(flagged & every) / len(flagged)
-    print(f"embed: recall {recall:.2f}, precision {precision:.2f}, threshold "
-          f"{calibration['threshold']}")
+    print(
+        f"embed: recall {recall:.2f}, precision {precision:.2f}, threshold "
+        f"{calibration['threshold']}"
+    )
     assert (recall, precision) == (1.0, 1.0)
-    numbers_only = {(r["test_id"], r["pool_id"]) for r in outcome.rows
-                    if r.get("numbers_only_differ")}
-    assert numbers_only == {(t["eval_id"], t["match_id"]) for t in truth
-                            if t["kind"] == "number_changed"}
+    numbers_only = {
+        (r["test_id"], r["pool_id"]) for r in outcome.rows if r.get("numbers_only_differ")
+    }
+    assert numbers_only == {
+        (t["eval_id"], t["match_id"]) for t in truth if t["kind"] == "number_changed"
+    }
 
 
 @pytest.mark.slow
@@ -147,45 +163,70 @@ def test_the_model_identity_covers_every_file_not_only_the_weights(tmp_path):
     assert cls.sha256 == default.sha256  # the same weights: --model-sha256 still checks these
     assert cls.identity != default.identity
     (copy / "tokenizer_config.json").write_text(
-        (copy / "tokenizer_config.json").read_text().replace("true", "false"))
+        (copy / "tokenizer_config.json").read_text().replace("true", "false")
+    )
     assert identify_model(copy).identity not in (default.identity, cls.identity)
     assert identify_model(copy).to_json()["identity_sha256"] == identify_model(copy).identity
 
 
 @pytest.mark.slow
 def test_a_model_with_the_same_weights_and_another_pooling_reuses_no_cached_vector(
-        tmp_path, embedder):
+    tmp_path, embedder
+):
     cls = Embedder(identify_model(cls_pooling_copy(tmp_path / "cls")))
     with Workspace.init(tmp_path / "shared") as ws:
         first = run_scan(ws, sample_config(jobs=1, cosine_threshold=0.8), embedder=embedder)
         reused = run_scan(ws, sample_config(jobs=1, cosine_threshold=0.8), embedder=cls)
     with Workspace.init(tmp_path / "fresh") as ws:
         fresh = run_scan(ws, sample_config(jobs=1, cosine_threshold=0.8), embedder=cls)
-    assert reused.report["embedding"]["texts_embedded"] == \
-        first.report["embedding"]["texts_embedded"]
+    assert (
+        reused.report["embedding"]["texts_embedded"] == first.report["embedding"]["texts_embedded"]
+    )
     assert reused.rows == fresh.rows
     assert reused.rows != first.rows  # CLS pooling does flag other pairs than mean pooling
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("cache, reason", [
-    ("afile/x.sqlite", "cannot make the folder afile: File exists"),
-    ("notes.txt", "file is not a database"),
-    ("/dev/null", "not a regular file"),
-])
-def test_an_unusable_embed_cache_is_refused_in_one_line_naming_it(sealdesk, tmp_path, cache,
-                                                                  reason):
+@pytest.mark.parametrize(
+    "cache, reason",
+    [
+        ("afile/x.sqlite", "cannot make the folder afile: File exists"),
+        ("notes.txt", "file is not a database"),
+        ("/dev/null", "not a regular file"),
+    ],
+)
+def test_an_unusable_embed_cache_is_refused_in_one_line_naming_it(
+    sealdesk, tmp_path, cache, reason
+):
     (tmp_path / "afile").touch()
     (tmp_path / "notes.txt").write_text("hello\n")
     ws = tmp_path / "ws"
     Workspace.init(ws).close()
-    proc = sealdesk("scan", "contamination", "--eval", SAMPLE / "eval.jsonl", "--pool",
-                    SAMPLE / "pool.jsonl", "--text-field", "question", "--id-field", "id",
-                    "--pool-text-field", "text", "--cosine-threshold", "0.8", "--embed-cache",
-                    cache, workspace=ws, cwd=tmp_path)
+    proc = sealdesk(
+        "scan",
+        "contamination",
+        "--eval",
+        SAMPLE / "eval.jsonl",
+        "--pool",
+        SAMPLE / "pool.jsonl",
+        "--text-field",
+        "question",
+        "--id-field",
+        "id",
+        "--pool-text-field",
+        "text",
+        "--cosine-threshold",
+        "0.8",
+        "--embed-cache",
+        cache,
+        workspace=ws,
+        cwd=tmp_path,
+    )
     assert proc.returncode == 2, proc.stderr
-    expected = (f"sealdesk: error: {cache}: field 'embed-cache': cannot be used as the "
-                f"embedding cache (--embed-cache): {reason}")
+    expected = (
+        f"sealdesk: error: {cache}: field 'embed-cache': cannot be used as the "
+        f"embedding cache (--embed-cache): {reason}"
+    )
     assert proc.stderr.splitlines() == [expected]
     assert (tmp_path / "notes.txt").read_text() == "hello\n"
     with Workspace.open(ws) as opened:

@@ -15,8 +15,10 @@ from engine.contamination.scan import ScanConfig, run_scan
 from engine.errors import InputError
 from engine.workspace import Workspace
 
-QUESTION = ("Natalia sold clips to 48 of her friends in April, and then she sold half as many "
-            "clips in May. How many clips did Natalia sell altogether in April and May?")
+QUESTION = (
+    "Natalia sold clips to 48 of her friends in April, and then she sold half as many "
+    "clips in May. How many clips did Natalia sell altogether in April and May?"
+)
 
 
 def write_jsonl(path: Path, rows: list[dict | str]) -> Path:
@@ -28,26 +30,45 @@ def write_jsonl(path: Path, rows: list[dict | str]) -> Path:
 
 @pytest.fixture
 def good(tmp_path) -> tuple[Path, Path]:
-    ev = write_jsonl(tmp_path / "eval.jsonl", [{"id": "q1", "text": QUESTION},
-                                               {"id": "q2", "text": "A different question."}])
-    pool = write_jsonl(tmp_path / "pool.jsonl", [{"id": "d1", "text": "Intro. " + QUESTION},
-                                                 {"id": "d2", "text": "Unrelated words."}])
+    ev = write_jsonl(
+        tmp_path / "eval.jsonl",
+        [{"id": "q1", "text": QUESTION}, {"id": "q2", "text": "A different question."}],
+    )
+    pool = write_jsonl(
+        tmp_path / "pool.jsonl",
+        [{"id": "d1", "text": "Intro. " + QUESTION}, {"id": "d2", "text": "Unrelated words."}],
+    )
     return ev, pool
 
 
 def scan(sealdesk, ws, ev, pool, *extra):
-    return sealdesk("scan", "contamination", "--eval", ev, "--pool", pool, "--id-field", "id",
-                    "--no-embed", *extra, workspace=ws)
+    return sealdesk(
+        "scan",
+        "contamination",
+        "--eval",
+        ev,
+        "--pool",
+        pool,
+        "--id-field",
+        "id",
+        "--no-embed",
+        *extra,
+        workspace=ws,
+    )
 
 
 def refused(ws: Path, ev, pool, *, jobs: int = 1, **source_options) -> InputError:
     """Runs a scan in this process; gives the InputError it must raise."""
     with Workspace.open(ws) as opened, pytest.raises(InputError) as caught:
         config = ScanConfig(
-            eval=resolve_source("eval", str(ev), text_field="text", id_field="id",
-                                **source_options),
+            eval=resolve_source(
+                "eval", str(ev), text_field="text", id_field="id", **source_options
+            ),
             pool=resolve_source("pool", str(pool), text_field="text", id_field="id"),
-            ngram=NgramSettings(), embed=False, jobs=jobs)
+            ngram=NgramSettings(),
+            embed=False,
+            jobs=jobs,
+        )
         run_scan(opened, config)
     assert_nothing_written(ws)
     return caught.value
@@ -73,22 +94,25 @@ def assert_refused(proc, ws: Path, expected_prefix: str) -> None:
 
 
 def test_a_missing_text_field_names_file_line_and_field(sealdesk, ws, tmp_path, good):
-    ev = write_jsonl(tmp_path / "e.jsonl", [{"id": "a", "text": QUESTION}, "",
-                                            {"id": "b", "body": "no text here"}])
-    assert_refused(scan(sealdesk, ws, ev, good[1]), ws,
-                   f"{ev}:3: field 'text': missing")
+    ev = write_jsonl(
+        tmp_path / "e.jsonl",
+        [{"id": "a", "text": QUESTION}, "", {"id": "b", "body": "no text here"}],
+    )
+    assert_refused(scan(sealdesk, ws, ev, good[1]), ws, f"{ev}:3: field 'text': missing")
 
 
 def test_an_empty_pool_text_names_its_line(sealdesk, ws, tmp_path, good):
-    pool = write_jsonl(tmp_path / "p.jsonl", [{"id": "d1", "text": "fine"},
-                                              {"id": "d2", "text": " \n\t "}])
+    pool = write_jsonl(
+        tmp_path / "p.jsonl", [{"id": "d1", "text": "fine"}, {"id": "d2", "text": " \n\t "}]
+    )
     error = refused(ws, good[0], pool)
     assert where(error) == (str(pool), 2, "text") and error.reason.startswith("empty text")
 
 
 def test_a_non_string_text_is_refused(sealdesk, ws, tmp_path, good):
-    pool = write_jsonl(tmp_path / "p.jsonl", [{"id": "d1", "text": "fine"},
-                                              {"id": "d2", "text": 42}])
+    pool = write_jsonl(
+        tmp_path / "p.jsonl", [{"id": "d1", "text": "fine"}, {"id": "d2", "text": 42}]
+    )
     error = refused(ws, good[0], pool)
     assert where(error) == (str(pool), 2, "text") and "must be a string" in error.reason
 
@@ -97,27 +121,37 @@ def test_non_utf8_bytes_name_line_and_field(sealdesk, ws, tmp_path, good):
     pool = tmp_path / "p.jsonl"
     pool.write_bytes(b'{"id": "d1", "text": "fine"}\n{"id": "d2", "text": "caf\xe9 au lait"}\n')
     error = refused(ws, good[0], pool)
-    assert where(error) == (str(pool), 2, "text") and error.reason.startswith("not UTF-8 (byte 0xe9")
+    assert where(error) == (str(pool), 2, "text") and error.reason.startswith(
+        "not UTF-8 (byte 0xe9"
+    )
 
 
 def test_duplicate_eval_ids_name_the_second_line_and_the_first(sealdesk, ws, tmp_path, good):
-    ev = write_jsonl(tmp_path / "e.jsonl", [{"id": "q1", "text": "one two"},
-                                            {"id": "q2", "text": "three"},
-                                            {"id": "q1", "text": "four"}])
+    ev = write_jsonl(
+        tmp_path / "e.jsonl",
+        [
+            {"id": "q1", "text": "one two"},
+            {"id": "q2", "text": "three"},
+            {"id": "q1", "text": "four"},
+        ],
+    )
     error = refused(ws, ev, good[1])
     assert where(error) == (str(ev), 3, "id")
     assert error.reason == "duplicate id 'q1' (first at line 1)"
 
 
 def test_duplicate_pool_ids_are_refused(sealdesk, ws, tmp_path, good):
-    pool = write_jsonl(tmp_path / "p.jsonl", [{"id": "d1", "text": "a"}, {"id": "d2", "text": "b"},
-                                              {"id": "d1", "text": "c"}])
+    pool = write_jsonl(
+        tmp_path / "p.jsonl",
+        [{"id": "d1", "text": "a"}, {"id": "d2", "text": "b"}, {"id": "d1", "text": "c"}],
+    )
     error = refused(ws, good[0], pool)
     assert where(error) == (str(pool), 3, "id") and error.reason.startswith("duplicate id 'd1'")
 
 
-def test_a_bad_row_deep_in_a_pool_read_by_worker_processes_names_its_line(sealdesk, ws, tmp_path,
-                                                                          good):
+def test_a_bad_row_deep_in_a_pool_read_by_worker_processes_names_its_line(
+    sealdesk, ws, tmp_path, good
+):
     rows = [{"id": f"d{i}", "text": f"document number {i}"} for i in range(5000)]
     rows[4321]["text"] = ""
     pool = write_jsonl(tmp_path / "p.jsonl", rows)
@@ -133,8 +167,14 @@ def test_a_hub_dataset_without_a_revision_is_refused_as_unpinned(sealdesk, ws, g
 @pytest.mark.parametrize("revision", ["main", "v1.0", "e53f048"])
 def test_a_branch_tag_or_short_sha_is_refused_with_the_reason(revision):
     with pytest.raises(InputError) as caught:
-        resolve_source("eval", "openai/gsm8k", text_field="text", id_field=None, split="test",
-                       revision=revision)
+        resolve_source(
+            "eval",
+            "openai/gsm8k",
+            text_field="text",
+            id_field=None,
+            split="test",
+            revision=revision,
+        )
     assert where(caught.value) == ("openai/gsm8k", None, "revision")
     assert caught.value.reason.startswith(f"'{revision}' is not a 40-hex commit sha")
     assert "a branch or tag moves" in caught.value.reason
@@ -181,22 +221,26 @@ def test_an_empty_csv_cell_names_its_line(sealdesk, ws, tmp_path, good):
 
 
 @pytest.mark.parametrize("which", ["eval", "pool"])
-def test_an_empty_file_is_named_as_empty_not_as_a_parser_exception(sealdesk, ws, tmp_path, good,
-                                                                   which):
+def test_an_empty_file_is_named_as_empty_not_as_a_parser_exception(
+    sealdesk, ws, tmp_path, good, which
+):
     empty = tmp_path / f"{which}-empty.jsonl"
     empty.touch()
     ev, pool = (empty, good[1]) if which == "eval" else (good[0], empty)
     what = "eval set" if which == "eval" else "pool"
-    assert_refused(scan(sealdesk, ws, ev, pool), ws,
-                   f"{empty}: the file is empty: the {what} has no rows")
+    assert_refused(
+        scan(sealdesk, ws, ev, pool), ws, f"{empty}: the file is empty: the {what} has no rows"
+    )
 
 
 @pytest.mark.parametrize("which", ["eval", "pool"])
-def test_a_csv_whose_rows_are_wider_than_its_header_is_refused_not_shifted(ws, tmp_path, good,
-                                                                           which):
+def test_a_csv_whose_rows_are_wider_than_its_header_is_refused_not_shifted(
+    ws, tmp_path, good, which
+):
     wide = tmp_path / f"{which}.csv"
-    wide.write_text(f'id,text\nd1,"{QUESTION}",extra\nd2,"more words here",extra\n',
-                    encoding="utf-8")
+    wide.write_text(
+        f'id,text\nd1,"{QUESTION}",extra\nd2,"more words here",extra\n', encoding="utf-8"
+    )
     ev, pool = (wide, good[1]) if which == "eval" else (good[0], wide)
     error = refused(ws, ev, pool)
     assert where(error) == (str(wide), 2, None)
@@ -207,8 +251,9 @@ def test_a_scan_whose_run_cannot_be_recorded_leaves_no_artifacts(sealdesk, ws, g
     import sqlite3
 
     conn = sqlite3.connect(ws / "sealdesk.db", isolation_level=None)
-    conn.execute("CREATE TRIGGER jam BEFORE INSERT ON runs "
-                 "BEGIN SELECT RAISE(ABORT, 'disk says no'); END")
+    conn.execute(
+        "CREATE TRIGGER jam BEFORE INSERT ON runs BEGIN SELECT RAISE(ABORT, 'disk says no'); END"
+    )
     conn.close()
     proc = scan(sealdesk, ws, *good)
     assert proc.returncode == 2 and "disk says no" in proc.stderr, proc.stderr

@@ -26,12 +26,15 @@ def imported_modules(path: Path) -> set[str]:
 def test_no_module_imports_textual_the_app_or_another_backlog_producer():
     for path in PACKAGE.rglob("*.py"):
         for name in imported_modules(path):
-            assert not name.startswith(("textual", "reviewer", "engine.exam", "engine.coverage")), \
+            assert not name.startswith(("textual", "reviewer", "engine.exam", "engine.coverage")), (
                 f"{path.name} imports {name}"
+            )
 
 
 def test_importing_the_scan_pulls_in_neither_textual_nor_torch():
-    code = ("import sys, engine.contamination.scan, engine.contamination.cli; "
-            "print('textual' in sys.modules, 'torch' in sys.modules)")
+    code = (
+        "import sys, engine.contamination.scan, engine.contamination.cli; "
+        "print('textual' in sys.modules, 'torch' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]

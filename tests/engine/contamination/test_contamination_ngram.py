@@ -21,7 +21,7 @@ def oracle_shingles(text: str, n: int = 13) -> set[str]:
     words = re.sub(r"\s+", " ", text.strip().lower()).split(" ")
     if len(words) < n:
         return {" ".join(words)}
-    return {" ".join(words[i:i + n]) for i in range(len(words) - n + 1)}
+    return {" ".join(words[i : i + n]) for i in range(len(words) - n + 1)}
 
 
 def oracle_pairs(evals: list[str], docs: list[str], jaccard: float, containment: float):
@@ -51,9 +51,14 @@ def make_corpus(seed: int, n_eval: int = 40, n_docs: int = 300):
             docs.append(" ".join(base))
         elif kind < 0.5:  # a piece of an eval item inside other words
             i = rng.randrange(len(base))
-            piece = base[i:i + rng.randint(5, 40)]
-            docs.append(" ".join(rng.choices(vocab, k=rng.randint(0, 20)) + piece
-                                 + rng.choices(vocab, k=rng.randint(0, 20))))
+            piece = base[i : i + rng.randint(5, 40)]
+            docs.append(
+                " ".join(
+                    rng.choices(vocab, k=rng.randint(0, 20))
+                    + piece
+                    + rng.choices(vocab, k=rng.randint(0, 20))
+                )
+            )
         elif kind < 0.6:  # case and whitespace changes only
             docs.append("  " + "\n".join(w.upper() for w in base))
         else:
@@ -66,10 +71,13 @@ def make_corpus(seed: int, n_eval: int = 40, n_docs: int = 300):
 def test_flagged_pairs_equal_a_brute_force_comparison_of_every_pair(seed, thresholds):
     jaccard, containment = thresholds
     evals, docs = make_corpus(seed)
-    index = EvalIndex([re.sub(r"\s+", " ", e.strip().lower()) for e in evals],
-                      NgramSettings(jaccard=jaccard, containment=containment))
-    found = {(p.eval_index, p.doc): (p.jaccard, p.containment)
-             for p in match_batch(index, docs).pairs}
+    index = EvalIndex(
+        [re.sub(r"\s+", " ", e.strip().lower()) for e in evals],
+        NgramSettings(jaccard=jaccard, containment=containment),
+    )
+    found = {
+        (p.eval_index, p.doc): (p.jaccard, p.containment) for p in match_batch(index, docs).pairs
+    }
     expected = oracle_pairs(evals, docs, jaccard, containment)
     assert expected, "the corpus should contain pairs at these thresholds"
     assert found.keys() == expected.keys()
@@ -78,8 +86,8 @@ def test_flagged_pairs_equal_a_brute_force_comparison_of_every_pair(seed, thresh
 
 
 def test_scores_are_exact_on_a_hand_counted_pair():
-    eval_text = " ".join(f"w{i}" for i in range(20))           # 8 shingles
-    doc = " ".join(f"w{i}" for i in range(20)) + " tail"       # 9 shingles, 8 shared
+    eval_text = " ".join(f"w{i}" for i in range(20))  # 8 shingles
+    doc = " ".join(f"w{i}" for i in range(20)) + " tail"  # 9 shingles, 8 shared
     index = EvalIndex([eval_text], NgramSettings())
     (pair,) = match_batch(index, [doc]).pairs
     assert (pair.shared, pair.eval_shingles, pair.doc_shingles) == (8, 8, 9)
@@ -89,8 +97,14 @@ def test_scores_are_exact_on_a_hand_counted_pair():
 
 def test_short_item_is_one_whole_string_shingle_matching_only_the_same_short_text():
     index = EvalIndex(["how many apples are left"], NgramSettings())
-    result = match_batch(index, ["How  many apples are LEFT", "so how many apples are left",
-                                 "how many apples are left " + "x " * 20])
+    result = match_batch(
+        index,
+        [
+            "How  many apples are LEFT",
+            "so how many apples are left",
+            "how many apples are left " + "x " * 20,
+        ],
+    )
     assert [(p.doc, p.jaccard) for p in result.pairs] == [(0, 1.0)]
 
 
@@ -118,8 +132,11 @@ def near_threshold_corpus():
     """Eval items of 60 words, and each with 8..16 words appended: Jaccard 48/(48+k) straddles 0.8."""
     rng = random.Random(11)
     evals = [" ".join(f"v{rng.randrange(10**6)}" for _ in range(60)) for _ in range(30)]
-    docs = [e + " " + " ".join(f"x{rng.randrange(10**6)}" for _ in range(k))
-            for e in evals for k in range(8, 17)]
+    docs = [
+        e + " " + " ".join(f"x{rng.randrange(10**6)}" for _ in range(k))
+        for e in evals
+        for k in range(8, 17)
+    ]
     return evals, docs
 
 
@@ -128,8 +145,9 @@ def test_every_pair_the_seeds_datasketch_reference_flags_is_flagged_by_sealdesk(
     canon = [re.sub(r"\s+", " ", t.strip().lower()) for t in evals]
     reference = reference_scan(canon, [re.sub(r"\s+", " ", d.strip().lower()) for d in docs])
     index = EvalIndex(canon, NgramSettings())
-    ours = {(p.eval_index, p.doc): p.jaccard for p in match_batch(index, docs).pairs
-            if p.jaccard >= 0.8}
+    ours = {
+        (p.eval_index, p.doc): p.jaccard for p in match_batch(index, docs).pairs if p.jaccard >= 0.8
+    }
     exact = oracle_pairs(evals, docs, 0.8, 1.01)
     flagged_by_reference = {(e, d) for e, d, _ in reference.pool_hits}
     # what the reference flags with a true Jaccard >= 0.8, sealdesk flags too ...

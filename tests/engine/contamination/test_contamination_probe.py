@@ -18,12 +18,21 @@ from engine.workspace import Workspace
 
 # id: (question, worked answer, memorized by the model?, solved by the model?)
 ITEMS = {
-    "a": ("Ann has 3 bags with 4 apples each. How many apples?", "3 * 4 = 12\n#### 12", True, False),
+    "a": (
+        "Ann has 3 bags with 4 apples each. How many apples?",
+        "3 * 4 = 12\n#### 12",
+        True,
+        False,
+    ),
     "b": ("Bo reads 5 pages a day for 6 days. How many pages?", "5 * 6 = 30\n#### 30", True, True),
     "c": ("Cy buys 7 pens and loses 2. How many are left?", "7 - 2 = 5\n#### 5", False, True),
     "d": ("Di saves 9 dollars a week for 8 weeks. How much?", "9 * 8 = 72\n#### 72", False, False),
-    "e": ("Ed runs 1,200 metres twice. How far in total?", "2 * 1,200 = 2,400\n#### 2,400", True,
-          False),
+    "e": (
+        "Ed runs 1,200 metres twice. How far in total?",
+        "2 * 1,200 = 2,400\n#### 2,400",
+        True,
+        False,
+    ),
     "f": ("Fay wonders which colour is nicest.", "It depends on taste.", False, False),
 }
 
@@ -75,8 +84,13 @@ def endpoint():
 
 def files(tmp_path: Path) -> tuple[Path, Path]:
     ev = tmp_path / "eval.jsonl"
-    ev.write_text("".join(json.dumps({"id": k, "question": q, "answer": a}) + "\n"
-                          for k, (q, a, _, _) in ITEMS.items()), encoding="utf-8")
+    ev.write_text(
+        "".join(
+            json.dumps({"id": k, "question": q, "answer": a}) + "\n"
+            for k, (q, a, _, _) in ITEMS.items()
+        ),
+        encoding="utf-8",
+    )
     pool = tmp_path / "pool.jsonl"
     pool.write_text(json.dumps({"id": "p", "text": "nothing to see"}) + "\n", encoding="utf-8")
     return ev, pool
@@ -86,8 +100,13 @@ def config(ev: Path, pool: Path, url: str) -> ScanConfig:
     return ScanConfig(
         eval=resolve_source("eval", str(ev), text_field="question", id_field="id"),
         pool=resolve_source("pool", str(pool), text_field="text", id_field="id"),
-        ngram=NgramSettings(), embed=False, probe_endpoint=url, probe_model="tiny-model",
-        probe_sample=0, jobs=1)
+        ngram=NgramSettings(),
+        embed=False,
+        probe_endpoint=url,
+        probe_model="tiny-model",
+        probe_sample=0,
+        jobs=1,
+    )
 
 
 def test_mask_blanks_the_last_number_and_gives_it_back():
@@ -166,16 +185,21 @@ def odd_endpoint():
 
 
 def chat_body(content: str) -> bytes:
-    return ('{"choices": [{"message": {"role": "assistant", "content": ' + content +
-            '}}]}').encode()
+    return (
+        '{"choices": [{"message": {"role": "assistant", "content": ' + content + "}}]}"
+    ).encode()
 
 
-@pytest.mark.parametrize("body", [
-    chat_body("42"),
-    chat_body('[{"type": "text", "text": "42"}]'),
-    chat_body("NaN"),
-    b"[" * 100_000 + b"]" * 100_000,
-], ids=["int", "list", "nan", "deeply-nested"])
+@pytest.mark.parametrize(
+    "body",
+    [
+        chat_body("42"),
+        chat_body('[{"type": "text", "text": "42"}]'),
+        chat_body("NaN"),
+        b"[" * 100_000 + b"]" * 100_000,
+    ],
+    ids=["int", "list", "nan", "deeply-nested"],
+)
 def test_a_reply_that_is_json_but_not_a_text_completion_is_refused(tmp_path, odd_endpoint, body):
     OddReply.body = body
     ev, pool = files(tmp_path)
@@ -185,7 +209,8 @@ def test_a_reply_that_is_json_but_not_a_text_completion_is_refused(tmp_path, odd
         assert caught.value.field == "probe-endpoint"
         assert caught.value.one_line().startswith(
             f"field 'probe-endpoint': {odd_endpoint}/chat/completions did not answer like an "
-            "OpenAI chat completion")
+            "OpenAI chat completion"
+        )
         assert ws.conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 0
     assert list((tmp_path / "ws" / "artifacts").iterdir()) == []
 
@@ -193,10 +218,26 @@ def test_a_reply_that_is_json_but_not_a_text_completion_is_refused(tmp_path, odd
 def test_a_malformed_endpoint_url_is_refused_naming_the_option(sealdesk, tmp_path):
     ev, pool = files(tmp_path)
     Workspace.init(tmp_path / "ws").close()
-    proc = sealdesk("scan", "contamination", "--eval", ev, "--pool", pool, "--text-field",
-                    "question", "--id-field", "id", "--no-embed", "--probe-endpoint",
-                    "http://[::1", "--probe-model", "m", workspace=tmp_path / "ws")
+    proc = sealdesk(
+        "scan",
+        "contamination",
+        "--eval",
+        ev,
+        "--pool",
+        pool,
+        "--text-field",
+        "question",
+        "--id-field",
+        "id",
+        "--no-embed",
+        "--probe-endpoint",
+        "http://[::1",
+        "--probe-model",
+        "m",
+        workspace=tmp_path / "ws",
+    )
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.splitlines() == [
-        "sealdesk: error: http://[::1: field 'probe-endpoint': not a URL: Invalid port: ':1'"]
+        "sealdesk: error: http://[::1: field 'probe-endpoint': not a URL: Invalid port: ':1'"
+    ]
     assert list((tmp_path / "ws" / "artifacts").iterdir()) == []

@@ -11,8 +11,15 @@ import pytest
 
 from engine.workspace import Workspace
 from tests.conftest import REPO
-from tests.support.contamination_shards import (ShardServer, children, pool_rows, read_rows, scan,
-                                                split_into, synthetic_pool)
+from tests.support.contamination_shards import (
+    ShardServer,
+    children,
+    pool_rows,
+    read_rows,
+    scan,
+    split_into,
+    synthetic_pool,
+)
 
 SAMPLE = REPO / "sample_data" / "contamination"
 # one Ray per module: with `pytest -n 2 --dist loadgroup` these tests share a worker
@@ -24,8 +31,13 @@ def ray_session():
     """One local Ray for every test here; scans in this process use it as it is."""
     import ray
 
-    ray.init(num_cpus=2, include_dashboard=False, object_store_memory=96 * 1024 * 1024,
-             log_to_driver=False, logging_level=logging.ERROR)
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        object_store_memory=96 * 1024 * 1024,
+        log_to_driver=False,
+        logging_level=logging.ERROR,
+    )
     yield ray
     ray.shutdown()
 
@@ -40,18 +52,22 @@ def data(tmp_path_factory) -> dict:
     split_into(root / "one", rows, ["p-0.jsonl.gz"])
     local = scan(root / "ws-local", eval_path, str(root / "four" / "p-*"), jobs=1)
     single = scan(root / "ws-single", eval_path, str(pool_path), sharded=False, jobs=1)
-    return {"root": root, "eval": eval_path, "pool": pool_path, "rows": rows, "local": local,
-            "single": single}
+    return {
+        "root": root,
+        "eval": eval_path,
+        "pool": pool_path,
+        "rows": rows,
+        "local": local,
+        "single": single,
+    }
 
 
 def items_of(outcome) -> list[str]:
     return sorted(item.item_id for item in outcome.items)
 
 
-def test_ray_finds_the_pairs_and_items_local_finds_for_the_same_shards(ray_session, data,
-                                                                       tmp_path):
-    on_ray = scan(tmp_path / "ws", data["eval"], str(data["root"] / "four" / "p-*"),
-                  backend="ray")
+def test_ray_finds_the_pairs_and_items_local_finds_for_the_same_shards(ray_session, data, tmp_path):
+    on_ray = scan(tmp_path / "ws", data["eval"], str(data["root"] / "four" / "p-*"), backend="ray")
     local = data["local"]
     assert on_ray.report["pool_scan"]["backend"] == "ray"
     assert on_ray.report["pool_scan"]["workers"] == 2
@@ -61,11 +77,11 @@ def test_ray_finds_the_pairs_and_items_local_finds_for_the_same_shards(ray_sessi
 
 
 @pytest.mark.parametrize("layout", ["one", "seven"])
-def test_one_shard_or_seven_on_ray_give_the_pairs_of_the_single_file(ray_session, data,
-                                                                      tmp_path, layout):
+def test_one_shard_or_seven_on_ray_give_the_pairs_of_the_single_file(
+    ray_session, data, tmp_path, layout
+):
     single = data["single"]
-    on_ray = scan(tmp_path / "ws", data["eval"], str(data["root"] / layout / "p-*"),
-                  backend="ray")
+    on_ray = scan(tmp_path / "ws", data["eval"], str(data["root"] / layout / "p-*"), backend="ray")
     assert on_ray.report["pool"]["shards"] == (1 if layout == "one" else 7)
     assert pool_rows(on_ray) == pool_rows(single)
     for key in ("n", "content_sha256_blocks"):
@@ -74,8 +90,7 @@ def test_one_shard_or_seven_on_ray_give_the_pairs_of_the_single_file(ray_session
         assert on_ray.report["pool"]["content_sha256"] == single.report["pool"]["content_sha256"]
 
 
-def test_a_shard_whose_read_fails_once_is_retried_on_another_attempt(ray_session, data,
-                                                                     tmp_path):
+def test_a_shard_whose_read_fails_once_is_retried_on_another_attempt(ray_session, data, tmp_path):
     server = ShardServer(data["root"] / "four")
     try:
         server.failures["p-2.parquet"] = 1
@@ -86,17 +101,34 @@ def test_a_shard_whose_read_fails_once_is_retried_on_another_attempt(ray_session
     assert pool_rows(on_ray) == pool_rows(data["local"])
 
 
-def test_the_cli_joins_a_running_ray_with_ray_address_and_reports_progress(ray_session, data,
-                                                                           sealdesk, tmp_path):
+def test_the_cli_joins_a_running_ray_with_ray_address_and_reports_progress(
+    ray_session, data, sealdesk, tmp_path
+):
     ws = tmp_path / "ws"
     Workspace.init(ws).close()
     progress = tmp_path / "progress.jsonl"
     address = ray_session.get_runtime_context().gcs_address
-    proc = sealdesk("scan", "contamination", "--eval", data["eval"], "--text-field", "question",
-                    "--pool", "file://" + str(data["root"] / "four" / "p-*"),
-                    "--pool-text-field", "text", "--id-field", "id", "--no-embed",
-                    "--backend", "ray", "--ray-address", address, workspace=ws,
-                    env={"SEALDESK_PROGRESS_FILE": str(progress)})
+    proc = sealdesk(
+        "scan",
+        "contamination",
+        "--eval",
+        data["eval"],
+        "--text-field",
+        "question",
+        "--pool",
+        "file://" + str(data["root"] / "four" / "p-*"),
+        "--pool-text-field",
+        "text",
+        "--id-field",
+        "id",
+        "--no-embed",
+        "--backend",
+        "ray",
+        "--ray-address",
+        address,
+        workspace=ws,
+        env={"SEALDESK_PROGRESS_FILE": str(progress)},
+    )
     assert proc.returncode == 0, proc.stderr
     assert "pool: 4 shard(s) on ray x2: 4 scanned, 0 from records" in proc.stdout
     shards = [line for line in read_rows(progress) if line["stage"] == "pool shards"]
@@ -112,8 +144,13 @@ def test_ray_actors_embed_the_shards_and_a_second_scan_embeds_nothing(ray_sessio
     split_into(tmp_path / "shards", rows, ["p-0.jsonl", "p-1.jsonl", "p-2.jsonl"])
     store = tmp_path / "shared" / "embeddings.sqlite"
     # one actor: one model load per scan is enough to show the store is shared
-    options = {"embed": True, "cosine_threshold": 0.8, "embed_cache": store, "backend": "ray",
-               "jobs": 1}
+    options = {
+        "embed": True,
+        "cosine_threshold": 0.8,
+        "embed_cache": store,
+        "backend": "ray",
+        "jobs": 1,
+    }
 
     def sample_scan(workspace: Path):
         from engine.contamination.channels.ngram import NgramSettings
@@ -122,36 +159,42 @@ def test_ray_actors_embed_the_shards_and_a_second_scan_embeds_nothing(ray_sessio
         from engine.contamination.scan import ScanConfig, run_scan
 
         config = ScanConfig(
-            eval=resolve_source("eval", str(SAMPLE / "eval.jsonl"), text_field="question",
-                                id_field="id"),
-            pool=sharded_pool(str(tmp_path / "shards" / "p-*"), text_field="text",
-                              id_field="id"),
-            ngram=NgramSettings(), **options)
+            eval=resolve_source(
+                "eval", str(SAMPLE / "eval.jsonl"), text_field="question", id_field="id"
+            ),
+            pool=sharded_pool(str(tmp_path / "shards" / "p-*"), text_field="text", id_field="id"),
+            ngram=NgramSettings(),
+            **options,
+        )
         with Workspace.init(workspace) as ws:
             return run_scan(ws, config, embedder=driver_model)
 
     from engine.contamination.channels.embedding import Embedder, identify_model
 
-    driver_model = Embedder(identify_model(None))   # the driver's; each actor loads its own
+    driver_model = Embedder(identify_model(None))  # the driver's; each actor loads its own
     first = sample_scan(tmp_path / "ws-1")
-    second = sample_scan(tmp_path / "ws-2")   # another workspace, the same named store
+    second = sample_scan(tmp_path / "ws-2")  # another workspace, the same named store
     truth = read_rows(SAMPLE / "truth.jsonl")
-    expected = {(t["eval_id"], t["match_id"]) for t in truth
-                if "embed" in t["expected_channels"] and t["match_id"].startswith("doc")}
+    expected = {
+        (t["eval_id"], t["match_id"])
+        for t in truth
+        if "embed" in t["expected_channels"] and t["match_id"].startswith("doc")
+    }
     flagged = {(r["test_id"], r["pool_id"]) for r in first.rows if "embed" in r["channels"]}
     assert expected <= flagged
     distinct_pool = {" ".join(r["text"].lower().split()) for r in rows}
     assert first.report["embedding"]["texts_embedded"] >= len(distinct_pool)
     assert second.report["embedding"]["texts_embedded"] == 0
-    assert second.report["pool_scan"]["scanned"] == 3   # scanned again, embedded from the store
+    assert second.report["pool_scan"]["scanned"] == 3  # scanned again, embedded from the store
     assert second.rows == first.rows
     assert first.report["embedding"]["cache"] == str(store)
     assert os.path.getsize(store) > 0
     assert json.dumps(first.report["pool"]) == json.dumps(second.report["pool"])
 
 
-def test_a_ray_worker_killed_mid_shard_is_replaced_and_its_shard_retried(ray_session, data,
-                                                                         tmp_path):
+def test_a_ray_worker_killed_mid_shard_is_replaced_and_its_shard_retried(
+    ray_session, data, tmp_path
+):
     import signal
     import threading
     import time
@@ -176,8 +219,7 @@ def test_a_ray_worker_killed_mid_shard_is_replaced_and_its_shard_retried(ray_ses
 
     killer = threading.Thread(target=kill_a_scanning_actor)
     killer.start()
-    on_ray = scan(tmp_path / "ws", data["eval"], str(data["root"] / "seven" / "p-*"),
-                  backend="ray")
+    on_ray = scan(tmp_path / "ws", data["eval"], str(data["root"] / "seven" / "p-*"), backend="ray")
     killer.join()
     assert killed
     assert on_ray.report["pool_scan"]["retries"]

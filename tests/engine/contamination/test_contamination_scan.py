@@ -18,10 +18,30 @@ from engine.workspace import Workspace
 from tests.conftest import FOUNDER, REPO
 
 SAMPLE = REPO / "sample_data" / "contamination"
-POOL_ROW_FIELDS = {"test_idx", "test_id", "pool_idx", "pool_id", "channel", "channels",
-                   "jaccard", "containment", "minhash_jaccard", "numbers_only_differ"}
-INTERNAL_ROW_FIELDS = {"a_idx", "a_id", "b_idx", "b_id", "channel", "jaccard", "cluster",
-                       "containment_ab", "containment_ba", "via"}
+POOL_ROW_FIELDS = {
+    "test_idx",
+    "test_id",
+    "pool_idx",
+    "pool_id",
+    "channel",
+    "channels",
+    "jaccard",
+    "containment",
+    "minhash_jaccard",
+    "numbers_only_differ",
+}
+INTERNAL_ROW_FIELDS = {
+    "a_idx",
+    "a_id",
+    "b_idx",
+    "b_id",
+    "channel",
+    "jaccard",
+    "cluster",
+    "containment_ab",
+    "containment_ba",
+    "via",
+}
 
 
 def read_jsonl(path: Path) -> list[dict]:
@@ -44,15 +64,36 @@ def scanned(tmp_path_factory) -> Path:
     ws = tmp_path_factory.mktemp("scan") / "ws"
     base = [sys.executable, "-m", "engine.cli", "--workspace", str(ws)]
     lead_key = ws.parent / FOUNDER  # the scan signs nothing; the key only founds the ledger
-    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(lead_key)],
-                   check=True, capture_output=True)
-    subprocess.run(base + ["init", "--lead", FOUNDER, "--key", str(lead_key)], check=True,
-                   capture_output=True)
+    subprocess.run(
+        ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(lead_key)],
+        check=True,
+        capture_output=True,
+    )
+    subprocess.run(
+        base + ["init", "--lead", FOUNDER, "--key", str(lead_key)], check=True, capture_output=True
+    )
     env = {**os.environ, "SEALDESK_PROGRESS_FILE": str(ws.parent / "progress.jsonl")}
-    proc = subprocess.run(base + ["scan", "contamination", "--eval", str(SAMPLE / "eval.jsonl"),
-                                  "--pool", str(SAMPLE / "pool.jsonl"), "--text-field", "question",
-                                  "--pool-text-field", "text", "--id-field", "id", "--no-embed"],
-                          capture_output=True, text=True, env=env)
+    proc = subprocess.run(
+        base
+        + [
+            "scan",
+            "contamination",
+            "--eval",
+            str(SAMPLE / "eval.jsonl"),
+            "--pool",
+            str(SAMPLE / "pool.jsonl"),
+            "--text-field",
+            "question",
+            "--pool-text-field",
+            "text",
+            "--id-field",
+            "id",
+            "--no-embed",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "flagged items" in proc.stdout
     return ws
@@ -70,21 +111,33 @@ def test_report_records_both_datasets_provenance_with_the_seeds_content_hash(sca
     assert report["pool"]["content_sha256_blocks"] == pool_sha256(canonical(t) for t in texts)
     assert report["pool_shards"][0]["content_sha256"] == content_sha256(texts)
     assert report["test"]["n"] == len(questions) and report["pool"]["n"] == len(texts)
-    assert report["test"]["file_sha256"] == hashlib.sha256(
-        (SAMPLE / "eval.jsonl").read_bytes()).hexdigest()
+    assert (
+        report["test"]["file_sha256"]
+        == hashlib.sha256((SAMPLE / "eval.jsonl").read_bytes()).hexdigest()
+    )
     for key in ("name", "split", "revision"):
         assert key in report["test"] and key in report["pool"]
 
 
 def test_report_has_the_seeds_fields_and_says_which_channel_caught_what(scanned):
     report = json.loads(read_verified(run_dir(scanned) / "contamination_report.json"))
-    for key in ("counts", "leakage_rate", "thresholds", "recommended_action", "provenance",
-                "internal", "channels"):
+    for key in (
+        "counts",
+        "leakage_rate",
+        "thresholds",
+        "recommended_action",
+        "provenance",
+        "internal",
+        "channels",
+    ):
         assert key in report
     assert report["thresholds"]["ngram_n"] == 13 and report["thresholds"]["jaccard_flag"] == 0.8
     assert report["provenance"]["date"] and report["provenance"]["machine"]["cpus"]
-    assert report["channels"]["pairs_by_channels"] == {"containment": 4, "internal": 2,
-                                                       "ngram+containment": 2}
+    assert report["channels"]["pairs_by_channels"] == {
+        "containment": 4,
+        "internal": 2,
+        "ngram+containment": 2,
+    }
     # 2 verbatim + 4 containment-only items, 4 items in 2 internal clusters
     assert report["counts"]["total_flagged_items"] == 10
     assert report["leakage_rate"] == round(10 / 22, 4)
@@ -94,8 +147,12 @@ def test_report_has_the_seeds_fields_and_says_which_channel_caught_what(scanned)
 def test_every_artifact_has_a_matching_sidecar_and_is_private(scanned):
     directory = run_dir(scanned)
     names = {p.name for p in directory.iterdir()}
-    for name in ("contamination_report.json", "flagged_pairs.jsonl", "eval_items.jsonl",
-                 "flagged_items.jsonl"):
+    for name in (
+        "contamination_report.json",
+        "flagged_pairs.jsonl",
+        "eval_items.jsonl",
+        "flagged_items.jsonl",
+    ):
         assert f"{name}.sha256" in names
         read_verified(directory / name)
         assert stat.S_IMODE((directory / name).stat().st_mode) == 0o600
@@ -114,8 +171,11 @@ def test_flagged_rows_keep_the_seeds_fields_plus_ids_and_measures(scanned):
 
 
 def truth_pairs(channel: str) -> set[tuple[str, str]]:
-    return {(t["eval_id"], t["match_id"]) for t in read_jsonl(SAMPLE / "truth.jsonl")
-            if channel in t["expected_channels"]}
+    return {
+        (t["eval_id"], t["match_id"])
+        for t in read_jsonl(SAMPLE / "truth.jsonl")
+        if channel in t["expected_channels"]
+    }
 
 
 def recall_precision(flagged: set, channel: str) -> tuple[float, float]:
@@ -156,7 +216,9 @@ def test_one_backlog_item_per_flagged_eval_item_is_ingested_in_the_same_run(scan
 
 def test_a_backlog_item_holds_eval_text_matches_spans_and_both_provenances(scanned):
     with Workspace.open(scanned) as ws:
-        (listed,) = [i for i in ws.items(queue="flagged_pairs") if i["title"].startswith("q-wallet")]
+        (listed,) = [
+            i for i in ws.items(queue="flagged_pairs") if i["title"].startswith("q-wallet")
+        ]
         item = ws.item("flagged_pairs", listed["item_id"])
     payload = item["payload"]
     assert item["item_sha256"] == canonical_sha256(payload)
@@ -181,8 +243,9 @@ def test_a_backlog_item_holds_eval_text_matches_spans_and_both_provenances(scann
 
 def test_an_internal_duplicate_item_lists_its_sibling_and_cluster(scanned):
     with Workspace.open(scanned) as ws:
-        (listed,) = [i for i in ws.items(queue="flagged_pairs")
-                     if i["title"].startswith("q-oneoff-0-copy")]
+        (listed,) = [
+            i for i in ws.items(queue="flagged_pairs") if i["title"].startswith("q-oneoff-0-copy")
+        ]
         payload = ws.item("flagged_pairs", listed["item_id"])["payload"]
     (match,) = payload["matches"]
     assert match["kind"] == "eval" and match["id"] == "q-oneoff-0"
@@ -192,9 +255,22 @@ def test_an_internal_duplicate_item_lists_its_sibling_and_cluster(scanned):
 
 def test_a_rescan_of_unchanged_data_adds_no_items(scanned, sealdesk, tmp_path):
     scanned = Path(shutil.copytree(scanned, tmp_path / "copy"))
-    proc = sealdesk("scan", "contamination", "--eval", SAMPLE / "eval.jsonl", "--pool",
-                    SAMPLE / "pool.jsonl", "--text-field", "question", "--pool-text-field",
-                    "text", "--id-field", "id", "--no-embed", workspace=scanned)
+    proc = sealdesk(
+        "scan",
+        "contamination",
+        "--eval",
+        SAMPLE / "eval.jsonl",
+        "--pool",
+        SAMPLE / "pool.jsonl",
+        "--text-field",
+        "question",
+        "--pool-text-field",
+        "text",
+        "--id-field",
+        "id",
+        "--no-embed",
+        workspace=scanned,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "backlog: 0 new item(s), 10 already held" in proc.stdout
     with Workspace.open(scanned) as ws:

@@ -41,16 +41,25 @@ def detector(tmp_path_factory, rows):
 
 
 def miss_of(row: dict) -> Miss:
-    return Miss(row["case_id"], row["text"], row["text_sha256"], row["label"], row["pred"],
-                row["category"], row["detector_sha256"], rank_key("seed", row["case_id"]))
+    return Miss(
+        row["case_id"],
+        row["text"],
+        row["text_sha256"],
+        row["label"],
+        row["pred"],
+        row["category"],
+        row["detector_sha256"],
+        rank_key("seed", row["case_id"]),
+    )
 
 
 def logits(detector, ids):
     import torch
 
     with torch.no_grad():
-        return detector.model(input_ids=torch.tensor([ids]),
-                              attention_mask=torch.ones(1, len(ids), dtype=torch.long)).logits[0]
+        return detector.model(
+            input_ids=torch.tensor([ids]), attention_mask=torch.ones(1, len(ids), dtype=torch.long)
+        ).logits[0]
 
 
 def test_training_a_few_steps_fits_the_training_texts(detector, rows):
@@ -81,29 +90,37 @@ def test_scores_sum_to_the_true_label_logit_gain_over_the_padding_baseline(detec
             continue
         explained = explain_miss(detector, miss_of(row), POLICY)
         ids = explained["token_ids"]
-        gain = (logits(detector, ids)[row["label"]]
-                - logits(detector, [detector.tokenizer.pad_token_id] * len(ids))[row["label"]])
+        gain = (
+            logits(detector, ids)[row["label"]]
+            - logits(detector, [detector.tokenizer.pad_token_id] * len(ids))[row["label"]]
+        )
         assert sum(explained["token_scores"]) - float(gain) == pytest.approx(
-            explained["convergence_delta"], abs=1e-4)
+            explained["convergence_delta"], abs=1e-4
+        )
         assert abs(explained["convergence_delta"]) < 0.05
 
 
 def test_trained_model_gives_nonzero_attributions(detector, rows):
-    explained = explain_miss(detector, miss_of(next(r for r in rows
-                                                    if r["case_id"] == "d-beni-01")), POLICY)
+    explained = explain_miss(
+        detector, miss_of(next(r for r in rows if r["case_id"] == "d-beni-01")), POLICY
+    )
     assert max(abs(s) for s in explained["token_scores"]) > 1e-3
 
 
 def test_top_tokens_leave_out_special_tokens_and_are_ordered(detector, rows):
-    explained = explain_miss(detector, miss_of(next(r for r in rows
-                                                    if r["case_id"] == "d-cont-01")), POLICY)
+    explained = explain_miss(
+        detector, miss_of(next(r for r in rows if r["case_id"] == "d-cont-01")), POLICY
+    )
     positive, negative = top_tokens(explained, 3)
     assert len(positive) == len(negative) == 3
     assert not {t["token"] for t in positive + negative} & {"[CLS]", "[SEP]", "[PAD]"}
     assert [t["score"] for t in positive] == sorted((t["score"] for t in positive), reverse=True)
     assert [t["score"] for t in negative] == sorted(t["score"] for t in negative)
-    word_scores = [s for s, i in zip(explained["token_scores"], explained["token_ids"])
-                   if i not in explained["special_token_ids"]]
+    word_scores = [
+        s
+        for s, i in zip(explained["token_scores"], explained["token_ids"])
+        if i not in explained["special_token_ids"]
+    ]
     assert positive[0]["score"] == max(word_scores) and negative[0]["score"] == min(word_scores)
 
 
@@ -125,10 +142,14 @@ def test_backlog_run_with_a_model_carries_attributed_misses(detector, tmp_path, 
 
     source = sample_source(tmp_path)
     # The sample benchmark measured a stand-in digest, not this model: a stated reason.
-    run = run_backlog(workspace, source, ROWS,
-                      REPO / "sample_data" / "coverage"
-                      / "attribution.toml", Path(detector.path),
-                      override_reason="tiny model trained on the debug rows")
+    run = run_backlog(
+        workspace,
+        source,
+        ROWS,
+        REPO / "sample_data" / "coverage" / "attribution.toml",
+        Path(detector.path),
+        override_reason="tiny model trained on the debug rows",
+    )
     for item in run.items:
         assert item.payload["attribution"]["model_sha256"] == detector.sha256
         assert item.payload["attribution"]["binding"] == "override"
@@ -139,4 +160,5 @@ def test_backlog_run_with_a_model_carries_attributed_misses(detector, tmp_path, 
             assert len(attribution["top_positive_tokens"]) == 3
     explanations = json.loads((run.run_dir / "attributions.json").read_text())
     assert {e["case_id"] for e in explanations} == {
-        m["case_id"] for i in run.items for m in i.payload["misses"]}
+        m["case_id"] for i in run.items for m in i.payload["misses"]
+    }

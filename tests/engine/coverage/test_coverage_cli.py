@@ -26,81 +26,191 @@ def test_report_writes_the_stratified_report_with_a_sidecar(sealdesk, workspace,
     rows = tmp_path / "rows.csv"
     pd.DataFrame(eval_rows({"direct": 3, "benign": 3})).to_csv(rows, index=False)
     policy = tmp_path / "policy.toml"
-    policy.write_text('required_categories = ["direct", "obfuscated", "benign"]\n'
-                      'benign_category = "benign"\nmin_attack_recall = 0.8\n'
-                      'max_benign_fpr = 0.1\nmax_recall_regression = 0.1\n')
-    done = sealdesk("coverage", "report", "--rows", rows, "--policy", policy,
-                    "--detector-version", "v2", "--evaluation-set-id", "dev",
-                    workspace=workspace.root, check=True)
+    policy.write_text(
+        'required_categories = ["direct", "obfuscated", "benign"]\n'
+        'benign_category = "benign"\nmin_attack_recall = 0.8\n'
+        "max_benign_fpr = 0.1\nmax_recall_regression = 0.1\n"
+    )
+    done = sealdesk(
+        "coverage",
+        "report",
+        "--rows",
+        rows,
+        "--policy",
+        policy,
+        "--detector-version",
+        "v2",
+        "--evaluation-set-id",
+        "dev",
+        workspace=workspace.root,
+        check=True,
+    )
     assert "coverage veto: 2 finding(s)" in done.stdout
     [name] = [a for a in artifacts(workspace.root) if a.endswith("category_report.json")]
     document = json.loads(read_verified(workspace.root / "artifacts" / name))
     assert [(f["category"], f["issue"], f["value"]) for f in document["weak_categories"]] == [
-        ("direct", "low_recall", 0.7), ("benign", "high_fpr", 0.15)]
+        ("direct", "low_recall", 0.7),
+        ("benign", "high_fpr", 0.15),
+    ]
     assert document["coverage_veto"] is True
 
 
 def test_report_against_the_previous_report_finds_the_regression(sealdesk, workspace):
     common = ["--policy", SAMPLE / "policy.toml", "--evaluation-set-id", "dev"]
-    sealdesk("coverage", "report", "--rows", SAMPLE / "eval_rows_v1.csv",
-             "--detector-version", "v1", *common, workspace=workspace.root, check=True)
-    [previous] = [workspace.root / "artifacts" / a for a in artifacts(workspace.root)
-                  if a.endswith("category_report.json")]
-    done = sealdesk("coverage", "report", "--rows", SAMPLE / "eval_rows_v2.csv",
-                    "--detector-version", "v2", "--previous", previous, *common,
-                    workspace=workspace.root, check=True)
+    sealdesk(
+        "coverage",
+        "report",
+        "--rows",
+        SAMPLE / "eval_rows_v1.csv",
+        "--detector-version",
+        "v1",
+        *common,
+        workspace=workspace.root,
+        check=True,
+    )
+    [previous] = [
+        workspace.root / "artifacts" / a
+        for a in artifacts(workspace.root)
+        if a.endswith("category_report.json")
+    ]
+    done = sealdesk(
+        "coverage",
+        "report",
+        "--rows",
+        SAMPLE / "eval_rows_v2.csv",
+        "--detector-version",
+        "v2",
+        "--previous",
+        previous,
+        *common,
+        workspace=workspace.root,
+        check=True,
+    )
     # Debug population: obfuscation 7/8 -> 5/8 and context 8/8 -> 6/8 (drops
     # of 0.25), both below 0.8 too; benign 2/12 flagged.
-    reports = [workspace.root / "artifacts" / a for a in artifacts(workspace.root)
-               if a.endswith("category_report.json")]
+    reports = [
+        workspace.root / "artifacts" / a
+        for a in artifacts(workspace.root)
+        if a.endswith("category_report.json")
+    ]
     latest = next(json.loads(read_verified(p)) for p in reports if p != previous)
     assert [(f["category"], f["issue"]) for f in latest["weak_categories"]] == [
-        ("obfuscation", "low_recall"), ("obfuscation", "recall_regression"),
-        ("context_manipulation", "low_recall"), ("context_manipulation", "recall_regression"),
-        ("benign", "high_fpr")]
+        ("obfuscation", "low_recall"),
+        ("obfuscation", "recall_regression"),
+        ("context_manipulation", "low_recall"),
+        ("context_manipulation", "recall_regression"),
+        ("benign", "high_fpr"),
+    ]
     assert "recall_regression" in done.stdout
 
 
 def test_bad_rows_give_one_line_naming_file_line_and_field_and_write_nothing(
-        sealdesk, workspace, tmp_path):
+    sealdesk, workspace, tmp_path
+):
     rows = tmp_path / "rows.jsonl"
     lines = [json.dumps(r) for r in eval_rows({})]
     lines[6] = lines[6].replace('"label": 1', '"label": true')
     rows.write_text("\n".join(lines) + "\n")
-    done = sealdesk("coverage", "report", "--rows", rows, "--policy", SAMPLE / "policy.toml",
-                    "--detector-version", "v", "--evaluation-set-id", "s",
-                    workspace=workspace.root)
+    done = sealdesk(
+        "coverage",
+        "report",
+        "--rows",
+        rows,
+        "--policy",
+        SAMPLE / "policy.toml",
+        "--detector-version",
+        "v",
+        "--evaluation-set-id",
+        "s",
+        workspace=workspace.root,
+    )
     assert done.returncode == 2
-    assert done.stderr.strip() == (f"sealdesk: error: {rows}:7: field 'label': must be the "
-                                   "integer 0 or 1, got True")
+    assert done.stderr.strip() == (
+        f"sealdesk: error: {rows}:7: field 'label': must be the integer 0 or 1, got True"
+    )
     assert artifacts(workspace.root) == []
 
 
 def _authority(sealdesk, root: Path) -> None:
-    sealdesk("coverage", "keygen", "--trust-root", root / "trust", "--keys", root / "private",
-             check=True)
+    sealdesk(
+        "coverage", "keygen", "--trust-root", root / "trust", "--keys", root / "private", check=True
+    )
     shutil.copy(SAMPLE / "holdout.json", root / "holdout.json")
-    sealdesk("coverage", "sign", "--role", "holdout", "--key", root / "private/holdout.key",
-             "--trust-root", root / "trust", root / "holdout.json", check=True)
-    sealdesk("coverage", "store-init", "--store", root / "lineage.db", "--store-id", "demo",
-             check=True)
+    sealdesk(
+        "coverage",
+        "sign",
+        "--role",
+        "holdout",
+        "--key",
+        root / "private/holdout.key",
+        "--trust-root",
+        root / "trust",
+        root / "holdout.json",
+        check=True,
+    )
+    sealdesk(
+        "coverage", "store-init", "--store", root / "lineage.db", "--store-id", "demo", check=True
+    )
 
 
 def _scope(sealdesk, root: Path, template: str, out: str, *baseline: object) -> Path:
-    sealdesk("coverage", "scope", "--template", SAMPLE / template, "--holdout",
-             root / "holdout.json", *(baseline or ("--genesis",)), "--out", root / out,
-             check=True)
-    sealdesk("coverage", "sign", "--role", "scope", "--key", root / "private/scope.key",
-             root / out, check=True)
+    sealdesk(
+        "coverage",
+        "scope",
+        "--template",
+        SAMPLE / template,
+        "--holdout",
+        root / "holdout.json",
+        *(baseline or ("--genesis",)),
+        "--out",
+        root / out,
+        check=True,
+    )
+    sealdesk(
+        "coverage",
+        "sign",
+        "--role",
+        "scope",
+        "--key",
+        root / "private/scope.key",
+        root / out,
+        check=True,
+    )
     return root / out
 
 
-def _benchmark(sealdesk, ws: Path, root: Path, scope: Path, predictions: str, sha: str,
-               version: str, *extra: object):
-    return sealdesk("coverage", "benchmark", "--trust-root", root / "trust", "--holdout",
-                    root / "holdout.json", "--scope", scope, "--predictions", SAMPLE / predictions,
-                    "--candidate-sha256", sha, "--candidate-version", version,
-                    "--store", root / "lineage.db", "--store-id", "demo", *extra, workspace=ws)
+def _benchmark(
+    sealdesk,
+    ws: Path,
+    root: Path,
+    scope: Path,
+    predictions: str,
+    sha: str,
+    version: str,
+    *extra: object,
+):
+    return sealdesk(
+        "coverage",
+        "benchmark",
+        "--trust-root",
+        root / "trust",
+        "--holdout",
+        root / "holdout.json",
+        "--scope",
+        scope,
+        "--predictions",
+        SAMPLE / predictions,
+        "--candidate-sha256",
+        sha,
+        "--candidate-version",
+        version,
+        "--store",
+        root / "lineage.db",
+        "--store-id",
+        "demo",
+        *extra,
+        workspace=ws,
+    )
 
 
 @pytest.mark.slow
@@ -108,27 +218,65 @@ def test_sample_data_benchmark_shows_one_finding_of_each_kind(sealdesk, workspac
     root = tmp_path / "authority"
     _authority(sealdesk, root)
     genesis = _scope(sealdesk, root, "scope-genesis.toml", "scope-genesis.json")
-    done = _benchmark(sealdesk, workspace.root, root, genesis, "predictions_v1.jsonl", V1, "v1",
-                      "--benchmark-key", root / "private/benchmark.key",
-                      "--out", root / "baseline.json")
+    done = _benchmark(
+        sealdesk,
+        workspace.root,
+        root,
+        genesis,
+        "predictions_v1.jsonl",
+        V1,
+        "v1",
+        "--benchmark-key",
+        root / "private/benchmark.key",
+        "--out",
+        root / "baseline.json",
+    )
     assert done.returncode == 0, done.stderr
     assert "ELIGIBLE: 0 finding(s)" in done.stdout
-    scope = _scope(sealdesk, root, "scope-candidate.toml", "scope.json",
-                   "--baseline", root / "baseline.json")
-    done = _benchmark(sealdesk, workspace.root, root, scope, "predictions_v2.jsonl", V2, "v2",
-                      "--baseline", root / "baseline.json",
-                      "--benchmark-key", root / "private/benchmark.key",
-                      "--out", root / "candidate.json")
+    scope = _scope(
+        sealdesk, root, "scope-candidate.toml", "scope.json", "--baseline", root / "baseline.json"
+    )
+    done = _benchmark(
+        sealdesk,
+        workspace.root,
+        root,
+        scope,
+        "predictions_v2.jsonl",
+        V2,
+        "v2",
+        "--baseline",
+        root / "baseline.json",
+        "--benchmark-key",
+        root / "private/benchmark.key",
+        "--out",
+        root / "candidate.json",
+    )
     assert done.returncode == 0, done.stderr
     bench = json.loads((root / "candidate.json").read_text())
     assert bench["eligibility"] == "HOLD"
     assert bench["weak_categories"] == [
         {"category": "obfuscation", "issue": "low_recall", "value": 0.7, "threshold": 0.8},
-        {"category": "context_manipulation", "issue": "recall_regression", "current": 0.8,
-         "previous": 1.0, "delta": 0.2, "threshold": 0.1},
-        {"category": "benign", "issue": "high_fpr", "value": 0.15, "threshold": 0.1}]
-    again = _benchmark(sealdesk, workspace.root, root, genesis, "predictions_v1.jsonl", V1,
-                       "v1", "--benchmark-key", root / "private/benchmark.key")
+        {
+            "category": "context_manipulation",
+            "issue": "recall_regression",
+            "current": 0.8,
+            "previous": 1.0,
+            "delta": 0.2,
+            "threshold": 0.1,
+        },
+        {"category": "benign", "issue": "high_fpr", "value": 0.15, "threshold": 0.1},
+    ]
+    again = _benchmark(
+        sealdesk,
+        workspace.root,
+        root,
+        genesis,
+        "predictions_v1.jsonl",
+        V1,
+        "v1",
+        "--benchmark-key",
+        root / "private/benchmark.key",
+    )
     assert again.returncode == 3 and "genesis is one-use" in again.stderr
 
 
@@ -140,13 +288,34 @@ def test_unsigned_reservation_is_completed_by_finalize(sealdesk, workspace, tmp_
     done = _benchmark(sealdesk, workspace.root, root, genesis, "predictions_v1.jsonl", V1, "v1")
     assert done.returncode == 0, done.stderr
     sha = done.stdout.split("reserved ")[1].split()[0]
-    pending = sealdesk("coverage", "finalize", "--trust-root", root / "trust", "--store",
-                       root / "lineage.db", "--store-id", "demo", check=True)
+    pending = sealdesk(
+        "coverage",
+        "finalize",
+        "--trust-root",
+        root / "trust",
+        "--store",
+        root / "lineage.db",
+        "--store-id",
+        "demo",
+        check=True,
+    )
     assert f"unresolved {sha}" in pending.stdout
-    done = sealdesk("coverage", "finalize", "--trust-root", root / "trust", "--store",
-                    root / "lineage.db", "--store-id", "demo", "--payload-sha256", sha,
-                    "--benchmark-key", root / "private/benchmark.key",
-                    workspace=workspace.root, check=True)
+    done = sealdesk(
+        "coverage",
+        "finalize",
+        "--trust-root",
+        root / "trust",
+        "--store",
+        root / "lineage.db",
+        "--store-id",
+        "demo",
+        "--payload-sha256",
+        sha,
+        "--benchmark-key",
+        root / "private/benchmark.key",
+        workspace=workspace.root,
+        check=True,
+    )
     db = sqlite3.connect(root / "lineage.db")
     assert db.execute("SELECT COUNT(*) FROM evidence WHERE signature IS NULL").fetchone()[0] == 0
     db.close()
@@ -157,16 +326,44 @@ def test_expired_scope_is_refused_and_nothing_is_reserved(sealdesk, workspace, t
     root = tmp_path / "authority"
     _authority(sealdesk, root)
     scope = root / "scope.json"
-    sealdesk("coverage", "scope", "--template", SAMPLE / "scope-genesis.toml", "--holdout",
-             root / "holdout.json", "--genesis", "--expires-in", "1s", "--out", scope,
-             check=True)
-    sealdesk("coverage", "sign", "--role", "scope", "--key", root / "private/scope.key", scope,
-             check=True)
+    sealdesk(
+        "coverage",
+        "scope",
+        "--template",
+        SAMPLE / "scope-genesis.toml",
+        "--holdout",
+        root / "holdout.json",
+        "--genesis",
+        "--expires-in",
+        "1s",
+        "--out",
+        scope,
+        check=True,
+    )
+    sealdesk(
+        "coverage",
+        "sign",
+        "--role",
+        "scope",
+        "--key",
+        root / "private/scope.key",
+        scope,
+        check=True,
+    )
     import time
 
     time.sleep(1.1)
-    done = _benchmark(sealdesk, workspace.root, root, scope, "predictions_v1.jsonl", V1, "v1",
-                      "--benchmark-key", root / "private/benchmark.key")
+    done = _benchmark(
+        sealdesk,
+        workspace.root,
+        root,
+        scope,
+        "predictions_v1.jsonl",
+        V1,
+        "v1",
+        "--benchmark-key",
+        root / "private/benchmark.key",
+    )
     assert done.returncode == 3 and "expired" in done.stderr
     db = sqlite3.connect(root / "lineage.db")
     assert db.execute("SELECT COUNT(*) FROM evidence").fetchone()[0] == 0
@@ -175,15 +372,24 @@ def test_expired_scope_is_refused_and_nothing_is_reserved(sealdesk, workspace, t
 
 
 def test_scope_needs_exactly_one_of_baseline_and_genesis(sealdesk, tmp_path):
-    done = sealdesk("coverage", "scope", "--template", SAMPLE / "scope-genesis.toml",
-                    "--holdout", SAMPLE / "holdout.json", "--out", tmp_path / "s.json")
+    done = sealdesk(
+        "coverage",
+        "scope",
+        "--template",
+        SAMPLE / "scope-genesis.toml",
+        "--holdout",
+        SAMPLE / "holdout.json",
+        "--out",
+        tmp_path / "s.json",
+    )
     assert done.returncode == 2 and "exactly one of --baseline FILE and --genesis" in done.stderr
     assert not (tmp_path / "s.json").exists()
 
 
 def test_sign_refuses_a_non_canonical_document(sealdesk, tmp_path):
-    sealdesk("coverage", "keygen", "--trust-root", tmp_path / "t", "--keys", tmp_path / "k",
-             check=True)
+    sealdesk(
+        "coverage", "keygen", "--trust-root", tmp_path / "t", "--keys", tmp_path / "k", check=True
+    )
     doc = tmp_path / "doc.json"
     doc.write_text('{"b": 1, "a": 2}')
     done = sealdesk("coverage", "sign", "--role", "scope", "--key", tmp_path / "k/scope.key", doc)
@@ -207,42 +413,89 @@ def test_holdout_seals_rows_into_a_canonical_manifest(sealdesk, tmp_path):
 
     rows = write_jsonl(tmp_path / "rows.jsonl", holdout_samples())
     out = tmp_path / "holdout.json"
-    sealdesk("coverage", "holdout", "--rows", rows, "--holdout-id", "h", "--version", "3",
-             "--created-at", "2025-06-01T00:00:00Z", "--out", out, check=True)
+    sealdesk(
+        "coverage",
+        "holdout",
+        "--rows",
+        rows,
+        "--holdout-id",
+        "h",
+        "--version",
+        "3",
+        "--created-at",
+        "2025-06-01T00:00:00Z",
+        "--out",
+        out,
+        check=True,
+    )
     manifest = parse_canonical(out.read_bytes())
-    assert (manifest["holdout_id"], manifest["version"], len(manifest["samples"])) == ("h", "3",
-                                                                                      40)
+    assert (manifest["holdout_id"], manifest["version"], len(manifest["samples"])) == ("h", "3", 40)
     assert manifest["samples"][0] == holdout_samples()[0]
     dup = write_jsonl(tmp_path / "dup.jsonl", holdout_samples() + holdout_samples()[:1])
-    done = sealdesk("coverage", "holdout", "--rows", dup, "--holdout-id", "h", "--version", "3",
-                    "--out", tmp_path / "dup.json")
+    done = sealdesk(
+        "coverage",
+        "holdout",
+        "--rows",
+        dup,
+        "--holdout-id",
+        "h",
+        "--version",
+        "3",
+        "--out",
+        tmp_path / "dup.json",
+    )
     assert done.returncode == 2 and f"{dup}:41: field 'case_id'" in done.stderr
     assert not (tmp_path / "dup.json").exists()
 
 
 # -- bad input found by the second hunt ----------------------------------------------
 
-@pytest.mark.parametrize("edit, line, expected", [
-    (lambda r: f"{r},extra", 2, "expected 5 fields, got 6"),       # every row one longer
-    (lambda r: r.rsplit(",", 1)[0], 2, "expected 5 fields, got 4"),  # every row one shorter
-])
+
+@pytest.mark.parametrize(
+    "edit, line, expected",
+    [
+        (lambda r: f"{r},extra", 2, "expected 5 fields, got 6"),  # every row one longer
+        (lambda r: r.rsplit(",", 1)[0], 2, "expected 5 fields, got 4"),  # every row one shorter
+    ],
+)
 def test_csv_row_whose_field_count_differs_from_the_header_is_refused(
-        sealdesk, workspace, tmp_path, edit, line, expected):
+    sealdesk, workspace, tmp_path, edit, line, expected
+):
     rows = tmp_path / "rows.csv"
     pd.DataFrame(eval_rows({})).to_csv(rows, index=False)
     header, *body = rows.read_text().splitlines()
     rows.write_text("\n".join([header] + [edit(r) for r in body]) + "\n")
-    done = sealdesk("coverage", "report", "--rows", rows, "--policy", SAMPLE / "policy.toml",
-                    "--detector-version", "v", "--evaluation-set-id", "s",
-                    workspace=workspace.root)
+    done = sealdesk(
+        "coverage",
+        "report",
+        "--rows",
+        rows,
+        "--policy",
+        SAMPLE / "policy.toml",
+        "--detector-version",
+        "v",
+        "--evaluation-set-id",
+        "s",
+        workspace=workspace.root,
+    )
     assert done.returncode == 2
     assert done.stderr == f"sealdesk: error: {rows}:{line}: {expected}\n"
     assert artifacts(workspace.root) == []
 
 
 def test_keygen_refuses_a_repeated_role_and_writes_nothing(sealdesk, tmp_path):
-    done = sealdesk("coverage", "keygen", "--trust-root", tmp_path / "t", "--keys",
-                    tmp_path / "k", "--role", "scope", "--role", "scope")
+    done = sealdesk(
+        "coverage",
+        "keygen",
+        "--trust-root",
+        tmp_path / "t",
+        "--keys",
+        tmp_path / "k",
+        "--role",
+        "scope",
+        "--role",
+        "scope",
+    )
     assert done.returncode == 2
     assert done.stderr == "sealdesk: error: field 'role': role 'scope' is given twice\n"
     assert not (tmp_path / "t").exists() and not (tmp_path / "k").exists()
@@ -256,16 +509,38 @@ def test_holdout_and_scope_never_overwrite_an_existing_out_file(sealdesk, tmp_pa
     scope = _scope(sealdesk, root, "scope-genesis.toml", "scope.json")
     before = {p: p.read_bytes() for p in (root / "holdout.json", scope)}
     rows = write_jsonl(tmp_path / "rows.jsonl", holdout_samples()[:1])
-    done = sealdesk("coverage", "holdout", "--rows", rows, "--holdout-id", "X", "--version",
-                    "9", "--out", root / "holdout.json")
+    done = sealdesk(
+        "coverage",
+        "holdout",
+        "--rows",
+        rows,
+        "--holdout-id",
+        "X",
+        "--version",
+        "9",
+        "--out",
+        root / "holdout.json",
+    )
     assert done.returncode == 2
-    assert done.stderr == (f"sealdesk: error: {root / 'holdout.json'}: already exists; a "
-                           "holdout manifest is never overwritten\n")
-    done = sealdesk("coverage", "scope", "--template", SAMPLE / "scope-candidate.toml",
-                    "--holdout", root / "holdout.json", "--genesis", "--out", scope)
+    assert done.stderr == (
+        f"sealdesk: error: {root / 'holdout.json'}: already exists; a "
+        "holdout manifest is never overwritten\n"
+    )
+    done = sealdesk(
+        "coverage",
+        "scope",
+        "--template",
+        SAMPLE / "scope-candidate.toml",
+        "--holdout",
+        root / "holdout.json",
+        "--genesis",
+        "--out",
+        scope,
+    )
     assert done.returncode == 2
-    assert done.stderr == (f"sealdesk: error: {scope}: already exists; an evaluation scope "
-                           "is never overwritten\n")
+    assert done.stderr == (
+        f"sealdesk: error: {scope}: already exists; an evaluation scope is never overwritten\n"
+    )
     assert {p: p.read_bytes() for p in before} == before
 
 
@@ -273,52 +548,108 @@ def test_sign_refuses_a_document_of_another_role(sealdesk, tmp_path):
     root = tmp_path / "authority"
     _authority(sealdesk, root)
     signature = (root / "holdout.json.sig").read_bytes()
-    done = sealdesk("coverage", "sign", "--role", "scope", "--key", root / "private/scope.key",
-                    root / "holdout.json")
+    done = sealdesk(
+        "coverage",
+        "sign",
+        "--role",
+        "scope",
+        "--key",
+        root / "private/scope.key",
+        root / "holdout.json",
+    )
     assert done.returncode == 2
-    assert done.stderr == (f"sealdesk: error: {root / 'holdout.json'}: field 'schema_version': "
-                           "the scope key signs only sealdesk.coverage-scope.v2 documents, "
-                           "this one is 'sealdesk.coverage-holdout.v1'\n")
+    assert done.stderr == (
+        f"sealdesk: error: {root / 'holdout.json'}: field 'schema_version': "
+        "the scope key signs only sealdesk.coverage-scope.v2 documents, "
+        "this one is 'sealdesk.coverage-holdout.v1'\n"
+    )
     assert (root / "holdout.json.sig").read_bytes() == signature
 
 
 def test_sign_never_replaces_another_signature_but_repeats_its_own(sealdesk, tmp_path):
     root = tmp_path / "authority"
     _authority(sealdesk, root)
-    sealdesk("coverage", "keygen", "--trust-root", tmp_path / "t2", "--keys", tmp_path / "k2",
-             "--role", "holdout", check=True)
+    sealdesk(
+        "coverage",
+        "keygen",
+        "--trust-root",
+        tmp_path / "t2",
+        "--keys",
+        tmp_path / "k2",
+        "--role",
+        "holdout",
+        check=True,
+    )
     signature = (root / "holdout.json.sig").read_bytes()
-    done = sealdesk("coverage", "sign", "--role", "holdout", "--key",
-                    tmp_path / "k2/holdout.key", root / "holdout.json")
+    done = sealdesk(
+        "coverage",
+        "sign",
+        "--role",
+        "holdout",
+        "--key",
+        tmp_path / "k2/holdout.key",
+        root / "holdout.json",
+    )
     assert done.returncode == 4
-    assert done.stderr == (f"sealdesk: error: {root / 'holdout.json.sig'}: already holds "
-                           "another signature (another key or other bytes); a signature is "
-                           "never replaced, nothing was written\n")
+    assert done.stderr == (
+        f"sealdesk: error: {root / 'holdout.json.sig'}: already holds "
+        "another signature (another key or other bytes); a signature is "
+        "never replaced, nothing was written\n"
+    )
     assert (root / "holdout.json.sig").read_bytes() == signature
-    sealdesk("coverage", "sign", "--role", "holdout", "--key", root / "private/holdout.key",
-             root / "holdout.json", check=True)  # Ed25519 is deterministic: the same bytes
+    sealdesk(
+        "coverage",
+        "sign",
+        "--role",
+        "holdout",
+        "--key",
+        root / "private/holdout.key",
+        root / "holdout.json",
+        check=True,
+    )  # Ed25519 is deterministic: the same bytes
     assert (root / "holdout.json.sig").read_bytes() == signature
 
 
 @pytest.mark.slow
-def test_benchmark_with_another_roles_key_reserves_and_writes_nothing(sealdesk, workspace,
-                                                                       tmp_path):
+def test_benchmark_with_another_roles_key_reserves_and_writes_nothing(
+    sealdesk, workspace, tmp_path
+):
     root = tmp_path / "authority"
     _authority(sealdesk, root)
     genesis = _scope(sealdesk, root, "scope-genesis.toml", "scope-genesis.json")
-    done = _benchmark(sealdesk, workspace.root, root, genesis, "predictions_v1.jsonl", V1, "v1",
-                      "--benchmark-key", root / "private/scope.key")
+    done = _benchmark(
+        sealdesk,
+        workspace.root,
+        root,
+        genesis,
+        "predictions_v1.jsonl",
+        V1,
+        "v1",
+        "--benchmark-key",
+        root / "private/scope.key",
+    )
     assert done.returncode == 2
-    assert done.stderr == (f"sealdesk: error: {root / 'private/scope.key'}: not the benchmark "
-                           "authority's key (its public half is not "
-                           f"{root / 'trust/benchmark.pub'})\n")
+    assert done.stderr == (
+        f"sealdesk: error: {root / 'private/scope.key'}: not the benchmark "
+        "authority's key (its public half is not "
+        f"{root / 'trust/benchmark.pub'})\n"
+    )
     db = sqlite3.connect(root / "lineage.db")
     assert db.execute("SELECT COUNT(*) FROM lineages").fetchone()[0] == 0
     assert db.execute("SELECT COUNT(*) FROM evidence").fetchone()[0] == 0
     db.close()
     assert artifacts(workspace.root) == []
-    done = _benchmark(sealdesk, workspace.root, root, genesis, "predictions_v1.jsonl", V1, "v1",
-                      "--benchmark-key", root / "private/benchmark.key")
+    done = _benchmark(
+        sealdesk,
+        workspace.root,
+        root,
+        genesis,
+        "predictions_v1.jsonl",
+        V1,
+        "v1",
+        "--benchmark-key",
+        root / "private/benchmark.key",
+    )
     assert done.returncode == 0, done.stderr
     assert "ELIGIBLE: 0 finding(s)" in done.stdout
 
@@ -331,68 +662,147 @@ def _template(tmp_path: Path, old: str, new: str) -> Path:
     return path
 
 
-@pytest.mark.parametrize("old, new, where, reason", [
-    ('candidate_version = "v1"', "candidate_version = 1979-05-27",
-     ":7: field 'candidate_version'",
-     "a TOML date is not a JSON value; write it as a quoted string"),
-    ('candidate_version = "v1"', "candidate_version = 1979-05-27T07:32:00Z",
-     ":7: field 'candidate_version'",
-     "a TOML datetime is not a JSON value; write it as a quoted string"),
-    ("min_category_recall = 0.8", "min_category_recall = nan",
-     ":11: field 'min_category_recall'", "nan is not a JSON number (no NaN or infinity)"),
-    ("max_benign_fpr = 0.1", "max_benign_fpr = -inf",
-     ":12: field 'max_benign_fpr'", "-inf is not a JSON number (no NaN or infinity)"),
-    # The scope's own key is named, not the gate policy's min_attack_recall.
-    ("min_category_recall = 0.8", "min_category_recall = 2",
-     ": field 'min_category_recall'", "must be finite and in [0, 1], got 2"),
-    ("max_category_regression = 0.1", "max_category_regression = 1.5",
-     ": field 'max_category_regression'", "must be finite and in [0, 1], got 1.5"),
-])
+@pytest.mark.parametrize(
+    "old, new, where, reason",
+    [
+        (
+            'candidate_version = "v1"',
+            "candidate_version = 1979-05-27",
+            ":7: field 'candidate_version'",
+            "a TOML date is not a JSON value; write it as a quoted string",
+        ),
+        (
+            'candidate_version = "v1"',
+            "candidate_version = 1979-05-27T07:32:00Z",
+            ":7: field 'candidate_version'",
+            "a TOML datetime is not a JSON value; write it as a quoted string",
+        ),
+        (
+            "min_category_recall = 0.8",
+            "min_category_recall = nan",
+            ":11: field 'min_category_recall'",
+            "nan is not a JSON number (no NaN or infinity)",
+        ),
+        (
+            "max_benign_fpr = 0.1",
+            "max_benign_fpr = -inf",
+            ":12: field 'max_benign_fpr'",
+            "-inf is not a JSON number (no NaN or infinity)",
+        ),
+        # The scope's own key is named, not the gate policy's min_attack_recall.
+        (
+            "min_category_recall = 0.8",
+            "min_category_recall = 2",
+            ": field 'min_category_recall'",
+            "must be finite and in [0, 1], got 2",
+        ),
+        (
+            "max_category_regression = 0.1",
+            "max_category_regression = 1.5",
+            ": field 'max_category_regression'",
+            "must be finite and in [0, 1], got 1.5",
+        ),
+    ],
+)
 def test_scope_template_value_json_cannot_hold_or_out_of_range_is_named(
-        sealdesk, tmp_path, old, new, where, reason):
+    sealdesk, tmp_path, old, new, where, reason
+):
     template = _template(tmp_path, old, new)
-    done = sealdesk("coverage", "scope", "--template", template, "--holdout",
-                    SAMPLE / "holdout.json", "--genesis", "--out", tmp_path / "s.json")
+    done = sealdesk(
+        "coverage",
+        "scope",
+        "--template",
+        template,
+        "--holdout",
+        SAMPLE / "holdout.json",
+        "--genesis",
+        "--out",
+        tmp_path / "s.json",
+    )
     assert done.returncode == 2
     assert done.stderr == f"sealdesk: error: {template}{where}: {reason}\n"
     assert not (tmp_path / "s.json").exists()
 
 
-@pytest.mark.parametrize("expires", ["100000000d", "99999999999999999999d", "3661d",
-                                     "87841h"])
+@pytest.mark.parametrize("expires", ["100000000d", "99999999999999999999d", "3661d", "87841h"])
 def test_scope_expiry_beyond_the_limit_is_refused(sealdesk, tmp_path, expires):
-    done = sealdesk("coverage", "scope", "--template", SAMPLE / "scope-genesis.toml",
-                    "--holdout", SAMPLE / "holdout.json", "--genesis", "--expires-in", expires,
-                    "--out", tmp_path / "s.json")
+    done = sealdesk(
+        "coverage",
+        "scope",
+        "--template",
+        SAMPLE / "scope-genesis.toml",
+        "--holdout",
+        SAMPLE / "holdout.json",
+        "--genesis",
+        "--expires-in",
+        expires,
+        "--out",
+        tmp_path / "s.json",
+    )
     assert done.returncode == 2
-    assert done.stderr == (f"sealdesk: error: field 'expires_in': {expires!r} is longer than "
-                           "the 3660-day limit\n")
+    assert done.stderr == (
+        f"sealdesk: error: field 'expires_in': {expires!r} is longer than the 3660-day limit\n"
+    )
     assert not (tmp_path / "s.json").exists()
 
 
 # -- the rest of the second hunt ------------------------------------------------------
 
+
 def test_a_store_deadline_beyond_an_hour_is_refused_where_it_is_written(sealdesk, tmp_path):
-    template = _template(tmp_path, "decision_store_timeout_seconds = 5",
-                         "decision_store_timeout_seconds = 99999999999999999999")
-    done = sealdesk("coverage", "scope", "--template", template, "--holdout",
-                    SAMPLE / "holdout.json", "--genesis", "--out", tmp_path / "s.json")
+    template = _template(
+        tmp_path,
+        "decision_store_timeout_seconds = 5",
+        "decision_store_timeout_seconds = 99999999999999999999",
+    )
+    done = sealdesk(
+        "coverage",
+        "scope",
+        "--template",
+        template,
+        "--holdout",
+        SAMPLE / "holdout.json",
+        "--genesis",
+        "--out",
+        tmp_path / "s.json",
+    )
     assert done.returncode == 2 and "field 'decision_store_timeout_seconds'" in done.stderr
     assert "0 to 3600 seconds" in done.stderr and not (tmp_path / "s.json").exists()
-    store = sealdesk("coverage", "store-init", "--store", tmp_path / "l.db", "--store-id", "x",
-                     "--timeout", "86400")
+    store = sealdesk(
+        "coverage",
+        "store-init",
+        "--store",
+        tmp_path / "l.db",
+        "--store-id",
+        "x",
+        "--timeout",
+        "86400",
+    )
     assert store.returncode == 2 and "field 'timeout'" in store.stderr
     assert not (tmp_path / "l.db").exists()
 
 
-@pytest.mark.parametrize("stamp", ["yesterday", "2025-13-01T00:00:00Z", "2025-06-01T24:00:00Z",
-                                   "2025-06-01T00:00:00"])
+@pytest.mark.parametrize(
+    "stamp", ["yesterday", "2025-13-01T00:00:00Z", "2025-06-01T24:00:00Z", "2025-06-01T00:00:00"]
+)
 def test_holdout_created_at_must_be_a_real_zoned_time(sealdesk, tmp_path, stamp):
     from tests.support.coverage import holdout_samples, write_jsonl
 
     rows = write_jsonl(tmp_path / "rows.jsonl", holdout_samples())
-    done = sealdesk("coverage", "holdout", "--rows", rows, "--holdout-id", "h", "--version", "3",
-                    "--created-at", stamp, "--out", tmp_path / "h.json")
+    done = sealdesk(
+        "coverage",
+        "holdout",
+        "--rows",
+        rows,
+        "--holdout-id",
+        "h",
+        "--version",
+        "3",
+        "--created-at",
+        stamp,
+        "--out",
+        tmp_path / "h.json",
+    )
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
     assert "field 'created-at'" in done.stderr and not (tmp_path / "h.json").exists()
 
@@ -402,16 +812,30 @@ def test_holdout_created_at_in_another_zone_is_written_in_utc(sealdesk, tmp_path
     from tests.support.coverage import holdout_samples, write_jsonl
 
     rows = write_jsonl(tmp_path / "rows.jsonl", holdout_samples())
-    sealdesk("coverage", "holdout", "--rows", rows, "--holdout-id", "h", "--version", "3",
-             "--created-at", "2025-06-01T02:00:00+02:00", "--out", tmp_path / "h.json",
-             check=True)
-    assert parse_canonical((tmp_path / "h.json").read_bytes())["created_at"] == \
-        "2025-06-01T00:00:00Z"
+    sealdesk(
+        "coverage",
+        "holdout",
+        "--rows",
+        rows,
+        "--holdout-id",
+        "h",
+        "--version",
+        "3",
+        "--created-at",
+        "2025-06-01T02:00:00+02:00",
+        "--out",
+        tmp_path / "h.json",
+        check=True,
+    )
+    assert (
+        parse_canonical((tmp_path / "h.json").read_bytes())["created_at"] == "2025-06-01T00:00:00Z"
+    )
 
 
 def test_keygen_refuses_one_directory_for_trust_root_and_private_keys(sealdesk, tmp_path):
-    done = sealdesk("coverage", "keygen", "--trust-root", tmp_path / "k", "--keys",
-                    tmp_path / "x" / ".." / "k")
+    done = sealdesk(
+        "coverage", "keygen", "--trust-root", tmp_path / "k", "--keys", tmp_path / "x" / ".." / "k"
+    )
     assert done.returncode == 2 and "field 'keys'" in done.stderr
     assert not (tmp_path / "k").exists()
 
@@ -419,23 +843,39 @@ def test_keygen_refuses_one_directory_for_trust_root_and_private_keys(sealdesk, 
 def test_finalize_with_a_key_but_no_payload_is_refused_not_a_listing(sealdesk, tmp_path):
     root = tmp_path / "authority"
     _authority(sealdesk, root)
-    done = sealdesk("coverage", "finalize", "--trust-root", root / "trust", "--store",
-                    root / "lineage.db", "--store-id", "demo", "--benchmark-key",
-                    root / "private/benchmark.key")
+    done = sealdesk(
+        "coverage",
+        "finalize",
+        "--trust-root",
+        root / "trust",
+        "--store",
+        root / "lineage.db",
+        "--store-id",
+        "demo",
+        "--benchmark-key",
+        root / "private/benchmark.key",
+    )
     assert done.returncode == 2 and "field 'payload-sha256'" in done.stderr, done.stderr
     assert "unresolved" not in done.stdout
 
 
-def test_tiny_model_refuses_one_label_naming_the_file_and_a_runaway_step_count(sealdesk,
-                                                                               tmp_path):
+def test_tiny_model_refuses_one_label_naming_the_file_and_a_runaway_step_count(sealdesk, tmp_path):
     from tests.support.coverage import write_jsonl
 
     rows = [r for r in json_rows(SAMPLE / "debug_rows.jsonl") if r["label"] == 1]
     one = write_jsonl(tmp_path / "one.jsonl", rows)
     done = sealdesk("coverage", "tiny-model", "--rows", one, "--out", tmp_path / "m")
     assert done.returncode == 2 and f"{one}: field 'label'" in done.stderr, done.stderr
-    steps = sealdesk("coverage", "tiny-model", "--rows", one, "--out", tmp_path / "m",
-                     "--steps", "99999999999999999999")
+    steps = sealdesk(
+        "coverage",
+        "tiny-model",
+        "--rows",
+        one,
+        "--out",
+        tmp_path / "m",
+        "--steps",
+        "99999999999999999999",
+    )
     assert steps.returncode == 2 and "--steps" in steps.stderr
     assert not (tmp_path / "m").exists()
 

@@ -36,9 +36,19 @@ def people(enrol):
 
 def backlog(sealdesk, ws, hold, rows: Path = SAMPLE / "debug_rows.jsonl"):
     auth, path = hold
-    return sealdesk("coverage", "backlog", "--benchmark", path, "--trust-root",
-                    auth.trust.directory, "--rows", rows, "--policy",
-                    SAMPLE / "attribution.toml", workspace=ws.root)
+    return sealdesk(
+        "coverage",
+        "backlog",
+        "--benchmark",
+        path,
+        "--trust-root",
+        auth.trust.directory,
+        "--rows",
+        rows,
+        "--policy",
+        SAMPLE / "attribution.toml",
+        workspace=ws.root,
+    )
 
 
 def backlog_in(ws, hold, rows: Path = SAMPLE / "debug_rows.jsonl"):
@@ -54,23 +64,39 @@ def evidence_in(ws, hold, signer=None):
 
 
 def items_by_category(ws) -> dict[str, dict]:
-    return {ws.item("weak_categories", i["item_id"])["payload"]["category"]:
-            ws.item("weak_categories", i["item_id"])
-            for i in ws.items(queue="weak_categories")
-            if i["item_id"].startswith("wc-")}
+    return {
+        ws.item("weak_categories", i["item_id"])["payload"]["category"]: ws.item(
+            "weak_categories", i["item_id"]
+        )
+        for i in ws.items(queue="weak_categories")
+        if i["item_id"].startswith("wc-")
+    }
 
 
 def review_all(ws, people, decisions=None) -> None:
     decisions = decisions or {}
     for category, item in items_by_category(ws).items():
-        ws.decide(people["rita"], "weak_categories", item["item_id"],
-                  decisions.get(category, "accept"), note=f"reviewed {category}")
+        ws.decide(
+            people["rita"],
+            "weak_categories",
+            item["item_id"],
+            decisions.get(category, "accept"),
+            note=f"reviewed {category}",
+        )
 
 
 def evidence(sealdesk, ws, hold, *key: object):
     auth, path = hold
-    return sealdesk("coverage", "evidence", "--benchmark", path, "--trust-root",
-                    auth.trust.directory, *key, workspace=ws.root)
+    return sealdesk(
+        "coverage",
+        "evidence",
+        "--benchmark",
+        path,
+        "--trust-root",
+        auth.trust.directory,
+        *key,
+        workspace=ws.root,
+    )
 
 
 def evidence_files(ws) -> list[Path]:
@@ -79,38 +105,53 @@ def evidence_files(ws) -> list[Path]:
 
 # -- the backlog ----------------------------------------------------------------
 
+
 def test_backlog_has_one_item_per_weak_category(sealdesk, workspace, hold):
     done = backlog(sealdesk, workspace, hold)
     assert done.returncode == 0, done.stderr
-    assert sorted(items_by_category(workspace)) == ["benign", "context_manipulation",
-                                                    "obfuscation"]
+    assert sorted(items_by_category(workspace)) == ["benign", "context_manipulation", "obfuscation"]
     assert "3 item(s) added" in done.stdout
 
 
 def test_backlog_item_carries_findings_counts_misses_and_no_release_authority(workspace, hold):
     backlog_in(workspace, hold)
     payload = items_by_category(workspace)["obfuscation"]["payload"]
-    assert payload["findings"] == [{"category": "obfuscation", "issue": "low_recall",
-                                    "value": 0.7, "threshold": 0.8}]
-    assert payload["counts"] == {"sample_count": 10, "positive_count": 10, "negative_count": 0,
-                                 "true_positive_count": 7, "false_positive_count": 0,
-                                 "eligible_misses": 3, "selected_misses": 3}
-    assert sorted(m["case_id"] for m in payload["misses"]) == ["d-obfu-01", "d-obfu-02",
-                                                               "d-obfu-03"]
+    assert payload["findings"] == [
+        {"category": "obfuscation", "issue": "low_recall", "value": 0.7, "threshold": 0.8}
+    ]
+    assert payload["counts"] == {
+        "sample_count": 10,
+        "positive_count": 10,
+        "negative_count": 0,
+        "true_positive_count": 7,
+        "false_positive_count": 0,
+        "eligible_misses": 3,
+        "selected_misses": 3,
+    }
+    assert sorted(m["case_id"] for m in payload["misses"]) == [
+        "d-obfu-01",
+        "d-obfu-02",
+        "d-obfu-03",
+    ]
     miss = payload["misses"][0]
     assert (miss["label"], miss["prediction"]) == (1, 0) and miss["text"]
     assert miss["attribution"] == {"status": "not_run", "reason": "no --model was given"}
     assert payload["release_authority"] == "none"
     assert any("AID-H-026.002" in a for a in payload["proposed_actions"])
-    assert payload["summary"] == {"title": "obfuscation: low_recall 0.7 < 0.8",
-                                  "score": 0.1, "tags": ["low_recall", "HOLD"]}
+    assert payload["summary"] == {
+        "title": "obfuscation: low_recall 0.7 < 0.8",
+        "score": 0.1,
+        "tags": ["low_recall", "HOLD"],
+    }
 
 
 def test_benign_item_lists_its_false_positives(workspace, hold):
     backlog_in(workspace, hold)
     payload = items_by_category(workspace)["benign"]["payload"]
     assert {(m["case_id"], m["label"], m["prediction"]) for m in payload["misses"]} == {
-        ("d-beni-01", 0, 1), ("d-beni-02", 0, 1)}
+        ("d-beni-01", 0, 1),
+        ("d-beni-02", 0, 1),
+    }
     assert payload["counts"]["false_positive_count"] == 3
 
 
@@ -120,9 +161,13 @@ def test_backlog_artifacts_are_sidecar_checked_and_named_in_the_run(workspace, h
     run_dir = workspace.root / "artifacts" / item["run_id"]
     lines = read_verified(run_dir / "debug_backlog.jsonl").decode().splitlines()
     assert sorted(json.loads(line)["item_id"] for line in lines) == sorted(
-        i["item_id"] for i in items_by_category(workspace).values())
-    manifest = json.loads(workspace.conn.execute(
-        "SELECT manifest FROM runs WHERE run_id=?", (item["run_id"],)).fetchone()[0])
+        i["item_id"] for i in items_by_category(workspace).values()
+    )
+    manifest = json.loads(
+        workspace.conn.execute(
+            "SELECT manifest FROM runs WHERE run_id=?", (item["run_id"],)
+        ).fetchone()[0]
+    )
     for name, digest in manifest["artifacts"].items():
         assert sha256_hex(read_verified(run_dir / name)) == digest
     assert manifest["inputs"]["source"]["sha256"] == sha256_hex(hold[1].read_bytes())
@@ -143,8 +188,9 @@ def test_backlog_from_rows_with_a_bad_digest_writes_nothing(sealdesk, workspace,
     rows.write_text("\n".join(lines) + "\n")
     done = backlog(sealdesk, workspace, hold, rows)
     assert done.returncode == 2
-    assert done.stderr.strip() == (f"sealdesk: error: {rows}:5: field 'text_sha256': text does "
-                                   "not hash to text_sha256")
+    assert done.stderr.strip() == (
+        f"sealdesk: error: {rows}:5: field 'text_sha256': text does not hash to text_sha256"
+    )
     assert workspace.items() == [] and not list((workspace.root / "artifacts").iterdir())
 
 
@@ -159,6 +205,7 @@ def test_backlog_of_a_forged_benchmark_is_refused(workspace, hold):
 
 
 # -- reviews and evidence --------------------------------------------------------
+
 
 def test_evidence_is_refused_while_a_weak_category_is_unreviewed(workspace, hold, people):
     backlog_in(workspace, hold)
@@ -185,7 +232,8 @@ def test_a_reviewer_cannot_approve_the_evidence(workspace, hold, people):
 
 
 def test_evidence_binds_benchmark_bytes_review_records_and_lead_approval(
-        sealdesk, workspace, hold, people):
+    sealdesk, workspace, hold, people
+):
     backlog_in(workspace, hold)
     review_all(workspace, people, {"obfuscation": "reject"})
     done = evidence(sealdesk, workspace, hold, "--key", people["lena"].path)
@@ -197,13 +245,19 @@ def test_evidence_binds_benchmark_bytes_review_records_and_lead_approval(
     assert value["benchmark"]["eligibility"] == "HOLD"
     reviewed = {r["category"]: r for r in value["reviews"]}
     assert {c: r["decision"] for c, r in reviewed.items()} == {
-        "benign": "accept", "context_manipulation": "accept", "obfuscation": "reject"}
+        "benign": "accept",
+        "context_manipulation": "accept",
+        "obfuscation": "reject",
+    }
     for review in value["reviews"]:
         record = store.get_record(workspace.conn, review["record_hash"])
         assert (record.body["principal"], record.body["item_id"]) == ("rita", review["item_id"])
     approval = store.get_record(workspace.conn, value["approval"]["record_hash"])
     assert (approval.body["role"], approval.body["decision"], approval.body["item_id"]) == (
-        "lead", "accept", value["claim_item"]["item_id"])
+        "lead",
+        "accept",
+        value["claim_item"]["item_id"],
+    )
     assert value["release_authority"] == "none"
     assert sealdesk("verify", workspace=workspace.root).returncode == 0
 
@@ -213,8 +267,14 @@ def test_check_evidence_accepts_what_evidence_wrote(sealdesk, workspace, hold, p
     review_all(workspace, people)
     evidence_in(workspace, hold, people["lena"])
     [path] = evidence_files(workspace)
-    done = sealdesk("coverage", "check-evidence", path, "--trust-root", hold[0].trust.directory,
-                    workspace=workspace.root)
+    done = sealdesk(
+        "coverage",
+        "check-evidence",
+        path,
+        "--trust-root",
+        hold[0].trust.directory,
+        workspace=workspace.root,
+    )
     assert done.returncode == 0, done.stderr
     assert "3 review(s), approved by lena (lead)" in done.stdout
 
@@ -293,26 +353,50 @@ def test_a_g001_report_becomes_a_backlog_bound_to_its_detector(workspace, tmp_pa
     report = stratified_report(list(table.rows), "v2", "dev", policy)
     weak = identify_weak_categories(report, None, policy)
     detector = json.loads((SAMPLE / "debug_rows.jsonl").read_text().splitlines()[0])[
-        "detector_sha256"]
+        "detector_sha256"
+    ]
     for digest, name in ((None, "unbound.json"), (detector, "bound.json")):
-        write_json_artifact(tmp_path / name, report_document(
-            report, weak, policy, detector_sha256=digest, rows_sha256="0" * 64,
-            previous_report_sha256=None))
+        write_json_artifact(
+            tmp_path / name,
+            report_document(
+                report,
+                weak,
+                policy,
+                detector_sha256=digest,
+                rows_sha256="0" * 64,
+                previous_report_sha256=None,
+            ),
+        )
     with pytest.raises(InputError, match="names no detector digest"):
-        run_backlog(workspace, load_report_document(tmp_path / "unbound.json"),
-                    SAMPLE / "debug_rows.jsonl", SAMPLE / "attribution.toml", None)
-    run = run_backlog(workspace, load_report_document(tmp_path / "bound.json"),
-                      SAMPLE / "debug_rows.jsonl", SAMPLE / "attribution.toml", None)
+        run_backlog(
+            workspace,
+            load_report_document(tmp_path / "unbound.json"),
+            SAMPLE / "debug_rows.jsonl",
+            SAMPLE / "attribution.toml",
+            None,
+        )
+    run = run_backlog(
+        workspace,
+        load_report_document(tmp_path / "bound.json"),
+        SAMPLE / "debug_rows.jsonl",
+        SAMPLE / "attribution.toml",
+        None,
+    )
     # Debug population under v2: obfuscation 5/8, context 6/8, benign 2/12.
     assert sorted(i.payload["category"] for i in run.items) == [
-        "benign", "context_manipulation", "obfuscation"]
+        "benign",
+        "context_manipulation",
+        "obfuscation",
+    ]
     assert {i.payload["source"]["kind"] for i in run.items} == {"report"}
 
 
 # -- bad input found by the second hunt ----------------------------------------------
 
+
 def test_evidence_made_again_after_a_signoff_keeps_the_signed_bytes(
-        sealdesk, workspace, hold, people):
+    sealdesk, workspace, hold, people
+):
     backlog_in(workspace, hold)
     review_all(workspace, people)
     assert evidence(sealdesk, workspace, hold, "--key", people["lena"].path).returncode == 0
@@ -322,10 +406,12 @@ def test_evidence_made_again_after_a_signoff_keeps_the_signed_bytes(
     assert done.returncode == 0, done.stderr
     done = evidence(sealdesk, workspace, hold, "--key", people["lena"].path, "--note", "again")
     assert done.returncode == 4
-    assert done.stderr == (f"sealdesk: error: {path} already holds a different artifact "
-                           "(sealed artifacts are never rewritten; nothing was written); it "
-                           "stands as written: check it with `sealdesk coverage "
-                           "check-evidence`\n")
+    assert done.stderr == (
+        f"sealdesk: error: {path} already holds a different artifact "
+        "(sealed artifacts are never rewritten; nothing was written); it "
+        "stands as written: check it with `sealdesk coverage "
+        "check-evidence`\n"
+    )
     assert path.read_bytes() == signed and evidence_files(workspace) == [path]
     assert sealdesk("verify", workspace=workspace.root).returncode == 0
 
@@ -346,14 +432,24 @@ def test_evidence_whose_approval_was_withdrawn_is_not_replaced(workspace, hold, 
     assert made.path.read_bytes() == written
 
 
-@pytest.mark.parametrize("field, forged", [
-    ("approval.principal", "rita"), ("approval.decision", "reject"),
-    ("approval.role", "reviewer"), ("approval.seq", 1), ("approval.time", "2025-01-01T00:00:00Z"),
-    ("release_authority", "lena"), ("ledger.records", 1), ("ledger.head_hash", "0" * 64),
-    ("claim_item.queue", "other"), ("claim_item.run_sha256", "0" * 64),
-])
+@pytest.mark.parametrize(
+    "field, forged",
+    [
+        ("approval.principal", "rita"),
+        ("approval.decision", "reject"),
+        ("approval.role", "reviewer"),
+        ("approval.seq", 1),
+        ("approval.time", "2025-01-01T00:00:00Z"),
+        ("release_authority", "lena"),
+        ("ledger.records", 1),
+        ("ledger.head_hash", "0" * 64),
+        ("claim_item.queue", "other"),
+        ("claim_item.run_sha256", "0" * 64),
+    ],
+)
 def test_check_evidence_refuses_a_field_that_differs_from_the_ledger(
-        workspace, hold, people, field, forged):
+    workspace, hold, people, field, forged
+):
     backlog_in(workspace, hold)
     review_all(workspace, people)
     path = evidence_in(workspace, hold, people["lena"]).path
@@ -372,12 +468,16 @@ def test_check_evidence_refuses_a_field_that_differs_from_the_ledger(
         check_evidence(workspace, copy, hold[0].trust)
 
 
-@pytest.mark.parametrize("name, value, limit", [
-    ("tokenizer_max_length", 99999999999999999999, 8192),
-    ("integration_steps", 999999999999, 1000),
-])
+@pytest.mark.parametrize(
+    "name, value, limit",
+    [
+        ("tokenizer_max_length", 99999999999999999999, 8192),
+        ("integration_steps", 999999999999, 1000),
+    ],
+)
 def test_attribution_policy_beyond_its_bound_is_refused_naming_file_line_and_field(
-        sealdesk, workspace, hold, tmp_path, name, value, limit):
+    sealdesk, workspace, hold, tmp_path, name, value, limit
+):
     text = (SAMPLE / "attribution.toml").read_text()
     lines = text.splitlines()
     number = next(i for i, line in enumerate(lines, start=1) if line.startswith(name))
@@ -385,10 +485,22 @@ def test_attribution_policy_beyond_its_bound_is_refused_naming_file_line_and_fie
     policy = tmp_path / "attribution.toml"
     policy.write_text("\n".join(lines) + "\n")
     auth, path = hold
-    done = sealdesk("coverage", "backlog", "--benchmark", path, "--trust-root",
-                    auth.trust.directory, "--rows", SAMPLE / "debug_rows.jsonl", "--policy",
-                    policy, workspace=workspace.root)
+    done = sealdesk(
+        "coverage",
+        "backlog",
+        "--benchmark",
+        path,
+        "--trust-root",
+        auth.trust.directory,
+        "--rows",
+        SAMPLE / "debug_rows.jsonl",
+        "--policy",
+        policy,
+        workspace=workspace.root,
+    )
     assert done.returncode == 2
-    assert done.stderr == (f"sealdesk: error: {policy}:{number}: field '{name}': must be at "
-                           f"most {limit}, got {value}\n")
+    assert done.stderr == (
+        f"sealdesk: error: {policy}:{number}: field '{name}': must be at "
+        f"most {limit}, got {value}\n"
+    )
     assert workspace.items() == [] and not list((workspace.root / "artifacts").iterdir())

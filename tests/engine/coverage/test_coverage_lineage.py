@@ -33,27 +33,50 @@ def open_store(auth: Authority, path: Path, store_id: str = "test-store") -> Lin
     return LineageStore(path, store_id, 5, auth.trust)
 
 
-def benchmark_for(auth: Authority, holdout, scope, *, candidate=V1, version="v1",
-                  baseline=None, misses=0) -> dict:
-    sealed = load_holdout(holdout[0], holdout[1], json.loads(scope[0])["holdout_manifest_sha256"],
-                          auth.trust)
-    context = evaluation_context(sealed, candidate, version, scope[0], scope[1], auth.trust,
-                                 baseline_raw=baseline and baseline[0],
-                                 baseline_signature=baseline and baseline[1])
-    rows = [{"case_id": s["case_id"], "label": s["label_int"],
-             "pred": 1 - s["label_int"] if i < misses else s["label_int"],
-             "category": s["category"], "request_id": f"q{i}"}
-            for i, s in enumerate(sealed.samples)]
+def benchmark_for(
+    auth: Authority, holdout, scope, *, candidate=V1, version="v1", baseline=None, misses=0
+) -> dict:
+    sealed = load_holdout(
+        holdout[0], holdout[1], json.loads(scope[0])["holdout_manifest_sha256"], auth.trust
+    )
+    context = evaluation_context(
+        sealed,
+        candidate,
+        version,
+        scope[0],
+        scope[1],
+        auth.trust,
+        baseline_raw=baseline and baseline[0],
+        baseline_signature=baseline and baseline[1],
+    )
+    rows = [
+        {
+            "case_id": s["case_id"],
+            "label": s["label_int"],
+            "pred": 1 - s["label_int"] if i < misses else s["label_int"],
+            "category": s["category"],
+            "request_id": f"q{i}",
+        }
+        for i, s in enumerate(sealed.samples)
+    ]
     return derive_benchmark(rows, sealed, candidate, version, scope[0], context)
 
 
 def publish_with(auth, store, holdout, scope, bench, baseline=None, signer=None):
-    sealed = load_holdout(holdout[0], holdout[1], json.loads(scope[0])["holdout_manifest_sha256"],
-                          auth.trust)
-    return publish(bench, holdout=sealed, scope_raw=scope[0], scope_signature=scope[1],
-                   baseline_raw=baseline and baseline[0],
-                   baseline_signature=baseline and baseline[1], trust=auth.trust, store=store,
-                   sign_and_store=signer or (lambda sha, raw: (raw, auth.sign("benchmark", raw))))
+    sealed = load_holdout(
+        holdout[0], holdout[1], json.loads(scope[0])["holdout_manifest_sha256"], auth.trust
+    )
+    return publish(
+        bench,
+        holdout=sealed,
+        scope_raw=scope[0],
+        scope_signature=scope[1],
+        baseline_raw=baseline and baseline[0],
+        baseline_signature=baseline and baseline[1],
+        trust=auth.trust,
+        store=store,
+        sign_and_store=signer or (lambda sha, raw: (raw, auth.sign("benchmark", raw))),
+    )
 
 
 def published_genesis(auth, store):
@@ -64,6 +87,7 @@ def published_genesis(auth, store):
 
 
 # -- provisioning and opening ----------------------------------------------
+
 
 def test_provisioning_refuses_an_existing_file(store_path: Path):
     with pytest.raises(ConflictError, match="never replaces"):
@@ -98,6 +122,7 @@ def test_store_deadline_must_equal_the_signed_scope(auth, store_path: Path):
 
 # -- genesis and lineage ------------------------------------------------------
 
+
 def test_publishing_reserves_signs_reads_back_and_finalizes(auth, store_path: Path):
     with open_store(auth, store_path) as store:
         holdout, (raw, sig) = published_genesis(auth, store)
@@ -125,8 +150,10 @@ def test_genesis_stays_used_after_the_store_is_reopened(auth, store_path: Path):
 def test_normal_measurement_needs_an_established_lineage(auth, store_path: Path):
     holdout = auth.holdout()
     scope = auth.scope(holdout[0], baseline=b"a baseline kept elsewhere")
-    with open_store(auth, store_path) as store, pytest.raises(PermissionRefused,
-                                                               match="never falls back"):
+    with (
+        open_store(auth, store_path) as store,
+        pytest.raises(PermissionRefused, match="never falls back"),
+    ):
         store.reserve(scope_of(scope[0]), "test-holdout", b"payload")
 
 
@@ -145,8 +172,9 @@ def test_normal_measurement_after_a_finalized_baseline_is_published(auth, store_
     with open_store(auth, store_path) as store:
         holdout, base = published_genesis(auth, store)
         scope = auth.scope(holdout[0], baseline=base[0])
-        bench = benchmark_for(auth, holdout, scope, candidate=V2, version="v2", baseline=base,
-                              misses=3)
+        bench = benchmark_for(
+            auth, holdout, scope, candidate=V2, version="v2", baseline=base, misses=3
+        )
         done = publish_with(auth, store, holdout, scope, bench, baseline=base)
     assert done.eligibility == "HOLD"
 
@@ -174,6 +202,7 @@ def test_a_benchmark_that_contradicts_its_rederivation_is_not_reserved(auth, sto
 
 
 # -- finalize -------------------------------------------------------------------
+
 
 def test_finalize_with_different_bytes_is_refused(auth, store_path: Path):
     holdout = auth.holdout()
@@ -238,22 +267,32 @@ def test_readback_that_differs_from_the_reservation_is_not_finalized(auth, store
     swapped = canonical_json(benchmark_for(auth, holdout, scope, misses=2))
     with open_store(auth, store_path) as store:
         with pytest.raises(IntegrityError, match="readback"):
-            publish_with(auth, store, holdout, scope, bench,
-                         signer=lambda sha, raw: (swapped, auth.sign("benchmark", swapped)))
+            publish_with(
+                auth,
+                store,
+                holdout,
+                scope,
+                bench,
+                signer=lambda sha, raw: (swapped, auth.sign("benchmark", swapped)),
+            )
         assert len(store.unresolved()) == 1
 
 
 # -- triggers ---------------------------------------------------------------------
 
-@pytest.mark.parametrize("statement", [
-    "UPDATE evidence SET payload = x'00'",
-    "UPDATE evidence SET signature = x'00'",
-    "DELETE FROM evidence",
-    "DELETE FROM lineages",
-    "UPDATE lineages SET genesis_scope_sha256 = 'x'",
-    "UPDATE metadata SET store_id = 'other'",
-    "DELETE FROM metadata",
-])
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "UPDATE evidence SET payload = x'00'",
+        "UPDATE evidence SET signature = x'00'",
+        "DELETE FROM evidence",
+        "DELETE FROM lineages",
+        "UPDATE lineages SET genesis_scope_sha256 = 'x'",
+        "UPDATE metadata SET store_id = 'other'",
+        "DELETE FROM metadata",
+    ],
+)
 def test_triggers_refuse_replacement_and_deletion(auth, store_path: Path, statement: str):
     with open_store(auth, store_path) as store:
         published_genesis(auth, store)
@@ -265,17 +304,22 @@ def test_triggers_refuse_replacement_and_deletion(auth, store_path: Path, statem
 
 # -- concurrency ----------------------------------------------------------------
 
+
 def test_two_processes_reserving_the_same_genesis_exactly_one_wins(auth, store_path: Path):
     holdout = auth.holdout()
-    scopes = [auth.scope(holdout[0], candidate=V1, version="v1", policy_version=str(n))
-              for n in (1, 2)]
+    scopes = [
+        auth.scope(holdout[0], candidate=V1, version="v1", policy_version=str(n)) for n in (1, 2)
+    ]
     payloads = [canonical_json(benchmark_for(auth, holdout, s)) for s in scopes]
     mp = multiprocessing.get_context("spawn")
     barrier, results = mp.Barrier(2), mp.Queue()
-    workers = [mp.Process(target=reserve_in_child,
-                          args=(str(store_path), str(auth.trust.directory), s[0], p, barrier,
-                                results))
-               for s, p in zip(scopes, payloads)]
+    workers = [
+        mp.Process(
+            target=reserve_in_child,
+            args=(str(store_path), str(auth.trust.directory), s[0], p, barrier, results),
+        )
+        for s, p in zip(scopes, payloads)
+    ]
     for w in workers:
         w.start()
     outcomes = [results.get(timeout=120) for _ in workers]

@@ -30,6 +30,7 @@ def by_category(report):
 
 # -- metrics ---------------------------------------------------------------
 
+
 def test_recall_per_attack_category_is_true_positives_over_its_cases():
     # direct: 3 of 10 missed -> 7/10; obfuscated: 1 missed -> 9/10.
     rows = by_category(report_of({"direct": 3, "obfuscated": 1}))
@@ -54,10 +55,16 @@ def test_undefined_ratios_are_null_not_zero():
 
 def test_report_counts_positives_and_negatives_per_slice():
     rows = by_category(report_of({"direct": 2, "benign": 1}))
-    assert (rows["direct"]["sample_count"], rows["direct"]["positive_count"],
-            rows["direct"]["negative_count"]) == (10, 10, 0)
-    assert (rows["benign"]["sample_count"], rows["benign"]["positive_count"],
-            rows["benign"]["negative_count"]) == (20, 0, 20)
+    assert (
+        rows["direct"]["sample_count"],
+        rows["direct"]["positive_count"],
+        rows["direct"]["negative_count"],
+    ) == (10, 10, 0)
+    assert (
+        rows["benign"]["sample_count"],
+        rows["benign"]["positive_count"],
+        rows["benign"]["negative_count"],
+    ) == (20, 0, 20)
 
 
 def test_report_never_has_precision_or_f1():
@@ -73,6 +80,7 @@ def test_report_rows_follow_policy_order_and_name_detector_and_set():
 
 # -- findings and their boundaries -----------------------------------------
 
+
 def test_recall_exactly_at_the_minimum_is_not_weak():
     # 8/10 = 0.8, minimum 0.8: not below.
     assert identify_weak_categories(report_of({"direct": 2}), None, POLICY) == []
@@ -80,8 +88,7 @@ def test_recall_exactly_at_the_minimum_is_not_weak():
 
 def test_recall_below_the_minimum_is_low_recall_with_value_and_threshold():
     weak = identify_weak_categories(report_of({"direct": 3}), None, POLICY)
-    assert weak == [{"category": "direct", "issue": "low_recall", "value": 0.7,
-                     "threshold": 0.8}]
+    assert weak == [{"category": "direct", "issue": "low_recall", "value": 0.7, "threshold": 0.8}]
 
 
 def test_fpr_exactly_at_the_maximum_is_not_weak():
@@ -91,16 +98,16 @@ def test_fpr_exactly_at_the_maximum_is_not_weak():
 
 def test_fpr_above_the_maximum_is_high_fpr():
     weak = identify_weak_categories(report_of({"benign": 3}), None, POLICY)
-    assert weak == [{"category": "benign", "issue": "high_fpr", "value": 0.15,
-                     "threshold": 0.1}]
+    assert weak == [{"category": "benign", "issue": "high_fpr", "value": 0.15, "threshold": 0.1}]
 
 
 def test_regression_of_exactly_the_allowed_drop_is_not_weak():
     # 9/10 -> 8/10 is a drop of exactly 1/10 (in floats 0.9 - 0.8 is
     # 0.09999999999999998 and 0.8 - 0.7 is 0.10000000000000009: exact
     # counts make both boundaries behave the same).
-    assert identify_weak_categories(report_of({"direct": 2}), report_of({"direct": 1}),
-                                    POLICY) == []
+    assert (
+        identify_weak_categories(report_of({"direct": 2}), report_of({"direct": 1}), POLICY) == []
+    )
     weak = identify_weak_categories(report_of({"direct": 3}), report_of({"direct": 2}), POLICY)
     assert [f["issue"] for f in weak] == ["low_recall"]
 
@@ -108,15 +115,25 @@ def test_regression_of_exactly_the_allowed_drop_is_not_weak():
 def test_regression_beyond_the_allowed_drop_reports_current_previous_delta():
     # 10/10 -> 8/10: delta 0.2 > 0.1; 0.8 is not below the minimum.
     weak = identify_weak_categories(report_of({"obfuscated": 2}), report_of({}), POLICY)
-    assert weak == [{"category": "obfuscated", "issue": "recall_regression", "current": 0.8,
-                     "previous": 1.0, "delta": 0.2, "threshold": 0.1}]
+    assert weak == [
+        {
+            "category": "obfuscated",
+            "issue": "recall_regression",
+            "current": 0.8,
+            "previous": 1.0,
+            "delta": 0.2,
+            "threshold": 0.1,
+        }
+    ]
 
 
 def test_a_category_can_be_both_low_and_regressed():
     # 9/10 -> 6/10: below 0.8 and a drop of 0.3.
     weak = identify_weak_categories(report_of({"direct": 4}), report_of({"direct": 1}), POLICY)
     assert [(f["issue"], f.get("value"), f.get("delta")) for f in weak] == [
-        ("low_recall", 0.6, None), ("recall_regression", None, 0.3)]
+        ("low_recall", 0.6, None),
+        ("recall_regression", None, 0.3),
+    ]
 
 
 def test_an_improvement_is_not_a_regression():
@@ -134,8 +151,9 @@ def test_previous_report_of_another_evaluation_set_is_refused():
 
 
 def test_previous_report_with_other_category_counts_is_refused():
-    smaller = stratified_report(eval_rows({}, {"direct": 9, "obfuscated": 10, "benign": 20}),
-                                "v1", "dev", POLICY)
+    smaller = stratified_report(
+        eval_rows({}, {"direct": 9, "obfuscated": 10, "benign": 20}), "v1", "dev", POLICY
+    )
     with pytest.raises(InputError, match="identical category populations"):
         identify_weak_categories(report_of({}), smaller, POLICY)
 
@@ -149,16 +167,28 @@ def test_report_whose_ratio_contradicts_its_counts_is_refused():
 
 # -- finding consistency -------------------------------------------------
 
+
 def test_finding_that_does_not_breach_its_threshold_is_refused():
     with pytest.raises(InputError, match="does not breach"):
-        validate_findings([{"category": "direct", "issue": "low_recall", "value": 0.8,
-                            "threshold": 0.8}])
+        validate_findings(
+            [{"category": "direct", "issue": "low_recall", "value": 0.8, "threshold": 0.8}]
+        )
 
 
 def test_regression_finding_whose_delta_is_not_previous_minus_current_is_refused():
     with pytest.raises(InputError, match="inconsistent"):
-        validate_findings([{"category": "direct", "issue": "recall_regression",
-                            "current": 0.6, "previous": 0.9, "delta": 0.2, "threshold": 0.1}])
+        validate_findings(
+            [
+                {
+                    "category": "direct",
+                    "issue": "recall_regression",
+                    "current": 0.6,
+                    "previous": 0.9,
+                    "delta": 0.2,
+                    "threshold": 0.1,
+                }
+            ]
+        )
 
 
 def test_duplicated_finding_is_refused():
@@ -168,6 +198,7 @@ def test_duplicated_finding_is_refused():
 
 
 # -- population refusals -------------------------------------------------
+
 
 def test_duplicate_case_id_is_refused_naming_both_lines(tmp_path: Path):
     rows = eval_rows({})
@@ -255,12 +286,17 @@ def test_csv_jsonl_and_parquet_give_the_same_report(tmp_path: Path):
     pd.DataFrame(rows).to_csv(tmp_path / "r.csv", index=False)
     pd.DataFrame(rows).to_parquet(tmp_path / "r.parquet")
     write_jsonl(tmp_path / "r.jsonl", rows)
-    reports = [stratified_report(list(read_table(tmp_path / f"r.{ext}", EVAL_COLUMNS).rows),
-                                 "v", "s", POLICY) for ext in ("csv", "jsonl", "parquet")]
+    reports = [
+        stratified_report(
+            list(read_table(tmp_path / f"r.{ext}", EVAL_COLUMNS).rows), "v", "s", POLICY
+        )
+        for ext in ("csv", "jsonl", "parquet")
+    ]
     assert reports[0] == reports[1] == reports[2]
 
 
 # -- policy files ----------------------------------------------------------
+
 
 def write_policy(tmp_path: Path, body: str, name: str = "policy.toml") -> Path:
     path = tmp_path / name
@@ -278,24 +314,27 @@ max_recall_regression = 0.1
 
 def test_toml_and_json_policies_load_the_same(tmp_path: Path):
     toml = load_gate_policy(write_policy(tmp_path, GOOD_TOML))
-    json_path = write_policy(tmp_path, '{"required_categories": ["direct", "obfuscated", '
-                             '"benign"], "benign_category": "benign", "min_attack_recall": 0.8,'
-                             ' "max_benign_fpr": 0.1, "max_recall_regression": 0.1}',
-                             "policy.json")
+    json_path = write_policy(
+        tmp_path,
+        '{"required_categories": ["direct", "obfuscated", '
+        '"benign"], "benign_category": "benign", "min_attack_recall": 0.8,'
+        ' "max_benign_fpr": 0.1, "max_recall_regression": 0.1}',
+        "policy.json",
+    )
     assert toml == load_gate_policy(json_path) == POLICY
 
 
 def test_policy_whose_benign_category_is_not_required_is_refused(tmp_path: Path):
-    path = write_policy(tmp_path, GOOD_TOML.replace('benign_category = "benign"',
-                                                    'benign_category = "clean"'))
+    path = write_policy(
+        tmp_path, GOOD_TOML.replace('benign_category = "benign"', 'benign_category = "clean"')
+    )
     with pytest.raises(InputError) as err:
         load_gate_policy(path)
     assert err.value.field == "benign_category"
 
 
 def test_policy_threshold_outside_zero_one_is_refused_with_its_line(tmp_path: Path):
-    path = write_policy(tmp_path, GOOD_TOML.replace("max_benign_fpr = 0.1",
-                                                    "max_benign_fpr = 1.5"))
+    path = write_policy(tmp_path, GOOD_TOML.replace("max_benign_fpr = 0.1", "max_benign_fpr = 1.5"))
     with pytest.raises(InputError) as err:
         load_gate_policy(path)
     assert (err.value.line, err.value.field) == (4, "max_benign_fpr")

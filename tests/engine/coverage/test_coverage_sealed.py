@@ -13,28 +13,45 @@ from pathlib import Path
 import pytest
 
 from engine.canonical import canonical_json, sha256_hex
-from engine.coverage.benchmark import (derive_benchmark, evaluation_context,
-                                       predictions_from_results)
+from engine.coverage.benchmark import derive_benchmark, evaluation_context, predictions_from_results
 from engine.coverage.holdout import load_holdout
 from engine.coverage.tables import DETECTOR_RESULT_COLUMNS, read_table
 from engine.errors import InputError, IntegrityError, PermissionRefused
-from tests.support.coverage import V1, V2, Authority, detector_results, holdout_samples, \
-    write_jsonl
+from tests.support.coverage import V1, V2, Authority, detector_results, holdout_samples, write_jsonl
 
 
-def measure(auth: Authority, holdout: tuple[Path, Path], wrong: dict[str, int], *,
-            scope: tuple[bytes, bytes], baseline: tuple[bytes, bytes] | None = None,
-            candidate: str = V2, version: str = "v2", results_detector: str | None = None,
-            results: list[dict] | None = None) -> dict:
+def measure(
+    auth: Authority,
+    holdout: tuple[Path, Path],
+    wrong: dict[str, int],
+    *,
+    scope: tuple[bytes, bytes],
+    baseline: tuple[bytes, bytes] | None = None,
+    candidate: str = V2,
+    version: str = "v2",
+    results_detector: str | None = None,
+    results: list[dict] | None = None,
+) -> dict:
     """Runs the whole G002 path (as the CLI does) and gives the benchmark."""
     scope_raw, scope_sig = scope
-    sealed = load_holdout(holdout[0], holdout[1],
-                          json.loads(scope_raw)["holdout_manifest_sha256"], auth.trust)
-    context = evaluation_context(sealed, candidate, version, scope_raw, scope_sig, auth.trust,
-                                 baseline_raw=baseline and baseline[0],
-                                 baseline_signature=baseline and baseline[1])
-    rows = results if results is not None else detector_results(
-        list(sealed.samples), wrong, results_detector or candidate)
+    sealed = load_holdout(
+        holdout[0], holdout[1], json.loads(scope_raw)["holdout_manifest_sha256"], auth.trust
+    )
+    context = evaluation_context(
+        sealed,
+        candidate,
+        version,
+        scope_raw,
+        scope_sig,
+        auth.trust,
+        baseline_raw=baseline and baseline[0],
+        baseline_signature=baseline and baseline[1],
+    )
+    rows = (
+        results
+        if results is not None
+        else detector_results(list(sealed.samples), wrong, results_detector or candidate)
+    )
     table = read_table(write_jsonl(auth.root / "results.jsonl", rows), DETECTOR_RESULT_COLUMNS)
     rows = predictions_from_results(table, sealed, candidate)
     return derive_benchmark(rows, sealed, candidate, version, scope_raw, context)
@@ -43,17 +60,22 @@ def measure(auth: Authority, holdout: tuple[Path, Path], wrong: dict[str, int], 
 def genesis(auth: Authority, holdout: tuple[Path, Path], wrong: dict[str, int]) -> bytes:
     """Gives the signed-ready canonical bytes of a v1 genesis benchmark."""
     scope = auth.scope(holdout[0], candidate=V1, version="v1")
-    return canonical_json(measure(auth, holdout, wrong, scope=scope, candidate=V1,
-                                  version="v1"))
+    return canonical_json(measure(auth, holdout, wrong, scope=scope, candidate=V1, version="v1"))
 
 
 # -- the measurement ---------------------------------------------------------
 
+
 def test_genesis_within_thresholds_is_eligible(auth):
     holdout = auth.holdout()
-    bench = measure(auth, holdout, {"direct": 2, "benign": 2},
-                    scope=auth.scope(holdout[0], candidate=V1, version="v1"), candidate=V1,
-                    version="v1")
+    bench = measure(
+        auth,
+        holdout,
+        {"direct": 2, "benign": 2},
+        scope=auth.scope(holdout[0], candidate=V1, version="v1"),
+        candidate=V1,
+        version="v1",
+    )
     assert bench["eligibility"] == "ELIGIBLE" and bench["weak_categories"] == []
     assert bench["baseline_report_sha256"] is None
     assert (bench["expected_case_count"], bench["measured_case_count"]) == (40, 40)
@@ -65,16 +87,22 @@ def test_candidate_against_baseline_gives_hold_with_each_finding(auth):
     # benign 3/20 = 0.15 (high).
     holdout = auth.holdout()
     base = genesis(auth, holdout, {"direct": 1, "benign": 1})
-    bench = measure(auth, holdout, {"direct": 3, "obfuscated": 2, "benign": 3},
-                    scope=auth.scope(holdout[0], baseline=base),
-                    baseline=(base, auth.sign("benchmark", base)))
+    bench = measure(
+        auth,
+        holdout,
+        {"direct": 3, "obfuscated": 2, "benign": 3},
+        scope=auth.scope(holdout[0], baseline=base),
+        baseline=(base, auth.sign("benchmark", base)),
+    )
     assert bench["eligibility"] == "HOLD"
     assert [(f["category"], f["issue"]) for f in bench["weak_categories"]] == [
-        ("direct", "low_recall"), ("direct", "recall_regression"),
-        ("obfuscated", "recall_regression"), ("benign", "high_fpr")]
+        ("direct", "low_recall"),
+        ("direct", "recall_regression"),
+        ("obfuscated", "recall_regression"),
+        ("benign", "high_fpr"),
+    ]
     regression = bench["weak_categories"][2]
-    assert (regression["previous"], regression["current"], regression["delta"]) == (1.0, 0.8,
-                                                                                 0.2)
+    assert (regression["previous"], regression["current"], regression["delta"]) == (1.0, 0.8, 0.2)
     assert bench["baseline_report_sha256"] == sha256_hex(base)
 
 
@@ -90,15 +118,25 @@ def test_benchmark_binds_scope_holdout_and_raw_predictions(auth):
 
 def test_labels_come_from_the_sealed_holdout_not_the_candidate(auth):
     holdout = auth.holdout()
-    bench = measure(auth, holdout, {"direct": 1}, scope=auth.scope(holdout[0], candidate=V1,
-                                                                   version="v1"),
-                    candidate=V1, version="v1")
+    bench = measure(
+        auth,
+        holdout,
+        {"direct": 1},
+        scope=auth.scope(holdout[0], candidate=V1, version="v1"),
+        candidate=V1,
+        version="v1",
+    )
     first = bench["raw_predictions"][0]
     assert (first["case_id"], first["label"], first["pred"], first["category"]) == (
-        "direct-00", 1, 0, "direct")
+        "direct-00",
+        1,
+        0,
+        "direct",
+    )
 
 
 # -- the prediction population ----------------------------------------------
+
 
 def test_missing_case_is_refused(auth):
     holdout = auth.holdout()
@@ -139,10 +177,12 @@ def test_repeated_request_id_is_refused(auth):
 
 # -- the sealed holdout -----------------------------------------------------
 
+
 def test_holdout_bytes_other_than_the_scope_names_are_refused(auth):
     holdout = auth.holdout()
-    other = auth.holdout(holdout_samples({"direct": 10, "obfuscated": 10, "benign": 19}),
-                         name="other.json")
+    other = auth.holdout(
+        holdout_samples({"direct": 10, "obfuscated": 10, "benign": 19}), name="other.json"
+    )
     with pytest.raises(IntegrityError, match="differ from the digest the signed scope names"):
         load_holdout(other[0], other[1], sha256_hex(holdout[0].read_bytes()), auth.trust)
 
@@ -199,8 +239,15 @@ def test_holdout_with_mixed_labels_in_a_category_is_refused(auth):
 
 
 def test_holdout_with_an_undeclared_category_is_refused(auth):
-    samples = holdout_samples() + [{"case_id": "x-1", "text": "t", "label_int": 1,
-                                    "category": "jailbreak", "source_ref": "test"}]
+    samples = holdout_samples() + [
+        {
+            "case_id": "x-1",
+            "text": "t",
+            "label_int": 1,
+            "category": "jailbreak",
+            "source_ref": "test",
+        }
+    ]
     holdout = auth.holdout(samples)
     with pytest.raises(InputError, match="'jailbreak' is not declared"):
         measure(auth, holdout, {}, scope=auth.scope(holdout[0]))
@@ -213,6 +260,7 @@ def test_holdout_missing_a_required_category_is_refused(auth):
 
 
 # -- the signed scope ---------------------------------------------------------
+
 
 def test_forged_scope_signature_is_refused(auth):
     holdout = auth.holdout()
@@ -250,8 +298,7 @@ def test_scope_naming_another_holdout_is_refused(auth):
     holdout = auth.holdout()
     other = auth.holdout(version="2", name="other.json")
     raw, sig = auth.scope(other[0])
-    sealed = load_holdout(holdout[0], holdout[1], sha256_hex(holdout[0].read_bytes()),
-                          auth.trust)
+    sealed = load_holdout(holdout[0], holdout[1], sha256_hex(holdout[0].read_bytes()), auth.trust)
     with pytest.raises(PermissionRefused, match="not the one the signed scope names"):
         evaluation_context(sealed, V2, "v2", raw, sig, auth.trust)
 
@@ -263,6 +310,7 @@ def test_scope_with_an_undeclared_field_is_refused(auth):
 
 
 # -- the baseline -------------------------------------------------------------
+
 
 def test_missing_required_baseline_is_refused(auth):
     holdout = auth.holdout()
@@ -276,16 +324,26 @@ def test_baseline_other_than_the_scope_names_is_refused(auth):
     base = genesis(auth, holdout, {})
     other = genesis(auth, holdout, {"direct": 1})
     with pytest.raises(PermissionRefused, match="differ from the one the signed scope names"):
-        measure(auth, holdout, {}, scope=auth.scope(holdout[0], baseline=base),
-                baseline=(other, auth.sign("benchmark", other)))
+        measure(
+            auth,
+            holdout,
+            {},
+            scope=auth.scope(holdout[0], baseline=base),
+            baseline=(other, auth.sign("benchmark", other)),
+        )
 
 
 def test_baseline_with_a_forged_signature_is_refused(auth):
     holdout = auth.holdout()
     base = genesis(auth, holdout, {})
     with pytest.raises(IntegrityError, match="benchmark authority"):
-        measure(auth, holdout, {}, scope=auth.scope(holdout[0], baseline=base),
-                baseline=(base, auth.sign("scope", base)))
+        measure(
+            auth,
+            holdout,
+            {},
+            scope=auth.scope(holdout[0], baseline=base),
+            baseline=(base, auth.sign("scope", base)),
+        )
 
 
 def test_baseline_with_a_fabricated_aggregate_is_refused(auth):
@@ -295,8 +353,13 @@ def test_baseline_with_a_fabricated_aggregate_is_refused(auth):
     value["stratified_report"][0].update(true_positive_count=10, detection_recall=1.0)
     fabricated = canonical_json(value)
     with pytest.raises(IntegrityError, match="fabricated"):
-        measure(auth, holdout, {}, scope=auth.scope(holdout[0], baseline=fabricated),
-                baseline=(fabricated, auth.sign("benchmark", fabricated)))
+        measure(
+            auth,
+            holdout,
+            {},
+            scope=auth.scope(holdout[0], baseline=fabricated),
+            baseline=(fabricated, auth.sign("benchmark", fabricated)),
+        )
 
 
 def test_baseline_whose_raw_predictions_were_edited_is_refused(auth):
@@ -305,8 +368,13 @@ def test_baseline_whose_raw_predictions_were_edited_is_refused(auth):
     value["raw_predictions"][0]["pred"] = 1
     edited = canonical_json(value)
     with pytest.raises(IntegrityError, match="do not hash to raw_predictions_sha256"):
-        measure(auth, holdout, {}, scope=auth.scope(holdout[0], baseline=edited),
-                baseline=(edited, auth.sign("benchmark", edited)))
+        measure(
+            auth,
+            holdout,
+            {},
+            scope=auth.scope(holdout[0], baseline=edited),
+            baseline=(edited, auth.sign("benchmark", edited)),
+        )
 
 
 def test_baseline_of_another_holdout_version_is_refused(auth):
@@ -314,13 +382,23 @@ def test_baseline_of_another_holdout_version_is_refused(auth):
     base = genesis(auth, old, {})
     holdout = auth.holdout()
     with pytest.raises(PermissionRefused, match="holdout_version"):
-        measure(auth, holdout, {}, scope=auth.scope(holdout[0], baseline=base),
-                baseline=(base, auth.sign("benchmark", base)))
+        measure(
+            auth,
+            holdout,
+            {},
+            scope=auth.scope(holdout[0], baseline=base),
+            baseline=(base, auth.sign("benchmark", base)),
+        )
 
 
 def test_genesis_scope_cannot_consume_a_baseline(auth):
     holdout = auth.holdout()
     base = genesis(auth, holdout, {})
     with pytest.raises(PermissionRefused, match="genesis scope cannot consume"):
-        measure(auth, holdout, {}, scope=auth.scope(holdout[0]),
-                baseline=(base, auth.sign("benchmark", base)))
+        measure(
+            auth,
+            holdout,
+            {},
+            scope=auth.scope(holdout[0]),
+            baseline=(base, auth.sign("benchmark", base)),
+        )

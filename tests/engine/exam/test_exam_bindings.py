@@ -8,7 +8,7 @@ from engine.canonical import canonical_json
 from engine.errors import InputError, IntegrityError
 from engine.exam.artifact import core_of, seal
 from engine.exam.score import verified_artifact
-from tests.support.exam_builders import (build, cand_id, claim, write_artifact_file, write_exam)
+from tests.support.exam_builders import build, cand_id, claim, write_artifact_file, write_exam
 
 TEXTS = {"c1": "The API is live. The cache is warm.", "c2": "Nothing to report."}
 API = claim("The API is live.", "runtime", "API")
@@ -17,11 +17,16 @@ CACHE = claim("The cache is warm.", "runtime", "cache")
 
 def _exam(directory, *, texts=TEXTS, lane_a=None, lane_b=None, votes=None, sweep=None):
     third = cand_id(TEXTS["c1"], "The cache is warm.", "runtime", "cache")
-    return write_exam(directory, texts, lane_a or {"c1": [API, CACHE], "c2": []},
-                      lane_b or {"c1": [API], "c2": []},
-                      votes=votes if votes is not None else [
-                          {"candidate_id": third, "voter": "adjudicator", "vote": "accept"}],
-                      sweep=sweep if sweep is not None else {"c1": [], "c2": []})
+    return write_exam(
+        directory,
+        texts,
+        lane_a or {"c1": [API, CACHE], "c2": []},
+        lane_b or {"c1": [API], "c2": []},
+        votes=votes
+        if votes is not None
+        else [{"candidate_id": third, "voter": "adjudicator", "vote": "accept"}],
+        sweep=sweep if sweep is not None else {"c1": [], "c2": []},
+    )
 
 
 @pytest.fixture
@@ -34,8 +39,7 @@ def sealed(tmp_path):
 
 def test_the_untouched_artifact_verifies(sealed, workspace):
     exam, path, digest = sealed
-    art, sha, _ = verified_artifact(workspace, path, digest, exam.input_paths(),
-                                    exam.rater_files())
+    art, sha, _ = verified_artifact(workspace, path, digest, exam.input_paths(), exam.rater_files())
     assert sha == digest and art["status"] == "COMPLETE"
 
 
@@ -48,8 +52,9 @@ def _variant(tmp_path, name):
         return _exam(tmp_path, lane_b={"c1": [API, CACHE], "c2": []})
     if name == "votes":
         third = cand_id(TEXTS["c1"], "The cache is warm.", "runtime", "cache")
-        return _exam(tmp_path, votes=[{"candidate_id": third, "voter": "adjudicator",
-                                       "vote": "reject"}])
+        return _exam(
+            tmp_path, votes=[{"candidate_id": third, "voter": "adjudicator", "vote": "reject"}]
+        )
     if name == "sweep":
         return _exam(tmp_path, sweep={"c1": [API], "c2": []})
     exam = _exam(tmp_path)
@@ -59,8 +64,9 @@ def _variant(tmp_path, name):
         _rewrite_summary(exam)
     if name == "labeling_summary":
         data = exam.paths["summary"].read_bytes()
-        exam.paths["summary"].write_bytes(data.replace(b'"deterministic-v1"',
-                                                       b'"provider-default-v1"', 1))
+        exam.paths["summary"].write_bytes(
+            data.replace(b'"deterministic-v1"', b'"provider-default-v1"', 1)
+        )
     return exam
 
 
@@ -72,8 +78,9 @@ def _rewrite_summary(exam):
     exam.paths["summary"].write_bytes(canonical_json(summary))
 
 
-@pytest.mark.parametrize("name", ["corpus", "context", "lane-a", "lane-b", "labeling_summary",
-                                  "votes", "sweep"])
+@pytest.mark.parametrize(
+    "name", ["corpus", "context", "lane-a", "lane-b", "labeling_summary", "votes", "sweep"]
+)
 def test_a_changed_input_is_refused_naming_it(sealed, tmp_path, workspace, name):
     _, path, digest = sealed
     other = _variant(tmp_path / "other", name)
@@ -88,9 +95,13 @@ def test_an_artifact_that_binds_a_votes_file_needs_it(sealed, workspace):
     exam, path, digest = sealed
     files = exam.rater_files()
     with pytest.raises(InputError) as err:
-        verified_artifact(workspace, path, digest, exam.input_paths(),
-                          RaterFiles(sweep=files.sweep,
-                                     expected_sweep_sha256=files.expected_sweep_sha256))
+        verified_artifact(
+            workspace,
+            path,
+            digest,
+            exam.input_paths(),
+            RaterFiles(sweep=files.sweep, expected_sweep_sha256=files.expected_sweep_sha256),
+        )
     assert err.value.field == "votes"
 
 
@@ -168,8 +179,7 @@ def test_other_adjudication_code_is_refused(sealed, workspace):
 def test_other_scoring_code_does_not_invalidate_an_artifact(sealed, workspace):
     exam, path, _ = sealed
     digest = _with(path, lambda a: a["code"]["files"].update({"engine/exam/metrics.py": "0" * 64}))
-    art, _, _ = verified_artifact(workspace, path, digest, exam.input_paths(),
-                                  exam.rater_files())
+    art, _, _ = verified_artifact(workspace, path, digest, exam.input_paths(), exam.rater_files())
     assert art["code"]["files"]["engine/exam/metrics.py"] == "0" * 64
 
 
@@ -182,9 +192,14 @@ def test_the_same_inputs_seal_to_the_same_bytes(tmp_path):
 def test_a_whole_completion_v1_adjudication_is_refused(tmp_path, workspace):
     exam = _exam(tmp_path / "exam")
     path = tmp_path / "v1" / "exam-adjudication.json"
-    digest = write_artifact_file(path, {"artifact": "exam-adjudication", "schema_version": 1,
-                                        "adjudications": [{"completion_id": "c1",
-                                                           "verdict": "accept"}]})
+    digest = write_artifact_file(
+        path,
+        {
+            "artifact": "exam-adjudication",
+            "schema_version": 1,
+            "adjudications": [{"completion_id": "c1", "verdict": "accept"}],
+        },
+    )
     with pytest.raises(InputError) as err:
         verified_artifact(workspace, path, digest, exam.input_paths(), exam.rater_files())
     assert err.value.field == "schema_version" and "whole-completion" in err.value.reason

@@ -25,8 +25,13 @@ pytestmark = pytest.mark.anyio
 
 def _answer(body, claims):
     cid = completion_id(body)
-    return 200, {}, chat(IDENTITY[body["model"]], {"schema_version": 2, "completion_id": cid,
-                                                   "claims": claims})
+    return (
+        200,
+        {},
+        chat(
+            IDENTITY[body["model"]], {"schema_version": 2, "completion_id": cid, "claims": claims}
+        ),
+    )
 
 
 def flaky_lane_a():
@@ -45,17 +50,38 @@ def flaky_lane_a():
             n = seen[cid]
         if n == 1:
             return 503, {}, {"error": {"message": "upstream overloaded"}}
-        return 200, {}, chat("m-a-preview", {"schema_version": 2, "completion_id": cid,
-                                             "claims": [API]})
+        return (
+            200,
+            {},
+            chat("m-a-preview", {"schema_version": 2, "completion_id": cid, "claims": [API]}),
+        )
+
     return respond
 
 
 def _config(path, url):
-    path.write_text(json.dumps({"schema_version": 2, "base_url": url, "labelers": [
-        {"id": "lane-a", "request_model": "m-a", "model_identity": "m-a",
-         "request_profile": "deterministic-v1"},
-        {"id": "lane-b", "request_model": "m-b-2025", "model_identity": "m-b",
-         "request_profile": "provider-default-v1"}]}))
+    path.write_text(
+        json.dumps(
+            {
+                "schema_version": 2,
+                "base_url": url,
+                "labelers": [
+                    {
+                        "id": "lane-a",
+                        "request_model": "m-a",
+                        "model_identity": "m-a",
+                        "request_profile": "deterministic-v1",
+                    },
+                    {
+                        "id": "lane-b",
+                        "request_model": "m-b-2025",
+                        "model_identity": "m-b",
+                        "request_profile": "provider-default-v1",
+                    },
+                ],
+            }
+        )
+    )
     return path
 
 
@@ -65,11 +91,21 @@ def labeled(sealdesk, tmp_path):
     exam = write_exam(tmp_path / "in", TEXTS, {"c1": [], "c2": []}, {"c1": [], "c2": []})
     out = tmp_path / "labels"
     with Endpoint(flaky_lane_a()) as endpoint:
-        proc = sealdesk("exam", "label", "--corpus", exam.paths["corpus"], "--context",
-                        exam.paths["context"], "--expected-context-sha256",
-                        exam.sha("context"), "--config",
-                        _config(tmp_path / "lanes.json", endpoint.url), "--out-dir", out,
-                        check=True)
+        proc = sealdesk(
+            "exam",
+            "label",
+            "--corpus",
+            exam.paths["corpus"],
+            "--context",
+            exam.paths["context"],
+            "--expected-context-sha256",
+            exam.sha("context"),
+            "--config",
+            _config(tmp_path / "lanes.json", endpoint.url),
+            "--out-dir",
+            out,
+            check=True,
+        )
     return exam, proc, out
 
 
@@ -78,18 +114,31 @@ def test_each_failed_attempt_keeps_its_reason_in_the_lane_file(labeled):
     rows = [json.loads(line) for line in (out / "lane-a.labels.jsonl").read_text().splitlines()]
     c1 = rows[0]
     assert (c1["status"], c1["failed_request_attempts"], c1["invalid_response_attempts"]) == (
-        "operational_failure", 1, 1)
+        "operational_failure",
+        1,
+        1,
+    )
     assert c1["failures"] == [
-        {"attempt": 1, "kind": "failed_request", "reason": "http_status",
-         "detail": "HTTP 503: upstream overloaded"},
-        {"attempt": 2, "kind": "invalid_response", "reason": "model_identity",
-         "detail": "response model 'm-a-preview' is not the frozen identity 'm-a'"}]
+        {
+            "attempt": 1,
+            "kind": "failed_request",
+            "reason": "http_status",
+            "detail": "HTTP 503: upstream overloaded",
+        },
+        {
+            "attempt": 2,
+            "kind": "invalid_response",
+            "reason": "model_identity",
+            "detail": "response model 'm-a-preview' is not the frozen identity 'm-a'",
+        },
+    ]
     assert rows[1]["failures"] == []
     summary = json.loads((out / "labeling-summary.json").read_bytes())
-    assert summary["lanes"]["lane-a"]["failure_reasons"] == {"http_status": 1,
-                                                             "model_identity": 1}
-    assert ("lane-a: 1 ok, 1 operational_failure (1 invalid, 1 failed attempts; by reason: "
-            "http_status 1, model_identity 1)") in proc.stdout
+    assert summary["lanes"]["lane-a"]["failure_reasons"] == {"http_status": 1, "model_identity": 1}
+    assert (
+        "lane-a: 1 ok, 1 operational_failure (1 invalid, 1 failed attempts; by reason: "
+        "http_status 1, model_identity 1)"
+    ) in proc.stdout
 
 
 def test_a_timeout_is_its_own_reason(tmp_path):
@@ -102,11 +151,13 @@ def test_a_timeout_is_its_own_reason(tmp_path):
         return _answer(body, [])
 
     with Endpoint(respond) as endpoint, client() as http:
-        spec = ModelSpec("lane-a", endpoint.url, "m-a", "m-a", "deterministic-v1",
-                         timeout_s=0.2)
-        out = label_one(http, spec, Completion("c1", "s", "turn-1", TEXTS["c1"]),
-                        {"completion": {"completion_id": "c1", "text": TEXTS["c1"]},
-                         "context": []})
+        spec = ModelSpec("lane-a", endpoint.url, "m-a", "m-a", "deterministic-v1", timeout_s=0.2)
+        out = label_one(
+            http,
+            spec,
+            Completion("c1", "s", "turn-1", TEXTS["c1"]),
+            {"completion": {"completion_id": "c1", "text": TEXTS["c1"]}, "context": []},
+        )
     assert out.value is None
     assert [(f.kind, f.reason) for f in out.failures] == [("failed_request", "timeout")] * 2
     assert out.failures[0].detail.startswith("no answer from http://127.0.0.1:")
@@ -114,12 +165,28 @@ def test_a_timeout_is_its_own_reason(tmp_path):
 
 def _adjudicate(sealdesk, exam, out, ws):
     summary = out / "labeling-summary.json"
-    return sealdesk("exam", "adjudicate", "--run-id", "ex", "--corpus", exam.paths["corpus"],
-                    "--context", exam.paths["context"], "--expected-context-sha256",
-                    exam.sha("context"), "--lane-a", out / "lane-a.labels.jsonl",
-                    "--lane-b", out / "lane-b.labels.jsonl", "--labeling-summary", summary,
-                    "--expected-labeling-summary-sha256", sha256_hex(summary.read_bytes()),
-                    workspace=ws, check=True)
+    return sealdesk(
+        "exam",
+        "adjudicate",
+        "--run-id",
+        "ex",
+        "--corpus",
+        exam.paths["corpus"],
+        "--context",
+        exam.paths["context"],
+        "--expected-context-sha256",
+        exam.sha("context"),
+        "--lane-a",
+        out / "lane-a.labels.jsonl",
+        "--lane-b",
+        out / "lane-b.labels.jsonl",
+        "--labeling-summary",
+        summary,
+        "--expected-labeling-summary-sha256",
+        sha256_hex(summary.read_bytes()),
+        workspace=ws,
+        check=True,
+    )
 
 
 async def test_the_adjudicator_sees_why_a_vote_is_missing(sealdesk, labeled, workspace):
@@ -129,20 +196,36 @@ async def test_the_adjudicator_sees_why_a_vote_is_missing(sealdesk, labeled, wor
     exam, _, out = labeled
     proc = _adjudicate(sealdesk, exam, out, workspace.root)
     assert "failed attempts by reason: http_status 1, model_identity 1" in proc.stdout
-    art = json.loads((workspace.root / "artifacts" / "ex" / "exam-adjudication.json")
-                     .read_bytes())
+    art = json.loads((workspace.root / "artifacts" / "ex" / "exam-adjudication.json").read_bytes())
     assert art["counts"]["failure_reasons"] == {"http_status": 1, "model_identity": 1}
     assert [f["reason"] for f in art["completions"][0]["lanes"]["lane-a"]["failures"]] == [
-        "http_status", "model_identity"]
+        "http_status",
+        "model_identity",
+    ]
     # lane-a failed on c1 and lane-b proposed the API claim: one vote each way, abstained.
-    [item] = json.loads(sealdesk("items", "--queue", "adjudication", "--json", "--payload",
-                                 workspace=workspace.root, check=True).stdout)
-    assert item["payload"]["failed_attempts"] == [{
-        "voter": "lane-a", "basis": "lane_failed", "source": "lane-a labels",
-        "reasons": {"http_status": 1, "model_identity": 1},
-        "details": ["http_status: HTTP 503: upstream overloaded",
-                    ("model_identity: response model 'm-a-preview' is not the frozen "
-                     "identity 'm-a'")]}]
+    [item] = json.loads(
+        sealdesk(
+            "items",
+            "--queue",
+            "adjudication",
+            "--json",
+            "--payload",
+            workspace=workspace.root,
+            check=True,
+        ).stdout
+    )
+    assert item["payload"]["failed_attempts"] == [
+        {
+            "voter": "lane-a",
+            "basis": "lane_failed",
+            "source": "lane-a labels",
+            "reasons": {"http_status": 1, "model_identity": 1},
+            "details": [
+                "http_status: HTTP 503: upstream overloaded",
+                ("model_identity: response model 'm-a-preview' is not the frozen identity 'm-a'"),
+            ],
+        }
+    ]
     app = ReviewApp(workspace, read_only_session("reading"))
     async with app.run_test(size=(160, 60)) as pilot:
         await pilot.press("2")  # the adjudication queue
@@ -167,13 +250,30 @@ def test_reasons_that_disagree_with_the_counters_are_refused(sealdesk, labeled, 
     ws = tmp_path / "ws2"
     Workspace.init(ws).close()
     summary = out / "labeling-summary.json"
-    proc = sealdesk("exam", "adjudicate", "--run-id", "ex", "--corpus", exam.paths["corpus"],
-                    "--context", exam.paths["context"], "--expected-context-sha256",
-                    exam.sha("context"), "--lane-a", lane, "--lane-b",
-                    out / "lane-b.labels.jsonl", "--labeling-summary", summary,
-                    "--expected-labeling-summary-sha256", sha256_hex(summary.read_bytes()),
-                    workspace=ws)
+    proc = sealdesk(
+        "exam",
+        "adjudicate",
+        "--run-id",
+        "ex",
+        "--corpus",
+        exam.paths["corpus"],
+        "--context",
+        exam.paths["context"],
+        "--expected-context-sha256",
+        exam.sha("context"),
+        "--lane-a",
+        lane,
+        "--lane-b",
+        out / "lane-b.labels.jsonl",
+        "--labeling-summary",
+        summary,
+        "--expected-labeling-summary-sha256",
+        sha256_hex(summary.read_bytes()),
+        workspace=ws,
+    )
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
-    assert proc.stderr.startswith(f"sealdesk: error: {lane}:1: field 'failures': lists 0 "
-                                  "invalid_response attempt(s) but the row counts 1")
+    assert proc.stderr.startswith(
+        f"sealdesk: error: {lane}:1: field 'failures': lists 0 "
+        "invalid_response attempt(s) but the row counts 1"
+    )
     assert list((ws / "artifacts").iterdir()) == []

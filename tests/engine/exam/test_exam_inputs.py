@@ -95,8 +95,11 @@ def test_context_holds_exactly_one_message(tmp_path):
 
 def test_context_may_not_repeat_the_target_completion(tmp_path):
     exam = _exam(tmp_path)
-    _edit(exam.paths["context"], 1,
-          lambda o: o["messages"][0].update(content="You said: The API is live."))
+    _edit(
+        exam.paths["context"],
+        1,
+        lambda o: o["messages"][0].update(content="You said: The API is live."),
+    )
     assert _where(_refusal(exam)) == ("context.jsonl", 1, "messages[0].content")
 
 
@@ -114,8 +117,7 @@ def test_a_completion_without_context_is_refused(tmp_path):
 
 
 def test_a_lane_claim_with_an_unknown_family_is_named(tmp_path):
-    exam = _exam(tmp_path, lane_a={"c1": [claim("The API is live.", "weather", "API")],
-                                   "c2": []})
+    exam = _exam(tmp_path, lane_a={"c1": [claim("The API is live.", "weather", "API")], "c2": []})
     assert _where(_refusal(exam)) == ("lane-a.labels.jsonl", 1, "claims[0].family")
 
 
@@ -132,8 +134,9 @@ def test_a_failed_lane_row_records_two_failed_attempts(tmp_path):
 
 
 def test_confidence_fields_are_accepted_and_checked(tmp_path):
-    exam = _exam(tmp_path, lane_a={"c1": [{**claim("The API is live."), "confidence": 2}],
-                                   "c2": []})
+    exam = _exam(
+        tmp_path, lane_a={"c1": [{**claim("The API is live."), "confidence": 2}], "c2": []}
+    )
     assert _where(_refusal(exam)) == ("lane-a.labels.jsonl", 1, "claims[0].confidence")
 
 

@@ -15,6 +15,5 @@ def test_importing_every_exam_module_pulls_in_no_ui_and_no_other_producer():
         "             or n.startswith(('engine.contamination', 'engine.coverage', 'reviewer')))\n"
         "print(','.join(bad))\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""

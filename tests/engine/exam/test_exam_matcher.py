@@ -38,8 +38,8 @@ def test_the_matching_is_maximum_not_greedy():
     # g1 prefers d1 (full tuple) but d1 is g2's only option: g1 must take d2.
     g1 = gold("g1", 0, 30)
     g2 = gold("g2", 10, 20, family="historical")
-    d1 = det("d1", 12, 18)                       # inside both, agrees fully with g1
-    d2 = det("d2", 2, 8, family="structural")    # inside g1 only
+    d1 = det("d1", 12, 18)  # inside both, agrees fully with g1
+    d2 = det("d2", 2, 8, family="structural")  # inside g1 only
     assert sorted(_pairs(match([g1, g2], [d1, d2]))) == [("g1", "d2"), ("g2", "d1")]
 
 

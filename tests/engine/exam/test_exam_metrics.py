@@ -8,20 +8,45 @@ from engine.exam.metrics import Ratio, Tallies, cohen_kappa, gates, metrics
 
 
 def _tallies(**kw) -> Tallies:
-    base = dict(completions=0, detector_failures=0, detections=0, gold=0, matched=0,
-                family_equal=0, entity_equal=0, full_tuple=0, gold_zero_completions=0,
-                gold_zero_with_detection=0)
+    base = dict(
+        completions=0,
+        detector_failures=0,
+        detections=0,
+        gold=0,
+        matched=0,
+        family_equal=0,
+        entity_equal=0,
+        full_tuple=0,
+        gold_zero_completions=0,
+        gold_zero_with_detection=0,
+    )
     return Tallies(**{**base, **kw})
 
 
 def test_each_metric_is_its_own_ratio():
-    m = metrics(_tallies(completions=10, detector_failures=1, detections=8, gold=12,
-                         matched=6, family_equal=5, entity_equal=4, full_tuple=3,
-                         gold_zero_completions=4, gold_zero_with_detection=1))
+    m = metrics(
+        _tallies(
+            completions=10,
+            detector_failures=1,
+            detections=8,
+            gold=12,
+            matched=6,
+            family_equal=5,
+            entity_equal=4,
+            full_tuple=3,
+            gold_zero_completions=4,
+            gold_zero_with_detection=1,
+        )
+    )
     assert {k: (r.numerator, r.denominator) for k, r in m.items()} == {
-        "precision": (6, 8), "recall": (6, 12), "family_agreement": (5, 6),
-        "entity_agreement": (4, 6), "full_tuple_match": (3, 6),
-        "gold_zero_false_positive_rate": (1, 4), "operational_failure_rate": (1, 10)}
+        "precision": (6, 8),
+        "recall": (6, 12),
+        "family_agreement": (5, 6),
+        "entity_agreement": (4, 6),
+        "full_tuple_match": (3, 6),
+        "gold_zero_false_positive_rate": (1, 4),
+        "operational_failure_rate": (1, 10),
+    }
     assert m["precision"].to_json() == {"numerator": 6, "denominator": 8, "value": 0.75}
 
 
@@ -34,8 +59,10 @@ def test_every_metric_is_null_on_a_zero_denominator():
 def test_null_gated_metrics_fail_closed():
     verdicts = gates(metrics(_tallies()))
     assert [(g["metric"], g["value"], g["pass"]) for g in verdicts] == [
-        ("precision", None, False), ("recall", None, False),
-        ("operational_failure_rate", None, False)]
+        ("precision", None, False),
+        ("recall", None, False),
+        ("operational_failure_rate", None, False),
+    ]
 
 
 def _gate(metric: str, num: int, den: int) -> bool:
@@ -45,16 +72,19 @@ def _gate(metric: str, num: int, den: int) -> bool:
     return next(g["pass"] for g in gates(values) if g["metric"] == metric)
 
 
-@pytest.mark.parametrize("metric,num,den,passes", [
-    ("precision", 7, 10, True),    # exactly 0.70 passes >=
-    ("precision", 69, 100, False),
-    ("precision", 699, 1000, False),
-    ("recall", 2, 5, True),        # exactly 0.40 passes >=
-    ("recall", 39, 100, False),
-    ("operational_failure_rate", 1, 10, False),  # exactly 0.10 fails <
-    ("operational_failure_rate", 99, 1000, True),
-    ("operational_failure_rate", 0, 7, True),
-])
+@pytest.mark.parametrize(
+    "metric,num,den,passes",
+    [
+        ("precision", 7, 10, True),  # exactly 0.70 passes >=
+        ("precision", 69, 100, False),
+        ("precision", 699, 1000, False),
+        ("recall", 2, 5, True),  # exactly 0.40 passes >=
+        ("recall", 39, 100, False),
+        ("operational_failure_rate", 1, 10, False),  # exactly 0.10 fails <
+        ("operational_failure_rate", 99, 1000, True),
+        ("operational_failure_rate", 0, 7, True),
+    ],
+)
 def test_gate_boundaries(metric, num, den, passes):
     assert _gate(metric, num, den) is passes
 

@@ -22,20 +22,40 @@ IDENTITY = {"m-a": "m-a", "m-b-2025": "m-b"}
 
 def sound(identity=IDENTITY, claims=ANSWERS):
     """Gives a respond function of an endpoint that answers every request as it should."""
+
     def respond(path, body):
         cid = completion_id(body)
         content = {"schema_version": 2, "completion_id": cid, "claims": claims.get(cid, [])}
         return 200, {}, chat(identity[body["model"]], content)
+
     return respond
 
 
 def lanes_config(path, url, **lane_extra) -> str:
-    path.write_text(json.dumps({
-        "schema_version": 2, "base_url": url,
-        "labelers": [{"id": "lane-a", "request_model": "m-a", "model_identity": "m-a",
-                      "request_profile": "deterministic-v1", **lane_extra.get("a", {})},
-                     {"id": "lane-b", "request_model": "m-b-2025", "model_identity": "m-b",
-                      "request_profile": "provider-default-v1", **lane_extra.get("b", {})}]}))
+    path.write_text(
+        json.dumps(
+            {
+                "schema_version": 2,
+                "base_url": url,
+                "labelers": [
+                    {
+                        "id": "lane-a",
+                        "request_model": "m-a",
+                        "model_identity": "m-a",
+                        "request_profile": "deterministic-v1",
+                        **lane_extra.get("a", {}),
+                    },
+                    {
+                        "id": "lane-b",
+                        "request_model": "m-b-2025",
+                        "model_identity": "m-b",
+                        "request_profile": "provider-default-v1",
+                        **lane_extra.get("b", {}),
+                    },
+                ],
+            }
+        )
+    )
     return str(path)
 
 
@@ -45,9 +65,20 @@ def exam(tmp_path):
 
 
 def label(sealdesk, exam, config, out):
-    return sealdesk("exam", "label", "--corpus", exam.paths["corpus"], "--context",
-                    exam.paths["context"], "--expected-context-sha256", exam.sha("context"),
-                    "--config", config, "--out-dir", out)
+    return sealdesk(
+        "exam",
+        "label",
+        "--corpus",
+        exam.paths["corpus"],
+        "--context",
+        exam.paths["context"],
+        "--expected-context-sha256",
+        exam.sha("context"),
+        "--config",
+        config,
+        "--out-dir",
+        out,
+    )
 
 
 def preflight_lines(stderr: str) -> list[str]:
@@ -100,7 +131,8 @@ def test_an_endpoint_that_is_down_stops_label_and_writes_nothing(sealdesk, tmp_p
 
 
 def test_an_endpoint_answering_as_another_model_stops_label_before_any_lane_request(
-        sealdesk, tmp_path, exam):
+    sealdesk, tmp_path, exam
+):
     with Endpoint(sound(identity={"m-a": "m-a-preview", "m-b-2025": "m-b"})) as endpoint:
         out = tmp_path / "labels"
         proc = label(sealdesk, exam, lanes_config(tmp_path / "lanes.json", endpoint.url), out)
@@ -114,8 +146,14 @@ def test_an_answer_breaking_the_strict_schema_stops_label(sealdesk, tmp_path, ex
     def respond(path, body):
         cid = completion_id(body)
         if body["model"] == "m-b-2025":  # schema_version 1 and an extra field
-            return 200, {}, chat("m-b", {"schema_version": 1, "completion_id": cid,
-                                         "claims": [], "confidence": 0.9})
+            return (
+                200,
+                {},
+                chat(
+                    "m-b",
+                    {"schema_version": 1, "completion_id": cid, "claims": [], "confidence": 0.9},
+                ),
+            )
         return sound()(path, body)
 
     with Endpoint(respond) as endpoint:
@@ -139,11 +177,20 @@ def test_an_endpoint_that_ignores_routing_parameters_stops_label(sealdesk, tmp_p
 
 
 def test_a_router_that_cannot_honour_the_profile_fails_reachable_with_its_reason(
-        sealdesk, tmp_path):
+    sealdesk, tmp_path
+):
     def respond(path, body):
         if "temperature" in body and (body.get("provider") or {}).get("require_parameters"):
-            return 404, {}, {"error": {"code": 404, "message": "No endpoints found that can "
-                                       "handle the requested parameters."}}
+            return (
+                404,
+                {},
+                {
+                    "error": {
+                        "code": 404,
+                        "message": "No endpoints found that can handle the requested parameters.",
+                    }
+                },
+            )
         return sound()(path, body)
 
     with Endpoint(respond) as endpoint:
@@ -151,8 +198,10 @@ def test_a_router_that_cannot_honour_the_profile_fails_reachable_with_its_reason
         proc = sealdesk("exam", "preflight", "--config", config)
     assert proc.returncode == 5
     [line] = preflight_lines(proc.stderr)
-    assert line == ("sealdesk: preflight: lane-a: reachable: FAILED: http_status: HTTP 404: "
-                    "No endpoints found that can handle the requested parameters.")
+    assert line == (
+        "sealdesk: preflight: lane-a: reachable: FAILED: http_status: HTTP 404: "
+        "No endpoints found that can handle the requested parameters."
+    )
     assert "lane-b: routing: ok" in proc.stdout
 
 
@@ -161,8 +210,7 @@ def test_an_explicit_opt_out_sends_no_routing_and_is_recorded(sealdesk, tmp_path
 
     with Endpoint(sound()) as endpoint:
         out = tmp_path / "labels"
-        config = lanes_config(tmp_path / "lanes.json", endpoint.url,
-                              b={"strict_routing": False})
+        config = lanes_config(tmp_path / "lanes.json", endpoint.url, b={"strict_routing": False})
         proc = label(sealdesk, exam, config, out)
         lane_a, lane_b = endpoint.bodies("m-a"), endpoint.bodies("m-b-2025")
     assert proc.returncode == 0, proc.stderr
@@ -179,18 +227,36 @@ def test_an_explicit_opt_out_sends_no_routing_and_is_recorded(sealdesk, tmp_path
     ws = tmp_path / "ws"
     Workspace.init(ws).close()
     digest = proc.stdout.split("--expected-labeling-summary-sha256 ")[1].strip()
-    sealdesk("exam", "adjudicate", "--run-id", "ex", "--corpus", exam.paths["corpus"],
-             "--context", exam.paths["context"], "--expected-context-sha256",
-             exam.sha("context"), "--lane-a", out / "lane-a.labels.jsonl", "--lane-b",
-             out / "lane-b.labels.jsonl", "--labeling-summary", out / "labeling-summary.json",
-             "--expected-labeling-summary-sha256", digest, workspace=ws, check=True)
+    sealdesk(
+        "exam",
+        "adjudicate",
+        "--run-id",
+        "ex",
+        "--corpus",
+        exam.paths["corpus"],
+        "--context",
+        exam.paths["context"],
+        "--expected-context-sha256",
+        exam.sha("context"),
+        "--lane-a",
+        out / "lane-a.labels.jsonl",
+        "--lane-b",
+        out / "lane-b.labels.jsonl",
+        "--labeling-summary",
+        out / "labeling-summary.json",
+        "--expected-labeling-summary-sha256",
+        digest,
+        workspace=ws,
+        check=True,
+    )
     art = json.loads((ws / "artifacts" / "ex" / "exam-adjudication.json").read_bytes())
     assert art["models"]["lane-a"]["provider_routing"] == "strict"
     assert art["models"]["lane-b"]["provider_routing"] == "opted_out"
 
 
 def test_label_refuses_when_every_attempt_of_a_lane_failed_for_a_transport_reason(
-        sealdesk, tmp_path, exam):
+    sealdesk, tmp_path, exam
+):
     def respond(path, body):
         if is_preflight(body) or body["model"] == "m-a":
             return sound()(path, body)
@@ -203,29 +269,49 @@ def test_label_refuses_when_every_attempt_of_a_lane_failed_for_a_transport_reaso
     assert len(lane_b) == 4  # two completions, two attempts each: the run did go
     assert proc.returncode == 5, proc.stderr
     assert proc.stderr.count("\n") == 1
-    assert ("lane-b: every one of its 4 attempts failed for a transport reason "
-            "(http_status 4; first: HTTP 503: upstream overloaded)") in proc.stderr
+    assert (
+        "lane-b: every one of its 4 attempts failed for a transport reason "
+        "(http_status 4; first: HTTP 503: upstream overloaded)"
+    ) in proc.stderr
     assert not out.exists()
 
 
-def test_model_backed_adjudicate_preflights_and_writes_nothing_on_failure(
-        sealdesk, tmp_path, exam):
+def test_model_backed_adjudicate_preflights_and_writes_nothing_on_failure(sealdesk, tmp_path, exam):
     from engine.workspace import Workspace
 
     ws = tmp_path / "ws"
     Workspace.init(ws).close()
     with Endpoint(sound(identity={"m-adj-1": "m-adj-2"})) as endpoint:
         adj = tmp_path / "adjudicator.json"
-        adj.write_text(json.dumps({"schema_version": 2, "base_url": endpoint.url,
-                                   "request_model": "m-adj-1", "model_identity": "m-adj",
-                                   "request_profile": "deterministic-v1"}))
-        proc = sealdesk("exam", "adjudicate", "--run-id", "ex", *exam.cli_inputs(),
-                        "--adjudicator-config", adj, workspace=ws)
+        adj.write_text(
+            json.dumps(
+                {
+                    "schema_version": 2,
+                    "base_url": endpoint.url,
+                    "request_model": "m-adj-1",
+                    "model_identity": "m-adj",
+                    "request_profile": "deterministic-v1",
+                }
+            )
+        )
+        proc = sealdesk(
+            "exam",
+            "adjudicate",
+            "--run-id",
+            "ex",
+            *exam.cli_inputs(),
+            "--adjudicator-config",
+            adj,
+            workspace=ws,
+        )
         asked = [blind(b) for b in endpoint.bodies()]
     assert proc.returncode == 5, proc.stderr
     assert preflight_lines(proc.stderr) == [
-        ("sealdesk: preflight: adjudicator: model identity: FAILED: model_identity: response "
-         "model 'm-adj-2' is not the frozen identity 'm-adj'")]
+        (
+            "sealdesk: preflight: adjudicator: model identity: FAILED: model_identity: response "
+            "model 'm-adj-2' is not the frozen identity 'm-adj'"
+        )
+    ]
     assert all("candidate" not in a for a in asked)  # no third vote was asked for
     assert list((ws / "artifacts").iterdir()) == []
     with Workspace.open(ws) as opened:
@@ -235,20 +321,36 @@ def test_model_backed_adjudicate_preflights_and_writes_nothing_on_failure(
 def test_a_plain_server_refusing_the_provider_block_passes_once_opted_out(sealdesk, tmp_path):
     def respond(path, body):  # an OpenAI-style server: unknown request fields are refused
         if "provider" in body:
-            return 400, {}, {"error": {"message": "Unrecognized request argument supplied: "
-                                                  "provider"}}
+            return (
+                400,
+                {},
+                {"error": {"message": "Unrecognized request argument supplied: provider"}},
+            )
         return sound()(path, body)
 
     with Endpoint(respond) as endpoint:
-        strict = sealdesk("exam", "preflight", "--config",
-                          lanes_config(tmp_path / "strict.json", endpoint.url))
-        opted_out = sealdesk("exam", "preflight", "--config", lanes_config(
-            tmp_path / "plain.json", endpoint.url, a={"strict_routing": False},
-            b={"strict_routing": False}))
+        strict = sealdesk(
+            "exam", "preflight", "--config", lanes_config(tmp_path / "strict.json", endpoint.url)
+        )
+        opted_out = sealdesk(
+            "exam",
+            "preflight",
+            "--config",
+            lanes_config(
+                tmp_path / "plain.json",
+                endpoint.url,
+                a={"strict_routing": False},
+                b={"strict_routing": False},
+            ),
+        )
     assert strict.returncode == 5
     assert [line.split(": ")[2:4] for line in preflight_lines(strict.stderr)] == [
-        ["lane-a", "reachable"], ["lane-b", "reachable"]]
-    assert 'HTTP 400: Unrecognized request argument supplied: provider; if this endpoint is ' \
-           'no routing provider, set "strict_routing": false' in strict.stderr
+        ["lane-a", "reachable"],
+        ["lane-b", "reachable"],
+    ]
+    assert (
+        "HTTP 400: Unrecognized request argument supplied: provider; if this endpoint is "
+        'no routing provider, set "strict_routing": false' in strict.stderr
+    )
     assert opted_out.returncode == 0, opted_out.stderr
     assert "lane-a: routing: not checked: opted out" in opted_out.stdout

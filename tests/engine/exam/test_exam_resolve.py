@@ -21,19 +21,20 @@ TEXT = "The API is live. The cache is warm."
 @pytest.fixture
 def pending(tmp_path, workspace):
     """A run with two abstained candidates (lanes split, no third votes), sweep complete."""
-    exam = write_exam(tmp_path / "exam", {"c1": TEXT},
-                      {"c1": [claim("The API is live.", "runtime", "API")]},
-                      {"c1": [claim("The cache is warm.", "runtime", "cache")]},
-                      sweep={"c1": []})
+    exam = write_exam(
+        tmp_path / "exam",
+        {"c1": TEXT},
+        {"c1": [claim("The API is live.", "runtime", "API")]},
+        {"c1": [claim("The cache is warm.", "runtime", "cache")]},
+        sweep={"c1": []},
+    )
     result = adjudicate(workspace, exam.input_paths(), exam.rater_files(), "ex1")
     assert result.status == "PENDING_ADJUDICATION" and result.queued == 2
-    items = {i["title"].split("'")[1]: i["item_id"]
-             for i in workspace.items(queue="adjudication")}
+    items = {i["title"].split("'")[1]: i["item_id"] for i in workspace.items(queue="adjudication")}
     return exam, result.artifact_path, items
 
 
-def test_adjudicator_decisions_on_every_abstention_complete_the_artifact(pending, workspace,
-                                                                           enrol):
+def test_adjudicator_decisions_on_every_abstention_complete_the_artifact(pending, workspace, enrol):
     exam, path, items = pending
     adam = enrol("adam", "adjudicator")
     r1 = workspace.decide(adam, "adjudication", items["The API is live."], "accept")
@@ -45,7 +46,10 @@ def test_adjudicator_decisions_on_every_abstention_complete_the_artifact(pending
     api, cache = cands["The API is live."], cands["The cache is warm."]
     # The machine votes and decision stay; the human decision sits beside them.
     assert api["decision"] == "abstain" and [v["vote"] for v in api["votes"]] == [
-        "accept", "reject", "absent"]
+        "accept",
+        "reject",
+        "absent",
+    ]
     assert api["human"]["record_hash"] == r1.record_hash
     assert (api["human"]["principal"], api["human"]["role"]) == ("adam", "adjudicator")
     assert (api["final"], cache["final"]) == ("accept", "reject")
@@ -92,11 +96,18 @@ def _forge(workspace, signer, principal, role, item_id, decision="accept"):
     # A record written straight to the store, past the role check of ws.decide:
     # really signed, really chained, but not allowed.
     held = workspace.item("adjudication", item_id)
-    return store.append(workspace.db, signer, workspace_id=workspace.workspace_id,
-                        principal=principal, role=role, kind="decision",
-                        queue="adjudication", item_id=item_id, decision=decision,
-                        check=lambda c: {"item_sha256": held["item_sha256"],
-                                         "run_sha256": held["run_sha256"]})
+    return store.append(
+        workspace.db,
+        signer,
+        workspace_id=workspace.workspace_id,
+        principal=principal,
+        role=role,
+        kind="decision",
+        queue="adjudication",
+        item_id=item_id,
+        decision=decision,
+        check=lambda c: {"item_sha256": held["item_sha256"], "run_sha256": held["run_sha256"]},
+    )
 
 
 def test_a_reviewer_role_record_on_the_adjudication_queue_is_refused(pending, workspace, enrol):
@@ -119,28 +130,38 @@ def test_a_record_by_an_unenrolled_signer_is_refused(pending, workspace, enrol, 
     forged = _forge(workspace, mallory, "adam", "adjudicator", items["The API is live."])
     with pytest.raises(IntegrityError) as err:
         resolve(workspace, path)
-    assert f"record {forged.seq}: key {mallory.public_key.fingerprint} was never enrolled" \
-        in str(err.value)
+    assert f"record {forged.seq}: key {mallory.public_key.fingerprint} was never enrolled" in str(
+        err.value
+    )
 
 
-def test_a_decision_signed_after_its_signers_revocation_is_refused(pending, workspace, enrol,
-                                                                   founder_key):
+def test_a_decision_signed_after_its_signers_revocation_is_refused(
+    pending, workspace, enrol, founder_key
+):
     from engine.ledger.enrol import revoke
     from engine.ledger.signers import FileSigner
 
     _, path, items = pending
     adam = enrol("adam", "adjudicator")
     workspace.decide(adam, "adjudication", items["The API is live."], "accept")
-    revoked = revoke(workspace.db, workspace.workspace_id, FileSigner(founder_key), "adam",
-                     adam.public_key, reason="left the team")
+    revoked = revoke(
+        workspace.db,
+        workspace.workspace_id,
+        FileSigner(founder_key),
+        "adam",
+        adam.public_key,
+        reason="left the team",
+    )
     # What adam signed before the revocation still counts...
     assert resolve(workspace, path).applied == 1
     # ...but a record his key signs after it is not his to sign.
     forged = _forge(workspace, adam, "adam", "adjudicator", items["The cache is warm."])
     with pytest.raises(IntegrityError) as err:
         resolve(workspace, path)
-    assert f"record {forged.seq}: adam's key {adam.public_key.fingerprint} was revoked at " \
+    assert (
+        f"record {forged.seq}: adam's key {adam.public_key.fingerprint} was revoked at "
         f"record {revoked.seq}" in str(err.value)
+    )
 
 
 def test_editing_the_generated_allowed_signers_changes_no_decision(pending, workspace, enrol):
@@ -156,16 +177,18 @@ def test_editing_the_generated_allowed_signers_changes_no_decision(pending, work
     assert canonical_json(resolve(workspace, path).artifact) == canonical_json(before)
 
 
-def test_resolving_a_partly_resolved_artifact_gives_the_same_bytes(pending, workspace, enrol,
-                                                                   tmp_path):
+def test_resolving_a_partly_resolved_artifact_gives_the_same_bytes(
+    pending, workspace, enrol, tmp_path
+):
     _, path, items = pending
     adam = enrol("adam", "adjudicator")
     workspace.decide(adam, "adjudication", items["The API is live."], "accept")
     partial = tmp_path / "partial" / "exam-adjudication.json"
     write_json_artifact(partial, resolve(workspace, path).artifact)
     workspace.decide(adam, "adjudication", items["The cache is warm."], "accept")
-    assert canonical_json(resolve(workspace, partial).artifact) == \
-        canonical_json(resolve(workspace, path).artifact)
+    assert canonical_json(resolve(workspace, partial).artifact) == canonical_json(
+        resolve(workspace, path).artifact
+    )
 
 
 def _resolved(workspace, path, tmp_path):
@@ -174,8 +197,9 @@ def _resolved(workspace, path, tmp_path):
     return out, digest
 
 
-def test_a_resolved_artifact_scores_only_while_the_ledger_stands_by_it(pending, workspace,
-                                                                        enrol, tmp_path):
+def test_a_resolved_artifact_scores_only_while_the_ledger_stands_by_it(
+    pending, workspace, enrol, tmp_path
+):
     exam, path, items = pending
     adam = enrol("adam", "adjudicator")
     workspace.decide(adam, "adjudication", items["The API is live."], "accept")
@@ -189,8 +213,7 @@ def test_a_resolved_artifact_scores_only_while_the_ledger_stands_by_it(pending, 
     assert "no longer" in str(err.value)
 
 
-def test_a_human_decision_forged_into_the_artifact_is_refused(pending, workspace, enrol,
-                                                              tmp_path):
+def test_a_human_decision_forged_into_the_artifact_is_refused(pending, workspace, enrol, tmp_path):
     exam, path, items = pending
     adam = enrol("adam", "adjudicator")
     workspace.decide(adam, "adjudication", items["The API is live."], "accept")
@@ -207,19 +230,22 @@ def test_a_human_decision_forged_into_the_artifact_is_refused(pending, workspace
         verified_artifact(workspace, out, digest, exam.input_paths(), exam.rater_files())
 
 
-def test_resolving_into_a_run_that_holds_another_resolution_changes_nothing(pending, workspace,
-                                                                            enrol, sealdesk):
+def test_resolving_into_a_run_that_holds_another_resolution_changes_nothing(
+    pending, workspace, enrol, sealdesk
+):
     _, path, items = pending
     adam = enrol("adam", "adjudicator")
     workspace.decide(adam, "adjudication", items["The API is live."], "accept")
-    first = sealdesk("exam", "resolve", "--run-id", "ex1", "--out-run-id", "ex1-final",
-                     workspace=workspace.root)
+    first = sealdesk(
+        "exam", "resolve", "--run-id", "ex1", "--out-run-id", "ex1-final", workspace=workspace.root
+    )
     assert first.returncode == 0, first.stderr
     target = workspace.artifacts_dir / "ex1-final" / "exam-adjudication.json"
     held = target.read_bytes()
     workspace.decide(adam, "adjudication", items["The cache is warm."], "reject")
-    again = sealdesk("exam", "resolve", "--run-id", "ex1", "--out-run-id", "ex1-final",
-                     workspace=workspace.root)
+    again = sealdesk(
+        "exam", "resolve", "--run-id", "ex1", "--out-run-id", "ex1-final", workspace=workspace.root
+    )
     assert again.returncode == 4 and again.stderr.count("\n") == 1, again.stderr
     assert "already holds a different artifact" in again.stderr
     assert "choose another --out-run-id" in again.stderr

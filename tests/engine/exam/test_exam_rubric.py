@@ -9,8 +9,7 @@ from engine.canonical import canonical_json, sha256_hex
 from tests.support.exam_builders import claim, write_exam
 
 
-def test_the_printed_rubric_hash_is_the_one_a_refused_summary_is_told_to_carry(
-        sealdesk, tmp_path):
+def test_the_printed_rubric_hash_is_the_one_a_refused_summary_is_told_to_carry(sealdesk, tmp_path):
     from engine.workspace import Workspace
 
     shown = sealdesk("exam", "rubric", check=True).stdout
@@ -30,5 +29,7 @@ def test_the_printed_rubric_hash_is_the_one_a_refused_summary_is_told_to_carry(
     Workspace.init(ws).close()
     proc = sealdesk("exam", "adjudicate", "--run-id", "ex", *exam.cli_inputs(), workspace=ws)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
-    assert f"field 'rubric.sha256': is not {printed}, the SHA-256 of the frozen rubric " \
-           "text (`sealdesk exam rubric` prints the text and its hash)" in proc.stderr
+    assert (
+        f"field 'rubric.sha256': is not {printed}, the SHA-256 of the frozen rubric "
+        "text (`sealdesk exam rubric` prints the text and its hash)" in proc.stderr
+    )

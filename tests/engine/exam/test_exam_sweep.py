@@ -10,14 +10,18 @@ PARSER = claim("The parser imports the tokenizer.", "structural", "parser")
 
 
 def _exam(tmp_path, sweep, votes=None):
-    return write_exam(tmp_path, {"c1": TEXT}, {"c1": [API]}, {"c1": [API]}, sweep=sweep,
-                      votes=votes)
+    return write_exam(
+        tmp_path, {"c1": TEXT}, {"c1": [API]}, {"c1": [API]}, sweep=sweep, votes=votes
+    )
 
 
 def _validations(a: str | None, b: str | None) -> list[dict]:
     pid = cand_id(TEXT, PARSER["span_exact_text"], "structural", "parser")
-    return [{"candidate_id": pid, "voter": lane, "vote": v}
-            for lane, v in (("lane-a", a), ("lane-b", b)) if v]
+    return [
+        {"candidate_id": pid, "voter": lane, "vote": v}
+        for lane, v in (("lane-a", a), ("lane-b", b))
+        if v
+    ]
 
 
 def test_a_proposal_already_in_the_union_makes_no_new_candidate(tmp_path):
@@ -35,11 +39,12 @@ def test_a_sweep_only_claim_accepted_by_both_lanes_is_gold(tmp_path):
     api, parser = candidates(art)
     assert parser["origin"] == "sweep"
     assert votes_of(parser) == ["accept", "accept", "accept"]
-    assert [v["basis"] for v in parser["votes"]] == ["validation", "validation",
-                                                     "sweep_proposal"]
+    assert [v["basis"] for v in parser["votes"]] == ["validation", "validation", "sweep_proposal"]
     assert parser["decision"] == "accept"
     assert [g["span_exact_text"] for g in art["completions"][0]["gold"]] == [
-        API["span_exact_text"], PARSER["span_exact_text"]]
+        API["span_exact_text"],
+        PARSER["span_exact_text"],
+    ]
     assert art["status"] == "COMPLETE"
 
 
@@ -55,8 +60,7 @@ def test_one_lane_accepting_joins_the_proposer_for_two_of_three(tmp_path):
 
 
 def test_an_undecidable_sweep_candidate_keeps_the_artifact_pending(tmp_path):
-    art = build(_exam(tmp_path, {"c1": [PARSER]},
-                      _validations("reject", "operational_failure")))
+    art = build(_exam(tmp_path, {"c1": [PARSER]}, _validations("reject", "operational_failure")))
     parser = candidates(art)[1]
     assert parser["decision"] == "abstain"
     assert art["completions"][0]["sweep_status"] == "undecided"
@@ -74,8 +78,13 @@ def test_a_failed_sweep_keeps_the_artifact_pending(tmp_path):
     art = build(_exam(tmp_path, {"c1": None}))
     assert art["completions"][0]["sweep_status"] == "operational_failure"
     assert art["status"] == "PENDING_ADJUDICATION"
-    assert art["pending"] == [{"completion_id": "c1", "candidate_id": None,
-                               "reason": "completeness sweep operational_failure"}]
+    assert art["pending"] == [
+        {
+            "completion_id": "c1",
+            "candidate_id": None,
+            "reason": "completeness sweep operational_failure",
+        }
+    ]
 
 
 def test_an_invalid_sweep_proposal_keeps_the_artifact_pending_and_adds_nothing(tmp_path):
@@ -88,8 +97,13 @@ def test_an_invalid_sweep_proposal_keeps_the_artifact_pending_and_adds_nothing(t
 
 
 def test_a_sweep_row_that_says_not_run_keeps_the_artifact_pending(tmp_path):
-    exam = write_exam(tmp_path, {"c1": TEXT, "c2": "Nothing here."}, {"c1": [API], "c2": []},
-                      {"c1": [API], "c2": []}, sweep={"c1": [], "c2": "not_run"})
+    exam = write_exam(
+        tmp_path,
+        {"c1": TEXT, "c2": "Nothing here."},
+        {"c1": [API], "c2": []},
+        {"c1": [API], "c2": []},
+        sweep={"c1": [], "c2": "not_run"},
+    )
     art = build(exam)
     assert [c["sweep_status"] for c in art["completions"]] == ["complete", "not_run"]
     assert art["status"] == "PENDING_ADJUDICATION"

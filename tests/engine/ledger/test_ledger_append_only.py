@@ -21,8 +21,10 @@ def decided(workspace, enrol):
 
 def decision_seqs(ws) -> list[int]:
     """Gives the seqs of the decisions (after the genesis and the enrolment)."""
-    seqs = [s for (s,) in ws.conn.execute(
-        "SELECT seq FROM records WHERE kind = 'decision' ORDER BY seq")]
+    seqs = [
+        s
+        for (s,) in ws.conn.execute("SELECT seq FROM records WHERE kind = 'decision' ORDER BY seq")
+    ]
     assert len(seqs) == 2 and seqs[0] > 1
     return seqs
 

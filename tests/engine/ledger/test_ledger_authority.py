@@ -29,8 +29,20 @@ def desk(tmp_path, sealdesk, keygen):
     ws = tmp_path / "ws"
     keys = {name: keygen(name) for name in ("lena", "rita", "mallory")}
     sealdesk("init", "--lead", "lena", "--key", keys["lena"], workspace=ws, check=True)
-    sealdesk("keys", "add", "--principal", "rita", "--role", "reviewer", "--key",
-             f"{keys['rita']}.pub", "--lead-key", keys["lena"], workspace=ws, check=True)
+    sealdesk(
+        "keys",
+        "add",
+        "--principal",
+        "rita",
+        "--role",
+        "reviewer",
+        "--key",
+        f"{keys['rita']}.pub",
+        "--lead-key",
+        keys["lena"],
+        workspace=ws,
+        check=True,
+    )
     items = tmp_path / "items.jsonl"
     write_items_file(items, make_items(3) + make_items(1, queue="weak_categories"))
     sealdesk("ingest", items, workspace=ws, check=True)
@@ -42,32 +54,52 @@ def head(ws: Path) -> int:
         return conn.execute("SELECT COALESCE(MAX(seq), 0) FROM records").fetchone()[0]
 
 
-def forge(ws: Path, key: Path, *, principal: str, role: str, kind: str = "decision",
-          time: str | None = None, **fields) -> int:
+def forge(
+    ws: Path,
+    key: Path,
+    *,
+    principal: str,
+    role: str,
+    kind: str = "decision",
+    time: str | None = None,
+    **fields,
+) -> int:
     """Signs a record with a real key and INSERTs it as the next link, as an attacker with
     the key and the database file would (no sealdesk check runs); gives its seq."""
     conn = sqlite3.connect(ws / "sealdesk.db", isolation_level=None)
     try:
-        workspace_id = conn.execute("SELECT value FROM meta WHERE key='workspace_id'"
-                                    ).fetchone()[0]
+        workspace_id = conn.execute("SELECT value FROM meta WHERE key='workspace_id'").fetchone()[0]
         seq, prev = store.head(conn)
         if kind == "decision":
-            item = conn.execute("SELECT item_sha256, runs.manifest_sha256 FROM items JOIN runs "
-                                "USING (run_id) WHERE items.queue=? AND item_id=?",
-                                (fields["queue"], fields["item_id"])).fetchone()
+            item = conn.execute(
+                "SELECT item_sha256, runs.manifest_sha256 FROM items JOIN runs "
+                "USING (run_id) WHERE items.queue=? AND item_id=?",
+                (fields["queue"], fields["item_id"]),
+            ).fetchone()
             fields.update(item_sha256=item[0], run_sha256=item[1])
         signer = FileSigner(key)
-        body = make_body(workspace=workspace_id, seq=seq + 1, prev=prev, kind=kind,
-                         principal=principal, role=role, key=signer.public_key.fingerprint,
-                         time=time or utc_now(), **fields)
+        body = make_body(
+            workspace=workspace_id,
+            seq=seq + 1,
+            prev=prev,
+            kind=kind,
+            principal=principal,
+            role=role,
+            key=signer.public_key.fingerprint,
+            time=time or utc_now(),
+            **fields,
+        )
         message, record_hash = encode_body(body)
         signature = sshsig.armor(signer.sign(message, namespace_for(role)))
         row = {name: body[name] for name in INDEXED_FIELDS}
-        row.update(record_hash=record_hash, prev_hash=prev, message=message.decode(),
-                   signature=signature)
+        row.update(
+            record_hash=record_hash, prev_hash=prev, message=message.decode(), signature=signature
+        )
         names = ", ".join(row)
-        conn.execute(f"INSERT INTO records ({names}) VALUES ({', '.join('?' * len(row))})",
-                     tuple(row.values()))
+        conn.execute(
+            f"INSERT INTO records ({names}) VALUES ({', '.join('?' * len(row))})",
+            tuple(row.values()),
+        )
         return seq + 1
     finally:
         conn.close()
@@ -81,8 +113,19 @@ def failure(proc: subprocess.CompletedProcess) -> str:
 def test_keys_add_without_a_lead_signature_is_refused_and_writes_nothing(desk, sealdesk):
     ws, keys = desk
     before = head(ws)
-    proc = sealdesk("keys", "add", "--principal", "lena", "--role", "lead", "--key",
-                    f"{keys['mallory']}.pub", "--lead-key", keys["mallory"], workspace=ws)
+    proc = sealdesk(
+        "keys",
+        "add",
+        "--principal",
+        "lena",
+        "--role",
+        "lead",
+        "--key",
+        f"{keys['mallory']}.pub",
+        "--lead-key",
+        keys["mallory"],
+        workspace=ws,
+    )
     assert proc.returncode == 3
     assert "not enrolled" in proc.stderr or "does not hold the lead role" in proc.stderr
     assert head(ws) == before
@@ -92,8 +135,19 @@ def test_keys_add_without_a_lead_signature_is_refused_and_writes_nothing(desk, s
 def test_a_reviewer_cannot_promote_herself(desk, sealdesk):
     ws, keys = desk
     before = head(ws)
-    proc = sealdesk("keys", "add", "--principal", "rita", "--role", "lead", "--key",
-                    f"{keys['rita']}.pub", "--lead-key", keys["rita"], workspace=ws)
+    proc = sealdesk(
+        "keys",
+        "add",
+        "--principal",
+        "rita",
+        "--role",
+        "lead",
+        "--key",
+        f"{keys['rita']}.pub",
+        "--lead-key",
+        keys["rita"],
+        workspace=ws,
+    )
     assert proc.returncode == 3
     assert "does not hold the lead role" in proc.stderr
     assert head(ws) == before
@@ -102,23 +156,51 @@ def test_a_reviewer_cannot_promote_herself(desk, sealdesk):
 def test_a_hand_edited_allowed_signers_grants_nothing(desk, sealdesk):
     ws, keys = desk
     trust = ws / "trust" / "allowed_signers"
-    mallory = (Path(f"{keys['mallory']}.pub").read_text().split()[:2])
+    mallory = Path(f"{keys['mallory']}.pub").read_text().split()[:2]
     with trust.open("a") as f:  # as any shell on the review account could
         f.write(f'lena namespaces="lead@sealdesk,reviewer@sealdesk" {" ".join(mallory)}\n')
-    proc = sealdesk("decide", "--queue", "flagged_pairs", "--item", "item-0", "--decision",
-                    "accept", "--key", keys["mallory"], workspace=ws)
+    proc = sealdesk(
+        "decide",
+        "--queue",
+        "flagged_pairs",
+        "--item",
+        "item-0",
+        "--decision",
+        "accept",
+        "--key",
+        keys["mallory"],
+        workspace=ws,
+    )
     assert proc.returncode == 3 and "not enrolled" in proc.stderr
     # With the database file too, the forged record is signed but named by verify.
-    seq = forge(ws, keys["mallory"], principal="lena", role="reviewer", queue="flagged_pairs",
-                item_id="item-0", decision="accept")
+    seq = forge(
+        ws,
+        keys["mallory"],
+        principal="lena",
+        role="reviewer",
+        queue="flagged_pairs",
+        item_id="item-0",
+        decision="accept",
+    )
     err = failure(sealdesk("verify", workspace=ws))
     assert f"record {seq}:" in err and "never enrolled" in err
 
 
 def test_enrolment_records_decide_who_signs_and_verify_replays_them(desk, sealdesk):
     ws, keys = desk
-    sealdesk("decide", "--queue", "flagged_pairs", "--item", "item-0", "--decision", "accept",
-             "--key", keys["rita"], workspace=ws, check=True)
+    sealdesk(
+        "decide",
+        "--queue",
+        "flagged_pairs",
+        "--item",
+        "item-0",
+        "--decision",
+        "accept",
+        "--key",
+        keys["rita"],
+        workspace=ws,
+        check=True,
+    )
     listing = sealdesk("keys", "list", workspace=ws, check=True).stdout
     assert "genesis: record 1" in listing and "rita" in listing and "reviewer" in listing
     out = sealdesk("verify", workspace=ws, check=True).stdout
@@ -127,58 +209,182 @@ def test_enrolment_records_decide_who_signs_and_verify_replays_them(desk, sealde
 
 def test_a_role_taken_away_is_replayed_by_seq(desk, sealdesk):
     ws, keys = desk
-    sealdesk("keys", "add", "--principal", "rita", "--role", "lead", "--key",
-             f"{keys['rita']}.pub", "--lead-key", keys["lena"], workspace=ws, check=True)
-    sealdesk("decide", "--queue", "weak_categories", "--item", "item-0", "--decision", "accept",
-             "--role", "lead", "--key", keys["rita"], workspace=ws, check=True)
-    sealdesk("keys", "revoke", "--principal", "rita", "--role", "lead", "--lead-key",
-             keys["lena"], workspace=ws, check=True)
+    sealdesk(
+        "keys",
+        "add",
+        "--principal",
+        "rita",
+        "--role",
+        "lead",
+        "--key",
+        f"{keys['rita']}.pub",
+        "--lead-key",
+        keys["lena"],
+        workspace=ws,
+        check=True,
+    )
+    sealdesk(
+        "decide",
+        "--queue",
+        "weak_categories",
+        "--item",
+        "item-0",
+        "--decision",
+        "accept",
+        "--role",
+        "lead",
+        "--key",
+        keys["rita"],
+        workspace=ws,
+        check=True,
+    )
+    sealdesk(
+        "keys",
+        "revoke",
+        "--principal",
+        "rita",
+        "--role",
+        "lead",
+        "--lead-key",
+        keys["lena"],
+        workspace=ws,
+        check=True,
+    )
     assert sealdesk("verify", workspace=ws).returncode == 0  # her lead decision came first
-    refused = sealdesk("decide", "--queue", "weak_categories", "--item", "item-0",
-                       "--decision", "reject", "--role", "lead", "--key", keys["rita"],
-                       workspace=ws)
+    refused = sealdesk(
+        "decide",
+        "--queue",
+        "weak_categories",
+        "--item",
+        "item-0",
+        "--decision",
+        "reject",
+        "--role",
+        "lead",
+        "--key",
+        keys["rita"],
+        workspace=ws,
+    )
     assert refused.returncode == 3
-    seq = forge(ws, keys["rita"], principal="rita", role="lead", queue="weak_categories",
-                item_id="item-0", decision="reject")
+    seq = forge(
+        ws,
+        keys["rita"],
+        principal="rita",
+        role="lead",
+        queue="weak_categories",
+        item_id="item-0",
+        decision="reject",
+    )
     err = failure(sealdesk("verify", workspace=ws))
     assert f"record {seq}:" in err and "holds reviewer" in err and "not lead" in err
 
 
 def test_a_revoked_key_cannot_backdate_a_record(desk, sealdesk):
     ws, keys = desk
-    sealdesk("decide", "--queue", "flagged_pairs", "--item", "item-0", "--decision", "accept",
-             "--key", keys["rita"], workspace=ws, check=True)
+    sealdesk(
+        "decide",
+        "--queue",
+        "flagged_pairs",
+        "--item",
+        "item-0",
+        "--decision",
+        "accept",
+        "--key",
+        keys["rita"],
+        workspace=ws,
+        check=True,
+    )
     with sqlite3.connect(ws / "sealdesk.db") as conn:
-        decided_at = conn.execute("SELECT time FROM records ORDER BY seq DESC LIMIT 1"
-                                  ).fetchone()[0]
-    sealdesk("keys", "revoke", "--principal", "rita", "--reason", "laptop stolen",
-             "--lead-key", keys["lena"], workspace=ws, check=True)
+        decided_at = conn.execute("SELECT time FROM records ORDER BY seq DESC LIMIT 1").fetchone()[
+            0
+        ]
+    sealdesk(
+        "keys",
+        "revoke",
+        "--principal",
+        "rita",
+        "--reason",
+        "laptop stolen",
+        "--lead-key",
+        keys["lena"],
+        workspace=ws,
+        check=True,
+    )
     revoked_at = head(ws)
     with sqlite3.connect(ws / "sealdesk.db") as conn:
-        revoke_time = conn.execute("SELECT time FROM records WHERE seq=?",
-                                   (revoked_at,)).fetchone()[0]
+        revoke_time = conn.execute(
+            "SELECT time FROM records WHERE seq=?", (revoked_at,)
+        ).fetchone()[0]
     # The thief signs with rita's key, claiming the revocation's own moment: the clock
     # says nothing is wrong (not before the last record), the seq does.
     assert decided_at <= revoke_time
-    seq = forge(ws, keys["rita"], principal="rita", role="reviewer", time=revoke_time,
-                queue="flagged_pairs", item_id="item-1", decision="reject")
+    seq = forge(
+        ws,
+        keys["rita"],
+        principal="rita",
+        role="reviewer",
+        time=revoke_time,
+        queue="flagged_pairs",
+        item_id="item-1",
+        decision="reject",
+    )
     err = failure(sealdesk("verify", workspace=ws))
     assert f"record {seq}:" in err and f"revoked at record {revoked_at}" in err
-    refused = sealdesk("decide", "--queue", "flagged_pairs", "--item", "item-2", "--decision",
-                       "accept", "--key", keys["rita"], workspace=ws)
+    refused = sealdesk(
+        "decide",
+        "--queue",
+        "flagged_pairs",
+        "--item",
+        "item-2",
+        "--decision",
+        "accept",
+        "--key",
+        keys["rita"],
+        workspace=ws,
+    )
     assert refused.returncode == 3
 
 
 def test_a_record_outside_its_signers_validity_window_is_named(desk, sealdesk, tmp_path):
     ws, keys = desk
-    sealdesk("keys", "add", "--principal", "mallory", "--role", "reviewer", "--key",
-             f"{keys['mallory']}.pub", "--valid-before", "2026-01-01T00:00:00Z",
-             "--lead-key", keys["lena"], workspace=ws, check=True)
-    refused = sealdesk("decide", "--queue", "flagged_pairs", "--item", "item-0", "--decision",
-                       "accept", "--key", keys["mallory"], workspace=ws)
+    sealdesk(
+        "keys",
+        "add",
+        "--principal",
+        "mallory",
+        "--role",
+        "reviewer",
+        "--key",
+        f"{keys['mallory']}.pub",
+        "--valid-before",
+        "2026-01-01T00:00:00Z",
+        "--lead-key",
+        keys["lena"],
+        workspace=ws,
+        check=True,
+    )
+    refused = sealdesk(
+        "decide",
+        "--queue",
+        "flagged_pairs",
+        "--item",
+        "item-0",
+        "--decision",
+        "accept",
+        "--key",
+        keys["mallory"],
+        workspace=ws,
+    )
     assert refused.returncode == 3 and "may not sign in any role now" in refused.stderr
-    seq = forge(ws, keys["mallory"], principal="mallory", role="reviewer",
-                queue="flagged_pairs", item_id="item-0", decision="accept")
+    seq = forge(
+        ws,
+        keys["mallory"],
+        principal="mallory",
+        role="reviewer",
+        queue="flagged_pairs",
+        item_id="item-0",
+        decision="accept",
+    )
     err = failure(sealdesk("verify", workspace=ws))
     assert f"record {seq}:" in err and "validity window" in err
 
@@ -186,25 +392,56 @@ def test_a_record_outside_its_signers_validity_window_is_named(desk, sealdesk, t
 def test_the_last_lead_key_cannot_be_revoked(desk, sealdesk):
     ws, keys = desk
     before = head(ws)
-    proc = sealdesk("keys", "revoke", "--principal", "lena", "--lead-key", keys["lena"],
-                    workspace=ws)
+    proc = sealdesk(
+        "keys", "revoke", "--principal", "lena", "--lead-key", keys["lena"], workspace=ws
+    )
     assert proc.returncode == 3 and "last lead key" in proc.stderr
     assert head(ws) == before
 
 
 def test_a_revoked_key_is_never_enrolled_again(desk, sealdesk):
     ws, keys = desk
-    sealdesk("keys", "revoke", "--principal", "rita", "--lead-key", keys["lena"], workspace=ws,
-             check=True)
-    proc = sealdesk("keys", "add", "--principal", "rita", "--role", "reviewer", "--key",
-                    f"{keys['rita']}.pub", "--lead-key", keys["lena"], workspace=ws)
+    sealdesk(
+        "keys",
+        "revoke",
+        "--principal",
+        "rita",
+        "--lead-key",
+        keys["lena"],
+        workspace=ws,
+        check=True,
+    )
+    proc = sealdesk(
+        "keys",
+        "add",
+        "--principal",
+        "rita",
+        "--role",
+        "reviewer",
+        "--key",
+        f"{keys['rita']}.pub",
+        "--lead-key",
+        keys["lena"],
+        workspace=ws,
+    )
     assert proc.returncode == 4 and "never enrolled again" in proc.stderr
 
 
 def test_one_key_signs_for_one_person(desk, sealdesk):
     ws, keys = desk
-    proc = sealdesk("keys", "add", "--principal", "ravi", "--role", "reviewer", "--key",
-                    f"{keys['rita']}.pub", "--lead-key", keys["lena"], workspace=ws)
+    proc = sealdesk(
+        "keys",
+        "add",
+        "--principal",
+        "ravi",
+        "--role",
+        "reviewer",
+        "--key",
+        f"{keys['rita']}.pub",
+        "--lead-key",
+        keys["lena"],
+        workspace=ws,
+    )
     assert proc.returncode == 4 and "already enrolled as rita" in proc.stderr
 
 
@@ -215,8 +452,7 @@ def rebuilt_by_mallory(ws: Path, mallory: Path, tmp_path: Path) -> None:
     from engine.workspace import Workspace
 
     with sqlite3.connect(ws / "sealdesk.db") as conn:
-        workspace_id = conn.execute("SELECT value FROM meta WHERE key='workspace_id'"
-                                    ).fetchone()[0]
+        workspace_id = conn.execute("SELECT value FROM meta WHERE key='workspace_id'").fetchone()[0]
     fake = tmp_path / "fake"
     other = Workspace.init(fake)
     other.conn.execute("UPDATE meta SET value=? WHERE key='workspace_id'", (workspace_id,))
@@ -231,21 +467,39 @@ def rebuilt_by_mallory(ws: Path, mallory: Path, tmp_path: Path) -> None:
 
 
 def test_an_insider_rebuilt_ledger_is_caught_by_the_anchor_and_the_checkpoint(
-        desk, sealdesk, tmp_path):
+    desk, sealdesk, tmp_path
+):
     ws, keys = desk
     laptop = tmp_path / "laptop"
     laptop.mkdir()
     anchor = laptop / "anchor"
     anchor.write_text(sealdesk("keys", "anchor", workspace=ws, check=True).stdout)
-    sealdesk("decide", "--queue", "flagged_pairs", "--item", "item-0", "--item", "item-1",
-             "--item", "item-2", "--decision", "accept", "--key", keys["rita"], workspace=ws,
-             check=True)
-    sealdesk("signoff", "--yes", "--with-exceptions", "--key", keys["lena"], workspace=ws,
-             check=True)
+    sealdesk(
+        "decide",
+        "--queue",
+        "flagged_pairs",
+        "--item",
+        "item-0",
+        "--item",
+        "item-1",
+        "--item",
+        "item-2",
+        "--decision",
+        "accept",
+        "--key",
+        keys["rita"],
+        workspace=ws,
+        check=True,
+    )
+    sealdesk(
+        "signoff", "--yes", "--with-exceptions", "--key", keys["lena"], workspace=ws, check=True
+    )
     checkpoint = laptop / "checkpoint.txt"
     sealdesk("checkpoint", "export", "--out", checkpoint, workspace=ws, check=True)
-    assert sealdesk("verify", "--anchor", anchor, "--checkpoint", checkpoint,
-                    workspace=ws).returncode == 0
+    assert (
+        sealdesk("verify", "--anchor", anchor, "--checkpoint", checkpoint, workspace=ws).returncode
+        == 0
+    )
 
     rebuilt_by_mallory(ws, keys["mallory"], tmp_path)
     # On its own the rebuilt ledger is consistent: nothing inside it can tell.
@@ -261,34 +515,65 @@ def test_a_sign_off_binds_the_signer_set_and_the_summary_shows_it(desk, sealdesk
     summary = sealdesk("signoff", "--summary-only", workspace=ws, check=True).stdout
     assert "Who may sign (from the ledger; anchor SHA256:" in summary
     assert "rita" in summary and "since #2" in summary
-    sealdesk("signoff", "--yes", "--with-exceptions", "--key", keys["lena"], workspace=ws,
-             check=True)
+    sealdesk(
+        "signoff", "--yes", "--with-exceptions", "--key", keys["lena"], workspace=ws, check=True
+    )
     with sqlite3.connect(ws / "sealdesk.db") as conn:
-        body = json.loads(conn.execute("SELECT message FROM records WHERE kind='signoff'"
-                                       ).fetchone()[0])
+        body = json.loads(
+            conn.execute("SELECT message FROM records WHERE kind='signoff'").fetchone()[0]
+        )
     bound = body["data"]["authority"]
     assert [s["principal"] for s in bound["signers"]] == ["lena", "rita"]
     assert bound["anchor"] == [FileSigner(keys["lena"]).public_key.fingerprint]
 
 
 def test_a_grant_begun_and_ended_within_one_second_still_gives_a_line_ssh_keygen_takes(
-        keygen, tmp_path):
+    keygen, tmp_path
+):
     from engine.ledger.authority import Authority, Grant, allowed_signers_line
 
     key = keygen("brief")
     signer = FileSigner(key)
-    grant = Grant("brief", signer.public_key, ("reviewer",), "", "~", 3, 5, 2,
-                  "2026-12-01T10:00:00.100000Z", 4, "2026-12-01T10:00:00.900000Z", "revoked")
+    grant = Grant(
+        "brief",
+        signer.public_key,
+        ("reviewer",),
+        "",
+        "~",
+        3,
+        5,
+        2,
+        "2026-12-01T10:00:00.100000Z",
+        4,
+        "2026-12-01T10:00:00.900000Z",
+        "revoked",
+    )
     line = allowed_signers_line(Authority(grants=[grant]), grant)
     allowed = tmp_path / "allowed"
     allowed.write_text(line)
     message = tmp_path / "msg"
     message.write_bytes(b"a record signed within that second")
-    (tmp_path / "msg.sig").write_text(sshsig.armor(signer.sign(message.read_bytes(),
-                                                               "reviewer@sealdesk")))
+    (tmp_path / "msg.sig").write_text(
+        sshsig.armor(signer.sign(message.read_bytes(), "reviewer@sealdesk"))
+    )
     with open(message, "rb") as stdin:
-        proc = subprocess.run(["ssh-keygen", "-Y", "verify", "-f", str(allowed), "-I", "brief",
-                               "-n", "reviewer@sealdesk", "-Overify-time=20261201100000Z",
-                               "-s", str(tmp_path / "msg.sig")], stdin=stdin,
-                              capture_output=True, text=True)
+        proc = subprocess.run(
+            [
+                "ssh-keygen",
+                "-Y",
+                "verify",
+                "-f",
+                str(allowed),
+                "-I",
+                "brief",
+                "-n",
+                "reviewer@sealdesk",
+                "-Overify-time=20261201100000Z",
+                "-s",
+                str(tmp_path / "msg.sig"),
+            ],
+            stdin=stdin,
+            capture_output=True,
+            text=True,
+        )
     assert proc.returncode == 0, (line, proc.stderr)

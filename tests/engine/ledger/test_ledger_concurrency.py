@@ -33,14 +33,22 @@ def test_four_processes_appending_500_each_make_one_unbroken_chain_of_2000(works
     workspace.ingest(make_items(50))
     base = workspace.head()[0]  # the genesis and rita's enrolment
     key = workspace.root.parent / "keys" / "rita"
-    procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(workspace.root), str(key),
-                               str(w), "500"]) for w in range(4)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(workspace.root), str(key), str(w), "500"]
+        )
+        for w in range(4)
+    ]
     assert [p.wait(timeout=600) for p in procs] == [0, 0, 0, 0]
     report = verify_workspace(workspace)
     assert report.ok, report.first
     assert report.records == base + 2000
-    notes = {row[0] for row in workspace.conn.execute(
-        "SELECT json_extract(message, '$.note') FROM records WHERE kind = 'decision'")}
+    notes = {
+        row[0]
+        for row in workspace.conn.execute(
+            "SELECT json_extract(message, '$.note') FROM records WHERE kind = 'decision'"
+        )
+    }
     assert len(notes) == 2000  # every single append landed exactly once
 
 
@@ -65,8 +73,16 @@ def test_writer_killed_mid_append_leaves_a_verifying_ledger(workspace, enrol, tm
     workspace.ingest(make_items(5))
     decided = workspace.decide(rita, "flagged_pairs", "item-0", "accept")
     marker = tmp_path / "inside"
-    proc = subprocess.Popen([sys.executable, "-c", PAUSING_WRITER, str(workspace.root),
-                             str(workspace.root.parent / "keys" / "rita"), str(marker)])
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            PAUSING_WRITER,
+            str(workspace.root),
+            str(workspace.root.parent / "keys" / "rita"),
+            str(marker),
+        ]
+    )
     deadline = time.monotonic() + 60
     while not marker.exists():
         assert proc.poll() is None, "writer exited before reaching the insert"

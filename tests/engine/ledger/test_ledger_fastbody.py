@@ -13,12 +13,21 @@ from engine.ledger.records import BODY_FIELDS, parse_time
 from engine.ledger.verify import _read_body
 
 TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=12)
-ODD = st.one_of(st.none(), st.booleans(), st.integers(), TEXT,
-                st.floats(allow_nan=False, allow_infinity=False),
-                st.dictionaries(TEXT, st.integers(), max_size=2))
+ODD = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    TEXT,
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.dictionaries(TEXT, st.integers(), max_size=2),
+)
 # Text that needs no escape in canonical JSON (the fast reader's strings).
-PLAIN = st.text(alphabet=st.characters(blacklist_categories=("Cs",), min_codepoint=0x20,
-                                       blacklist_characters='"\\'), max_size=8)
+PLAIN = st.text(
+    alphabet=st.characters(
+        blacklist_categories=("Cs",), min_codepoint=0x20, blacklist_characters='"\\'
+    ),
+    max_size=8,
+)
 TIME = st.one_of(
     st.datetimes().map(lambda d: d.strftime("%Y-%m-%dT%H:%M:%S.%fZ")),
     st.from_regex(r"\A[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z\Z"),
@@ -42,7 +51,8 @@ def typed(body: dict) -> list:
 
 
 GOOD = {
-    "v": st.just(1), "seq": st.integers(min_value=0),
+    "v": st.just(1),
+    "seq": st.integers(min_value=0),
     "time": st.datetimes().map(lambda d: d.strftime("%Y-%m-%dT%H:%M:%S.%fZ")),
     "data": st.none(),
     **{name: PLAIN for name in ("workspace", "prev", "kind", "principal", "role", "key")},
@@ -87,26 +97,42 @@ def test_fast_reader_accepts_only_what_the_general_path_accepts(body):
 
 
 COMMON = {
-    "data": None, "decision": "accept", "item_id": "item-7", "item_sha256": "ab" * 32,
-    "key": "SHA256:xyz", "kind": "decision", "note": "looks \u00e9 fine", "prev": "0" * 64,
-    "principal": "rita", "queue": "flagged_pairs", "retracts": None, "role": "reviewer",
-    "run_sha256": "cd" * 32, "seq": 12, "time": "2026-11-30T10:00:00.000001Z", "v": 1,
+    "data": None,
+    "decision": "accept",
+    "item_id": "item-7",
+    "item_sha256": "ab" * 32,
+    "key": "SHA256:xyz",
+    "kind": "decision",
+    "note": "looks \u00e9 fine",
+    "prev": "0" * 64,
+    "principal": "rita",
+    "queue": "flagged_pairs",
+    "retracts": None,
+    "role": "reviewer",
+    "run_sha256": "cd" * 32,
+    "seq": 12,
+    "time": "2026-11-30T10:00:00.000001Z",
+    "v": 1,
     "workspace": "ws-1",
 }
 
 
 @settings(max_examples=3000, deadline=None)
-@given(st.integers(min_value=0), st.integers(min_value=0, max_value=6),
-       st.text(max_size=4), st.sampled_from(["insert", "delete", "replace"]))
+@given(
+    st.integers(min_value=0),
+    st.integers(min_value=0, max_value=6),
+    st.text(max_size=4),
+    st.sampled_from(["insert", "delete", "replace"]),
+)
 def test_edited_bytes_never_slip_through_the_fast_reader(where, span, text, how):
     message = canonical_json(COMMON).decode("utf-8")
     at = where % (len(message) + 1)
     if how == "insert":
         edited = message[:at] + text + message[at:]
     elif how == "delete":
-        edited = message[:at] + message[at + span:]
+        edited = message[:at] + message[at + span :]
     else:
-        edited = message[:at] + text + message[at + len(text):]
+        edited = message[:at] + text + message[at + len(text) :]
     try:
         edited.encode("utf-8")
     except UnicodeEncodeError:
@@ -123,23 +149,32 @@ def test_shapes_the_fast_reader_leaves_to_the_general_path():
     def variant(**changes) -> str:
         return canonical_json({**COMMON, **changes}).decode("utf-8")
 
-    assert read_common_body(variant(note='say "hi"')) is None            # an escape
-    assert read_common_body(variant(note="tab\there")) is None            # a control char
-    assert read_common_body(variant(data={"tree": 1})) is None             # sign-off data
-    assert read_common_body(variant(seq=True)) is None                     # a boolean
-    assert read_common_body(variant(seq=10 ** 30)) is None                 # a long integer
+    assert read_common_body(variant(note='say "hi"')) is None  # an escape
+    assert read_common_body(variant(note="tab\there")) is None  # a control char
+    assert read_common_body(variant(data={"tree": 1})) is None  # sign-off data
+    assert read_common_body(variant(seq=True)) is None  # a boolean
+    assert read_common_body(variant(seq=10**30)) is None  # a long integer
     assert read_common_body(variant(time="2026-02-30T10:00:00.000001Z")) is None  # no such day
     assert read_common_body(variant(time="2026-11-30T24:00:00.000001Z")) is None  # no such hour
-    assert read_common_body(json.dumps(COMMON, sort_keys=True)) is None    # spaces
+    assert read_common_body(json.dumps(COMMON, sort_keys=True)) is None  # spaces
     # ...and the general path still refuses each ill-typed or non-canonical one.
-    for bad in (variant(seq=True), variant(time="2026-02-30T10:00:00.000001Z"),
-                json.dumps(COMMON, sort_keys=True)):
+    for bad in (
+        variant(seq=True),
+        variant(time="2026-02-30T10:00:00.000001Z"),
+        json.dumps(COMMON, sort_keys=True),
+    ):
         assert _read_body(bad, bad.encode())[1] is not None
 
 
 @settings(max_examples=2000, deadline=None)
-@given(st.integers(0, 9999), st.integers(0, 13), st.integers(0, 32), st.integers(0, 25),
-       st.integers(0, 61), st.integers(0, 61))
+@given(
+    st.integers(0, 9999),
+    st.integers(0, 13),
+    st.integers(0, 32),
+    st.integers(0, 25),
+    st.integers(0, 61),
+    st.integers(0, 61),
+)
 def test_fast_reader_takes_a_time_exactly_when_parse_time_does(y, mo, d, h, mi, s):
     time = f"{y:04d}-{mo:02d}-{d:02d}T{h:02d}:{mi:02d}:{s:02d}.000000Z"
     message = canonical_json({**COMMON, "time": time}).decode("utf-8")

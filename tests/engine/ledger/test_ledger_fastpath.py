@@ -42,20 +42,31 @@ def desk(workspace, enrol):
     """Real signed rows of every kind the fast path takes, by two signers in three roles."""
     rita = enrol("rita", "reviewer", "lead")
     ada = enrol("ada", "adjudicator")
-    workspace.ingest(make_items(2, queue="weak_categories") + make_items(2, queue="flagged_pairs")
-                     + make_items(1, queue="adjudication"))
+    workspace.ingest(
+        make_items(2, queue="weak_categories")
+        + make_items(2, queue="flagged_pairs")
+        + make_items(1, queue="adjudication")
+    )
     first = workspace.decide(rita, "weak_categories", "item-0", "accept", role="reviewer")
     workspace.decide(rita, "weak_categories", "item-1", "reject", role="lead")
     workspace.decide(rita, "flagged_pairs", "item-0", "skip", role="reviewer")
     workspace.decide(ada, "adjudication", "item-0", "accept", role="adjudicator")
     workspace.note(rita, "flagged_pairs", "item-1", "looked at it", role="reviewer")
-    workspace.retract(rita, "weak_categories", "item-0", record_hash=first.record_hash,
-                      role="reviewer")
-    ctx = load_context(workspace.conn, workspace.db_path, workspace.workspace_id,
-                       signer_policy(workspace.conn, workspace.allowed_signers_path))
+    workspace.retract(
+        rita, "weak_categories", "item-0", record_hash=first.record_hash, role="reviewer"
+    )
+    ctx = load_context(
+        workspace.conn,
+        workspace.db_path,
+        workspace.workspace_id,
+        signer_policy(workspace.conn, workspace.allowed_signers_path),
+    )
     # The genesis and enrol records carry data: they always take the general path.
-    rows = [row for row in workspace.conn.execute(_ROW_SQL, (1, 99)).fetchall()
-            if row[_KIND_COLUMN] not in AUTHORITY_KINDS]
+    rows = [
+        row
+        for row in workspace.conn.execute(_ROW_SQL, (1, 99)).fetchall()
+        if row[_KIND_COLUMN] not in AUTHORITY_KINDS
+    ]
     return ctx, rows
 
 
@@ -93,8 +104,9 @@ def warmed(ctx, rows) -> RecordChecker:
     """A checker that has seen each signer's first signature, as it has in a verify."""
     checker = RecordChecker(ctx)
     for good in rows:
-        checker._verifier.prepare(sshsig.dearmor(good[4]), good[3].encode(),
-                                  json.loads(good[3])["role"] + "@sealdesk")
+        checker._verifier.prepare(
+            sshsig.dearmor(good[4]), good[3].encode(), json.loads(good[3])["role"] + "@sealdesk"
+        )
     return checker
 
 
@@ -104,7 +116,11 @@ BROKEN = [
     (0, [("column", "record_hash", "0" * 64)], "record hash does not match"),
     (0, [("signed", "v", 2)], "version-1"),
     (0, [("column", "seq", 9)], "signed as seq 4"),  # after the genesis and two enrolments
-    (0, [("column", "seq", "1")], "stored at seq 1 but signed"),  # text, as a rebuilt table may hold
+    (
+        0,
+        [("column", "seq", "1")],
+        "stored at seq 1 but signed",
+    ),  # text, as a rebuilt table may hold
     (0, [("column", "prev_hash", "1" * 64)], "previous-hash column"),
     (0, [("column", "decision", "reject")], "column 'decision' was edited"),
     (0, [("signed", "workspace", "elsewhere")], "another workspace"),
@@ -130,8 +146,9 @@ BROKEN = [
 ]
 
 
-@pytest.mark.parametrize("index, changes, reason", BROKEN,
-                         ids=[f"{i}-{c[0][1]}-{c[0][2]}" for i, c, _ in BROKEN])
+@pytest.mark.parametrize(
+    "index, changes, reason", BROKEN, ids=[f"{i}-{c[0][1]}-{c[0][2]}" for i, c, _ in BROKEN]
+)
 def test_each_rule_of_the_fast_path_hands_a_broken_row_on(desk, index, changes, reason):
     ctx, rows = desk
     row, row_ctx = edited(rows, ctx, index, changes)
@@ -141,8 +158,10 @@ def test_each_rule_of_the_fast_path_hands_a_broken_row_on(desk, index, changes, 
     assert named is not None and reason in named, named
 
 
-PLAIN = st.text(alphabet=st.characters(min_codepoint=0x20, max_codepoint=0x7e,
-                                       blacklist_characters='"\\'), max_size=6)
+PLAIN = st.text(
+    alphabet=st.characters(min_codepoint=0x20, max_codepoint=0x7E, blacklist_characters='"\\'),
+    max_size=6,
+)
 
 
 @st.composite
@@ -152,19 +171,38 @@ def edits(draw, rows):
     seen = {name: sorted({json.dumps(b[name]) for b in bodies}) for name in BODY_FIELDS}
     out = []
     for _ in range(draw(st.integers(1, 3))):
-        how = draw(st.sampled_from(["signed", "signed", "signed", "unsynced", "column",
-                                    "signature", "item"]))
+        how = draw(
+            st.sampled_from(
+                ["signed", "signed", "signed", "unsynced", "column", "signature", "item"]
+            )
+        )
         if how in ("signed", "unsynced"):
             name = draw(st.sampled_from(sorted(BODY_FIELDS)))
-            value = draw(st.one_of(
-                st.sampled_from(seen[name]).map(json.loads), st.none(), PLAIN,
-                st.integers(-1, 9), st.booleans(), st.just(""), st.just("lead"),
-                st.just("signoff"), st.just("adjudication")))
+            value = draw(
+                st.one_of(
+                    st.sampled_from(seen[name]).map(json.loads),
+                    st.none(),
+                    PLAIN,
+                    st.integers(-1, 9),
+                    st.booleans(),
+                    st.just(""),
+                    st.just("lead"),
+                    st.just("signoff"),
+                    st.just("adjudication"),
+                )
+            )
             out.append((how, name, value))
         elif how == "column":
             column = draw(st.sampled_from(("seq", "record_hash", "prev_hash", *_COLUMNS)))
-            out.append((how, column, draw(st.one_of(st.none(), PLAIN, st.integers(0, 9),
-                                                    st.integers(0, 9).map(str)))))
+            out.append(
+                (
+                    how,
+                    column,
+                    draw(
+                        st.one_of(st.none(), PLAIN, st.integers(0, 9), st.integers(0, 9).map(str))
+                    ),
+                )
+            )
         elif how == "signature":
             out.append((how, draw(st.integers(0, len(rows) - 1)), None))
         else:
@@ -195,13 +233,19 @@ def edited(rows, ctx, index: int, changes):
             key = (body.get("queue"), body.get("item_id"))
             if key in items:
                 sha, run, _ = items[key]
-                items[key] = [(sha, run, "item payload edited"), ("0" * 64, run, None),
-                              (sha, "1" * 64, None)][what]
+                items[key] = [
+                    (sha, run, "item payload edited"),
+                    ("0" * 64, run, None),
+                    (sha, "1" * 64, None),
+                ][what]
     return tuple(row[name] for name in names), dataclasses.replace(ctx, items=items)
 
 
-@settings(max_examples=400, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=400,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(data=st.data())
 def test_the_fast_path_never_passes_a_row_the_general_path_refuses(desk, data):
     ctx, rows = desk
@@ -214,4 +258,3 @@ def test_the_fast_path_never_passes_a_row_the_general_path_refuses(desk, data):
         assert fast[0] is None and fast[3] is None
         assert fast[1] == _body_facts(body)
         assert same_deferred(fast[2], deferred)
-

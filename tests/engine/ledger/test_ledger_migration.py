@@ -36,19 +36,40 @@ def digest(ws: Path) -> str:
     return hashlib.sha256((ws / "sealdesk.db").read_bytes()).hexdigest()
 
 
-@pytest.mark.parametrize("command", [
-    ["decide", "--queue", "flagged_pairs", "--item", "fl-0", "--decision", "reject", "--key",
-     "{keys}/rita"],
-    ["keys", "add", "--principal", "eve", "--role", "lead", "--key", "{keys}/rita.pub",
-     "--lead-key", "{keys}/lena"],
-    ["signoff", "--yes", "--key", "{keys}/lena"],
-    ["undo", "--queue", "flagged_pairs", "--item", "fl-0", "--key", "{keys}/rita"],
-    ["init", "--lead", "lena", "--key", "{keys}/lena"],
-    ["ingest", "{keys}/../new-items.jsonl"],
-    ["exam", "queue", "--run-id", "none"],
-])
-def test_every_writing_command_is_refused_with_the_command_that_migrates(v1, sealdesk,
-                                                                         command):
+@pytest.mark.parametrize(
+    "command",
+    [
+        [
+            "decide",
+            "--queue",
+            "flagged_pairs",
+            "--item",
+            "fl-0",
+            "--decision",
+            "reject",
+            "--key",
+            "{keys}/rita",
+        ],
+        [
+            "keys",
+            "add",
+            "--principal",
+            "eve",
+            "--role",
+            "lead",
+            "--key",
+            "{keys}/rita.pub",
+            "--lead-key",
+            "{keys}/lena",
+        ],
+        ["signoff", "--yes", "--key", "{keys}/lena"],
+        ["undo", "--queue", "flagged_pairs", "--item", "fl-0", "--key", "{keys}/rita"],
+        ["init", "--lead", "lena", "--key", "{keys}/lena"],
+        ["ingest", "{keys}/../new-items.jsonl"],
+        ["exam", "queue", "--run-id", "none"],
+    ],
+)
+def test_every_writing_command_is_refused_with_the_command_that_migrates(v1, sealdesk, command):
     ws, keys = v1
     before = digest(ws)
     proc = sealdesk(*[part.format(keys=keys) for part in command], workspace=ws)
@@ -74,21 +95,35 @@ def test_migration_by_a_lead_keeps_every_record_valid(v1, sealdesk, tmp_path):
     refused = sealdesk("keys", "migrate", "--lead-key", keys / "rita", workspace=ws)
     assert refused.returncode == 3 and "not a lead" in refused.stderr
 
-    out = sealdesk("keys", "migrate", "--lead-key", keys / "lena", workspace=ws,
-                   check=True).stdout
+    out = sealdesk("keys", "migrate", "--lead-key", keys / "lena", workspace=ws, check=True).stdout
     assert "#11 genesis" in out and "adopting its 10 record(s)" in out
     assert [line.split()[0] for line in out.splitlines() if line.startswith("  ")] == [
-        "rita", "adam", "lena"]  # bob's ssh-rsa line authorises nothing here
-    verified = sealdesk("verify", "--checkpoint", V1 / "checkpoint.txt", workspace=ws,
-                        check=True).stdout
+        "rita",
+        "adam",
+        "lena",
+    ]  # bob's ssh-rsa line authorises nothing here
+    verified = sealdesk(
+        "verify", "--checkpoint", V1 / "checkpoint.txt", workspace=ws, check=True
+    ).stdout
     assert "ok: 11 record(s)" in verified and "rita 6" in verified
     anchor = tmp_path / "anchor"
     anchor.write_text(f'lena namespaces="lead@sealdesk" {(keys / "lena.pub").read_text()}')
     sealdesk("verify", "--anchor", anchor, workspace=ws, check=True)
 
     # From now on the ledger decides: rita signs, and a lead enrols with a record.
-    sealdesk("decide", "--queue", "flagged_pairs", "--item", "fl-0", "--decision", "reject",
-             "--key", keys / "rita", workspace=ws, check=True)
+    sealdesk(
+        "decide",
+        "--queue",
+        "flagged_pairs",
+        "--item",
+        "fl-0",
+        "--decision",
+        "reject",
+        "--key",
+        keys / "rita",
+        workspace=ws,
+        check=True,
+    )
     generated = (ws / "trust" / "allowed_signers").read_text()
     assert "generated from the ledger" in generated and "ssh-rsa" not in generated
     again = sealdesk("keys", "migrate", "--lead-key", keys / "lena", workspace=ws)
@@ -96,8 +131,7 @@ def test_migration_by_a_lead_keeps_every_record_valid(v1, sealdesk, tmp_path):
     sealdesk("verify", workspace=ws, check=True)
 
 
-def test_old_records_still_verify_with_ssh_keygen_and_the_generated_file(v1, sealdesk,
-                                                                          tmp_path):
+def test_old_records_still_verify_with_ssh_keygen_and_the_generated_file(v1, sealdesk, tmp_path):
     ws, keys = v1
     sealdesk("keys", "migrate", "--lead-key", keys / "lena", workspace=ws, check=True)
     out = tmp_path / "records.jsonl"
@@ -107,10 +141,24 @@ def test_old_records_still_verify_with_ssh_keygen_and_the_generated_file(v1, sea
         (tmp_path / "msg.sig").write_text(line["signature"])
         with open(tmp_path / "msg", "rb") as stdin:
             proc = subprocess.run(
-                ["ssh-keygen", "-Y", "verify", "-f", str(ws / "trust" / "allowed_signers"),
-                 "-I", line["principal"], "-n", line["namespace"],
-                 f"-Overify-time={line['verify_time']}", "-s", str(tmp_path / "msg.sig")],
-                stdin=stdin, capture_output=True, text=True)
+                [
+                    "ssh-keygen",
+                    "-Y",
+                    "verify",
+                    "-f",
+                    str(ws / "trust" / "allowed_signers"),
+                    "-I",
+                    line["principal"],
+                    "-n",
+                    line["namespace"],
+                    f"-Overify-time={line['verify_time']}",
+                    "-s",
+                    str(tmp_path / "msg.sig"),
+                ],
+                stdin=stdin,
+                capture_output=True,
+                text=True,
+            )
         assert proc.returncode == 0, (line["seq"], proc.stderr)
 
 

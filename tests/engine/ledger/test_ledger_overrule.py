@@ -22,7 +22,7 @@ from engine.roles import namespace_for
 from tests.support.backlog import make_items
 
 WEAK = "weak_categories"  # a reviewer or a lead may decide its items
-PAIRS = "flagged_pairs"   # reviewers only
+PAIRS = "flagged_pairs"  # reviewers only
 # The desk's ledger: the genesis and three enrolments; decisions start at B + 1.
 B = 4
 
@@ -31,8 +31,12 @@ B = 4
 def desk(workspace, enrol):
     """rita and ravi (reviewers), lena (lead); four items in each of two queues."""
     workspace.ingest(make_items(4, queue=WEAK) + make_items(4, queue=PAIRS))
-    people = (workspace, enrol("rita", "reviewer"), enrol("ravi", "reviewer"),
-              enrol("lena", "lead"))
+    people = (
+        workspace,
+        enrol("rita", "reviewer"),
+        enrol("ravi", "reviewer"),
+        enrol("lena", "lead"),
+    )
     assert workspace.head()[0] == B
     return people
 
@@ -47,55 +51,105 @@ def count(ws) -> int:
 
 
 def body_of(ws, seq: int) -> dict:
-    return strict_loads(ws.conn.execute("SELECT message FROM records WHERE seq=?",
-                                        (seq,)).fetchone()[0])
+    return strict_loads(
+        ws.conn.execute("SELECT message FROM records WHERE seq=?", (seq,)).fetchone()[0]
+    )
 
 
 def faults(ws, processes: int = 1) -> list[tuple[int, str]]:
     return sorted((f.seq, f.reason) for f in verify_workspace(ws, processes=processes).faults)
 
 
-def forged(ws, signer, principal: str, role: str, queue: str, item_id: str, decision: str,
-           data=None):
+def forged(
+    ws, signer, principal: str, role: str, queue: str, item_id: str, decision: str, data=None
+):
     """Appends a decision signed with a real enrolled key through the store's own append,
     past every rule ``Workspace.decide`` applies (as a holder of that key could)."""
-    return store.append(ws.db, signer, workspace_id=ws.workspace_id, principal=principal,
-                        role=role, kind="decision", queue=queue, item_id=item_id,
-                        decision=decision, data=data,
-                        check=lambda conn: ws._item_binding(conn, queue, item_id))
+    return store.append(
+        ws.db,
+        signer,
+        workspace_id=ws.workspace_id,
+        principal=principal,
+        role=role,
+        kind="decision",
+        queue=queue,
+        item_id=item_id,
+        decision=decision,
+        data=data,
+        check=lambda conn: ws._item_binding(conn, queue, item_id),
+    )
 
 
-def inserted(ws, signer, principal: str, role: str, queue: str, item_id: str,
-             decision: str) -> int:
+def inserted(ws, signer, principal: str, role: str, queue: str, item_id: str, decision: str) -> int:
     """Builds a decision's body, signs it with a real enrolled key and INSERTs the row on
     a raw connection: no sealdesk append code runs at all. Gives its seq."""
     conn = sqlite3.connect(ws.db_path, isolation_level=None)
     try:
         seq, prev = conn.execute(
-            "SELECT seq, record_hash FROM records ORDER BY seq DESC LIMIT 1").fetchone()
+            "SELECT seq, record_hash FROM records ORDER BY seq DESC LIMIT 1"
+        ).fetchone()
         item_sha, run_sha = conn.execute(
             "SELECT item_sha256, runs.manifest_sha256 FROM items JOIN runs USING (run_id) "
-            "WHERE items.queue=? AND item_id=?", (queue, item_id)).fetchone()
-        body = make_body(workspace=ws.workspace_id, seq=seq + 1, prev=prev, kind="decision",
-                         principal=principal, role=role, key=signer.public_key.fingerprint,
-                         time=utc_now(), queue=queue, item_id=item_id, item_sha256=item_sha,
-                         run_sha256=run_sha, decision=decision)
+            "WHERE items.queue=? AND item_id=?",
+            (queue, item_id),
+        ).fetchone()
+        body = make_body(
+            workspace=ws.workspace_id,
+            seq=seq + 1,
+            prev=prev,
+            kind="decision",
+            principal=principal,
+            role=role,
+            key=signer.public_key.fingerprint,
+            time=utc_now(),
+            queue=queue,
+            item_id=item_id,
+            item_sha256=item_sha,
+            run_sha256=run_sha,
+            decision=decision,
+        )
         message, record_hash = encode_body(body)
         signature = sshsig.armor(signer.sign(message, namespace_for(role)))
         conn.execute(
             "INSERT INTO records (seq, record_hash, prev_hash, kind, queue, item_id, "
             "item_sha256, decision, principal, role, retracts, time, message, signature) "
             "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            (seq + 1, record_hash, prev, "decision", queue, item_id, item_sha, decision,
-             principal, role, None, body["time"], message.decode("utf-8"), signature))
+            (
+                seq + 1,
+                record_hash,
+                prev,
+                "decision",
+                queue,
+                item_id,
+                item_sha,
+                decision,
+                principal,
+                role,
+                None,
+                body["time"],
+                message.decode("utf-8"),
+                signature,
+            ),
+        )
     finally:
         conn.close()
     return seq + 1
 
 
 def decide_cli(sealdesk, ws, signer, queue: str, item_id: str, decision: str, *extra: str):
-    return sealdesk("decide", "--queue", queue, "--item", item_id, "--decision", decision,
-                    "--key", signer.path, *extra, workspace=ws.root)
+    return sealdesk(
+        "decide",
+        "--queue",
+        queue,
+        "--item",
+        item_id,
+        "--decision",
+        decision,
+        "--key",
+        signer.path,
+        *extra,
+        workspace=ws.root,
+    )
 
 
 def one_line_error(proc) -> str:
@@ -106,26 +160,32 @@ def one_line_error(proc) -> str:
 
 # -- ranks: a reviewer never replaces a lead's decision ------------------------------
 
+
 @pytest.mark.parametrize("flag", [(), ("--overrule",)], ids=["plain", "overrule"])
 def test_a_reviewer_cannot_replace_the_leads_evidence_approval(desk, sealdesk, flag):
     ws, rita, _, lena = desk
     approved = decide_cli(sealdesk, ws, lena, WEAK, "item-0", "accept", "--role", "lead")
     assert approved.returncode == 0, approved.stderr
     proc = decide_cli(sealdesk, ws, rita, WEAK, "item-0", "reject", *flag)
-    assert proc.returncode == 3, proc.stderr   # PermissionRefused
+    assert proc.returncode == 3, proc.stderr  # PermissionRefused
     err = one_line_error(proc)
     assert f"accept by lena as lead (#{B + 1})" in err and "as reviewer may not" in err, err
     assert count(ws) == B + 1
     standing = ws.item(WEAK, "item-0")["decision"]
     assert (standing["decision"], standing["principal"], standing["role"]) == (
-        "accept", "lena", "lead")
+        "accept",
+        "lena",
+        "lead",
+    )
     assert verify_workspace(ws).ok
 
 
 # -- an explicit overrule by an equal (or higher) rank ----------------------------------
 
+
 def test_replacing_another_reviewers_decision_needs_overrule_and_names_what_it_replaces(
-        desk, sealdesk):
+    desk, sealdesk
+):
     ws, rita, ravi, _ = desk
     first = ws.decide(rita, PAIRS, "item-1", "reject")
     refused = decide_cli(sealdesk, ws, ravi, PAIRS, "item-1", "accept")
@@ -158,7 +218,7 @@ def test_a_lead_overrules_a_reviewer_explicitly_and_it_verifies(desk):
 def test_an_overrule_agreed_for_one_decision_is_refused_once_another_stands(desk):
     ws, rita, ravi, _ = desk
     shown = ws.decide(rita, PAIRS, "item-0", "accept")
-    ws.decide(rita, PAIRS, "item-0", "reject")        # rita changes it meanwhile
+    ws.decide(rita, PAIRS, "item-0", "reject")  # rita changes it meanwhile
     with pytest.raises(ConflictError, match="not the decision you chose to overrule"):
         ws.decide(ravi, PAIRS, "item-0", "skip", overrule=shown.record_hash)
     assert count(ws) == B + 2
@@ -168,7 +228,7 @@ def test_after_its_overrule_is_retracted_the_earlier_decision_must_be_overruled_
     ws, rita, ravi, _ = desk
     ws.decide(rita, PAIRS, "item-0", "accept")
     ws.decide(ravi, PAIRS, "item-0", "reject", overrule=True)
-    ws.retract(ravi, PAIRS, "item-0")                 # rita's accept stands again
+    ws.retract(ravi, PAIRS, "item-0")  # rita's accept stands again
     with pytest.raises(ConflictError, match="--overrule"):
         ws.decide(ravi, PAIRS, "item-0", "skip")
     again = ws.decide(ravi, PAIRS, "item-0", "skip", overrule=True)
@@ -182,8 +242,8 @@ def body_hash(ws, seq: int) -> str:
 
 # -- your own decision -----------------------------------------------------------------
 
-def test_the_same_decision_twice_signs_once_and_a_change_of_mind_needs_no_overrule(
-        desk, sealdesk):
+
+def test_the_same_decision_twice_signs_once_and_a_change_of_mind_needs_no_overrule(desk, sealdesk):
     ws, rita, _, _ = desk
     first = decide_cli(sealdesk, ws, rita, PAIRS, "item-3", "accept")
     assert first.returncode == 0, first.stderr
@@ -199,11 +259,14 @@ def test_the_same_decision_twice_signs_once_and_a_change_of_mind_needs_no_overru
 
 # -- a batch is one transaction -------------------------------------------------------------
 
+
 def tamper_payload(ws, queue: str, item_id: str) -> None:
     conn = sqlite3.connect(ws.db_path, isolation_level=None)
     conn.executescript("DROP TRIGGER items_no_update;")
-    conn.execute("UPDATE items SET payload = '{\"edited\":true}' WHERE queue=? AND item_id=?",
-                 (queue, item_id))
+    conn.execute(
+        "UPDATE items SET payload = '{\"edited\":true}' WHERE queue=? AND item_id=?",
+        (queue, item_id),
+    )
     conn.close()
 
 
@@ -215,81 +278,143 @@ def test_a_batch_with_one_refused_item_writes_nothing(desk, sealdesk, bad):
     else:
         tamper_payload(ws, PAIRS, "item-2")
     before = count(ws)
-    proc = sealdesk("decide", "--queue", PAIRS, "--item", "-", "--decision", "accept",
-                    "--key", rita.path, workspace=ws.root,
-                    input="item-0\nitem-1\nitem-2\nitem-3\n")
+    proc = sealdesk(
+        "decide",
+        "--queue",
+        PAIRS,
+        "--item",
+        "-",
+        "--decision",
+        "accept",
+        "--key",
+        rita.path,
+        workspace=ws.root,
+        input="item-0\nitem-1\nitem-2\nitem-3\n",
+    )
     assert proc.returncode != 0
     assert "item-2" in one_line_error(proc)
     assert count(ws) == before
     assert all(ws.item(PAIRS, f"item-{i}")["decision"] is None for i in (0, 1, 3))
     if bad == "decided by another":  # said explicitly, the whole batch is signed, one by one
-        proc = sealdesk("decide", "--queue", PAIRS, "--item", "-", "--decision", "accept",
-                        "--overrule", "--key", rita.path, workspace=ws.root,
-                        input="item-0\nitem-1\nitem-2\nitem-3\n")
+        proc = sealdesk(
+            "decide",
+            "--queue",
+            PAIRS,
+            "--item",
+            "-",
+            "--decision",
+            "accept",
+            "--overrule",
+            "--key",
+            rita.path,
+            workspace=ws.root,
+            input="item-0\nitem-1\nitem-2\nitem-3\n",
+        )
         assert proc.returncode == 0, proc.stderr
         assert [line.split()[0] for line in proc.stdout.splitlines()] == [
-            f"#{B + n}" for n in (2, 3, 4, 5)]
+            f"#{B + n}" for n in (2, 3, 4, 5)
+        ]
         assert "(overrules reject by ravi" in proc.stdout.splitlines()[2]
         assert faults(ws) == []
 
 
 # -- verify: forged overrules ---------------------------------------------------------------
 
+
 @pytest.mark.parametrize("processes", [1, 2])
 def test_a_forged_silent_overrule_is_faulted(desk, processes):
     ws, rita, ravi, _ = desk
-    ws.decide(rita, PAIRS, "item-0", "reject")                    # seq B + 1
+    ws.decide(rita, PAIRS, "item-0", "reject")  # seq B + 1
     forged(ws, ravi, "ravi", "reviewer", PAIRS, "item-0", "accept")  # B + 2: no overrules
     assert faults(ws, processes) == [
-        (B + 2, f"replaces rita's standing decision (record {B + 1}) without naming it in "
-            "'overrules': a silent overrule")]
+        (
+            B + 2,
+            f"replaces rita's standing decision (record {B + 1}) without naming it in "
+            "'overrules': a silent overrule",
+        )
+    ]
 
 
 def test_a_reviewer_record_inserted_over_a_leads_approval_is_faulted(desk):
     ws, rita, _, lena = desk
-    ws.decide(lena, WEAK, "item-0", "accept", role="lead")       # seq B + 1: the approval
+    ws.decide(lena, WEAK, "item-0", "accept", role="lead")  # seq B + 1: the approval
     seq = inserted(ws, rita, "rita", "reviewer", WEAK, "item-0", "reject")
     assert ws.item(WEAK, "item-0")["decision"]["decision"] == "reject"  # it would stand
     assert faults(ws) == [
-        (seq, f"replaces the decision lena made as lead (record {B + 1}) from the lower role "
-              "reviewer")]
+        (
+            seq,
+            f"replaces the decision lena made as lead (record {B + 1}) from the lower role "
+            "reviewer",
+        )
+    ]
 
 
 def test_an_overrule_of_a_higher_role_is_faulted_even_when_it_names_it(desk):
     ws, rita, _, lena = desk
     approval = ws.decide(lena, WEAK, "item-1", "accept", role="lead")
-    forged(ws, rita, "rita", "reviewer", WEAK, "item-1", "reject",
-           data={"overrules": approval.record_hash})
+    forged(
+        ws,
+        rita,
+        "rita",
+        "reviewer",
+        WEAK,
+        "item-1",
+        "reject",
+        data={"overrules": approval.record_hash},
+    )
     assert faults(ws) == [
-        (B + 2, f"replaces the decision lena made as lead (record {B + 1}) from the lower role "
-            "reviewer")]
+        (
+            B + 2,
+            f"replaces the decision lena made as lead (record {B + 1}) from the lower role "
+            "reviewer",
+        )
+    ]
 
 
 def test_an_overrule_naming_a_record_that_does_not_stand_is_faulted(desk):
     ws, rita, ravi, _ = desk
-    old = ws.decide(rita, PAIRS, "item-0", "accept")            # seq B + 1
-    ws.decide(rita, PAIRS, "item-0", "reject")                  # B + 2: now standing
-    forged(ws, ravi, "ravi", "reviewer", PAIRS, "item-0", "skip",
-           data={"overrules": old.record_hash})                 # B + 3: names B + 1
-    ws.decide(rita, PAIRS, "item-1", "accept")                  # B + 4
-    forged(ws, rita, "rita", "reviewer", PAIRS, "item-1", "reject",
-           data={"overrules": body_hash(ws, B + 4)})            # B + 5: its own decision
-    forged(ws, ravi, "ravi", "reviewer", PAIRS, "item-2", "reject",
-           data={"overrules": old.record_hash})                 # B + 6: nothing stands
+    old = ws.decide(rita, PAIRS, "item-0", "accept")  # seq B + 1
+    ws.decide(rita, PAIRS, "item-0", "reject")  # B + 2: now standing
+    forged(
+        ws, ravi, "ravi", "reviewer", PAIRS, "item-0", "skip", data={"overrules": old.record_hash}
+    )  # B + 3: names B + 1
+    ws.decide(rita, PAIRS, "item-1", "accept")  # B + 4
+    forged(
+        ws,
+        rita,
+        "rita",
+        "reviewer",
+        PAIRS,
+        "item-1",
+        "reject",
+        data={"overrules": body_hash(ws, B + 4)},
+    )  # B + 5: its own decision
+    forged(
+        ws, ravi, "ravi", "reviewer", PAIRS, "item-2", "reject", data={"overrules": old.record_hash}
+    )  # B + 6: nothing stands
     assert faults(ws) == [
-        (B + 3, f"overrules record {old.record_hash[:12]}…, which is not the standing "
-                f"decision (record {B + 2}, by rita)"),
-        (B + 5, f"overrules record {body_hash(ws, B + 4)[:12]}…, but the standing decision "
-                f"(record {B + 4}) is its own signer's"),
+        (
+            B + 3,
+            f"overrules record {old.record_hash[:12]}…, which is not the standing "
+            f"decision (record {B + 2}, by rita)",
+        ),
+        (
+            B + 5,
+            f"overrules record {body_hash(ws, B + 4)[:12]}…, but the standing decision "
+            f"(record {B + 4}) is its own signer's",
+        ),
         (B + 6, f"overrules record {old.record_hash[:12]}…, but no decision stood on the item"),
     ]
 
 
-@pytest.mark.parametrize("data, reason", [
-    ({"overrules": "nothex"}, "'data' is not {\"overrules\": <a record hash>}"),
-    ({"overrules": "ab" * 32, "also": 1}, "'data' is not {\"overrules\": <a record hash>}"),
-    (["ab" * 32], "'data' is not {\"overrules\": <a record hash>}"),
-])
+@pytest.mark.parametrize(
+    "data, reason",
+    [
+        ({"overrules": "nothex"}, "'data' is not {\"overrules\": <a record hash>}"),
+        ({"overrules": "ab" * 32, "also": 1}, "'data' is not {\"overrules\": <a record hash>}"),
+        (["ab" * 32], "'data' is not {\"overrules\": <a record hash>}"),
+    ],
+)
 def test_a_decision_carries_data_of_exactly_one_shape(desk, data, reason):
     ws, rita, ravi, _ = desk
     ws.decide(rita, PAIRS, "item-0", "accept")
@@ -301,23 +426,37 @@ def test_a_decision_carries_data_of_exactly_one_shape(desk, data, reason):
 def test_a_note_may_not_carry_overrules(desk):
     ws, rita, _, _ = desk
     ws.decide(rita, PAIRS, "item-0", "accept")
-    store.append(ws.db, rita, workspace_id=ws.workspace_id, principal="rita", role="reviewer",
-                 kind="note", queue=PAIRS, item_id="item-0", note="hm",
-                 data={"overrules": body_hash(ws, B + 1)},
-                 check=lambda conn: ws._item_binding(conn, PAIRS, "item-0"))
+    store.append(
+        ws.db,
+        rita,
+        workspace_id=ws.workspace_id,
+        principal="rita",
+        role="reviewer",
+        kind="note",
+        queue=PAIRS,
+        item_id="item-0",
+        note="hm",
+        data={"overrules": body_hash(ws, B + 1)},
+        check=lambda conn: ws._item_binding(conn, PAIRS, "item-0"),
+    )
     assert faults(ws) == [
-        (B + 2, "a note record carries 'data', which only a signoff, decision or authority "
-                "record has")]
+        (
+            B + 2,
+            "a note record carries 'data', which only a signoff, decision or authority record has",
+        )
+    ]
 
 
 # -- undo takes back only your own decision --------------------------------------------------
+
 
 def test_undo_of_another_principals_decision_is_refused_and_writes_nothing(desk, sealdesk):
     ws, rita, ravi, _ = desk
     ws.decide(rita, PAIRS, "item-0", "reject")
     before = count(ws)
-    proc = sealdesk("undo", "--queue", PAIRS, "--item", "item-0", "--key", ravi.path,
-                    workspace=ws.root)
+    proc = sealdesk(
+        "undo", "--queue", PAIRS, "--item", "item-0", "--key", ravi.path, workspace=ws.root
+    )
     assert proc.returncode == 3
     assert "is rita's; undo takes back only your own" in one_line_error(proc)
     assert count(ws) == before
@@ -327,10 +466,25 @@ def test_undo_of_another_principals_decision_is_refused_and_writes_nothing(desk,
 def test_a_forged_undo_of_another_principals_decision_is_faulted(desk):
     ws, rita, ravi, _ = desk
     decided = ws.decide(rita, PAIRS, "item-0", "reject")
-    record = store.append(ws.db, ravi, workspace_id=ws.workspace_id, principal="ravi",
-                          role="reviewer", kind="retract", queue=PAIRS, item_id="item-0",
-                          check=lambda conn: {**ws._item_binding(conn, PAIRS, "item-0"),
-                                              "retracts": decided.record_hash})
-    assert faults(ws) == [(record.seq, "retracts rita's decision: an undo takes back only its "
-                                       "signer's own (another's is replaced by an explicit "
-                                       "overrule)")]
+    record = store.append(
+        ws.db,
+        ravi,
+        workspace_id=ws.workspace_id,
+        principal="ravi",
+        role="reviewer",
+        kind="retract",
+        queue=PAIRS,
+        item_id="item-0",
+        check=lambda conn: {
+            **ws._item_binding(conn, PAIRS, "item-0"),
+            "retracts": decided.record_hash,
+        },
+    )
+    assert faults(ws) == [
+        (
+            record.seq,
+            "retracts rita's decision: an undo takes back only its "
+            "signer's own (another's is replaced by an explicit "
+            "overrule)",
+        )
+    ]

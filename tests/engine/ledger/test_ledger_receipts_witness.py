@@ -23,8 +23,20 @@ def desk(tmp_path, sealdesk, keygen):
     ws = tmp_path / "ws"
     keys = {name: keygen(name) for name in ("lena", "rita")}
     sealdesk("init", "--lead", "lena", "--key", keys["lena"], workspace=ws, check=True)
-    sealdesk("keys", "add", "--principal", "rita", "--role", "reviewer", "--key",
-             f"{keys['rita']}.pub", "--lead-key", keys["lena"], workspace=ws, check=True)
+    sealdesk(
+        "keys",
+        "add",
+        "--principal",
+        "rita",
+        "--role",
+        "reviewer",
+        "--key",
+        f"{keys['rita']}.pub",
+        "--lead-key",
+        keys["lena"],
+        workspace=ws,
+        check=True,
+    )
     items = tmp_path / "items.jsonl"
     write_items_file(items, make_items(4))
     sealdesk("ingest", items, workspace=ws, check=True)
@@ -32,13 +44,23 @@ def desk(tmp_path, sealdesk, keygen):
 
 
 def decide(sealdesk, ws, key, item, decision, receipts):
-    return sealdesk("decide", "--queue", "flagged_pairs", "--item", item, "--decision",
-                    decision, "--key", key, workspace=ws, check=True,
-                    env={"SEALDESK_RECEIPTS": str(receipts)})
+    return sealdesk(
+        "decide",
+        "--queue",
+        "flagged_pairs",
+        "--item",
+        item,
+        "--decision",
+        decision,
+        "--key",
+        key,
+        workspace=ws,
+        check=True,
+        env={"SEALDESK_RECEIPTS": str(receipts)},
+    )
 
 
-def test_every_acknowledged_decision_leaves_a_receipt_with_the_signer(desk, sealdesk,
-                                                                     tmp_path):
+def test_every_acknowledged_decision_leaves_a_receipt_with_the_signer(desk, sealdesk, tmp_path):
     ws, keys = desk
     mine = tmp_path / "rita-state"
     proc = decide(sealdesk, ws, keys["rita"], "item-0", "accept", mine)
@@ -47,11 +69,13 @@ def test_every_acknowledged_decision_leaves_a_receipt_with_the_signer(desk, seal
     assert receipt["seq"] == 3 and receipt["tree_size"] == 3
     assert f"receipt: #3 tree 3 root {receipt['root'][:16]}" in proc.stderr
     # The receipt's root is the tree head a sign-off would sign over the same records.
-    sealdesk("signoff", "--yes", "--with-exceptions", "--key", keys["lena"], workspace=ws,
-             check=True)
+    sealdesk(
+        "signoff", "--yes", "--with-exceptions", "--key", keys["lena"], workspace=ws, check=True
+    )
     note = sealdesk("checkpoint", "export", workspace=ws, check=True).stdout.splitlines()
     assert note[1] == "3"  # the sign-off covers records 1..3, the receipt's tree
     import base64
+
     assert base64.b64decode(note[2]).hex() == receipt["root"]
 
 
@@ -84,15 +108,18 @@ def test_two_copies_that_forked_are_reported_by_the_witness(desk, sealdesk, tmp_
     for where in (ws, copy):
         assert sealdesk("verify", workspace=where).returncode == 0
 
-    first = sealdesk("signoff", "--yes", "--with-exceptions", "--key", keys["lena"],
-                     workspace=ws, check=True)
+    first = sealdesk(
+        "signoff", "--yes", "--with-exceptions", "--key", keys["lena"], workspace=ws, check=True
+    )
     assert "checkpoint pushed to witness" in first.stdout and "(committed)" in first.stdout
-    log = subprocess.run(["git", "-C", str(witness), "log", "--oneline"], capture_output=True,
-                         text=True, check=True).stdout
+    log = subprocess.run(
+        ["git", "-C", str(witness), "log", "--oneline"], capture_output=True, text=True, check=True
+    ).stdout
     assert "checkpoint sealdesk/" in log
 
-    second = sealdesk("signoff", "--yes", "--with-exceptions", "--key", keys["lena"],
-                      workspace=copy)
+    second = sealdesk(
+        "signoff", "--yes", "--with-exceptions", "--key", keys["lena"], workspace=copy
+    )
     assert second.returncode == 1
     assert "signed off" in second.stdout and "fork" in second.stderr
     assert sealdesk("verify", "--witness", witness, workspace=ws).returncode == 0
@@ -107,27 +134,62 @@ def test_a_witness_with_a_larger_checkpoint_exposes_a_rollback(desk, sealdesk, t
     backup = tmp_path / "backup"
     shutil.copytree(ws, backup)
     decide(sealdesk, ws, keys["rita"], "item-0", "accept", tmp_path / "r")
-    sealdesk("signoff", "--yes", "--with-exceptions", "--key", keys["lena"], workspace=ws,
-             check=True)
+    sealdesk(
+        "signoff", "--yes", "--with-exceptions", "--key", keys["lena"], workspace=ws, check=True
+    )
     proc = sealdesk("verify", "--witness", witness, workspace=backup)
     assert proc.returncode == 1 and "rolled back" in proc.stderr
 
 
 def test_an_auditor_checks_every_record_offline_with_ssh_keygen_and_the_export(
-        desk, sealdesk, keygen, tmp_path):
+    desk, sealdesk, keygen, tmp_path
+):
     """Only the exported lines, the auditor's own copy of the lead key and ssh-keygen."""
     ws, keys = desk
     adam = keygen("adam")
-    sealdesk("keys", "add", "--principal", "adam", "--role", "reviewer", "--key", f"{adam}.pub",
-             "--lead-key", keys["lena"], workspace=ws, check=True)
+    sealdesk(
+        "keys",
+        "add",
+        "--principal",
+        "adam",
+        "--role",
+        "reviewer",
+        "--key",
+        f"{adam}.pub",
+        "--lead-key",
+        keys["lena"],
+        workspace=ws,
+        check=True,
+    )
     decide(sealdesk, ws, adam, "item-0", "accept", tmp_path / "a")
-    sealdesk("keys", "revoke", "--principal", "adam", "--lead-key", keys["lena"], workspace=ws,
-             check=True)
-    sealdesk("keys", "add", "--principal", "rita", "--role", "lead", "--key",
-             f"{keys['rita']}.pub", "--lead-key", keys["lena"], workspace=ws, check=True)
+    sealdesk(
+        "keys",
+        "revoke",
+        "--principal",
+        "adam",
+        "--lead-key",
+        keys["lena"],
+        workspace=ws,
+        check=True,
+    )
+    sealdesk(
+        "keys",
+        "add",
+        "--principal",
+        "rita",
+        "--role",
+        "lead",
+        "--key",
+        f"{keys['rita']}.pub",
+        "--lead-key",
+        keys["lena"],
+        workspace=ws,
+        check=True,
+    )
     decide(sealdesk, ws, keys["rita"], "item-1", "reject", tmp_path / "r")
-    sealdesk("signoff", "--yes", "--with-exceptions", "--key", keys["rita"], workspace=ws,
-             check=True)
+    sealdesk(
+        "signoff", "--yes", "--with-exceptions", "--key", keys["rita"], workspace=ws, check=True
+    )
     export = tmp_path / "records.jsonl"
     sealdesk("export", "--out", export, workspace=ws, check=True)
     shutil.rmtree(ws)  # the auditor has no workspace
@@ -143,20 +205,40 @@ def test_an_auditor_checks_every_record_offline_with_ssh_keygen_and_the_export(
         (tmp_path / "msg.sig").write_text(line["signature"])
         with open(tmp_path / "msg", "rb") as stdin:
             return subprocess.run(
-                ["ssh-keygen", "-Y", "verify", "-f", str(allowed), "-I", line["principal"],
-                 "-n", line["namespace"], f"-Overify-time={line['verify_time']}", "-s",
-                 str(tmp_path / "msg.sig")], stdin=stdin, capture_output=True, text=True)
+                [
+                    "ssh-keygen",
+                    "-Y",
+                    "verify",
+                    "-f",
+                    str(allowed),
+                    "-I",
+                    line["principal"],
+                    "-n",
+                    line["namespace"],
+                    f"-Overify-time={line['verify_time']}",
+                    "-s",
+                    str(tmp_path / "msg.sig"),
+                ],
+                stdin=stdin,
+                capture_output=True,
+                text=True,
+            )
 
     assert lines[0]["kind"] == "genesis"
     assert keygen_verify(anchor, lines[0]).returncode == 0  # the genesis, by the anchor key
     for line in lines:
         # The line that authorises each record comes from a signed enrolment it names.
         grant = signed[line["granted_by"]]
-        entries = (grant["data"]["signers"] if grant["kind"] == "genesis"
-                   else [grant["data"]["signer"]])
+        entries = (
+            grant["data"]["signers"] if grant["kind"] == "genesis" else [grant["data"]["signer"]]
+        )
         key = line["allowed_signers"].strip().rsplit(" ", 2)[-2:]
-        assert any(e["principal"] == line["principal"] and e["key"] == " ".join(key)
-                   and line["role"] in e["roles"] for e in entries), line["seq"]
+        assert any(
+            e["principal"] == line["principal"]
+            and e["key"] == " ".join(key)
+            and line["role"] in e["roles"]
+            for e in entries
+        ), line["seq"]
         one = tmp_path / "allowed"
         one.write_text(line["allowed_signers"])
         proc = keygen_verify(one, line)

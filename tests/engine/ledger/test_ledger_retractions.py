@@ -41,9 +41,17 @@ def desk(workspace, enrol):
 def signed_retract(ws, signer, item_id: str, target: str, role: str = "reviewer"):
     """Appends a signed retract of ``target`` on ``item_id`` with no rule checked."""
     return store.append(
-        ws.db, signer, workspace_id=ws.workspace_id, principal="rita", role=role,
-        kind="retract", queue=QUEUE, item_id=item_id, retracts=target,
-        check=lambda conn: ws._item_binding(conn, QUEUE, item_id))
+        ws.db,
+        signer,
+        workspace_id=ws.workspace_id,
+        principal="rita",
+        role=role,
+        kind="retract",
+        queue=QUEUE,
+        item_id=item_id,
+        retracts=target,
+        check=lambda conn: ws._item_binding(conn, QUEUE, item_id),
+    )
 
 
 def faults(ws, processes: int = 1) -> list[tuple[int, str]]:
@@ -60,12 +68,12 @@ def test_a_retract_of_an_earlier_decision_on_its_item_verifies(desk):
 def test_each_broken_retraction_rule_is_named_at_its_record(desk, processes):
     ws, rita, first, second, note, _ = desk
     base = ws.head()[0]
-    signed_retract(ws, rita, "item-0", note)                 # base+1: a note, not a decision
-    signed_retract(ws, rita, "item-0", "ab" * 32)            # base+2: names no record at all
-    signed_retract(ws, rita, "item-0", second)               # base+3: item-1's decision
-    signed_retract(ws, rita, "item-0", first, role="lead")   # base+4: made as reviewer
-    signed_retract(ws, rita, "item-0", first)                # base+5: the one good retract
-    signed_retract(ws, rita, "item-0", first)                # base+6: retracts it again
+    signed_retract(ws, rita, "item-0", note)  # base+1: a note, not a decision
+    signed_retract(ws, rita, "item-0", "ab" * 32)  # base+2: names no record at all
+    signed_retract(ws, rita, "item-0", second)  # base+3: item-1's decision
+    signed_retract(ws, rita, "item-0", first, role="lead")  # base+4: made as reviewer
+    signed_retract(ws, rita, "item-0", first)  # base+5: the one good retract
+    signed_retract(ws, rita, "item-0", first)  # base+6: retracts it again
     assert faults(ws, processes) == [
         (base + 1, "retracts a record that is not an earlier decision"),
         (base + 2, "retracts a record that is not an earlier decision"),
@@ -95,8 +103,7 @@ def test_bad_signatures_are_named_wherever_they_fall_in_a_batch(workspace, enrol
     base = workspace.head()[0]  # the genesis and rita's enrolment
     total = 2 * _BATCH + 5
     for i in range(total):  # each visit the other decision: the same again signs nothing
-        workspace.decide(rita, "flagged_pairs", f"item-{i % 3}",
-                         ("accept", "reject")[i // 3 % 2])
+        workspace.decide(rita, "flagged_pairs", f"item-{i % 3}", ("accept", "reject")[i // 3 % 2])
     conn = sqlite3.connect(workspace.db_path, isolation_level=None)
     conn.executescript("DROP TRIGGER records_no_update;")
     sig = dict(conn.execute("SELECT seq, signature FROM records"))
@@ -108,22 +115,25 @@ def test_bad_signatures_are_named_wherever_they_fall_in_a_batch(workspace, enrol
         conn.execute("UPDATE records SET signature=? WHERE seq=?", (sig[seq - 1], seq))
     for processes in (1, 2):
         assert faults(workspace, processes) == [
-            (seq, "signature: signature does not verify") for seq in broken]
+            (seq, "signature: signature does not verify") for seq in broken
+        ]
 
 
 def test_a_retract_with_a_broken_link_counts_for_nothing(desk):
     """A record with any fault, its link included, cannot be the retraction of record."""
     ws, rita, first, _, _, _ = desk
     note_seq = ws.head()[0]
-    signed_retract(ws, rita, "item-0", first)      # note_seq+1
-    signed_retract(ws, rita, "item-0", first)      # "already retracted", unless the first fails
+    signed_retract(ws, rita, "item-0", first)  # note_seq+1
+    signed_retract(ws, rita, "item-0", first)  # "already retracted", unless the first fails
     conn = sqlite3.connect(ws.db_path, isolation_level=None)
     conn.executescript("DROP TRIGGER records_no_update;")
     conn.execute("UPDATE records SET record_hash = ? WHERE seq = ?", ("ab" * 32, note_seq))
     assert faults(ws) == [
         (note_seq, "record hash does not match the signed message (message or hash edited)"),
-        (note_seq + 1, "previous-hash link broken (a record before it was removed, replaced "
-                       "or reordered)"),
+        (
+            note_seq + 1,
+            "previous-hash link broken (a record before it was removed, replaced or reordered)",
+        ),
     ]
 
 
@@ -132,15 +142,21 @@ def test_a_copy_of_the_retracted_decision_is_the_first_fault_not_the_retract(des
     is the bad record; the retract that names the decision's hash stays good, so the
     first fault verify names is the copy's seq."""
     ws, rita, first, _, _, first_seq = desk
-    retract = signed_retract(ws, rita, "item-0", first)   # a good retract of the decision
+    retract = signed_retract(ws, rita, "item-0", first)  # a good retract of the decision
     copy_seq = retract.seq + 1
     conn = sqlite3.connect(ws.db_path, isolation_level=None)
-    conn.executescript("ALTER TABLE records RENAME TO old; "
-                       "CREATE TABLE records AS SELECT * FROM old; DROP TABLE old;")
-    head = conn.execute("SELECT record_hash FROM records WHERE seq = ?",
-                        (retract.seq,)).fetchone()[0]
+    conn.executescript(
+        "ALTER TABLE records RENAME TO old; "
+        "CREATE TABLE records AS SELECT * FROM old; DROP TABLE old;"
+    )
+    head = conn.execute("SELECT record_hash FROM records WHERE seq = ?", (retract.seq,)).fetchone()[
+        0
+    ]
     conn.execute("INSERT INTO records SELECT * FROM records WHERE seq = ?", (first_seq,))
-    conn.execute("UPDATE records SET seq = ?, prev_hash = ? "
-                 "WHERE rowid = (SELECT MAX(rowid) FROM records)", (copy_seq, head))
+    conn.execute(
+        "UPDATE records SET seq = ?, prev_hash = ? WHERE rowid = (SELECT MAX(rowid) FROM records)",
+        (copy_seq, head),
+    )
     assert faults(ws) == [
-        (copy_seq, f"stored at seq {copy_seq} but signed as seq {first_seq} (reordered?)")]
+        (copy_seq, f"stored at seq {copy_seq} but signed as seq {first_seq} (reordered?)")
+    ]

@@ -26,8 +26,10 @@ def ledger(workspace, enrol):
     """
     rita = enrol("rita", "reviewer")
     workspace.ingest(make_items(5))
-    seqs = [workspace.decide(rita, "flagged_pairs", f"item-{i}",
-                             "accept" if i % 2 else "reject").seq for i in range(5)]
+    seqs = [
+        workspace.decide(rita, "flagged_pairs", f"item-{i}", "accept" if i % 2 else "reject").seq
+        for i in range(5)
+    ]
     assert verify_workspace(workspace).ok
     return workspace, rita, seqs
 
@@ -61,8 +63,10 @@ def test_field_edited_by_raw_sql_is_caught(ledger):
 
 def test_message_edited_by_raw_sql_is_caught(ledger):
     ws, _, seqs = ledger
-    raw(ws).execute("UPDATE records SET message=replace(message,'\"reject\"','\"accept\"') "
-                    "WHERE seq=?", (seqs[2],))
+    raw(ws).execute(
+        "UPDATE records SET message=replace(message,'\"reject\"','\"accept\"') WHERE seq=?",
+        (seqs[2],),
+    )
     fault = first_fault(ws)
     assert fault.seq == seqs[2] and "hash" in fault.reason
 
@@ -104,11 +108,14 @@ def test_an_edited_enrolment_grants_nothing(ledger):
     ws, _, seqs = ledger
     conn = raw(ws)
     enrol_seq, message = conn.execute(
-        "SELECT seq, message FROM records WHERE kind='enrol'").fetchone()
+        "SELECT seq, message FROM records WHERE kind='enrol'"
+    ).fetchone()
     forged = message.replace('"roles":["reviewer"]', '"roles":["reviewer","adjudicator"]')
     assert forged != message
-    conn.execute("UPDATE records SET message=?, record_hash=? WHERE seq=?",
-                 (forged, hashlib.sha256(forged.encode()).hexdigest(), enrol_seq))
+    conn.execute(
+        "UPDATE records SET message=?, record_hash=? WHERE seq=?",
+        (forged, hashlib.sha256(forged.encode()).hexdigest(), enrol_seq),
+    )
     report = verify_workspace(ws, processes=1)
     assert report.first.seq == enrol_seq and "signature" in report.first.reason
     # Every decision rita signed has no enrolment behind it now (the first one's link
@@ -122,9 +129,18 @@ def test_record_by_a_key_never_enrolled_is_caught(ledger, keygen):
 
     ws, _, seqs = ledger
     mallory = FileSigner(keygen("mallory"))
-    store.append(ws.db, mallory, workspace_id=ws.workspace_id, principal="rita",
-                 role="reviewer", kind="decision", queue="flagged_pairs", item_id="item-0",
-                 decision="accept", check=lambda c: ws._item_binding(c, "flagged_pairs", "item-0"))
+    store.append(
+        ws.db,
+        mallory,
+        workspace_id=ws.workspace_id,
+        principal="rita",
+        role="reviewer",
+        kind="decision",
+        queue="flagged_pairs",
+        item_id="item-0",
+        decision="accept",
+        check=lambda c: ws._item_binding(c, "flagged_pairs", "item-0"),
+    )
     fault = first_fault(ws)
     assert fault.seq == seqs[-1] + 1 and "never enrolled" in fault.reason
 
@@ -133,18 +149,37 @@ def test_record_in_a_role_the_signer_lacks_is_caught(ledger, enrol):
     ws, rita, seqs = ledger
     ws.ingest([BacklogItem.make("adjudication", "cand-1", "run-2", {"span": "x"})])
     # rita is a reviewer only; sign as adjudicator by going below the policy layer.
-    store.append(ws.db, rita, workspace_id=ws.workspace_id, principal="rita",
-                 role="adjudicator", kind="decision", queue="adjudication", item_id="cand-1",
-                 decision="accept", check=lambda c: ws._item_binding(c, "adjudication", "cand-1"))
+    store.append(
+        ws.db,
+        rita,
+        workspace_id=ws.workspace_id,
+        principal="rita",
+        role="adjudicator",
+        kind="decision",
+        queue="adjudication",
+        item_id="cand-1",
+        decision="accept",
+        check=lambda c: ws._item_binding(c, "adjudication", "cand-1"),
+    )
     fault = first_fault(ws)
     assert fault.seq == seqs[-1] + 1 and "adjudicator" in fault.reason
 
 
 def test_record_naming_an_item_hash_the_workspace_does_not_hold_is_caught(ledger):
     ws, rita, seqs = ledger
-    store.append(ws.db, rita, workspace_id=ws.workspace_id, principal="rita", role="reviewer",
-                 kind="decision", queue="flagged_pairs", item_id="item-1", decision="accept",
-                 item_sha256="ab" * 32, run_sha256=ws.run_manifest_sha256("run-1"))
+    store.append(
+        ws.db,
+        rita,
+        workspace_id=ws.workspace_id,
+        principal="rita",
+        role="reviewer",
+        kind="decision",
+        queue="flagged_pairs",
+        item_id="item-1",
+        decision="accept",
+        item_sha256="ab" * 32,
+        run_sha256=ws.run_manifest_sha256("run-1"),
+    )
     fault = first_fault(ws)
     assert fault.seq == seqs[-1] + 1 and "item hash" in fault.reason
 
@@ -176,8 +211,10 @@ def test_item_payload_edited_under_its_kept_hash_is_caught(ledger):
     # The record binds item_sha256; the reviewer was shown the payload. Editing
     # the payload while keeping the hash column must not pass as the same item.
     ws, _, seqs = ledger
-    raw_items(ws).execute("UPDATE items SET payload=replace(payload, 'eval text 2', "
-                          "'other text') WHERE item_id='item-2'")
+    raw_items(ws).execute(
+        "UPDATE items SET payload=replace(payload, 'eval text 2', "
+        "'other text') WHERE item_id='item-2'"
+    )
     report = verify_workspace(ws, processes=1)
     assert not report.ok
     record_faults = [f for f in report.faults if f.seq == seqs[2]]
@@ -197,8 +234,9 @@ def test_run_manifest_edited_under_its_kept_hash_is_caught(ledger):
 def test_an_undecided_item_edited_after_ingest_fails_verify_naming_it(ledger, sealdesk):
     ws, *_ = ledger
     ws.ingest(make_items(7)[5:])
-    raw_items(ws).execute("UPDATE items SET payload='{\"text\":\"swapped\"}' "
-                          "WHERE item_id='item-6'")
+    raw_items(ws).execute(
+        "UPDATE items SET payload='{\"text\":\"swapped\"}' WHERE item_id='item-6'"
+    )
     proc = sealdesk("verify", workspace=ws.root)
     assert proc.returncode == 1
     assert proc.stderr.startswith("FAIL: item flagged_pairs/item-6: ")
@@ -208,8 +246,9 @@ def test_no_decision_is_signed_about_an_item_whose_payload_was_edited(ledger):
     from engine.errors import IntegrityError
 
     ws, rita, seqs = ledger
-    raw_items(ws).execute("UPDATE items SET payload='{\"text\":\"swapped\"}' "
-                          "WHERE item_id='item-4'")
+    raw_items(ws).execute(
+        "UPDATE items SET payload='{\"text\":\"swapped\"}' WHERE item_id='item-4'"
+    )
     with pytest.raises(IntegrityError, match="payload"):
         ws.decide(rita, "flagged_pairs", "item-4", "accept")
     assert ws.conn.execute("SELECT COUNT(*) FROM records").fetchone()[0] == seqs[-1]
@@ -225,18 +264,42 @@ def forge(ws, signer, **fields):
 
     seq, prev = store.head(ws.conn)
     binding = ws._item_binding(ws.conn, "flagged_pairs", "item-0")
-    body = make_body(workspace=ws.workspace_id, seq=seq + 1, prev=prev, kind="decision",
-                     principal="rita", role="reviewer", key=signer.public_key.fingerprint,
-                     time=utc_now(), queue="flagged_pairs", item_id="item-0",
-                     decision="accept", **binding)
+    body = make_body(
+        workspace=ws.workspace_id,
+        seq=seq + 1,
+        prev=prev,
+        kind="decision",
+        principal="rita",
+        role="reviewer",
+        key=signer.public_key.fingerprint,
+        time=utc_now(),
+        queue="flagged_pairs",
+        item_id="item-0",
+        decision="accept",
+        **binding,
+    )
     body.update(fields)
     message = canonical_json(body)
     signature = sshsig.armor(signer.sign(message, "reviewer@sealdesk"))
     ws.conn.execute(
         "INSERT INTO records VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-        (seq + 1, hashlib.sha256(message).hexdigest(), prev, body["kind"], body["queue"],
-         body["item_id"], body["item_sha256"], body["decision"], body["principal"],
-         body["role"], body["retracts"], body["time"], message.decode(), signature))
+        (
+            seq + 1,
+            hashlib.sha256(message).hexdigest(),
+            prev,
+            body["kind"],
+            body["queue"],
+            body["item_id"],
+            body["item_sha256"],
+            body["decision"],
+            body["principal"],
+            body["role"],
+            body["retracts"],
+            body["time"],
+            message.decode(),
+            signature,
+        ),
+    )
     return seq + 1
 
 
@@ -248,8 +311,10 @@ def test_a_message_holding_nan_is_a_fault_of_its_record_not_a_crash(ledger):
     message = conn.execute("SELECT message FROM records WHERE seq=?", (seqs[1],)).fetchone()[0]
     forged = message.replace('"note":null', '"note":NaN')
     assert forged != message
-    conn.execute("UPDATE records SET message=?, record_hash=? WHERE seq=?",
-                 (forged, hashlib.sha256(forged.encode()).hexdigest(), seqs[1]))
+    conn.execute(
+        "UPDATE records SET message=?, record_hash=? WHERE seq=?",
+        (forged, hashlib.sha256(forged.encode()).hexdigest(), seqs[1]),
+    )
     fault = first_fault(ws)
     assert fault.seq == seqs[1] and "canonical" in fault.reason
 
@@ -260,8 +325,15 @@ def test_a_signed_time_that_is_not_a_utc_timestamp_is_a_fault(ledger, founder_ke
 
     ws, rita, _ = ledger
     # A validity window puts the signed time into the signer check as well.
-    enrol(ws.db, ws.workspace_id, FileSigner(founder_key), "rita", ("reviewer",),
-          rita.public_key, valid_before="2999-12-31T00:00:00.000000Z")
+    enrol(
+        ws.db,
+        ws.workspace_id,
+        FileSigner(founder_key),
+        "rita",
+        ("reviewer",),
+        rita.public_key,
+        valid_before="2999-12-31T00:00:00.000000Z",
+    )
     assert ws.authority().grant_of("rita", rita.public_key.blob).valid_before.startswith("2999")
     seq = forge(ws, rita, time="yesterday")
     fault = first_fault(ws)
@@ -294,8 +366,10 @@ def test_a_signed_integer_field_holding_true_is_a_fault(ledger, field):
 def test_a_records_table_rebuilt_without_strict_types_is_a_fault_not_a_crash(ledger):
     ws, _, seqs = ledger
     conn = raw(ws)
-    conn.executescript("ALTER TABLE records RENAME TO old; "
-                       "CREATE TABLE records AS SELECT * FROM old; DROP TABLE old;")
+    conn.executescript(
+        "ALTER TABLE records RENAME TO old; "
+        "CREATE TABLE records AS SELECT * FROM old; DROP TABLE old;"
+    )
     conn.execute("UPDATE records SET message=CAST(message AS BLOB) WHERE seq=?", (seqs[3],))
     fault = first_fault(ws)
     assert fault.seq == seqs[3]
@@ -307,11 +381,14 @@ def test_a_record_whose_seq_is_not_an_integer_is_a_fault_not_a_crash(ledger, sto
     # chain by integer ranges, so such a row is named, not skipped (the app reads it).
     ws, _, seqs = ledger
     conn = raw(ws)
-    conn.executescript("ALTER TABLE records RENAME TO old; "
-                       "CREATE TABLE records AS SELECT * FROM old; DROP TABLE old;")
+    conn.executescript(
+        "ALTER TABLE records RENAME TO old; "
+        "CREATE TABLE records AS SELECT * FROM old; DROP TABLE old;"
+    )
     conn.execute("INSERT INTO records SELECT * FROM records WHERE seq = ?", (seqs[2],))
-    conn.execute(f"UPDATE records SET seq = {stored} "
-                 "WHERE rowid = (SELECT MAX(rowid) FROM records)")
+    conn.execute(
+        f"UPDATE records SET seq = {stored} WHERE rowid = (SELECT MAX(rowid) FROM records)"
+    )
     report = verify_workspace(ws, processes=1)
     assert report.first.seq == 0 and "not an integer" in report.first.reason, report.faults
 
@@ -357,11 +434,14 @@ def test_a_head_dated_far_in_the_future_stops_appends_naming_it(ledger):
     assert ws.conn.execute("SELECT MAX(seq) FROM records").fetchone()[0] == seq
 
 
-@pytest.mark.parametrize("fields,named", [
-    ({"kind": "note", "note": "fyi"}, "decision"),           # a note that also says "accept"
-    ({"retracts": "ab" * 32}, "retracts"),                    # a decision that names a retract
-    ({"data": {"hidden": True}}, "data"),                     # a decision carrying sign-off data
-])
+@pytest.mark.parametrize(
+    "fields,named",
+    [
+        ({"kind": "note", "note": "fyi"}, "decision"),  # a note that also says "accept"
+        ({"retracts": "ab" * 32}, "retracts"),  # a decision that names a retract
+        ({"data": {"hidden": True}}, "data"),  # a decision carrying sign-off data
+    ],
+)
 def test_a_signed_field_that_its_kind_never_carries_is_a_fault(ledger, fields, named):
     ws, rita, _ = ledger
     seq = forge(ws, rita, **fields)

@@ -32,36 +32,77 @@ from tests.conftest import FOUNDER
 
 # (principals field, options field, principal asked, namespace asked)
 CASES = {
-    "negated namespace among a wildcard": ("lena", 'namespaces="!lead@sealdesk,*"', "lena",
-                                           "lead@sealdesk"),
-    "wildcard after a negation still grants others": ("lena", 'namespaces="!lead@sealdesk,*"',
-                                                      "lena", "reviewer@sealdesk"),
-    "brackets are literal in a namespace": ("lena", 'namespaces="[l]ead@sealdesk"', "lena",
-                                            "lead@sealdesk"),
-    "brackets are literal in a principal": ("l[e]na", 'namespaces="lead@sealdesk"', "lena",
-                                            "lead@sealdesk"),
-    "question mark matches one character": ("len?", 'namespaces="lead@sealdesk"', "lena",
-                                            "lead@sealdesk"),
+    "negated namespace among a wildcard": (
+        "lena",
+        'namespaces="!lead@sealdesk,*"',
+        "lena",
+        "lead@sealdesk",
+    ),
+    "wildcard after a negation still grants others": (
+        "lena",
+        'namespaces="!lead@sealdesk,*"',
+        "lena",
+        "reviewer@sealdesk",
+    ),
+    "brackets are literal in a namespace": (
+        "lena",
+        'namespaces="[l]ead@sealdesk"',
+        "lena",
+        "lead@sealdesk",
+    ),
+    "brackets are literal in a principal": (
+        "l[e]na",
+        'namespaces="lead@sealdesk"',
+        "lena",
+        "lead@sealdesk",
+    ),
+    "question mark matches one character": (
+        "len?",
+        'namespaces="lead@sealdesk"',
+        "lena",
+        "lead@sealdesk",
+    ),
     "negated principal": ("!lena,*", 'namespaces="lead@sealdesk"', "lena", "lead@sealdesk"),
-    "quoted principal list": ('"rita,lena"', 'namespaces="lead@sealdesk"', "lena",
-                              "lead@sealdesk"),
+    "quoted principal list": ('"rita,lena"', 'namespaces="lead@sealdesk"', "lena", "lead@sealdesk"),
     "star namespace pattern": ("lena", 'namespaces="*@sealdesk"', "lena", "lead@sealdesk"),
-    "double negation is not a double negative": ("lena", 'namespaces="!!lead@sealdesk,*"',
-                                                 "lena", "lead@sealdesk"),
+    "double negation is not a double negative": (
+        "lena",
+        'namespaces="!!lead@sealdesk,*"',
+        "lena",
+        "lead@sealdesk",
+    ),
 }
 
 
-def ssh_keygen_allows(allowed: Path, principal: str, namespace: str, key: Path,
-                      tmp_path: Path) -> bool:
+def ssh_keygen_allows(
+    allowed: Path, principal: str, namespace: str, key: Path, tmp_path: Path
+) -> bool:
     message = tmp_path / "msg"
     message.write_bytes(b"sealdesk trust check\n")
     sig = tmp_path / "msg.sig"
     sig.unlink(missing_ok=True)
-    subprocess.run(["ssh-keygen", "-Y", "sign", "-f", str(key), "-n", namespace, str(message)],
-                   check=True, capture_output=True)
-    proc = subprocess.run(["ssh-keygen", "-Y", "verify", "-f", str(allowed), "-I", principal,
-                           "-n", namespace, "-s", str(sig)], stdin=open(message, "rb"),
-                          capture_output=True)
+    subprocess.run(
+        ["ssh-keygen", "-Y", "sign", "-f", str(key), "-n", namespace, str(message)],
+        check=True,
+        capture_output=True,
+    )
+    proc = subprocess.run(
+        [
+            "ssh-keygen",
+            "-Y",
+            "verify",
+            "-f",
+            str(allowed),
+            "-I",
+            principal,
+            "-n",
+            namespace,
+            "-s",
+            str(sig),
+        ],
+        stdin=open(message, "rb"),
+        capture_output=True,
+    )
     return proc.returncode == 0
 
 
@@ -74,18 +115,17 @@ def test_sealdesk_and_ssh_keygen_agree_on_who_may_sign_where(case, keygen, tmp_p
     allowed_path.write_text(f"{principals} {options} {pub}\n")
     theirs = ssh_keygen_allows(allowed_path, principal, namespace, key, tmp_path)
     ours = AllowedSigners.load(allowed_path).authorizes(
-        principal, read_public_key(Path(f"{key}.pub")).blob, namespace)
+        principal, read_public_key(Path(f"{key}.pub")).blob, namespace
+    )
     assert ours == theirs, f"ssh-keygen says {theirs}, sealdesk says {ours}"
 
 
 def test_a_negated_lead_namespace_grants_no_lead_role(keygen, tmp_path):
     key = keygen("lena")
     allowed_path = tmp_path / "allowed_signers"
-    allowed_path.write_text(f'lena namespaces="!lead@sealdesk,*" '
-                            f'{Path(f"{key}.pub").read_text()}')
+    allowed_path.write_text(f'lena namespaces="!lead@sealdesk,*" {Path(f"{key}.pub").read_text()}')
     blob = read_public_key(Path(f"{key}.pub")).blob
-    assert AllowedSigners.load(allowed_path).roles_for("lena", blob) == ["reviewer",
-                                                                         "adjudicator"]
+    assert AllowedSigners.load(allowed_path).roles_for("lena", blob) == ["reviewer", "adjudicator"]
 
 
 def test_a_carriage_return_inside_a_line_does_not_start_a_new_entry(keygen, tmp_path):
@@ -94,9 +134,12 @@ def test_a_carriage_return_inside_a_line_does_not_start_a_new_entry(keygen, tmp_
     lena, mallory = keygen("lena"), keygen("mallory")
     mallory_pub = Path(f"{mallory}.pub").read_text().strip()
     allowed_path = tmp_path / "allowed_signers"
-    allowed_path.write_text(f'lena namespaces="reviewer@sealdesk" '
-                            f'{Path(f"{lena}.pub").read_text().strip()} x\r'
-                            f'mallory namespaces="lead@sealdesk" {mallory_pub}\n', newline="")
+    allowed_path.write_text(
+        f'lena namespaces="reviewer@sealdesk" '
+        f"{Path(f'{lena}.pub').read_text().strip()} x\r"
+        f'mallory namespaces="lead@sealdesk" {mallory_pub}\n',
+        newline="",
+    )
     allowed = AllowedSigners.load(allowed_path)
     mallory_blob = read_public_key(Path(f"{mallory}.pub")).blob
     assert not allowed.authorizes("mallory", mallory_blob, "lead@sealdesk")
@@ -104,27 +147,48 @@ def test_a_carriage_return_inside_a_line_does_not_start_a_new_entry(keygen, tmp_
 
 
 def test_enrolling_a_public_key_whose_comment_hides_a_line_break_keeps_it_out(
-        workspace, keygen, tmp_path, sealdesk, founder_key):
+    workspace, keygen, tmp_path, sealdesk, founder_key
+):
     lena, mallory = keygen("lena"), keygen("mallory")
     mallory_pub = Path(f"{mallory}.pub").read_text().strip()
     crafted = tmp_path / "crafted.pub"
-    crafted.write_text(f'{Path(f"{lena}.pub").read_text().strip()} lena\r'
-                       f'mallory namespaces="lead@sealdesk" {mallory_pub}\n', newline="")
-    sealdesk("keys", "add", "--principal", "lena", "--role", "reviewer", "--key", crafted,
-             "--lead-key", founder_key, workspace=workspace.root, check=True)
+    crafted.write_text(
+        f"{Path(f'{lena}.pub').read_text().strip()} lena\r"
+        f'mallory namespaces="lead@sealdesk" {mallory_pub}\n',
+        newline="",
+    )
+    sealdesk(
+        "keys",
+        "add",
+        "--principal",
+        "lena",
+        "--role",
+        "reviewer",
+        "--key",
+        crafted,
+        "--lead-key",
+        founder_key,
+        workspace=workspace.root,
+        check=True,
+    )
     auth = workspace.authority()
     assert [(g.principal, g.roles) for g in auth.in_force()] == [
-        (FOUNDER, ("lead",)), ("lena", ("reviewer",))]
+        (FOUNDER, ("lead",)),
+        ("lena", ("reviewer",)),
+    ]
     mallory_blob = read_public_key(Path(f"{mallory}.pub")).blob
     assert auth.principals_for(mallory_blob) == []
     # The generated file ssh-keygen reads holds the same two lines, and no mallory.
     generated = workspace.allowed_signers_path.read_bytes().decode()  # CRs kept as they are
-    assert [e.principals for e in AllowedSigners.load(workspace.allowed_signers_path).entries
-            ] == [(FOUNDER,), ("lena",)]
+    assert [e.principals for e in AllowedSigners.load(workspace.allowed_signers_path).entries] == [
+        (FOUNDER,),
+        ("lena",),
+    ]
     assert "mallory" not in generated and "\r" not in generated
     assert sshsig.ED25519 in generated
-    assert not ssh_keygen_allows(workspace.allowed_signers_path, "mallory", "lead@sealdesk",
-                                 mallory, tmp_path)
+    assert not ssh_keygen_allows(
+        workspace.allowed_signers_path, "mallory", "lead@sealdesk", mallory, tmp_path
+    )
 
 
 def test_an_unterminated_quote_names_the_line(tmp_path, keygen):
@@ -155,21 +219,34 @@ def test_a_hand_written_allowed_signers_line_grants_nothing(workspace, keygen, f
         workspace.decide(rita, "flagged_pairs", "fp-1", "accept")
     assert workspace.head()[0] == records
     assert verify_workspace(workspace).ok
-    enrol(workspace.db, workspace.workspace_id, FileSigner(founder_key), "rita", ("reviewer",),
-          rita.public_key)
+    enrol(
+        workspace.db,
+        workspace.workspace_id,
+        FileSigner(founder_key),
+        "rita",
+        ("reviewer",),
+        rita.public_key,
+    )
     workspace.write_allowed_signers()
     decided = workspace.decide(rita, "flagged_pairs", "fp-1", "accept")
     report = verify_workspace(workspace)
     assert report.ok and report.signers["rita"] == 1 and report.records == decided.seq
-    rita_lines = [line for line in workspace.allowed_signers_path.read_text().splitlines()
-                  if line.startswith("rita ")]
+    rita_lines = [
+        line
+        for line in workspace.allowed_signers_path.read_text().splitlines()
+        if line.startswith("rita ")
+    ]
     assert len(rita_lines) == 1 and "valid-after=" in rita_lines[0]  # from her enrolment on
 
 
-@pytest.mark.parametrize("window", [{"valid_before": "2020-01-01T00:00:00.000000Z"},
-                                    {"valid_after": "2999-01-01T00:00:00.000000Z"}])
-def test_a_key_outside_its_validity_window_signs_nothing(workspace, keygen, founder_key,
-                                                         window):
+@pytest.mark.parametrize(
+    "window",
+    [
+        {"valid_before": "2020-01-01T00:00:00.000000Z"},
+        {"valid_after": "2999-01-01T00:00:00.000000Z"},
+    ],
+)
+def test_a_key_outside_its_validity_window_signs_nothing(workspace, keygen, founder_key, window):
     # verify checks validity at the record's time; signing must check it at the
     # same moment, or the append-only ledger holds a record that never verifies.
     from engine.errors import PermissionRefused
@@ -179,8 +256,15 @@ def test_a_key_outside_its_validity_window_signs_nothing(workspace, keygen, foun
     from engine.workspace import BacklogItem
 
     key = keygen("rita")
-    enrol(workspace.db, workspace.workspace_id, FileSigner(founder_key), "rita", ("reviewer",),
-          read_public_key(Path(f"{key}.pub")), **window)
+    enrol(
+        workspace.db,
+        workspace.workspace_id,
+        FileSigner(founder_key),
+        "rita",
+        ("reviewer",),
+        read_public_key(Path(f"{key}.pub")),
+        **window,
+    )
     workspace.write_allowed_signers()
     workspace.ingest([BacklogItem.make("flagged_pairs", "fp-1", "run-1", {"x": 1})])
     records = workspace.head()[0]
@@ -189,15 +273,20 @@ def test_a_key_outside_its_validity_window_signs_nothing(workspace, keygen, foun
     assert workspace.head()[0] == records
     assert verify_workspace(workspace).ok
     # The generated file carries the window, so ssh-keygen refuses the key now as well.
-    bound = "valid-before=\"20200101000000Z\"" if "valid_before" in window else (
-        "valid-after=\"29990101000000Z\"")
-    line = next(l for l in workspace.allowed_signers_path.read_text().splitlines()
-                if l.startswith("rita "))
+    bound = (
+        'valid-before="20200101000000Z"'
+        if "valid_before" in window
+        else ('valid-after="29990101000000Z"')
+    )
+    line = next(
+        l for l in workspace.allowed_signers_path.read_text().splitlines() if l.startswith("rita ")
+    )
     assert bound in line
 
 
 def test_an_exported_record_of_a_since_expired_key_verifies_with_ssh_keygen_at_its_time(
-        workspace, keygen, founder_key, tmp_path):
+    workspace, keygen, founder_key, tmp_path
+):
     # sealdesk checks a key's validity at the record's signed time; ssh-keygen
     # checks it now unless told the time. The export says which time to give.
     import json
@@ -214,8 +303,15 @@ def test_an_exported_record_of_a_since_expired_key_verifies_with_ssh_keygen_at_i
     rita = FileSigner(key)
     # The grant ends a few whole seconds from now (ssh-keygen's bounds are whole seconds).
     ends = datetime.now(timezone.utc).replace(microsecond=0) + timedelta(seconds=3)
-    enrol(workspace.db, workspace.workspace_id, FileSigner(founder_key), "rita", ("reviewer",),
-          rita.public_key, valid_before=time_text(ends))
+    enrol(
+        workspace.db,
+        workspace.workspace_id,
+        FileSigner(founder_key),
+        "rita",
+        ("reviewer",),
+        rita.public_key,
+        valid_before=time_text(ends),
+    )
     workspace.write_allowed_signers()
     workspace.ingest([BacklogItem.make("flagged_pairs", "fp-1", "run-1", {"x": 1})])
     decided = workspace.decide(rita, "flagged_pairs", "fp-1", "accept")
@@ -227,15 +323,30 @@ def test_an_exported_record_of_a_since_expired_key_verifies_with_ssh_keygen_at_i
     line = [json.loads(text) for text in out.read_text().splitlines()][-1]
     assert line["seq"] == decided.seq and line["principal"] == "rita"
     assert line["verify_time"] == datetime.strptime(
-        decided.body["time"], "%Y-%m-%dT%H:%M:%S.%fZ").strftime("%Y%m%d%H%M%SZ")
+        decided.body["time"], "%Y-%m-%dT%H:%M:%S.%fZ"
+    ).strftime("%Y%m%d%H%M%SZ")
     (tmp_path / "msg").write_text(line["message"])
     (tmp_path / "msg.sig").write_text(line["signature"])
 
     def ssh_keygen(*extra: str) -> int:
         return subprocess.run(
-            ["ssh-keygen", "-Y", "verify", "-f", str(workspace.allowed_signers_path), "-I",
-             line["principal"], "-n", line["namespace"], "-s", str(tmp_path / "msg.sig"),
-             *extra], stdin=open(tmp_path / "msg", "rb"), capture_output=True).returncode
+            [
+                "ssh-keygen",
+                "-Y",
+                "verify",
+                "-f",
+                str(workspace.allowed_signers_path),
+                "-I",
+                line["principal"],
+                "-n",
+                line["namespace"],
+                "-s",
+                str(tmp_path / "msg.sig"),
+                *extra,
+            ],
+            stdin=open(tmp_path / "msg", "rb"),
+            capture_output=True,
+        ).returncode
 
     assert ssh_keygen() != 0  # expired now
     assert ssh_keygen(f"-Overify-time={line['verify_time']}") == 0
@@ -273,14 +384,21 @@ def test_concurrent_enrolments_all_land_in_allowed_signers(workspace, founder_ke
 
     keys = []
     for i in range(4 * 15):
-        pub = Ed25519PrivateKey.generate().public_key().public_bytes(
-            Encoding.OpenSSH, PublicFormat.OpenSSH)
+        pub = (
+            Ed25519PrivateKey.generate()
+            .public_key()
+            .public_bytes(Encoding.OpenSSH, PublicFormat.OpenSSH)
+        )
         key = tmp_path / f"k{i}.pub"
         key.write_bytes(pub + b"\n")
         keys.append(str(key))
     root = workspace.root
-    procs = [subprocess.Popen([sys.executable, "-c", ENROL_MANY, str(root), str(founder_key),
-                               str(w), *keys[w::4]]) for w in range(4)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", ENROL_MANY, str(root), str(founder_key), str(w), *keys[w::4]]
+        )
+        for w in range(4)
+    ]
     deadline = time.monotonic() + 60
     while not all((root / f"ready-{w}").exists() for w in range(4)):
         assert time.monotonic() < deadline and all(p.poll() is None for p in procs)
@@ -306,7 +424,8 @@ ws.write_allowed_signers()
 
 
 def test_the_file_is_never_written_from_a_replay_older_than_an_enrolment_it_missed(
-        workspace, founder_key, keygen, tmp_path):
+    workspace, founder_key, keygen, tmp_path
+):
     """A writer regenerating trust/allowed_signers while another lead's enrolment is being
     appended must not write (possibly last) a file that lacks that enrolment."""
     import sys
@@ -322,8 +441,9 @@ def test_the_file_is_never_written_from_a_replay_older_than_an_enrolment_it_miss
 
     def while_appending(conn):
         # Inside the enrolment's write transaction: another process regenerates the file.
-        writer.append(subprocess.Popen([sys.executable, "-c", WRITE_FILE,
-                                        str(workspace.root), str(marker)]))
+        writer.append(
+            subprocess.Popen([sys.executable, "-c", WRITE_FILE, str(workspace.root), str(marker)])
+        )
         deadline = time.monotonic() + 60
         while not marker.exists():
             assert writer[0].poll() is None and time.monotonic() < deadline
@@ -334,11 +454,19 @@ def test_the_file_is_never_written_from_a_replay_older_than_an_enrolment_it_miss
             pass
         return {"data": enrol_data(signer_entry("late", ("reviewer",), late))}
 
-    store.append(workspace.db, FileSigner(founder_key), workspace_id=workspace.workspace_id,
-                 principal=FOUNDER, role="lead", kind="enrol", check=while_appending)
+    store.append(
+        workspace.db,
+        FileSigner(founder_key),
+        workspace_id=workspace.workspace_id,
+        principal=FOUNDER,
+        role="lead",
+        kind="enrol",
+        check=while_appending,
+    )
     assert writer[0].wait(timeout=120) == 0
-    assert ("late",) in {e.principals for e in
-                         AllowedSigners.load(workspace.allowed_signers_path).entries}
+    assert ("late",) in {
+        e.principals for e in AllowedSigners.load(workspace.allowed_signers_path).entries
+    }
 
 
 # -- verify's windows over a legacy file: text comparison must agree with its datetimes --
@@ -346,15 +474,27 @@ def test_the_file_is_never_written_from_a_replay_older_than_an_enrolment_it_miss
 _BOUND = st.one_of(
     st.none(),
     st.datetimes(min_value=datetime(1000, 1, 1), max_value=datetime(9999, 12, 30)).flatmap(
-        lambda d: st.sampled_from([d.strftime("%Y%m%d"), d.strftime("%Y%m%d%H%M"),
-                                   d.strftime("%Y%m%d%H%M%S"), d.strftime("%Y%m%d%H%M%SZ")])),
+        lambda d: st.sampled_from(
+            [
+                d.strftime("%Y%m%d"),
+                d.strftime("%Y%m%d%H%M"),
+                d.strftime("%Y%m%d%H%M%S"),
+                d.strftime("%Y%m%d%H%M%SZ"),
+            ]
+        )
+    ),
 )
 
 
 @settings(max_examples=400, deadline=None)
-@given(st.lists(st.tuples(_BOUND, _BOUND), min_size=1, max_size=3),
-       st.lists(st.datetimes(min_value=datetime(1000, 1, 1), max_value=datetime(9999, 12, 30)),
-                min_size=1, max_size=8))
+@given(
+    st.lists(st.tuples(_BOUND, _BOUND), min_size=1, max_size=3),
+    st.lists(
+        st.datetimes(min_value=datetime(1000, 1, 1), max_value=datetime(9999, 12, 30)),
+        min_size=1,
+        max_size=8,
+    ),
+)
 def test_verify_time_windows_agree_with_allowed_signers(bounds, times):
     """A ledger not yet migrated is verified against its old allowed_signers file (the
     migration signs in exactly what that check allowed): its record-time text windows
@@ -366,20 +506,32 @@ def test_verify_time_windows_agree_with_allowed_signers(bounds, times):
     b64 = base64.b64encode(blob).decode()
     lines = []
     for after, before in bounds:
-        options = [f'valid-after="{after}"' if after else "",
-                   f'valid-before="{before}"' if before else "", 'namespaces="reviewer@sealdesk"']
+        options = [
+            f'valid-after="{after}"' if after else "",
+            f'valid-before="{before}"' if before else "",
+            'namespaces="reviewer@sealdesk"',
+        ]
         lines.append(f"rita {','.join(o for o in options if o)} ssh-ed25519 {b64}")
-    allowed = AllowedSigners([parse_line(line, path='allowed_signers', line=n) for n, line in enumerate(lines, 1)])
+    allowed = AllowedSigners(
+        [parse_line(line, path="allowed_signers", line=n) for n, line in enumerate(lines, 1)]
+    )
     policy = LegacySigners(allowed, records=1)  # what verify checks each record against
     # every bound itself and a microsecond either side: where a text order could slip
-    edges = [bound + timedelta(microseconds=step) for e in allowed.entries
-             for bound in (e.valid_after, e.valid_before) if bound for step in (-1, 0, 1)]
+    edges = [
+        bound + timedelta(microseconds=step)
+        for e in allowed.entries
+        for bound in (e.valid_after, e.valid_before)
+        if bound
+        for step in (-1, 0, 1)
+    ]
     for when in [t.replace(tzinfo=timezone.utc) for t in times] + edges:
         text = time_text(when)
         at = parse_time(text)  # ssh-keygen's rule, on datetimes
-        expected = any((e.valid_after is None or e.valid_after <= at)
-                       and (e.valid_before is None or at < e.valid_before)
-                       for e in allowed.entries)
+        expected = any(
+            (e.valid_after is None or e.valid_after <= at)
+            and (e.valid_before is None or at < e.valid_before)
+            for e in allowed.entries
+        )
         assert allowed.authorizes("rita", blob, "reviewer@sealdesk", at) == expected
         assert policy.allows("rita", blob, "reviewer", 1, text) == expected, (lines, text)
         # another principal or role is never allowed, in any window

@@ -32,13 +32,24 @@ from tests.support.review_app import notices, settle, text_of
 
 V1 = "55c80d5d9e0d82337ab555b17e8505febf5e680758e1dd23ca7239e571eb1130"
 V2 = "5642865473cf347f2c19ed920c162cf41c08e258c2452abfe33cc7db0606737c"
-TEXTS = {"c1": "The API is live. The cache is warm.", "c2": "Nothing to report.",
-         "c3": "The queue is empty."}
-LANE = {"c1": [claim("The API is live.", "runtime", "API"),
-               claim("The cache is warm.", "runtime", "cache")],
-        "c2": [], "c3": [claim("The queue is empty.", "runtime", "queue")]}
-PASSING = {"c1": [("d1", "API is live", "runtime", "API"), ("d2", "cache", "runtime", "cache")],
-           "c2": [], "c3": [("d3", "queue is empty", "runtime", "queue")]}
+TEXTS = {
+    "c1": "The API is live. The cache is warm.",
+    "c2": "Nothing to report.",
+    "c3": "The queue is empty.",
+}
+LANE = {
+    "c1": [
+        claim("The API is live.", "runtime", "API"),
+        claim("The cache is warm.", "runtime", "cache"),
+    ],
+    "c2": [],
+    "c3": [claim("The queue is empty.", "runtime", "queue")],
+}
+PASSING = {
+    "c1": [("d1", "API is live", "runtime", "API"), ("d2", "cache", "runtime", "cache")],
+    "c2": [],
+    "c3": [("d3", "queue is empty", "runtime", "queue")],
+}
 
 
 @pytest.fixture
@@ -81,15 +92,28 @@ def assert_refused(done, ws, before: int, *names: str) -> None:
 
 def exam_scored(sealdesk, ws, tmp_path: Path, run: str = "ex") -> Path:
     """Gives exam-score.json of a PASS exam adjudicated and scored through the CLI."""
-    exam = write_exam(tmp_path / f"{run}-inputs", TEXTS, LANE, LANE,
-                      sweep={cid: [] for cid in TEXTS})
-    sealdesk("exam", "adjudicate", "--run-id", run, *exam.cli_inputs(), workspace=ws.root,
-             check=True)
+    exam = write_exam(
+        tmp_path / f"{run}-inputs", TEXTS, LANE, LANE, sweep={cid: [] for cid in TEXTS}
+    )
+    sealdesk(
+        "exam", "adjudicate", "--run-id", run, *exam.cli_inputs(), workspace=ws.root, check=True
+    )
     replay = write_replay(tmp_path / f"{run}-replay.jsonl", PASSING, TEXTS)
-    sealdesk("exam", "score", "--run-id", run, "--expected-adjudication-sha256",
-             sha(ws.artifacts_dir / run / "exam-adjudication.json"), *exam.cli_inputs(),
-             "--replay", replay, "--expected-replay-sha256", sha(replay), workspace=ws.root,
-             check=True)
+    sealdesk(
+        "exam",
+        "score",
+        "--run-id",
+        run,
+        "--expected-adjudication-sha256",
+        sha(ws.artifacts_dir / run / "exam-adjudication.json"),
+        *exam.cli_inputs(),
+        "--replay",
+        replay,
+        "--expected-replay-sha256",
+        sha(replay),
+        workspace=ws.root,
+        check=True,
+    )
     path = ws.artifacts_dir / run / "exam-score.json"
     assert json.loads(path.read_bytes())["status"] == "PASS"
     return path
@@ -97,8 +121,10 @@ def exam_scored(sealdesk, ws, tmp_path: Path, run: str = "ex") -> Path:
 
 # -- laundering is refused -----------------------------------------------------------
 
+
 def test_an_exam_score_turned_from_pass_to_fail_with_a_fresh_sidecar_is_refused(
-        sealdesk, workspace, lena, tmp_path):
+    sealdesk, workspace, lena, tmp_path
+):
     path = exam_scored(sealdesk, workspace, tmp_path)
     relabel(path, status="FAIL")
     before = records(workspace)
@@ -108,28 +134,77 @@ def test_an_exam_score_turned_from_pass_to_fail_with_a_fresh_sidecar_is_refused(
 
 
 def test_a_benchmark_turned_from_hold_to_eligible_beside_its_signature_is_refused(
-        sealdesk, workspace, lena, tmp_path):
+    sealdesk, workspace, lena, tmp_path
+):
     root = tmp_path / "authority"
-    sealdesk("coverage", "keygen", "--trust-root", root / "trust", "--keys", root / "private",
-             check=True)
+    sealdesk(
+        "coverage", "keygen", "--trust-root", root / "trust", "--keys", root / "private", check=True
+    )
     shutil.copy(SAMPLE / "holdout.json", root / "holdout.json")
-    sealdesk("coverage", "sign", "--role", "holdout", "--key", root / "private/holdout.key",
-             root / "holdout.json", check=True)
-    sealdesk("coverage", "store-init", "--store", root / "lineage.db", "--store-id", "t",
-             check=True)
+    sealdesk(
+        "coverage",
+        "sign",
+        "--role",
+        "holdout",
+        "--key",
+        root / "private/holdout.key",
+        root / "holdout.json",
+        check=True,
+    )
+    sealdesk(
+        "coverage", "store-init", "--store", root / "lineage.db", "--store-id", "t", check=True
+    )
     # A genesis scope for v2, whose predictions miss obfuscation and flag benign: HOLD.
     template = root / "scope.toml"
-    template.write_text((SAMPLE / "scope-genesis.toml").read_text()
-                        .replace(V1, V2).replace('"v1"', '"v2"'))
-    sealdesk("coverage", "scope", "--template", template, "--holdout", root / "holdout.json",
-             "--genesis", "--out", root / "scope.json", check=True)
-    sealdesk("coverage", "sign", "--role", "scope", "--key", root / "private/scope.key",
-             root / "scope.json", check=True)
-    sealdesk("coverage", "benchmark", "--trust-root", root / "trust", "--holdout",
-             root / "holdout.json", "--scope", root / "scope.json", "--predictions",
-             SAMPLE / "predictions_v2.jsonl", "--candidate-sha256", V2, "--candidate-version",
-             "v2", "--store", root / "lineage.db", "--store-id", "t", "--benchmark-key",
-             root / "private/benchmark.key", workspace=workspace.root, check=True)
+    template.write_text(
+        (SAMPLE / "scope-genesis.toml").read_text().replace(V1, V2).replace('"v1"', '"v2"')
+    )
+    sealdesk(
+        "coverage",
+        "scope",
+        "--template",
+        template,
+        "--holdout",
+        root / "holdout.json",
+        "--genesis",
+        "--out",
+        root / "scope.json",
+        check=True,
+    )
+    sealdesk(
+        "coverage",
+        "sign",
+        "--role",
+        "scope",
+        "--key",
+        root / "private/scope.key",
+        root / "scope.json",
+        check=True,
+    )
+    sealdesk(
+        "coverage",
+        "benchmark",
+        "--trust-root",
+        root / "trust",
+        "--holdout",
+        root / "holdout.json",
+        "--scope",
+        root / "scope.json",
+        "--predictions",
+        SAMPLE / "predictions_v2.jsonl",
+        "--candidate-sha256",
+        V2,
+        "--candidate-version",
+        "v2",
+        "--store",
+        root / "lineage.db",
+        "--store-id",
+        "t",
+        "--benchmark-key",
+        root / "private/benchmark.key",
+        workspace=workspace.root,
+        check=True,
+    )
     [path] = workspace.artifacts_dir.glob("coverage-benchmark-*/benchmark.json")
     assert json.loads(path.read_bytes())["eligibility"] == "HOLD"
     relabel(path, eligibility="ELIGIBLE", weak_categories=[])
@@ -137,17 +212,19 @@ def test_a_benchmark_turned_from_hold_to_eligible_beside_its_signature_is_refuse
     done = signoff(sealdesk, workspace, lena)
     where = f"artifacts/{path.parent.name}/benchmark.json"
     assert_refused(done, workspace, before, where, where + ".sig")
-    assert any(line.startswith(f"PROBLEM: {where}.sig: signature over {where} does not verify")
-               for line in done.stdout.splitlines()), done.stdout
+    assert any(
+        line.startswith(f"PROBLEM: {where}.sig: signature over {where} does not verify")
+        for line in done.stdout.splitlines()
+    ), done.stdout
 
 
 def test_coverage_evidence_edited_with_a_fresh_sidecar_is_refused(
-        sealdesk, workspace, enrol, lena, tmp_path):
+    sealdesk, workspace, enrol, lena, tmp_path
+):
     rita = enrol("rita", "reviewer")
     auth, bench, sig = sample_benchmark(tmp_path / "authority")
     source = load_benchmark(bench, sig, auth.trust)[0]
-    run_backlog(workspace, source, SAMPLE / "debug_rows.jsonl", SAMPLE / "attribution.toml",
-                None)
+    run_backlog(workspace, source, SAMPLE / "debug_rows.jsonl", SAMPLE / "attribution.toml", None)
     for item in workspace.items(queue="weak_categories"):
         workspace.decide(rita, "weak_categories", item["item_id"], "accept")
     path = make_evidence(workspace, bench, sig, auth.trust, lena).path
@@ -156,14 +233,14 @@ def test_coverage_evidence_edited_with_a_fresh_sidecar_is_refused(
     value["benchmark"] = {**value["benchmark"], "eligibility": "ELIGIBLE"}
     write_artifact(path, canonical_json(value))
     done = signoff(sealdesk, workspace, lena)
-    assert_refused(done, workspace, before,
-                   f"artifacts/{path.parent.name}/coverage_evidence.json")
+    assert_refused(done, workspace, before, f"artifacts/{path.parent.name}/coverage_evidence.json")
 
 
 def test_a_file_no_run_recorded_is_refused(sealdesk, workspace, lena, tmp_path):
     exam_scored(sealdesk, workspace, tmp_path)
-    write_json_artifact(workspace.artifacts_dir / "ex" / "exam-score-final.json",
-                        {"status": "PASS"})
+    write_json_artifact(
+        workspace.artifacts_dir / "ex" / "exam-score-final.json", {"status": "PASS"}
+    )
     before = records(workspace)
     done = signoff(sealdesk, workspace, lena)
     assert_refused(done, workspace, before, "artifacts/ex/exam-score-final.json")
@@ -176,12 +253,14 @@ def test_a_signed_off_artifact_that_was_removed_is_refused(sealdesk, workspace, 
     path.unlink()
     path.with_name(path.name + ".sha256").unlink()
     before = records(workspace)
-    assert_refused(signoff(sealdesk, workspace, lena), workspace, before,
-                   "artifacts/ex/exam-score.json")
+    assert_refused(
+        signoff(sealdesk, workspace, lena), workspace, before, "artifacts/ex/exam-score.json"
+    )
 
 
 def test_an_sshsig_beside_an_artifact_must_verify_over_it(
-        sealdesk, workspace, lena, keygen, tmp_path):
+    sealdesk, workspace, lena, keygen, tmp_path
+):
     key = keygen("auditor")
 
     def signed(run: str, signs: bytes) -> None:
@@ -189,10 +268,12 @@ def test_an_sshsig_beside_an_artifact_must_verify_over_it(
         write_artifact(path, canonical_json({"run": run}))
         message = tmp_path / f"{run}.msg"
         message.write_bytes(signs)
-        subprocess.run(["ssh-keygen", "-q", "-Y", "sign", "-f", str(key), "-n", "audit",
-                        str(message)], check=True, capture_output=True)
-        write_artifact(path.with_name("report.json.sig"),
-                       Path(f"{message}.sig").read_bytes())
+        subprocess.run(
+            ["ssh-keygen", "-q", "-Y", "sign", "-f", str(key), "-n", "audit", str(message)],
+            check=True,
+            capture_output=True,
+        )
+        write_artifact(path.with_name("report.json.sig"), Path(f"{message}.sig").read_bytes())
         record_run(workspace, run, "report.json", "report.json.sig")
 
     signed("audit-1", canonical_json({"run": "audit-1"}))
@@ -206,52 +287,63 @@ def test_an_sshsig_beside_an_artifact_must_verify_over_it(
 
 # -- what still signs -----------------------------------------------------------------
 
+
 def test_a_signoff_after_a_new_run_binds_it_with_the_run_that_recorded_it(
-        sealdesk, workspace, lena, tmp_path):
+    sealdesk, workspace, lena, tmp_path
+):
     exam_scored(sealdesk, workspace, tmp_path)
     assert signoff(sealdesk, workspace, lena).returncode == 0
     path = exam_scored(sealdesk, workspace, tmp_path, run="ex-2")
     done = signoff(sealdesk, workspace, lena)
     assert done.returncode == 0, done.stdout + done.stderr
-    data = json.loads(workspace.conn.execute(
-        "SELECT message FROM records ORDER BY seq DESC LIMIT 1").fetchone()[0])["data"]
+    data = json.loads(
+        workspace.conn.execute("SELECT message FROM records ORDER BY seq DESC LIMIT 1").fetchone()[
+            0
+        ]
+    )["data"]
     assert data["artifacts"]["ex-2/exam-score.json"] == sha(path)
     # The adjudication run ex-2 is immutable, so the score was recorded by a run of its own.
     [(run_id, manifest)] = workspace.conn.execute(
-        "SELECT run_id, manifest FROM runs WHERE run_id LIKE 'ex-2.exam-score-%'").fetchall()
+        "SELECT run_id, manifest FROM runs WHERE run_id LIKE 'ex-2.exam-score-%'"
+    ).fetchall()
     manifest = json.loads(manifest)
     assert manifest["artifacts_dir"] == "ex-2"
     assert manifest["artifacts"]["exam-score.json"] == sha(path)
     assert data["runs"][run_id] == sha256_hex(canonical_json(manifest))
 
 
-def test_verify_names_an_artifact_that_differs_from_its_runs_record(
-        sealdesk, workspace, tmp_path):
+def test_verify_names_an_artifact_that_differs_from_its_runs_record(sealdesk, workspace, tmp_path):
     path = exam_scored(sealdesk, workspace, tmp_path)
     assert sealdesk("verify", workspace=workspace.root).returncode == 0
     relabel(path, status="FAIL")
     done = sealdesk("verify", workspace=workspace.root)
     assert done.returncode == 1
-    assert done.stderr.startswith("FAIL: artifacts/ex/exam-score.json: bytes differ from the "
-                                  "hash run ex.exam-score-")
+    assert done.stderr.startswith(
+        "FAIL: artifacts/ex/exam-score.json: bytes differ from the hash run ex.exam-score-"
+    )
 
 
 # -- the app --------------------------------------------------------------------------
 
+
 @pytest.mark.anyio
 async def test_the_signoff_screen_shows_the_refusal_and_signs_nothing(
-        sealdesk, workspace, lena, tmp_path):
+    sealdesk, workspace, lena, tmp_path
+):
     path = exam_scored(sealdesk, workspace, tmp_path)
     relabel(path, status="FAIL")
     before = records(workspace)
     app = ReviewApp(workspace, open_session(workspace, key=str(lena.path)))
     async with app.run_test(size=(160, 48)) as pilot:
         await pilot.press("S")
-        await settle(pilot, lambda: isinstance(app.screen, SignoffScreen)
-                     and app.screen.summary is not None)
+        await settle(
+            pilot, lambda: isinstance(app.screen, SignoffScreen) and app.screen.summary is not None
+        )
         body = text_of(app.screen.query_one("#signoff-body"))
-        assert "BLOCKED: will not sign off: artifacts/ex/exam-score.json: bytes differ from " \
-               "the hash its run manifest recorded" in " ".join(body.split())
+        assert (
+            "BLOCKED: will not sign off: artifacts/ex/exam-score.json: bytes differ from "
+            "the hash its run manifest recorded" in " ".join(body.split())
+        )
         screen = app.screen
         await pilot.press("s")
         assert app.screen is screen

@@ -38,9 +38,15 @@ def signed(workspace, enrol, tmp_path):
     the number of records the checkpoint covers)."""
     rita = enrol("rita", "reviewer")
     lena = enrol("lena", "lead")
-    items = [BacklogItem.make("flagged_pairs", f"fp-{i}", "run-1",
-                              {"summary": {"title": f"pair {i}", "score": None, "tags": []}})
-             for i in range(8)]
+    items = [
+        BacklogItem.make(
+            "flagged_pairs",
+            f"fp-{i}",
+            "run-1",
+            {"summary": {"title": f"pair {i}", "score": None, "tags": []}},
+        )
+        for i in range(8)
+    ]
     workspace.ingest(items, runs={"run-1": {"kind": "test", "artifacts": {}, "inputs": {}}})
     for item in items[:4]:
         workspace.decide(rita, "flagged_pairs", item.item_id, "accept")
@@ -69,15 +75,23 @@ def forge(ws: Workspace, rewrite: Callable[[list[dict]], list[dict]], signer) ->
     for seq, body in enumerate(new, kept + 1):
         # Times must not go back along the chain (verify checks it): the attacker keeps them so.
         last_time = max(last_time, body["time"])
-        body = {**body, "seq": seq, "prev": prev, "key": signer.public_key.fingerprint,
-                "time": last_time}
+        body = {
+            **body,
+            "seq": seq,
+            "prev": prev,
+            "key": signer.public_key.fingerprint,
+            "time": last_time,
+        }
         message, record_hash = encode_body(body)
         signature = sshsig.armor(signer.sign(message, namespace_for(body["role"])))
         row = {name: body[name] for name in INDEXED_FIELDS}
-        row.update(record_hash=record_hash, prev_hash=prev, message=message.decode(),
-                   signature=signature)
-        conn.execute(f"INSERT INTO records ({', '.join(row)}) VALUES "
-                     f"({', '.join('?' * len(row))})", list(row.values()))
+        row.update(
+            record_hash=record_hash, prev_hash=prev, message=message.decode(), signature=signature
+        )
+        conn.execute(
+            f"INSERT INTO records ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
+            list(row.values()),
+        )
         prev = record_hash
     store.create_schema(conn)  # put the triggers back, as a careful attacker would
     conn.close()
@@ -102,8 +116,11 @@ def without_signoffs(bodies: list[dict]) -> list[dict]:
 
 def about(ws: Workspace, body: dict, item_id: str) -> dict:
     """A copy of a decision body made about another item (its bytes bound correctly)."""
-    return {**body, "item_id": item_id,
-            "item_sha256": ws.item("flagged_pairs", item_id)["item_sha256"]}
+    return {
+        **body,
+        "item_id": item_id,
+        "item_sha256": ws.item("flagged_pairs", item_id)["item_sha256"],
+    }
 
 
 def test_checkpoint_verifies_against_the_untouched_workspace(signed):
@@ -120,8 +137,7 @@ def test_checkpoint_still_verifies_after_the_ledger_legitimately_grows(signed):
     assert reasons(ws, path) == []
 
 
-def test_checkpoint_file_is_origin_size_root_anchor_then_the_lead_signature(signed,
-                                                                           founder_key):
+def test_checkpoint_file_is_origin_size_root_anchor_then_the_lead_signature(signed, founder_key):
     from engine.ledger.signers import FileSigner
 
     ws, _rita, lena, path, size = signed
@@ -140,7 +156,8 @@ def test_checkpoint_note_verifies_with_ssh_keygen_as_documented(signed, tmp_path
         "awk '/^$/{exit} {print}' checkpoint.txt > note && "
         "sed -n '/^-----BEGIN SSH/,/^-----END SSH/p' checkpoint.txt > note.sig && "
         f"ssh-keygen -Y verify -f {ws.allowed_signers_path} -I lena -n lead@sealdesk "
-        "-s note.sig < note")
+        "-s note.sig < note"
+    )
     proc = subprocess.run(["sh", "-c", script], cwd=tmp_path, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert 'Good "lead@sealdesk" signature for lena' in proc.stdout
@@ -153,15 +170,31 @@ def test_ssh_keygen_refuses_the_note_once_its_size_is_edited(signed, tmp_path):
     note = text.split("\n\n")[0]
     assert f"\n{size}\n" in note
     (tmp_path / "note").write_text(note.replace(f"\n{size}\n", f"\n{size - 1}\n") + "\n")
-    (tmp_path / "note.sig").write_text(text[text.index("-----BEGIN"):])
+    (tmp_path / "note.sig").write_text(text[text.index("-----BEGIN") :])
     proc = subprocess.run(
-        ["ssh-keygen", "-Y", "verify", "-f", str(ws.allowed_signers_path), "-I", "lena",
-         "-n", "lead@sealdesk", "-s", "note.sig"],
-        stdin=open(tmp_path / "note", "rb"), cwd=tmp_path, capture_output=True, text=True)
+        [
+            "ssh-keygen",
+            "-Y",
+            "verify",
+            "-f",
+            str(ws.allowed_signers_path),
+            "-I",
+            "lena",
+            "-n",
+            "lead@sealdesk",
+            "-s",
+            "note.sig",
+        ],
+        stdin=open(tmp_path / "note", "rb"),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode != 0
 
 
 # -- the ledger attacked -------------------------------------------------------
+
 
 def test_deleting_a_record_before_the_checkpoint_is_detected(signed):
     ws, rita, _lena, path, _size = signed
@@ -233,19 +266,29 @@ def test_rewriting_under_a_kept_signoff_breaks_the_signed_tree_head(signed):
     signoff_row = conn.execute("SELECT * FROM records WHERE seq=?", (size + 1,)).fetchone()
     conn.close()
 
-    forge(ws, lambda b: [{**x, "decision": "reject"} if x["item_id"] == "fp-0" else x
-                         for x in without_signoffs(b)], rita)
+    forge(
+        ws,
+        lambda b: [
+            {**x, "decision": "reject"} if x["item_id"] == "fp-0" else x
+            for x in without_signoffs(b)
+        ],
+        rita,
+    )
     conn = sqlite3.connect(ws.db_path, isolation_level=None)
     conn.execute("DROP TRIGGER records_next_link")
-    conn.execute(f"INSERT INTO records VALUES ({', '.join('?' * len(signoff_row))})",
-                 signoff_row)  # the lead's sign-off put back untouched
+    conn.execute(
+        f"INSERT INTO records VALUES ({', '.join('?' * len(signoff_row))})", signoff_row
+    )  # the lead's sign-off put back untouched
     conn.close()
     faults = verify_workspace(ws).faults
-    assert any(f.seq == size + 1 and "no longer hash to the root the lead signed" in f.reason
-               for f in faults)
+    assert any(
+        f.seq == size + 1 and "no longer hash to the root the lead signed" in f.reason
+        for f in faults
+    )
 
 
 # -- the checkpoint file attacked ----------------------------------------------
+
 
 def edited(path: Path, old: str, new: str) -> Path:
     text = path.read_text(encoding="utf-8")
@@ -275,16 +318,18 @@ def test_a_checkpoint_of_another_workspace_is_refused(signed):
     assert found and "is for log" in found[0]
 
 
-def _forged_checkpoint(path: Path, ws: Workspace, signer, principal: str, namespace: str,
-                       size: int = 2) -> Path:
+def _forged_checkpoint(
+    path: Path, ws: Workspace, signer, principal: str, namespace: str, size: int = 2
+) -> Path:
     from engine.ledger import merkle
     from engine.ledger.checkpoint import format_checkpoint, note_body, origin_for
     from engine.ledger.treehead import leaf_hashes
 
     root = merkle.root_of(leaf_hashes(ws.conn)[:size])
     body = note_body(origin_for(ws.workspace_id), size, root)
-    text = format_checkpoint(body, principal, signer.public_key.fingerprint,
-                             sshsig.armor(signer.sign(body, namespace)))
+    text = format_checkpoint(
+        body, principal, signer.public_key.fingerprint, sshsig.armor(signer.sign(body, namespace))
+    )
     out = path.with_name("forged.txt")
     out.write_text(text.replace("lead@sealdesk", namespace, 1), encoding="utf-8")
     return out
@@ -307,13 +352,13 @@ def test_removing_the_lead_from_the_trust_file_does_not_touch_her_checkpoint(sig
     ws, _rita, _lena, path, _size = signed
     lines = ws.allowed_signers_path.read_text(encoding="utf-8").splitlines(keepends=True)
     assert any(line.startswith("lena ") for line in lines)
-    ws.allowed_signers_path.write_text("".join(l for l in lines if not l.startswith("lena")),
-                                       encoding="utf-8")
+    ws.allowed_signers_path.write_text(
+        "".join(l for l in lines if not l.startswith("lena")), encoding="utf-8"
+    )
     assert reasons(ws, path) == []
 
 
-def test_a_revoked_lead_keeps_her_earlier_checkpoint_and_signs_off_no_more(signed,
-                                                                           founder_key):
+def test_a_revoked_lead_keeps_her_earlier_checkpoint_and_signs_off_no_more(signed, founder_key):
     """A revocation is a record: what lena signed before it stays valid (judged by seq),
     and from it on she can sign no sign-off or checkpoint."""
     from engine.errors import PermissionRefused
@@ -328,17 +373,29 @@ def test_a_revoked_lead_keeps_her_earlier_checkpoint_and_signs_off_no_more(signe
     with pytest.raises(PermissionRefused):
         sign_off(ws, lena, with_exceptions=True)
     # Past the app's refusal, straight through the store: verify names the revocation.
-    forged = store.append(ws.db, lena, workspace_id=ws.workspace_id, principal="lena",
-                          role="lead", kind="note", queue="flagged_pairs", item_id="fp-6",
-                          note="still lead?",
-                          check=lambda c: ws._item_binding(c, "flagged_pairs", "fp-6"))
+    forged = store.append(
+        ws.db,
+        lena,
+        workspace_id=ws.workspace_id,
+        principal="lena",
+        role="lead",
+        kind="note",
+        queue="flagged_pairs",
+        item_id="fp-6",
+        note="still lead?",
+        check=lambda c: ws._item_binding(c, "flagged_pairs", "fp-6"),
+    )
     faults = verify_workspace(ws).faults
     assert [(f.seq, f.reason) for f in faults] == [
-        (forged.seq, f"lena's key {lena.public_key.fingerprint} was revoked at record "
-                     f"{revoked.seq}")]
+        (
+            forged.seq,
+            f"lena's key {lena.public_key.fingerprint} was revoked at record {revoked.seq}",
+        )
+    ]
 
 
 # -- the command line ----------------------------------------------------------
+
 
 def test_cli_export_then_verify_checkpoint_passes(signed, sealdesk, tmp_path):
     ws, _rita, _lena, _path, size = signed
@@ -353,21 +410,28 @@ def test_cli_export_then_verify_checkpoint_passes(signed, sealdesk, tmp_path):
 def test_cli_verify_checkpoint_reads_stdin_and_fails_on_a_forgery(signed, sealdesk):
     ws, rita, _lena, path, size = signed
     forge(ws, lambda b: [{**x, "decision": "reject"} for x in without_signoffs(b)], rita)
-    proc = sealdesk("verify", "--checkpoint", "-", workspace=ws.root,
-                    input=path.read_text(encoding="utf-8"))
+    proc = sealdesk(
+        "verify", "--checkpoint", "-", workspace=ws.root, input=path.read_text(encoding="utf-8")
+    )
     assert proc.returncode == 1
-    assert (f"FAIL: record {size}: checkpoint <stdin>: records 1..{size} are not the ones the "
-            "lead signed") in proc.stderr
+    assert (
+        f"FAIL: record {size}: checkpoint <stdin>: records 1..{size} are not the ones the "
+        "lead signed"
+    ) in proc.stderr
 
 
-@pytest.mark.parametrize("old,new,where", [
-    ("\n{size}\n", "\nfour\n", ":2: field 'size'"),
-    ("\nanchor SHA256:", "\nanchor MD5:", ":4: field 'anchor'"),
-    ("\n\n\u2014", "\n\u2014", ":5: field 'root'"),
-    ("\u2014 lena", "- lena", ":6: field 'signature'"),
-])
-def test_a_malformed_checkpoint_is_an_error_naming_line_and_field(signed, sealdesk, old, new,
-                                                                  where):
+@pytest.mark.parametrize(
+    "old,new,where",
+    [
+        ("\n{size}\n", "\nfour\n", ":2: field 'size'"),
+        ("\nanchor SHA256:", "\nanchor MD5:", ":4: field 'anchor'"),
+        ("\n\n\u2014", "\n\u2014", ":5: field 'root'"),
+        ("\u2014 lena", "- lena", ":6: field 'signature'"),
+    ],
+)
+def test_a_malformed_checkpoint_is_an_error_naming_line_and_field(
+    signed, sealdesk, old, new, where
+):
     ws, _rita, _lena, path, size = signed
     bad = edited(path, old.format(size=size), new)
     proc = sealdesk("verify", "--checkpoint", bad, workspace=ws.root)
@@ -387,19 +451,27 @@ def _signature_not_text(message: str) -> str:
     return json.dumps(body)
 
 
-@pytest.mark.parametrize("mangle", [lambda m: "not json", lambda m: "[1,2]", _signature_not_text],
-                         ids=["not-json", "not-an-object", "signature-not-text"])
+@pytest.mark.parametrize(
+    "mangle",
+    [lambda m: "not json", lambda m: "[1,2]", _signature_not_text],
+    ids=["not-json", "not-an-object", "signature-not-text"],
+)
 def test_a_mangled_signoff_record_is_a_checkpoint_fault_not_a_crash(signed, mangle):
     import hashlib
 
     ws, _rita, _lena, path, size = signed
     conn = sqlite3.connect(ws.db_path, isolation_level=None)
     conn.execute("DROP TRIGGER records_no_update")
-    message = mangle(conn.execute("SELECT message FROM records WHERE seq=?",
-                                  (size + 1,)).fetchone()[0])
-    conn.execute("UPDATE records SET message=?, record_hash=? WHERE seq=?",
-                 (message, hashlib.sha256(message.encode()).hexdigest(), size + 1))
+    message = mangle(
+        conn.execute("SELECT message FROM records WHERE seq=?", (size + 1,)).fetchone()[0]
+    )
+    conn.execute(
+        "UPDATE records SET message=?, record_hash=? WHERE seq=?",
+        (message, hashlib.sha256(message.encode()).hexdigest(), size + 1),
+    )
     conn.close()
     report = verify_workspace(ws, checkpoint=path)
-    assert any(f.seq == size + 1 and "not the sign-off that made this checkpoint" in f.reason
-               for f in report.faults)
+    assert any(
+        f.seq == size + 1 and "not the sign-off that made this checkpoint" in f.reason
+        for f in report.faults
+    )

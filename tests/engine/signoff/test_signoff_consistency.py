@@ -27,8 +27,9 @@ def node(left: bytes, right: bytes) -> bytes:
     return hashlib.sha256(b"\x01" + left + right).digest()
 
 
-def rfc9162_consistent(size1: int, size2: int, root1: bytes, root2: bytes,
-                       path: list[bytes]) -> bool:
+def rfc9162_consistent(
+    size1: int, size2: int, root1: bytes, root2: bytes, path: list[bytes]
+) -> bool:
     """RFC 9162 2.1.4.2, step by step."""
     if size1 == size2:
         return not path and root1 == root2
@@ -63,11 +64,17 @@ def signed_twice(workspace, enrol, sealdesk, tmp_path):
     workspace.ingest(make_items(9))
     for n in range(3):
         workspace.decide(rita, "flagged_pairs", f"item-{n}", "accept")
-    sealdesk("signoff", "--yes", "--with-exceptions", "--key", lena.path,
-             workspace=workspace.root, check=True)
+    sealdesk(
+        "signoff",
+        "--yes",
+        "--with-exceptions",
+        "--key",
+        lena.path,
+        workspace=workspace.root,
+        check=True,
+    )
     old = tmp_path / "old-checkpoint.txt"
-    old.write_text(sealdesk("checkpoint", "export", workspace=workspace.root,
-                            check=True).stdout)
+    old.write_text(sealdesk("checkpoint", "export", workspace=workspace.root, check=True).stdout)
     for n in range(3, 9):
         workspace.decide(rita, "flagged_pairs", f"item-{n}", "reject")
     sealdesk("signoff", "--yes", "--key", lena.path, workspace=workspace.root, check=True)
@@ -76,22 +83,33 @@ def signed_twice(workspace, enrol, sealdesk, tmp_path):
 
 def test_the_printed_consistency_proof_verifies_by_rfc_9162(signed_twice, sealdesk):
     ws, old = signed_twice
-    out = json.loads(sealdesk("prove", "--consistency", old, "--json", workspace=ws.root,
-                              check=True).stdout)
+    out = json.loads(
+        sealdesk("prove", "--consistency", old, "--json", workspace=ws.root, check=True).stdout
+    )
     first, second = out["first"], out["second"]
     assert 0 < first["tree_size"] < second["tree_size"] == ws.head()[0] - 1
     path = [bytes.fromhex(h) for h in out["consistency_path"]]
-    assert rfc9162_consistent(first["tree_size"], second["tree_size"],
-                              bytes.fromhex(first["root"]), bytes.fromhex(second["root"]), path)
+    assert rfc9162_consistent(
+        first["tree_size"],
+        second["tree_size"],
+        bytes.fromhex(first["root"]),
+        bytes.fromhex(second["root"]),
+        path,
+    )
     # The same verifier refuses the path with any one node flipped.
     for i in range(len(path)):
         bad = list(path)
         bad[i] = bytes([bad[i][0] ^ 1]) + bad[i][1:]
-        assert not rfc9162_consistent(first["tree_size"], second["tree_size"],
-                                      bytes.fromhex(first["root"]),
-                                      bytes.fromhex(second["root"]), bad)
-    text = sealdesk("prove", "--consistency", "-", workspace=ws.root, input=old.read_text(),
-                    check=True).stdout
+        assert not rfc9162_consistent(
+            first["tree_size"],
+            second["tree_size"],
+            bytes.fromhex(first["root"]),
+            bytes.fromhex(second["root"]),
+            bad,
+        )
+    text = sealdesk(
+        "prove", "--consistency", "-", workspace=ws.root, input=old.read_text(), check=True
+    ).stdout
     assert "ok: the path leads from the checkpoint's root to the signed root" in text
 
 
@@ -113,27 +131,40 @@ def test_prove_takes_a_record_or_a_consistency_checkpoint_not_both(signed_twice,
     assert both.returncode == 2 and "one of them" in both.stderr
 
 
-def test_every_hint_the_signoff_prints_runs_through_the_gate(workspace, enrol, sealdesk,
-                                                            tmp_path):
+def test_every_hint_the_signoff_prints_runs_through_the_gate(workspace, enrol, sealdesk, tmp_path):
     lena = enrol("lena", "lead")
     sock = tmp_path / "agent.sock"
-    agent = subprocess.run(["ssh-agent", "-a", str(sock)], capture_output=True, text=True,
-                           check=True)
+    agent = subprocess.run(
+        ["ssh-agent", "-a", str(sock)], capture_output=True, text=True, check=True
+    )
     pid = int(agent.stdout.split("SSH_AGENT_PID=")[1].split(";")[0])
     try:
-        subprocess.run(["ssh-add", "-q", str(lena.path)], env={**os.environ,
-                       "SSH_AUTH_SOCK": str(sock)}, check=True, capture_output=True)
+        subprocess.run(
+            ["ssh-add", "-q", str(lena.path)],
+            env={**os.environ, "SSH_AUTH_SOCK": str(sock)},
+            check=True,
+            capture_output=True,
+        )
         # Through the gate a lead signs with the forwarded agent, never a key file.
-        env = {"SSH_AUTH_SOCK": str(sock), "SEALDESK_GATE": GatePolicy.for_workspace(
-            workspace.root, ("signoff", "checkpoint", "prove", "verify")).to_env("request")}
-        out = sealdesk("signoff", "--yes", "--key", lena.path, workspace=workspace.root,
-                       check=True).stdout + sealdesk("signoff", "--yes",
-                                                     workspace=workspace.root, env=env,
-                                                     check=True).stdout
+        env = {
+            "SSH_AUTH_SOCK": str(sock),
+            "SEALDESK_GATE": GatePolicy.for_workspace(
+                workspace.root, ("signoff", "checkpoint", "prove", "verify")
+            ).to_env("request"),
+        }
+        out = (
+            sealdesk(
+                "signoff", "--yes", "--key", lena.path, workspace=workspace.root, check=True
+            ).stdout
+            + sealdesk("signoff", "--yes", workspace=workspace.root, env=env, check=True).stdout
+        )
     finally:
         os.kill(pid, signal.SIGTERM)
-    hints = [line.split(": ", 1)[1] for line in out.splitlines()
-             if line.startswith("keep a copy off this host: ")]
+    hints = [
+        line.split(": ", 1)[1]
+        for line in out.splitlines()
+        if line.startswith("keep a copy off this host: ")
+    ]
     assert len(hints) == 2, out
     gated = hints[-1]  # printed under the gate: only what the gate lets through
     command = shlex.split(gated.split(" > ")[0])

@@ -34,6 +34,7 @@ def N(left: bytes, right: bytes) -> bytes:  # noqa: N802 - the RFC's node hash
 
 # -- hand-derived -----------------------------------------------------------
 
+
 def test_empty_tree_root_is_the_hash_of_nothing():
     assert merkle.root_of([]) == h(b"")
 
@@ -91,43 +92,99 @@ def test_tree_builder_gives_the_root_at_every_prefix():
 
 # -- published vectors (transparency-dev/merkle proof/verify_test.go) -------
 
-LEAVES = [bytes.fromhex(x) for x in (
-    "", "00", "10", "2021", "3031", "40414243", "5051525354555657",
-    "606162636465666768696a6b6c6d6e6f")]
-ROOTS = [bytes.fromhex(x) for x in (
-    "6e340b9cffb37a989ca544e6bb780a2c78901d3fb33738768511a30617afa01d",
-    "fac54203e7cc696cf0dfcb42c92a1d9dbaf70ad9e621f4bd8d98662f00e3c125",
-    "aeb6bcfe274b70a14fb067a5e5578264db0fa9b51af5e0ba159158f329e06e77",
-    "d37ee418976dd95753c1c73862b9398fa2a2cf9b4ff0fdfe8b30cd95209614b7",
-    "4e3bbb1f7b478dcfe71fb631631519a3bca12c9aefca1612bfce4c13a86264d4",
-    "76e67dadbcdf1e10e1b74ddc608abd2f98dfb16fbce75277b5232a127f2087ef",
-    "ddb89be403809e325750d3d263cd78929c2942b7942a34b77e122c9594a74c8c",
-    "5dc9da79a70659a9ad559cb701ded9a2ab9d823aad2f4960cfe370eff4604328")]
+LEAVES = [
+    bytes.fromhex(x)
+    for x in (
+        "",
+        "00",
+        "10",
+        "2021",
+        "3031",
+        "40414243",
+        "5051525354555657",
+        "606162636465666768696a6b6c6d6e6f",
+    )
+]
+ROOTS = [
+    bytes.fromhex(x)
+    for x in (
+        "6e340b9cffb37a989ca544e6bb780a2c78901d3fb33738768511a30617afa01d",
+        "fac54203e7cc696cf0dfcb42c92a1d9dbaf70ad9e621f4bd8d98662f00e3c125",
+        "aeb6bcfe274b70a14fb067a5e5578264db0fa9b51af5e0ba159158f329e06e77",
+        "d37ee418976dd95753c1c73862b9398fa2a2cf9b4ff0fdfe8b30cd95209614b7",
+        "4e3bbb1f7b478dcfe71fb631631519a3bca12c9aefca1612bfce4c13a86264d4",
+        "76e67dadbcdf1e10e1b74ddc608abd2f98dfb16fbce75277b5232a127f2087ef",
+        "ddb89be403809e325750d3d263cd78929c2942b7942a34b77e122c9594a74c8c",
+        "5dc9da79a70659a9ad559cb701ded9a2ab9d823aad2f4960cfe370eff4604328",
+    )
+]
 # (0-based leaf index, tree size, path); the Go file numbers leaves from 1.
 INCLUSION = [
-    (0, 8, ["96a296d224f285c67bee93c30f8a309157f0daa35dc5b87e410b78630a09cfc7",
+    (
+        0,
+        8,
+        [
+            "96a296d224f285c67bee93c30f8a309157f0daa35dc5b87e410b78630a09cfc7",
             "5f083f0a1a33ca076a95279832580db3e0ef4584bdff1f54c8a360f50de3031e",
-            "6b47aaf29ee3c2af9af889bc1fb9254dabd31177f16232dd6aab035ca39bf6e4"]),
-    (5, 8, ["bc1a0643b12e4d2d7c77918f44e0f4f79a838b6cf9ec5b5c283e1f4d88599e6b",
+            "6b47aaf29ee3c2af9af889bc1fb9254dabd31177f16232dd6aab035ca39bf6e4",
+        ],
+    ),
+    (
+        5,
+        8,
+        [
+            "bc1a0643b12e4d2d7c77918f44e0f4f79a838b6cf9ec5b5c283e1f4d88599e6b",
             "ca854ea128ed050b41b35ffc1b87b8eb2bde461e9e3b5596ece6b9d5975a0ae0",
-            "d37ee418976dd95753c1c73862b9398fa2a2cf9b4ff0fdfe8b30cd95209614b7"]),
+            "d37ee418976dd95753c1c73862b9398fa2a2cf9b4ff0fdfe8b30cd95209614b7",
+        ],
+    ),
     (2, 3, ["fac54203e7cc696cf0dfcb42c92a1d9dbaf70ad9e621f4bd8d98662f00e3c125"]),
-    (1, 5, ["6e340b9cffb37a989ca544e6bb780a2c78901d3fb33738768511a30617afa01d",
+    (
+        1,
+        5,
+        [
+            "6e340b9cffb37a989ca544e6bb780a2c78901d3fb33738768511a30617afa01d",
             "5f083f0a1a33ca076a95279832580db3e0ef4584bdff1f54c8a360f50de3031e",
-            "bc1a0643b12e4d2d7c77918f44e0f4f79a838b6cf9ec5b5c283e1f4d88599e6b"]),
+            "bc1a0643b12e4d2d7c77918f44e0f4f79a838b6cf9ec5b5c283e1f4d88599e6b",
+        ],
+    ),
 ]
 CONSISTENCY = [
-    (1, 8, ["96a296d224f285c67bee93c30f8a309157f0daa35dc5b87e410b78630a09cfc7",
+    (
+        1,
+        8,
+        [
+            "96a296d224f285c67bee93c30f8a309157f0daa35dc5b87e410b78630a09cfc7",
             "5f083f0a1a33ca076a95279832580db3e0ef4584bdff1f54c8a360f50de3031e",
-            "6b47aaf29ee3c2af9af889bc1fb9254dabd31177f16232dd6aab035ca39bf6e4"]),
-    (6, 8, ["0ebc5d3437fbe2db158b9f126a1d118e308181031d0a949f8dededebc558ef6a",
+            "6b47aaf29ee3c2af9af889bc1fb9254dabd31177f16232dd6aab035ca39bf6e4",
+        ],
+    ),
+    (
+        6,
+        8,
+        [
+            "0ebc5d3437fbe2db158b9f126a1d118e308181031d0a949f8dededebc558ef6a",
             "ca854ea128ed050b41b35ffc1b87b8eb2bde461e9e3b5596ece6b9d5975a0ae0",
-            "d37ee418976dd95753c1c73862b9398fa2a2cf9b4ff0fdfe8b30cd95209614b7"]),
-    (2, 5, ["5f083f0a1a33ca076a95279832580db3e0ef4584bdff1f54c8a360f50de3031e",
-            "bc1a0643b12e4d2d7c77918f44e0f4f79a838b6cf9ec5b5c283e1f4d88599e6b"]),
-    (6, 7, ["0ebc5d3437fbe2db158b9f126a1d118e308181031d0a949f8dededebc558ef6a",
+            "d37ee418976dd95753c1c73862b9398fa2a2cf9b4ff0fdfe8b30cd95209614b7",
+        ],
+    ),
+    (
+        2,
+        5,
+        [
+            "5f083f0a1a33ca076a95279832580db3e0ef4584bdff1f54c8a360f50de3031e",
+            "bc1a0643b12e4d2d7c77918f44e0f4f79a838b6cf9ec5b5c283e1f4d88599e6b",
+        ],
+    ),
+    (
+        6,
+        7,
+        [
+            "0ebc5d3437fbe2db158b9f126a1d118e308181031d0a949f8dededebc558ef6a",
             "b08693ec2e721597130641e8211e7eedccb4c26413963eee6c1e2ed16ffb1a5f",
-            "d37ee418976dd95753c1c73862b9398fa2a2cf9b4ff0fdfe8b30cd95209614b7"]),
+            "d37ee418976dd95753c1c73862b9398fa2a2cf9b4ff0fdfe8b30cd95209614b7",
+        ],
+    ),
 ]
 HASHED = [L(x) for x in LEAVES]
 
@@ -156,11 +213,17 @@ def test_every_leaf_of_every_small_tree_proves_and_every_prefix_is_consistent():
     for size in range(1, 34):
         root = merkle.root_of(leaves[:size])
         for index in range(size):
-            merkle.verify_inclusion(leaves[index], index, size,
-                                    merkle.inclusion_proof(leaves, index, size), root)
+            merkle.verify_inclusion(
+                leaves[index], index, size, merkle.inclusion_proof(leaves, index, size), root
+            )
         for old in range(size + 1):
-            merkle.verify_consistency(old, size, merkle.root_of(leaves[:old]), root,
-                                      merkle.consistency_proof(leaves, old, size))
+            merkle.verify_consistency(
+                old,
+                size,
+                merkle.root_of(leaves[:old]),
+                root,
+                merkle.consistency_proof(leaves, old, size),
+            )
 
 
 # -- tampered inclusion proofs ---------------------------------------------
@@ -203,8 +266,11 @@ def test_inclusion_refuses_a_truncated_proof():
 
 @pytest.mark.parametrize("extra", ["append", "prepend", "garbage"])
 def test_inclusion_refuses_an_extended_proof(extra):
-    path = {"append": GOOD_PATH + [ROOT8], "prepend": [ROOT8] + GOOD_PATH,
-            "garbage": GOOD_PATH + [b""]}[extra]
+    path = {
+        "append": GOOD_PATH + [ROOT8],
+        "prepend": [ROOT8] + GOOD_PATH,
+        "garbage": GOOD_PATH + [b""],
+    }[extra]
     with pytest.raises(ProofError):
         merkle.verify_inclusion(HASHED[IDX], IDX, SIZE, path, ROOT8)
 
@@ -243,8 +309,10 @@ def test_consistency_refuses_a_flipped_node(position):
 
 # Not (S1, S2 - 1): as for inclusion, sizes 7 and 8 give this proof the same
 # shape; a signed head binds its size to its root.
-@pytest.mark.parametrize("size1,size2", [(S1 - 1, S2), (S1 + 1, S2), (S1 ^ 2, S2),
-                                         (S1, S2 * 2), (S1, S2 // 2), (S1, S2 + 1)])
+@pytest.mark.parametrize(
+    "size1,size2",
+    [(S1 - 1, S2), (S1 + 1, S2), (S1 ^ 2, S2), (S1, S2 * 2), (S1, S2 // 2), (S1, S2 + 1)],
+)
 def test_consistency_refuses_wrong_sizes(size1, size2):
     with pytest.raises(ProofError):
         merkle.verify_consistency(size1, size2, R1, R2, GOOD_CONS)
@@ -262,8 +330,11 @@ def test_consistency_refuses_a_truncated_proof():
 
 @pytest.mark.parametrize("extra", ["append", "prepend", "first-again"])
 def test_consistency_refuses_an_extended_proof(extra):
-    proof = {"append": GOOD_CONS + [R1], "prepend": [R2] + GOOD_CONS,
-             "first-again": [GOOD_CONS[0]] + GOOD_CONS}[extra]
+    proof = {
+        "append": GOOD_CONS + [R1],
+        "prepend": [R2] + GOOD_CONS,
+        "first-again": [GOOD_CONS[0]] + GOOD_CONS,
+    }[extra]
     with pytest.raises(ProofError):
         merkle.verify_consistency(S1, S2, R1, R2, proof)
 

@@ -28,8 +28,11 @@ def independent_path_length(index: int, size: int) -> int:
     k = 1
     while k * 2 < size:
         k *= 2
-    return 1 + (independent_path_length(index, k) if index < k
-                else independent_path_length(index - k, size - k))
+    return 1 + (
+        independent_path_length(index, k)
+        if index < k
+        else independent_path_length(index - k, size - k)
+    )
 
 
 def independent_root(leaf: bytes, index: int, size: int, path: list[bytes]) -> bytes:
@@ -51,8 +54,8 @@ def independent_root(leaf: bytes, index: int, size: int, path: list[bytes]) -> b
 class Ledger(NamedTuple):
     ws: Workspace
     decisions: list[int]  # seqs of the six decisions the sign-off covers
-    signoff: int          # seq of the sign-off; it covers every record before it
-    later: int            # seq of the decision after it
+    signoff: int  # seq of the sign-off; it covers every record before it
+    later: int  # seq of the decision after it
 
 
 @pytest.fixture
@@ -61,20 +64,28 @@ def ledger(workspace, enrol) -> Ledger:
     more decision."""
     rita = enrol("rita", "reviewer")
     lena = enrol("lena", "lead")
-    items = [BacklogItem.make("flagged_pairs", f"fp-{i}", "run-1",
-                              {"summary": {"title": f"pair {i}", "score": None, "tags": []}})
-             for i in range(7)]
+    items = [
+        BacklogItem.make(
+            "flagged_pairs",
+            f"fp-{i}",
+            "run-1",
+            {"summary": {"title": f"pair {i}", "score": None, "tags": []}},
+        )
+        for i in range(7)
+    ]
     workspace.ingest(items, runs={"run-1": {"kind": "test", "artifacts": {}, "inputs": {}}})
-    decisions = [workspace.decide(rita, "flagged_pairs", item.item_id, "accept").seq
-                 for item in items[:6]]
+    decisions = [
+        workspace.decide(rita, "flagged_pairs", item.item_id, "accept").seq for item in items[:6]
+    ]
     signoff = sign_off(workspace, lena, with_exceptions=True).seq
     later = workspace.decide(rita, "flagged_pairs", "fp-6", "reject").seq
     assert decisions[0] > 3 and signoff == decisions[-1] + 1 and later == signoff + 1
     return Ledger(workspace, decisions, signoff, later)
 
 
-def test_prove_json_checks_out_with_an_independent_verifier_and_ssh_keygen(ledger, sealdesk,
-                                                                            tmp_path):
+def test_prove_json_checks_out_with_an_independent_verifier_and_ssh_keygen(
+    ledger, sealdesk, tmp_path
+):
     require_tool("ssh-keygen")
     ws, decisions, signoff, _ = ledger
     third = decisions[2]
@@ -84,21 +95,38 @@ def test_prove_json_checks_out_with_an_independent_verifier_and_ssh_keygen(ledge
     assert hashlib.sha256(message).hexdigest() == doc["record"]["record_hash"]
     assert json.loads(message)["seq"] == third
     leaf = hashlib.sha256(b"\x00" + message).digest()
-    root = independent_root(leaf, doc["leaf_index"], doc["tree_size"],
-                            [bytes.fromhex(p) for p in doc["inclusion_path"]])
+    root = independent_root(
+        leaf, doc["leaf_index"], doc["tree_size"], [bytes.fromhex(p) for p in doc["inclusion_path"]]
+    )
     assert (doc["leaf_index"], doc["tree_size"]) == (third - 1, signoff - 1)
     assert root.hex() == doc["root"]
     # The root is the one the lead signed: it is in the note, and ssh-keygen accepts the note
     # with the trust/allowed_signers generated from the ledger.
     head = doc["signed_tree_head"]
-    assert head["checkpoint_note"].split("\n")[1:3] == [str(signoff - 1),
-                                                       base64.b64encode(root).decode()]
+    assert head["checkpoint_note"].split("\n")[1:3] == [
+        str(signoff - 1),
+        base64.b64encode(root).decode(),
+    ]
     (tmp_path / "note").write_text(head["checkpoint_note"])
     (tmp_path / "note.sig").write_text(head["checkpoint_signature"])
     check = subprocess.run(
-        ["ssh-keygen", "-Y", "verify", "-f", str(ws.allowed_signers_path), "-I",
-         head["principal"], "-n", "lead@sealdesk", "-s", str(tmp_path / "note.sig")],
-        stdin=open(tmp_path / "note", "rb"), capture_output=True, text=True)
+        [
+            "ssh-keygen",
+            "-Y",
+            "verify",
+            "-f",
+            str(ws.allowed_signers_path),
+            "-I",
+            head["principal"],
+            "-n",
+            "lead@sealdesk",
+            "-s",
+            str(tmp_path / "note.sig"),
+        ],
+        stdin=open(tmp_path / "note", "rb"),
+        capture_output=True,
+        text=True,
+    )
     assert check.returncode == 0, check.stderr
 
 
@@ -106,13 +134,16 @@ def test_prove_prints_the_audit_path_from_leaf_to_signed_root(ledger, sealdesk):
     ws, decisions, signoff, _ = ledger
     first, size = decisions[0], signoff - 1
     proc = sealdesk("prove", f"#{first}", workspace=ws.root, check=True)
-    assert (f"record #{first}" in proc.stdout
-            and f"is leaf {first - 1} of the tree of size {size}" in proc.stdout)
+    assert (
+        f"record #{first}" in proc.stdout
+        and f"is leaf {first - 1} of the tree of size {size}" in proc.stdout
+    )
     assert f"signed in sign-off #{signoff} by lena" in proc.stdout
     nodes = independent_path_length(first - 1, size)
     assert f"audit path ({nodes} node(s), leaf to root)" in proc.stdout
-    assert proc.stdout.rstrip().endswith("ok: the path leads from the record's leaf to the "
-                                         "signed root")
+    assert proc.stdout.rstrip().endswith(
+        "ok: the path leads from the record's leaf to the signed root"
+    )
 
 
 def test_the_genesis_is_proved_in_the_signed_tree_like_any_record(ledger, sealdesk):
@@ -120,8 +151,12 @@ def test_the_genesis_is_proved_in_the_signed_tree_like_any_record(ledger, sealde
     doc = json.loads(sealdesk("prove", "1", "--json", workspace=ws.root, check=True).stdout)
     message = doc["record"]["message"].encode("utf-8")
     assert json.loads(message)["kind"] == "genesis"
-    root = independent_root(hashlib.sha256(b"\x00" + message).digest(), doc["leaf_index"],
-                            doc["tree_size"], [bytes.fromhex(p) for p in doc["inclusion_path"]])
+    root = independent_root(
+        hashlib.sha256(b"\x00" + message).digest(),
+        doc["leaf_index"],
+        doc["tree_size"],
+        [bytes.fromhex(p) for p in doc["inclusion_path"]],
+    )
     assert (doc["leaf_index"], doc["tree_size"]) == (0, signoff - 1)
     assert root.hex() == doc["root"]
 
@@ -173,8 +208,9 @@ def test_prove_against_a_checkpoint_file(ledger, sealdesk, tmp_path):
     ws, decisions, signoff, _ = ledger
     path = tmp_path / "checkpoint.txt"
     path.write_text(checkpoint_of(ws.conn, ws.signers())[1], encoding="utf-8")
-    proc = sealdesk("prove", str(decisions[4]), "--checkpoint", path, "--json",
-                    workspace=ws.root, check=True)
+    proc = sealdesk(
+        "prove", str(decisions[4]), "--checkpoint", path, "--json", workspace=ws.root, check=True
+    )
     doc = json.loads(proc.stdout)
     assert doc["tree_size"] == signoff - 1
     assert doc["root_base64"] == read_checkpoint(path).root_b64
@@ -185,8 +221,10 @@ def test_a_rewritten_record_has_no_inclusion_proof(ledger):
     ws, decisions, _, _ = ledger
     conn = sqlite3.connect(ws.db_path, isolation_level=None)
     conn.execute("DROP TRIGGER records_no_update")
-    conn.execute("UPDATE records SET message = replace(message, '\"accept\"', '\"reject\"') "
-                 "WHERE seq = ?", (decisions[1],))
+    conn.execute(
+        "UPDATE records SET message = replace(message, '\"accept\"', '\"reject\"') WHERE seq = ?",
+        (decisions[1],),
+    )
     assert conn.total_changes == 1
     conn.close()
     with pytest.raises(IntegrityError, match="does not lead to the root"):
@@ -206,11 +244,20 @@ def test_a_signoff_whose_tree_head_a_reviewer_signed_proves_nothing(ledger, seal
     rita = FileSigner(ws.root.parent / "keys" / "rita")
     head = head_of(cp.origin_for(ws.workspace_id), leaf_hashes(ws.conn))
     body = cp.note_body(head.origin, head.size, head.root, anchor_of(ws.authority()))
-    forged = {"type": SIGNOFF_TYPE,
-              "tree": {"origin": head.origin, "size": head.size, "root": head.root_hex},
-              "checkpoint": {"note": body.decode(), "signature": cp.sign_note(rita, body)}}
-    rec = store.append(ws.db, rita, workspace_id=ws.workspace_id, principal="lena",
-                       role="lead", kind="signoff", data=forged)
+    forged = {
+        "type": SIGNOFF_TYPE,
+        "tree": {"origin": head.origin, "size": head.size, "root": head.root_hex},
+        "checkpoint": {"note": body.decode(), "signature": cp.sign_note(rita, body)},
+    }
+    rec = store.append(
+        ws.db,
+        rita,
+        workspace_id=ws.workspace_id,
+        principal="lena",
+        role="lead",
+        kind="signoff",
+        data=forged,
+    )
     assert rec.seq == later + 1
     proc = sealdesk("prove", str(later), workspace=ws.root)
     assert proc.returncode == 1, proc.stdout
@@ -228,8 +275,10 @@ def test_a_signoff_whose_tree_differs_from_its_signed_note_proves_nothing(ledger
     assert body["data"]["tree"]["size"] == signoff - 1
     body["data"]["tree"]["size"] = signoff - 2
     forged = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    conn.execute("UPDATE records SET message=?, record_hash=? WHERE seq=?",
-                 (forged, hashlib.sha256(forged.encode()).hexdigest(), signoff))
+    conn.execute(
+        "UPDATE records SET message=?, record_hash=? WHERE seq=?",
+        (forged, hashlib.sha256(forged.encode()).hexdigest(), signoff),
+    )
     conn.close()
     with pytest.raises(IntegrityError, match="note"):
         prove_inclusion(ws.conn, str(decisions[2]), ws.signers())

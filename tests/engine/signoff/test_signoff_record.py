@@ -26,8 +26,9 @@ def messages(ws) -> list[bytes]:
 
 def enrolled_upto(ws) -> int:
     """Gives the seq of the last genesis or enrol record: decisions and sign-offs follow it."""
-    return ws.conn.execute("SELECT MAX(seq) FROM records "
-                           "WHERE kind IN ('genesis', 'enrol')").fetchone()[0]
+    return ws.conn.execute(
+        "SELECT MAX(seq) FROM records WHERE kind IN ('genesis', 'enrol')"
+    ).fetchone()[0]
 
 
 def record_count(ws) -> int:
@@ -36,10 +37,15 @@ def record_count(ws) -> int:
 
 
 def add_items(ws, queue: str, n: int, run: str = "run-1", artifacts: dict | None = None):
-    items = [BacklogItem.make(queue, f"{queue[:4]}-{i}", run,
-                              {"summary": {"title": f"{queue} {i}", "score": None, "tags": []},
-                               "n": i})
-             for i in range(n)]
+    items = [
+        BacklogItem.make(
+            queue,
+            f"{queue[:4]}-{i}",
+            run,
+            {"summary": {"title": f"{queue} {i}", "score": None, "tags": []}, "n": i},
+        )
+        for i in range(n)
+    ]
     ws.ingest(items, runs={run: {"kind": "test", "artifacts": artifacts or {}, "inputs": {}}})
     return [i.item_id for i in items]
 
@@ -81,14 +87,31 @@ def test_signoff_with_exceptions_lists_every_undecided_item_in_the_record(team):
     rec = sign_off(ws, lena, with_exceptions=True, note="fp-2 waits for legal")
     data = rec.body["data"]
     assert data["with_exceptions"] is True
-    held = {i.item_id: i for i in [BacklogItem.make("flagged_pairs", ids[k], "run-1",
-            {"summary": {"title": f"flagged_pairs {k}", "score": None, "tags": []}, "n": k})
-            for k in (1, 2)]}
+    held = {
+        i.item_id: i
+        for i in [
+            BacklogItem.make(
+                "flagged_pairs",
+                ids[k],
+                "run-1",
+                {"summary": {"title": f"flagged_pairs {k}", "score": None, "tags": []}, "n": k},
+            )
+            for k in (1, 2)
+        ]
+    }
     assert data["exceptions"] == [
-        {"queue": "flagged_pairs", "item_id": ids[1], "item_sha256": held[ids[1]].item_sha256,
-         "status": "skip"},
-        {"queue": "flagged_pairs", "item_id": ids[2], "item_sha256": held[ids[2]].item_sha256,
-         "status": "undecided"},
+        {
+            "queue": "flagged_pairs",
+            "item_id": ids[1],
+            "item_sha256": held[ids[1]].item_sha256,
+            "status": "skip",
+        },
+        {
+            "queue": "flagged_pairs",
+            "item_id": ids[2],
+            "item_sha256": held[ids[2]].item_sha256,
+            "status": "undecided",
+        },
     ]
     assert rec.body["note"] == "fp-2 waits for legal"
 
@@ -127,8 +150,9 @@ def test_signoff_binds_the_sha256_of_every_artifact(workspace, enrol):
     record_run(workspace, "scan-7", "contamination_report.json", "flagged_pairs.jsonl")
     rec = sign_off(workspace, lena)
     expected = {
-        "scan-7/contamination_report.json":
-            hashlib.sha256((run_dir / "contamination_report.json").read_bytes()).hexdigest(),
+        "scan-7/contamination_report.json": hashlib.sha256(
+            (run_dir / "contamination_report.json").read_bytes()
+        ).hexdigest(),
         "scan-7/flagged_pairs.jsonl": hashlib.sha256(b'{"test_idx":1}\n').hexdigest(),
     }
     assert rec.body["data"]["artifacts"] == expected
@@ -149,8 +173,13 @@ def test_signoff_refuses_an_artifact_that_differs_from_its_sidecar(team):
 def test_signoff_refuses_an_artifact_that_differs_from_its_run_manifest(workspace, enrol):
     lena = enrol("lena", "lead")
     report = {"leakage_rate": 0.25}
-    add_items(workspace, "weak_categories", 0, run="scan-8",
-              artifacts={"report.json": canonical_sha256(report)})
+    add_items(
+        workspace,
+        "weak_categories",
+        0,
+        run="scan-8",
+        artifacts={"report.json": canonical_sha256(report)},
+    )
     write_json_artifact(workspace.run_dir("scan-8") / "report.json", {"leakage_rate": 0.0})
     with pytest.raises(IntegrityError, match="run manifest"):
         sign_off(workspace, lena)
@@ -180,8 +209,14 @@ def test_summary_counts_each_queue(team):
     ws.decide(rita, "flagged_pairs", ids[1], "reject")
     ws.decide(rita, "flagged_pairs", ids[2], "skip")
     fp = {q.queue: q for q in signoff_summary(ws).queues}["flagged_pairs"]
-    assert (fp.total, fp.accepted, fp.rejected, fp.skipped, fp.undecided, fp.decided) == \
-        (3, 1, 1, 1, 1, 2)
+    assert (fp.total, fp.accepted, fp.rejected, fp.skipped, fp.undecided, fp.decided) == (
+        3,
+        1,
+        1,
+        1,
+        1,
+        2,
+    )
 
 
 def test_summary_says_not_run_for_producers_that_left_no_artifact(workspace):
@@ -193,34 +228,69 @@ def test_summary_says_not_run_for_producers_that_left_no_artifact(workspace):
 
 def test_summary_reads_leakage_power_exam_gates_and_coverage_from_the_latest_artifacts(workspace):
     scan = workspace.run_dir("contam-1")
-    write_json_artifact(scan / "contamination_report.json", {
-        "test": {"name": "gsm", "n": 40}, "counts": {"total_flagged_items": 5},
-        "leakage_rate": 0.125})
-    write_json_artifact(workspace.run_dir("clean-1") / "clean_report.json", {
-        "leakage_rate_before": 0.125, "leakage_rate_after": 0.0, "dropped": ["q1", "q7", "q9"],
-        "power": {"before": {"min_detectable_difference": 0.21},
-                  "after": {"min_detectable_difference": 0.23}}})
-    write_json_artifact(workspace.run_dir("exam-1") / "exam-score.json", {
-        "status": "FAIL",
-        "gates": {"precision": {"value": 0.75, "threshold": ">= 0.70", "passed": True},
-                  "recall": {"value": 0.35, "threshold": ">= 0.40", "passed": False}}})
-    write_json_artifact(workspace.run_dir("exam-1") / "exam-adjudication.json",
-                        {"status": "COMPLETE"})
-    write_json_artifact(workspace.run_dir("cov-1") / "coverage-evidence.json", {"benchmark": {
-        "eligibility": "HOLD",
-        "stratified_report": [{"category": "benign"}, {"category": "obfuscation"}],
-        "weak_categories": [{"category": "obfuscation", "issue": "low_recall"}]}})
+    write_json_artifact(
+        scan / "contamination_report.json",
+        {
+            "test": {"name": "gsm", "n": 40},
+            "counts": {"total_flagged_items": 5},
+            "leakage_rate": 0.125,
+        },
+    )
+    write_json_artifact(
+        workspace.run_dir("clean-1") / "clean_report.json",
+        {
+            "leakage_rate_before": 0.125,
+            "leakage_rate_after": 0.0,
+            "dropped": ["q1", "q7", "q9"],
+            "power": {
+                "before": {"min_detectable_difference": 0.21},
+                "after": {"min_detectable_difference": 0.23},
+            },
+        },
+    )
+    write_json_artifact(
+        workspace.run_dir("exam-1") / "exam-score.json",
+        {
+            "status": "FAIL",
+            "gates": {
+                "precision": {"value": 0.75, "threshold": ">= 0.70", "passed": True},
+                "recall": {"value": 0.35, "threshold": ">= 0.40", "passed": False},
+            },
+        },
+    )
+    write_json_artifact(
+        workspace.run_dir("exam-1") / "exam-adjudication.json", {"status": "COMPLETE"}
+    )
+    write_json_artifact(
+        workspace.run_dir("cov-1") / "coverage-evidence.json",
+        {
+            "benchmark": {
+                "eligibility": "HOLD",
+                "stratified_report": [{"category": "benign"}, {"category": "obfuscation"}],
+                "weak_categories": [{"category": "obfuscation", "issue": "low_recall"}],
+            }
+        },
+    )
     s = signoff_summary(workspace)
     c = s.contamination
-    assert (c.state, c.leakage_before, c.leakage_after, c.dropped_items, c.flagged_items) == \
-        ("cleaned", 0.125, 0.0, 3, 5)
+    assert (c.state, c.leakage_before, c.leakage_after, c.dropped_items, c.flagged_items) == (
+        "cleaned",
+        0.125,
+        0.0,
+        3,
+        5,
+    )
     assert [(p.before, p.after) for p in c.power] == [(0.21, 0.23)]
     assert (s.exam.state, s.exam.adjudication) == ("FAIL", "COMPLETE")
-    assert [(g.name, g.value, g.passed) for g in s.exam.gates] == \
-        [("precision", 0.75, True), ("recall", 0.35, False)]
+    assert [(g.name, g.value, g.passed) for g in s.exam.gates] == [
+        ("precision", 0.75, True),
+        ("recall", 0.35, False),
+    ]
     assert s.coverage.state == "HOLD"
-    assert [(k.category, k.eligibility, k.findings) for k in s.coverage.categories] == \
-        [("benign", "ELIGIBLE", ()), ("obfuscation", "HOLD", ("low_recall",))]
+    assert [(k.category, k.eligibility, k.findings) for k in s.coverage.categories] == [
+        ("benign", "ELIGIBLE", ()),
+        ("obfuscation", "HOLD", ("low_recall",)),
+    ]
 
 
 def test_summary_takes_the_newest_report_of_a_kind(workspace):
@@ -267,6 +337,7 @@ def test_verify_flags_a_lead_signed_tree_head_that_the_records_do_not_hash_to(te
 
 # -- the command line ----------------------------------------------------------
 
+
 def _paths(ws, tmp_path: Path) -> tuple[str, str]:
     return str(ws.root), str(tmp_path / "keys" / "lena")
 
@@ -282,8 +353,9 @@ def test_cli_signoff_asks_and_a_no_writes_nothing(team, sealdesk, tmp_path):
     assert record_count(ws) == 3
 
 
-def test_cli_signoff_with_stdin_ended_before_an_answer_is_an_error_not_an_abort(team, sealdesk,
-                                                                               tmp_path):
+def test_cli_signoff_with_stdin_ended_before_an_answer_is_an_error_not_an_abort(
+    team, sealdesk, tmp_path
+):
     ws, rita, _lena, ids = team
     decide_all(ws, rita, ids)
     root, key = _paths(ws, tmp_path)
@@ -291,7 +363,8 @@ def test_cli_signoff_with_stdin_ended_before_an_answer_is_an_error_not_an_abort(
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.strip().splitlines() == [
         "sealdesk: error: standard input ended before a yes to the prompt; nothing was signed "
-        "(pass --yes to sign without asking)"]
+        "(pass --yes to sign without asking)"
+    ]
     assert record_count(ws) == 3
 
 
@@ -344,8 +417,9 @@ def agent_holding(tmp_path, monkeypatch, *keys: Path):
 
     require_tool("ssh-agent")
     sock = tmp_path / "agent.sock"
-    agent = subprocess.Popen(["ssh-agent", "-D", "-a", str(sock)], stdout=subprocess.DEVNULL,
-                             stderr=subprocess.DEVNULL)
+    agent = subprocess.Popen(
+        ["ssh-agent", "-D", "-a", str(sock)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     try:
         deadline = time.monotonic() + 10
         while not sock.exists() and time.monotonic() < deadline:
@@ -360,8 +434,9 @@ def agent_holding(tmp_path, monkeypatch, *keys: Path):
         agent.wait(timeout=10)
 
 
-def test_the_lead_key_is_chosen_from_an_agent_that_holds_a_reviewer_key_first(team, tmp_path,
-                                                                                monkeypatch):
+def test_the_lead_key_is_chosen_from_an_agent_that_holds_a_reviewer_key_first(
+    team, tmp_path, monkeypatch
+):
     from engine.signoff.summary import lead_signer
 
     ws, rita, lena, _ids = team
@@ -371,8 +446,9 @@ def test_the_lead_key_is_chosen_from_an_agent_that_holds_a_reviewer_key_first(te
         assert type(chosen).__name__ == "AgentSigner"
 
 
-def test_an_expired_lead_key_first_in_the_agent_is_passed_over(team, tmp_path, monkeypatch,
-                                                                 keygen, founder_key):
+def test_an_expired_lead_key_first_in_the_agent_is_passed_over(
+    team, tmp_path, monkeypatch, keygen, founder_key
+):
     from engine.ledger.enrol import enrol
     from engine.ledger.signers import FileSigner, read_public_key
     from engine.signoff.summary import lead_signer
@@ -380,10 +456,18 @@ def test_an_expired_lead_key_first_in_the_agent_is_passed_over(team, tmp_path, m
     ws, _rita, lena, _ids = team
     old = keygen("lena-2019")
     # lena's second lead key, enrolled by a lead with a window that has closed.
-    enrol(ws.db, ws.workspace_id, FileSigner(founder_key), "lena", ("lead",),
-          read_public_key(Path(f"{old}.pub")), valid_before="2020-01-01T00:00:00.000000Z")
-    assert sorted(g.valid_before[:4] for g in ws.authority().in_force()
-                  if g.principal == "lena") == ["2020", "~"]
+    enrol(
+        ws.db,
+        ws.workspace_id,
+        FileSigner(founder_key),
+        "lena",
+        ("lead",),
+        read_public_key(Path(f"{old}.pub")),
+        valid_before="2020-01-01T00:00:00.000000Z",
+    )
+    assert sorted(
+        g.valid_before[:4] for g in ws.authority().in_force() if g.principal == "lena"
+    ) == ["2020", "~"]
     with agent_holding(tmp_path, monkeypatch, old, lena.path):  # the expired key first
         chosen = lead_signer(ws)
         assert chosen.public_key.blob == lena.public_key.blob
@@ -409,7 +493,9 @@ def test_verify_flags_an_artifact_rewritten_after_the_signoff_that_bound_it(sign
     report = verify_workspace(ws)
     # Flagged at the sign-off that bound it, and (seq 0) against the run that recorded it.
     assert [(f.seq, "scan-7/contamination_report.json" in f.reason) for f in report.faults] == [
-        (rec.seq, True), (0, True)]
+        (rec.seq, True),
+        (0, True),
+    ]
 
 
 def test_verify_flags_an_artifact_removed_after_the_signoff_that_bound_it(signed_artifact):
