@@ -16,11 +16,12 @@ import hashlib
 import os
 import stat
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from engine.canonical import SHA256_HEX, canonical_json, canonical_jsonl, sha256_hex
-from engine.errors import ConflictError, IntegrityError, InputError
+from engine.errors import ConflictError, InputError, IntegrityError
 
 
 def write_target(path: str | Path) -> Path:

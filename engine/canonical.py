@@ -10,11 +10,11 @@ import hashlib
 import json
 import math
 import re
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from engine.errors import InputError
-
 
 # One encoder for every call: building a JSONEncoder per call costs more than
 # encoding a small record.

@@ -55,9 +55,10 @@ import glob
 import json
 import os
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import click
 
@@ -271,7 +272,7 @@ class GatePolicy:
     @classmethod
     def for_workspace(
         cls, workspace: str | Path, allowed: tuple[str, ...] | list[str] = DEFAULT_ALLOWED
-    ) -> "GatePolicy":
+    ) -> GatePolicy:
         """Gives the policy for a workspace (resolved through links)."""
         return cls(Path(os.path.realpath(workspace)), tuple(allowed))
 

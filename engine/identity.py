@@ -7,7 +7,7 @@ first one the ledger enrols, so ``ssh -A`` from a laptop is all a lead needs.
 from __future__ import annotations
 
 import os
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from engine.errors import AgentError, PermissionRefused
@@ -37,7 +37,7 @@ def choose_signer(key: str | Path | None, allowed, roles: tuple[str, ...] = ()) 
         raise AgentError("ssh-agent holds no ssh-ed25519 key (ssh-add one, or pass --key FILE)")
     known = {k.blob for k in allowed.keys()}
     enrolled = [pub for pub in keys if pub.blob in known]
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     held = [(pub, allowed.roles_of_key(pub.blob, now)) for pub in enrolled]
     for pub, current in held:
         if set(roles) & current:

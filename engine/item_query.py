@@ -65,7 +65,7 @@ class ItemFilter:
     decided_by: str | None = None  # "me" or "others" (needs principal)
     principal: str | None = None  # who "me" is
 
-    def validate(self) -> "ItemFilter":
+    def validate(self) -> ItemFilter:
         """Gives self after checking every field, or raises naming the field."""
         if self.status not in (None, *STATUSES):
             raise InputError(

@@ -31,7 +31,7 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -144,7 +144,7 @@ def start_job(workspace_root: Path, argv: list[str], *, env: dict[str, str] | No
     """Gives the new job after starting its run in the background."""
     argv = check_command(workspace_root, argv)
     root = Path(workspace_root).resolve()
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     job_id = now.strftime("%Y%m%dT%H%M%S") + "-" + secrets.token_hex(3)
     path = jobs_dir(root) / job_id
     path.mkdir(parents=True, mode=0o700)
@@ -362,7 +362,7 @@ def supervise(path: Path) -> int:
             code = proc.wait()
     result = {
         "returncode": code,
-        "ended": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+        "ended": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
     }
     atomic_write(path / "result.json", json.dumps(result).encode("utf-8"), mode=0o600)
     return code

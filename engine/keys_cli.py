@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC
 from pathlib import Path
 
 import click
@@ -98,7 +99,7 @@ def _lead_signer(ws, lead_key: str | None):
 
 def _record_time(text: str, option: str) -> str:
     """Gives a user's UTC time as a record-time text, or a one-line error naming the option."""
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     from engine.errors import InputError
     from engine.ledger.records import time_text
@@ -109,7 +110,7 @@ def _record_time(text: str, option: str) -> str:
         raise InputError(f"{text!r} is not a time (YYYY-MM-DDTHH:MM:SSZ)", field=option) from None
     if when.tzinfo is None:
         raise InputError(f"{text!r} names no zone; write it in UTC with Z", field=option)
-    return time_text(when.astimezone(timezone.utc))
+    return time_text(when.astimezone(UTC))
 
 
 @keys.command("add")

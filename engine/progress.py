@@ -18,8 +18,8 @@ import json
 import os
 import sys
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 _MIN_INTERVAL = 0.2
 
@@ -131,7 +131,7 @@ class Reporter:
         """Gives a new stage to advance."""
         return Stage(name, total, unit, self._bar)
 
-    def __enter__(self) -> "Reporter":
+    def __enter__(self) -> Reporter:
         if self._bar is not None:
             self._bar.start()
         return self

@@ -12,9 +12,9 @@ import os
 import sqlite3
 import sys
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
-from typing import Iterator
 from urllib.parse import quote
 
 from engine.errors import (

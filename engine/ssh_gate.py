@@ -14,7 +14,7 @@ to stdout), then sets
 ``SEALDESK_GATE`` so the same policy governs the sealdesk it becomes and every
 background run started from there, and replaces itself with that sealdesk
 command. A bare ``ssh -A reviewhost`` opens the review app.
-"""
+"""  # noqa: E501 - the authorized_keys line above must stay one line to be copied
 
 from __future__ import annotations
 
@@ -89,7 +89,7 @@ class _Allowed(click.ParamType):
     "decide, undo, prove, checkpoint (export).",
 )
 @click.pass_obj
-def ssh_gate(ctx: "Ctx", allow: tuple[str, ...]) -> None:
+def ssh_gate(ctx: Ctx, allow: tuple[str, ...]) -> None:
     """Forced command for authorized_keys: only sealdesk review work on one workspace.
 
     \b
@@ -117,7 +117,7 @@ def ssh_gate(ctx: "Ctx", allow: tuple[str, ...]) -> None:
       an option the gate does not know is refused.
     The rules travel in $SEALDESK_GATE to every sealdesk process started from
     here, which applies them again.
-    """
+    """  # noqa: E501 - the authorized_keys line above must stay one line to be copied
     workspace = str(Path(ctx.path).resolve())
     allowed = tuple(allow) or DEFAULT_ALLOWED
     argv = gate_argv(os.environ.get("SSH_ORIGINAL_COMMAND"), workspace, allowed)

@@ -17,11 +17,12 @@ import os
 import re
 import sqlite3
 import uuid
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from functools import cached_property
-from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from engine import item_query
 from engine.canonical import canonical_json, canonical_sha256, parse_canonical, sha256_hex
@@ -39,8 +40,8 @@ from engine.ledger.allowed_signers import AllowedSigners
 from engine.ledger.authority import Authority, authority_mark, load_authority
 from engine.ledger.records import DECISIONS, Record, utc_now
 from engine.ledger.signers import Signer
-from engine.sqlitedb import connect, database, storage_error, write_transaction
 from engine.roles import QUEUE_ROLES, QUEUES, SIGNOFF_ROLE, outranks
+from engine.sqlitedb import connect, database, storage_error, write_transaction
 
 SCHEMA_VERSION = "1"
 DB_NAME = "sealdesk.db"
@@ -109,7 +110,7 @@ class BacklogItem:
     item_sha256: str
 
     @classmethod
-    def make(cls, queue: str, item_id: str, run_id: str, payload: dict[str, Any]) -> "BacklogItem":
+    def make(cls, queue: str, item_id: str, run_id: str, payload: dict[str, Any]) -> BacklogItem:
         """Gives an item whose hash is computed from its payload."""
         return cls(queue, item_id, run_id, payload, canonical_sha256(payload))
 
@@ -341,7 +342,7 @@ class Workspace:
 
     # -- opening ----------------------------------------------------------
     @classmethod
-    def init(cls, root: str | Path) -> "Workspace":
+    def init(cls, root: str | Path) -> Workspace:
         """Gives a new (or the existing) workspace at root, creating what is missing."""
         root = Path(root)
         try:
@@ -368,7 +369,7 @@ class Workspace:
     @classmethod
     def open(
         cls, root: str | Path, *, read_only: bool = False, unmigrated: bool = False
-    ) -> "Workspace":
+    ) -> Workspace:
         """Gives the existing workspace at root, or a clear error saying what to do.
 
         ``read_only`` opens it without writing a byte (see ``sqlitedb.open_read_only``),
@@ -453,7 +454,7 @@ class Workspace:
     def close(self) -> None:
         self.conn.close()
 
-    def __enter__(self) -> "Workspace":
+    def __enter__(self) -> Workspace:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -472,7 +473,7 @@ class Workspace:
             self._authority = (mark, load_authority(self.conn))
         return self._authority[1]
 
-    def signers(self) -> "Authority | AllowedSigners":
+    def signers(self) -> Authority | AllowedSigners:
         """Gives who may sign, for reading: the ledger's authority, or for a ledger with no
         authority records yet, its legacy allowed_signers file."""
         auth = self.authority()
@@ -682,17 +683,17 @@ class Workspace:
     def page(
         self,
         queue: str,
-        filters: "item_query.ItemFilter | None" = None,
+        filters: item_query.ItemFilter | None = None,
         sort: str = "score_desc",
         offset: int = 0,
         limit: int = 100,
-    ) -> list["item_query.ItemRow"]:
+    ) -> list[item_query.ItemRow]:
         """Gives one page of a queue's rows, filtered and sorted, with their status."""
         return item_query.page(
             self.conn, queue, filters or item_query.ItemFilter(), sort, offset, limit
         )
 
-    def count(self, queue: str, filters: "item_query.ItemFilter | None" = None) -> int:
+    def count(self, queue: str, filters: item_query.ItemFilter | None = None) -> int:
         """Gives how many items of a queue pass the filters."""
         return item_query.count(self.conn, queue, filters or item_query.ItemFilter())
 
@@ -700,7 +701,7 @@ class Workspace:
         self,
         queue: str,
         item_id: str,
-        filters: "item_query.ItemFilter | None" = None,
+        filters: item_query.ItemFilter | None = None,
         sort: str = "score_desc",
     ) -> int | None:
         """Gives an item's index in the filtered, sorted listing, or None if absent."""
@@ -708,11 +709,11 @@ class Workspace:
             self.conn, queue, filters or item_query.ItemFilter(), sort, item_id
         )
 
-    def progress(self) -> dict[str, "item_query.QueueProgress"]:
+    def progress(self) -> dict[str, item_query.QueueProgress]:
         """Gives per queue: total items and effective decisions by kind."""
         return item_query.progress(self.conn)
 
-    def watermark(self) -> "item_query.Watermark":
+    def watermark(self) -> item_query.Watermark:
         """Gives a cheap fingerprint that changes whenever items or records are added."""
         return item_query.watermark(self.conn)
 
@@ -751,7 +752,7 @@ class Workspace:
             principal = names[0]
         # Valid now, as verify will check at the record's signed time: a key outside
         # its valid-after/valid-before window would leave a record that never verifies.
-        held = allowed.roles_for(principal, blob, datetime.now(timezone.utc))
+        held = allowed.roles_for(principal, blob, datetime.now(UTC))
         if not held:
             raise PermissionRefused(
                 f"{principal} with key {signer.public_key.fingerprint} may "
@@ -877,7 +878,7 @@ class Workspace:
         )
         return [
             DecisionOutcome(queue, item_id, decision, record, before)
-            for item_id, record, before in zip(ids, records, standing)
+            for item_id, record, before in zip(ids, records, standing, strict=True)
         ]
 
     def note(

@@ -9,7 +9,8 @@ read one table, ``reviewer.actions``.
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
+from functools import partial
 
 from textual.actions import parse as parse_action
 from textual.app import App, SystemCommand
@@ -139,5 +140,5 @@ class ReviewApp(App):
             yield SystemCommand(
                 action.title or action.description,
                 action.palette_help,
-                lambda m=getattr(owner, f"action_{name}"), p=params: m(*p),
+                partial(getattr(owner, f"action_{name}"), *params),
             )

@@ -85,11 +85,10 @@ def review(
     from engine.errors import InputError, PermissionRefused
     from engine.gate_policy import active as gate_active
     from reviewer.actions import binding_ids
+    from reviewer.app import ReviewApp
     from reviewer.config import load_config
     from reviewer.session import open_session
     from reviewer.theming import choose_theme
-
-    from reviewer.app import ReviewApp
 
     gated = gate_active() is not None
     if gated and config_file:

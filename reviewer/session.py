@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from engine.errors import AgentError, PermissionRefused
@@ -102,7 +102,7 @@ def open_session(
             signer is not None
             and role
             and config_key
-            and role not in allowed.roles_of_key(signer.public_key.blob, datetime.now(timezone.utc))
+            and role not in allowed.roles_of_key(signer.public_key.blob, datetime.now(UTC))
         ):
             signer = None  # the agent has no key in that role: the config key may have it
     if signer is None and config_key:

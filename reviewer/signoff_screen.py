@@ -27,9 +27,9 @@ from textual.worker import Worker, WorkerState
 from engine.errors import SealdeskError
 from engine.item_query import last_signoff
 from engine.ledger.records import Record
-from engine.signoff.summary import SignoffSummary, pending_text, sign_off, signoff_summary
 from engine.ledger.witness import push_latest
 from engine.roles import SIGNOFF_ROLE
+from engine.signoff.summary import SignoffSummary, pending_text, sign_off, signoff_summary
 from engine.workspace import Workspace
 from reviewer.actions import bindings
 from reviewer.session import Session

@@ -120,9 +120,9 @@ def _replay_against_file(ws, processes: int, rounds: int) -> dict[str, float]:
 def run_bench(records: int, directory: Path, processes: int, rounds: int = 5) -> dict:
     """Gives the measured rates of one run."""
     from engine.ledger import sshsig
-    from engine.signoff.verify import verify_workspace
     from engine.ledger.enrol import found
     from engine.ledger.signers import FileSigner
+    from engine.signoff.verify import verify_workspace
     from engine.workspace import BacklogItem, Workspace
 
     with tempfile.TemporaryDirectory(prefix="sealdesk-bench-", dir=directory) as tmp:
@@ -234,8 +234,8 @@ def run_bench(records: int, directory: Path, processes: int, rounds: int = 5) ->
         "replay_ratio": replay["ratio"],
         "rounds": rounds,
         "date": date.today().isoformat(),
-        "machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.python_implementation()} "
-        f"{platform.python_version()}",
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, "
+        f"{platform.python_implementation()} {platform.python_version()}",
     }
 
 

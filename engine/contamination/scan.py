@@ -12,7 +12,7 @@ import shutil
 import sqlite3
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -225,7 +225,7 @@ def _pool_pairs(
         if need:
             texts = [canonical(docs[j].text) for j in need]
             found = embed_texts(emb.embedder, emb.cache, texts, EmbedCounts())
-            vectors = dict(zip(need, found))
+            vectors = dict(zip(need, found, strict=True))
     eval_vectors = topk.eval if topk is not None else None
     n = index.settings.n
     out = []
@@ -262,7 +262,7 @@ def _consumer(emb: _Embedding, topk: TopK, stage: Any):
 def _write(ws: Workspace, findings: Findings, timing: dict[str, float]) -> ScanOutcome:
     """Gives the outcome after writing the artifacts and ingesting the items."""
     evalset = findings.eval
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     inputs_tag = sha256_hex(
         f"{evalset.provenance['content_sha256']}"
         f"{findings.pool_provenance['content_sha256']}".encode()

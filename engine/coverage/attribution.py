@@ -57,10 +57,10 @@ def load_detector(directory: str | Path) -> Detector:
     if not directory.is_dir():
         raise InputError("model is not a directory", path=directory)
     try:
+        import captum  # noqa: F401
         import torch  # noqa: F401
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
         from transformers.utils import logging as hf_logging
-        import captum  # noqa: F401
     except ImportError as exc:
         raise AttributionUnavailable(f"{EXTRA_HINT} ({exc.name} is missing)") from exc
     # sealdesk draws its own progress; transformers' bars would interleave.
@@ -154,7 +154,12 @@ def top_tokens(explanation: dict[str, Any], k: int) -> tuple[list[dict], list[di
     ranked = [
         {"token": tok, "score": score, "position": i}
         for i, (tok, tid, score) in enumerate(
-            zip(explanation["tokens"], explanation["token_ids"], explanation["token_scores"])
+            zip(
+                explanation["tokens"],
+                explanation["token_ids"],
+                explanation["token_scores"],
+                strict=True,
+            )
         )
         if tid not in special
     ]

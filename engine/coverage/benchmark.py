@@ -16,14 +16,15 @@ the canonical text hashes of the sealed texts, never the texts.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Sequence
+from typing import Any
 
 from engine.canonical import canonical_json, sha256_hex
 from engine.coverage.holdout import SHA256, SealedHoldout
 from engine.coverage.policy import CategoryGatePolicy
-from engine.coverage.report import CategoryRow, Locator, stratified_report
+from engine.coverage.report import CategoryRow, stratified_report
 from engine.coverage.scope import Scope, check_scope
 from engine.coverage.tables import Table
 from engine.coverage.threats import FIELD as THREATS
@@ -187,11 +188,12 @@ def report_from_predictions(
                 "source": sample["source_ref"],
             }
         )
-    locate: Locator = lambda i, field: {
-        "path": holdout.path,
-        "field": f"samples[{cases[inputs[i]['case_id']][0]}]"
-        f".{'label_int' if field == 'label' else field}",
-    }
+
+    def locate(i: int, field: str) -> dict[str, Any]:
+        sample = cases[inputs[i]["case_id"]][0]
+        name = "label_int" if field == "label" else field
+        return {"path": holdout.path, "field": f"samples[{sample}].{name}"}
+
     return stratified_report(inputs, detector_version, holdout.holdout_id, policy, locate=locate)
 
 

@@ -6,7 +6,7 @@ Thin: each command parses its options, calls the engine and prints.
 from __future__ import annotations
 
 import os
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +30,8 @@ def coverage() -> None:
       sealdesk coverage keygen --trust-root trust/ --keys private/
       sealdesk coverage holdout --rows holdout.jsonl --holdout-id H --version 1 --out holdout.json
       sealdesk coverage sign --role holdout --key private/holdout.key holdout.json
-      sealdesk coverage scope --template scope.toml --holdout holdout.json --genesis --out scope.json
+      sealdesk coverage scope --template scope.toml --holdout holdout.json --genesis \\
+          --out scope.json
       sealdesk coverage sign --role scope --key private/scope.key scope.json
       sealdesk coverage store-init --store lineage.db --store-id prod-1
       sealdesk coverage benchmark --trust-root trust/ --holdout holdout.json --scope scope.json \\
@@ -241,10 +242,10 @@ def holdout_cmd(rows: str, holdout_id: str, version: str, created_at: str | None
 
         created_at = (
             parse_time(created_at, field="created-at")
-            .astimezone(timezone.utc)
+            .astimezone(UTC)
             .strftime("%Y-%m-%dT%H:%M:%SZ")
         )
-    stamp = created_at or datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    stamp = created_at or datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     raw = build_manifest(read_table(rows, HOLDOUT_COLUMNS), holdout_id, version, stamp)
     atomic_write(Path(out), raw, mode=0o644)
     click.echo(f"wrote {out}: sha256 {sha256_hex(raw)}")
@@ -302,7 +303,7 @@ def scope_cmd(
         value,
         holdout_manifest_sha256=sha256_hex(Path(holdout_path).read_bytes()),
         baseline_report_sha256=None if genesis else sha256_hex(Path(baseline).read_bytes()),
-        expires_at=datetime.now(timezone.utc) + parse_duration(expires_in),
+        expires_at=datetime.now(UTC) + parse_duration(expires_in),
         path=template,
         text=text,
     )

@@ -31,9 +31,9 @@ from engine.coverage.findings import FindingSource, load_benchmark
 from engine.coverage.trust import TrustRoot
 from engine.errors import ConflictError, InputError, IntegrityError, PermissionRefused
 from engine.ledger import store
-from engine.signoff.verify import require_verified
 from engine.ledger.signers import Signer
 from engine.run_records import write_run
+from engine.signoff.verify import require_verified
 from engine.workspace import BacklogItem, Workspace
 
 CLAIM_KIND = "coverage.evidence_claim"

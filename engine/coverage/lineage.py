@@ -143,7 +143,7 @@ class LineageStore:
     def close(self) -> None:
         self.db.close()
 
-    def __enter__(self) -> "LineageStore":
+    def __enter__(self) -> LineageStore:
         return self
 
     def __exit__(self, *exc: object) -> None:

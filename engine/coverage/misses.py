@@ -73,7 +73,7 @@ class MissSelection:
 
 def rank_key(seed: str, case_id: str) -> str:
     """Gives the deterministic rank key of a case under a selection seed."""
-    return hashlib.sha256(f"{seed}:{case_id}".encode("utf-8")).hexdigest()
+    return hashlib.sha256(f"{seed}:{case_id}".encode()).hexdigest()
 
 
 def refuse_sealed_rows(

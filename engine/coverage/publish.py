@@ -9,8 +9,9 @@ the re-derived benchmark before the reservation is finalized.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from engine.canonical import canonical_json, sha256_hex
 from engine.coverage.benchmark import BENCHMARK_FIELDS, derive_benchmark, evaluation_context

@@ -8,7 +8,8 @@ holds only positives, so they would say nothing.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence, TypedDict
+from collections.abc import Callable, Sequence
+from typing import Any, TypedDict
 
 from engine.coverage.policy import CategoryGatePolicy, validate_gate_policy
 from engine.coverage.tables import KINDS, Table

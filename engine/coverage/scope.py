@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from engine.canonical import canonical_json, sha256_hex
@@ -115,7 +115,7 @@ def check_scope(
         value["decision_store_timeout_seconds"], path=path, field="decision_store_timeout_seconds"
     )
     expires = parse_time(value["expires_at"], field="expires_at", path=path)
-    if expires <= (now or datetime.now(timezone.utc)):
+    if expires <= (now or datetime.now(UTC)):
         raise PermissionRefused(f"{path}: evaluation scope expired at {value['expires_at']}")
     # Checked here under the scope's own names, which the gate policy calls otherwise.
     for name in ("min_category_recall", "max_benign_fpr", "max_category_regression"):
@@ -201,7 +201,7 @@ def build_scope(
     value = dict(
         template,
         schema_version=SCHEMA,
-        expires_at=expires_at.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        expires_at=expires_at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         holdout_manifest_sha256=holdout_manifest_sha256,
         baseline_report_sha256=baseline_report_sha256,
     )

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from engine.canonical import SHA256_HEX as SHA256
 from engine.canonical import load_json, sha256_hex
@@ -216,7 +217,7 @@ def read_table(
             )
     rows: list[dict[str, Any]] = []
     first_seen: dict[Any, int] = {}
-    for raw, line in zip(raw_rows, lines):
+    for raw, line in zip(raw_rows, lines, strict=True):
         for name in columns:
             if name not in raw:
                 raise InputError("missing", path=path, line=line, field=name)

@@ -9,8 +9,8 @@ classifier without downloading anything. It is not a useful detector.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from engine.errors import InputError
 
@@ -27,7 +27,7 @@ def train_tiny_detector(
     seed: int = 0,
 ) -> Path:
     """Gives the directory after training and saving a tiny classifier and its tokenizer."""
-    from engine.coverage.attribution import AttributionUnavailable, EXTRA_HINT
+    from engine.coverage.attribution import EXTRA_HINT, AttributionUnavailable
 
     try:
         import torch

@@ -43,7 +43,7 @@ class TrustRoot:
     directory: Path
 
     @classmethod
-    def at(cls, directory: str | Path) -> "TrustRoot":
+    def at(cls, directory: str | Path) -> TrustRoot:
         """Gives the trust root in an existing directory."""
         path = Path(directory)
         if not path.is_dir():

@@ -11,8 +11,9 @@ minimum of 0.7 is not weak and a fall from 0.8 to 0.7 is exactly 0.1.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from fractions import Fraction
-from typing import Any, Sequence
+from typing import Any
 
 from engine.coverage.policy import CategoryGatePolicy, exact, probability, validate_gate_policy
 from engine.coverage.report import REPORT_COLUMNS

@@ -335,7 +335,7 @@ def first_difference(a: Any, b: Any, path: str = "") -> str:
             if a[key] != b[key]:
                 return first_difference(a[key], b[key], f"{path}.{key}")
     if isinstance(a, list) and isinstance(b, list):
-        for i, (x, y) in enumerate(zip(a, b)):
+        for i, (x, y) in enumerate(zip(a, b, strict=False)):  # lengths compared below
             if x != y:
                 return first_difference(x, y, f"{path}[{i}]")
         if len(a) != len(b):

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -351,7 +352,8 @@ def resolve(ctx: Ctx, run_id: str, artifact: Path | None, out_run_id: str | None
       sealdesk exam resolve --run-id exam-demo --out-run-id exam-demo-final
     """
     from engine.canonical import canonical_json
-    from engine.exam.resolve import resolve as fold, resolved_run_id
+    from engine.exam.resolve import resolve as fold
+    from engine.exam.resolve import resolved_run_id
     from engine.exam.runs import ARTIFACT, check_run_id
     from engine.run_records import write_run
 
@@ -449,7 +451,8 @@ def score(
     from engine.canonical import canonical_json, canonical_jsonl
     from engine.exam.queue import abstained_items
     from engine.exam.runs import QUEUE_FILE, check_run_id
-    from engine.exam.score import load_replay, score as run_score, verified_artifact
+    from engine.exam.score import load_replay, verified_artifact
+    from engine.exam.score import score as run_score
     from engine.run_records import write_run
 
     check_run_id(out_run_id, "out-run-id")
@@ -650,7 +653,8 @@ def preflight(config: Path | None, adjudicator_config: Path | None) -> None:
     """
     from engine.errors import InputError
     from engine.exam.endpoint import load_adjudicator, load_labelers
-    from engine.exam.preflight import PreflightFailed, preflight as run
+    from engine.exam.preflight import PreflightFailed
+    from engine.exam.preflight import preflight as run
 
     if config is None and adjudicator_config is None:
         raise InputError(

@@ -12,9 +12,10 @@ retry); each failed attempt keeps its kind and reason (``failures.py``).
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import httpx
 

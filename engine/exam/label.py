@@ -105,7 +105,10 @@ def label(
         outcomes = {lane: futures[lane].result() for lane in LANES}
     refuse_unreachable(outcomes)
     rows = {
-        lane: [_row(specs[lane], comp, out) for comp, out in zip(completions, outcomes[lane])]
+        lane: [
+            _row(specs[lane], comp, out)
+            for comp, out in zip(completions, outcomes[lane], strict=True)
+        ]
         for lane in LANES
     }
     files = {lane: canonical_jsonl(rows[lane]) for lane in LANES}

@@ -97,7 +97,7 @@ def gates(values: dict[str, Ratio]) -> list[dict[str, Any]]:
 
 
 def cohen_kappa(both: int, only_a: int, only_b: int, neither: int) -> dict[str, Any]:
-    """Gives Cohen's kappa of a 2x2 table with observed and chance agreement (null when undefined)."""
+    """Gives Cohen's kappa of a 2x2 table with observed and chance agreement (null if undefined)."""
     n = both + only_a + only_b + neither
     table = {"both": both, "only_lane_a": only_a, "only_lane_b": only_b, "neither": neither}
     if n == 0:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from engine.canonical import SHA256_HEX as SHA256_PATTERN
 from engine.canonical import load_json, sha256_hex

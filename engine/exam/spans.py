@@ -28,7 +28,7 @@ class Located:
     entity: str
     entity_normalized: str
 
-    def contains(self, other: "Located") -> bool:
+    def contains(self, other: Located) -> bool:
         """Says whether this interval holds the other wholly (equal counts)."""
         return self.start <= other.start and other.end <= self.end
 

@@ -39,7 +39,7 @@ class Vote:
         }
 
     @classmethod
-    def from_json(cls, obj: dict[str, Any]) -> "Vote":
+    def from_json(cls, obj: dict[str, Any]) -> Vote:
         """Gives a vote back from its artifact form."""
         return cls(
             obj["voter"],

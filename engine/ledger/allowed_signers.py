@@ -10,7 +10,7 @@ import base64
 import binascii
 import re
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from functools import lru_cache
 from pathlib import Path
 
@@ -125,8 +125,8 @@ def _parse_time(value: str) -> datetime:
         raise ValueError(f"bad time {value!r}")
     parsed = datetime.strptime(digits, fmt)
     if utc:
-        return parsed.replace(tzinfo=timezone.utc)
-    return parsed.astimezone(timezone.utc)
+        return parsed.replace(tzinfo=UTC)
+    return parsed.astimezone(UTC)
 
 
 @dataclass(frozen=True)
@@ -255,7 +255,7 @@ class AllowedSigners:
         self.skipped = skipped or []
 
     @classmethod
-    def load(cls, path: Path) -> "AllowedSigners":
+    def load(cls, path: Path) -> AllowedSigners:
         """Gives the parsed file; a bad line is an error naming it."""
         path = Path(path)
         try:

@@ -18,9 +18,9 @@ from engine.artifacts import atomic_write
 from engine.canonical import strict_loads
 from engine.errors import InputError, IntegrityError
 from engine.ledger import store
-from engine.ledger.records import parse_time
 from engine.ledger.allowed_signers import AllowedSigners
 from engine.ledger.authority import check_anchor, signer_policy
+from engine.ledger.records import parse_time
 from engine.ledger.verify import Fault, Report, load_context, verify_ledger
 from engine.roles import namespace_for
 

@@ -25,10 +25,11 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from engine.canonical import strict_loads
 from engine.errors import InputError, SigningKeyError
@@ -340,7 +341,7 @@ class LegacySigners:
     never allowed is named), and reports the ledger itself as unanchored.
     """
 
-    def __init__(self, allowed: "AllowedSigners", records: int) -> None:
+    def __init__(self, allowed: AllowedSigners, records: int) -> None:
         self.allowed = allowed
         self.records = records
         self._windows: dict[tuple[str, bytes, str], tuple[tuple[str, str], ...]] = {}
@@ -364,7 +365,7 @@ class LegacySigners:
         )
 
     def verdict(self, seq: int, kind: str) -> str | None:
-        return "a {kind} record in a ledger that has no genesis".format(kind=kind)
+        return f"a {kind} record in a ledger that has no genesis"
 
     def faults(self) -> list[tuple[int, str]]:
         return [(0, NOT_MIGRATED)] if self.records else []
@@ -741,7 +742,7 @@ def allowed_signers_text(auth: Authority, workspace_id: str) -> str:
 # -- deciding, for a whole workspace, who may sign ----------------------------------
 
 
-def signer_policy(conn: sqlite3.Connection, legacy_path: "Path") -> SignerPolicy:
+def signer_policy(conn: sqlite3.Connection, legacy_path: Path) -> SignerPolicy:
     """Gives who may sign in a workspace's ledger: its replayed authority, or, while it has
     no authority record at all, its legacy allowed_signers file (reported as unanchored)."""
     auth = load_authority(conn)
@@ -753,9 +754,7 @@ def signer_policy(conn: sqlite3.Connection, legacy_path: "Path") -> SignerPolicy
     return LegacySigners(AllowedSigners.load(legacy_path), records)
 
 
-def check_anchor(
-    policy: SignerPolicy, anchor: "AllowedSigners", name: str
-) -> list[tuple[int, str]]:
+def check_anchor(policy: SignerPolicy, anchor: AllowedSigners, name: str) -> list[tuple[int, str]]:
     """Gives faults where the ledger's genesis is not vouched for by an outside anchor.
 
     The anchor is an allowed_signers file the verifier brings (the lead's own

@@ -51,7 +51,7 @@ def note_body(origin: str, size: int, root: bytes, anchor: tuple[str, ...] = ())
             f"origin {origin!r} must be one line without surrounding spaces", field="origin"
         )
     extension = f"{ANCHOR_MARK}{' '.join(anchor)}\n" if anchor else ""
-    return f"{origin}\n{size}\n{base64.b64encode(root).decode()}\n{extension}".encode("utf-8")
+    return f"{origin}\n{size}\n{base64.b64encode(root).decode()}\n{extension}".encode()
 
 
 def sign_note(signer, body: bytes) -> str:

@@ -11,7 +11,7 @@ for ``ssh-keygen``; the ledger stays the only source of truth.
 from __future__ import annotations
 
 import sqlite3
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +41,7 @@ def _lead(auth: Authority, signer: Signer, principal: str | None) -> str:
     names = auth.principals_for(blob)
     if principal is not None:
         names = [n for n in names if n == principal]
-    leads = [n for n in names if LEAD in auth.roles_for(n, blob, datetime.now(timezone.utc))]
+    leads = [n for n in names if LEAD in auth.roles_for(n, blob, datetime.now(UTC))]
     if not leads:
         held = ", ".join(f"{g.principal} ({'/'.join(g.roles)})" for g in auth.leads())
         raise PermissionRefused(

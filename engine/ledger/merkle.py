@@ -14,7 +14,7 @@ hashes and sizes, so anyone holding a signed head can check a proof.
 from __future__ import annotations
 
 import hashlib
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 from engine.errors import IntegrityError
 

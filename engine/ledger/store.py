@@ -11,8 +11,9 @@ any insert that is not exactly the next link.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from engine.errors import InputError, IntegrityError
 from engine.ledger import sshsig

@@ -42,7 +42,7 @@ from engine.ledger.records import (
     RECORD_VERSION,
     parse_time,
 )
-from engine.roles import QUEUE_ROLES, SIGNOFF_ROLE, NAMESPACE_BY_ROLE, outranks
+from engine.roles import NAMESPACE_BY_ROLE, QUEUE_ROLES, SIGNOFF_ROLE, outranks
 from engine.sqlitedb import open_read_only
 
 _RANGE = 2000
@@ -156,7 +156,10 @@ class RecordChecker:
             texts = [row[3] for row in rows]
             messages = [t.encode("utf-8") if type(t) is str else None for t in texts]
             hashes = [None if m is None else _sha256(m).hexdigest() for m in messages]
-            fields = [None if m is None else common_fields(t) for t, m in zip(texts, messages)]
+            fields = [
+                None if m is None else common_fields(t)
+                for t, m in zip(texts, messages, strict=True)
+            ]
             blobs = [_dearmored(row[4]) for row in rows]
             digests = [None if m is None else _sha512(m).digest() for m in messages]
         except Exception:  # e.g. text that will not encode: each row then says why itself
@@ -165,7 +168,7 @@ class RecordChecker:
             (f is not None and self._pass_common(row, message, h, f, blob, digest))
             or self._guarded(row, message, h, None, blob, digest)
             for row, message, h, f, blob, digest in zip(
-                rows, messages, hashes, fields, blobs, digests
+                rows, messages, hashes, fields, blobs, digests, strict=True
             )
         ]
 
@@ -304,7 +307,7 @@ class RecordChecker:
         if body["prev"] != row[2]:
             return "stored previous-hash column differs from the signed one"
         if _indexed(body) != row[5:]:
-            for name, value in zip(_COLUMNS, row[5:]):
+            for name, value in zip(_COLUMNS, row[5:], strict=True):
                 if body[name] != value:
                     return f"column '{name}' was edited: stored {value!r}, signed {body[name]!r}"
         if body["workspace"] != self.ctx.workspace_id:
@@ -533,7 +536,7 @@ def _finish(rows: list[tuple], staged: list[Staged], out: RangeResult) -> None:
     """Runs a batch's deferred signature checks and adds its rows to ``out``."""
     at = [i for i, checked in enumerate(staged) if checked[2] is not None]
     not_verified = {at[i] for i in sshsig.run_deferred([staged[i][2] for i in at])}
-    for position, (row, (reason, facts, _, after)) in enumerate(zip(rows, staged)):
+    for position, (row, (reason, facts, _, after)) in enumerate(zip(rows, staged, strict=True)):
         seq, record_hash, stored_prev = row[0], row[1], row[2]
         if reason is None:
             reason = f"signature: {sshsig.NOT_VERIFIED}" if position in not_verified else after

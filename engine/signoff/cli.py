@@ -132,7 +132,7 @@ def summary_lines(s: SignoffSummary) -> list[str]:
 @click.option("--note", default=None, help="Kept in the signed record.")
 @click.pass_obj
 def signoff(
-    ctx: "Ctx",
+    ctx: Ctx,
     yes: bool,
     with_exceptions: bool,
     summary_only: bool,
@@ -265,7 +265,7 @@ def checkpoint() -> None:
     help="Seq of the sign-off to export (default: the latest).",
 )
 @click.pass_obj
-def checkpoint_export(ctx: "Ctx", out: str, signoff_seq: int | None) -> None:
+def checkpoint_export(ctx: Ctx, out: str, signoff_seq: int | None) -> None:
     """Write the latest signed tree head as a checkpoint file.
 
     \b
@@ -300,7 +300,7 @@ def checkpoint_witness() -> None:
 @checkpoint_witness.command("add")
 @click.argument("directory", type=click.Path(file_okay=False))
 @click.pass_obj
-def witness_add(ctx: "Ctx", directory: str) -> None:
+def witness_add(ctx: Ctx, directory: str) -> None:
     """Push every later sign-off's checkpoint to DIRECTORY (and push the latest now).
 
     A witness that already holds a checkpoint of this workspace that its
@@ -319,7 +319,7 @@ def witness_add(ctx: "Ctx", directory: str) -> None:
 
 @checkpoint_witness.command("list")
 @click.pass_obj
-def witness_list(ctx: "Ctx") -> None:
+def witness_list(ctx: Ctx) -> None:
     """Show where checkpoints are pushed."""
     from engine.ledger.witness import witnesses
 
@@ -332,7 +332,7 @@ def witness_list(ctx: "Ctx") -> None:
 
 @checkpoint.command("push")
 @click.pass_obj
-def checkpoint_push(ctx: "Ctx") -> None:
+def checkpoint_push(ctx: Ctx) -> None:
     """Push the latest sign-off's checkpoint to every witness now."""
     with ctx.open(read_only=True) as ws:
         pushed = push_latest(ws)
@@ -361,7 +361,7 @@ def checkpoint_push(ctx: "Ctx") -> None:
 @click.option("--json", "as_json", is_flag=True, help="Machine-checkable JSON.")
 @click.pass_obj
 def prove(
-    ctx: "Ctx",
+    ctx: Ctx,
     record: str | None,
     checkpoint_path: str | None,
     from_checkpoint: str | None,

@@ -15,9 +15,10 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from engine.artifacts import file_sha256, sidecar_path
 
@@ -343,8 +344,8 @@ def _eligibility_doc(doc: dict[str, Any]) -> dict[str, Any] | None:
 def coverage_status(root: Path, refs: list[ArtifactRef], unreadable: list[str]) -> CoverageStatus:
     """Gives ELIGIBLE/HOLD overall and per category from the latest evidence or benchmark."""
     # Evidence (benchmark plus the ledger records that reviewed it) outranks a bare benchmark.
-    for words in (("evidence",), ("benchmark",)):
-        for ref in _latest(refs, lambda n: n.endswith(".json") and any(w in n for w in words)):
+    for word in ("evidence", "benchmark"):
+        for ref in _latest(refs, lambda n, word=word: n.endswith(".json") and word in n):
             doc = _load(root, ref, unreadable)
             bench = _eligibility_doc(doc) if doc else None
             if bench is not None:

@@ -19,7 +19,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from engine.signoff.artifact_checks import artifact_problems, latest_signoff_problems
 from engine.errors import IntegrityError, NotReadyError
 from engine.ledger import checkpoint as cp
 from engine.ledger.authority import anchor_of, authority_data, load_authority
@@ -30,10 +29,11 @@ from engine.ledger.treehead import (
     SignedHead,
     TreeHead,
     head_of,
-    leaf_hashes,
     latest_signed_head,
+    leaf_hashes,
 )
 from engine.roles import QUEUES, SIGNOFF_ROLE
+from engine.signoff.artifact_checks import artifact_problems, latest_signoff_problems
 from engine.signoff.run_status import (
     ArtifactRef,
     ContaminationStatus,

@@ -8,7 +8,8 @@ malformed or out of range, and never raises on bad data.
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from rich.text import Text
 

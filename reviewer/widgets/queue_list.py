@@ -8,7 +8,7 @@ items costs one indexed query per 100 rows shown and memory for a few pages.
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Callable
+from collections.abc import Callable
 
 from rich.segment import Segment
 from rich.style import Style

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from engine.artifacts import read_verified, sidecar_path, write_artifact
-from engine.errors import IntegrityError, InputError
+from engine.errors import InputError, IntegrityError
 
 
 @pytest.fixture

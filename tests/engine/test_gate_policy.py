@@ -120,7 +120,7 @@ def test_the_gate_decides_each_parameter_by_its_kind(case, gated, tmp_path):
     for scope in gate_policy.SCOPES:
         bare = verdict(policy, root, list(path), scope)
 
-        def judged(value):
+        def judged(value, scope=scope):
             return verdict(policy, root, argv_with(path, param, value), scope)
 
         def refused_naming_it(value):

@@ -30,7 +30,8 @@ WS = "/srv/review"
             ["--workspace", WS, "checkpoint", "export", "--out", "-"],
         ),
         (
-            "sealdesk decide --queue flagged_pairs --item 'fp 1' --decision reject --note 'not a leak'",
+            "sealdesk decide --queue flagged_pairs --item 'fp 1' --decision reject "
+            "--note 'not a leak'",
             [
                 "--workspace",
                 WS,

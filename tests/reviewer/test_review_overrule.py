@@ -13,8 +13,8 @@ import pytest
 from textual.screen import ModalScreen
 
 from engine.canonical import strict_loads
-from engine.signoff.verify import verify_workspace
 from engine.ledger.signers import FileSigner
+from engine.signoff.verify import verify_workspace
 from reviewer.app import ReviewApp, binding_ids
 from reviewer.config import load_config
 from reviewer.session import open_session

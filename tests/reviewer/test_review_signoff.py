@@ -11,9 +11,9 @@ import sqlite3
 
 import pytest
 
-from engine.signoff.verify import verify_workspace
 from engine.ledger.signers import FileSigner
 from engine.signoff.summary import sign_off
+from engine.signoff.verify import verify_workspace
 from engine.workspace import Workspace
 from reviewer.app import ReviewApp
 from reviewer.modals import HelpScreen

@@ -16,11 +16,11 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from engine.ledger import sshsig
-from engine.signoff.verify import verify_workspace
 from engine.ledger.enrol import found
 from engine.ledger.records import INDEXED_FIELDS, encode_body
 from engine.ledger.signers import FileSigner
 from engine.roles import namespace_for
+from engine.signoff.verify import verify_workspace
 from engine.sqlitedb import write_transaction
 from engine.workspace import Workspace
 from reviewer.app import ReviewApp

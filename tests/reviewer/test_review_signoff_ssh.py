@@ -148,7 +148,7 @@ def test_two_reviewers_and_the_lead_in_their_own_apps_over_ssh_see_each_others_d
         [scored_pair(n) for n in range(6)] + weak,
         runs={"run-1": {"kind": "test", "artifacts": {}, "inputs": {}}},
     )
-    for name, role in people.items():
+    for name in people:
         open_review(tmux, sshd, name, ws, socks[name])
     for name, role in people.items():
         tmux.wait_for(name, f"{name} as {role}")

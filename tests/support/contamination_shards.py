@@ -14,6 +14,7 @@ import threading
 from collections import Counter
 from functools import partial
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -54,14 +55,15 @@ def split_into(directory: Path, rows: list[dict[str, Any]], names: list[str]) ->
     directory.mkdir(parents=True, exist_ok=True)
     bounds = [len(rows) * k // len(names) for k in range(len(names) + 1)]
     return [
-        write_shard(directory / name, rows[a:b]) for name, a, b in zip(names, bounds, bounds[1:])
+        write_shard(directory / name, rows[a:b])
+        for name, (a, b) in zip(names, pairwise(bounds), strict=True)
     ]
 
 
 def synthetic_pool(
     directory: Path, pool_size: int = 3000, eval_size: int = 300
 ) -> tuple[Path, Path]:
-    """Gives (eval.jsonl, pool.jsonl): a small pool with planted verbatim, edited and embedded copies."""
+    """Gives (eval.jsonl, pool.jsonl): small pool with planted verbatim, edited, embedded copies."""
     data = make_synthetic(directory, pool_size=pool_size, eval_size=eval_size)
     return data.eval_path, data.pool_path
 
@@ -93,7 +95,7 @@ def pool_rows(outcome: ScanOutcome) -> list[dict[str, Any]]:
 
 
 class _Handler(SimpleHTTPRequestHandler):
-    def __init__(self, *args: Any, server_state: "ShardServer", **kwargs: Any) -> None:
+    def __init__(self, *args: Any, server_state: ShardServer, **kwargs: Any) -> None:
         self.state = server_state
         super().__init__(*args, **kwargs)
 

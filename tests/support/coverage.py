@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -116,7 +116,7 @@ class Authority:
             "schema_version": SCOPE_SCHEMA,
             "policy_id": "test-policy",
             "policy_version": "1",
-            "expires_at": (datetime.now(timezone.utc) + expires).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "expires_at": (datetime.now(UTC) + expires).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "candidate_sha256": candidate,
             "candidate_version": version,
             "holdout_manifest_sha256": sha256_hex(holdout_path.read_bytes()),
@@ -202,7 +202,7 @@ def sample_benchmark(root: Path) -> tuple[Authority, Path, Path]:
     manifest.write_bytes((SAMPLE / "holdout.json").read_bytes())
     signature = auth.sign("holdout", manifest.read_bytes())
     (root / "holdout.json.sig").write_bytes(signature)
-    expires = datetime.now(timezone.utc) + timedelta(days=1)
+    expires = datetime.now(UTC) + timedelta(days=1)
     baseline = baseline_path = None
     for template, predictions in (
         ("scope-genesis.toml", "predictions_v1.jsonl"),

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable
+from typing import Any
 
 Respond = Callable[[str, dict[str, Any]], tuple[int, dict[str, str], Any]]
 
@@ -83,7 +84,9 @@ class Endpoint:
                         {
                             "error": {
                                 "code": 404,
-                                "message": "No allowed providers are available for the selected model.",
+                                "message": (
+                                    "No allowed providers are available for the selected model."
+                                ),
                             }
                         },
                     )
@@ -108,7 +111,7 @@ class Endpoint:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
 
-    def __enter__(self) -> "Endpoint":
+    def __enter__(self) -> Endpoint:
         self.thread.start()
         return self
 

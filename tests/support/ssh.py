@@ -21,9 +21,9 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator
 
 from cryptography.hazmat.primitives import serialization
 
@@ -200,7 +200,9 @@ def serve_sshd(tmp_path: Path) -> Iterator[SshServer]:
         )
         listening = f"Server listening on 127.0.0.1 port {port}".encode()
         wait_for(
-            lambda: listening in (base / "sshd.log").read_bytes() or proc.poll() is not None,
+            lambda listening=listening, proc=proc: (
+                listening in (base / "sshd.log").read_bytes() or proc.poll() is not None
+            ),
             "sshd to listen",
         )
         if proc.poll() is None:

@@ -34,10 +34,11 @@ def _rss_kb() -> int:
 
 def run_reference(eval_path: str, pool_path: str, limit: int | None) -> dict[str, Any]:
     """Gives the seed reference's flags, time and peak RSS (pool cut at ``limit`` docs)."""
+    import datasketch
+
     from engine.contamination.bench.reference import reference_scan
     from engine.contamination.inputs.canonical_text import canonical
     from engine.contamination.inputs.sources import iter_batches, resolve_source
-    import datasketch
 
     assert datasketch.MinHashLSH  # imported before the clock starts
 

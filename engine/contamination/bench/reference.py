@@ -9,8 +9,8 @@ this finds, plus the ones it misses.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 from engine.contamination.channels.shingles import shingle_set
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from importlib import resources
 from importlib.resources.abc import Traversable
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -116,7 +117,7 @@ def choose_threshold(
 ) -> tuple[float, float, float, float]:
     """Gives (threshold, precision, recall, F1) with the best F1 and the widest margin."""
     values = sorted(set(positives) | set(negatives))
-    cuts = [(lo + hi) / 2 for lo, hi in zip(values, values[1:])] or [values[0]]
+    cuts = [(lo + hi) / 2 for lo, hi in pairwise(values)] or [values[0]]
     pos, neg = np.asarray(positives), np.asarray(negatives)
     best: tuple[float, float, float, float, float] | None = None
     for cut in cuts:

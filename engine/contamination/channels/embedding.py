@@ -16,9 +16,10 @@ from __future__ import annotations
 import hashlib
 import os
 import sqlite3
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 
@@ -282,7 +283,7 @@ def embed_texts(
     model = embedder.info.identity
     known = cache.lookup(model, keys) if cache is not None else {}
     missing: dict[str, str] = {}
-    for key, text in zip(keys, texts):
+    for key, text in zip(keys, texts, strict=True):
         if key not in known and key not in missing:
             missing[key] = text
     fresh: dict[str, np.ndarray] = {}
@@ -290,7 +291,7 @@ def embed_texts(
     for start in range(0, len(todo), ENCODE_BATCH * 4):
         part = todo[start : start + ENCODE_BATCH * 4]
         vectors = embedder.encode([t for _, t in part])
-        for (key, _), vec in zip(part, vectors):
+        for (key, _), vec in zip(part, vectors, strict=True):
             fresh[key] = vec
         if cache is not None:
             cache.store(model, ((key, fresh[key]) for key, _ in part))
@@ -368,6 +369,6 @@ class TopK:
     def flagged(self) -> list[tuple[int, int, float]]:
         """Gives (eval index, pool index, cosine) for every kept pair at the threshold."""
         out = []
-        for e, j in zip(*np.nonzero(self.scores >= self.threshold)):
+        for e, j in zip(*np.nonzero(self.scores >= self.threshold), strict=True):
             out.append((int(e), int(self.index[e, j]), float(self.scores[e, j])))
         return sorted(out)

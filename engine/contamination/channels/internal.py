@@ -70,7 +70,9 @@ def embedding_pairs(vectors: np.ndarray, threshold: float) -> dict[tuple[int, in
         return {}
     sims = vectors @ vectors.T
     a, b = np.nonzero(np.triu(sims >= threshold, k=1))
-    return {(int(i), int(j)): float(sims[i, j]) for i, j in zip(a.tolist(), b.tolist())}
+    return {
+        (int(i), int(j)): float(sims[i, j]) for i, j in zip(a.tolist(), b.tolist(), strict=True)
+    }
 
 
 def with_cosines(

@@ -184,7 +184,7 @@ def match_batch(index: EvalIndex, values: list[object] | TextBlock) -> BatchResu
     found = index.postings.find(hashes)
     hit = np.flatnonzero(found >= 0)
     candidates: dict[int, set[int]] = {}
-    for d, position in zip(docs[hit].tolist(), found[hit].tolist()):
+    for d, position in zip(docs[hit].tolist(), found[hit].tolist(), strict=True):
         candidates.setdefault(d, set()).update(index.postings.holders(position).tolist())
     if index.short:
         for d in np.flatnonzero(words.counts < settings.n).tolist():

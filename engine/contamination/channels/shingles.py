@@ -9,8 +9,9 @@ The fast path hashes the same shingles without making Python strings: a
 batch of documents becomes one byte string; ASCII upper case is folded and
 ASCII whitespace becomes a space in C (``bytes.lower``, ``bytes.translate``);
 each word gets a 64-bit key from its length and its first and last eight
-bytes, and each run of ``n`` words a 64-bit hash of its word keys. Equal shingles always get equal hashes, so a lookup of
-these hashes in the eval set's shingle hashes never misses a shared shingle;
+bytes, and each run of ``n`` words a 64-bit hash of its word keys. Equal
+shingles always get equal hashes, so a lookup of these hashes in the eval
+set's shingle hashes never misses a shared shingle;
 unequal ones may collide, which only costs an exact check that then fails.
 
 Non-ASCII text would need Python's full Unicode lower-casing and whitespace,
@@ -21,6 +22,7 @@ then pass the same tables unchanged (already lower case, single spaces).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import pairwise
 
 import numpy as np
 
@@ -106,7 +108,7 @@ def encode_block(block: TextBlock) -> tuple[EncodedBatch, dict[int, str]]:
     data = np.frombuffer(block.data, dtype=np.uint8)
     made: dict[int, str] = {}
     view = memoryview(block.data)
-    parts: list = [view[a:b] for a, b in zip(offsets[:-1].tolist(), offsets[1:].tolist())]
+    parts: list = [view[a:b] for a, b in pairwise(offsets.tolist())]
     filled = np.flatnonzero(offsets[1:] > offsets[:-1])
     if len(filled):
         # the largest byte of each non-empty text: 0x80 or more means non-ASCII

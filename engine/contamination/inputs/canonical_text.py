@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from typing import Iterable
+from collections.abc import Iterable
 
 _WHITESPACE = re.compile(r"\s+")
 _WORD = re.compile(r"\S+")

@@ -28,8 +28,10 @@ from __future__ import annotations
 
 import hashlib
 import zlib
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from itertools import pairwise
+from typing import Any
 
 import numpy as np
 
@@ -65,7 +67,7 @@ def split_blocks(stream: bytes, count: int) -> tuple[tuple[int, ...], bytes]:
         return (), b""
     lengths = np.fromiter(map(len, items[:count]), dtype=np.int64, count=count) + 1
     ends = tuple(np.cumsum(lengths)[cuts].tolist())
-    inner = b"".join(hashlib.sha256(stream[a:b]).digest() for a, b in zip(ends, ends[1:]))
+    inner = b"".join(hashlib.sha256(stream[a:b]).digest() for a, b in pairwise(ends))
     return ends, inner
 
 

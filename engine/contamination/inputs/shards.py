@@ -24,10 +24,11 @@ import re
 import shutil
 import tempfile
 import zlib
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Iterator
+from typing import IO, Any
 from urllib.parse import urlsplit
 
 from engine.artifacts import file_sha256
@@ -112,7 +113,7 @@ def list_shards(spec: str) -> list[Shard]:
             names = ["file://" + p for p in found]
         else:
             names = found
-        sizes = {name: os.path.getsize(p) for name, p in zip(names, found)}
+        sizes = {name: os.path.getsize(p) for name, p in zip(names, found, strict=True)}
     if not names:
         raise InputError("the pattern names no files", path=spec, field="pool")
     shards = []

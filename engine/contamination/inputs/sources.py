@@ -16,9 +16,10 @@ import json
 import logging
 import os
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from engine import artifacts
 from engine.contamination.inputs.texts import TextBlock
@@ -234,7 +235,10 @@ def iter_batches(source: Source, batch_size: int, *, whole_rows: bool = False) -
             rows = None
             if whole_rows:
                 columns = {name: _values(table.column(name)) for name in table.column_names}
-                rows = [dict(zip(columns, cells)) for cells in zip(*columns.values())]
+                rows = [
+                    dict(zip(columns, cells, strict=True))
+                    for cells in zip(*columns.values(), strict=True)
+                ]
             yield Batch(start, count, values, block, ids, rows, checked)
             start += count
     except InputError:

@@ -31,7 +31,7 @@ class TextBlock:
         return self.data[self.offsets[i] : self.offsets[i + 1]].decode("utf-8")
 
     @classmethod
-    def from_arrow(cls, array) -> "TextBlock":
+    def from_arrow(cls, array) -> TextBlock:
         """Gives the block of a null-free Arrow string array, copying only its own bytes."""
         width = np.int64 if str(array.type) == "large_string" else np.int32
         raw = np.frombuffer(array.buffers()[1], dtype=width)

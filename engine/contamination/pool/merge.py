@@ -159,7 +159,7 @@ def check_ids(
         return
     with ExitStack() as stack:  # fetched shards stay until the message has read its lines
         found: list[tuple[int, int, Any, Any]] = []  # (position, row, id, source)
-        for outcome, shard in zip(outcomes, shards):
+        for outcome, shard in zip(outcomes, shards, strict=True):
             held = outcome.id_hashes
             if held is None:
                 continue

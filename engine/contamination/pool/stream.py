@@ -14,10 +14,11 @@ import multiprocessing
 import os
 import time
 from collections import deque
-from contextlib import closing
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
+from contextlib import closing
 from itertools import chain
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any
 
 import numpy as np
 

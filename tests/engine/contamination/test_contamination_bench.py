@@ -19,7 +19,7 @@ def test_synthetic_data_plants_leaks_where_it_says(tmp_path):
     for e, p in data.planted["embedded"]:
         assert evals[e] in pool[p] and pool[p] != evals[e]
     for e, p in data.planted["one_word_changed"]:
-        assert sum(a != b for a, b in zip(evals[e].split(), pool[p].split())) == 1
+        assert sum(a != b for a, b in zip(evals[e].split(), pool[p].split(), strict=True)) == 1
 
 
 @pytest.mark.slow

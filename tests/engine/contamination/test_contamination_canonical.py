@@ -5,7 +5,8 @@ from __future__ import annotations
 import hashlib
 import re
 
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from engine.contamination.channels.shingles import encode_for_hashing, word_hashes
 from engine.contamination.inputs.canonical_text import (

@@ -1,4 +1,7 @@
-"""After review: confirmed leaks dropped, false positives kept, undecided refused; power re-checked."""
+"""After review: confirmed leaks dropped, false positives kept, undecided refused.
+
+The power of the cleaned set is checked again.
+"""
 
 from __future__ import annotations
 

@@ -25,8 +25,8 @@ from engine.contamination.channels.embedding import (
     identify_model,
 )
 from engine.contamination.channels.ngram import NgramSettings  # noqa: E402
-from engine.contamination.scan import ScanConfig, run_scan  # noqa: E402
 from engine.contamination.inputs.sources import resolve_source  # noqa: E402
+from engine.contamination.scan import ScanConfig, run_scan  # noqa: E402
 from engine.errors import IntegrityError  # noqa: E402
 from engine.workspace import Workspace  # noqa: E402
 from tests.conftest import REPO

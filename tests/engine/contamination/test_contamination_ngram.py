@@ -129,7 +129,10 @@ def _sample_texts():
 
 
 def near_threshold_corpus():
-    """Eval items of 60 words, and each with 8..16 words appended: Jaccard 48/(48+k) straddles 0.8."""
+    """Gives eval items of 60 words, each with 8..16 words appended.
+
+    Their Jaccard similarity 48/(48+k) straddles 0.8.
+    """
     rng = random.Random(11)
     evals = [" ".join(f"v{rng.randrange(10**6)}" for _ in range(60)) for _ in range(30)]
     docs = [

@@ -56,10 +56,9 @@ def run_dir(ws: Path) -> Path:
 @pytest.fixture(scope="module")
 def scanned(tmp_path_factory) -> Path:
     """One real CLI scan of the sample (n-gram channels), shared by the tests below."""
+    import os
     import subprocess
     import sys
-
-    import os
 
     ws = tmp_path_factory.mktemp("scan") / "ws"
     base = [sys.executable, "-m", "engine.cli", "--workspace", str(ws)]

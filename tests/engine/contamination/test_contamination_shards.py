@@ -1,4 +1,7 @@
-"""A sharded pool on the local backend: same pairs and hash as one file, refusals, retries, resume."""
+"""A sharded pool on the local backend.
+
+It gives the same pairs and hash as one file; refusals, retries and resume.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +15,7 @@ import subprocess
 import sys
 import time
 import zlib
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -94,7 +98,7 @@ def test_any_split_of_the_items_into_shards_and_batches_gives_the_same_pool_hash
     for _ in range(10):
         cuts = sorted(rng.sample(range(1, len(texts)), rng.randrange(0, 12)))
         hasher = PoolHasher()
-        for a, b in zip([0] + cuts, cuts + [len(texts)]):
+        for a, b in pairwise([0, *cuts, len(texts)]):
             builder = PieceBuilder()
             start = a
             while start < b:

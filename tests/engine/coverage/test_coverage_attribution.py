@@ -68,7 +68,7 @@ def test_training_a_few_steps_fits_the_training_texts(detector, rows):
     batch = detector.tokenizer([r["text"] for r in rows], return_tensors="pt", padding=True)
     with torch.no_grad():
         predicted = detector.model(**batch).logits.argmax(dim=-1).tolist()
-    accuracy = sum(p == r["label"] for p, r in zip(predicted, rows)) / len(rows)
+    accuracy = sum(p == r["label"] for p, r in zip(predicted, rows, strict=True)) / len(rows)
     assert accuracy >= 0.75
 
 
@@ -118,7 +118,7 @@ def test_top_tokens_leave_out_special_tokens_and_are_ordered(detector, rows):
     assert [t["score"] for t in negative] == sorted(t["score"] for t in negative)
     word_scores = [
         s
-        for s, i in zip(explained["token_scores"], explained["token_ids"])
+        for s, i in zip(explained["token_scores"], explained["token_ids"], strict=True)
         if i not in explained["special_token_ids"]
     ]
     assert positive[0]["score"] == max(word_scores) and negative[0]["score"] == min(word_scores)

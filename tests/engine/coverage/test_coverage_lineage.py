@@ -318,7 +318,7 @@ def test_two_processes_reserving_the_same_genesis_exactly_one_wins(auth, store_p
             target=reserve_in_child,
             args=(str(store_path), str(auth.trust.directory), s[0], p, barrier, results),
         )
-        for s, p in zip(scopes, payloads)
+        for s, p in zip(scopes, payloads, strict=True)
     ]
     for w in workers:
         w.start()

@@ -13,7 +13,7 @@ measured detector only of the benchmark built for it below.
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -71,7 +71,7 @@ def benchmark_measuring(root: Path, digest: str) -> tuple[Authority, Path]:
         value,
         holdout_manifest_sha256=sha256_hex(manifest.read_bytes()),
         baseline_report_sha256=None,
-        expires_at=datetime.now(timezone.utc) + timedelta(days=1),
+        expires_at=datetime.now(UTC) + timedelta(days=1),
         path="scope",
     )
     sealed = load_holdout(manifest, manifest_sig, sha256_hex(manifest.read_bytes()), auth.trust)

@@ -71,7 +71,7 @@ def _variant(tmp_path, name):
 
 
 def _rewrite_summary(exam):
-    from engine.canonical import strict_loads, sha256_hex
+    from engine.canonical import sha256_hex, strict_loads
 
     summary = strict_loads(exam.paths["summary"].read_bytes())
     summary["context_sha256"] = sha256_hex(exam.paths["context"].read_bytes())

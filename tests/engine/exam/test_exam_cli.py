@@ -84,7 +84,9 @@ def test_adjudicate_seals_the_sample_and_queues_its_abstentions(sealdesk, tmp_pa
         assert (run / f"{name}.sha256").read_text().split()[0] == _sha(run / name)
     items = _items(ws)
     assert len(items) == 4 and {i["queue"] for i in items} == {"adjudication"}
-    queued = [json.loads(l) for l in (run / "adjudication-queue.jsonl").read_text().splitlines()]
+    queued = [
+        json.loads(line) for line in (run / "adjudication-queue.jsonl").read_text().splitlines()
+    ]
     assert sorted(i["item_id"] for i in queued) == sorted(i["item_id"] for i in items)
     payload = queued[0]["payload"]
     assert {"completion", "context", "candidate", "votes", "reason", "summary"} <= set(payload)

@@ -65,7 +65,8 @@ def _run(endpoint: Endpoint, exam_files, **override):
         corpus, contexts, _specs(endpoint.url, **override), exam.sha("corpus"), exam.sha("context")
     )
     rows = {
-        lane: [json.loads(l) for l in data.decode().splitlines()] for lane, data in files.items()
+        lane: [json.loads(line) for line in data.decode().splitlines()]
+        for lane, data in files.items()
     }
     return rows, summary
 

@@ -171,7 +171,7 @@ def test_editing_the_generated_allowed_signers_changes_no_decision(pending, work
     before = resolve(workspace, path).artifact
     trust = workspace.allowed_signers_path
     held = trust.read_text()
-    trust.write_text("".join(l for l in held.splitlines(True) if not l.startswith("adam ")))
+    trust.write_text("".join(ln for ln in held.splitlines(True) if not ln.startswith("adam ")))
     assert trust.read_text() != held
     # The file is generated for ssh-keygen; who may sign is read from the ledger only.
     assert canonical_json(resolve(workspace, path).artifact) == canonical_json(before)

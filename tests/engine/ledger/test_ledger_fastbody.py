@@ -40,7 +40,7 @@ def read_common_body(message: str) -> dict | None:
     fields = common_fields(message)
     if fields is None:
         return None
-    body = dict(zip(COMMON_FIELDS, fields))
+    body = dict(zip(COMMON_FIELDS, fields, strict=True))
     body["seq"], body["v"], body["data"] = int(body["seq"]), int(body["v"]), None
     return body
 

@@ -20,9 +20,9 @@ from hypothesis import strategies as st
 
 from engine.canonical import canonical_json
 from engine.ledger import sshsig
+from engine.ledger.authority import AUTHORITY_KINDS, signer_policy
 from engine.ledger.fastbody import common_fields
 from engine.ledger.records import BODY_FIELDS
-from engine.ledger.authority import AUTHORITY_KINDS, signer_policy
 from engine.ledger.verify import (
     _COLUMNS,
     _KIND_COLUMN,
@@ -213,7 +213,7 @@ def edits(draw, rows):
 def edited(rows, ctx, index: int, changes):
     """Gives (row, context) after the edits."""
     names = ("seq", "record_hash", "prev_hash", "message", "signature", *_COLUMNS)
-    row = dict(zip(names, rows[index]))
+    row = dict(zip(names, rows[index], strict=True))
     body = json.loads(row["message"])
     items = dict(ctx.items)
     for how, what, value in changes:

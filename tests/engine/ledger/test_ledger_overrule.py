@@ -16,9 +16,9 @@ import pytest
 from engine.canonical import strict_loads
 from engine.errors import ConflictError
 from engine.ledger import sshsig, store
-from engine.signoff.verify import verify_workspace
 from engine.ledger.records import encode_body, make_body, utc_now
 from engine.roles import namespace_for
+from engine.signoff.verify import verify_workspace
 from tests.support.backlog import make_items
 
 WEAK = "weak_categories"  # a reviewer or a lead may decide its items

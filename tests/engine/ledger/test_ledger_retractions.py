@@ -13,10 +13,9 @@ import sqlite3
 import pytest
 
 from engine.ledger import store
-from engine.signoff.verify import verify_workspace
 from engine.ledger.verify import _BATCH
+from engine.signoff.verify import verify_workspace
 from tests.support.backlog import make_items
-
 
 QUEUE = "weak_categories"  # a reviewer or a lead may decide its items
 

@@ -205,7 +205,9 @@ def test_options_ssh_keygen_refuses_are_refused_not_granted(keygen, founder_key,
     key = pub_line(keygen("bob"))
     bad_lines = {
         f"bob namespaces=reviewer@sealdesk {key}": "must be in double quotes",
-        f'bob valid-before=20990101,namespaces="reviewer@sealdesk" {key}': "must be in double quotes",
+        f'bob valid-before=20990101,namespaces="reviewer@sealdesk" {key}': (
+            "must be in double quotes"
+        ),
         f'bob namespaces="lead@sealdesk",namespaces="reviewer@sealdesk" {key}': "given twice",
         "bob ssh-rsa AAAAB3NzaC1yc2E=": "malformed ssh-rsa key",
     }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+from datetime import UTC
 
 import pytest
 
@@ -413,10 +414,10 @@ def test_backdating_is_caught_across_the_ranges_verify_splits_the_chain_into(led
 
 
 def test_appends_never_go_back_in_time_when_the_clock_lags_a_little(ledger):
-    from datetime import datetime, timedelta, timezone
+    from datetime import datetime, timedelta
 
     ws, rita, _ = ledger
-    ahead = (datetime.now(timezone.utc) + timedelta(seconds=2)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    ahead = (datetime.now(UTC) + timedelta(seconds=2)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     forge(ws, rita, time=ahead)
     record = ws.decide(rita, "flagged_pairs", "item-1", "reject")
     assert record.body["time"] >= ahead

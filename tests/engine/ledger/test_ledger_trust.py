@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import base64
 import subprocess
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -204,9 +204,9 @@ def test_a_hand_written_allowed_signers_line_grants_nothing(workspace, keygen, f
     """trust/allowed_signers is generated, never read: a line added by hand signs nothing;
     the same grant as a lead-signed enrolment does, and the file is written from the ledger."""
     from engine.errors import PermissionRefused
-    from engine.signoff.verify import verify_workspace
     from engine.ledger.enrol import enrol
     from engine.ledger.signers import FileSigner
+    from engine.signoff.verify import verify_workspace
     from engine.workspace import BacklogItem
 
     key = keygen("rita")
@@ -250,9 +250,9 @@ def test_a_key_outside_its_validity_window_signs_nothing(workspace, keygen, foun
     # verify checks validity at the record's time; signing must check it at the
     # same moment, or the append-only ledger holds a record that never verifies.
     from engine.errors import PermissionRefused
-    from engine.signoff.verify import verify_workspace
     from engine.ledger.enrol import enrol
     from engine.ledger.signers import FileSigner
+    from engine.signoff.verify import verify_workspace
     from engine.workspace import BacklogItem
 
     key = keygen("rita")
@@ -279,7 +279,9 @@ def test_a_key_outside_its_validity_window_signs_nothing(workspace, keygen, foun
         else ('valid-after="29990101000000Z"')
     )
     line = next(
-        l for l in workspace.allowed_signers_path.read_text().splitlines() if l.startswith("rita ")
+        ln
+        for ln in workspace.allowed_signers_path.read_text().splitlines()
+        if ln.startswith("rita ")
     )
     assert bound in line
 
@@ -293,16 +295,16 @@ def test_an_exported_record_of_a_since_expired_key_verifies_with_ssh_keygen_at_i
     import time
 
     from engine.ledger.audit import export_records
-    from engine.signoff.verify import verify_workspace
     from engine.ledger.enrol import enrol
     from engine.ledger.records import time_text
     from engine.ledger.signers import FileSigner
+    from engine.signoff.verify import verify_workspace
     from engine.workspace import BacklogItem
 
     key = keygen("rita")
     rita = FileSigner(key)
     # The grant ends a few whole seconds from now (ssh-keygen's bounds are whole seconds).
-    ends = datetime.now(timezone.utc).replace(microsecond=0) + timedelta(seconds=3)
+    ends = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=3)
     enrol(
         workspace.db,
         workspace.workspace_id,
@@ -315,7 +317,7 @@ def test_an_exported_record_of_a_since_expired_key_verifies_with_ssh_keygen_at_i
     workspace.write_allowed_signers()
     workspace.ingest([BacklogItem.make("flagged_pairs", "fp-1", "run-1", {"x": 1})])
     decided = workspace.decide(rita, "flagged_pairs", "fp-1", "accept")
-    while datetime.now(timezone.utc) <= ends + timedelta(seconds=1):
+    while datetime.now(UTC) <= ends + timedelta(seconds=1):
         time.sleep(0.2)
     assert verify_workspace(workspace).ok  # judged at the record's time, inside the window
     out = tmp_path / "records.jsonl"
@@ -524,7 +526,7 @@ def test_verify_time_windows_agree_with_allowed_signers(bounds, times):
         if bound
         for step in (-1, 0, 1)
     ]
-    for when in [t.replace(tzinfo=timezone.utc) for t in times] + edges:
+    for when in [t.replace(tzinfo=UTC) for t in times] + edges:
         text = time_text(when)
         at = parse_time(text)  # ssh-keygen's rule, on datetimes
         expected = any(

@@ -10,8 +10,8 @@ import pytest
 
 from engine.errors import SealdeskError
 from engine.ledger import verify
-from engine.signoff.verify import verify_workspace
 from engine.ledger.authority import signer_policy
+from engine.signoff.verify import verify_workspace
 from tests.conftest import FOUNDER, enrol_key, found_workspace
 from tests.support.backlog import make_items
 

@@ -14,20 +14,19 @@ from __future__ import annotations
 import json
 import sqlite3
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
 
 from engine.ledger import sshsig, store
-from engine.signoff.verify import verify_workspace
 from engine.ledger.authority import AUTHORITY_KINDS
 from engine.ledger.records import INDEXED_FIELDS, encode_body
-from engine.signoff.summary import sign_off
 from engine.ledger.treehead import checkpoint_of
 from engine.roles import namespace_for
+from engine.signoff.summary import sign_off
+from engine.signoff.verify import verify_workspace
 from engine.workspace import BacklogItem, Workspace
-
 from tests.conftest import require_tool
 
 
@@ -353,7 +352,7 @@ def test_removing_the_lead_from_the_trust_file_does_not_touch_her_checkpoint(sig
     lines = ws.allowed_signers_path.read_text(encoding="utf-8").splitlines(keepends=True)
     assert any(line.startswith("lena ") for line in lines)
     ws.allowed_signers_path.write_text(
-        "".join(l for l in lines if not l.startswith("lena")), encoding="utf-8"
+        "".join(ln for ln in lines if not ln.startswith("lena")), encoding="utf-8"
     )
     assert reasons(ws, path) == []
 

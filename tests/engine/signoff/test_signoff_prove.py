@@ -7,17 +7,15 @@ import hashlib
 import json
 import sqlite3
 import subprocess
+from typing import NamedTuple
 
 import pytest
 
-from typing import NamedTuple
-
 from engine.errors import InputError, IntegrityError
 from engine.ledger.checkpoint import read_checkpoint
-from engine.signoff.summary import sign_off
 from engine.ledger.treehead import checkpoint_of, prove_inclusion
+from engine.signoff.summary import sign_off
 from engine.workspace import BacklogItem, Workspace
-
 from tests.conftest import require_tool
 
 
@@ -236,8 +234,8 @@ def test_a_signoff_whose_tree_head_a_reviewer_signed_proves_nothing(ledger, seal
     # as it now stands, naming lena, with a checkpoint note rita signed herself.
     from engine.ledger import checkpoint as cp
     from engine.ledger import store
-    from engine.ledger.signers import FileSigner
     from engine.ledger.authority import anchor_of
+    from engine.ledger.signers import FileSigner
     from engine.ledger.treehead import SIGNOFF_TYPE, head_of, leaf_hashes
 
     ws, _, _, later = ledger

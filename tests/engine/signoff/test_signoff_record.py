@@ -12,9 +12,9 @@ import pytest
 from engine.artifacts import write_json_artifact
 from engine.canonical import canonical_sha256
 from engine.errors import IntegrityError, NotReadyError, PermissionRefused
-from engine.signoff.verify import verify_workspace
-from engine.signoff.summary import sign_off, signoff_summary
 from engine.ledger.treehead import SIGNOFF_TYPE
+from engine.signoff.summary import sign_off, signoff_summary
+from engine.signoff.verify import verify_workspace
 from engine.workspace import BacklogItem
 from tests.support.backlog import record_run
 from tests.support.signoff import mth

@@ -130,7 +130,7 @@ def test_two_reviewers_and_the_lead_at_once_never_lose_or_fork_a_record(
         "lena": ("weak_categories", weak),
     }
     sessions = {}
-    for name, (queue, todo) in work.items():
+    for name, (queue, _) in work.items():
         remote = (
             f"{SEALDESK} --workspace {ws.root} decide --queue {queue} --item - --decision accept"
         )
