@@ -4,6 +4,8 @@
 #   make test   build .venv from the lock (test tools included), install the system
 #               tools tests need, run the suite
 #   make docs   build the documentation site into build/site/
+#   make lint   the code's own rules: ruff format and check, mypy, the import
+#               contracts, the docs site built strictly (all from the lock)
 #   make lock   re-resolve requirements.lock from pyproject.toml (every extra, a hash
 #               for every file)
 
@@ -20,7 +22,7 @@ DEMO   ?= demo-workspace
 SD     := $(BIN)/sealdesk --workspace $(DEMO)
 PYTEST_ARGS ?=
 
-.PHONY: demo test install lock system-deps clean bench docs
+.PHONY: demo test install lock system-deps clean bench docs lint
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -63,9 +65,22 @@ bench: $(STAMP)
 	$(BIN)/sealdesk bench ledger
 
 clean:
-	rm -rf $(VENV) $(LOCK_VENV) $(DEMO) $(DEMO)-receipts .pytest_cache build *.egg-info
+	rm -rf $(VENV) $(LOCK_VENV) $(DEMO) $(DEMO)-receipts .pytest_cache build *.egg-info \
+	    .mypy_cache .ruff_cache
 
 # The documentation site (docs/, mkdocs.yml) into build/site/; mkdocs-material is the
 # docs extra, installed from the lock like everything else.
 docs: $(STAMP)
+	$(BIN)/mkdocs build --strict
+
+# The rules the code holds itself to, each tool from the lock: formatting, lint, types
+# (the packages listed in pyproject.toml's [tool.mypy]), the import contracts of
+# [tool.importlinter], and the docs site (a broken link or page fails the build).
+LINT_PATHS := engine reviewer tests sample_data
+
+lint: $(STAMP)
+	$(BIN)/ruff format --check $(LINT_PATHS)
+	$(BIN)/ruff check $(LINT_PATHS)
+	$(BIN)/mypy
+	$(BIN)/lint-imports
 	$(BIN)/mkdocs build --strict

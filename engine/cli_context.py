@@ -12,6 +12,11 @@ from pathlib import Path
 
 import click
 
+# Set by ``sealdesk ssh-gate``: its policy then governs this run and every job started
+# from it. Named here, below the command tree, so that a command may ask whether it
+# runs gated without importing the gate's policy (which imports the tree).
+GATE_ENV_VAR = "SEALDESK_GATE"
+
 
 class Ctx:
     """What every command gets: where the workspace is."""

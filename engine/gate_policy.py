@@ -62,9 +62,9 @@ from typing import Any
 
 import click
 
+from engine.cli_context import GATE_ENV_VAR as ENV_VAR
 from engine.errors import PermissionRefused
 
-ENV_VAR = "SEALDESK_GATE"
 SCOPES = ("request", "job")
 INPUTS_DIR = "inputs"
 # Where a gated command may read: the operator's inputs and sealdesk's own sealed artifacts.

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 
 import click
 
+from engine.cli_context import GATE_ENV_VAR
 from engine.errors import InputError, IntegrityError, NotReadyError
-from engine.gate_policy import ENV_VAR as GATE_VARIABLE
 from engine.ledger.witness import push_latest
 from engine.outputs import InputFile, OutputFile
 from engine.signoff.summary import SignoffSummary, lead_signer, sign_off, signoff_summary
@@ -223,7 +223,7 @@ def signoff(
         # Every hint must run where it is read: through ssh-gate, only stdout leaves.
         witness = (
             ""
-            if os.environ.get(GATE_VARIABLE) is not None
+            if os.environ.get(GATE_ENV_VAR) is not None
             else " (or push every sign-off: sealdesk checkpoint witness add DIR)"
         )
         click.echo(
