@@ -165,6 +165,26 @@ from engine.outputs import InputFile, OutputFile
     help="SQLite embedding cache every worker can open "
     "[default: workspace/cache/embeddings.sqlite].",
 )
+@click.option(
+    "--embed-exhaustive",
+    is_flag=True,
+    help="Score every pool document with the full model (the reference path: about a "
+    "hundred documents a second on two cores) instead of the two-stage search.",
+)
+@click.option(
+    "--prefilter-k",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Pool documents per eval item the static prefilter keeps for the full model to "
+    "score [default: 20].",
+)
+@click.option(
+    "--prefilter-model",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="A static (model2vec) model directory to prefilter with [default: distilled from "
+    "--model once, cached in workspace/cache/prefilter/].",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.pass_obj
 def scan_contamination(
@@ -202,6 +222,9 @@ def scan_contamination(
     shard_retries: int,
     resume: bool,
     embed_cache: str | None,
+    embed_exhaustive: bool,
+    prefilter_k: int | None,
+    prefilter_model: str | None,
     as_json: bool,
 ) -> None:
     """Flag eval items that leak from a training pool or repeat each other.
@@ -258,6 +281,7 @@ def scan_contamination(
         probe_endpoint,
         probe_model,
     )
+    _refuse_search_options(embed, embed_exhaustive, prefilter_k, prefilter_model)
     for name, value in (
         ("text-field", text_field),
         ("id-field", id_field),
@@ -334,6 +358,9 @@ def scan_contamination(
         shard_retries=shard_retries,
         resume=resume,
         embed_cache=Path(embed_cache) if embed_cache else None,
+        embed_exhaustive=embed_exhaustive,
+        prefilter_k=prefilter_k if prefilter_k is not None else 20,
+        prefilter_model=Path(prefilter_model) if prefilter_model else None,
     )
     with ctx.open() as ws, reporter() as rep:
         outcome = run_scan(ws, config, rep=rep)
@@ -366,6 +393,14 @@ def scan_contamination(
             line + f"); embedded {embedding['texts_embedded']} text(s), "
             f"{embedding['texts_from_cache']} from cache"
         )
+        search = embedding.get("search", {})
+        if search.get("method") == "two-stage":
+            made = search["prefilter"]["distilled_by_this_scan"]
+            click.echo(
+                f"  paraphrase search: two-stage, {search['candidates_per_item']} candidates "
+                f"per item from the static prefilter ({'distilled now' if made else 'cached'}"
+                f"), {search.get('candidates_scored', 0)} scored by the full model"
+            )
     if report["probe"]:
         probe = report["probe"]
         click.echo(
@@ -438,6 +473,32 @@ def _refuse_options_that_do_nothing(
         raise InputError("must be a URL such as http://127.0.0.1:8000/v1", field="probe-endpoint")
     if probe_model is not None and probe_endpoint is None:
         raise InputError("applies to --probe-endpoint", field="probe-model")
+
+
+def _refuse_search_options(
+    embed: bool, exhaustive: bool, prefilter_k: int | None, prefilter_model: str | None
+) -> None:
+    """Refuses a paraphrase-search option that the chosen search would ignore."""
+    from engine.errors import InputError
+
+    given = [
+        (name, value)
+        for name, value in (
+            ("embed-exhaustive", exhaustive or None),
+            ("prefilter-k", prefilter_k),
+            ("prefilter-model", prefilter_model),
+        )
+        if value is not None
+    ]
+    if not embed and given:
+        raise InputError(
+            "applies to the embedding channel, which --no-embed turns off", field=given[0][0]
+        )
+    if exhaustive and len(given) > 1:
+        raise InputError(
+            "applies to the two-stage search, which --embed-exhaustive replaces",
+            field=given[1][0],
+        )
 
 
 @contamination.command("clean")

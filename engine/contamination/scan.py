@@ -36,6 +36,16 @@ from engine.contamination.channels.embedding import (
 )
 from engine.contamination.channels.minhash import Signatures
 from engine.contamination.channels.ngram import EvalIndex, NgramSettings
+from engine.contamination.channels.prefilter import (
+    CandidateHeap,
+    StaticEncoder,
+    cached_prefilter,
+    check_static_dir,
+    eval_vectors_sha256,
+    given_prefilter,
+    load_static,
+    rerank,
+)
 from engine.contamination.channels.probe import (
     ChatClient,
     ProbeItem,
@@ -96,6 +106,9 @@ class ScanConfig:
     shard_retries: int = 2
     resume: bool = True  # reuse the workspace's records of finished shards
     embed_cache: Path | None = None  # default: workspace/cache/embeddings.sqlite
+    embed_exhaustive: bool = False  # score every pool document with the full model
+    prefilter_k: int = 20  # candidates per eval item the static prefilter keeps
+    prefilter_model: Path | None = None  # default: distilled from the model, cached
 
 
 @dataclass(frozen=True)
@@ -119,6 +132,8 @@ class _Embedding:
     report: dict[str, Any]
     counts: EmbedCounts
     eval_vectors: Any = None
+    prefilter: StaticEncoder | None = None  # None: --embed-exhaustive
+    prefilter_eval: Any = None  # the eval set under the static model
 
 
 def _check_embedding(config: ScanConfig, embedder: Embedder | None) -> tuple[Any, Any]:
@@ -131,6 +146,15 @@ def _check_embedding(config: ScanConfig, embedder: Embedder | None) -> tuple[Any
         calibration = (read_calibration(path), path)
     elif not 0 < config.cosine_threshold <= 1:
         raise InputError("must lie in (0, 1]", field="cosine-threshold")
+    if not config.embed_exhaustive:
+        if config.prefilter_k < config.top_k:
+            raise InputError(
+                f"must be at least --top-k ({config.top_k}): the full model picks the top "
+                "k among the prefilter's candidates",
+                field="prefilter-k",
+            )
+        if config.prefilter_model is not None:
+            check_static_dir(config.prefilter_model)
     info = (
         embedder.info
         if embedder is not None
@@ -140,7 +164,12 @@ def _check_embedding(config: ScanConfig, embedder: Embedder | None) -> tuple[Any
 
 
 def _prepare_embedding(
-    config: ScanConfig, ws: Workspace, embedder: Embedder | None, calibration_pairs: Any, info: Any
+    config: ScanConfig,
+    ws: Workspace,
+    embedder: Embedder | None,
+    calibration_pairs: Any,
+    info: Any,
+    rep: Any = None,
 ) -> _Embedding | None:
     if not config.embed:
         return None
@@ -175,7 +204,31 @@ def _prepare_embedding(
         threshold = float(config.cosine_threshold)
         report = {"enabled": True, "model": described, "threshold_source": "given"}
     report["top_k"] = config.top_k
-    return _Embedding(embedder, cache, threshold, report, counts)
+    found = _Embedding(embedder, cache, threshold, report, counts)
+    if config.embed_exhaustive:
+        report["search"] = {"method": "exhaustive"}
+        return found
+    try:
+        if config.prefilter_model is not None:
+            info = given_prefilter(config.prefilter_model)
+        else:
+            info = cached_prefilter(
+                ws.root / "cache" / "prefilter",
+                embedder.info,
+                (lambda: rep.stage("distilling prefilter", total=None, unit="models"))
+                if rep is not None
+                else None,
+            )
+        found.prefilter = load_static(Path(info.path))
+    except BaseException:
+        cache.close()
+        raise
+    report["search"] = {
+        "method": "two-stage",
+        "prefilter": info.to_json(),
+        "candidates_per_item": config.prefilter_k,
+    }
+    return found
 
 
 def _probe(config: ScanConfig, evalset: EvalSet, rep: Any):
@@ -259,6 +312,38 @@ def _consumer(emb: _Embedding, topk: TopK, stage: Any):
     return consume
 
 
+def _prefilter_consumer(encoder: StaticEncoder, heap: CandidateHeap, stage: Any):
+    """Gives the pool-batch consumer that embeds each batch statically into the candidate heap."""
+
+    def consume(batch, ids):
+        texts = batch.texts
+        heap.add(encoder.encode([canonical(t) for t in texts]), batch.start, ids, texts)
+        if stage is not None:
+            stage.advance(len(texts))
+
+    return consume
+
+
+def _rerank(emb: _Embedding, heap: CandidateHeap, config: ScanConfig, rep: Any) -> TopK:
+    """Gives the top-k under the full model among the prefilter's candidates (the second stage)."""
+    clock = time.perf_counter()
+    _, rows = heap.candidates()
+    unique = len(set(rows[rows >= 0].tolist()))
+    stage = rep.stage("reranking candidates", total=unique, unit="texts") if rep else None
+    topk, scored = rerank(
+        heap,
+        emb.eval_vectors,
+        lambda texts: embed_texts(emb.embedder, emb.cache, texts, emb.counts, stage),
+        config.top_k,
+        emb.threshold,
+    )
+    if stage is not None:
+        stage.finish()
+    emb.report["search"]["candidates_scored"] = scored
+    emb.report["search"]["rerank_seconds"] = round(time.perf_counter() - clock, 3)
+    return topk
+
+
 def _write(ws: Workspace, findings: Findings, timing: dict[str, float]) -> ScanOutcome:
     """Gives the outcome after writing the artifacts and ingesting the items."""
     evalset = findings.eval
@@ -314,9 +399,14 @@ def _scan_stream(
 ) -> tuple[PoolScan, TopK | None]:
     """Gives the scan of one stream (a plain file or a hub dataset) read by this process."""
     assert isinstance(config.pool, Source)
-    topk = consumer = embed_stage = None
+    topk: TopK | None = None
+    heap = consumer = embed_stage = None
     pool_rows = count_rows(config.pool) if rep is not None else None
-    if emb is not None:
+    if emb is not None and emb.prefilter is not None:
+        heap = CandidateHeap(emb.prefilter_eval, config.prefilter_k)
+        embed_stage = rep.stage("prefilter pool", total=pool_rows, unit="texts") if rep else None
+        consumer = _prefilter_consumer(emb.prefilter, heap, embed_stage)
+    elif emb is not None:
         topk = TopK(emb.eval_vectors, config.top_k, emb.threshold)
         embed_stage = rep.stage("embedding pool", total=pool_rows, unit="texts") if rep else None
         consumer = _consumer(emb, topk, embed_stage)
@@ -332,6 +422,9 @@ def _scan_stream(
     for stage in (pool_stage, embed_stage):
         if stage is not None:
             stage.finish()
+    if heap is not None:
+        assert emb is not None
+        topk = _rerank(emb, heap, config, rep)
     return scan, topk
 
 
@@ -365,7 +458,27 @@ def _scan_shards(
         "id_hash": ID_HASH_METHOD if pool.id_field else None,
         "embed": None,
     }
-    if emb is not None:
+    if emb is not None and emb.prefilter is not None:
+        plan = EmbedPlan(
+            emb.embedder.info,
+            emb.embedder.dim,
+            str(emb.cache.path),
+            emb.eval_vectors,
+            config.top_k,
+            emb.threshold,
+            emb.prefilter,
+            emb.prefilter_eval,
+            config.prefilter_k,
+        )
+        # a shard's candidates depend on the static model, K and the eval set under
+        # it, not on the full model or the threshold: a new calibration reuses them
+        settings["embed"] = {
+            "search": "two-stage",
+            "prefilter": emb.report["search"]["prefilter"]["identity_sha256"],
+            "candidates": config.prefilter_k,
+            "prefilter_eval": eval_vectors_sha256(emb.prefilter_eval),
+        }
+    elif emb is not None:
         plan = EmbedPlan(
             emb.embedder.info,
             emb.embedder.dim,
@@ -397,7 +510,12 @@ def _scan_shards(
     )
     if pool.id_field:
         check_ids(outcomes, list(pool.shards), pool.text_field, pool.id_field)
-    topk = TopK(emb.eval_vectors, config.top_k, emb.threshold) if emb is not None else None
+    heap = None
+    topk: Any = None
+    if emb is not None and emb.prefilter is not None:
+        heap = topk = CandidateHeap(emb.prefilter_eval, config.prefilter_k)
+    elif emb is not None:
+        topk = TopK(emb.eval_vectors, config.top_k, emb.threshold)
     seconds = time.perf_counter() - started
     scanned_docs = sum(o.n for o in outcomes if not o.from_record)
     run = {
@@ -429,6 +547,9 @@ def _scan_shards(
             if outcome.topk is not None:
                 emb.counts.embedded += outcome.topk.embedded
                 emb.counts.cached += outcome.topk.cached
+    if heap is not None:
+        assert emb is not None
+        topk = _rerank(emb, heap, config, rep)
     return scan, topk
 
 
@@ -466,7 +587,7 @@ def run_scan(
     timing["eval_and_index"] = time.perf_counter() - clock
 
     clock = time.perf_counter()
-    emb = _prepare_embedding(config, ws, embedder, calibration_pairs, model_info)
+    emb = _prepare_embedding(config, ws, embedder, calibration_pairs, model_info, rep)
     timing["embedding_setup"] = time.perf_counter() - clock
     try:
         if emb is not None:
@@ -475,6 +596,8 @@ def run_scan(
             emb.eval_vectors = embed_texts(emb.embedder, emb.cache, texts, emb.counts, stage)
             if stage is not None:
                 stage.finish()
+            if emb.prefilter is not None:
+                emb.prefilter_eval = emb.prefilter.encode(texts)
             internal = internal_dups.with_cosines(
                 internal, emb.eval_vectors, emb.threshold, index.shingles
             )

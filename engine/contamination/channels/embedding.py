@@ -62,7 +62,7 @@ class ModelInfo:
         }
 
 
-def _model_files(root: Path) -> list[tuple[str, Path]]:
+def model_files(root: Path) -> list[tuple[str, Path]]:
     """Gives (relative path, path) of every regular file in a model directory, sorted.
 
     Hidden entries (``.git``, ``.cache``, ``.gitattributes``) are left out:
@@ -91,7 +91,7 @@ def model_identity(root: Path, weights: Path, weights_sha256: str) -> str:
     pooling or another module's config) changes it.
     """
     digest = hashlib.sha256()
-    for relative, file in _model_files(root):
+    for relative, file in model_files(root):
         try:
             content = weights_sha256 if file == weights else file_sha256(file)
         except OSError as exc:

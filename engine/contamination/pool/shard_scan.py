@@ -38,7 +38,14 @@ Report = Callable[[int], None]
 
 @dataclass(frozen=True)
 class EmbedPlan:
-    """What a worker needs to embed pool shards: the model, the cache, the eval vectors."""
+    """What a worker needs to embed pool shards: the model, the cache, the eval vectors.
+
+    With a ``prefilter`` (the two-stage channel) a worker embeds with that
+    static model only and keeps each eval item's ``candidates`` nearest
+    documents under it; the driver scores those with the full model. Without
+    one (``--embed-exhaustive``) it embeds every document with the full model
+    and keeps the top-k at the threshold.
+    """
 
     model: Any  # embedding.ModelInfo
     dim: int  # its vectors' length
@@ -46,6 +53,9 @@ class EmbedPlan:
     eval_vectors: np.ndarray
     top_k: int
     threshold: float
+    prefilter: Any = None  # prefilter.StaticEncoder
+    prefilter_eval: np.ndarray | None = None  # the eval set under the static model
+    candidates: int = 0  # documents kept per eval item by the prefilter
 
 
 @dataclass(frozen=True)
@@ -181,7 +191,12 @@ def _scan_local(
     docs: dict[int, tuple[Any, str]] = {}
     hashes: list[np.ndarray] = []
     candidates = 0
-    topk = _ShardEmbedding(job.embed, embedder) if job.embed is not None else None
+    topk: _ShardEmbedding | _ShardPrefilter | None = None
+    if job.embed is not None:
+        plan = job.embed
+        topk = (
+            _ShardPrefilter(plan) if plan.prefilter is not None else _ShardEmbedding(plan, embedder)
+        )
     with closing(iter_batches(source, job.batch_size)) as batches:
         for batch in batches:
             result = match_batch(job.index, batch.matchable)
@@ -278,6 +293,25 @@ class _ShardEmbedding:
         )
 
 
+class _ShardPrefilter:
+    """Embeds a shard's batches with the static model and keeps its candidates per eval item."""
+
+    def __init__(self, plan: EmbedPlan) -> None:
+        from engine.contamination.channels.prefilter import CandidateHeap
+
+        self.encoder = plan.prefilter
+        self.heap = CandidateHeap(plan.prefilter_eval, plan.candidates)
+
+    def add(self, batch: Any, ids: list[Any] | None) -> None:
+        texts = batch.texts
+        vectors = self.encoder.encode([canonical(t) for t in texts])
+        self.heap.add(vectors, batch.start, ids if ids is not None else [None] * len(texts), texts)
+
+    def result(self) -> ShardTopK:
+        scores, rows = self.heap.candidates()
+        return ShardTopK(scores, rows, dict(self.heap.docs), 0, 0)
+
+
 # -- the model a worker loads once -------------------------------------------
 _MODELS: dict[str, Any] = {}
 
@@ -293,6 +327,9 @@ def prepare_worker(job: ShardJob, threads: int | None = None) -> Any:
 
     worker_init(job.index)
     quiet_datasets()
+    if threads:
+        # the static model's tokenizer threads, like torch's, share the cores
+        os.environ.setdefault("RAYON_NUM_THREADS", str(threads))
     return worker_embedder(job.embed, threads)
 
 
