@@ -23,7 +23,9 @@ checked whenever it is loaded.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import io
 import json
 import os
 import shutil
@@ -239,13 +241,18 @@ def distill_static(source: ModelInfo, out: Path) -> None:
         hf_logging.set_verbosity_error()
     except ImportError:
         pass
+    # model2vec draws a tqdm bar per vocabulary batch on stderr; tqdm read
+    # TQDM_DISABLE when it was first imported (by datasets, long before this),
+    # so the bar is kept off stderr here, where sealdesk draws its own progress
+    chatter = io.StringIO()
     try:
-        model = distill(
-            model_name=str(_transformer_dir(source)),
-            pca_dims=DISTILL_SETTINGS["pca_dims"],
-            sif_coefficient=DISTILL_SETTINGS["sif_coefficient"],
-            pooling=DISTILL_SETTINGS["pooling"],
-        )
+        with contextlib.redirect_stderr(chatter):
+            model = distill(
+                model_name=str(_transformer_dir(source)),
+                pca_dims=DISTILL_SETTINGS["pca_dims"],
+                sif_coefficient=DISTILL_SETTINGS["sif_coefficient"],
+                pooling=DISTILL_SETTINGS["pooling"],
+            )
     except Exception as exc:  # a directory transformers cannot load as a model
         raise InputError(
             f"cannot distill a static model from it: {' '.join(str(exc).split())[:300]}",
