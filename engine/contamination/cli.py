@@ -172,6 +172,12 @@ from engine.outputs import InputFile, OutputFile
     "hundred documents a second on two cores) instead of the two-stage search.",
 )
 @click.option(
+    "--embed-two-stage",
+    is_flag=True,
+    help="Use the two-stage search whatever the pool's size [default: two-stage for pools "
+    "of 20,000 documents or more, or of unknown size; exhaustive below].",
+)
+@click.option(
     "--prefilter-k",
     type=click.IntRange(min=1),
     default=None,
@@ -223,6 +229,7 @@ def scan_contamination(
     resume: bool,
     embed_cache: str | None,
     embed_exhaustive: bool,
+    embed_two_stage: bool,
     prefilter_k: int | None,
     prefilter_model: str | None,
     as_json: bool,
@@ -281,7 +288,7 @@ def scan_contamination(
         probe_endpoint,
         probe_model,
     )
-    _refuse_search_options(embed, embed_exhaustive, prefilter_k, prefilter_model)
+    _refuse_search_options(embed, embed_exhaustive, embed_two_stage, prefilter_k, prefilter_model)
     for name, value in (
         ("text-field", text_field),
         ("id-field", id_field),
@@ -359,7 +366,9 @@ def scan_contamination(
         resume=resume,
         embed_cache=Path(embed_cache) if embed_cache else None,
         embed_exhaustive=embed_exhaustive,
-        prefilter_k=prefilter_k if prefilter_k is not None else 20,
+        embed_two_stage=embed_two_stage,
+        # the full model keeps its top k among the candidates: never fewer than k of them
+        prefilter_k=prefilter_k if prefilter_k is not None else max(20, top_k),
         prefilter_model=Path(prefilter_model) if prefilter_model else None,
     )
     with ctx.open() as ws, reporter() as rep:
@@ -397,10 +406,13 @@ def scan_contamination(
         if search.get("method") == "two-stage":
             made = search["prefilter"]["distilled_by_this_scan"]
             click.echo(
-                f"  paraphrase search: two-stage, {search['candidates_per_item']} candidates "
-                f"per item from the static prefilter ({'distilled now' if made else 'cached'}"
-                f"), {search.get('candidates_scored', 0)} scored by the full model"
+                f"  paraphrase search: two-stage ({search['chosen']}), "
+                f"{search['candidates_per_item']} candidates per item from the static "
+                f"prefilter ({'distilled now' if made else 'cached'}), "
+                f"{search.get('candidates_scored', 0)} scored by the full model"
             )
+        elif search:
+            click.echo(f"  paraphrase search: exhaustive ({search['chosen']})")
     if report["probe"]:
         probe = report["probe"]
         click.echo(
@@ -476,7 +488,11 @@ def _refuse_options_that_do_nothing(
 
 
 def _refuse_search_options(
-    embed: bool, exhaustive: bool, prefilter_k: int | None, prefilter_model: str | None
+    embed: bool,
+    exhaustive: bool,
+    two_stage: bool,
+    prefilter_k: int | None,
+    prefilter_model: str | None,
 ) -> None:
     """Refuses a paraphrase-search option that the chosen search would ignore."""
     from engine.errors import InputError
@@ -485,6 +501,7 @@ def _refuse_search_options(
         (name, value)
         for name, value in (
             ("embed-exhaustive", exhaustive or None),
+            ("embed-two-stage", two_stage or None),
             ("prefilter-k", prefilter_k),
             ("prefilter-model", prefilter_model),
         )

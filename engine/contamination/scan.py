@@ -107,6 +107,7 @@ class ScanConfig:
     resume: bool = True  # reuse the workspace's records of finished shards
     embed_cache: Path | None = None  # default: workspace/cache/embeddings.sqlite
     embed_exhaustive: bool = False  # score every pool document with the full model
+    embed_two_stage: bool = False  # prefilter whatever the pool's size (default: by size)
     prefilter_k: int = 20  # candidates per eval item the static prefilter keeps
     prefilter_model: Path | None = None  # default: distilled from the model, cached
 
@@ -146,7 +147,7 @@ def _check_embedding(config: ScanConfig, embedder: Embedder | None) -> tuple[Any
         calibration = (read_calibration(path), path)
     elif not 0 < config.cosine_threshold <= 1:
         raise InputError("must lie in (0, 1]", field="cosine-threshold")
-    if not config.embed_exhaustive:
+    if search_method(config)[0]:
         if config.prefilter_k < config.top_k:
             raise InputError(
                 f"must be at least --top-k ({config.top_k}): the full model picks the top "
@@ -161,6 +162,32 @@ def _check_embedding(config: ScanConfig, embedder: Embedder | None) -> tuple[Any
         else identify_model(config.model_path, config.model_sha256)
     )
     return calibration, info
+
+
+# Below this many pool documents the full model scoring every one costs less
+# than distilling the prefilter (the whole vocabulary through the model, about
+# as much work as embedding five thousand documents) and than the reranking.
+TWO_STAGE_MIN_DOCS = 20_000
+
+
+def search_method(config: ScanConfig) -> tuple[bool, str]:
+    """Gives (whether the paraphrase search is two-stage, why): the option, else the pool's size.
+
+    A pool whose size is not cheap to know (shards, a hub dataset) is taken
+    as large.
+    """
+    if config.embed_exhaustive:
+        return False, "--embed-exhaustive"
+    if config.embed_two_stage:
+        return True, "--embed-two-stage"
+    if config.prefilter_model is not None:
+        return True, "--prefilter-model"
+    rows = count_rows(config.pool) if isinstance(config.pool, Source) else None
+    if rows is None:
+        return True, "pool size not known before the scan"
+    if rows < TWO_STAGE_MIN_DOCS:
+        return False, f"pool of {rows} documents, under {TWO_STAGE_MIN_DOCS}"
+    return True, f"pool of {rows} documents, at least {TWO_STAGE_MIN_DOCS}"
 
 
 def _prepare_embedding(
@@ -205,8 +232,9 @@ def _prepare_embedding(
         report = {"enabled": True, "model": described, "threshold_source": "given"}
     report["top_k"] = config.top_k
     found = _Embedding(embedder, cache, threshold, report, counts)
-    if config.embed_exhaustive:
-        report["search"] = {"method": "exhaustive"}
+    two_stage, why = search_method(config)
+    if not two_stage:
+        report["search"] = {"method": "exhaustive", "chosen": why}
         return found
     try:
         if config.prefilter_model is not None:
@@ -225,6 +253,7 @@ def _prepare_embedding(
         raise
     report["search"] = {
         "method": "two-stage",
+        "chosen": why,
         "prefilter": info.to_json(),
         "candidates_per_item": config.prefilter_k,
     }

@@ -196,6 +196,20 @@ def _exact_jaccard(eval_path: Path, pool_path: Path, pairs: list[list[int]]) -> 
     show_default=True,
     help="With --backend: worker counts to run, in order.",
 )
+@click.option(
+    "--embed",
+    is_flag=True,
+    help="Instead: the paraphrase channel, two-stage against --embed-exhaustive on a "
+    "subset, then two-stage on the whole pool (default 1,000,000 docs), every channel on.",
+)
+@click.option(
+    "--exhaustive-size",
+    type=click.IntRange(min=1),
+    default=5_000,
+    show_default=True,
+    help="With --embed: pool documents both searches run on (the exhaustive one embeds "
+    "every one of them with the full model).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.pass_context
 def bench_contamination(
@@ -209,6 +223,8 @@ def bench_contamination(
     backend: str | None,
     shards: int,
     workers: str,
+    embed: bool,
+    exhaustive_size: int,
     as_json: bool,
 ) -> None:
     """sealdesk's n-gram channels against the seed's datasketch code.
@@ -226,14 +242,35 @@ def bench_contamination(
     subprocess (a fresh local Ray for ray); prints docs/s, the speed-up,
     per-worker throughput and the load average around each run.
 
+    With --embed, measures instead the paraphrase channel on English word
+    problems with two planted paraphrases each (one in the first
+    --exhaustive-size documents): the two-stage search and the exhaustive
+    reference on that subset in the same run (recall of the planted
+    paraphrases, the difference, docs/s, peak RSS), then the two-stage
+    search on the whole pool (default 1,000,000 documents), every channel on.
+
     \b
     Examples:
       sealdesk bench contamination                      # 100k docs, both sides
+      sealdesk bench contamination --embed              # 1M docs, two-stage vs exhaustive
+      sealdesk bench contamination --embed --pool-size 50000 --exhaustive-size 5000
       sealdesk bench contamination --pool-size 1000000 --reference-size 100000
       sealdesk bench contamination --pool-size 1000000 --no-reference
       sealdesk bench contamination --backend ray        # 4M docs, 16 shards, 1 then 2
       sealdesk bench contamination --backend local --pool-size 400000 --workers 1,2
     """
+    if embed:
+        if backend is not None or no_reference or reference_size is not None:
+            raise click.BadParameter(
+                "--embed runs its own reference (--embed-exhaustive on a subset)",
+                param_hint="'--embed'",
+            )
+        from engine.contamination.bench.paraphrase import bench_paraphrase
+
+        source = click_ctx.get_parameter_source("pool_size")
+        size = 1_000_000 if source == click.core.ParameterSource.DEFAULT else pool_size
+        bench_paraphrase(size, eval_size, exhaustive_size, data_dir, jobs, as_json)
+        return
     if backend is not None:
         from engine.contamination.bench.scaling import bench_scaling
 

@@ -36,9 +36,14 @@ from tests.conftest import REPO
 from tests.support.contamination_shards import read_rows, split_into
 
 SAMPLE = REPO / "sample_data" / "contamination"
+# the module's first test distils the prefilter: minutes of CPU on a busy machine
+pytestmark = pytest.mark.timeout(1200)
 
 
 def sample_config(**options) -> ScanConfig:
+    """Gives the sample's scan config: two-stage unless told otherwise, small as the pool is."""
+    if not options.get("embed_exhaustive"):
+        options.setdefault("embed_two_stage", True)
     return ScanConfig(
         eval=resolve_source(
             "eval", str(SAMPLE / "eval.jsonl"), text_field="question", id_field="id"
@@ -84,6 +89,13 @@ def test_a_second_scan_takes_the_distilled_prefilter_from_the_workspace_cache(di
     assert search["distilled_by_this_scan"] is False
     assert (search["path"], search["identity_sha256"]) == (first["path"], first["identity_sha256"])
     assert again.rows == distilled["first"].rows
+
+
+def test_a_small_pool_is_searched_exhaustively_without_distilling_unless_told(tmp_path):
+    outcome = scan_in(tmp_path / "ws", sample_config(embed_two_stage=False))
+    search = outcome.report["embedding"]["search"]
+    assert search == {"method": "exhaustive", "chosen": "pool of 53 documents, under 20000"}
+    assert not (tmp_path / "ws" / "cache" / "prefilter").exists()
 
 
 def test_a_prefilter_changed_in_the_cache_is_refused_not_used(distilled, tmp_path):
@@ -154,6 +166,7 @@ def scan_args(ws: Path, shards: dict) -> list[str]:
         "text",
         "--id-field",
         "id",
+        "--embed-two-stage",
         "--prefilter-k",
         "5",
         "--jobs",

@@ -1,0 +1,304 @@
+"""``sealdesk bench contamination --embed``: the two-stage paraphrase channel against exhaustive.
+
+On generated word problems with planted paraphrases (``paraphrase_data``),
+every channel on, each run a full scan in its own subprocess (artifacts and
+backlog written, as ``sealdesk scan contamination`` does):
+
+1. the exhaustive reference (``--embed-exhaustive``: the full model embeds
+   every document) and the two-stage channel on the same pool subset, in
+   the same run: paraphrase recall of each, the difference, docs/s, peak RSS;
+2. the two-stage channel on the whole pool.
+
+Each scan starts with an empty embedding cache of its own, so no run
+profits from another's vectors; the distilled prefilter is made once, before
+the clock starts, and its time is reported apart. Peak RSS is sampled over
+the scan's whole process tree (the driver and every worker together).
+
+Run a side alone:
+  python -m engine.contamination.bench.paraphrase --side two-stage --eval E --pool P --workspace W
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                fields = handle.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(entry))
+    return found
+
+
+def _tree_rss_kb(root: int) -> int:
+    """Gives the resident memory of a process and all its descendants, in KiB."""
+    total, todo = 0, [root]
+    while todo:
+        pid = todo.pop()
+        try:
+            with open(f"/proc/{pid}/statm") as handle:
+                total += int(handle.read().split()[1]) * (os.sysconf("SC_PAGE_SIZE") // 1024)
+        except OSError:
+            continue
+        todo.extend(_children(pid))
+    return total
+
+
+def run_side(
+    side: str, eval_path: str, pool_path: str, workspace: str, cache: str, jobs: int | None
+) -> dict[str, Any]:
+    """Gives one scan's flagged pairs, time and search report (run in this process)."""
+    from engine.contamination.channels.ngram import NgramSettings
+    from engine.contamination.inputs.sources import quiet_datasets, resolve_source
+    from engine.contamination.scan import ScanConfig, run_scan
+    from engine.workspace import Workspace
+
+    quiet_datasets()
+    started = time.perf_counter()
+    config = ScanConfig(
+        eval=resolve_source("eval", eval_path, text_field="question", id_field="id"),
+        pool=resolve_source("pool", pool_path, text_field="text", id_field="id"),
+        ngram=NgramSettings(),
+        embed_exhaustive=side == "exhaustive",
+        embed_two_stage=side == "two-stage",  # a subset is smaller than the size rule's bound
+        embed_cache=Path(cache),
+        jobs=jobs,
+    )
+    with Workspace.open(workspace) as ws:
+        outcome = run_scan(ws, config)
+    seconds = time.perf_counter() - started
+    pairs = [
+        [row["test_idx"], row["pool_idx"], "embed" in row["channels"]]
+        for row in outcome.rows
+        if row["channel"] != "internal"
+    ]
+    report = outcome.report
+    return {
+        "side": side,
+        "pool_docs": report["pool"]["n"],
+        "seconds": seconds,
+        "main_peak_rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+        "pairs": pairs,
+        "search": report["embedding"].get("search"),
+        "threshold": (report["embedding"].get("calibration") or {}).get("threshold"),
+        "top_k": report["embedding"].get("top_k"),
+        "texts_embedded": report["embedding"].get("texts_embedded"),
+    }
+
+
+def distill(workspace: str) -> dict[str, Any]:
+    """Gives how the workspace's prefilter was had: distilled now (and how long) or cached."""
+    from engine.contamination.channels.embedding import identify_model
+    from engine.contamination.channels.prefilter import cached_prefilter
+
+    info = cached_prefilter(Path(workspace) / "cache" / "prefilter", identify_model(None))
+    return {"distilled_now": info.distilled_now, "seconds": round(info.seconds, 1)}
+
+
+def _side(args: list[str]) -> dict[str, Any]:
+    """Gives a side's result, run in a subprocess whose whole tree's RSS is sampled."""
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "engine.contamination.bench.paraphrase", *args],
+            stdout=out,
+            stderr=err,
+        )
+        peak = 0
+        while proc.poll() is None:
+            peak = max(peak, _tree_rss_kb(proc.pid))
+            time.sleep(0.25)
+        out.seek(0)
+        err.seek(0)
+        if proc.returncode != 0:
+            raise click.ClickException(f"benchmark side failed:\n{err.read()[-2000:]}")
+        result = json.loads(out.read().strip().splitlines()[-1])
+    result["peak_rss_kb"] = max(peak, result.get("main_peak_rss_kb", 0))
+    return result
+
+
+def _recall(result: dict[str, Any], planted: list[tuple[int, int]]) -> dict[str, Any]:
+    embed = {(e, p) for e, p, by_embed in result["pairs"] if by_embed}
+    anyone = {(e, p) for e, p, _ in result["pairs"]}
+    wanted = set(planted)
+    return {
+        "planted": len(wanted),
+        "found_by_embedding": len(wanted & embed),
+        "found_by_any_channel": len(wanted & anyone),
+        "embedding_recall": round(100 * len(wanted & embed) / max(len(wanted), 1), 2),
+        "any_channel_recall": round(100 * len(wanted & anyone) / max(len(wanted), 1), 2),
+    }
+
+
+def _agreement(exhaustive: dict[str, Any], two: dict[str, Any]) -> dict[str, int]:
+    """Gives how many embedding-flagged pairs both searches, or only one, flag."""
+    ex = {(e, p) for e, p, by_embed in exhaustive["pairs"] if by_embed}
+    tw = {(e, p) for e, p, by_embed in two["pairs"] if by_embed}
+    return {"both": len(ex & tw), "only_exhaustive": len(ex - tw), "only_two_stage": len(tw - ex)}
+
+
+def _summary(result: dict[str, Any], planted: list[tuple[int, int]], docs: int) -> dict[str, Any]:
+    search = result.get("search") or {}
+    return {
+        "pool_docs": docs,
+        "seconds": round(result["seconds"], 1),
+        "docs_per_s": round(docs / result["seconds"], 1),
+        "peak_rss_mb": round(result["peak_rss_kb"] / 1024, 1),
+        "flagged_pairs": len(result["pairs"]),
+        "texts_embedded_by_full_model": result.get("texts_embedded"),
+        "candidates_scored": search.get("candidates_scored"),
+        "rerank_seconds": search.get("rerank_seconds"),
+        **_recall(result, planted),
+    }
+
+
+def bench_paraphrase(
+    pool_size: int,
+    eval_size: int,
+    subset: int,
+    data_dir: str | None,
+    jobs: int | None,
+    as_json: bool,
+) -> None:
+    """Runs the paraphrase benchmark and prints (or gives as JSON) its result."""
+    from engine.contamination.bench.paraphrase_data import make_paraphrase_data
+    from engine.workspace import Workspace
+
+    subset = min(subset, pool_size)
+    if pool_size < 2 * eval_size:
+        raise click.BadParameter(
+            f"the pool holds two paraphrases of each of {eval_size} eval items: give at "
+            f"least {2 * eval_size} documents",
+            param_hint="'--pool-size'",
+        )
+    root = Path(data_dir) if data_dir else Path(tempfile.gettempdir()) / "sealdesk-bench-paraphrase"
+    directory = root / f"pool{pool_size}-eval{eval_size}-subset{subset}"
+    click.echo(f"generating the eval set and pool in {directory} ...", err=True)
+    started = time.perf_counter()
+    data = make_paraphrase_data(directory, pool_size, eval_size, subset)
+    click.echo(f"  generated in {time.perf_counter() - started:.1f} s", err=True)
+    workspace = directory / "workspace"
+    if not workspace.exists():
+        Workspace.init(workspace).close()
+    common = ["--eval", str(data.eval_path), "--workspace", str(workspace)]
+    common += ["--jobs", str(jobs)] if jobs else []
+
+    def scan(side: str, pool: Path, label: str) -> dict[str, Any]:
+        click.echo(f"  {label} ...", err=True)
+        with tempfile.TemporaryDirectory(prefix="sealdesk-bench-cache-") as cache:
+            return _side(
+                ["--side", side, "--pool", str(pool), "--cache", f"{cache}/e.sqlite", *common]
+            )
+
+    click.echo("  prefilter: distilling (or taking it from the workspace cache) ...", err=True)
+    made = _side(["--side", "distill", *common])
+    exhaustive = scan("exhaustive", data.subset_path, f"exhaustive on the first {subset} docs")
+    two_subset = scan("two-stage", data.subset_path, f"two-stage on the first {subset} docs")
+    full = None
+    if pool_size > subset:
+        full = scan("two-stage", data.pool_path, f"two-stage on all {pool_size} docs")
+    ex = _summary(exhaustive, data.planted_in_subset, subset)
+    two = _summary(two_subset, data.planted_in_subset, subset)
+    result = {
+        "date": time.strftime("%Y-%m-%d", time.gmtime()),
+        "cpus": os.cpu_count(),
+        "pool_size": pool_size,
+        "eval_size": eval_size,
+        "subset": subset,
+        "prefilter": made,
+        "prefilter_k": (two_subset.get("search") or {}).get("candidates_per_item"),
+        "threshold": exhaustive.get("threshold"),
+        "top_k": exhaustive.get("top_k"),
+        "subset_exhaustive": ex,
+        "subset_two_stage": two,
+        "subset_recall_difference_points": round(
+            two["embedding_recall"] - ex["embedding_recall"], 2
+        ),
+        "subset_speedup": round(two["docs_per_s"] / ex["docs_per_s"], 1),
+        "subset_embedding_pairs": _agreement(exhaustive, two_subset),
+        "full_two_stage": _summary(full, data.planted, pool_size) if full else None,
+    }
+    if as_json:
+        click.echo(json.dumps(result, indent=1))
+        return
+    _print(result)
+
+
+def _print(result: dict[str, Any]) -> None:
+    click.echo(
+        f"contamination paraphrase bench: {result['eval_size']} eval items, every channel on "
+        f"(no probe), {result['cpus']} cpus, {result['date']}"
+    )
+    made = result["prefilter"]
+    click.echo(
+        f"prefilter: K={result['prefilter_k']}, "
+        + (f"distilled in {made['seconds']} s" if made["distilled_now"] else "from the cache")
+        + f"; cosine threshold {result['threshold']}"
+    )
+    click.echo(
+        f"{'run':28} {'docs':>9} {'seconds':>8} {'docs/s':>9} {'peak RSS MB':>12} "
+        f"{'recall %':>9} {'found':>11} {'full-model texts':>17}"
+    )
+    rows = [
+        (f"exhaustive, first {result['subset']}", result["subset_exhaustive"]),
+        (f"two-stage, first {result['subset']}", result["subset_two_stage"]),
+    ]
+    if result["full_two_stage"]:
+        rows.append((f"two-stage, all {result['pool_size']}", result["full_two_stage"]))
+    for name, s in rows:
+        click.echo(
+            f"{name:28} {s['pool_docs']:>9} {s['seconds']:>8.1f} {s['docs_per_s']:>9.1f} "
+            f"{s['peak_rss_mb']:>12.1f} {s['embedding_recall']:>9.2f} "
+            f"{s['found_by_embedding']:>5}/{s['planted']:<5} "
+            f"{s['texts_embedded_by_full_model']:>17}"
+        )
+    click.echo(
+        f"on the subset: two-stage {result['subset_speedup']}x the exhaustive docs/s; recall "
+        f"difference {result['subset_recall_difference_points']:+.2f} points (embedding "
+        "channel)"
+    )
+    pairs = result["subset_embedding_pairs"]
+    click.echo(
+        f"embedding-flagged pairs on the subset: both {pairs['both']}, only exhaustive "
+        f"{pairs['only_exhaustive']} (the full model's top-{result['top_k']} beyond the "
+        f"prefilter's {result['prefilter_k']} candidates), only two-stage "
+        f"{pairs['only_two_stage']} (a pair the exhaustive top-{result['top_k']} pushed out)"
+    )
+
+
+def _main(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser(prog="python -m engine.contamination.bench.paraphrase")
+    parser.add_argument("--side", choices=["exhaustive", "two-stage", "distill"], required=True)
+    parser.add_argument("--eval", required=True)
+    parser.add_argument("--pool", default=None)
+    parser.add_argument("--workspace", required=True)
+    parser.add_argument("--cache", default=None)
+    parser.add_argument("--jobs", type=int, default=None)
+    args = parser.parse_args(argv)
+    if args.side == "distill":
+        result = distill(args.workspace)
+    else:
+        result = run_side(args.side, args.eval, args.pool, args.workspace, args.cache, args.jobs)
+    sys.stdout.write(json.dumps(result) + "\n")
+
+
+if __name__ == "__main__":
+    _main(sys.argv[1:])
