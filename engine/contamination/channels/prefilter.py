@@ -64,6 +64,10 @@ _STATIC_FILES = ("model.safetensors", "tokenizer.json", "config.json")
 _MANIFEST = "manifest.json"
 _ROW_LIMIT = 1 << 32  # a heap key holds a pool row in 32 bits
 _EMPTY = np.iinfo(np.int64).min
+# float32 scores may differ from the float64 ones that rank by a few units of
+# 1e-6 for unit vectors; a document within this of an eval item's K-th best is
+# scored again in float64 before the heap decides
+_SCREEN_MARGIN = 1e-4
 
 
 @dataclass(frozen=True)
@@ -396,13 +400,23 @@ class CandidateHeap:
         self.docs: dict[int, tuple[Any, str]] = {}
         self.encoded = 0
 
-    def _take(self, keys: np.ndarray) -> None:
-        """Keeps the k highest of the held keys and ``keys`` (rows already this heap's)."""
-        both = np.concatenate([self.keys, keys], axis=1)
+    def _take(self, keys: np.ndarray, items: np.ndarray | None = None) -> None:
+        """Keeps the k highest of the held keys and ``keys`` (of ``items``, else of every one)."""
+        held = self.keys if items is None else self.keys[items]
+        both = np.concatenate([held, keys], axis=1)
         if both.shape[1] > self.k:
             cut = both.shape[1] - self.k
             both = np.partition(both, cut, axis=1)[:, cut:]
-        self.keys = -np.sort(-both, axis=1)  # best first: one layout for one content
+        both = -np.sort(-both, axis=1)  # best first: one layout for one content
+        if items is None:
+            self.keys = both
+        else:
+            self.keys[items] = both
+
+    def _floor(self) -> np.ndarray:
+        """Gives each eval item's K-th best score (-inf while it holds fewer than K)."""
+        scores, _ = _decode(self.keys[:, -1:])
+        return scores[:, 0]
 
     def add(self, vectors: np.ndarray, start: int, ids: list[Any], texts: list[str]) -> None:
         """Merges a batch of pool vectors (rows start, start+1, ...)."""
@@ -415,14 +429,41 @@ class CandidateHeap:
                 field="pool",
             )
         self.encoded += len(vectors)
-        # float64, so that a score does not depend on its batch (see embedding.TopK)
-        sims = (self._eval64 @ vectors.astype(np.float64).T).astype(np.float32)
-        rows = np.arange(start, start + len(vectors), dtype=np.int64)
-        keys = _keys(sims, np.broadcast_to(rows, sims.shape))
-        if keys.shape[1] > self.k:
-            cut = keys.shape[1] - self.k
-            keys = np.partition(keys, cut, axis=1)[:, cut:]
-        self._take(keys)
+        # a float32 product screens out the documents far below every eval item's
+        # K-th best (nearly all of them, once the heaps fill); the few left are
+        # scored in float64, so that a score does not depend on its batch (see
+        # embedding.TopK), and only those reach the heaps
+        screen = self.eval @ vectors.T
+        screen -= self._floor()[:, None] - _SCREEN_MARGIN
+        items, docs = np.nonzero(screen >= 0)
+        del screen
+        if not len(items):
+            return
+        vectors64 = vectors.astype(np.float64)
+        if len(items) > len(self.eval) * len(vectors) // 8:
+            # the heaps are still filling: every pair, as one product
+            sims = (self._eval64 @ vectors64.T).astype(np.float32)
+            rows = np.arange(start, start + len(vectors), dtype=np.int64)
+            dense = _keys(sims, np.broadcast_to(rows, sims.shape))
+            if dense.shape[1] > self.k:
+                cut = dense.shape[1] - self.k
+                dense = np.partition(dense, cut, axis=1)[:, cut:]
+            self._take(dense)
+            self._keep_docs(start, ids, texts)
+            return
+        exact = np.einsum("ij,ij->i", self._eval64[items], vectors64[docs]).astype(np.float32)
+        keys = _keys(exact, docs.astype(np.int64) + start)
+        touched, first, counts = np.unique(items, return_index=True, return_counts=True)
+        grid = np.full((len(touched), int(counts.max())), _EMPTY, dtype=np.int64)
+        grid[
+            np.repeat(np.arange(len(touched)), counts),
+            np.arange(len(items)) - np.repeat(first, counts),
+        ] = keys
+        self._take(grid, touched)
+        self._keep_docs(start, ids, texts)
+
+    def _keep_docs(self, start: int, ids: list[Any], texts: list[str]) -> None:
+        """Keeps the text of every document a heap holds, and only those."""
         held = self._held()
         for row in held - self.docs.keys():
             offset = row - start

@@ -146,6 +146,7 @@ def test_ray_actors_embed_the_shards_and_a_second_scan_embeds_nothing(ray_sessio
     # one actor: one model load per scan is enough to show the store is shared
     options = {
         "embed": True,
+        "embed_exhaustive": True,  # every document through the actors' full model
         "cosine_threshold": 0.8,
         "embed_cache": store,
         "backend": "ray",
