@@ -65,7 +65,7 @@ def test_the_lead_signs_off_in_the_review_app_over_ssh_with_only_the_forwarded_a
     tmux.wait_for("lena", "lena as lead")
 
     shown = sign_off_in_app(tmux, "lena", REVIEW_RECORDS)
-    assert "sealdesk checkpoint export --out checkpoint.txt" in shown
+    assert "sealdesk checkpoint export > checkpoint.txt" in shown
     tmux.keys("lena", "Escape")
     tmux.wait_for("lena", "a accept")  # back on the review screen...
     tmux.wait_for("lena", "signed off by lena")  # ...whose ledger head is the sign-off
