@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from textual.binding import Binding
+    from textual.binding import BindingType
 
 
 @dataclass(frozen=True)
@@ -280,7 +280,7 @@ ACTIONS: tuple[Action, ...] = (
 )
 
 
-def bindings(scope: str) -> list[Binding]:
+def bindings(scope: str) -> list[BindingType]:
     """Gives the Textual bindings of one scope's keyed actions, in table order."""
     from textual.binding import Binding
 
