@@ -1,10 +1,10 @@
 """The reference: the contamination specification's n-gram pass, as written there.
 
-sealdesk is measured against it: datasketch ``MinHash`` updated shingle by shingle, a ``MinHashLSH`` holding
-the whole pool, one query per eval item, and the MinHash estimate (not the
-exact Jaccard) deciding the flag; the same for duplicates inside the eval
-set. Kept for the benchmark and for the test that sealdesk finds every pair
-this finds, plus the ones it misses.
+sealdesk is measured against it: datasketch ``MinHash`` updated shingle by
+shingle, a ``MinHashLSH`` holding the whole pool, one query per eval item,
+and the MinHash estimate (not the exact Jaccard) deciding the flag; the same
+for duplicates inside the eval set. Kept for the benchmark and for the test
+that sealdesk finds every pair this finds, plus the ones it misses.
 """
 
 from __future__ import annotations
