@@ -4,7 +4,7 @@ and three people review the same workspace at once, each in their own app.
 Each person's key lives only in an ssh-agent the test starts (the key file is
 deleted after ``ssh-add``), and reaches the review host only through ``ssh
 -A``; authorized_keys locks every key to ``sealdesk ssh-gate`` on the
-workspace, as the README sets it up. Every wait polls the captured screen.
+workspace, as docs/guide/lead.md sets it up. Every wait polls the captured screen.
 sshd, the agents and the tmux server are stopped by their pids at teardown.
 """
 
