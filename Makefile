@@ -71,7 +71,7 @@ clean:
 # The documentation site (docs/, mkdocs.yml) into build/site/; mkdocs-material is the
 # docs extra, installed from the lock like everything else.
 docs: $(STAMP)
-	$(BIN)/python scripts/key_table.py
+	$(BIN)/python .ci/key_table.py
 	$(BIN)/mkdocs build --strict
 
 # The rules the code holds itself to, each tool from the lock: formatting, lint, types
@@ -84,5 +84,5 @@ lint: $(STAMP)
 	$(BIN)/ruff check $(LINT_PATHS)
 	$(BIN)/mypy
 	$(BIN)/lint-imports
-	$(BIN)/python scripts/key_table.py --check
+	$(BIN)/python .ci/key_table.py --check
 	$(BIN)/mkdocs build --strict

@@ -9,7 +9,7 @@ from reviewer.actions import ACTIONS, key_label, key_table_markdown
 from tests.conftest import REPO, SEALDESK
 
 PAGE = REPO / "docs" / "guide" / "review-app.md"
-SCRIPT = REPO / "scripts" / "key_table.py"
+SCRIPT = REPO / ".ci" / "key_table.py"
 BEGIN = "<!-- BEGIN GENERATED: binding table"
 END = "<!-- END GENERATED: binding table -->"
 

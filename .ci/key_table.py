@@ -5,7 +5,7 @@ GENERATED: binding table`` markers is replaced by ``key_table_markdown()``;
 with ``--check`` nothing is written and the exit status says whether the page
 is current. ``make docs`` runs it before building the site.
 
-    python scripts/key_table.py [--check] [PAGE]
+    python .ci/key_table.py [--check] [PAGE]
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ PAGE = ROOT / "docs" / "guide" / "review-app.md"
 BEGIN = "<!-- BEGIN GENERATED: binding table"
 END = "<!-- END GENERATED: binding table -->"
 NOTE = (
-    "<!-- BEGIN GENERATED: binding table. Written by scripts/key_table.py from\n"
+    "<!-- BEGIN GENERATED: binding table. Written by .ci/key_table.py from\n"
     "     reviewer/actions.py (make docs); edit the registry there, not this table. -->\n"
 )
 
