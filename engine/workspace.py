@@ -709,6 +709,13 @@ class Workspace:
             self.conn, queue, filters or item_query.ItemFilter(), sort, item_id
         )
 
+    def queue_runs(self, queue: str) -> list[str]:
+        """Gives the ids of the runs a queue's items came from, in id order."""
+        rows = self.conn.execute(
+            "SELECT DISTINCT run_id FROM items WHERE queue=? ORDER BY run_id", (queue,)
+        )
+        return [run_id for (run_id,) in rows]
+
     def progress(self) -> dict[str, item_query.QueueProgress]:
         """Gives per queue: total items and effective decisions by kind."""
         return item_query.progress(self.conn)

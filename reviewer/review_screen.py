@@ -40,7 +40,7 @@ from engine.workspace import Workspace
 from reviewer.actions import SORTS, STATUSES, bindings
 from reviewer.jobs_screen import JobsScreen
 from reviewer.modals import ConfirmOverrule, FilterScreen, NoteScreen
-from reviewer.next_steps import after_queue, next_queue, undecided
+from reviewer.next_steps import EXAM_QUEUE, after_queue, next_queue, undecided
 from reviewer.panes import render_detail
 from reviewer.session import Session
 from reviewer.state import QueueView
@@ -780,9 +780,13 @@ class ReviewScreen(Screen):
     def _say_done(self, queue: str) -> None:
         """Says a queue is done, and what comes next, with the keys that do it."""
         total = self.progress[queue].total
-        steps = after_queue(queue, self.progress, self.session)
+        runs = self.ws.queue_runs(queue) if queue == EXAM_QUEUE else []
+        steps = after_queue(queue, self.progress, self.session, runs)
         offer = (
-            " · ".join(f"{self.app.key_for(s.binding_id)}: {s.text}" for s in steps)
+            " · ".join(
+                f"{self.app.key_for(s.binding_id)}: {s.text}" if s.binding_id else s.text
+                for s in steps
+            )
             or "nothing is left to decide in your queues"
         )
         text = f"{QUEUE_LABELS[queue]} done, all {total:,} decided · {offer}"

@@ -1,12 +1,12 @@
 """What the review app remembers for its user between sessions: each queue's filter and
 sort, and the theme last chosen in the app.
 
-It is the user's, not the workspace's: one small JSON file per workspace under
-the user's own state directory, never in the workspace (others share that, and
-a read-only copy has nowhere to write)::
+It is the user's, not the workspace's: one small JSON file per workspace beside
+the user's config file, never in the workspace (others share that, and a
+read-only copy has nowhere to write)::
 
-    $XDG_STATE_HOME/sealdesk/review/<workspace id>.json
-    (else ~/.local/state/sealdesk/review/<workspace id>.json)
+    $XDG_CONFIG_HOME/sealdesk/state/<workspace id>.json
+    (else ~/.config/sealdesk/state/<workspace id>.json)
 
 The file is written whole and atomically (a temporary file, then rename), mode
 0600. One that cannot be read or does not hold what this module writes is set
@@ -53,8 +53,8 @@ class ReviewState:
 
 def state_dir() -> Path:
     """Gives the folder the state files are in (see the module docstring)."""
-    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(base) / "sealdesk" / "review"
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "sealdesk" / "state"
 
 
 def state_path(workspace_id: str) -> Path:

@@ -12,9 +12,10 @@ from tests.support.review_app import Desk, populate
 def own_state_dir(tmp_path, monkeypatch):
     """Gives each test its own user state directory (where the app remembers filters,
     sort and theme), so no test reads another's, nor the real user's."""
-    state = tmp_path / "user-state"
-    monkeypatch.setenv("XDG_STATE_HOME", str(state))
-    return state
+    config = tmp_path / "user-config"
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(config))
+    monkeypatch.delenv("SEALDESK_CONFIG", raising=False)
+    return config / "sealdesk" / "state"
 
 
 @pytest.fixture
