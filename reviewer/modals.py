@@ -149,9 +149,10 @@ class FilterScreen(ModalScreen[ItemFilter | None]):
             ("text", Input(value=f.text or "", placeholder="contains…", id="text", compact=True)),
         ]
         with Vertical(classes="dialog"):
+            # Two short lines: one long one is cut at 80 columns.
             yield Label(
-                "Filter: Tab moves · Space or ↓ opens a list (type to jump, Enter picks) · "
-                "Enter applies · Esc cancels · Ctrl+R clears"
+                "Filter: Tab moves · Enter applies · Esc cancels · Ctrl+R clears\n"
+                "In a list: Space or ↓ opens it, typing jumps, Enter picks"
             )
             for label, widget in fields:
                 with Horizontal(classes="field"):
