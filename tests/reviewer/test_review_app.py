@@ -605,19 +605,12 @@ async def test_enter_in_an_open_filter_list_picks_the_choice_and_keeps_the_dialo
         assert app.screen.__class__.__name__ == "FilterScreen"
         await pilot.press("tab", "space", "down", "down", "enter")  # decided by: others
         assert app.screen.__class__.__name__ == "FilterScreen"
+        await pilot.press("tab", "space", "down", "escape")  # Esc closes only the list
+        assert app.screen.__class__.__name__ == "FilterScreen"
+        await pilot.press("shift+tab")
         await pilot.press("enter")  # on the closed list: applies the form
         await pilot.pause()
         assert app.screen is app.review
         f = app.review.view.filters
         assert (f.status, f.decided_by) == ("reject", "others")
         assert app.review.queue_list.total == 1 and cursor_item(app) == "fp-n-0003"
-
-
-async def test_escape_in_an_open_filter_list_closes_only_the_list(desk):
-    app = app_for(desk)
-    async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("f", "space", "down", "escape")
-        assert app.screen.__class__.__name__ == "FilterScreen"
-        await pilot.press("escape")
-        assert app.screen is app.review
-        assert app.review.view.filters.status is None
