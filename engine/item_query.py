@@ -33,6 +33,7 @@ SORTS = ("score_desc", "score_asc", "id_asc", "id_desc")
 INDEXES = """
 CREATE INDEX IF NOT EXISTS items_browse ON items(queue, score, item_id, title, tags);
 CREATE INDEX IF NOT EXISTS records_signoff ON records(seq) WHERE kind = 'signoff';
+CREATE INDEX IF NOT EXISTS items_title ON items(queue, title COLLATE NOCASE, item_id);
 """
 
 # seq of the item's effective decision, or NULL when it has none.
@@ -48,8 +49,10 @@ _ORDER = {
     # (queue, score, item_id) serves both directions.
     "score_desc": "i.score DESC, i.item_id DESC",
     "score_asc": "i.score ASC, i.item_id ASC",
-    "id_asc": "i.item_id ASC",
-    "id_desc": "i.item_id DESC",
+    # "id" is the human one a row shows (its title leads with the eval item's id, the
+    # category, the claim), not the content hash; the hash only breaks ties.
+    "id_asc": "i.title COLLATE NOCASE ASC, i.item_id ASC",
+    "id_desc": "i.title COLLATE NOCASE DESC, i.item_id DESC",
 }
 
 
@@ -242,23 +245,25 @@ def position(
     if sort not in _ORDER:
         raise InputError(f"unknown sort {sort!r} (expected {', '.join(SORTS)})", field="sort")
     row = conn.execute(
-        "SELECT score FROM items WHERE queue = ? AND item_id = ?", (queue, item_id)
+        "SELECT score, title FROM items WHERE queue = ? AND item_id = ?", (queue, item_id)
     ).fetchone()
     if row is None:
         return None
     where, args = _where(queue, f)
-    before, extra = _rows_before(sort, row[0], item_id)
+    before, extra = _rows_before(sort, row[0], row[1], item_id)
     return conn.execute(
         f"SELECT COUNT(*) FROM items i WHERE {where} AND ({before})", [*args, *extra]
     ).fetchone()[0]
 
 
-def _rows_before(sort: str, score: float | None, item_id: str) -> tuple[str, list[Any]]:
-    """Gives the condition for rows listed before (score, item_id) in a sort order."""
-    if sort == "id_asc":
-        return "i.item_id < ?", [item_id]
-    if sort == "id_desc":
-        return "i.item_id > ?", [item_id]
+def _rows_before(sort: str, score: float | None, title: str, item_id: str) -> tuple[str, list[Any]]:
+    """Gives the condition for rows listed before an item in a sort order."""
+    if sort in ("id_asc", "id_desc"):
+        op = "<" if sort == "id_asc" else ">"
+        return (
+            f"i.title COLLATE NOCASE {op} ? OR (i.title = ? COLLATE NOCASE AND i.item_id {op} ?)",
+            [title, title, item_id],
+        )
     # SQLite sorts NULL as the smallest score: last when descending, first ascending.
     if sort == "score_desc":
         if score is None:

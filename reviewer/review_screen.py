@@ -329,9 +329,11 @@ class ReviewScreen(Screen):
         """Draws the detail pane for a row (its payload and its history)."""
         detail = self.query_one("#detail", Static)
         if row is None:
-            detail.update(
-                Text("nothing here under this filter" if self.queue_list.total == 0 else "")
-            )
+            empty = ""
+            if self.queue_list.total == 0:
+                filtered = self.view.filters != ItemFilter(principal=self.session.principal)
+                empty = "nothing here under this filter" if filtered else "this queue is empty"
+            detail.update(Text(empty))
             return
         item: dict[str, Any] | None = self.ws.item(row.queue, row.item_id)
         history = self.ws.history(row.queue, row.item_id) if item else []
@@ -657,7 +659,10 @@ class ReviewScreen(Screen):
         search.display = False
         self.set_focus(self.queue_list)
         if self.view.filters.text:
+            # The match count (or "searching…") was about the search just dropped.
+            self.message = ""
             self.set_filters(replace(self.view.filters, text=None))
+            self._show_status()
 
     def action_detail_scroll(self, direction: int) -> None:
         pane = self.query_one("#detail-pane")

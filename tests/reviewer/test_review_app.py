@@ -249,6 +249,35 @@ async def test_search_finds_text_inside_payloads(desk):
     assert [r[2:4] for r in records(desk.ws)] == [("fp-cluster", "reject")]
 
 
+async def test_esc_drops_the_match_count_with_the_search(desk):
+    app = app_for(desk)
+    async with app.run_test(size=SIZE) as pilot:
+        bar = app.review.query_one("#status-bar")
+        await pilot.press("slash", *"times 13", "enter")
+        await settle(pilot, lambda: app.review.queue_list.total == 1)
+        assert "1 match(es)" in text_of(bar)
+        await pilot.press("escape")
+        assert app.review.queue_list.total == 34
+        assert "match" not in text_of(bar)
+
+
+async def test_a_queue_emptied_by_a_filter_says_so(desk):
+    app = app_for(desk)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("s", "s", "s", "s")  # status: undecided, accept, reject, skip
+        assert app.review.queue_list.total == 0
+        assert text_of(app.review.query_one("#detail")) == "nothing here under this filter"
+
+
+async def test_an_empty_queue_without_a_filter_does_not_blame_one(workspace, enrol):
+    rita = enrol("rita", "reviewer")
+    app = ReviewApp(workspace, open_session(workspace, key=str(rita.path)))
+    async with app.run_test(size=SIZE):
+        assert app.review.queue_list.total == 0
+        shown = text_of(app.review.query_one("#detail"))
+        assert "filter" not in shown and "empty" in shown
+
+
 async def test_sort_by_id_changes_which_item_is_decided(desk):
     app = app_for(desk)
     async with app.run_test(size=SIZE) as pilot:
@@ -261,11 +290,12 @@ async def test_sort_by_id_changes_which_item_is_decided(desk):
 async def test_a_payload_no_pane_understands_is_shown_as_json_and_decidable(desk):
     app = app_for(desk)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("o", "o", "g")  # id order: fp-bad, fp-cluster, ...
+        # id order is the titles' order: "broken producer output" (fp-bad), "cluster of 3",
+        # "legacy export row" (fp-unknown), "Natalia sold", "pair 0" ...
+        await pilot.press("o", "o", "g")
         for item_id in ("fp-bad", "fp-cluster"):
             assert cursor_item(app) == item_id
             await pilot.press("j")
-        await pilot.press("G")  # last in id order
         assert cursor_item(app) == "fp-unknown"
         text = text_of(app.review.query_one("#detail"))
         assert "shown as JSON" in text and '"legacy"' in text
