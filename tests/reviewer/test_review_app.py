@@ -616,3 +616,35 @@ def test_role_falls_back_to_the_config_key_when_the_agent_lacks_it(desk, agent):
         PermissionRefused, match="not enrolled as lead .*use a key enrolled as lead"
     ):
         open_session(desk.ws, key=str(desk.rita), role="lead")
+
+
+# -- the weak-category pane on what the coverage engine writes -------------------------
+
+
+async def test_a_weak_category_says_what_deciding_means_and_what_was_measured(
+    workspace, enrol, tmp_path
+):
+    from engine.coverage.run_backlog import run_backlog
+    from tests.conftest import REPO
+    from tests.support.coverage import sample_source
+
+    lena = enrol("lena", "lead")
+    source = sample_source(tmp_path / "benchmark")
+    coverage = REPO / "sample_data" / "coverage"
+    run = run_backlog(
+        workspace, source, coverage / "debug_rows.jsonl", coverage / "attribution.toml", None
+    )
+    app = ReviewApp(workspace, open_session(workspace, key=str(lena.path)))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.press("3", "g")
+        item = workspace.item("weak_categories", cursor_item(app))
+        assert item["run_id"] == run.run_id
+        shown = " ".join(text_of(app.review.query_one("#detail")).split())
+        category = item["payload"]["category"]
+        assert f"detector: {source.detector_version} {source.detector_sha256[:16]}…" in shown
+        assert (
+            f"measured by: benchmark {source.sha256[:16]}… on {source.evaluation_set_id} "
+            f"({source.eligibility})"
+        ) in shown
+        assert f"accept: {category} is a real weakness" in shown
+        assert "reject: not a weakness to act on" in shown
