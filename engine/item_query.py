@@ -14,6 +14,7 @@ page of 100 rows costs 100 index probes, not a scan of the whole ledger.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from dataclasses import dataclass
 from typing import Any
@@ -67,6 +68,7 @@ class ItemFilter:
     text: str | None = None  # free text: title, id, tags and payload
     decided_by: str | None = None  # "me" or "others" (needs principal)
     principal: str | None = None  # who "me" is
+    items: tuple[str, ...] | None = None  # only these item ids (a chosen set, e.g. a band)
 
     def validate(self) -> ItemFilter:
         """Gives self after checking every field, or raises naming the field."""
@@ -144,6 +146,9 @@ def _where(queue: str, f: ItemFilter) -> tuple[str, list[Any]]:
     if f.score_max is not None:
         clauses.append("i.score <= ?")
         args.append(float(f.score_max))
+    if f.items is not None:
+        clauses.append("i.item_id IN (SELECT value FROM json_each(?))")
+        args.append(json.dumps(list(f.items)))
     if f.text:
         needle = f.text.lower()
         clauses.append(
@@ -200,7 +205,7 @@ def count(conn: sqlite3.Connection, queue: str, f: ItemFilter) -> int:
     """Gives how many items of a queue pass the filter."""
     where, args = _where(queue, f)
     if (f.status or f.decided_by) and not (
-        f.tag or f.text or f.score_min is not None or f.score_max is not None
+        f.tag or f.text or f.score_min is not None or f.score_max is not None or f.items is not None
     ):
         return _count_by_decision(conn, queue, f)
     return conn.execute(f"SELECT COUNT(*) FROM items i WHERE {where}", args).fetchone()[0]

@@ -176,6 +176,17 @@ ACTIONS: tuple[Action, ...] = (
         title="Sign-off",
         palette_help="the lead's summary of everything, then sign it off",
     ),
+    Action(
+        "review.calibration",
+        "C",
+        "calibration",
+        "Calibration",
+        "review",
+        show=False,
+        title="Calibration",
+        palette_help="each channel's score histogram against its threshold; Enter lists the "
+        "borderline band",
+    ),
     Action("review.clear_search", "escape", "clear_search", "Clear search", "review", show=False),
     Action(
         "review.clear_filters",
@@ -264,6 +275,13 @@ ACTIONS: tuple[Action, ...] = (
     ),
     Action("signoff.confirm_cancel", "escape", "cancel", "Cancel", "signoff.confirm"),
     Action("help.close", "escape,question_mark,q", "close", "Close", "help"),
+    # -- the calibration view ----------------------------------------------------
+    Action("calibration.next", "j,down", "step(1)", "Next channel", "calibration"),
+    Action("calibration.prev", "k,up", "step(-1)", "Previous channel", "calibration", show=False),
+    Action("calibration.band", "enter", "band", "Show the band's items", "calibration"),
+    Action("calibration.wider", "plus", "widen(1)", "Wider band", "calibration"),
+    Action("calibration.narrower", "minus", "widen(-1)", "Narrower band", "calibration"),
+    Action("calibration.close", "escape", "close", "Back to review", "calibration"),
     # -- the app, on every screen (last: its keys close the key line) ----------
     Action(
         "app.help",
@@ -319,6 +337,7 @@ SCOPE_NAMES = {
     "signoff": "sign-off",
     "signoff.confirm": "sign-off confirmation",
     "help": "help",
+    "calibration": "calibration",
     "app": "everywhere",
 }
 
@@ -335,6 +354,8 @@ _KEY_LABELS = {
     "pageup": "PgUp",
     "home": "Home",
     "end": "End",
+    "plus": "+",
+    "minus": "-",
     "up": "↑",
     "down": "↓",
 }
