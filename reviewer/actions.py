@@ -276,12 +276,12 @@ ACTIONS: tuple[Action, ...] = (
     Action("signoff.confirm_cancel", "escape", "cancel", "Cancel", "signoff.confirm"),
     Action("help.close", "escape,question_mark,q", "close", "Close", "help"),
     # -- the calibration view ----------------------------------------------------
-    Action("calibration.next", "j,down", "step(1)", "Next channel", "calibration"),
+    Action("calibration.next", "j,down", "step(1)", "Channel", "calibration"),
     Action("calibration.prev", "k,up", "step(-1)", "Previous channel", "calibration", show=False),
-    Action("calibration.band", "enter", "band", "Show the band's items", "calibration"),
-    Action("calibration.wider", "plus", "widen(1)", "Wider band", "calibration"),
-    Action("calibration.narrower", "minus", "widen(-1)", "Narrower band", "calibration"),
-    Action("calibration.close", "escape", "close", "Back to review", "calibration"),
+    Action("calibration.band", "enter", "band", "Band's items", "calibration"),
+    Action("calibration.wider", "plus", "widen(1)", "Wider", "calibration"),
+    Action("calibration.narrower", "minus", "widen(-1)", "Narrower", "calibration", show=False),
+    Action("calibration.close", "escape", "close", "Back", "calibration"),
     # -- the app, on every screen (last: its keys close the key line) ----------
     Action(
         "app.help",
