@@ -184,8 +184,8 @@ ACTIONS: tuple[Action, ...] = (
         "review",
         show=False,
         title="Calibration",
-        palette_help="each channel's score histogram against its threshold; Enter lists the "
-        "borderline band",
+        palette_help="flagged pairs: each channel's score histogram against its threshold, "
+        "Enter lists the borderline band; weak categories: recall and FPR against the policy",
     ),
     Action("review.clear_search", "escape", "clear_search", "Clear search", "review", show=False),
     Action(
@@ -282,6 +282,7 @@ ACTIONS: tuple[Action, ...] = (
     Action("calibration.wider", "plus", "widen(1)", "Wider", "calibration"),
     Action("calibration.narrower", "minus", "widen(-1)", "Narrower", "calibration", show=False),
     Action("calibration.close", "escape", "close", "Back", "calibration"),
+    Action("rates.close", "escape", "close", "Back", "rates"),
     # -- the app, on every screen (last: its keys close the key line) ----------
     Action(
         "app.help",
@@ -338,6 +339,7 @@ SCOPE_NAMES = {
     "signoff.confirm": "sign-off confirmation",
     "help": "help",
     "calibration": "calibration",
+    "rates": "category rates",
     "app": "everywhere",
 }
 

@@ -1,4 +1,5 @@
-"""The calibration view: each channel's score histogram over a run's flagged pairs.
+"""The calibration views: each channel's score histogram over a run's flagged pairs, and
+for the lead each category's recall (benign FPR) against its policy line.
 
 The threshold is drawn on each histogram and the borderline band around it
 marked; Enter hands the band's items back to the review (``Band``), which
@@ -26,6 +27,7 @@ from engine.contamination.report.distribution import (
     Distribution,
     read_distribution,
 )
+from engine.coverage.rates import CategoryRates, read_rates
 from engine.workspace import Workspace
 from reviewer.actions import bindings
 from reviewer.widgets.bars import KeyHints
@@ -257,6 +259,127 @@ class CalibrationScreen(Screen[Band | None]):
             self.app.notify(why, title="No band", severity="warning", timeout=5, markup=False)
             return
         self.dismiss(Band(self.run_id, scores.channel, band[0], band[1], items))
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+
+# -- the lead's view: each category's rate against its policy line --------------------
+
+
+def _rate_bar(value: float | None, line: float | None, width: int) -> Text:
+    """Gives a bar of ``width`` cells over [0, 1]: filled to the value, the line (┃) at
+    its place; a missing value is an empty bar."""
+    filled = 0 if value is None else round(max(0.0, min(1.0, value)) * width)
+    at = None if line is None else min(width - 1, round(line * width))
+    out = Text()
+    for cell in range(width):
+        if cell == at:
+            out.append("┃", style="bold")
+        else:
+            out.append("█" if cell < filled else "░")
+    return out
+
+
+def render_rates(rates: CategoryRates, width: int) -> Text:
+    """Gives the lead's bars: a line per category, its rate against the policy line."""
+    out = Text(f" {rates.kind} {rates.sha256[:16]}… · {rates.detector_version} on ")
+    out.append(rates.evaluation_set_id)
+    if rates.eligibility:
+        out.append(f" · {rates.eligibility}", style="bold")
+    lines = {r.metric: r.line for r in rates.rates}
+    out.append("\n ┃ the policy line: ")
+    out.append(
+        ", ".join(
+            f"{what} {'?' if lines.get(metric) is None else format(lines[metric], '.2f')}"
+            for metric, what in (("recall", "recall at least"), ("fpr", "benign FPR at most"))
+            if metric in lines
+        )
+    )
+    if any(r.line is None for r in rates.rates):
+        out.append(" (? : no finding used it; the benchmark's scope holds it)", style="italic")
+    name_width = min(28, max(len(r.category) for r in rates.rates))
+    verdicts = max(len(", ".join(r.issues)) + 2 if r.issues else 7 for r in rates.rates)
+    head = name_width + 1 + 6 + 5 + 7 + verdicts + 2  # name, metric, value, counts, verdict
+    # Too narrow for a bar worth reading beside the facts: the bar gets a line of its own.
+    stacked = width - head < 30
+    bar_width = width - 4 if stacked else width - head
+    for r in rates.rates:
+        value = "–" if r.value is None else f"{r.value:.2f}"
+        flagged = bool(r.issues) or r.fails is True
+        if r.issues:
+            verdict = "✗ " + ", ".join(r.issues)
+        else:
+            verdict = {True: "✗ fails", False: "✓", None: ""}[r.fails]
+        out.append("\n ")
+        out.append(f"{r.category[:name_width]:<{name_width}} ", style="bold" if flagged else "")
+        out.append(f"{'recall' if r.metric == 'recall' else 'FPR':<6}{value:>5} ")
+        if stacked:
+            out.append(f"{r.counts:>5} ")
+            out.append(verdict, style="bold reverse" if flagged else "")
+            out.append("\n   ")
+            out.append_text(_rate_bar(r.value, r.line, bar_width))
+        else:
+            out.append_text(_rate_bar(r.value, r.line, bar_width))
+            out.append(f" {r.counts:>5} ")
+            out.append(verdict, style="bold reverse" if flagged else "")
+    return out
+
+
+class RatesLoaded(Message):
+    """The report or benchmark's rates have been read."""
+
+    def __init__(self, rates: CategoryRates) -> None:
+        super().__init__()
+        self.rates = rates
+
+
+class RatesScreen(Screen[None]):
+    """Each category's recall (the benign one's FPR) against its policy line, as bars."""
+
+    SCOPE = "rates"
+    BINDINGS = bindings(SCOPE)
+
+    def __init__(self, root: Path, sha256: str, *, read_only: bool) -> None:
+        super().__init__()
+        self.root, self.sha256, self.read_only = root, sha256, read_only
+        self.rates: CategoryRates | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Static(Text(" calibration · categories against the policy"), id="banner")
+        yield Static(Text(" reading the report…"), id="calibration")
+        yield KeyHints(id="key-hints")
+
+    def on_mount(self) -> None:
+        self.query_one(KeyHints).show(self.app.key_hints(self))
+        self._read(self.root, self.sha256, self.read_only)
+
+    @work(thread=True, exclusive=True, group="calibration", exit_on_error=False)
+    def _read(self, root: Path, sha256: str, read_only: bool) -> None:
+        with Workspace.open(root, read_only=read_only) as reader:
+            rates = read_rates(reader.artifacts_dir, sha256)
+        self.post_message(RatesLoaded(rates))
+
+    @on(Worker.StateChanged)
+    def _read_failed(self, event: Worker.StateChanged) -> None:
+        if event.state == WorkerState.ERROR:
+            self.query_one("#calibration", Static).update(
+                Text(f" could not read the categories' rates: {event.worker.error}", style="bold")
+            )
+
+    @on(RatesLoaded)
+    def _loaded(self, event: RatesLoaded) -> None:
+        self.rates = event.rates
+        self._draw()
+
+    def on_resize(self) -> None:
+        self._draw()
+
+    def _draw(self) -> None:
+        if self.rates is None:
+            return
+        area = self.query_one("#calibration", Static)
+        area.update(render_rates(self.rates, area.content_size.width or self.size.width))
 
     def action_close(self) -> None:
         self.dismiss(None)

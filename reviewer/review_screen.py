@@ -701,11 +701,22 @@ class ReviewScreen(Screen):
         self._show_status()
 
     def action_calibration(self) -> None:
-        """Opens the calibration view of the highlighted pair's run (else the newest run's)."""
+        """Opens the calibration view: on weak categories, the rates of the report or
+        benchmark the highlighted item names; else the highlighted pair's run (or the
+        newest run's) score histograms."""
         from engine.contamination.report.distribution import newest_run
-        from reviewer.calibration_screen import CalibrationScreen
+        from engine.coverage.rates import source_digest
+        from reviewer.calibration_screen import CalibrationScreen, RatesScreen
 
         row = self.queue_list.current
+        if self.queue == "weak_categories":
+            item = self.ws.item(row.queue, row.item_id) if row is not None else None
+            digest = source_digest(item["payload"]) if item is not None else None
+            if digest is None:
+                self.refuse("this item names no coverage report or benchmark to draw")
+                return
+            self.app.push_screen(RatesScreen(self.ws.root, digest, read_only=self.ws.read_only))
+            return
         run_id = (
             self.ws.item(row.queue, row.item_id)["run_id"]
             if row is not None and row.queue == "flagged_pairs"
