@@ -6,9 +6,15 @@ from __future__ import annotations
 import pytest
 
 from reviewer.app import ReviewApp
-from reviewer.calibration_screen import CalibrationScreen
+from reviewer.calibration_screen import CalibrationScreen, RatesScreen
 from reviewer.session import open_session
-from tests.support.calibration import in_band, payloads, place_run, scan_sample
+from tests.support.calibration import (
+    in_band,
+    payloads,
+    place_run,
+    scan_sample,
+    stored_benchmark,
+)
 from tests.support.review_app import notices, records, settle, text_of
 
 SIZE = (100, 30)
@@ -96,3 +102,41 @@ async def test_a_report_edited_after_the_scan_draws_no_line(workspace, enrol):
         assert "sidecar" in text_of(area) or "sha256" in text_of(area)
         await pilot.press("enter")
         assert app.screen is screen  # nothing read, nothing to filter by
+
+
+# -- the lead's rates ------------------------------------------------------------------
+
+
+async def test_c_on_a_weak_category_draws_each_category_against_the_policy(
+    workspace, enrol, tmp_path
+):
+    lena = enrol("lena", "lead")
+    source, document = stored_benchmark(workspace, tmp_path / "benchmark")
+    app = ReviewApp(workspace, open_session(workspace, key=str(lena.path)))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.press("3", "C")
+        screen = app.screen
+        assert isinstance(screen, RatesScreen)
+        area = screen.query_one("#calibration")
+        await settle(pilot, lambda: screen.rates is not None)
+        lines = text_of(area).splitlines()
+        assert f"benchmark {source.sha256[:16]}…" in lines[0]
+        issues = {f["category"]: f["issue"] for f in document["weak_categories"]}
+        for row in document["stratified_report"]:
+            recall = row["detection_recall"]
+            value = recall if recall is not None else row["false_positive_rate"]
+            (line,) = [x for x in lines if x.startswith(f" {row['category']} ")]
+            assert f"{value:.2f}" in line
+            assert line.endswith(
+                f"✗ {issues[row['category']]}" if row["category"] in issues else "✓"
+            )
+        await pilot.press("escape")
+        assert app.screen is app.review
+
+
+async def test_c_on_an_item_that_names_no_report_is_refused(desk):
+    app = ReviewApp(desk.ws, open_session(desk.ws, key=str(desk.lena)))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("3", "g", "C")  # the demo weak item has no source digest
+        assert app.screen is app.review
+        assert "names no coverage report or benchmark" in notices(app)

@@ -12,9 +12,9 @@ import pytest
 
 from engine.workspace import Workspace
 from reviewer.app import ReviewApp
-from reviewer.calibration_screen import CalibrationScreen
+from reviewer.calibration_screen import CalibrationScreen, RatesScreen
 from reviewer.session import read_only_session
-from tests.support.calibration import place_run
+from tests.support.calibration import place_run, placed_report
 
 
 @pytest.fixture
@@ -25,13 +25,26 @@ def placed(tmp_path):
     ws.close()
 
 
-def _calibration(*keys: str):
+@pytest.fixture
+def report(tmp_path):
+    ws = Workspace.init(tmp_path / "ws")
+    placed_report(ws)
+    yield ws
+    ws.close()
+
+
+def _loaded(screen) -> bool:
+    if isinstance(screen, CalibrationScreen):
+        return screen.dist is not None
+    return isinstance(screen, RatesScreen) and screen.rates is not None
+
+
+def _calibration(*keys: str, queue: str = "1"):
     async def run_before(pilot) -> None:
-        await pilot.press("C")
+        await pilot.press(queue, "C")
         for _ in range(200):
             await pilot.pause(0.05)
-            screen = pilot.app.screen
-            if isinstance(screen, CalibrationScreen) and screen.dist is not None:
+            if _loaded(pilot.app.screen):
                 break
         await pilot.press(*keys)
         await pilot.pause()
@@ -49,3 +62,15 @@ def test_calibration_view_without_colour(snap_compare, placed, monkeypatch):
     monkeypatch.setenv("NO_COLOR", "1")
     app = ReviewApp(placed, read_only_session("snapshot"))
     assert snap_compare(app, terminal_size=(80, 24), run_before=_calibration("plus"))
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)], ids=["80x24", "160x48"])
+def test_category_rates(snap_compare, report, size):
+    app = ReviewApp(report, read_only_session("snapshot"))
+    assert snap_compare(app, terminal_size=size, run_before=_calibration(queue="3"))
+
+
+def test_category_rates_without_colour(snap_compare, report, monkeypatch):
+    monkeypatch.setenv("NO_COLOR", "1")
+    app = ReviewApp(report, read_only_session("snapshot"))
+    assert snap_compare(app, terminal_size=(80, 24), run_before=_calibration(queue="3"))

@@ -121,3 +121,78 @@ def report_thresholds(ws: Workspace, run_id: str) -> dict[str, Any]:
     """Gives the thresholds the run's report recorded."""
     path = ws.artifacts_dir / run_id / "contamination_report.json"
     return json.loads(path.read_text())["thresholds"]
+
+
+# -- coverage: a benchmark stored as `coverage benchmark` stores it, a report by hand ----
+
+
+def stored_benchmark(ws: Workspace, root: Path):
+    """Stores the demo's signed HOLD benchmark in the workspace as the coverage engine
+    does, and ingests its weak-category backlog; gives (finding source, its document)."""
+    from engine.canonical import sha256_hex
+    from engine.coverage.findings import load_benchmark
+    from engine.coverage.measure import store_benchmark
+    from engine.coverage.run_backlog import run_backlog
+    from tests.support.coverage import sample_benchmark
+
+    auth, path, sig = sample_benchmark(root)
+    raw = path.read_bytes()
+    store_benchmark(ws, sha256_hex(raw), raw, None)
+    source = load_benchmark(path, sig, auth.trust)[0]
+    coverage = REPO / "sample_data" / "coverage"
+    run_backlog(ws, source, coverage / "debug_rows.jsonl", coverage / "attribution.toml", None)
+    return source, json.loads(raw)
+
+
+def _row(category: str, positives: int, caught: int, negatives: int = 0, fps: int = 0) -> dict:
+    return {
+        "category": category,
+        "detection_recall": caught / positives if positives else None,
+        "false_positive_rate": fps / negatives if negatives else None,
+        "positive_count": positives,
+        "true_positive_count": caught,
+        "negative_count": negatives,
+        "false_positive_count": fps,
+        "sample_count": positives + negatives,
+    }
+
+
+REPORT = {
+    "schema_version": "sealdesk.coverage-report.v2",
+    "detector_version": "v7",
+    "evaluation_set_id": "placed-set",
+    "policy": {"min_attack_recall": 0.8, "max_benign_fpr": 0.1},
+    "stratified_report": [
+        _row("direct", 20, 19),
+        _row("obfuscated", 20, 12),
+        _row("roleplay", 10, 8),
+        _row("benign", 0, 0, 40, 6),
+    ],
+    "weak_categories": [
+        {"category": "obfuscated", "issue": "low_recall", "value": 0.6, "threshold": 0.8},
+        {"category": "benign", "issue": "high_fpr", "value": 0.15, "threshold": 0.1},
+    ],
+}
+
+
+def placed_report(ws: Workspace) -> str:
+    """Writes a hand-placed coverage report where `coverage report` writes one, and a
+    weak-category item naming it; gives the report's digest."""
+    from engine.artifacts import write_artifact
+    from engine.canonical import canonical_json, sha256_hex
+
+    raw = canonical_json(REPORT)
+    digest = sha256_hex(raw)
+    directory = ws.artifacts_dir / f"coverage-report-{digest[:16]}"
+    directory.mkdir(parents=True, exist_ok=True)
+    write_artifact(directory / "category_report.json", raw)
+    payload = {
+        "kind": "coverage.weak_category",
+        "category": "obfuscated",
+        "findings": [REPORT["weak_categories"][0]],
+        "source": {"kind": "report", "sha256": digest, "detector_version": "v7"},
+        "release_authority": "none",
+        "summary": {"title": "obfuscated: low_recall 0.6 < 0.8", "score": 0.2, "tags": []},
+    }
+    ws.ingest([BacklogItem.make("weak_categories", "wc-placed", "coverage-placed", payload)])
+    return digest
