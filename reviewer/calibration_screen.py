@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol, cast
 
 from rich.text import Text
 from textual import on, work
@@ -31,6 +32,13 @@ from engine.coverage.rates import CategoryRates, read_rates
 from engine.workspace import Workspace
 from reviewer.actions import bindings
 from reviewer.widgets.bars import KeyHints
+
+
+class _Hinting(Protocol):
+    """The app's side these screens use (the app module sits above them)."""
+
+    def key_hints(self, screen: Screen) -> list[tuple[str, str]]: ...
+
 
 BLOCKS = " ▁▂▃▄▅▆▇█"
 GUTTER = 6  # the count scale left of the bars
@@ -195,7 +203,7 @@ class CalibrationScreen(Screen[Band | None]):
         yield KeyHints(id="key-hints")
 
     def on_mount(self) -> None:
-        self.query_one(KeyHints).show(self.app.key_hints(self))
+        self.query_one(KeyHints).show(cast(_Hinting, self.app).key_hints(self))
         self._read(self.root, self.run_id, self.read_only)
 
     @work(thread=True, exclusive=True, group="calibration", exit_on_error=False)
@@ -351,7 +359,7 @@ class RatesScreen(Screen[None]):
         yield KeyHints(id="key-hints")
 
     def on_mount(self) -> None:
-        self.query_one(KeyHints).show(self.app.key_hints(self))
+        self.query_one(KeyHints).show(cast(_Hinting, self.app).key_hints(self))
         self._read(self.root, self.sha256, self.read_only)
 
     @work(thread=True, exclusive=True, group="calibration", exit_on_error=False)

@@ -311,7 +311,9 @@ def _measured(payload: dict[str, Any]) -> list[tuple[str, Any]]:
     attribution = get(payload, "attribution", default={})
     digest = get(source, "detector_sha256") or get(attribution, "detector_sha256")
     version = get(source, "detector_version") or get(payload, "detector", "detector_id")
-    detector = " ".join(x for x in (clean(version) if version else "", _short(digest)) if x)
+    detector: str | None = " ".join(
+        x for x in (clean(version) if version else "", _short(digest)) if x
+    )
     if digest is None:
         detector = clean(version) if version else None
     measured = None
