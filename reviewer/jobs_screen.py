@@ -54,10 +54,14 @@ def render_jobs(all_jobs: list[jobs.Job]) -> Group | Text:
                     f"{stage.unit}{eta}{' ✓' if stage.finished else ''}"
                 )
             )
+        if job.summary_cut:
+            parts.append(Text(f"   │ … {job.summary_cut} earlier line(s) in {job.path}/stdout.log"))
+        # Every line the run printed when done (its counts, COMPLETE or PENDING, what
+        # it wrote), not only the last: these are the run's answer.
+        for line in job.summary:
+            parts.append(Text(f"   │ {line}"))
         if job.error:
             parts.append(Text(f"   {job.error}", style="bold"))
-        elif job.output:
-            parts.append(Text(f"   → {job.output}"))
     return Group(*parts)
 
 
