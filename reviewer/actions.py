@@ -176,6 +176,16 @@ ACTIONS: tuple[Action, ...] = (
         title="Sign-off",
         palette_help="the lead's summary of everything, then sign it off",
     ),
+    Action(
+        "review.resolve_exam",
+        "R",
+        "resolve_exam",
+        "Resolve exam",
+        "review",
+        show=False,
+        title="Resolve the exam",
+        palette_help="offer exam resolve as a background job once its candidates are decided",
+    ),
     Action("review.clear_search", "escape", "clear_search", "Clear search", "review", show=False),
     Action(
         "review.clear_filters",

@@ -477,6 +477,60 @@ class ReviewScreen(Screen):
             self.ended_at = (row.queue, row.item_id)
             self.say(f"{self.message} · end of queue")
             self.show_detail(lst.current)
+        if record is not None:
+            self._offer_next_step(row.queue)
+
+    def _offer_next_step(self, queue: str) -> None:
+        """Says, once a decision settles the last adjudication item, that the exam can
+        now be resolved, and with which key."""
+        p = self.progress.get(queue)
+        if queue != "adjudication" or p is None or not p.total or p.accept + p.reject < p.total:
+            return
+        key = self.app.key_for("review.resolve_exam")
+        self.app.notify(
+            f"every adjudication item is accepted or rejected: {key} offers exam resolve "
+            "as a background job",
+            title="Adjudication done",
+            timeout=10,
+            markup=False,
+        )
+        self.say(f"{self.message} · adjudication done: {key} resolves the exam")
+
+    def _adjudication_runs(self) -> dict[str, int]:
+        """Gives each run holding adjudication items, with how many of its items are not
+        yet accepted or rejected (a skip settles nothing)."""
+        left: dict[str, int] = {}
+        for item in self.ws.items(queue="adjudication"):
+            unsettled = item["status"] not in ("accept", "reject")
+            left[item["run_id"]] = left.get(item["run_id"], 0) + unsettled
+        return left
+
+    def action_resolve_exam(self) -> None:
+        """Offers ``exam resolve`` of a run whose adjudication items are all settled, in
+        the jobs panel (Enter starts it); refuses while any of them is not."""
+        runs = self._adjudication_runs()
+        if not runs:
+            self.refuse("no adjudication items in this workspace: no exam to resolve")
+            return
+        ready = sorted(run for run, left in runs.items() if left == 0)
+        if not ready:
+            run, left = min(runs.items(), key=lambda kv: (kv[1], kv[0]))
+            self.refuse(
+                f"run {run} has {left} adjudication item(s) not accepted or rejected; "
+                "resolving it now would leave the exam PENDING_ADJUDICATION"
+            )
+            return
+        run = ready[-1]
+        others = f" (also ready: {', '.join(ready[:-1])})" if len(ready) > 1 else ""
+        self.app.push_screen(
+            JobsScreen(
+                self.ws.root,
+                command=f"exam resolve --run-id {run}",
+                why=f"every adjudication item of run {run} is decided: Enter resolves "
+                f"the exam{others}",
+            ),
+            self._jobs_closed,
+        )
 
     def action_undo(self) -> None:
         """Retracts the highlighted item's decision, or else this session's latest one."""
