@@ -321,20 +321,20 @@ def test_a_batch_with_one_refused_item_writes_nothing(desk, sealdesk, bad):
 def test_a_bulk_overrule_names_each_decision_it_replaces_and_only_those(desk):
     ws, rita, ravi, _ = desk
     shown = ws.decide(rita, PAIRS, "item-1", "reject")
-    outcomes = ws.decide_many(
-        ravi,
-        PAIRS,
-        ["item-0", "item-1", "item-2"],
-        "accept",
-        overrule={"item-1": shown.record_hash},
-    )
+    unseen = ws.decide(rita, PAIRS, "item-2", "reject")
+    ids = ["item-0", "item-1", "item-2"]
+    with pytest.raises(ConflictError, match="item-2 stands at reject by rita"):
+        ws.decide_many(ravi, PAIRS, ids, "accept", overrule={"item-1": shown.record_hash})
+    assert count(ws) == B + 2
+    agreed = {"item-1": shown.record_hash, "item-2": unseen.record_hash}
+    outcomes = ws.decide_many(ravi, PAIRS, ids, "accept", overrule=agreed)
     assert [o.record.body["data"] for o in outcomes] == [
         None,
         {"overrules": shown.record_hash},
-        None,
+        {"overrules": unseen.record_hash},
     ]
     assert [o.record.body["item_sha256"] for o in outcomes] == [
-        ws.item(PAIRS, f"item-{i}")["item_sha256"] for i in range(3)
+        ws.item(PAIRS, item_id)["item_sha256"] for item_id in ids
     ]
     assert faults(ws) == []
 
