@@ -14,6 +14,7 @@ page of 100 rows costs 100 index probes, not a scan of the whole ledger.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from dataclasses import dataclass
 from typing import Any
@@ -64,6 +65,8 @@ class ItemFilter:
     text: str | None = None  # free text: title, id, tags and payload
     decided_by: str | None = None  # "me" or "others" (needs principal)
     principal: str | None = None  # who "me" is
+    ids: tuple[str, ...] | None = None  # only these items (a selection, a band, a cluster)
+    ids_label: str | None = None  # what those items are, for the filter line
 
     def validate(self) -> ItemFilter:
         """Gives self after checking every field, or raises naming the field."""
@@ -76,6 +79,8 @@ class ItemFilter:
                 f"unknown decided_by {self.decided_by!r} (expected me or others)",
                 field="decided_by",
             )
+        if self.ids is not None and not all(isinstance(i, str) for i in self.ids):
+            raise InputError("item ids must be strings", field="ids")
         if self.decided_by and not self.principal:
             raise InputError("decided by me/others needs a signing identity", field="decided_by")
         if (
@@ -135,6 +140,10 @@ def _where(queue: str, f: ItemFilter) -> tuple[str, list[Any]]:
     if f.tag:
         clauses.append("instr(',' || i.tags || ',', ',' || ? || ',') > 0")
         args.append(f.tag)
+    if f.ids is not None:
+        # One JSON parameter however many ids: no limit on SQL variables.
+        clauses.append("i.item_id IN (SELECT value FROM json_each(?))")
+        args.append(json.dumps(list(f.ids)))
     if f.score_min is not None:
         clauses.append("i.score >= ?")
         args.append(float(f.score_min))
@@ -197,7 +206,7 @@ def count(conn: sqlite3.Connection, queue: str, f: ItemFilter) -> int:
     """Gives how many items of a queue pass the filter."""
     where, args = _where(queue, f)
     if (f.status or f.decided_by) and not (
-        f.tag or f.text or f.score_min is not None or f.score_max is not None
+        f.tag or f.text or f.ids is not None or f.score_min is not None or f.score_max is not None
     ):
         return _count_by_decision(conn, queue, f)
     return conn.execute(f"SELECT COUNT(*) FROM items i WHERE {where}", args).fetchone()[0]
@@ -270,6 +279,47 @@ def _rows_before(sort: str, score: float | None, item_id: str) -> tuple[str, lis
         "i.score IS NULL OR i.score < ? OR (i.score = ? AND i.item_id < ?)",
         [score, score, item_id],
     )
+
+
+def item_ids(
+    conn: sqlite3.Connection, queue: str, f: ItemFilter, sort: str, limit: int
+) -> list[str]:
+    """Gives the ids of up to ``limit`` items passing the filter, in the listing's order."""
+    if sort not in _ORDER:
+        raise InputError(f"unknown sort {sort!r} (expected {', '.join(SORTS)})", field="sort")
+    where, args = _where(queue, f)
+    sql = f"SELECT i.item_id FROM items i WHERE {where} ORDER BY {_ORDER[sort]} LIMIT ?"
+    return [r[0] for r in conn.execute(sql, [*args, max(0, int(limit))])]
+
+
+def items_by_field(
+    conn: sqlite3.Connection,
+    queue: str,
+    path: str,
+    values: list[Any],
+    run_id: str | None = None,
+) -> dict[Any, list[str]]:
+    """Gives, for each value, the ids of the queue's items whose payload holds it at
+    ``path`` (a JSON path such as ``$.eval.id``), within one run if named.
+
+    It reads every payload of the queue (or run): callers run it off the UI thread.
+    """
+    if queue not in QUEUES:
+        raise InputError(f"unknown queue {queue!r}", field="queue")
+    if not path.startswith("$"):
+        raise InputError(f"not a JSON path: {path!r}", field="path")
+    sql = (
+        "SELECT json_extract(payload, ?) AS v, item_id FROM items WHERE queue = ? "
+        "AND v IN (SELECT value FROM json_each(?))"
+    )
+    args: list[Any] = [path, queue, json.dumps(values)]
+    if run_id is not None:
+        sql += " AND run_id = ?"
+        args.append(run_id)
+    out: dict[Any, list[str]] = {}
+    for value, item_id in conn.execute(sql + " ORDER BY item_id", args):
+        out.setdefault(value, []).append(item_id)
+    return out
 
 
 def tags(conn: sqlite3.Connection, queue: str, limit: int = 50) -> list[str]:
