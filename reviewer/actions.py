@@ -389,6 +389,7 @@ SCOPE_NAMES = {
     "overrule": "overrule dialog",
     "note": "note dialog",
     "filter": "filter dialog",
+    "bulk": "bulk decision",
     "jobs": "jobs panel",
     "signoff": "sign-off",
     "signoff.confirm": "sign-off confirmation",

@@ -96,6 +96,7 @@ def summary_line(plan: BulkPlan) -> Text:
     left = plan.count("refused") + plan.count("absent")
     if left:
         out.append(f"; {left} left out (listed)")
+    out.append(" · one signed record per item, all in one transaction")
     return out
 
 
@@ -132,11 +133,21 @@ class BulkScreen(ModalScreen[BulkChoice | None]):
             yield Label(Text(self.title_text, style="bold"))
             yield Static(summary_line(self.plan), id="bulk-summary")
             yield OptionList(*options, id="bulk-items")
-            yield Label(
-                "a accept all · x reject all · space skip all (one record each, one "
-                "transaction) · Enter goes to the item · Esc cancels, nothing is signed"
-            )
+            yield Static(self._keys_line(), id="bulk-keys")
             yield Static("", id="bulk-error")
+
+    def _keys_line(self) -> str:
+        # The keys as bound now: a keymap may have moved them.
+        key_for = getattr(self.app, "key_for", None)
+
+        def key(binding_id: str, default: str) -> str:
+            return key_for(binding_id) if key_for is not None else default
+
+        return (
+            f"{key('bulk.accept', 'a')} accept all · {key('bulk.reject', 'x')} reject all · "
+            f"{key('bulk.skip', 'space')} skip all · Enter goes to the item · "
+            f"{key('bulk.cancel', 'Esc')} cancels: nothing signed"
+        )
 
     def action_decide(self, decision: str) -> None:
         if not self.plan.signable:

@@ -13,53 +13,18 @@ from reviewer.app import ReviewApp
 from reviewer.bulk_screen import BulkScreen
 from reviewer.session import open_session
 from tests.support.review_app import notices, records, settle, text_of
+from tests.support.review_payloads import CLUSTER, clustered_pairs
 
 SIZE = (120, 36)
 pytestmark = pytest.mark.anyio
 PAIRS = "flagged_pairs"
-
-# A cluster of three eval items that repeat each other (and a fourth member the scan
-# listed but that is no item of the run), scattered through four single pairs.
-CLUSTER = [("q-1", 1, 0.9), ("q-2", 2, 0.5), ("q-3", 3, 0.2)]
-SINGLES = [("s0", 0.8, "plain"), ("s1", 0.7, "template"), ("s2", 0.6, "template"), ("s3", 0.4, "")]
-# The list in score order: fp-q-1, fp-s0, fp-s1, fp-s2, fp-q-2, fp-s3, fp-q-3.
-
-
-def cluster_item(eval_id: str, index: int, score: float) -> BacklogItem:
-    members = [{"id": e, "index": i} for e, i, _ in CLUSTER] + [{"id": "q-9", "index": 9}]
-    text = f"What is 12 times {10 + index}?"
-    return BacklogItem.make(
-        PAIRS,
-        f"fp-{eval_id}",
-        "run-1",
-        {
-            "eval": {"id": eval_id, "index": index, "text": text},
-            "matches": [],
-            "cluster": members,
-            "summary": {"title": f"{eval_id}: {text}", "score": score, "tags": ["internal"]},
-        },
-    )
-
-
-def single_item(name: str, score: float, word: str) -> BacklogItem:
-    text = f"Single {name} {word}".strip()
-    return BacklogItem.make(
-        PAIRS,
-        f"fp-{name}",
-        "run-1",
-        {
-            "eval": {"id": name, "index": 100 + int(name[1:]), "text": text},
-            "matches": [],
-            "summary": {"title": text, "score": score, "tags": ["ngram"]},
-        },
-    )
 
 
 class Desk:
     def __init__(self, ws: Workspace, enrol) -> None:
         self.ws = ws
         ws.ingest(
-            [cluster_item(*c) for c in CLUSTER] + [single_item(*s) for s in SINGLES],
+            clustered_pairs(),
             runs={"run-1": {"kind": "test", "artifacts": {}, "inputs": {}}},
         )
         self.rita = enrol("rita", "reviewer")
