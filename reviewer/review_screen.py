@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any
 
+from rich.console import Group
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
@@ -374,7 +375,16 @@ class ReviewScreen(Screen):
             return
         item: dict[str, Any] | None = self.ws.item(row.queue, row.item_id)
         history = self.ws.history(row.queue, row.item_id) if item else []
-        detail.update(render_detail(item, history))
+        shown = render_detail(item, history)
+        members = cluster_members(item["payload"]) if item else []
+        if members:
+            # The cluster's members are listed at the bottom as text: say, on top, which
+            # key turns them into items to visit or to decide at once.
+            key = self.app.key_for("review.cluster")
+            hint = Text(f"duplicate cluster of {len(members)}: ", style="bold")
+            hint.append(f"{key} lists its members (Enter goes to one) and decides them all")
+            shown = Group(hint, shown)
+        detail.update(shown)
         self.view.item_id = row.item_id
 
     @on(QueueList.Highlighted)

@@ -234,3 +234,14 @@ async def test_a_read_only_session_sees_the_cluster_but_signs_nothing(desk):
         await settle(pilot, lambda: app.screen is app.review)
         assert "read-only session" in notices(app)
     assert records(desk.ws) == []
+
+
+async def test_the_detail_of_a_cluster_member_names_the_key_that_lists_the_members(desk):
+    app = desk.app()
+    async with app.run_test(size=SIZE) as pilot:
+        member = text_of(app.review.query_one("#detail"))
+        await pilot.press("j")  # fp-s0, in no cluster
+        await pilot.pause()
+        single = text_of(app.review.query_one("#detail"))
+    assert "duplicate cluster of 4: c lists its members (Enter goes to one)" in member
+    assert "duplicate cluster" not in single
