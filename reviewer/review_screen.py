@@ -381,8 +381,9 @@ class ReviewScreen(Screen):
             # The cluster's members are listed at the bottom as text: say, on top, which
             # key turns them into items to visit or to decide at once.
             key = self.app.key_for("review.cluster")
-            hint = Text(f"duplicate cluster of {len(members)}: ", style="bold")
-            hint.append(f"{key} lists its members (Enter goes to one) and decides them all")
+            # One line at 80 columns: the list it opens says the rest (go to one, decide all).
+            hint = Text(f"duplicate cluster of {len(members)} · ", style="bold")
+            hint.append(f"{key} lists its members")
             shown = Group(hint, shown)
         detail.update(shown)
         self.view.item_id = row.item_id

@@ -243,5 +243,5 @@ async def test_the_detail_of_a_cluster_member_names_the_key_that_lists_the_membe
         await pilot.press("j")  # fp-s0, in no cluster
         await pilot.pause()
         single = text_of(app.review.query_one("#detail"))
-    assert "duplicate cluster of 4: c lists its members (Enter goes to one)" in member
+    assert "duplicate cluster of 4 · c lists its members" in member
     assert "duplicate cluster" not in single
