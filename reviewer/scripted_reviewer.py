@@ -27,6 +27,7 @@ import sqlite3
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from engine.errors import SealdeskError
 
@@ -117,20 +118,19 @@ def realistic_queue(n_items: int = 300, seed: int = 20261201) -> Queue:
         sizes.append(rnd.randint(2, 10))
     sizes[-1] -= max(0, sum(sizes) - n_items // 4)
     sizes = [s for s in sizes if s >= 2]
-    payloads: list[tuple[str, dict, str, int | None]] = []
+    payloads: list[tuple[str, dict[str, Any], str, int | None]] = []
     index = 0
     for number, size in enumerate(sizes):
         base = _words(rnd, rnd.randint(80, 400))
         verdict = "accept" if rnd.random() < 0.6 else "reject"
+        texts = [f"{base} ({m + 1})" for m in range(size)]
         members = [
-            {"id": f"eval-{index + m}", "index": index + m, "text": f"{base} ({m + 1})"}
-            for m in range(size)
+            {"id": f"eval-{index + m}", "index": index + m, "text": texts[m]} for m in range(size)
         ]
         for m in range(size):
-            ev = members[m]
-            payload = {
-                "eval": ev,
-                "matches": _matches(rnd, ev["text"], rnd.randint(1, 3), 10 * (index + m)),
+            payload: dict[str, Any] = {
+                "eval": members[m],
+                "matches": _matches(rnd, texts[m], rnd.randint(1, 3), 10 * (index + m)),
                 "cluster": {"size": size, "members": members},
             }
             payloads.append((f"fp-{index + m:04d}", payload, verdict, number))
@@ -148,7 +148,7 @@ def realistic_queue(n_items: int = 300, seed: int = 20261201) -> Queue:
     items, verdicts, cluster_of = [], {}, {}
     for n, (item_id, payload, verdict, cluster) in enumerate(payloads):
         payload["summary"] = {
-            "title": payload["eval"]["text"][:70],
+            "title": str(payload["eval"]["text"])[:70],
             "score": scores[n],
             "tags": sorted({c for m in payload["matches"] for c in m["channels"]}),
         }
