@@ -245,3 +245,32 @@ async def test_the_detail_of_a_cluster_member_names_the_key_that_lists_the_membe
         single = text_of(app.review.query_one("#detail"))
     assert "duplicate cluster of 4 · c lists its members" in member
     assert "duplicate cluster" not in single
+
+
+async def palette(app: ReviewApp, pilot, title: str) -> None:
+    await pilot.press("ctrl+p", *title)
+    await settle(
+        pilot,
+        lambda: (
+            app.screen.query("CommandList")
+            and title in str(app.screen.query_one("CommandList").get_option_at_index(0).prompt)
+        ),
+    )
+    await pilot.press("enter")
+
+
+async def test_the_palette_shows_the_marked_items_only_and_clears_the_marks(desk):
+    app = desk.app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("m", "j", "m")  # fp-q-1 and fp-s1
+        await palette(app, pilot, "Show the marked items only")
+        await settle(pilot, lambda: app.review.queue_list.total == 2)
+        only = text_of(app.review.query_one("#filter-line"))
+        await palette(app, pilot, "Clear the marks")
+        await settle(
+            pilot, lambda: "no item is marked" in text_of(app.review.query_one("#status-bar"))
+        )
+        await pilot.press("D")
+    assert "only marked (2)" in only and "2 marked" in only
+    assert "nothing is marked in this queue" in notices(app)
+    assert records(desk.ws) == []
