@@ -956,8 +956,16 @@ class ReviewScreen(Screen):
             self.refuse("no item is highlighted")
             return
         item = self.ws.item(row.queue, row.item_id)
-        if item is None or not cluster_members(item["payload"]):
+        members = cluster_members(item["payload"]) if item is not None else []
+        if item is None or not members:
             self.refuse(f"{row.item_id} is in no duplicate cluster")
+            return
+        if len(members) > BULK_LIMIT:
+            # The payload says how many; a list nobody can read is not offered for signing.
+            self.refuse(
+                f"{row.item_id}'s cluster lists {len(members):,} members, more than "
+                f"{BULK_LIMIT} to show at once: filter and mark them instead"
+            )
             return
         self._bulk_token += 1
         self.say("finding the cluster's items…")

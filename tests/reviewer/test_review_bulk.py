@@ -274,3 +274,30 @@ async def test_the_palette_shows_the_marked_items_only_and_clears_the_marks(desk
     assert "only marked (2)" in only and "2 marked" in only
     assert "nothing is marked in this queue" in notices(app)
     assert records(desk.ws) == []
+
+
+async def test_a_cluster_listing_more_members_than_can_be_shown_is_refused(desk, workspace):
+    members = [{"id": f"m-{n}", "index": n} for n in range(1001)]
+    workspace.ingest(
+        [
+            BacklogItem.make(
+                PAIRS,
+                "fp-huge",
+                "run-1",
+                {
+                    "eval": {"id": "m-0", "index": 0, "text": "huge"},
+                    "matches": [],
+                    "cluster": members,
+                    "summary": {"title": "huge cluster", "score": 0.99, "tags": []},
+                },
+            )
+        ]
+    )
+    app = desk.app()
+    async with app.run_test(size=SIZE) as pilot:
+        assert cursor_item(app) == "fp-huge"
+        await pilot.press("c")
+        await pilot.pause()
+        assert app.screen is app.review
+    assert "fp-huge's cluster lists 1,001 members, more than 1000 to show at once" in notices(app)
+    assert records(desk.ws) == []
