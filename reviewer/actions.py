@@ -195,6 +195,74 @@ ACTIONS: tuple[Action, ...] = (
         palette_help="the next item to decide here, else the next queue you decide",
     ),
     Action(
+        "review.resolve_exam",
+        "R",
+        "resolve_exam",
+        "Resolve exam",
+        "review",
+        show=False,
+        title="Resolve the exam",
+        palette_help="offer exam resolve as a background job once its candidates are decided",
+    ),
+    Action(
+        "review.mark",
+        "m",
+        "mark",
+        "Mark",
+        "review",
+        show=False,
+        title="Mark item",
+        palette_help="mark or unmark the highlighted item for one bulk decision",
+    ),
+    Action(
+        "review.mark_shown",
+        "M",
+        "mark_shown",
+        "Mark all shown",
+        "review",
+        show=False,
+        title="Mark every item shown",
+        palette_help="mark every item the filter shows (again: unmark them)",
+    ),
+    Action(
+        "review.decide_marked",
+        "D",
+        "decide_marked",
+        "Decide marked",
+        "review",
+        show=False,
+        title="Decide the marked items",
+        palette_help="show every marked item, then one key decides them all",
+    ),
+    Action(
+        "review.cluster",
+        "c",
+        "cluster",
+        "Cluster",
+        "review",
+        show=False,
+        title="Duplicate cluster",
+        palette_help="the highlighted item's cluster: visit each member or decide them all",
+    ),
+    Action(
+        "review.show_marked",
+        None,
+        "show_marked",
+        "Show marked only",
+        "review",
+        title="Show the marked items only",
+        palette_help="filter the queue to what is marked",
+    ),
+    Action(
+        "review.clear_marks",
+        None,
+        "clear_marks",
+        "Clear marks",
+        "review",
+        title="Clear the marks",
+        palette_help="unmark every item of this queue",
+    ),
+    Action(
         "review.calibration",
         "C",
         "calibration",
@@ -252,6 +320,12 @@ ACTIONS: tuple[Action, ...] = (
     Action("note.cancel", "escape", "cancel", "Cancel", "note"),
     Action("filter.cancel", "escape", "cancel", "Cancel", "filter"),
     Action("filter.clear", "ctrl+r", "clear", "Clear all", "filter"),
+    Action("bulk.accept", "a", "decide('accept')", "Accept all", "bulk"),
+    Action("bulk.reject", "x", "decide('reject')", "Reject all", "bulk"),
+    Action("bulk.skip", "space", "decide('skip')", "Skip all", "bulk"),
+    Action("bulk.down", "j", "move(1)", "Down", "bulk", show=False),
+    Action("bulk.up", "k", "move(-1)", "Up", "bulk", show=False),
+    Action("bulk.cancel", "escape", "cancel", "Cancel", "bulk"),
     Action("jobs.close", "escape", "close", "Close", "jobs"),
     Action("jobs.cancel", "ctrl+k", "cancel_newest", "Cancel newest running job", "jobs"),
     # -- the lead's sign-off -----------------------------------------------------
@@ -350,7 +424,7 @@ def in_palette(scope: str) -> list[Action]:
 # dialog may reuse those keys; a dialog with a text field takes every printable
 # key as text.
 FOCUS_SCOPES: dict[str, tuple[str, ...]] = {"review": ("queue",)}
-DIALOGS = frozenset({"overrule", "note", "filter", "jobs", "signoff.confirm", "help"})
+DIALOGS = frozenset({"overrule", "note", "filter", "jobs", "signoff.confirm", "help", "bulk"})
 OFF_OVER_DIALOGS = frozenset({"quit", "cycle_theme", "help"})
 TEXT_FIELDS = frozenset({"note", "filter", "jobs", "signoff.confirm"})
 
@@ -439,6 +513,7 @@ SCOPE_NAMES = {
     "overrule": "overrule dialog",
     "note": "note dialog",
     "filter": "filter dialog",
+    "bulk": "bulk decision",
     "jobs": "jobs panel",
     "signoff": "sign-off",
     "signoff.confirm": "sign-off confirmation",

@@ -2,15 +2,15 @@
 
 ``after_queue`` gives them best first, each with the binding that takes it, so
 the review's notice says the key as the keymap binds it now: going on to the
-next queue this session decides that still has work; for a finished
-adjudication queue, resolving each exam run it came from (a job); once no
-queue has work left, the sign-off (for a lead; anyone else is told it is the
-lead's).
+next queue this session decides that still has work; for an adjudication
+queue whose candidates are only skipped, that they must be accepted or
+rejected before the exam resolves (once all are, the review offers the key
+that resolves it); once no queue has work left, the sign-off (for a lead;
+anyone else is told it is the lead's).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from engine.item_query import QueueProgress
@@ -46,16 +46,8 @@ def next_queue(queue: str, progress: dict[str, QueueProgress], session: Session)
     return None
 
 
-def after_queue(
-    queue: str,
-    progress: dict[str, QueueProgress],
-    session: Session,
-    exam_runs: Sequence[str] = (),
-) -> list[Step]:
-    """Gives the steps to offer once ``queue`` has nothing undecided, best first.
-
-    ``exam_runs``: the runs the adjudication queue's items came from (each is
-    resolved by its own ``exam resolve``)."""
+def after_queue(queue: str, progress: dict[str, QueueProgress], session: Session) -> list[Step]:
+    """Gives the steps to offer once ``queue`` has nothing undecided, best first."""
     steps = []
     then = next_queue(queue, progress, session)
     if then is not None:
@@ -65,11 +57,15 @@ def after_queue(
                 f"go on to {QUEUE_LABELS[then]} ({undecided(progress, then):,} to decide)",
             )
         )
-    if queue == EXAM_QUEUE and not session.read_only:
-        steps += [
-            Step("review.jobs", f"resolve the exam: run exam resolve --run-id {run}")
-            for run in exam_runs
-        ]
+    skipped = progress[queue].skip if queue in progress else 0
+    if queue == EXAM_QUEUE and skipped:
+        # A skip settles nothing: resolving now would leave the exam pending.
+        steps.append(
+            Step(
+                None,
+                f"{skipped:,} skipped: accept or reject them before the exam can be resolved",
+            )
+        )
     if not any(undecided(progress, q) for q in QUEUES):
         if session.signoff_refusal() is None:
             steps.append(Step("review.signoff", "every queue is decided: sign off"))

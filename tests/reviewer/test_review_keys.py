@@ -100,3 +100,31 @@ async def test_the_key_line_shows_help_as_the_keymap_binds_it(desk):
     app = ReviewApp(desk.ws, open_session(desk.ws, key=str(desk.rita)), keymap={"app.help": "h"})
     line = await _key_line(app)
     assert "h help" in line and "? help" not in line, line
+
+
+def test_every_dialog_is_known_to_the_clash_check_as_one():
+    # Over a dialog the app's q, t and ? give way: the check must know which scopes are
+    # dialogs, or it refuses keymaps that are fine there (and misses what is not).
+    from textual.screen import ModalScreen
+
+    from reviewer.actions import DIALOGS
+    from reviewer.bulk_screen import BulkScreen
+    from reviewer.calibration_screen import CalibrationScreen, RatesScreen
+    from reviewer.jobs_screen import JobsScreen
+    from reviewer.modals import ConfirmOverrule, FilterScreen, HelpScreen, NoteScreen
+    from reviewer.signoff_screen import ConfirmSignoff, SignoffScreen
+
+    screens = (
+        BulkScreen,
+        CalibrationScreen,
+        RatesScreen,
+        JobsScreen,
+        ConfirmOverrule,
+        FilterScreen,
+        HelpScreen,
+        NoteScreen,
+        ConfirmSignoff,
+        SignoffScreen,
+    )
+    modal = {s.SCOPE for s in screens if issubclass(s, ModalScreen)}
+    assert modal == set(DIALOGS)

@@ -128,15 +128,16 @@ async def test_deciding_the_last_pair_says_the_queue_is_done_and_enter_goes_on(d
         )
 
 
-async def test_the_adjudicator_is_offered_exam_resolve_when_the_queue_is_done(desk):
+async def test_an_adjudication_queue_done_by_skips_says_what_still_blocks_the_exam(desk):
     app = app_for(desk, desk.adam)
     async with app.run_test(size=SIZE) as pilot:
         assert app.review.queue == "adjudication"
-        await pilot.press("a")
+        await pilot.press("space")
         assert (
-            "adjudicate done, all 1 decided · b: resolve the exam: run exam resolve "
-            "--run-id run-test" in app.review.message
+            "adjudicate done, all 1 decided · 1 skipped: accept or reject them before the "
+            "exam can be resolved" in app.review.message
         )
+        assert "resolves the exam" not in app.review.message
 
 
 async def test_the_lead_is_offered_the_sign_off_once_every_queue_is_decided(desk):
