@@ -69,11 +69,13 @@ class ReviewApp(App):
         self.ws = ws
         self.session = session
         self._start_keymap = dict(keymap or {})
-        for clash in keymap_clashes(self._start_keymap):
-            raise InputError(clash.message, field=f"keymap.{clash.binding_id}")
+        clashes = keymap_clashes(self._start_keymap)
+        if clashes:
+            raise InputError(clashes[0].message, field=f"keymap.{clashes[0].binding_id}")
         self.saved = saved if saved is not None else load_state(ws.workspace_id)
         self._start_theme = theme or self.saved.theme or DEFAULT_THEME
         self._theme_chosen = False  # True once the start theme is set: later ones are kept
+        self._keep_failed = False  # the state file could not be written (said once)
         for t in load_themes().values():
             self.register_theme(t)
 
@@ -110,7 +112,7 @@ class ReviewApp(App):
             save_state(self.ws.workspace_id, state)
         except OSError as exc:
             # Nothing of the review depends on it: say so once and go on.
-            if not getattr(self, "_keep_failed", False):
+            if not self._keep_failed:
                 self._keep_failed = True
                 self.notify(
                     f"the view will not be remembered for next time: {exc}",

@@ -113,7 +113,9 @@ def load_config(path: Path | None = None, *, known_binding_ids: set[str] | None 
     if known_binding_ids is not None:
         # A key given to two actions that are live together would quietly leave one
         # of them without a key: refused here, before any screen is drawn.
-        for clash in keymap_clashes(keymap):
+        clashes = keymap_clashes(keymap)
+        if clashes:
+            clash = clashes[0]
             raise InputError(
                 clash.message,
                 path=path,

@@ -151,3 +151,17 @@ async def test_the_lead_is_offered_the_sign_off_once_every_queue_is_decided(desk
         assert "S: every queue is decided: sign off" in app.review.message
         await pilot.press("S")
         assert app.screen.__class__.__name__ == "SignoffScreen"
+
+
+async def test_a_view_that_cannot_be_saved_is_said_once_and_the_review_goes_on(
+    desk, tmp_path, monkeypatch
+):
+    not_a_dir = tmp_path / "config-is-a-file"
+    not_a_dir.write_text("")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(not_a_dir))
+    app = app_for(desk)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("o", "o", "a")
+        said = notices(app)
+    assert said.count("the view will not be remembered for next time") == 1, said
+    assert app.review.decided_here  # the decision was still signed
