@@ -12,7 +12,7 @@ from __future__ import annotations
 import sqlite3
 import time
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Protocol, cast
 
 from rich.text import Text
 from textual import on, work
@@ -51,6 +51,12 @@ __all__ = ["POLL_SECONDS", "ReviewScreen", "why_not_written"]
 SORT_CYCLE = ("score_desc", "score_asc", "id_asc")
 SORT_LABEL = dict(SORTS)
 STATUS_CYCLE = (None, *STATUSES)
+
+
+class _Keyed(Protocol):
+    """The app's side this screen uses (the app module sits above it)."""
+
+    def key_hints(self, screen: Screen) -> list[tuple[str, str]]: ...
 
 
 @dataclass
@@ -282,7 +288,7 @@ class ReviewScreen(Screen):
     # -- drawing ----------------------------------------------------------------
     def show_key_hints(self) -> None:
         """Redraws the key line from the bindings shown, as the keymap binds them now."""
-        self.query_one(KeyHints).show(self.app.key_hints(self))
+        self.query_one(KeyHints).show(cast(_Keyed, self.app).key_hints(self))
 
     def _show_tabs(self) -> None:
         self.query_one(QueueTabs).show(self.queue, self.progress)
@@ -442,7 +448,12 @@ class ReviewScreen(Screen):
         lst = self.queue_list
         try:
             (outcome,) = self.ws.decide_many(
-                self.session.signer, row.queue, [row.item_id], decision, overrule=overrule, **args
+                self.session.require_signer(),
+                row.queue,
+                [row.item_id],
+                decision,
+                overrule=overrule,
+                **args,
             )
         except OverruleRequired as exc:
             if overrule is False:
@@ -455,6 +466,8 @@ class ReviewScreen(Screen):
             return
         record = outcome.record
         if record is None:
+            # Nothing appended: the signer's own standing decision already said the same.
+            assert outcome.standing is not None
             self.message = f"already {decision} by you (#{outcome.standing['seq']}): nothing signed"
             self._show_status()
         else:
@@ -494,7 +507,7 @@ class ReviewScreen(Screen):
         if args is None:
             return
         try:
-            record = self.ws.retract(self.session.signer, row.queue, row.item_id, **args)
+            record = self.ws.retract(self.session.require_signer(), row.queue, row.item_id, **args)
         except (SealdeskError, sqlite3.Error) as exc:
             self.refuse(why_not_written(exc))
             return
@@ -570,7 +583,9 @@ class ReviewScreen(Screen):
             if args is None:
                 return
             try:
-                record = self.ws.note(self.session.signer, row.queue, row.item_id, text, **args)
+                record = self.ws.note(
+                    self.session.require_signer(), row.queue, row.item_id, text, **args
+                )
             except (SealdeskError, sqlite3.Error) as exc:
                 self.refuse(why_not_written(exc))
                 return
