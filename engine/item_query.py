@@ -14,6 +14,7 @@ page of 100 rows costs 100 index probes, not a scan of the whole ledger.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from dataclasses import dataclass
 from typing import Any
@@ -33,6 +34,7 @@ SORTS = ("score_desc", "score_asc", "id_asc", "id_desc")
 INDEXES = """
 CREATE INDEX IF NOT EXISTS items_browse ON items(queue, score, item_id, title, tags);
 CREATE INDEX IF NOT EXISTS records_signoff ON records(seq) WHERE kind = 'signoff';
+CREATE INDEX IF NOT EXISTS items_title ON items(queue, title COLLATE NOCASE, item_id);
 """
 
 # seq of the item's effective decision, or NULL when it has none.
@@ -48,8 +50,10 @@ _ORDER = {
     # (queue, score, item_id) serves both directions.
     "score_desc": "i.score DESC, i.item_id DESC",
     "score_asc": "i.score ASC, i.item_id ASC",
-    "id_asc": "i.item_id ASC",
-    "id_desc": "i.item_id DESC",
+    # "id" is the human one a row shows (its title leads with the eval item's id, the
+    # category, the claim), not the content hash; the hash only breaks ties.
+    "id_asc": "i.title COLLATE NOCASE ASC, i.item_id ASC",
+    "id_desc": "i.title COLLATE NOCASE DESC, i.item_id DESC",
 }
 
 
@@ -64,6 +68,7 @@ class ItemFilter:
     text: str | None = None  # free text: title, id, tags and payload
     decided_by: str | None = None  # "me" or "others" (needs principal)
     principal: str | None = None  # who "me" is
+    items: tuple[str, ...] | None = None  # only these item ids (a chosen set, e.g. a band)
 
     def validate(self) -> ItemFilter:
         """Gives self after checking every field, or raises naming the field."""
@@ -76,6 +81,8 @@ class ItemFilter:
                 f"unknown decided_by {self.decided_by!r} (expected me or others)",
                 field="decided_by",
             )
+        if self.items is not None and not all(isinstance(i, str) for i in self.items):
+            raise InputError("item ids must be strings", field="items")
         if self.decided_by and not self.principal:
             raise InputError("decided by me/others needs a signing identity", field="decided_by")
         if (
@@ -131,7 +138,8 @@ def _where(queue: str, f: ItemFilter) -> tuple[str, list[Any]]:
     if queue not in QUEUES:
         raise InputError(f"unknown queue {queue!r}", field="queue")
     f.validate()
-    clauses, args = ["i.queue = ?"], [queue]
+    clauses = ["i.queue = ?"]
+    args: list[Any] = [queue]
     if f.tag:
         clauses.append("instr(',' || i.tags || ',', ',' || ? || ',') > 0")
         args.append(f.tag)
@@ -141,6 +149,10 @@ def _where(queue: str, f: ItemFilter) -> tuple[str, list[Any]]:
     if f.score_max is not None:
         clauses.append("i.score <= ?")
         args.append(float(f.score_max))
+    if f.items is not None:
+        # One JSON parameter however many ids: no limit on SQL variables.
+        clauses.append("i.item_id IN (SELECT value FROM json_each(?))")
+        args.append(json.dumps(list(f.items)))
     if f.text:
         needle = f.text.lower()
         clauses.append(
@@ -197,7 +209,7 @@ def count(conn: sqlite3.Connection, queue: str, f: ItemFilter) -> int:
     """Gives how many items of a queue pass the filter."""
     where, args = _where(queue, f)
     if (f.status or f.decided_by) and not (
-        f.tag or f.text or f.score_min is not None or f.score_max is not None
+        f.tag or f.text or f.score_min is not None or f.score_max is not None or f.items is not None
     ):
         return _count_by_decision(conn, queue, f)
     return conn.execute(f"SELECT COUNT(*) FROM items i WHERE {where}", args).fetchone()[0]
@@ -211,7 +223,8 @@ def _count_by_decision(conn: sqlite3.Connection, queue: str, f: ItemFilter) -> i
     Every decision record binds an item the workspace holds (verify checks
     it), so the undecided are the total less the decided.
     """
-    conds, args = ["r.queue = ?"], [queue]
+    conds = ["r.queue = ?"]
+    args: list[str | None] = [queue]
     if f.status and f.status != "undecided":
         conds.append("r.decision = ?")
         args.append(f.status)
@@ -242,23 +255,25 @@ def position(
     if sort not in _ORDER:
         raise InputError(f"unknown sort {sort!r} (expected {', '.join(SORTS)})", field="sort")
     row = conn.execute(
-        "SELECT score FROM items WHERE queue = ? AND item_id = ?", (queue, item_id)
+        "SELECT score, title FROM items WHERE queue = ? AND item_id = ?", (queue, item_id)
     ).fetchone()
     if row is None:
         return None
     where, args = _where(queue, f)
-    before, extra = _rows_before(sort, row[0], item_id)
+    before, extra = _rows_before(sort, row[0], row[1], item_id)
     return conn.execute(
         f"SELECT COUNT(*) FROM items i WHERE {where} AND ({before})", [*args, *extra]
     ).fetchone()[0]
 
 
-def _rows_before(sort: str, score: float | None, item_id: str) -> tuple[str, list[Any]]:
-    """Gives the condition for rows listed before (score, item_id) in a sort order."""
-    if sort == "id_asc":
-        return "i.item_id < ?", [item_id]
-    if sort == "id_desc":
-        return "i.item_id > ?", [item_id]
+def _rows_before(sort: str, score: float | None, title: str, item_id: str) -> tuple[str, list[Any]]:
+    """Gives the condition for rows listed before an item in a sort order."""
+    if sort in ("id_asc", "id_desc"):
+        op = "<" if sort == "id_asc" else ">"
+        return (
+            f"i.title COLLATE NOCASE {op} ? OR (i.title = ? COLLATE NOCASE AND i.item_id {op} ?)",
+            [title, title, item_id],
+        )
     # SQLite sorts NULL as the smallest score: last when descending, first ascending.
     if sort == "score_desc":
         if score is None:
@@ -270,6 +285,47 @@ def _rows_before(sort: str, score: float | None, item_id: str) -> tuple[str, lis
         "i.score IS NULL OR i.score < ? OR (i.score = ? AND i.item_id < ?)",
         [score, score, item_id],
     )
+
+
+def item_ids(
+    conn: sqlite3.Connection, queue: str, f: ItemFilter, sort: str, limit: int
+) -> list[str]:
+    """Gives the ids of up to ``limit`` items passing the filter, in the listing's order."""
+    if sort not in _ORDER:
+        raise InputError(f"unknown sort {sort!r} (expected {', '.join(SORTS)})", field="sort")
+    where, args = _where(queue, f)
+    sql = f"SELECT i.item_id FROM items i WHERE {where} ORDER BY {_ORDER[sort]} LIMIT ?"
+    return [r[0] for r in conn.execute(sql, [*args, max(0, int(limit))])]
+
+
+def items_by_field(
+    conn: sqlite3.Connection,
+    queue: str,
+    path: str,
+    values: list[Any],
+    run_id: str | None = None,
+) -> dict[Any, list[str]]:
+    """Gives, for each value, the ids of the queue's items whose payload holds it at
+    ``path`` (a JSON path such as ``$.eval.id``), within one run if named.
+
+    It reads every payload of the queue (or run): callers run it off the UI thread.
+    """
+    if queue not in QUEUES:
+        raise InputError(f"unknown queue {queue!r}", field="queue")
+    if not path.startswith("$"):
+        raise InputError(f"not a JSON path: {path!r}", field="path")
+    sql = (
+        "SELECT json_extract(payload, ?) AS v, item_id FROM items WHERE queue = ? "
+        "AND v IN (SELECT value FROM json_each(?))"
+    )
+    args: list[Any] = [path, queue, json.dumps(values)]
+    if run_id is not None:
+        sql += " AND run_id = ?"
+        args.append(run_id)
+    out: dict[Any, list[str]] = {}
+    for value, item_id in conn.execute(sql + " ORDER BY item_id", args):
+        out.setdefault(value, []).append(item_id)
+    return out
 
 
 def tags(conn: sqlite3.Connection, queue: str, limit: int = 50) -> list[str]:

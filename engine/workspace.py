@@ -17,12 +17,12 @@ import os
 import re
 import sqlite3
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine import item_query
 from engine.canonical import canonical_json, canonical_sha256, parse_canonical, sha256_hex
@@ -42,6 +42,9 @@ from engine.ledger.records import DECISIONS, Record, utc_now
 from engine.ledger.signers import Signer
 from engine.roles import QUEUE_ROLES, QUEUES, SIGNOFF_ROLE, outranks
 from engine.sqlitedb import connect, database, storage_error, write_transaction
+
+if TYPE_CHECKING:  # imported where a receipt is made: not needed to open a workspace
+    from engine.ledger.receipts import TreeCache
 
 SCHEMA_VERSION = "1"
 DB_NAME = "sealdesk.db"
@@ -101,7 +104,7 @@ BEGIN SELECT RAISE(ABORT, 'runs are immutable: DELETE refused'); END;
 
 @dataclass(frozen=True)
 class BacklogItem:
-    """One thing a human must decide (DESIGN.md, Backlog item)."""
+    """One thing a human must decide (docs/reference/workspace.md, "Backlog items")."""
 
     queue: str
     item_id: str
@@ -225,7 +228,8 @@ def _summary(payload: dict[str, Any]) -> tuple[str, float | None, str]:
     summary = payload.get("summary")
     if not isinstance(summary, dict):
         return "", None, ""
-    title = summary.get("title") if isinstance(summary.get("title"), str) else ""
+    title = summary.get("title")
+    title = title if isinstance(title, str) else ""
     score = summary.get("score")
     score = (
         float(score) if isinstance(score, (int, float)) and not isinstance(score, bool) else None
@@ -311,7 +315,8 @@ class Workspace:
         row = conn.execute("SELECT value FROM meta WHERE key='workspace_id'").fetchone()
         self.workspace_id: str = row[0]
         self._authority: tuple[tuple[int, int], Authority] | None = None
-        self._tree = None  # receipts' tree head, extended as this process appends
+        # receipts' tree head, extended as this process appends
+        self._tree: TreeCache | None = None
 
     @cached_property
     def db(self):
@@ -805,6 +810,8 @@ class Workspace:
         )
         if outcome.record is not None:
             return outcome.record
+        # No record appended: the signer's own standing decision already said the same.
+        assert outcome.standing is not None
         standing = store.get_record(self.conn, outcome.standing["seq"])
         assert standing is not None  # it stood inside the transaction just closed
         return standing
@@ -819,7 +826,7 @@ class Workspace:
         note: str | None = None,
         principal: str | None = None,
         role: str | None = None,
-        overrule: bool | str = False,
+        overrule: bool | str | Mapping[str, str] = False,
     ) -> list[DecisionOutcome]:
         """Gives what deciding each item did, after signing and durably appending every
         needed record in one write transaction: all or nothing.
@@ -835,6 +842,10 @@ class Workspace:
           and the record then carries ``data: {"overrules": <its record hash>}``;
         - a decision made in a role that outranks the signer's is never replaced
           (PermissionRefused), as it is never retracted from another role.
+
+        ``overrule`` as a mapping names, per item, the record hash of the decision
+        the person agreed to overrule on it (a bulk decision shows every one and
+        takes one confirmation); an item it does not name is not overruled.
         """
         if decision not in DECISIONS:
             raise InputError(
@@ -847,6 +858,12 @@ class Workspace:
             raise InputError(
                 "an overrule naming the decision it replaces is about one item", field="overrule"
             )
+        per_item = overrule if isinstance(overrule, Mapping) else None
+        if per_item is not None and not set(per_item) <= set(ids):
+            stray = sorted(set(per_item) - set(ids))[0]
+            raise InputError(
+                f"an overrule names item {stray!r}, which is not being decided", field="overrule"
+            )
         principal, role = self.identify(signer, principal, role, queue)
         standing: list[dict[str, Any] | None] = [None] * len(ids)
 
@@ -854,8 +871,11 @@ class Workspace:
             def check(conn: sqlite3.Connection) -> dict[str, Any] | None:
                 binding = self._item_binding(conn, queue, ids[index])
                 standing[index] = store.effective_decisions_for(conn, queue, ids[index])
+                allowed = (
+                    overrule.get(ids[index], False) if isinstance(overrule, Mapping) else overrule
+                )
                 extra = _replacing(
-                    standing[index], queue, ids[index], decision, principal, role, overrule
+                    standing[index], queue, ids[index], decision, principal, role, allowed
                 )
                 return None if extra is None else {**binding, **extra}
 

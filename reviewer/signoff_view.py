@@ -7,9 +7,10 @@ Emphasis is by weight and reverse video, never by hue alone.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from rich.console import Group, RenderableType
+from rich.console import Group, JustifyMethod, RenderableType
 from rich.table import Table
 from rich.text import Text
 
@@ -38,14 +39,27 @@ def _label(text: str, width: int = 9) -> Text:
     return Text.assemble((f"  {text:<{width}}", "bold"))
 
 
-def readiness(s: SignoffSummary, sign_key: str, exceptions_key: str) -> Text:
-    """Gives the one line that says whether a sign-off would be accepted, and with which key."""
+def readiness(
+    s: SignoffSummary,
+    sign_key: str,
+    exceptions_key: str,
+    holds: Sequence[str] | None = None,
+) -> Text:
+    """Gives the one line that says whether a sign-off would be accepted, and with which key.
+
+    READY only when nothing is undecided and no hold stands: ``holds`` are the
+    reasons besides undecided items (the summary's own, by default: an exam still
+    PENDING_ADJUDICATION), each named on the line.
+    """
     blocker = s.blocker(with_exceptions=True)
     if blocker is not None:
         return Text(f" BLOCKED: {blocker}", style="bold reverse")
-    if s.pending:
+    reasons = ([f"{len(s.pending)} item(s) undecided"] if s.pending else []) + list(
+        s.holds if holds is None else holds
+    )
+    if reasons:
         return Text(
-            f" NOT READY: {len(s.pending)} item(s) undecided; {exceptions_key} signs "
+            f" NOT READY: {'; '.join(reasons)}; {exceptions_key} signs "
             "with exceptions, listed in the record",
             style="bold reverse",
         )
@@ -152,12 +166,13 @@ def exam_section(e: ExamStatus) -> RenderableType:
     if not e.gates:
         return head
     table = Table(box=None, pad_edge=False, padding=(0, 1), show_edge=False)
-    for name, justify in (
+    columns: tuple[tuple[str, JustifyMethod], ...] = (
         ("  gate", "left"),
         ("value", "right"),
         ("threshold", "left"),
         ("verdict", "left"),
-    ):
+    )
+    for name, justify in columns:
         table.add_column(Text(name), justify=justify, no_wrap=True)
     for g in e.gates:
         verdict, style = _VERDICT[g.passed]
