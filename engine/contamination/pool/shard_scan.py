@@ -299,6 +299,7 @@ class _ShardPrefilter:
     def __init__(self, plan: EmbedPlan) -> None:
         from engine.contamination.channels.prefilter import CandidateHeap
 
+        assert plan.prefilter_eval is not None  # set with the prefilter, by the driver
         self.encoder = plan.prefilter
         self.heap = CandidateHeap(plan.prefilter_eval, plan.candidates)
 
