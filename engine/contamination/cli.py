@@ -182,7 +182,7 @@ from engine.outputs import InputFile, OutputFile
     type=click.IntRange(min=1),
     default=None,
     help="Pool documents per eval item the static prefilter keeps for the full model to "
-    "score [default: 20].",
+    "score [default: 20, or --top-k if larger].",
 )
 @click.option(
     "--prefilter-model",

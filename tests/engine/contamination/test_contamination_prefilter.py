@@ -232,3 +232,36 @@ def test_another_scoring_model_gets_a_prefilter_distilled_from_it(distilled, tmp
     assert sorted(p.name for p in (root / "cache" / "prefilter").iterdir()) == sorted(
         [Path(first["path"]).name, Path(made["path"]).name]
     )
+
+
+@pytest.mark.parametrize(
+    ("options", "field", "reason"),
+    [
+        (["--no-embed", "--prefilter-k", "5"], "prefilter-k", "--no-embed turns off"),
+        (["--embed-exhaustive", "--embed-two-stage"], "embed-two-stage", "replaces"),
+        (["--embed-exhaustive", "--prefilter-k", "5"], "prefilter-k", "replaces"),
+        (["--embed-two-stage", "--prefilter-k", "2"], "prefilter-k", "at least --top-k (3)"),
+    ],
+)
+def test_a_search_option_the_scan_would_ignore_is_refused_in_one_line(
+    sealdesk_main, ws, options, field, reason
+):
+    proc = sealdesk_main(
+        "scan",
+        "contamination",
+        "--eval",
+        SAMPLE / "eval.jsonl",
+        "--text-field",
+        "question",
+        "--pool",
+        SAMPLE / "pool.jsonl",
+        "--pool-text-field",
+        "text",
+        *options,
+        workspace=ws,
+    )
+    assert proc.returncode == 2, proc.stderr
+    (line,) = proc.stderr.strip().splitlines()
+    assert field in line and reason in line, line
+    assert not (ws / "artifacts").exists() or list((ws / "artifacts").iterdir()) == []
+    assert not (ws / "cache" / "prefilter").exists()
