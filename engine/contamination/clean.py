@@ -23,6 +23,7 @@ from engine.canonical import (
     strict_loads,
 )
 from engine.contamination.inputs.canonical_text import content_sha256
+from engine.contamination.report.findings import FLAGGED_LABEL, LEAKAGE_LABEL
 from engine.contamination.report.power import minimum_detectable_difference
 from engine.contamination.scan import EVAL_ITEMS, ITEMS, REPORT
 from engine.errors import InputError, IntegrityError
@@ -98,6 +99,29 @@ def _refuse_keeping_a_confirmed_leak(
             )
 
 
+def confirmed_leakage(
+    flagged: int, accepted: int, rejected: int, undecided: int, n: int
+) -> dict[str, Any]:
+    """Gives the leakage rate review confirmed, beside what the scan flagged and what is
+    still pending: only an accepted item is a leak; a flagged one is a suspicion."""
+    return {
+        "label": LEAKAGE_LABEL,
+        "rate": round(accepted / n, 6) if n else None,
+        "confirmed_items": accepted,
+        "rejected_items": rejected,
+        "pending_review": undecided,
+        "eval_items": n,
+        "flagged": {
+            "label": FLAGGED_LABEL,
+            "items": flagged,
+            "rate": round(flagged / n, 6) if n else None,
+        },
+        "definition": "eval items a reviewer accepted as leaks or duplicates / eval items; "
+        "pending_review items were flagged and nobody decided them (kept only with "
+        "--allow-undecided), so the rate is a lower bound while any are pending",
+    }
+
+
 def clean(
     ws: Workspace,
     run_id: str | None = None,
@@ -157,17 +181,7 @@ def clean(
         n_before, alpha=alpha, power=power, accuracy=accuracy
     )
     mde_after = minimum_detectable_difference(n_after, alpha=alpha, power=power, accuracy=accuracy)
-    # Leakage after the drop: flagged items still in the set that no reviewer
-    # cleared (only --allow-undecided keeps any); reviewer-rejected ones were
-    # judged false positives, and confirmed leaks are gone.
-    flagged = len(items)
-    leakage = {
-        "before": round(flagged / n_before, 6) if n_before else None,
-        "after": round(len(undecided) / n_after, 6) if n_after else None,
-        "flagged_before": flagged,
-        "unreviewed_after": len(undecided),
-        "definition": "flagged eval items not cleared by a reviewer / eval items",
-    }
+    leakage = confirmed_leakage(len(items), len(dropped), len(kept), len(undecided), n_before)
     basis = [(d["item_id"], d["decision"], d["record_hash"]) for d in dropped + kept]
     # Every input of the report names the run: other parameters are another clean run,
     # never a rewrite of one already recorded.

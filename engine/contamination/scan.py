@@ -96,6 +96,8 @@ class ScanConfig:
     shard_retries: int = 2
     resume: bool = True  # reuse the workspace's records of finished shards
     embed_cache: Path | None = None  # default: workspace/cache/embeddings.sqlite
+    # how each dataset's text and id fields were chosen (inputs.fields), for the report
+    fields: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -269,8 +271,8 @@ def _write(ws: Workspace, findings: Findings, timing: dict[str, float]) -> ScanO
     )[:8]
     run_id = f"contam-{now.strftime('%Y%m%dT%H%M%S%fZ')}-{inputs_tag}"
     rows = flagged_rows(findings)
-    report = build_report(findings, rows, run_id, now.isoformat(timespec="seconds"), timing)
     items = backlog_items(findings, run_id)
+    report = build_report(findings, rows, run_id, now.isoformat(timespec="seconds"), timing, items)
     eval_rows = [
         {"index": it.index, "id": it.id, "text": it.text, "row": it.row} for it in evalset.items
     ]
@@ -534,5 +536,6 @@ def run_scan(
         },
         pool_shards=scan.shards,
         pool_scan=scan.run,
+        fields=config.fields,
     )
     return _write(ws, findings, timing)

@@ -18,6 +18,7 @@ from engine.cli_context import GATE_ENV_VAR
 from engine.errors import InputError, IntegrityError, NotReadyError
 from engine.ledger.witness import push_latest
 from engine.outputs import InputFile, OutputFile
+from engine.signoff.run_status import contamination_words
 from engine.signoff.summary import SignoffSummary, lead_signer, sign_off, signoff_summary
 
 if TYPE_CHECKING:  # click passes the Ctx object (pass_obj); imported for annotations only
@@ -62,14 +63,8 @@ def summary_lines(s: SignoffSummary) -> list[str]:
     if c.state == "not run":
         out.append("Contamination: not run")
     else:
-        line = f"Contamination: leakage {_fmt(c.leakage_before)} before"
-        if c.state == "cleaned":
-            line += f", {_fmt(c.leakage_after)} after confirmed drops"
-            if c.dropped_items is not None:
-                line += f" ({c.dropped_items} dropped)"
-        else:
-            line += "; clean set not written yet (sealdesk contamination clean)"
-        out.append(line)
+        flagged, leakage = contamination_words(c)
+        out.append(f"Contamination: {leakage}; {flagged} at the scan")
         for p in c.power:
             out.append(f"  power: {p.name} {_fmt(p.before)} before -> {_fmt(p.after)} after")
         if c.state == "cleaned" and not c.power:

@@ -227,9 +227,10 @@ def _status_data(status) -> dict[str, Any]:
     return {
         "contamination": {
             "state": c.state,
-            "leakage_before": c.leakage_before,
-            "leakage_after": c.leakage_after,
-            "dropped_items": c.dropped_items,
+            "flagged_pending_review": c.flagged_rate,
+            "leakage_rate_confirmed": c.leakage_rate,
+            "confirmed_items": c.confirmed_items,
+            "pending_review": c.pending_items,
             "power": [asdict(p) for p in c.power],
         },
         "exam": {
