@@ -41,6 +41,7 @@ from reviewer.actions import SORTS, STATUSES, bindings
 from reviewer.jobs_screen import JobsScreen
 from reviewer.modals import ConfirmOverrule, FilterScreen, NoteScreen
 from reviewer.panes import render_detail
+from reviewer.panes.anchors import jump_target
 from reviewer.session import Session
 from reviewer.widgets.bars import JobsStrip, KeyHints, QueueTabs, StatusBar
 from reviewer.widgets.queue_list import QueueList
@@ -662,6 +663,21 @@ class ReviewScreen(Screen):
     def action_detail_scroll(self, direction: int) -> None:
         pane = self.query_one("#detail-pane")
         pane.scroll_relative(y=direction * max(1, pane.size.height // 2), animate=False)
+
+    def action_detail_jump(self, where: str) -> None:
+        """Scrolls the detail to its top, its end, its history or the next/previous match."""
+        pane = self.query_one("#detail-pane", VerticalScroll)
+        if where == "top":
+            pane.scroll_home(animate=False)
+            return
+        if where == "end":
+            pane.scroll_end(animate=False)
+            return
+        detail = self.query_one("#detail", Static)
+        line, said = jump_target(detail.content, detail.content_size.width, pane.scroll_y, where)
+        if line is not None:
+            pane.scroll_to(y=line, animate=False)
+        self.say(said)
 
     def action_jobs(self) -> None:
         self.app.push_screen(JobsScreen(self.ws.root), self._jobs_closed)
