@@ -41,7 +41,7 @@ from reviewer.actions import SORTS, STATUSES, bindings
 from reviewer.jobs_screen import JobsScreen
 from reviewer.modals import ConfirmOverrule, FilterScreen, NoteScreen
 from reviewer.panes import render_detail
-from reviewer.panes.anchors import jump_target
+from reviewer.panes.anchors import anchor_lines, jump_target
 from reviewer.session import Session
 from reviewer.widgets.bars import JobsStrip, KeyHints, QueueTabs, StatusBar
 from reviewer.widgets.queue_list import QueueList
@@ -106,6 +106,8 @@ class ReviewScreen(Screen):
         # The last item, once decided with nothing after it: decision keys then sign
         # nothing until the cursor moves (a held key must not re-sign it).
         self.ended_at: tuple[str, str] | None = None
+        # (detail drawn, width, line of each anchor in it): the jump keys' last reading
+        self._anchors: tuple[Any, int, dict[str, int]] | None = None
 
     def _first_queue(self) -> str:
         # Open on the queue this person decides, so the first key works.
@@ -674,7 +676,11 @@ class ReviewScreen(Screen):
             pane.scroll_end(animate=False)
             return
         detail = self.query_one("#detail", Static)
-        line, said = jump_target(detail.content, detail.content_size.width, pane.scroll_y, where)
+        width = detail.content_size.width
+        if self._anchors is None or self._anchors[:2] != (detail.content, width):
+            # Drawing a long item takes ~2 ms a match: once per item and width, not per key.
+            self._anchors = (detail.content, width, anchor_lines(detail.content, width))
+        line, said = jump_target(self._anchors[2], pane.scroll_y, where)
         if line is not None:
             pane.scroll_to(y=line, animate=False)
         self.say(said)

@@ -55,15 +55,14 @@ def anchor_lines(renderable: Any, width: int) -> dict[str, int]:
     return found
 
 
-def jump_target(renderable: Any, width: int, at: float, where: str) -> tuple[int | None, str]:
+def jump_target(lines: dict[str, int], at: float, where: str) -> tuple[int | None, str]:
     """Gives (line to scroll to, or None to stay; what to say) for a jump from scroll
-    offset ``at``.
+    offset ``at``, given the line of each anchor (``anchor_lines``).
 
     ``where`` is ``next_match``, ``prev_match`` or ``history``. The first match is
     the top of the pane (its facts open it), so "previous" from the second match
     goes back to the top, and "next" from the top goes to the second.
     """
-    lines = anchor_lines(renderable, width)
     if where == HISTORY:
         return (lines[HISTORY], "history") if HISTORY in lines else (None, "no history here")
     matches = sorted(
