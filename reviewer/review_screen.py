@@ -683,7 +683,9 @@ class ReviewScreen(Screen):
         line, said = jump_target(self._anchors[2], pane.scroll_y, where)
         if line is not None:
             pane.scroll_to(y=line, animate=False)
-        self.say(said)
+        # Named: the message stays in the status bar after the cursor moves on.
+        row = self.queue_list.current
+        self.say(f"{row.item_id}: {said}" if row is not None else said)
 
     def action_jobs(self) -> None:
         self.app.push_screen(JobsScreen(self.ws.root), self._jobs_closed)

@@ -92,6 +92,7 @@ async def test_keys_step_through_the_matches_of_an_item(evidence):
         assert "match 1 of 10: pool doc-016 (#16)" in _seen(app)
         await pilot.press("full_stop")
         await settle(pilot, lambda: _first_line(app).startswith("match 2 of 10: pool forum-001"))
+        assert app.review.message == "fp-ten: match 2 of 10"
         await pilot.press("full_stop", "full_stop")
         await settle(pilot, lambda: _first_line(app).startswith("match 4 of 10: pool forum-003"))
         assert "containment   1.000 ≥ 0.500 flags" in _seen(app)
@@ -102,7 +103,9 @@ async def test_keys_step_through_the_matches_of_an_item(evidence):
         await settle(pilot, lambda: app.review.query_one("#detail-pane").scroll_y == 0)
         assert _first_line(app).startswith("q-computers: There were 50")
         await pilot.press("comma")
-        await settle(pilot, lambda: "no match before this one (10 in all)" in app.review.message)
+        await settle(
+            pilot, lambda: app.review.message == "fp-ten: no match before this one (10 in all)"
+        )
 
 
 async def test_the_last_match_and_the_history_are_one_key_away(evidence):
@@ -114,7 +117,7 @@ async def test_the_last_match_and_the_history_are_one_key_away(evidence):
         # the history closes the detail: it comes into view at the bottom of the pane
         await settle(pilot, lambda: "history" in detail_on_screen(app.review))
         assert "no records yet" in _seen(app)
-        assert app.review.message == "history"
+        assert app.review.message == "fp-ten: history"
         await pilot.press("less_than_sign")
         await settle(pilot, lambda: pane.scroll_y == 0)
         for _ in range(9):
@@ -123,7 +126,9 @@ async def test_the_last_match_and_the_history_are_one_key_away(evidence):
         assert "triage        template sibling" in _seen(app)
         assert "kept          0 of 3 eval numbers" in _seen(app)
         await pilot.press("full_stop")
-        await settle(pilot, lambda: "no match after this one (10 in all)" in app.review.message)
+        await settle(
+            pilot, lambda: app.review.message == "fp-ten: no match after this one (10 in all)"
+        )
         assert _first_line(app).startswith("match 10 of 10")
         await pilot.press("greater_than_sign")
         await settle(pilot, lambda: pane.scroll_y == pane.max_scroll_y > 0)
