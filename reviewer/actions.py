@@ -226,6 +226,17 @@ ACTIONS: tuple[Action, ...] = (
         title="Sign-off",
         palette_help="the lead's summary of everything, then sign it off",
     ),
+    Action(
+        "review.calibration",
+        "C",
+        "calibration",
+        "Calibration",
+        "review",
+        show=False,
+        title="Calibration",
+        palette_help="flagged pairs: each channel's score histogram against its threshold, "
+        "Enter lists the borderline band; weak categories: recall and FPR against the policy",
+    ),
     Action("review.clear_search", "escape", "clear_search", "Clear search", "review", show=False),
     Action(
         "review.clear_filters",
@@ -314,6 +325,14 @@ ACTIONS: tuple[Action, ...] = (
     ),
     Action("signoff.confirm_cancel", "escape", "cancel", "Cancel", "signoff.confirm"),
     Action("help.close", "escape,question_mark,q", "close", "Close", "help"),
+    # -- the calibration view ----------------------------------------------------
+    Action("calibration.next", "j,down", "step(1)", "Channel", "calibration"),
+    Action("calibration.prev", "k,up", "step(-1)", "Previous channel", "calibration", show=False),
+    Action("calibration.band", "enter", "band", "Band's items", "calibration"),
+    Action("calibration.wider", "plus", "widen(1)", "Wider", "calibration"),
+    Action("calibration.narrower", "minus", "widen(-1)", "Narrower", "calibration", show=False),
+    Action("calibration.close", "escape", "close", "Back", "calibration"),
+    Action("rates.close", "escape", "close", "Back", "rates"),
     # -- the app, on every screen (last: its keys close the key line) ----------
     Action(
         "app.help",
@@ -369,6 +388,8 @@ SCOPE_NAMES = {
     "signoff": "sign-off",
     "signoff.confirm": "sign-off confirmation",
     "help": "help",
+    "calibration": "calibration",
+    "rates": "category rates",
     "app": "everywhere",
 }
 
@@ -389,6 +410,8 @@ _KEY_LABELS = {
     "pageup": "PgUp",
     "home": "Home",
     "end": "End",
+    "plus": "+",
+    "minus": "-",
     "up": "↑",
     "down": "↓",
 }
