@@ -117,8 +117,6 @@ class SideBySide:
         right: tuple[str, RenderableType],
         min_width: int = 64,
     ) -> None:
-        # below min_width the pane stacks the texts: two boxes narrower than ~24
-        # characters each are harder to read than one above the other
         self.left, self.right, self.min_width = left, right, min_width
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
