@@ -145,7 +145,9 @@ def clean(
     items = _lines(_artifact(ws, run_id, ITEMS, manifest))
 
     decided = effective_decisions(ws.conn, "flagged_pairs")
-    dropped, kept, undecided = [], [], []
+    dropped: list[dict[str, Any]] = []
+    kept: list[dict[str, Any]] = []
+    undecided: list[dict[str, Any]] = []
     for item in items:
         payload = item["payload"]
         entry = {

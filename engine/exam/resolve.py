@@ -56,7 +56,8 @@ def adjudicator_decisions(
         record = store.get_record(ws.conn, eff["seq"])
         body = record.body if record else {}
         if (
-            body.get("kind") != "decision"
+            record is None
+            or body.get("kind") != "decision"
             or body.get("role") != ADJUDICATOR_ROLE
             or body.get("item_sha256") != item.item_sha256
         ):

@@ -129,7 +129,7 @@ class RunStatus:
 
 def scan_artifacts(artifacts_dir: Path) -> list[ArtifactRef]:
     """Gives every artifact under ``artifacts/<run>/`` with its hash and sidecar state."""
-    found = []
+    found: list[ArtifactRef] = []
     root = Path(artifacts_dir)
     if not root.is_dir():
         return found
@@ -197,6 +197,12 @@ def _first(obj: dict[str, Any], *names: str) -> Any:
     return None
 
 
+def _object_at(doc: dict[str, Any] | None, key: str) -> dict[str, Any]:
+    """Gives the JSON object under ``key``, or an empty one when there is none."""
+    value = doc.get(key) if doc else None
+    return value if isinstance(value, dict) else {}
+
+
 def _before_after(obj: dict[str, Any], names: tuple[str, ...]) -> tuple[Any, Any] | None:
     """Finds a before/after pair under any of the shapes a report might use."""
     for name in names:
@@ -228,8 +234,7 @@ _POWER = (
 def _flagged(report: dict[str, Any]) -> tuple[float | None, int | None]:
     """Gives (flagged rate, flagged items) of a scan report. Reports from before the
     flagged rate had its own name called it ``leakage_rate``: it counted flagged items."""
-    counts = report.get("counts") if isinstance(report.get("counts"), dict) else {}
-    items = _count(counts.get("total_flagged_items"))
+    items = _count(_object_at(report, "counts").get("total_flagged_items"))
     flagged = report.get("flagged")
     if isinstance(flagged, dict):
         found = _count(flagged.get("items"))
@@ -250,7 +255,7 @@ def contamination_status(
         return ContaminationStatus(NOT_RUN)
     sources = tuple(r[0].path for r in (reports, cleans) if r)
     flagged_rate, flagged = _flagged(report) if report else (None, None)
-    test_meta = report.get("test") if report and isinstance(report.get("test"), dict) else {}
+    test_meta = _object_at(report, "test")
     size_before = _count(test_meta.get("n"))
     if clean is None:
         return ContaminationStatus(
@@ -267,17 +272,17 @@ def contamination_status(
     confirmed = _count(
         _first(clean, "dropped", "dropped_items", "n_dropped", "confirmed_leaks", "dropped_ids")
     )
-    leak = clean.get("leakage") if isinstance(clean.get("leakage"), dict) else {}
+    leak = _object_at(clean, "leakage")
     rate = _number(leak.get("rate"))
     if rate is None and confirmed is not None and size_before:
         rate = confirmed / size_before  # a clean report that did not state it
     pending = _count(leak.get("pending_review"))
     if pending is None:
         pending = _count(_first(clean, "kept_undecided", "undecided"))
-    inner = leak.get("flagged") if isinstance(leak.get("flagged"), dict) else {}
+    inner = _object_at(leak, "flagged")
     if _number(inner.get("rate")) is not None:
         flagged_rate = _number(inner.get("rate"))
-    power_obj = clean.get("power") if isinstance(clean.get("power"), dict) else {}
+    power_obj = _object_at(clean, "power")
     power = []
     for scope in (power_obj, clean):
         for name in _POWER:
@@ -386,6 +391,11 @@ def exam_status(root: Path, refs: list[ArtifactRef], unreadable: list[str]) -> E
     )
 
 
+def _json_naming(word: str) -> Callable[[str], bool]:
+    """Gives a match for JSON artifact names that hold ``word``."""
+    return lambda name: name.endswith(".json") and word in name
+
+
 def _eligibility_doc(doc: dict[str, Any]) -> dict[str, Any] | None:
     """Gives the object holding ``eligibility``: the document, or a benchmark inside it."""
     if doc.get("eligibility") in ("ELIGIBLE", "HOLD"):
@@ -401,9 +411,11 @@ def coverage_status(root: Path, refs: list[ArtifactRef], unreadable: list[str]) 
     """Gives ELIGIBLE/HOLD overall and per category from the latest evidence or benchmark."""
     # Evidence (benchmark plus the ledger records that reviewed it) outranks a bare benchmark.
     for word in ("evidence", "benchmark"):
-        for ref in _latest(refs, lambda n, word=word: n.endswith(".json") and word in n):
+        for ref in _latest(refs, _json_naming(word)):
             doc = _load(root, ref, unreadable)
-            bench = _eligibility_doc(doc) if doc else None
+            if not doc:
+                continue
+            bench = _eligibility_doc(doc)
             if bench is not None:
                 return CoverageStatus(
                     bench["eligibility"],

@@ -23,11 +23,14 @@ import dataclasses
 import io
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from engine.contamination.inputs.shards import Shard, ShardedPool, head_bytes, open_raw
 from engine.contamination.inputs.sources import Source, quiet_datasets
 from engine.errors import InputError
+
+# An eval set or pool as the CLI resolved it; given back as the same kind.
+_Input = TypeVar("_Input", Source, ShardedPool)
 
 TEXT_NAMES = (
     "text",
@@ -255,13 +258,13 @@ def first_row(source: Source | ShardedPool) -> tuple[dict[str, Any] | None, int 
 
 
 def with_fields(
-    source: Source | ShardedPool,
+    source: _Input,
     text: str | None,
     ident: str | None,
     *,
     options: tuple[str, str],
     fallback: tuple[str | None, str | None] = (None, None),
-) -> tuple[Source | ShardedPool, dict[str, Any]]:
+) -> tuple[_Input, dict[str, Any]]:
     """Gives the source reading the chosen fields, and the report's account of them."""
     row, line = first_row(source)
     if isinstance(source, ShardedPool):
