@@ -9,7 +9,9 @@ as soon as the page is full.
 The effective decision of an item is the latest decision record on it that
 no retract record names, exactly as ``engine.ledger.store.effective_decisions``
 defines it; here it is computed per row with a correlated subquery so that a
-page of 100 rows costs 100 index probes, not a scan of the whole ledger.
+page of 100 rows costs 100 index probes, not a scan of the whole ledger. An
+item with none of its own may have one carried from another item of its
+subject (``engine.subjects``): one more probe, of ``subject_links``.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
+from engine import subjects
 from engine.errors import InputError
 from engine.roles import QUEUES
 
@@ -101,16 +104,21 @@ class ItemRow:
     tags: tuple[str, ...]
     status: str  # undecided, accept, reject or skip
     principal: str | None  # who made the effective decision
+    carry: str | None = None  # "carried" (status is the subject's) or "reopened", else None
 
 
 @dataclass(frozen=True)
 class QueueProgress:
-    """How far a queue is: its total and its effective decisions by kind."""
+    """How far a queue is: its total and its effective decisions by kind (carried ones
+    among them; ``carried`` and ``reopened`` count those and the items new evidence sent
+    back to review)."""
 
     total: int
     accept: int
     reject: int
     skip: int
+    carried: int = 0
+    reopened: int = 0
 
     @property
     def decided(self) -> int:
@@ -127,7 +135,7 @@ def ensure_indexes(conn: sqlite3.Connection) -> bool:
     return True
 
 
-def _where(queue: str, f: ItemFilter) -> tuple[str, list[Any]]:
+def _where(conn: sqlite3.Connection, queue: str, f: ItemFilter) -> tuple[str, list[Any]]:
     if queue not in QUEUES:
         raise InputError(f"unknown queue {queue!r}", field="queue")
     f.validate()
@@ -148,14 +156,26 @@ def _where(queue: str, f: ItemFilter) -> tuple[str, list[Any]]:
             "OR instr(lower(i.tags), ?) > 0 OR instr(lower(i.payload), ?) > 0)"
         )
         args += [needle] * 4
+    carrying = subjects.enabled(conn)
+    own_decision = f"(SELECT r.decision FROM records r WHERE r.seq = {_EFFECTIVE_SEQ})"
+    own_principal = f"(SELECT r.principal FROM records r WHERE r.seq = {_EFFECTIVE_SEQ})"
+    if carrying:
+        # An item's own decision wins; only an item without one takes its subject's.
+        decision = f"COALESCE({own_decision}, {subjects.CARRIED_DECISION})"
+        principal = f"COALESCE({own_principal}, {subjects.CARRIED_PRINCIPAL})"
+    else:
+        decision, principal = own_decision, own_principal
     if f.status == "undecided":
-        clauses.append(f"{_EFFECTIVE_SEQ} IS NULL")
+        clauses.append(
+            f"{_EFFECTIVE_SEQ} IS NULL"
+            + (f" AND {subjects.CARRIED_DECISION} IS NULL" if carrying else "")
+        )
     elif f.status:
-        clauses.append(f"(SELECT r.decision FROM records r WHERE r.seq = {_EFFECTIVE_SEQ}) = ?")
+        clauses.append(f"{decision} = ?")
         args.append(f.status)
     if f.decided_by:
         op = "=" if f.decided_by == "me" else "<>"
-        clauses.append(f"(SELECT r.principal FROM records r WHERE r.seq = {_EFFECTIVE_SEQ}) {op} ?")
+        clauses.append(f"{principal} {op} ?")
         args.append(f.principal)
     return " AND ".join(clauses), args
 
@@ -166,18 +186,27 @@ def page(
     """Gives up to ``limit`` rows of a queue from ``offset``, filtered and sorted."""
     if sort not in _ORDER:
         raise InputError(f"unknown sort {sort!r} (expected {', '.join(SORTS)})", field="sort")
-    where, args = _where(queue, f)
+    where, args = _where(conn, queue, f)
+    standing = subjects.STANDING_ROW if subjects.enabled(conn) else "NULL"
     sql = (
         f"SELECT i.rowid, i.item_id, i.title, i.score, i.tags, "
         f"(SELECT r.decision || char(31) || r.principal FROM records r "
-        f"WHERE r.seq = {_EFFECTIVE_SEQ}) "
+        f"WHERE r.seq = {_EFFECTIVE_SEQ}), "
+        f"CASE WHEN {_EFFECTIVE_SEQ} IS NULL THEN {standing} END "
         f"FROM items i WHERE {where} ORDER BY {_ORDER[sort]} LIMIT ? OFFSET ?"
     )
     rows = []
-    for rowid, item_id, title, score, tags, eff in conn.execute(
+    for rowid, item_id, title, score, tags, eff, subject_standing in conn.execute(
         sql, [*args, max(0, int(limit)), max(0, int(offset))]
     ):
         status, principal = eff.split("\x1f", 1) if eff else ("undecided", None)
+        carry = None
+        if subject_standing:
+            decision, by, adds = subject_standing.split("\x1f", 2)
+            if decision == "accept" or adds == "0":
+                status, principal, carry = decision, by, "carried"
+            else:
+                carry = "reopened"
         rows.append(
             ItemRow(
                 rowid,
@@ -188,6 +217,7 @@ def page(
                 tuple(tags.split(",")) if tags else (),
                 status,
                 principal,
+                carry,
             )
         )
     return rows
@@ -195,7 +225,7 @@ def page(
 
 def count(conn: sqlite3.Connection, queue: str, f: ItemFilter) -> int:
     """Gives how many items of a queue pass the filter."""
-    where, args = _where(queue, f)
+    where, args = _where(conn, queue, f)
     if (f.status or f.decided_by) and not (
         f.tag or f.text or f.score_min is not None or f.score_max is not None
     ):
@@ -227,12 +257,19 @@ def _count_by_decision(conn: sqlite3.Connection, queue: str, f: ItemFilter) -> i
         WHERE {" AND ".join(conds)}""",
         [queue, *args],
     ).fetchone()[0]
+    carried = [
+        c
+        for c in subjects.carries(conn, queue).values()
+        if c.carried
+        and f.status in (None, "undecided", c.status)
+        and (not f.decided_by or (c.record["principal"] == f.principal) == (f.decided_by == "me"))
+    ]
     if f.status != "undecided":
-        return decided
+        return decided + len(carried)
     if f.decided_by:
         return 0  # an undecided item was decided by no one
     total = conn.execute("SELECT COUNT(*) FROM items WHERE queue = ?", (queue,)).fetchone()[0]
-    return total - decided
+    return total - decided - len(carried)
 
 
 def position(
@@ -246,7 +283,7 @@ def position(
     ).fetchone()
     if row is None:
         return None
-    where, args = _where(queue, f)
+    where, args = _where(conn, queue, f)
     before, extra = _rows_before(sort, row[0], item_id)
     return conn.execute(
         f"SELECT COUNT(*) FROM items i WHERE {where} AND ({before})", [*args, *extra]
@@ -300,7 +337,20 @@ def progress(conn: sqlite3.Connection) -> dict[str, QueueProgress]:
     for queue, decision, n in conn.execute(sql):
         if queue in decided and decision in decided[queue]:
             decided[queue][decision] = n
-    return {q: QueueProgress(totals[q], **decided[q]) for q in QUEUES}
+    carried = dict.fromkeys(QUEUES, 0)
+    reopened = dict.fromkeys(QUEUES, 0)
+    for (queue, _), carry in subjects.carries(conn).items():
+        if queue not in decided:
+            continue
+        if carry.carried:
+            decided[queue][carry.status] += 1
+            carried[queue] += 1
+        else:
+            reopened[queue] += 1
+    return {
+        q: QueueProgress(totals[q], **decided[q], carried=carried[q], reopened=reopened[q])
+        for q in QUEUES
+    }
 
 
 @dataclass(frozen=True)
