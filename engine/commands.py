@@ -250,8 +250,14 @@ def items(
 
     table = Table("queue", "item", "status", "by", "title", box=None)
     for r in rows:
-        by = r["decision"]["principal"] if r["decision"] else ""
-        table.add_row(r["queue"], r["item_id"], r["status"], by, r["title"][:60])
+        made = r["decision"] or r["carried_from"]
+        by = made["principal"] if made else ""
+        state = r["status"]
+        if r["carried_from"]:
+            state += f" (carried from {r['carried_from']['item_id']})"
+        elif r["reopened"]:
+            state += " (re-opened: new evidence)"
+        table.add_row(r["queue"], r["item_id"], state, by, r["title"][:60])
     Console().print(table)
     click.echo(f"{len(rows)} item(s)")
 
