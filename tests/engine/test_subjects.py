@@ -15,33 +15,8 @@ import pytest
 
 from engine.canonical import canonical_json
 from engine.signoff.verify import verify_workspace
-from engine.workspace import BacklogItem
 from tests.support.backlog import write_items_file
-
-QUEUE = "flagged_pairs"
-
-
-def subject(eval_id: str) -> dict:
-    return {"kind": "eval_item", "eval_set": {"name": "eval.jsonl"}, "eval_id": eval_id}
-
-
-def flagged(item_id: str, run_id: str, eval_id: str, docs: dict[str, float]) -> BacklogItem:
-    """Gives a flagged pair about eval item ``eval_id`` matching pool ``docs`` (id -> Jaccard)."""
-    return BacklogItem.make(
-        QUEUE,
-        item_id,
-        run_id,
-        {
-            "subject": subject(eval_id),
-            "summary": {"title": f"{eval_id} in {run_id}", "score": max(docs.values())},
-            "eval": {"id": eval_id, "text": f"question {eval_id}"},
-            "matches": [
-                {"kind": "pool", "id": doc, "channels": ["ngram"], "scores": {"jaccard": j}}
-                for doc, j in sorted(docs.items())
-            ],
-            "channels": ["ngram"],
-        },
-    )
+from tests.support.subjects import QUEUE, flagged
 
 
 @pytest.fixture
