@@ -151,6 +151,10 @@ def test_a_rescan_with_a_grown_pool_carries_decisions_and_reopens_on_new_evidenc
         run("items", "--queue", "flagged_pairs", "--status", "undecided", "--json").stdout
     )
     assert [r["item_id"] for r in undecided] == [wallet["item_id"]]
+    # The plain listing marks both kinds and says in full what re-opened an item.
+    text = run("items", "--queue", "flagged_pairs").stdout
+    assert "9 carried: decided on an earlier run's item about the same subject" in text
+    assert f"{wallet['item_id']}: {reopened['text']}\n" in text
 
 
 def test_clean_and_the_signoff_summary_count_carried_and_reopened_items(site, sealdesk):
