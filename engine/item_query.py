@@ -257,19 +257,19 @@ def _count_by_decision(conn: sqlite3.Connection, queue: str, f: ItemFilter) -> i
         WHERE {" AND ".join(conds)}""",
         [queue, *args],
     ).fetchone()[0]
-    carried = [
-        c
-        for c in subjects.carries(conn, queue).values()
-        if c.carried
-        and f.status in (None, "undecided", c.status)
-        and (not f.decided_by or (c.record["principal"] == f.principal) == (f.decided_by == "me"))
-    ]
+    carried = sum(
+        n
+        for _, status, principal, n in subjects.carry_counts(conn, queue)
+        if status != "reopened"
+        and f.status in (None, "undecided", status)
+        and (not f.decided_by or (principal == f.principal) == (f.decided_by == "me"))
+    )
     if f.status != "undecided":
-        return decided + len(carried)
+        return decided + carried
     if f.decided_by:
         return 0  # an undecided item was decided by no one
     total = conn.execute("SELECT COUNT(*) FROM items WHERE queue = ?", (queue,)).fetchone()[0]
-    return total - decided - len(carried)
+    return total - decided - carried
 
 
 def position(
@@ -339,14 +339,14 @@ def progress(conn: sqlite3.Connection) -> dict[str, QueueProgress]:
             decided[queue][decision] = n
     carried = dict.fromkeys(QUEUES, 0)
     reopened = dict.fromkeys(QUEUES, 0)
-    for (queue, _), carry in subjects.carries(conn).items():
+    for queue, status, _, n in subjects.carry_counts(conn):
         if queue not in decided:
             continue
-        if carry.carried:
-            decided[queue][carry.status] += 1
-            carried[queue] += 1
+        if status == "reopened":
+            reopened[queue] += n
         else:
-            reopened[queue] += 1
+            decided[queue][status] += n
+            carried[queue] += n
     return {
         q: QueueProgress(totals[q], **decided[q], carried=carried[q], reopened=reopened[q])
         for q in QUEUES

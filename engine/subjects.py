@@ -29,11 +29,13 @@ no subject (those ingested before subjects existed) carry nothing.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
 from engine.canonical import canonical_json, canonical_sha256, strict_loads
+from engine.ledger import store
 from engine.sqlitedb import write_transaction
 
 SCHEMA = """
@@ -50,6 +52,7 @@ BEGIN SELECT RAISE(ABORT, 'subject links are derived from immutable items: UPDAT
 CREATE TRIGGER IF NOT EXISTS subject_links_no_delete BEFORE DELETE ON subject_links
 BEGIN SELECT RAISE(ABORT, 'subject links are derived from immutable items: DELETE refused'); END;
 CREATE INDEX IF NOT EXISTS items_subject ON items(queue, subject) WHERE subject IS NOT NULL;
+CREATE INDEX IF NOT EXISTS subject_links_other ON subject_links(queue, other_id);
 """
 
 # The seq of the standing decision of the item at (queue, item_id), as
@@ -60,7 +63,6 @@ _STANDING_SEQ = (
     "WHERE x.retracts = d.record_hash AND x.kind = 'retract') "
     "ORDER BY d.seq DESC LIMIT 1)"
 )
-OWN_SEQ = _STANDING_SEQ.format(q="i.queue", i="i.item_id")
 # The link to, and the record of, the subject's standing decision for the row ``i``:
 # the latest standing accept or reject on another item of its subject.
 _SUBJECT_STANDING = (
@@ -283,7 +285,7 @@ class Carry:
     carried: bool  # True: the decision stands for this item; False: it is re-opened
     record: dict[str, Any]  # the deciding record: item_id, seq, record_hash, decision, ...
     new: tuple[dict[str, Any], ...]  # what this item adds over the decided one
-    later: bool  # this item was ingested after the decision was made
+    later: bool  # re-opened: this item was ingested after the decision (False when carried)
 
     @property
     def status(self) -> str:
@@ -314,52 +316,135 @@ class Carry:
 _RECORD_FIELDS = ("seq", "record_hash", "decision", "principal", "role", "time", "item_id")
 
 
+def _best(queue: str | None) -> tuple[str, list[Any]]:
+    """Gives the ``WITH`` clause whose ``best`` holds, per item with no standing decision
+    of its own, the link to the latest standing accept or reject on another item of its
+    subject (``seq`` its record; ``other_id``, ``adds``, ``new`` from that link)."""
+    mine = " AND d.queue = ?" if queue is not None else ""
+    # SQLite takes a bare column (other_id, adds, new) from the row holding the MAX().
+    sql = f"""
+    WITH own AS MATERIALIZED (
+        SELECT queue, item_id, MAX(seq) AS seq FROM records d
+        WHERE d.kind = 'decision'{mine} AND NOT EXISTS (SELECT 1 FROM records x
+            WHERE x.kind = 'retract' AND x.retracts = d.record_hash)
+        GROUP BY queue, item_id
+    ),
+    best AS (
+        SELECT l.queue, l.item_id, MAX(o.seq) AS seq, l.other_id AS other_id,
+               l.adds AS adds, l.new AS new
+        FROM own o JOIN records r ON r.seq = o.seq
+        JOIN subject_links l ON l.queue = o.queue AND l.other_id = o.item_id
+        WHERE r.decision IN ('accept', 'reject') AND NOT EXISTS (
+            SELECT 1 FROM own s WHERE s.queue = l.queue AND s.item_id = l.item_id)
+        GROUP BY l.queue, l.item_id
+    )"""
+    return sql, [] if queue is None else [queue]
+
+
+def _has_links(conn: sqlite3.Connection) -> bool:
+    return (
+        enabled(conn) and conn.execute("SELECT 1 FROM subject_links LIMIT 1").fetchone() is not None
+    )
+
+
 def carries(
     conn: sqlite3.Connection, queue: str | None = None, item_id: str | None = None
 ) -> dict[tuple[str, str], Carry]:
     """Gives, per item with no standing decision of its own whose subject has one, how
     that decision bears on it (carried or re-opened)."""
-    if not enabled(conn):
+    if not _has_links(conn):
         return {}
-    where, args = [], []
-    if queue is not None:
-        where.append("queue = ?")
-        args.append(queue)
     if item_id is not None:
-        where.append("item_id = ?")
-        args.append(item_id)
-    sql = (
-        "SELECT i.queue, i.item_id, t.ingested_at, "
-        f"(SELECT e.seq || char(31) || l.other_id {_SUBJECT_STANDING}) "
-        "FROM (SELECT DISTINCT queue, item_id FROM subject_links"
-        + (f" WHERE {' AND '.join(where)}" if where else "")
-        + ") i JOIN items t ON t.queue = i.queue AND t.item_id = i.item_id "
-        f"WHERE {OWN_SEQ} IS NULL"
-    )
+        return _carry_to(conn, str(queue), item_id)
+    # One statement for a whole queue: a probe per item from Python cost about a second
+    # on 20,000 re-scanned items, and the sign-off summary and clean read every item.
+    best, args = _best(queue)
     out = {}
-    for q, iid, ingested_at, standing in conn.execute(sql, args).fetchall():
-        if standing is None:
-            continue
-        seq, other_id = standing.split("\x1f", 1)
-        rec = conn.execute(
-            "SELECT seq, record_hash, decision, principal, role, time, item_id "
-            "FROM records WHERE seq = ?",
-            (int(seq),),
-        ).fetchone()
-        adds, new = conn.execute(
-            "SELECT adds, new FROM subject_links WHERE queue = ? AND item_id = ? AND other_id = ?",
-            (q, iid, other_id),
-        ).fetchone()
-        record = dict(zip(_RECORD_FIELDS, rec, strict=True))
-        out[(q, iid)] = Carry(
+    for q, iid, other_id, adds, new, ingested_at, *fields in conn.execute(
+        f"""{best}
+        SELECT b.queue, b.item_id, b.other_id, b.adds, b.new,
+               CASE WHEN r.decision = 'reject' AND b.adds <> 0 THEN (SELECT i.ingested_at
+                    FROM items i WHERE i.queue = b.queue AND i.item_id = b.item_id) END,
+               r.seq, r.record_hash, r.decision, r.principal, r.role, r.time
+        FROM best b JOIN records r ON r.seq = b.seq""",
+        args,
+    ):
+        out[(q, iid)] = _carry(
             q,
             iid,
-            record["decision"] == "accept" or not adds,
-            record,
-            tuple(strict_loads(new)),
-            ingested_at > record["time"],
+            other_id,
+            adds,
+            new,
+            ingested_at,
+            dict(zip(_RECORD_FIELDS[:6], fields, strict=True)),
         )
     return out
+
+
+def _carry_to(conn: sqlite3.Connection, queue: str, item_id: str) -> dict[tuple[str, str], Carry]:
+    """Gives ``carries`` for one item, by a few index probes (the detail pane reads it)."""
+    if store.effective_decisions_for(conn, queue, item_id) is not None:
+        return {}
+    latest = None
+    for other_id, adds, new in conn.execute(
+        "SELECT other_id, adds, new FROM subject_links WHERE queue = ? AND item_id = ?",
+        (queue, item_id),
+    ).fetchall():
+        eff = store.effective_decisions_for(conn, queue, other_id)
+        if eff is None or eff["decision"] not in SIDES:
+            continue
+        if latest is None or eff["seq"] > latest[0]["seq"]:
+            latest = (eff, other_id, adds, new)
+    if latest is None:
+        return {}
+    eff, other_id, adds, new = latest
+    (ingested_at,) = conn.execute(
+        "SELECT ingested_at FROM items WHERE queue = ? AND item_id = ?", (queue, item_id)
+    ).fetchone()
+    return {(queue, item_id): _carry(queue, item_id, other_id, adds, new, ingested_at, eff)}
+
+
+def _carry(
+    queue: str,
+    item_id: str,
+    other_id: str,
+    adds: int,
+    new: str,
+    ingested_at: str | None,
+    eff: dict[str, Any],
+) -> Carry:
+    record = {name: eff[name] for name in _RECORD_FIELDS if name != "item_id"}
+    record["item_id"] = other_id
+    return Carry(
+        queue,
+        item_id,
+        record["decision"] == "accept" or not adds,
+        record,
+        # Plain json: the links are canonical JSON this module wrote, and subject_faults
+        # re-derives them from the payloads.
+        () if new == "[]" else tuple(json.loads(new)),
+        ingested_at is not None and ingested_at > record["time"],
+    )
+
+
+def carry_counts(
+    conn: sqlite3.Connection, queue: str | None = None
+) -> list[tuple[str, str, str, int]]:
+    """Gives (queue, status, principal, count) over the items whose status comes from
+    their subject: status is the carried decision, or ``reopened``; principal is whose
+    decision it was."""
+    if not _has_links(conn):
+        return []
+    best, args = _best(queue)
+    return conn.execute(
+        f"""{best}
+        SELECT b.queue,
+               CASE WHEN r.decision = 'accept' OR b.adds = 0 THEN r.decision
+                    ELSE 'reopened' END,
+               r.principal, COUNT(*)
+        FROM best b JOIN records r ON r.seq = b.seq GROUP BY 1, 2, 3""",
+        args,
+    ).fetchall()
 
 
 # -- verification ---------------------------------------------------------------------
