@@ -41,6 +41,7 @@ from engine.signoff.run_status import (
     ExamStatus,
     run_status,
 )
+from engine.subjects import subject_faults
 
 _PENDING_SHOWN = 5
 
@@ -310,6 +311,9 @@ def sign_off(
     # head, queues and pending items are read inside the write transaction.
     run = run_status(ws.artifacts_dir)
     _refuse(artifact_problems(ws.artifacts_dir, run.artifacts, ws.conn)[0])
+    # The counts the record binds take carried decisions through the subject links: a
+    # link edited to carry a reject over new evidence would make an open item decided.
+    _refuse(subject_faults(ws.conn))
     artifacts = {a.path: a.sha256 for a in run.artifacts}
     status = _status_data(run)
 

@@ -14,6 +14,8 @@ import sqlite3
 import pytest
 
 from engine.canonical import canonical_json
+from engine.errors import IntegrityError
+from engine.signoff.summary import sign_off
 from engine.signoff.verify import verify_workspace
 from tests.support.backlog import write_items_file
 from tests.support.subjects import QUEUE, flagged
@@ -114,3 +116,17 @@ def test_an_items_file_stating_another_subject_than_its_payload_is_refused(
     assert f"{path}:2" in line and "'subject'" in line
     assert f"is not the subject the payload names ({good.subject})" in line
     assert workspace.items() == []
+
+
+def test_signoff_refuses_counts_read_through_a_forged_link(rescanned, enrol):
+    # Forged, the link makes q-1's re-opened item look rejected and the queue look done.
+    ws = rescanned
+    lena = enrol("lena", "lead")
+    raw(ws, "subject_links_no_update").execute(
+        "UPDATE subject_links SET adds = 0, new = '[]' WHERE item_id = 'a2' AND other_id = 'a1'"
+    )
+    assert [r["status"] for r in ws.items()] == ["reject"] * 4
+    before = ws.conn.execute("SELECT COUNT(*) FROM records").fetchone()[0]
+    with pytest.raises(IntegrityError, match="will not sign off: subject link flagged_pairs/a2"):
+        sign_off(ws, lena)
+    assert ws.conn.execute("SELECT COUNT(*) FROM records").fetchone()[0] == before
