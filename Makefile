@@ -71,16 +71,18 @@ clean:
 # The documentation site (docs/, mkdocs.yml) into build/site/; mkdocs-material is the
 # docs extra, installed from the lock like everything else.
 docs: $(STAMP)
+	$(BIN)/python .ci/key_table.py
 	$(BIN)/mkdocs build --strict
 
 # The rules the code holds itself to, each tool from the lock: formatting, lint, types
 # (the packages listed in pyproject.toml's [tool.mypy]), the import contracts of
 # [tool.importlinter], and the docs site (a broken link or page fails the build).
-LINT_PATHS := engine reviewer tests sample_data
+LINT_PATHS := engine reviewer tests sample_data scripts
 
 lint: $(STAMP)
 	$(BIN)/ruff format --check $(LINT_PATHS)
 	$(BIN)/ruff check $(LINT_PATHS)
 	$(BIN)/mypy
 	$(BIN)/lint-imports
+	$(BIN)/python .ci/key_table.py --check
 	$(BIN)/mkdocs build --strict

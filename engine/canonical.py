@@ -1,7 +1,8 @@
 """Canonical JSON and SHA-256: the two encodings every hash in sealdesk uses.
 
 Canonical JSON is UTF-8, keys sorted, separators ``(",", ":")``,
-``ensure_ascii=False`` and ``allow_nan=False`` (DESIGN.md, Contracts).
+``ensure_ascii=False`` and ``allow_nan=False``, no trailing newline: what every
+hash and signature covers (docs/reference/workspace.md, "Canonical JSON and hashes").
 """
 
 from __future__ import annotations

@@ -77,7 +77,7 @@ BENCH_LAZY = {
     ),
     "contamination": (
         "engine.contamination.bench.against_seed:bench_contamination",
-        "sealdesk's n-gram channels against the seed's datasketch code.",
+        "sealdesk's n-gram channels against the reference datasketch MinHash-LSH pass.",
     ),
     "review": (
         "reviewer.bench:bench_review",

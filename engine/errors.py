@@ -7,6 +7,7 @@ field, so that a user can go straight to the byte that is wrong.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TypedDict
 
 
 class SealdeskError(Exception):
@@ -17,6 +18,14 @@ class SealdeskError(Exception):
     def one_line(self) -> str:
         """Gives the message flattened to a single line."""
         return " ".join(str(self).split())
+
+
+class Location(TypedDict, total=False):
+    """Where bad input lies: InputError's keywords, gathered once for several checks."""
+
+    path: str | Path | None
+    line: int | None
+    field: str | None
 
 
 class InputError(SealdeskError):

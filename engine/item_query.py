@@ -16,6 +16,7 @@ subject (``engine.subjects``): one more probe, of ``subject_links``.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from dataclasses import dataclass
 from typing import Any
@@ -36,6 +37,7 @@ SORTS = ("score_desc", "score_asc", "id_asc", "id_desc")
 INDEXES = """
 CREATE INDEX IF NOT EXISTS items_browse ON items(queue, score, item_id, title, tags);
 CREATE INDEX IF NOT EXISTS records_signoff ON records(seq) WHERE kind = 'signoff';
+CREATE INDEX IF NOT EXISTS items_title ON items(queue, title COLLATE NOCASE, item_id);
 """
 
 # seq of the item's effective decision, or NULL when it has none.
@@ -51,8 +53,10 @@ _ORDER = {
     # (queue, score, item_id) serves both directions.
     "score_desc": "i.score DESC, i.item_id DESC",
     "score_asc": "i.score ASC, i.item_id ASC",
-    "id_asc": "i.item_id ASC",
-    "id_desc": "i.item_id DESC",
+    # "id" is the human one a row shows (its title leads with the eval item's id, the
+    # category, the claim), not the content hash; the hash only breaks ties.
+    "id_asc": "i.title COLLATE NOCASE ASC, i.item_id ASC",
+    "id_desc": "i.title COLLATE NOCASE DESC, i.item_id DESC",
 }
 
 
@@ -67,6 +71,7 @@ class ItemFilter:
     text: str | None = None  # free text: title, id, tags and payload
     decided_by: str | None = None  # "me" or "others" (needs principal)
     principal: str | None = None  # who "me" is
+    items: tuple[str, ...] | None = None  # only these item ids (a chosen set, e.g. a band)
 
     def validate(self) -> ItemFilter:
         """Gives self after checking every field, or raises naming the field."""
@@ -149,6 +154,9 @@ def _where(conn: sqlite3.Connection, queue: str, f: ItemFilter) -> tuple[str, li
     if f.score_max is not None:
         clauses.append("i.score <= ?")
         args.append(float(f.score_max))
+    if f.items is not None:
+        clauses.append("i.item_id IN (SELECT value FROM json_each(?))")
+        args.append(json.dumps(list(f.items)))
     if f.text:
         needle = f.text.lower()
         clauses.append(
@@ -227,7 +235,7 @@ def count(conn: sqlite3.Connection, queue: str, f: ItemFilter) -> int:
     """Gives how many items of a queue pass the filter."""
     where, args = _where(conn, queue, f)
     if (f.status or f.decided_by) and not (
-        f.tag or f.text or f.score_min is not None or f.score_max is not None
+        f.tag or f.text or f.score_min is not None or f.score_max is not None or f.items is not None
     ):
         return _count_by_decision(conn, queue, f)
     return conn.execute(f"SELECT COUNT(*) FROM items i WHERE {where}", args).fetchone()[0]
@@ -279,23 +287,25 @@ def position(
     if sort not in _ORDER:
         raise InputError(f"unknown sort {sort!r} (expected {', '.join(SORTS)})", field="sort")
     row = conn.execute(
-        "SELECT score FROM items WHERE queue = ? AND item_id = ?", (queue, item_id)
+        "SELECT score, title FROM items WHERE queue = ? AND item_id = ?", (queue, item_id)
     ).fetchone()
     if row is None:
         return None
     where, args = _where(conn, queue, f)
-    before, extra = _rows_before(sort, row[0], item_id)
+    before, extra = _rows_before(sort, row[0], row[1], item_id)
     return conn.execute(
         f"SELECT COUNT(*) FROM items i WHERE {where} AND ({before})", [*args, *extra]
     ).fetchone()[0]
 
 
-def _rows_before(sort: str, score: float | None, item_id: str) -> tuple[str, list[Any]]:
-    """Gives the condition for rows listed before (score, item_id) in a sort order."""
-    if sort == "id_asc":
-        return "i.item_id < ?", [item_id]
-    if sort == "id_desc":
-        return "i.item_id > ?", [item_id]
+def _rows_before(sort: str, score: float | None, title: str, item_id: str) -> tuple[str, list[Any]]:
+    """Gives the condition for rows listed before an item in a sort order."""
+    if sort in ("id_asc", "id_desc"):
+        op = "<" if sort == "id_asc" else ">"
+        return (
+            f"i.title COLLATE NOCASE {op} ? OR (i.title = ? COLLATE NOCASE AND i.item_id {op} ?)",
+            [title, title, item_id],
+        )
     # SQLite sorts NULL as the smallest score: last when descending, first ascending.
     if sort == "score_desc":
         if score is None:

@@ -107,7 +107,7 @@ BEGIN SELECT RAISE(ABORT, 'runs are immutable: DELETE refused'); END;
 
 @dataclass(frozen=True)
 class BacklogItem:
-    """One thing a human must decide (DESIGN.md, Backlog item)."""
+    """One thing a human must decide (docs/reference/workspace.md, "Backlog items")."""
 
     queue: str
     item_id: str

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from textual.binding import Binding
+    from textual.binding import BindingType
 
 
 @dataclass(frozen=True)
@@ -176,6 +176,17 @@ ACTIONS: tuple[Action, ...] = (
         title="Sign-off",
         palette_help="the lead's summary of everything, then sign it off",
     ),
+    Action(
+        "review.calibration",
+        "C",
+        "calibration",
+        "Calibration",
+        "review",
+        show=False,
+        title="Calibration",
+        palette_help="flagged pairs: each channel's score histogram against its threshold, "
+        "Enter lists the borderline band; weak categories: recall and FPR against the policy",
+    ),
     Action("review.clear_search", "escape", "clear_search", "Clear search", "review", show=False),
     Action(
         "review.clear_filters",
@@ -264,6 +275,14 @@ ACTIONS: tuple[Action, ...] = (
     ),
     Action("signoff.confirm_cancel", "escape", "cancel", "Cancel", "signoff.confirm"),
     Action("help.close", "escape,question_mark,q", "close", "Close", "help"),
+    # -- the calibration view ----------------------------------------------------
+    Action("calibration.next", "j,down", "step(1)", "Channel", "calibration"),
+    Action("calibration.prev", "k,up", "step(-1)", "Previous channel", "calibration", show=False),
+    Action("calibration.band", "enter", "band", "Band's items", "calibration"),
+    Action("calibration.wider", "plus", "widen(1)", "Wider", "calibration"),
+    Action("calibration.narrower", "minus", "widen(-1)", "Narrower", "calibration", show=False),
+    Action("calibration.close", "escape", "close", "Back", "calibration"),
+    Action("rates.close", "escape", "close", "Back", "rates"),
     # -- the app, on every screen (last: its keys close the key line) ----------
     Action(
         "app.help",
@@ -280,7 +299,7 @@ ACTIONS: tuple[Action, ...] = (
 )
 
 
-def bindings(scope: str) -> list[Binding]:
+def bindings(scope: str) -> list[BindingType]:
     """Gives the Textual bindings of one scope's keyed actions, in table order."""
     from textual.binding import Binding
 
@@ -304,3 +323,96 @@ def binding_ids() -> set[str]:
 def in_palette(scope: str) -> list[Action]:
     """Gives the actions of one scope the command palette offers, in table order."""
     return [a for a in ACTIONS if a.scope == scope and a.title is not None]
+
+
+# -- the key table, for `sealdesk review --help` and the docs -----------------------
+
+# Where each scope's keys work, as people call it.
+SCOPE_NAMES = {
+    "review": "review",
+    "queue": "queue list",
+    "overrule": "overrule dialog",
+    "note": "note dialog",
+    "filter": "filter dialog",
+    "jobs": "jobs panel",
+    "signoff": "sign-off",
+    "signoff.confirm": "sign-off confirmation",
+    "help": "help",
+    "calibration": "calibration",
+    "rates": "category rates",
+    "app": "everywhere",
+}
+
+# Textual's key names as a keyboard labels them.
+_KEY_LABELS = {
+    "slash": "/",
+    "space": "space",
+    "escape": "Esc",
+    "enter": "Enter",
+    "question_mark": "?",
+    "left_square_bracket": "[",
+    "right_square_bracket": "]",
+    "pagedown": "PgDn",
+    "pageup": "PgUp",
+    "home": "Home",
+    "end": "End",
+    "plus": "+",
+    "minus": "-",
+    "up": "↑",
+    "down": "↓",
+}
+
+
+def key_label(key: str) -> str:
+    """Gives one Textual key name as a keyboard labels it (``ctrl+d`` -> ``Ctrl+D``)."""
+    if key.startswith("ctrl+"):
+        return "Ctrl+" + key_label(key[len("ctrl+") :]).upper()
+    return _KEY_LABELS.get(key, key)
+
+
+@dataclass(frozen=True)
+class KeyRow:
+    """One row of the key table: where a key works, its keys as labelled, the action."""
+
+    where: str
+    keys: tuple[str, ...]
+    description: str
+    palette_help: str
+    binding_id: str
+
+
+def key_rows() -> list[KeyRow]:
+    """Gives a row per keyed action, in table order: the key table of ``review --help``
+    and of the docs."""
+    return [
+        KeyRow(
+            SCOPE_NAMES[a.scope],
+            tuple(key_label(k.strip()) for k in (a.key or "").split(",")),
+            a.description,
+            a.palette_help,
+            a.id,
+        )
+        for a in keyed()
+    ]
+
+
+def key_table_markdown() -> str:
+    """Gives the key table as Markdown, the docs' table between its generated markers."""
+    lines = ["| where | key | does | binding id |", "|---|---|---|---|"]
+    for row in key_rows():
+        keys = " ".join(f"`{k}`" for k in row.keys)
+        does = f"{row.description}: {row.palette_help}" if row.palette_help else row.description
+        lines.append(f"| {row.where} | {keys} | {does} | `{row.binding_id}` |")
+    return "\n".join(lines) + "\n"
+
+
+def key_table_text() -> str:
+    """Gives the key table as plain text, a block per screen, for ``review --help``."""
+    out: list[str] = []
+    where = None
+    for row in key_rows():
+        if row.where != where:
+            out.append(f"{row.where}:")
+            where = row.where
+        out.append(f"  {' '.join(row.keys):<16}{row.description:<28}{row.binding_id}")
+    return "\n".join(out)

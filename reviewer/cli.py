@@ -2,14 +2,25 @@
 
 from __future__ import annotations
 
+import inspect
 import sys
 
 import click
 
 from engine.outputs import InputFile
 from engine.roles import ROLES
+from reviewer.actions import key_table_text
 
 
+def _with_key_table(command: click.Command) -> click.Command:
+    """Gives the command with the key table, generated from reviewer.actions, in its help."""
+    text = inspect.cleandoc(command.help or "")
+    table = key_table_text()
+    command.help = f"{text}\n\n\b\nKeys, by screen (key, action, binding id):\n{table}"
+    return command
+
+
+@_with_key_table
 @click.command("review")
 @click.option(
     "--key",
@@ -58,11 +69,6 @@ def review(
 ) -> None:
     """Review the three backlogs and sign decisions, in the terminal.
 
-    \b
-    Keys: a accept · x reject · space skip · u undo · n note · j/k move
-          / search · f filter · s status · o sort · 1 2 3 queues · b jobs
-          S sign-off (lead: s signs, e signs with exceptions)
-          t theme · ? help · ctrl+p palette · q quit
     Every decision is signed with your SSH key and appended to the ledger
     before the cursor moves on.
 
@@ -78,7 +84,7 @@ def review(
       theme = "light"
       key = "~/.ssh/id_ed25519"
       [keymap]
-      "review.accept" = "y"     # ids: press ? in the app
+      "review.accept" = "y"     # ids: the table below, or ? in the app
     """
     from pathlib import Path
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.errors import InputError
+from engine.errors import InputError, Location
 
 _KNOWN = {"theme", "key", "principal", "keymap"}
 
@@ -96,7 +96,11 @@ def load_config(path: Path | None = None, *, known_binding_ids: set[str] | None 
             field="keymap",
         )
     for binding_id, keys in keymap.items():
-        where = {"path": path, "line": _line_of(text, binding_id), "field": f"keymap.{binding_id}"}
+        where: Location = {
+            "path": path,
+            "line": _line_of(text, binding_id),
+            "field": f"keymap.{binding_id}",
+        }
         if not isinstance(keys, str) or not keys.strip():
             raise InputError('must be a key name such as "y" or "ctrl+y"', **where)
         if known_binding_ids is not None and binding_id not in known_binding_ids:

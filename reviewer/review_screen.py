@@ -12,7 +12,7 @@ from __future__ import annotations
 import sqlite3
 import time
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 from textual import on, work
@@ -46,6 +46,9 @@ from reviewer.widgets.bars import JobsStrip, KeyHints, QueueTabs, StatusBar
 from reviewer.widgets.queue_list import QueueList
 from reviewer.workspace_io import BUSY_TIMEOUT_MS, POLL_SECONDS, why_not_written
 
+if TYPE_CHECKING:
+    from reviewer.calibration_screen import Band
+
 __all__ = ["POLL_SECONDS", "ReviewScreen", "why_not_written"]
 
 SORT_CYCLE = ("score_desc", "score_asc", "id_asc")
@@ -60,6 +63,7 @@ class View:
     filters: ItemFilter
     sort: str = "score_desc"
     item_id: str | None = None
+    band: str = ""  # how the filter line names filters.items (the calibration band)
 
 
 @dataclass(frozen=True)
@@ -300,6 +304,8 @@ class ReviewScreen(Screen):
             lo = "" if f.score_min is None else f"{f.score_min:g}"
             hi = "" if f.score_max is None else f"{f.score_max:g}"
             parts.append(f"score {lo}..{hi}")
+        if f.items is not None:
+            parts.append(view.band or f"{len(f.items)} chosen")
         if f.text:
             parts.append(f"/{f.text}")
         self.query_one("#filter-line", Static).update(Text(" " + " · ".join(parts)))
@@ -329,9 +335,11 @@ class ReviewScreen(Screen):
         """Draws the detail pane for a row (its payload and its history)."""
         detail = self.query_one("#detail", Static)
         if row is None:
-            detail.update(
-                Text("nothing here under this filter" if self.queue_list.total == 0 else "")
-            )
+            empty = ""
+            if self.queue_list.total == 0:
+                filtered = self.view.filters != ItemFilter(principal=self.session.principal)
+                empty = "nothing here under this filter" if filtered else "this queue is empty"
+            detail.update(Text(empty))
             return
         item: dict[str, Any] | None = self.ws.item(row.queue, row.item_id)
         history = self.ws.history(row.queue, row.item_id) if item else []
@@ -668,7 +676,10 @@ class ReviewScreen(Screen):
         search.display = False
         self.set_focus(self.queue_list)
         if self.view.filters.text:
+            # The match count (or "searching…") was about the search just dropped.
+            self.message = ""
             self.set_filters(replace(self.view.filters, text=None))
+            self._show_status()
 
     def action_detail_scroll(self, direction: int) -> None:
         pane = self.query_one("#detail-pane")
@@ -699,6 +710,44 @@ class ReviewScreen(Screen):
                 record.seq, record.record_hash, record.body["principal"]
             )
         self._show_status()
+
+    def action_calibration(self) -> None:
+        """Opens the calibration view: on weak categories, the rates of the report or
+        benchmark the highlighted item names; else the highlighted pair's run (or the
+        newest run's) score histograms."""
+        from engine.contamination.report.distribution import newest_run
+        from engine.coverage.rates import source_digest
+        from reviewer.calibration_screen import CalibrationScreen, RatesScreen
+
+        row = self.queue_list.current
+        if self.queue == "weak_categories":
+            item = self.ws.item(row.queue, row.item_id) if row is not None else None
+            digest = source_digest(item["payload"]) if item is not None else None
+            if digest is None:
+                self.refuse("this item names no coverage report or benchmark to draw")
+                return
+            self.app.push_screen(RatesScreen(self.ws.root, digest, read_only=self.ws.read_only))
+            return
+        run_id = (
+            self.ws.item(row.queue, row.item_id)["run_id"]
+            if row is not None and row.queue == "flagged_pairs"
+            else newest_run(self.ws.conn)
+        )
+        if run_id is None:
+            self.refuse("no contamination run has flagged pairs here yet")
+            return
+        self.app.push_screen(
+            CalibrationScreen(self.ws.root, run_id, read_only=self.ws.read_only), self._band_chosen
+        )
+
+    def _band_chosen(self, band: Band | None) -> None:
+        """Shows the flagged pairs of the band chosen on the calibration view, if any."""
+        if band is None:
+            return
+        self.switch_queue("flagged_pairs")
+        self.view.band = band.label
+        self.set_filters(replace(self.view.filters, items=band.items))
+        self.say(f"{len(band.items)} item(s) in the {band.label}")
 
     def action_clear_filters(self) -> None:
         self.set_filters(ItemFilter(principal=self.session.principal))

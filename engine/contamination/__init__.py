@@ -22,7 +22,7 @@ those below it (a ``layers`` contract in ``pyproject.toml``):
 ``scan.py``    one scan end to end: check, find, write, ingest
 ``clean.py``   after review: the clean eval set, its hash and power check
 ``cli.py``     ``sealdesk scan contamination`` and ``sealdesk contamination``
-``bench/``     ``sealdesk bench contamination``: against the seed's code,
+``bench/``     ``sealdesk bench contamination``: against the reference pass,
                and how the sharded scan scales
 
 Depends on ``engine.workspace``, ``engine.ledger`` (the decisions a clean

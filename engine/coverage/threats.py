@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from engine.errors import InputError
+from engine.errors import InputError, Location
 
 FIELD = "threat_mappings"
 ATLAS, OWASP = "mitre_atlas", "owasp_llm_top10"
@@ -132,7 +132,7 @@ def parse_threat_mappings(
     if not value:
         return ()
     for category in value:
-        where = {
+        where: Location = {
             "path": path,
             "line": line_of_mapping(text, category),
             "field": f"{field}.{category}",
@@ -185,7 +185,7 @@ def parse_threat_mappings(
                 )
             seen: set[str] = set()
             for i, ident in enumerate(ids):
-                at = {
+                at: Location = {
                     "path": path,
                     "field": f"{base}.{name}[{i}]",
                     "line": line_of_mapping(

@@ -1,6 +1,6 @@
 """The blind detector-gold exam: two labeler lanes, union, 2-of-3 votes, scoring.
 
-The pipeline (see docs/README-exam.md):
+The pipeline (docs/engines/exam.md tells it for users):
 
     protocol.py   the frozen protocol: version, seed, rubric, families, gates
     schema.py     field-by-field row checks naming file, line and field

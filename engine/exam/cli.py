@@ -160,7 +160,7 @@ def exam() -> None:
     """Blind two-lane exam: union, 2-of-3 votes, human adjudication, scoring.
 
     \b
-    A whole exam, with recorded files (see docs/README-exam.md):
+    A whole exam, with recorded files (see docs/engines/exam.md):
       sealdesk exam adjudicate --run-id ex1 --corpus corpus.jsonl \\
         --context context.jsonl --expected-context-sha256 $(sha256sum context.jsonl|cut -c1-64) \\
         --lane-a lane-a.labels.jsonl --lane-b lane-b.labels.jsonl \\

@@ -9,6 +9,7 @@ from an input until all of them have passed.
 from __future__ import annotations
 
 import re
+from collections.abc import Set
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -195,7 +196,7 @@ def completion_row(
     version: int,
     known: Any,
     seen: dict[str, int],
-    optional: set[str] = frozenset(),
+    optional: Set[str] = frozenset(),
 ) -> tuple[dict[str, Any], str]:
     """Gives (object, completion id) of a row of a one-row-per-completion file, checked."""
     obj = row.fields(row.value, fields, optional)
@@ -217,7 +218,8 @@ def outcome(row: Row, obj: dict[str, Any], payload: str) -> str:
 
 def parse_corpus(data: bytes, path: Path) -> tuple[Completion, ...]:
     """Gives the corpus completions in file order; ids must be unique."""
-    out, seen = [], {}
+    out: list[Completion] = []
+    seen: dict[str, int] = {}
     for row in jsonl_rows(data, path):
         obj = row.fields(
             row.value,
@@ -486,19 +488,21 @@ def _check_summary(
     for lane in LANES:
         spec = specs[lane]
         for lane_row in lanes[lane].values():
-            where = {"path": lane_paths[lane], "line": lane_row.line}
+            lane_path, line = lane_paths[lane], lane_row.line
             if lane_row.request_model != spec.request_model:
                 raise InputError(
                     f"{lane_row.request_model!r} is not the summary's {spec.request_model!r}",
+                    path=lane_path,
+                    line=line,
                     field="request_model",
-                    **where,
                 )
             if lane_row.status == "ok" and lane_row.response_model != spec.model_identity:
                 raise InputError(
                     f"{lane_row.response_model!r} is not the frozen identity "
                     f"{spec.model_identity!r}",
+                    path=lane_path,
+                    line=line,
                     field="response_model",
-                    **where,
                 )
         entry = summary["lanes"][lane]
         if entry["labels_sha256"] != hashes[lane]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Set
 from pathlib import Path
 from typing import Any
 
@@ -29,8 +29,8 @@ class Row:
     def fields(
         self,
         obj: Any,
-        required: set[str],
-        optional: set[str] = frozenset(),
+        required: Set[str],
+        optional: Set[str] = frozenset(),
         prefix: str = "",
         forbidden: dict[str, str] | None = None,
     ) -> dict[str, Any]:

@@ -2,7 +2,7 @@
 
 It signs and chains opaque items by hash; it knows nothing of what a backlog
 item, an artifact or a run means. It imports no producer, no sign-off, no
-workspace, no click and no Textual (``tests/test_layering.py`` and the
+workspace, no click and no Textual (``tests/engine/test_layering.py`` and the
 import contracts in ``pyproject.toml`` keep it so).
 
 Module map, from the bytes up:

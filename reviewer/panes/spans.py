@@ -1,7 +1,8 @@
 """Character spans from producers' payloads, made safe, and highlighted in text.
 
 Producers are written in parallel and by hand, so spans arrive in several
-shapes; every reader here accepts the shapes DESIGN.md allows, drops what is
+shapes (``[s, e]``, ``(s, e)``, ``{"start", "end"}``, keyed by side as each
+reader's docstring lists); every reader here accepts those, drops what is
 malformed or out of range, and never raises on bad data.
 """
 

@@ -291,6 +291,42 @@ def render_claim(claim: dict[str, Any]) -> RenderableType:
     return Group(*parts)
 
 
+def _meaning(name: str) -> Text:
+    """Gives what an accept and a reject of this category stand for."""
+    out = Text()
+    out.append("accept", style="bold")
+    out.append(f": {name} is a real weakness; it goes into the next hardening cycle")
+    out.append(" (the proposed actions below)\n")
+    out.append("reject", style="bold")
+    out.append(": not a weakness to act on; say why in a note (n)\n")
+    out.append("neither changes a model or a release", style="italic")
+    return out
+
+
+def _measured(payload: dict[str, Any]) -> list[tuple[str, Any]]:
+    """Gives the detector and the benchmark (or report) the findings were measured on,
+    as a coverage backlog item records them under ``source``."""
+    source = get(payload, "source", default={})
+    source = source if isinstance(source, dict) else {}
+    attribution = get(payload, "attribution", default={})
+    digest = get(source, "detector_sha256") or get(attribution, "detector_sha256")
+    version = get(source, "detector_version") or get(payload, "detector", "detector_id")
+    detector: str | None = " ".join(
+        x for x in (clean(version) if version else "", _short(digest)) if x
+    )
+    if digest is None:
+        detector = clean(version) if version else None
+    measured = None
+    if source.get("sha256"):
+        kind = clean(source.get("kind") or "source")
+        measured = f"{kind} {_short(source['sha256'])}"
+        if source.get("evaluation_set_id"):
+            measured += f" on {clean(source['evaluation_set_id'])}"
+        if source.get("eligibility"):
+            measured += f" ({clean(source['eligibility'])})"
+    return [("detector", detector), ("measured by", measured)]
+
+
 def render(payload: dict[str, Any]) -> RenderableType:
     """Gives the weak-category pane for a payload this module understands."""
     if payload.get("kind") == CLAIM_KIND:
@@ -303,12 +339,13 @@ def render(payload: dict[str, Any]) -> RenderableType:
             f"category {clean(name)}",
             fields(
                 [
+                    *_measured(payload),
                     ("release authority", get(payload, "release_authority")),
-                    ("detector", get(payload, "detector", "detector_id")),
                 ]
             )
             or Text(""),
         ),
+        section("deciding", _meaning(clean(name))),
     ]
     attribution = _attribution(get(payload, "attribution"), len(misses))
     if attribution is not None:

@@ -114,6 +114,29 @@ def test_filters_combine(four):
     assert four.count("flagged_pairs", f) == 1
 
 
+def test_id_order_is_the_human_id_a_row_shows_not_the_hash(workspace):
+    # Item ids hash the evidence, so their order says nothing to a person; the title
+    # leads with the eval item's id, as the list shows it.
+    shown = {
+        "fp-0c": "q-001: first",
+        "fp-0a": "q-003: third",
+        "fp-0b": "Q-002: second",
+        "fp-0d": "q-003: third",  # the same title: the hash breaks the tie
+    }
+    workspace.ingest(
+        [
+            BacklogItem.make("flagged_pairs", item_id, "r1", _pair(title, 0.5, []))
+            for item_id, title in shown.items()
+        ]
+    )
+    ascending = ["fp-0c", "fp-0b", "fp-0a", "fp-0d"]
+    assert ids(workspace.page("flagged_pairs", sort="id_asc")) == ascending
+    assert ids(workspace.page("flagged_pairs", sort="id_desc")) == ascending[::-1]
+    for sort, listing in (("id_asc", ascending), ("id_desc", ascending[::-1])):
+        for index, item_id in enumerate(listing):
+            assert workspace.position("flagged_pairs", item_id, sort=sort) == index
+
+
 @pytest.mark.parametrize("sort", ["score_desc", "score_asc", "id_asc", "id_desc"])
 def test_position_is_the_index_in_the_listing(four, sort):
     listing = ids(four.page("flagged_pairs", sort=sort))

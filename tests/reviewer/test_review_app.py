@@ -249,6 +249,35 @@ async def test_search_finds_text_inside_payloads(desk):
     assert [r[2:4] for r in records(desk.ws)] == [("fp-cluster", "reject")]
 
 
+async def test_esc_drops_the_match_count_with_the_search(desk):
+    app = app_for(desk)
+    async with app.run_test(size=SIZE) as pilot:
+        bar = app.review.query_one("#status-bar")
+        await pilot.press("slash", *"times 13", "enter")
+        await settle(pilot, lambda: app.review.queue_list.total == 1)
+        assert "1 match(es)" in text_of(bar)
+        await pilot.press("escape")
+        assert app.review.queue_list.total == 34
+        assert "match" not in text_of(bar)
+
+
+async def test_a_queue_emptied_by_a_filter_says_so(desk):
+    app = app_for(desk)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("s", "s", "s", "s")  # status: undecided, accept, reject, skip
+        assert app.review.queue_list.total == 0
+        assert text_of(app.review.query_one("#detail")) == "nothing here under this filter"
+
+
+async def test_an_empty_queue_without_a_filter_does_not_blame_one(workspace, enrol):
+    rita = enrol("rita", "reviewer")
+    app = ReviewApp(workspace, open_session(workspace, key=str(rita.path)))
+    async with app.run_test(size=SIZE):
+        assert app.review.queue_list.total == 0
+        shown = text_of(app.review.query_one("#detail"))
+        assert "filter" not in shown and "empty" in shown
+
+
 async def test_sort_by_id_changes_which_item_is_decided(desk):
     app = app_for(desk)
     async with app.run_test(size=SIZE) as pilot:
@@ -261,11 +290,12 @@ async def test_sort_by_id_changes_which_item_is_decided(desk):
 async def test_a_payload_no_pane_understands_is_shown_as_json_and_decidable(desk):
     app = app_for(desk)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("o", "o", "g")  # id order: fp-bad, fp-cluster, ...
+        # id order is the titles' order: "broken producer output" (fp-bad), "cluster of 3",
+        # "legacy export row" (fp-unknown), "Natalia sold", "pair 0" ...
+        await pilot.press("o", "o", "g")
         for item_id in ("fp-bad", "fp-cluster"):
             assert cursor_item(app) == item_id
             await pilot.press("j")
-        await pilot.press("G")  # last in id order
         assert cursor_item(app) == "fp-unknown"
         text = text_of(app.review.query_one("#detail"))
         assert "shown as JSON" in text and '"legacy"' in text
@@ -586,3 +616,35 @@ def test_role_falls_back_to_the_config_key_when_the_agent_lacks_it(desk, agent):
         PermissionRefused, match="not enrolled as lead .*use a key enrolled as lead"
     ):
         open_session(desk.ws, key=str(desk.rita), role="lead")
+
+
+# -- the weak-category pane on what the coverage engine writes -------------------------
+
+
+async def test_a_weak_category_says_what_deciding_means_and_what_was_measured(
+    workspace, enrol, tmp_path
+):
+    from engine.coverage.run_backlog import run_backlog
+    from tests.conftest import REPO
+    from tests.support.coverage import sample_source
+
+    lena = enrol("lena", "lead")
+    source = sample_source(tmp_path / "benchmark")
+    coverage = REPO / "sample_data" / "coverage"
+    run = run_backlog(
+        workspace, source, coverage / "debug_rows.jsonl", coverage / "attribution.toml", None
+    )
+    app = ReviewApp(workspace, open_session(workspace, key=str(lena.path)))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.press("3", "g")
+        item = workspace.item("weak_categories", cursor_item(app))
+        assert item["run_id"] == run.run_id
+        shown = " ".join(text_of(app.review.query_one("#detail")).split())
+        category = item["payload"]["category"]
+        assert f"detector: {source.detector_version} {source.detector_sha256[:16]}…" in shown
+        assert (
+            f"measured by: benchmark {source.sha256[:16]}… on {source.evaluation_set_id} "
+            f"({source.eligibility})"
+        ) in shown
+        assert f"accept: {category} is a real weakness" in shown
+        assert "reject: not a weakness to act on" in shown

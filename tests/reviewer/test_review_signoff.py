@@ -117,7 +117,7 @@ async def test_the_lead_signs_off_and_the_record_binds_the_tree_head(team):
     assert verify_workspace(team.ws).ok
     signed = AUTHORITY + 4 + 1
     assert f"SIGNED OFF: record #{signed}" in shown and screen.signed.record_hash in shown
-    assert "sealdesk checkpoint export --out checkpoint.txt" in shown
+    assert "sealdesk checkpoint export > checkpoint.txt" in shown
     assert f"ledger #{signed} {screen.signed.record_hash[:10]} signed off by lena" in status
 
 

@@ -4,7 +4,7 @@ and three people review the same workspace at once, each in their own app.
 Each person's key lives only in an ssh-agent the test starts (the key file is
 deleted after ``ssh-add``), and reaches the review host only through ``ssh
 -A``; authorized_keys locks every key to ``sealdesk ssh-gate`` on the
-workspace, as the README sets it up. Every wait polls the captured screen.
+workspace, as docs/guide/lead.md sets it up. Every wait polls the captured screen.
 sshd, the agents and the tmux server are stopped by their pids at teardown.
 """
 
@@ -65,7 +65,7 @@ def test_the_lead_signs_off_in_the_review_app_over_ssh_with_only_the_forwarded_a
     tmux.wait_for("lena", "lena as lead")
 
     shown = sign_off_in_app(tmux, "lena", REVIEW_RECORDS)
-    assert "sealdesk checkpoint export --out checkpoint.txt" in shown
+    assert "sealdesk checkpoint export > checkpoint.txt" in shown
     tmux.keys("lena", "Escape")
     tmux.wait_for("lena", "a accept")  # back on the review screen...
     tmux.wait_for("lena", "signed off by lena")  # ...whose ledger head is the sign-off

@@ -1,4 +1,4 @@
-"""Backlog items shaped as DESIGN.md describes, for the review app's tests.
+"""Backlog items shaped as docs/reference/workspace.md and the engines' pages describe, for the app.
 
 The producers are built in parallel, so these follow the contract's words,
 not any producer's output: a flagged pair (eval item, matches with channels,

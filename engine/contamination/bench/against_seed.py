@@ -1,8 +1,8 @@
-"""``sealdesk bench contamination``: sealdesk's n-gram channels against the seed's code.
+"""``sealdesk bench contamination``: sealdesk's n-gram channels against the reference pass.
 
 Both sides read the same generated files (an eval set and a pool with
 planted leaks) and each runs in its own subprocess, so that each peak RSS
-is its own: the seed's reference (datasketch MinHash + MinHashLSH over the
+is its own: the reference (datasketch MinHash + MinHashLSH over the
 pool, estimate decides) and sealdesk (eval index, pool streamed over every
 core, exact Jaccard and containment decide). Timing starts after imports
 and covers reading both sets, indexing and every pair found.
@@ -160,7 +160,7 @@ def _exact_jaccard(eval_path: Path, pool_path: Path, pairs: list[list[int]]) -> 
     "--reference-size",
     type=click.IntRange(min=1),
     default=None,
-    help="Pool documents the seed's reference runs on (default: all, at most "
+    help="Pool documents the reference pass runs on (default: all, at most "
     "100000; it needs ~11 GB of RSS for 1M). Pairs are compared on this prefix.",
 )
 @click.option("--no-reference", is_flag=True, help="Run sealdesk only.")
@@ -211,11 +211,11 @@ def bench_contamination(
     workers: str,
     as_json: bool,
 ) -> None:
-    """sealdesk's n-gram channels against the seed's datasketch code.
+    """sealdesk's n-gram channels against the reference datasketch MinHash-LSH pass.
 
     Generates an eval set and a pool with planted leaks (verbatim, one word
     changed, copied inside a longer document), then runs, each in its own
-    subprocess on the same files, the seed's reference (MinHash + LSH over
+    subprocess on the same files, the reference pass (MinHash + LSH over
     the pool) and sealdesk (exact Jaccard and containment over a streamed
     pool on every core). Prints pool docs/s of each, their ratio, peak RSS
     of each, and whether both flag the same pairs.

@@ -1,10 +1,10 @@
-"""The seed's n-gram pass, as the seed wrote it: the reference sealdesk is measured against.
+"""The reference: the contamination specification's n-gram pass, as written there.
 
-datasketch ``MinHash`` updated shingle by shingle, a ``MinHashLSH`` holding
-the whole pool, one query per eval item, and the MinHash estimate (not the
-exact Jaccard) deciding the flag; the same for duplicates inside the eval
-set. Kept for the benchmark and for the test that sealdesk finds every pair
-this finds, plus the ones it misses.
+sealdesk is measured against it: datasketch ``MinHash`` updated shingle by
+shingle, a ``MinHashLSH`` holding the whole pool, one query per eval item,
+and the MinHash estimate (not the exact Jaccard) deciding the flag; the same
+for duplicates inside the eval set. Kept for the benchmark and for the test
+that sealdesk finds every pair this finds, plus the ones it misses.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from engine.contamination.channels.shingles import shingle_set
 
 @dataclass(frozen=True)
 class ReferenceResult:
-    """What the seed's code flags: (eval, pool, estimate) and (a, b, estimate)."""
+    """What the reference flags: (eval, pool, estimate) and (a, b, estimate)."""
 
     pool_hits: tuple[tuple[int, int, float], ...]
     internal_hits: tuple[tuple[int, int, float], ...]

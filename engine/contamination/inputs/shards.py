@@ -194,9 +194,9 @@ def _open_raw(shard: Shard) -> IO[bytes]:
     return fsspec.open(shard.url, "rb").open()
 
 
-def _decompressed(shard: Shard, reader: _HashingReader) -> IO[bytes]:
+def _decompressed(shard: Shard, reader: _HashingReader) -> io.BufferedIOBase:
     if shard.compression == "gzip":
-        return gzip.GzipFile(fileobj=reader, mode="rb")  # type: ignore[arg-type]
+        return gzip.GzipFile(fileobj=reader, mode="rb")
     import pyarrow as pa
 
     return pa.CompressedInputStream(pa.PythonFile(reader, mode="r"), "zstd")
@@ -227,7 +227,7 @@ def fetched(shard: Shard) -> Iterator[LocalShard]:
         with os.fdopen(fd, "wb") as out, _open_raw(shard) as raw:
             reader = _HashingReader(raw)
             if shard.compression is None:
-                shutil.copyfileobj(reader, out, _CHUNK)  # type: ignore[misc]
+                shutil.copyfileobj(reader, out, _CHUNK)
             else:
                 _decompress_into(shard, reader, out)
             reader.drain()

@@ -16,7 +16,7 @@ import json
 import logging
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Generator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -209,7 +209,9 @@ def _check_csv_width(source: Source) -> None:
         )
 
 
-def iter_batches(source: Source, batch_size: int, *, whole_rows: bool = False) -> Iterator[Batch]:
+def iter_batches(
+    source: Source, batch_size: int, *, whole_rows: bool = False
+) -> Generator[Batch, None, None]:
     """Gives the rows in batches, streamed; a read failure names the line at fault.
 
     ``whole_rows`` also gives every row as a dict (for the small eval set,

@@ -131,7 +131,7 @@ def run_shards(
 ) -> tuple[list[ShardOutcome], RunCounts]:
     """Gives every shard's outcome in shard order; raises on bad input or a failed shard."""
     counts = RunCounts(shards=len(shards))
-    sizes = [s.size for s in shards]
+    sizes = [s.size for s in shards if s.size is not None]
     pending: deque[tuple[Shard, bool]] = deque((s, False) for s in shards)
     in_flight: dict[Any, Shard] = {}
     reported: Counter[int] = Counter()
@@ -148,8 +148,8 @@ def run_shards(
     stages = _Stages(
         rep.stage("pool shards", total=len(shards), unit="shards") if rep else None,
         rep.stage("scanning pool", total=None, unit="docs") if rep else None,
-        sum(sizes) if None not in sizes else None,
-    )  # type: ignore[arg-type]
+        sum(sizes) if len(sizes) == len(shards) else None,
+    )
     try:
         while pending or in_flight:
             while pending and len(in_flight) < 2 * backend.workers:
@@ -190,7 +190,7 @@ def run_shards(
                 else:
                     outcome = reply
                     counts.scanned += 1
-                    if records is not None:
+                    if records is not None and outcome.file_sha256 is not None:
                         records.save(record_name(shard, outcome.file_sha256), outcome)
                 outcomes[shard.position] = outcome
                 fold.take(outcomes)

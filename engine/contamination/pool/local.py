@@ -87,6 +87,7 @@ class LocalBackend:
         from engine.contamination.pool.stream import worker_context
 
         context = context or worker_context()
+        assert self._job is not None, "start() gives the job first"
         threads = max(1, (os.cpu_count() or 1) // self.workers)
         for attempt in range(3):
             executor = ProcessPoolExecutor(
@@ -124,6 +125,7 @@ class LocalBackend:
 
     def _scan_here(self, shard: Shard, rescan: bool) -> Future:
         future: Future = Future()
+        assert self._job is not None, "start() gives the job first"
         job = replace(self._job, done=frozenset()) if rescan else self._job
         report = ProgressReport(
             shard.position, lambda position, count: self._here.update({position: count})

@@ -118,8 +118,9 @@ def merge(
         raise InputError("the pool has no rows", path=provenance.get("name"))
     pairs.sort(key=lambda p: (p.doc, p.eval_index))
     blocks = pool_sha256 or hasher.hexdigest()
-    # One stream: the seed's own hash (SHA-256 over each canonical item and a
-    # NUL), as issue 3 and the seed define content_sha256. Several shards: that
+    # One stream: the contamination specification's own content hash (SHA-256
+    # over each canonical item and a NUL; the glossary's "content hash"), which
+    # is what content_sha256 names. Several shards: that
     # flat hash would need every byte in order on one machine, so the pool is
     # named by the block hash of the same stream, which equals the one-file
     # pool's content_sha256_blocks whatever the sharding.

@@ -193,7 +193,7 @@ def _scan_local(
             if job.id_field:
                 ids = (
                     batch.ids
-                    if batch.ids_checked
+                    if batch.ids_checked and batch.ids is not None
                     else [
                         check_id(value, source, batch.start + k)
                         for k, value in enumerate(batch.ids or [None] * batch.count)

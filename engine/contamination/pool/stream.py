@@ -14,7 +14,7 @@ import multiprocessing
 import os
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import closing
 from itertools import chain
@@ -51,7 +51,9 @@ BATCH_SIZE = 2048
 BatchConsumer = Callable[[Batch, list[Any]], None]
 
 
-def _in_process(index: EvalIndex, batches: Iterable[Batch]) -> Iterator[tuple[Batch, BatchResult]]:
+def _in_process(
+    index: EvalIndex, batches: Iterable[Batch]
+) -> Generator[tuple[Batch, BatchResult], None, None]:
     for batch in batches:
         yield batch, match_batch(index, batch.matchable)
 
@@ -90,7 +92,7 @@ def start_workers_early(source: Source, jobs: int | None) -> None:
 
 def _in_workers(
     index: EvalIndex, batches: Iterable[Batch], jobs: int
-) -> Iterator[tuple[Batch, BatchResult]]:
+) -> Generator[tuple[Batch, BatchResult], None, None]:
     context = worker_context()
     with ProcessPoolExecutor(
         max_workers=jobs, mp_context=context, initializer=worker_init, initargs=(index,)
@@ -214,7 +216,7 @@ def _collect(
         if id_check is not None:
             ids = (
                 batch.ids
-                if batch.ids_checked
+                if batch.ids_checked and batch.ids is not None
                 else [
                     check_id(value, source, batch.start + k)
                     for k, value in enumerate(batch.ids or [None] * batch.count)

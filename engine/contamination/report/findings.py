@@ -227,7 +227,7 @@ def eval_subject(findings: Findings, index: int) -> dict[str, Any]:
 
 
 def backlog_items(findings: Findings, run_id: str) -> list[BacklogItem]:
-    """Gives one flagged_pairs item per flagged eval item (DESIGN.md payload)."""
+    """Gives one flagged_pairs item per flagged eval item (docs/engines/contamination.md)."""
     items = findings.eval.items
     matches: dict[int, list[dict[str, Any]]] = {}
     for pair in sorted(findings.pool_pairs, key=lambda p: (p.eval_index, p.pool_index)):
