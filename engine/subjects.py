@@ -175,7 +175,8 @@ def evidence(queue: str, payload: dict[str, Any]) -> Evidence:
             if not isinstance(m, dict):
                 continue
             key = f"{m.get('kind')}:{m.get('id')}"
-            scores = m.get("scores") if isinstance(m.get("scores"), dict) else {}
+            stated = m.get("scores")
+            scores: dict[str, Any] = stated if isinstance(stated, dict) else {}
             matches[key] = (
                 _strings(m.get("channels")) | _strings(m.get("via")),
                 {k: v for k in SCORES if (v := _number(scores.get(k))) is not None},
