@@ -84,6 +84,8 @@ class ItemFilter:
                 f"unknown decided_by {self.decided_by!r} (expected me or others)",
                 field="decided_by",
             )
+        if self.items is not None and not all(isinstance(i, str) for i in self.items):
+            raise InputError("item ids must be strings", field="items")
         if self.decided_by and not self.principal:
             raise InputError("decided by me/others needs a signing identity", field="decided_by")
         if (
@@ -155,6 +157,7 @@ def _where(conn: sqlite3.Connection, queue: str, f: ItemFilter) -> tuple[str, li
         clauses.append("i.score <= ?")
         args.append(float(f.score_max))
     if f.items is not None:
+        # One JSON parameter however many ids: no limit on SQL variables.
         clauses.append("i.item_id IN (SELECT value FROM json_each(?))")
         args.append(json.dumps(list(f.items)))
     if f.text:
@@ -317,6 +320,47 @@ def _rows_before(sort: str, score: float | None, title: str, item_id: str) -> tu
         "i.score IS NULL OR i.score < ? OR (i.score = ? AND i.item_id < ?)",
         [score, score, item_id],
     )
+
+
+def item_ids(
+    conn: sqlite3.Connection, queue: str, f: ItemFilter, sort: str, limit: int
+) -> list[str]:
+    """Gives the ids of up to ``limit`` items passing the filter, in the listing's order."""
+    if sort not in _ORDER:
+        raise InputError(f"unknown sort {sort!r} (expected {', '.join(SORTS)})", field="sort")
+    where, args = _where(queue, f)
+    sql = f"SELECT i.item_id FROM items i WHERE {where} ORDER BY {_ORDER[sort]} LIMIT ?"
+    return [r[0] for r in conn.execute(sql, [*args, max(0, int(limit))])]
+
+
+def items_by_field(
+    conn: sqlite3.Connection,
+    queue: str,
+    path: str,
+    values: list[Any],
+    run_id: str | None = None,
+) -> dict[Any, list[str]]:
+    """Gives, for each value, the ids of the queue's items whose payload holds it at
+    ``path`` (a JSON path such as ``$.eval.id``), within one run if named.
+
+    It reads every payload of the queue (or run): callers run it off the UI thread.
+    """
+    if queue not in QUEUES:
+        raise InputError(f"unknown queue {queue!r}", field="queue")
+    if not path.startswith("$"):
+        raise InputError(f"not a JSON path: {path!r}", field="path")
+    sql = (
+        "SELECT json_extract(payload, ?) AS v, item_id FROM items WHERE queue = ? "
+        "AND v IN (SELECT value FROM json_each(?))"
+    )
+    args: list[Any] = [path, queue, json.dumps(values)]
+    if run_id is not None:
+        sql += " AND run_id = ?"
+        args.append(run_id)
+    out: dict[Any, list[str]] = {}
+    for value, item_id in conn.execute(sql + " ORDER BY item_id", args):
+        out.setdefault(value, []).append(item_id)
+    return out
 
 
 def tags(conn: sqlite3.Connection, queue: str, limit: int = 50) -> list[str]:

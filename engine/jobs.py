@@ -54,6 +54,10 @@ JOB_COMMANDS = (
     "bench",
 )
 _TAIL_BYTES = 65536
+# A run's summary is its standard output: what the command prints when it is
+# done (counts, COMPLETE/PENDING, where it wrote). Progress goes to its own file,
+# so stdout stays short; a chatty run is cut to its last lines.
+SUMMARY_LINES = 12
 
 
 @dataclass(frozen=True)
@@ -88,6 +92,8 @@ class Job:
     stages: tuple[StageProgress, ...]
     path: Path
     output: str | None = None  # the run's last line of standard output
+    summary: tuple[str, ...] = ()  # its last SUMMARY_LINES lines of standard output, in order
+    summary_cut: int = 0  # how many earlier lines of standard output the summary leaves out
 
     @property
     def command(self) -> str:
@@ -210,6 +216,8 @@ def read_job(path: Path) -> Job:
         error = (
             None if code == 0 else (error_line(path / "stderr.log") or f"exited with code {code}")
         )
+        lines = _tail_lines(path / "stdout.log")
+        shown = tuple(lines[-SUMMARY_LINES:])
         return Job(
             path.name,
             tuple(spec["argv"]),
@@ -219,7 +227,9 @@ def read_job(path: Path) -> Job:
             error,
             stages,
             path,
-            last_line(path / "stdout.log"),
+            lines[-1] if lines else None,
+            shown,
+            len(lines) - len(shown),
         )
     if _supervisor_alive(path):
         return Job(
@@ -290,11 +300,15 @@ def _tail_lines(path: Path) -> list[str]:
     try:
         with open(path, "rb") as handle:
             handle.seek(0, os.SEEK_END)
-            handle.seek(max(0, handle.tell() - _TAIL_BYTES))
+            size = handle.tell()
+            handle.seek(max(0, size - _TAIL_BYTES))
             text = handle.read().decode("utf-8", errors="replace")
     except OSError:
         return []
-    return [ln.strip() for ln in text.splitlines() if ln.strip()]
+    lines = text.splitlines()
+    if size > _TAIL_BYTES:
+        lines = lines[1:]  # the first line of a tail is usually cut
+    return [ln.strip() for ln in lines if ln.strip()]
 
 
 def error_line(path: Path) -> str | None:

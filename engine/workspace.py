@@ -19,7 +19,7 @@ import os
 import re
 import sqlite3
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cached_property
@@ -895,7 +895,7 @@ class Workspace:
         note: str | None = None,
         principal: str | None = None,
         role: str | None = None,
-        overrule: bool | str = False,
+        overrule: bool | str | Mapping[str, str] = False,
     ) -> list[DecisionOutcome]:
         """Gives what deciding each item did, after signing and durably appending every
         needed record in one write transaction: all or nothing.
@@ -911,6 +911,10 @@ class Workspace:
           and the record then carries ``data: {"overrules": <its record hash>}``;
         - a decision made in a role that outranks the signer's is never replaced
           (PermissionRefused), as it is never retracted from another role.
+
+        ``overrule`` as a mapping names, per item, the record hash of the decision
+        the person agreed to overrule on it (a bulk decision shows every one and
+        takes one confirmation); an item it does not name is not overruled.
         """
         if decision not in DECISIONS:
             raise InputError(
@@ -923,6 +927,12 @@ class Workspace:
             raise InputError(
                 "an overrule naming the decision it replaces is about one item", field="overrule"
             )
+        per_item = overrule if isinstance(overrule, Mapping) else None
+        if per_item is not None and not set(per_item) <= set(ids):
+            stray = sorted(set(per_item) - set(ids))[0]
+            raise InputError(
+                f"an overrule names item {stray!r}, which is not being decided", field="overrule"
+            )
         principal, role = self.identify(signer, principal, role, queue)
         standing: list[dict[str, Any] | None] = [None] * len(ids)
 
@@ -930,8 +940,9 @@ class Workspace:
             def check(conn: sqlite3.Connection) -> dict[str, Any] | None:
                 binding = self._item_binding(conn, queue, ids[index])
                 standing[index] = store.effective_decisions_for(conn, queue, ids[index])
+                allowed = overrule if per_item is None else per_item.get(ids[index], False)
                 extra = _replacing(
-                    standing[index], queue, ids[index], decision, principal, role, overrule
+                    standing[index], queue, ids[index], decision, principal, role, allowed
                 )
                 return None if extra is None else {**binding, **extra}
 

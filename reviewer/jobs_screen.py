@@ -54,10 +54,14 @@ def render_jobs(all_jobs: list[jobs.Job]) -> Group | Text:
                     f"{stage.unit}{eta}{' ✓' if stage.finished else ''}"
                 )
             )
+        if job.summary_cut:
+            parts.append(Text(f"   │ … {job.summary_cut} earlier line(s) in {job.path}/stdout.log"))
+        # Every line the run printed when done (its counts, COMPLETE or PENDING, what
+        # it wrote), not only the last: these are the run's answer.
+        for line in job.summary:
+            parts.append(Text(f"   │ {line}"))
         if job.error:
             parts.append(Text(f"   {job.error}", style="bold"))
-        elif job.output:
-            parts.append(Text(f"   → {job.output}"))
     return Group(*parts)
 
 
@@ -71,10 +75,12 @@ class JobsScreen(ModalScreen[tuple[jobs.Job, ...]]):
     BINDINGS = bindings(SCOPE)
     AUTO_FOCUS = "#job-command"
 
-    def __init__(self, workspace_root: Path) -> None:
+    def __init__(self, workspace_root: Path, command: str = "", why: str = "") -> None:
+        """``command`` is offered in the command line (Enter starts it), ``why`` says why."""
         super().__init__()
         self.workspace_root = workspace_root
         self.started: list[jobs.Job] = []
+        self.offered, self.why = command, why
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog jobs"):
@@ -90,8 +96,13 @@ class JobsScreen(ModalScreen[tuple[jobs.Job, ...]]):
                 )
             with VerticalScroll(id="jobs-list"):
                 yield Static(id="jobs-body")
-            yield Static("", id="jobs-error")
-            yield Input(placeholder=f"sealdesk {EXAMPLES[0]}", id="job-command", compact=True)
+            yield Static(Text(self.why), id="jobs-error")
+            yield Input(
+                value=self.offered,
+                placeholder=f"sealdesk {EXAMPLES[0]}",
+                id="job-command",
+                compact=True,
+            )
 
     def on_mount(self) -> None:
         self.refresh_jobs()

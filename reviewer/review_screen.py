@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from rich.console import Group
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
@@ -24,7 +25,8 @@ from textual.timer import Timer
 from textual.widgets import Input, Static
 from textual.worker import Worker, WorkerState
 
-from engine import jobs
+from engine import item_query, jobs
+from engine.bulk import BulkPlan, plan
 from engine.errors import OverruleRequired, SealdeskError
 from engine.item_query import (
     ItemFilter,
@@ -38,6 +40,7 @@ from engine.ledger.records import Record
 from engine.roles import QUEUES
 from engine.workspace import Workspace
 from reviewer.actions import SORTS, STATUSES, bindings
+from reviewer.bulk_screen import BulkChoice, BulkScreen, Member, cluster_members
 from reviewer.jobs_screen import JobsScreen
 from reviewer.modals import ConfirmOverrule, FilterScreen, NoteScreen
 from reviewer.panes import render_detail
@@ -52,6 +55,11 @@ if TYPE_CHECKING:
 __all__ = ["POLL_SECONDS", "ReviewScreen", "why_not_written"]
 
 SORT_CYCLE = ("score_desc", "score_asc", "id_asc")
+# At most this many items in one bulk decision (marked at once, or signed at once):
+# each is listed before it is signed, and a list longer than this is not read.
+BULK_LIMIT = 1000
+# How far past a decided item the cursor looks for the next undecided one.
+SKIP_DECIDED = 200
 SORT_LABEL = dict(SORTS)
 STATUS_CYCLE = (None, *STATUSES)
 
@@ -74,6 +82,24 @@ class Decided:
     item_id: str
     seq: int
     index: int  # where it was in the list when decided
+
+
+class BulkPlanned(Message):
+    """A bulk decision was read (its items, what deciding each would do): show it."""
+
+    def __init__(
+        self, token: int, title: str, plan: BulkPlan, members: list[Member] | None
+    ) -> None:
+        super().__init__()
+        self.token, self.title, self.plan, self.members = token, title, plan, members
+
+
+class BulkSigned(Message):
+    """A bulk decision ended: what deciding each item did, or why nothing was signed."""
+
+    def __init__(self, plan: BulkPlan, decision: str, outcomes: list, why: str | None) -> None:
+        super().__init__()
+        self.plan, self.decision, self.outcomes, self.why = plan, decision, outcomes, why
 
 
 class SearchDone(Message):
@@ -109,6 +135,11 @@ class ReviewScreen(Screen):
         # The last item, once decided with nothing after it: decision keys then sign
         # nothing until the cursor moves (a held key must not re-sign it).
         self.ended_at: tuple[str, str] | None = None
+        # Marked items per queue, in the order marked (a dict keeps it), for one bulk
+        # decision; the queue list draws the current queue's.
+        self.marks: dict[str, dict[str, None]] = {q: {} for q in QUEUES}
+        self._bulk_token = 0
+        self.bulk_signing = False
 
     def _first_queue(self) -> str:
         # Open on the queue this person decides, so the first key works.
@@ -158,6 +189,7 @@ class ReviewScreen(Screen):
         self.ws.conn.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_MS)}")
         self.query_one("#search", Input).display = False
         self.query_one(JobsStrip).display = False
+        self.queue_list.marks = self.marks[self.queue]
         self.show_key_hints()
         self.refresh_progress()
         self.reload()
@@ -217,7 +249,10 @@ class ReviewScreen(Screen):
     def _worker_failed(self, event: Worker.StateChanged) -> None:
         # Background work never takes the app down: its failure is shown.
         if event.state == WorkerState.ERROR:
-            self.queue_list.reset(0)
+            if event.worker.group == "search":
+                self.queue_list.reset(0)
+            if event.worker.group == "bulk-sign":
+                self.bulk_signing = False
             self.refuse(f"{event.worker.group} failed: {event.worker.error}")
 
     @on(SearchDone)
@@ -308,6 +343,9 @@ class ReviewScreen(Screen):
             parts.append(view.band or f"{len(f.items)} chosen")
         if f.text:
             parts.append(f"/{f.text}")
+        marked = len(self.marks[self.queue])
+        if marked:
+            parts.append(f"{marked} marked")
         self.query_one("#filter-line", Static).update(Text(" " + " · ".join(parts)))
 
     def _show_status(self) -> None:
@@ -343,7 +381,17 @@ class ReviewScreen(Screen):
             return
         item: dict[str, Any] | None = self.ws.item(row.queue, row.item_id)
         history = self.ws.history(row.queue, row.item_id) if item else []
-        detail.update(render_detail(item, history))
+        shown = render_detail(item, history)
+        members = cluster_members(item["payload"]) if item else []
+        if members:
+            # The cluster's members are listed at the bottom as text: say, on top, which
+            # key turns them into items to visit or to decide at once.
+            key = self.app.key_for("review.cluster")
+            # One line at 80 columns: the list it opens says the rest (go to one, decide all).
+            hint = Text(f"duplicate cluster of {len(members)} · ", style="bold")
+            hint.append(f"{key} lists its members")
+            shown = Group(hint, shown)
+        detail.update(shown)
         self.view.item_id = row.item_id
 
     @on(QueueList.Highlighted)
@@ -485,11 +533,77 @@ class ReviewScreen(Screen):
         if lst.cursor != index or (lst.current and lst.current.item_id != row.item_id):
             self.show_detail(lst.current)  # the list moved meanwhile: stay where it is
         elif index + 1 < lst.total:
-            lst.cursor = index + 1
+            # From an undecided item, on to the next undecided one: what a bulk decision
+            # or a colleague decided meanwhile is not put before this person again.
+            lst.cursor = self._next_undecided(index) if row.status == "undecided" else index + 1
         else:
             self.ended_at = (row.queue, row.item_id)
             self.say(f"{self.message} · end of queue")
             self.show_detail(lst.current)
+        if record is not None:
+            self._offer_next_step(row.queue)
+
+    def _next_undecided(self, index: int) -> int:
+        """Gives the index of the first undecided row after ``index`` (looking at most
+        SKIP_DECIDED rows ahead), else the next row."""
+        lst = self.queue_list
+        for at in range(index + 1, min(lst.total, index + 1 + SKIP_DECIDED)):
+            row = lst.row(at)
+            if row is not None and row.status == "undecided":
+                return at
+        return index + 1
+
+    def _offer_next_step(self, queue: str) -> None:
+        """Says, once a decision settles the last adjudication item, that the exam can
+        now be resolved, and with which key."""
+        p = self.progress.get(queue)
+        if queue != "adjudication" or p is None or not p.total or p.accept + p.reject < p.total:
+            return
+        key = self.app.key_for("review.resolve_exam")
+        self.app.notify(
+            f"every adjudication item is accepted or rejected: {key} offers exam resolve "
+            "as a background job",
+            title="Adjudication done",
+            timeout=10,
+            markup=False,
+        )
+        self.say(f"{self.message} · adjudication done: {key} resolves the exam")
+
+    def _adjudication_runs(self) -> dict[str, int]:
+        """Gives each run holding adjudication items, with how many of its items are not
+        yet accepted or rejected (a skip settles nothing)."""
+        left: dict[str, int] = {}
+        for item in self.ws.items(queue="adjudication"):
+            unsettled = item["status"] not in ("accept", "reject")
+            left[item["run_id"]] = left.get(item["run_id"], 0) + unsettled
+        return left
+
+    def action_resolve_exam(self) -> None:
+        """Offers ``exam resolve`` of a run whose adjudication items are all settled, in
+        the jobs panel (Enter starts it); refuses while any of them is not."""
+        runs = self._adjudication_runs()
+        if not runs:
+            self.refuse("no adjudication items in this workspace: no exam to resolve")
+            return
+        ready = sorted(run for run, left in runs.items() if left == 0)
+        if not ready:
+            run, left = min(runs.items(), key=lambda kv: (kv[1], kv[0]))
+            self.refuse(
+                f"run {run} has {left} adjudication item(s) not accepted or rejected; "
+                "resolving it now would leave the exam PENDING_ADJUDICATION"
+            )
+            return
+        run = ready[-1]
+        others = f" (also ready: {', '.join(ready[:-1])})" if len(ready) > 1 else ""
+        self.app.push_screen(
+            JobsScreen(
+                self.ws.root,
+                command=f"exam resolve --run-id {run}",
+                why=f"every adjudication item of run {run} is decided: Enter resolves "
+                f"the exam{others}",
+            ),
+            self._jobs_closed,
+        )
 
     def action_undo(self) -> None:
         """Retracts the highlighted item's decision, or else this session's latest one."""
@@ -605,6 +719,7 @@ class ReviewScreen(Screen):
         if queue == self.queue:
             return
         self.queue = queue
+        self.queue_list.marks = self.marks[queue]
         self._show_tabs()
         self._show_status()
         search = self.query_one("#search", Input)
@@ -759,3 +874,233 @@ class ReviewScreen(Screen):
 
     def action_show_status(self, status: str) -> None:
         self.set_filters(replace(self.view.filters, status=status))
+
+    # -- bulk: marked items and duplicate clusters --------------------------------
+    def mark(self, item_ids: list[str] | tuple[str, ...], on: bool = True) -> int:
+        """Marks (or unmarks) items of the current queue for one bulk decision; gives how
+        many are marked now. Other screens and commands select through this (filter,
+        then mark what is shown), then ``action_decide_marked`` shows and signs them."""
+        marks = self.marks[self.queue]
+        for item_id in item_ids:
+            if on:
+                marks[item_id] = None
+            else:
+                marks.pop(item_id, None)
+        self.queue_list.refresh()
+        self._show_filter_line(self.queue_list.total)
+        return len(marks)
+
+    def action_mark(self) -> None:
+        """Marks or unmarks the highlighted item, then moves to the next row."""
+        row = self.queue_list.current
+        if row is None:
+            self.refuse("no item is highlighted")
+            return
+        on = row.item_id not in self.marks[self.queue]
+        if on and len(self.marks[self.queue]) >= BULK_LIMIT:
+            self.refuse(f"{BULK_LIMIT} items are marked already: decide them first")
+            return
+        count = self.mark([row.item_id], on)
+        self.say(f"{'marked' if on else 'unmarked'} {row.item_id} · {count} marked")
+        self.queue_list.move(1)
+
+    def action_mark_shown(self) -> None:
+        """Marks every item the current filter shows (unmarks them when all are marked)."""
+        view = self.view
+        ids = item_query.item_ids(self.ws.conn, self.queue, view.filters, view.sort, BULK_LIMIT + 1)
+        if not ids:
+            self.refuse("nothing is shown under this filter: nothing to mark")
+            return
+        if len(ids) > BULK_LIMIT:
+            self.refuse(
+                f"more than {BULK_LIMIT} items are shown: narrow the filter to mark them "
+                "all at once"
+            )
+            return
+        marks = self.marks[self.queue]
+        on = not all(i in marks for i in ids)
+        if on and len(set(marks) | set(ids)) > BULK_LIMIT:
+            self.refuse(f"that would mark more than {BULK_LIMIT} items: decide some first")
+            return
+        count = self.mark(ids, on)
+        self.say(f"{'marked' if on else 'unmarked'} {len(ids)} shown · {count} marked")
+
+    def action_clear_marks(self) -> None:
+        self.marks[self.queue].clear()
+        self.mark([])
+        self.say("no item is marked")
+
+    def action_show_marked(self) -> None:
+        """Filters the queue to its marked items."""
+        marked = tuple(self.marks[self.queue])
+        if not marked:
+            self.refuse("nothing is marked in this queue")
+            return
+        self.show_only(marked, "marked")
+
+    def show_only(self, item_ids: tuple[str, ...], label: str) -> None:
+        """Shows only these items of the current queue (a selection, a band, a cluster),
+        under the rest of the filter; Clear filters shows the whole queue again."""
+        self.view.band = f"only {label} ({len(item_ids)})"
+        self.set_filters(replace(self.view.filters, items=tuple(item_ids)))
+
+    def action_decide_marked(self) -> None:
+        """Shows every marked item of this queue and what deciding it would do; one key
+        then decides them all."""
+        marked = list(self.marks[self.queue])
+        if not marked:
+            m, big_m = (self.app.key_for(b) for b in ("review.mark", "review.mark_shown"))
+            self.refuse(
+                f"nothing is marked in this queue: {m} marks the highlighted item, "
+                f"{big_m} every item shown"
+            )
+            return
+        self._bulk_token += 1
+        self.say(f"reading {len(marked)} marked item(s)…")
+        self._plan_bulk(self._bulk_token, self.queue, marked, None)
+
+    def action_cluster(self) -> None:
+        """Shows the highlighted item's duplicate cluster: each member's item, to visit
+        or to decide all at once."""
+        row = self.queue_list.current
+        if row is None:
+            self.refuse("no item is highlighted")
+            return
+        item = self.ws.item(row.queue, row.item_id)
+        members = cluster_members(item["payload"]) if item is not None else []
+        if item is None or not members:
+            self.refuse(f"{row.item_id} is in no duplicate cluster")
+            return
+        if len(members) > BULK_LIMIT:
+            # The payload says how many; a list nobody can read is not offered for signing.
+            self.refuse(
+                f"{row.item_id}'s cluster lists {len(members):,} members, more than "
+                f"{BULK_LIMIT} to show at once: filter and mark them instead"
+            )
+            return
+        self._bulk_token += 1
+        self.say("finding the cluster's items…")
+        self._plan_bulk(self._bulk_token, self.queue, None, (row.item_id, item["run_id"]))
+
+    def _who(self, queue: str) -> tuple[str | None, str | None]:
+        if self.session.refusal(queue):
+            return None, None
+        return self.session.principal, self.session.role_for(queue)
+
+    @work(thread=True, exclusive=True, group="bulk", exit_on_error=False)
+    def _plan_bulk(
+        self,
+        token: int,
+        queue: str,
+        ids: list[str] | None,
+        cluster_of: tuple[str, str] | None,
+    ) -> None:
+        # Its own connection: a cluster's items are found by reading the run's payloads.
+        principal, role = self._who(queue)
+        members: list[Member] | None = None
+        with Workspace.open(self.ws.root, read_only=self.ws.read_only) as reader:
+            if cluster_of is not None:
+                item_id, run_id = cluster_of
+                item = reader.item(queue, item_id) or {}
+                listed = cluster_members(item.get("payload"))
+                by_id = [m for m in listed if m.get("id") is not None]
+                held = item_query.items_by_field(
+                    reader.conn, queue, "$.eval.id", [m["id"] for m in by_id], run_id
+                )
+                members = []
+                for m in listed:
+                    found = held.get(m.get("id"), [])
+                    index = f" (#{m['index']})" if m.get("index") is not None else ""
+                    label = f"eval {m.get('id', '?')}{index}"
+                    text = m.get("text") if isinstance(m.get("text"), str) else ""
+                    members.append(Member(label, text, found[0] if found else None))
+                ids = [m.item_id for m in members if m.item_id]
+                title = f"Duplicate cluster of {len(listed)} eval items ({len(ids)} in {queue})"
+            else:
+                title = f"{len(ids or [])} marked item(s) of {queue}"
+            bulk = plan(reader.conn, queue, ids or [], principal, role)
+        self.post_message(BulkPlanned(token, title, bulk, members))
+
+    @on(BulkPlanned)
+    def _bulk_planned(self, event: BulkPlanned) -> None:
+        if event.token != self._bulk_token:
+            return  # a newer bulk request replaced this one
+
+        def chosen(choice: BulkChoice | None) -> None:
+            if choice is None:
+                self.say("bulk decision cancelled: nothing signed")
+            elif choice.goto is not None:
+                self.go_to(choice.goto)
+            elif choice.decision is not None:
+                self._sign_bulk_now(event.plan, choice.decision)
+
+        self.say(f"{len(event.plan.items)} item(s) read")
+        self.app.push_screen(BulkScreen(event.title, event.plan, event.members), chosen)
+
+    def go_to(self, item_id: str) -> None:
+        """Puts the cursor on an item of the current queue, or says why it cannot."""
+        index = self._index_of(item_id)
+        if index is None:
+            self.refuse(f"{item_id} is not shown under this filter (clear the filters to see it)")
+            return
+        self.queue_list.cursor = index
+        self.say(f"at {item_id}")
+
+    def _sign_bulk_now(self, bulk: BulkPlan, decision: str) -> None:
+        args = self._signing_args(bulk.queue)
+        if args is None:
+            return
+        if self.bulk_signing:
+            self.refuse("a bulk decision is being signed already")
+            return
+        self.bulk_signing = True
+        self.say(f"signing {len(bulk.signable)} {decision} record(s)…")
+        self._sign_bulk(bulk, decision, args)
+
+    @work(thread=True, exclusive=True, group="bulk-sign", exit_on_error=False)
+    def _sign_bulk(self, bulk: BulkPlan, decision: str, args: dict[str, Any]) -> None:
+        # One transaction on its own connection: the UI stays live while the records
+        # are signed (an agent may ask for a confirmation per signature).
+        with Workspace.open(self.ws.root) as writer:
+            try:
+                outcomes = writer.decide_many(
+                    self.session.signer,
+                    bulk.queue,
+                    bulk.signable,
+                    decision,
+                    overrule=bulk.overrules,
+                    **args,
+                )
+            except (SealdeskError, sqlite3.Error) as exc:
+                self.post_message(BulkSigned(bulk, decision, [], why_not_written(exc)))
+                return
+        self.post_message(BulkSigned(bulk, decision, outcomes, None))
+
+    @on(BulkSigned)
+    def _bulk_signed(self, event: BulkSigned) -> None:
+        self.bulk_signing = False
+        if event.why is not None:
+            self.refuse(f"nothing was signed: {event.why}")
+            return
+        signed = [o for o in event.outcomes if o.record is not None]
+        for o in signed:
+            self.decided_here.append(Decided(o.queue, o.item_id, o.record.seq, -1))
+            self._appended(o.record)
+        done = {o.item_id for o in event.outcomes}
+        self.mark(list(done), on=False)
+        over = sum(o.overruled is not None for o in signed)
+        already = len(event.outcomes) - len(signed)
+        self.refresh_progress()
+        row = self.queue_list.current
+        # The rows decided move on: keep the cursor's item, and leave it when it was one.
+        self.reload(keep=row.item_id if row else None, at=self.queue_list.cursor)
+        lst = self.queue_list
+        if lst.current is not None and lst.current.item_id in done and lst.total:
+            lst.cursor = min(lst.total - 1, self._next_undecided(lst.cursor - 1))
+        parts = [f"{event.decision} on {len(signed)} item(s), one signed record each"]
+        if over:
+            parts.append(f"{over} overruled")
+        if already:
+            parts.append(f"{already} already so")
+        self.say(" · ".join(parts))
+        self._offer_next_step(event.plan.queue)

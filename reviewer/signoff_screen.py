@@ -230,7 +230,7 @@ class SignoffScreen(Screen[tuple[Record, ...]]):
         s = self.summary
         if why is None and s is not None:
             why = s.blocker(with_exceptions)
-            if why is not None and s.pending and not with_exceptions:
+            if why is not None and (s.pending or s.holds) and not with_exceptions:
                 why += f" ({self._key('signoff.sign_exceptions')} signs with exceptions)"
         if why is not None:
             self.refuse(why)
@@ -263,6 +263,11 @@ class SignoffScreen(Screen[tuple[Record, ...]]):
                 style="bold reverse",
             )
             out.append(pending_text(s.pending))
+        if with_exceptions:
+            for hold in s.holds:
+                # Bound as it stands: the record carries the exam's status.
+                out.append("\nWHILE NOT READY: ", style="bold reverse")
+                out.append(hold)
         return out
 
     @work(thread=True, exclusive=True, group="sign-off", exit_on_error=False)

@@ -7,6 +7,7 @@ Emphasis is by weight and reverse video, never by hue alone.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from rich.console import Group, RenderableType
@@ -38,14 +39,27 @@ def _label(text: str, width: int = 9) -> Text:
     return Text.assemble((f"  {text:<{width}}", "bold"))
 
 
-def readiness(s: SignoffSummary, sign_key: str, exceptions_key: str) -> Text:
-    """Gives the one line that says whether a sign-off would be accepted, and with which key."""
+def readiness(
+    s: SignoffSummary,
+    sign_key: str,
+    exceptions_key: str,
+    holds: Sequence[str] | None = None,
+) -> Text:
+    """Gives the one line that says whether a sign-off would be accepted, and with which key.
+
+    READY only when nothing is undecided and no hold stands: ``holds`` are the
+    reasons besides undecided items (the summary's own, by default: an exam still
+    PENDING_ADJUDICATION), each named on the line.
+    """
     blocker = s.blocker(with_exceptions=True)
     if blocker is not None:
         return Text(f" BLOCKED: {blocker}", style="bold reverse")
-    if s.pending:
+    reasons = ([f"{len(s.pending)} item(s) undecided"] if s.pending else []) + list(
+        s.holds if holds is None else holds
+    )
+    if reasons:
         return Text(
-            f" NOT READY: {len(s.pending)} item(s) undecided; {exceptions_key} signs "
+            f" NOT READY: {'; '.join(reasons)}; {exceptions_key} signs "
             "with exceptions, listed in the record",
             style="bold reverse",
         )

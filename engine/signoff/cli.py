@@ -112,6 +112,8 @@ def summary_lines(s: SignoffSummary) -> list[str]:
                 f"  ... and {len(s.pending) - _PENDING_LISTED} more "
                 "(sealdesk items --status undecided)"
             )
+    for hold in s.holds:
+        out.append(f"NOT READY: {hold}")
     for problem in s.problems:
         out.append(f"PROBLEM: {problem}")
     for warning in s.warnings:
@@ -175,6 +177,10 @@ def signoff(
             raise NotReadyError(
                 f"{len(summary.pending)} item(s) are undecided; decide them, "
                 "or sign off with --with-exceptions to list them in the record"
+            )
+        if summary.holds and not with_exceptions:
+            raise NotReadyError(
+                f"not ready: {'; '.join(summary.holds)}; or sign off with --with-exceptions"
             )
         signer = lead_signer(ws, key)
         who, _role = ws.identify(signer, principal, "lead")

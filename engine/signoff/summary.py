@@ -44,6 +44,24 @@ from engine.signoff.run_status import (
 from engine.subjects import subject_faults
 
 _PENDING_SHOWN = 5
+PENDING_ADJUDICATION = "PENDING_ADJUDICATION"
+
+
+def readiness_holds(exam: ExamStatus) -> list[str]:
+    """Gives what keeps a plain sign-off from being ready besides undecided items, one
+    reason each (empty when nothing does).
+
+    An exam still PENDING_ADJUDICATION has abstained candidates no resolved
+    artifact has settled, whatever the queue says: signing it off as done would
+    bind a verdict nobody reached. Sign off with exceptions to bind it as it is.
+    """
+    out = []
+    if PENDING_ADJUDICATION in (exam.state, exam.adjudication):
+        out.append(
+            f"the exam is {PENDING_ADJUDICATION}: decide its adjudication items, then "
+            "resolve it (sealdesk exam resolve --run-id RUN)"
+        )
+    return out
 
 
 @dataclass(frozen=True)
@@ -108,9 +126,14 @@ class SignoffSummary:
     multi_key: tuple[tuple[str, tuple[str, ...]], ...] = ()  # principals who signed with 2+ keys
 
     @property
+    def holds(self) -> list[str]:
+        """Gives what keeps a plain sign-off from being ready besides undecided items."""
+        return readiness_holds(self.exam)
+
+    @property
     def ready(self) -> bool:
         """Says whether a plain sign-off (without exceptions) would be accepted."""
-        return not self.pending and not self.problems
+        return not self.pending and not self.problems and not self.holds
 
     def blocker(self, with_exceptions: bool = False) -> str | None:
         """Gives why ``sign_off`` would refuse this state, or None when it would sign.
@@ -121,11 +144,15 @@ class SignoffSummary:
         if self.problems:
             more = f" (and {len(self.problems) - 1} more)" if len(self.problems) > 1 else ""
             return f"will not sign off: {self.problems[0]}{more}"
-        if self.pending and not with_exceptions:
+        if with_exceptions:
+            return None
+        if self.pending:
             return (
                 f"{len(self.pending)} item(s) are undecided: {pending_text(self.pending)}; "
                 "decide them, or sign off with exceptions to list them in the record"
             )
+        if self.holds:
+            return f"not ready: {'; '.join(self.holds)}; or sign off with exceptions"
         return None
 
     def to_json(self) -> dict[str, Any]:
@@ -140,6 +167,7 @@ class SignoffSummary:
         out["queues"] = [{**asdict(q), "decided": q.decided} for q in self.queues]
         out["runs"] = dict(self.runs)
         out["ready"] = self.ready
+        out["holds"] = self.holds
         if self.last_signoff is not None:
             last = self.last_signoff
             out["last_signoff"] = {
@@ -298,8 +326,10 @@ def sign_off(
 ) -> Record:
     """Gives the lead's sign-off record after appending it.
 
-    Refuses (NotReadyError) while any item is undecided or skipped, unless
-    ``with_exceptions``, which lists those items in the record; refuses
+    Refuses (NotReadyError) while any item is undecided or skipped, or
+    anything ``holds`` names holds (an exam PENDING_ADJUDICATION), unless
+    ``with_exceptions``, which lists those items in the record (the exam's
+    status is bound in it either way); refuses
     (IntegrityError), naming the file, any artifact that no run recorded,
     that differs from its sidecar, from the hash its run recorded or from
     what the latest sign-off bound, or that is a signature which does not
@@ -314,6 +344,12 @@ def sign_off(
     # The counts the record binds take carried decisions through the subject links: a
     # link edited to carry a reject over new evidence would make an open item decided.
     _refuse(subject_faults(ws.conn))
+    held = readiness_holds(run.exam)
+    if held and not with_exceptions:
+        raise NotReadyError(
+            f"not ready: {'; '.join(held)}; or sign off with --with-exceptions, which "
+            "binds the exam's status as it stands"
+        )
     artifacts = {a.path: a.sha256 for a in run.artifacts}
     status = _status_data(run)
 

@@ -8,6 +8,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from engine.exam.protocol import PROTOCOL_VERSION, RUBRIC_ID, RUBRIC_TEXT, rubric_sha256
 from reviewer.panes.common import as_list, boxed, cut, fields, get, number, section
 from reviewer.panes.spans import CANDIDATE_STYLE, as_span, clean, find_token_spans, highlight
 
@@ -116,6 +117,23 @@ def _failed_attempts(payload: dict[str, Any]) -> Table | None:
     return table
 
 
+def rubric_section(payload: dict[str, Any]) -> Group:
+    """Gives the frozen rubric the candidate is judged against, with its id and SHA-256
+    (what ``sealdesk exam rubric`` prints), and a warning when the item was queued
+    under another protocol version than the one this rubric belongs to."""
+    body = Text()
+    made_under = get(get(payload, "exam", default={}), "protocol_version")
+    if isinstance(made_under, str) and made_under != PROTOCOL_VERSION:
+        body.append(
+            f"this item was queued under {clean(made_under)}; the rubric below is "
+            f"{PROTOCOL_VERSION}'s\n",
+            style="bold reverse",
+        )
+    body.append(f"sha256 {rubric_sha256()} (sealdesk exam rubric)\n", style="italic")
+    body.append(RUBRIC_TEXT.rstrip("\n"))
+    return section(f"rubric {RUBRIC_ID}", body)
+
+
 def render(payload: dict[str, Any]) -> RenderableType:
     """Gives the adjudication pane for a payload this module understands."""
     candidate = payload["candidate"]
@@ -124,7 +142,9 @@ def render(payload: dict[str, Any]) -> RenderableType:
     parts: list[RenderableType] = []
     question = get(payload, "question")
     if isinstance(question, str) and question:
-        parts.append(section("question", Text(clean(question), style="italic")))
+        ask = Text(clean(question), style="italic")
+        ask.append(f"\njudged against rubric {RUBRIC_ID}, at the end of this pane")
+        parts.append(section("question", ask))
     user = preceding_message(payload)
     if user:
         parts.append(section("preceding user message", cut(Text(clean(user)), 4000)))
@@ -161,4 +181,5 @@ def render(payload: dict[str, Any]) -> RenderableType:
     why = get(payload, "reason", "abstain_reason", "why_abstained", "abstained_because")
     if why is not None:
         parts.append(section("why it abstained", Text(number(why))))
+    parts.append(rubric_section(payload))
     return Group(*parts)

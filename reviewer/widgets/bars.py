@@ -106,6 +106,8 @@ class JobsStrip(Static):
                 out.append(f" · {stage.stage} {stage.done}{total} {stage.unit}{pct}{eta}")
         elif job.state == "succeeded":
             out.append(" · done", style="bold")
+            if job.summary:
+                out.append(f": {job.summary[0]}")
         else:
             out.append(f" · {job.state.upper()}: ", style="bold reverse")
             out.append(job.error or "")

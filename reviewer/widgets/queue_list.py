@@ -8,7 +8,7 @@ items costs one indexed query per 100 rows shown and memory for a few pages.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Container
 
 from rich.segment import Segment
 from rich.style import Style
@@ -71,6 +71,7 @@ class QueueList(ScrollView, can_focus=True):
         self._pages: OrderedDict[int, list[ItemRow]] = OrderedDict()
         self.total = 0
         self.fetches = 0  # pages read from the database (the benchmark reports it)
+        self.marks: Container[str] = frozenset()  # ids drawn as marked (for a bulk decision)
 
     # -- data -----------------------------------------------------------------
     def reset(self, total: int, fetch: Fetch | None = None, cursor: int = 0) -> None:
@@ -186,13 +187,14 @@ class QueueList(ScrollView, can_focus=True):
             score_style = line_style
         score = "  –  " if row.score is None else f"{row.score:5.3f}"[:5]
         title = " ".join((row.title or row.item_id).split())
+        mark = "●" if row.item_id in self.marks else " "
         glyph = f"{STATUS_GLYPH.get(row.status, '?')} "
         if row.carry == "carried":
             glyph = f"{glyph[0]}{CARRIED_MARK}"
         elif row.carry == "reopened":
             glyph = f"{REOPENED_GLYPH} "
         segments = [
-            Segment(f" {glyph}", status_style),
+            Segment(f"{mark}{glyph}", status_style),
             Segment(score, score_style),
             Segment(" " + title, line_style),
         ]

@@ -62,6 +62,36 @@ def test_a_job_runs_the_engine_and_reports_progress_and_success(workspace, tmp_p
     assert done.output == f"{src}: 30 added, 0 already held"
 
 
+def test_a_finished_job_keeps_every_summary_line_the_run_printed(workspace, enrol, tmp_path):
+    from tests.support.exam_builders import split_exam_run
+
+    items = split_exam_run(tmp_path / "exam", workspace)
+    adam = enrol("adam", "adjudicator")
+    for item_id in items.values():
+        workspace.decide(adam, "adjudication", item_id, "accept")
+    job = jobs.start_job(workspace.root, ["exam", "resolve", "--run-id", "ex1"])
+    done = wait_for(lambda: finished(workspace.root, job.job_id))
+    assert done.state == "succeeded", done.error
+    first, second = done.summary
+    assert first.startswith("COMPLETE: applied 2 adjudicator decision(s); 0 undecided")
+    assert second.startswith("wrote ") and "exam-adjudication.json" in second
+    assert done.output == second and done.summary_cut == 0
+
+
+def test_a_long_output_is_cut_to_its_last_lines_and_says_how_many_are_left_out(tmp_path):
+    path = tmp_path / "20260101T000000-chatty"
+    path.mkdir()
+    (path / "job.json").write_text(
+        json.dumps({"argv": ["verify"], "workspace": "ws", "started": "2026-01-01T00:00:00Z"}),
+        encoding="utf-8",
+    )
+    (path / "stdout.log").write_text("".join(f"line {i}\n\n" for i in range(30)))
+    (path / "result.json").write_text('{"returncode": 0}', encoding="utf-8")
+    job = jobs.read_job(path)
+    assert job.summary == tuple(f"line {i}" for i in range(30 - jobs.SUMMARY_LINES, 30))
+    assert job.summary_cut == 30 - jobs.SUMMARY_LINES
+
+
 def test_a_failed_job_shows_the_runs_own_error_line(workspace, tmp_path):
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"queue":"nope"}\n', encoding="utf-8")

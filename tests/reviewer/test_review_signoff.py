@@ -11,6 +11,7 @@ import sqlite3
 
 import pytest
 
+from engine.artifacts import write_json_artifact
 from engine.ledger.signers import FileSigner
 from engine.signoff.summary import sign_off
 from engine.signoff.verify import verify_workspace
@@ -20,6 +21,7 @@ from reviewer.modals import HelpScreen
 from reviewer.review_screen import POLL_SECONDS
 from reviewer.session import open_session, read_only_session
 from reviewer.signoff_screen import ConfirmSignoff, SignoffScreen
+from tests.support.backlog import record_run
 from tests.support.review_app import notices, records, settle, text_of
 from tests.support.signoff import WEAK, mth, pair, write_run_artifacts
 
@@ -221,6 +223,46 @@ async def test_a_ledger_that_moved_while_the_lead_confirmed_is_not_signed(team):
         await settle(pilot, lambda: screen.summary.tree.size == AUTHORITY + 4)
         assert screen.signed is None
     assert signoff_data(team.ws) == []
+
+
+def pending_exam(ws) -> None:
+    """Writes an exam run whose adjudication is still PENDING_ADJUDICATION (not resolved)."""
+    write_json_artifact(
+        ws.run_dir("exam-9") / "exam-adjudication.json", {"status": "PENDING_ADJUDICATION"}
+    )
+    record_run(ws, "exam-9", "exam-adjudication.json")
+
+
+async def test_an_exam_pending_adjudication_is_not_ready_and_refuses_a_plain_signoff(team):
+    team.decide_all_but()  # every item decided: only the exam holds the sign-off back
+    pending_exam(team.ws)
+    app = team.app(team.lena)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_signoff(app, pilot)
+        shown = body(screen)
+        await pilot.press("s")
+        assert app.screen is screen  # no confirmation is asked for
+        said = notices(app)
+    assert "READY: every item" not in shown
+    assert "NOT READY: the exam is PENDING_ADJUDICATION" in " ".join(shown.split())
+    assert "not ready: the exam is PENDING_ADJUDICATION" in said
+    assert "(e signs with exceptions)" in said
+    assert signoff_data(team.ws) == []
+
+
+async def test_signing_with_exceptions_over_a_pending_exam_says_so_and_binds_its_status(team):
+    team.decide_all_but()
+    pending_exam(team.ws)
+    app = team.app(team.lena)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_signoff(app, pilot)
+        await pilot.press("e")
+        question = text_of(app.screen.query_one("#signoff-question"))
+        await pilot.press("enter")
+        await settle(pilot, lambda: screen.signed is not None)
+    assert "WHILE NOT READY: the exam is PENDING_ADJUDICATION" in " ".join(question.split())
+    (data,) = signoff_data(team.ws)
+    assert data["status"]["exam"]["state"] == "PENDING_ADJUDICATION"
 
 
 # -- what the screen shows -------------------------------------------------------------

@@ -274,3 +274,22 @@ def write_replay(path: Path, rows: dict[str, list[tuple] | None], texts: dict[st
         out.append({"schema_version": 1, "completion_id": cid, "status": "ok", "candidates": cands})
     path.write_bytes(jsonl(out))
     return path
+
+
+def split_exam_run(directory: Path, ws, run_id: str = "ex1") -> dict[str, str]:
+    """Gives {span: item id} after adjudicating a run whose lanes split on two candidates
+    (no third vote, sweep complete): the run stays PENDING_ADJUDICATION until an
+    adjudicator decides both and ``exam resolve`` folds the decisions in."""
+    from engine.exam.runs import adjudicate
+
+    text = "The API is live. The cache is warm."
+    exam = write_exam(
+        directory,
+        {"c1": text},
+        {"c1": [claim("The API is live.", "runtime", "API")]},
+        {"c1": [claim("The cache is warm.", "runtime", "cache")]},
+        sweep={"c1": []},
+    )
+    result = adjudicate(ws, exam.input_paths(), exam.rater_files(), run_id)
+    assert result.status == "PENDING_ADJUDICATION" and result.queued == 2
+    return {i["title"].split("'")[1]: i["item_id"] for i in ws.items(queue="adjudication")}

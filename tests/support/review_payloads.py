@@ -359,3 +359,45 @@ def coverage_producer_category() -> dict:
             "tags": ["recall_regression"],
         },
     }
+
+
+# A cluster of three eval items that repeat each other (and a fourth member the scan
+# listed but that is no item of the run), scattered through four single pairs.
+CLUSTER = [("q-1", 1, 0.9), ("q-2", 2, 0.5), ("q-3", 3, 0.2)]
+SINGLES = [("s0", 0.8, "plain"), ("s1", 0.7, "template"), ("s2", 0.6, "template"), ("s3", 0.4, "")]
+
+
+def _cluster_pair(eval_id: str, index: int, score: float) -> BacklogItem:
+    members = [{"id": e, "index": i} for e, i, _ in CLUSTER] + [{"id": "q-9", "index": 9}]
+    text = f"What is 12 times {10 + index}?"
+    return BacklogItem.make(
+        "flagged_pairs",
+        f"fp-{eval_id}",
+        "run-1",
+        {
+            "eval": {"id": eval_id, "index": index, "text": text},
+            "matches": [],
+            "cluster": members,
+            "summary": {"title": f"{eval_id}: {text}", "score": score, "tags": ["internal"]},
+        },
+    )
+
+
+def _single_pair(name: str, score: float, word: str) -> BacklogItem:
+    text = f"Single {name} {word}".strip()
+    return BacklogItem.make(
+        "flagged_pairs",
+        f"fp-{name}",
+        "run-1",
+        {
+            "eval": {"id": name, "index": 100 + int(name[1:]), "text": text},
+            "matches": [],
+            "summary": {"title": text, "score": score, "tags": ["ngram"]},
+        },
+    )
+
+
+def clustered_pairs() -> list[BacklogItem]:
+    """Run run-1's seven flagged pairs: the cluster fp-q-1..3 among fp-s0..3. In score
+    order: fp-q-1, fp-s0, fp-s1, fp-s2, fp-q-2, fp-s3, fp-q-3."""
+    return [_cluster_pair(*c) for c in CLUSTER] + [_single_pair(*s) for s in SINGLES]

@@ -14,7 +14,7 @@ import sqlite3
 import pytest
 
 from engine.canonical import strict_loads
-from engine.errors import ConflictError
+from engine.errors import ConflictError, InputError
 from engine.ledger import sshsig, store
 from engine.ledger.records import encode_body, make_body, utc_now
 from engine.roles import namespace_for
@@ -316,6 +316,43 @@ def test_a_batch_with_one_refused_item_writes_nothing(desk, sealdesk, bad):
         ]
         assert "(overrules reject by ravi" in proc.stdout.splitlines()[2]
         assert faults(ws) == []
+
+
+def test_a_bulk_overrule_names_each_decision_it_replaces_and_only_those(desk):
+    ws, rita, ravi, _ = desk
+    shown = ws.decide(rita, PAIRS, "item-1", "reject")
+    unseen = ws.decide(rita, PAIRS, "item-2", "reject")
+    ids = ["item-0", "item-1", "item-2"]
+    with pytest.raises(ConflictError, match="item-2 stands at reject by rita"):
+        ws.decide_many(ravi, PAIRS, ids, "accept", overrule={"item-1": shown.record_hash})
+    assert count(ws) == B + 2
+    agreed = {"item-1": shown.record_hash, "item-2": unseen.record_hash}
+    outcomes = ws.decide_many(ravi, PAIRS, ids, "accept", overrule=agreed)
+    assert [o.record.body["data"] for o in outcomes] == [
+        None,
+        {"overrules": shown.record_hash},
+        {"overrules": unseen.record_hash},
+    ]
+    assert [o.record.body["item_sha256"] for o in outcomes] == [
+        ws.item(PAIRS, item_id)["item_sha256"] for item_id in ids
+    ]
+    assert faults(ws) == []
+
+
+def test_a_bulk_overrule_is_refused_whole_when_an_item_it_does_not_name_was_decided(desk):
+    ws, rita, ravi, _ = desk
+    shown = ws.decide(rita, PAIRS, "item-1", "reject")
+    ws.decide(rita, PAIRS, "item-2", "reject")  # lands after the person looked
+    with pytest.raises(ConflictError, match="item-2 stands at reject by rita"):
+        ws.decide_many(
+            ravi, PAIRS, ["item-1", "item-2"], "accept", overrule={"item-1": shown.record_hash}
+        )
+    ws.decide(rita, PAIRS, "item-1", "skip")  # the decision agreed to is no longer the one
+    with pytest.raises(ConflictError, match="not the decision you chose to overrule"):
+        ws.decide_many(ravi, PAIRS, ["item-1"], "accept", overrule={"item-1": shown.record_hash})
+    with pytest.raises(InputError, match="names item 'item-3', which is not being decided"):
+        ws.decide_many(ravi, PAIRS, ["item-1"], "accept", overrule={"item-3": "ab" * 32})
+    assert count(ws) == B + 3
 
 
 # -- verify: forged overrules ---------------------------------------------------------------

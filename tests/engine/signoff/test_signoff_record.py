@@ -80,6 +80,26 @@ def test_a_skipped_item_still_blocks_a_plain_signoff(team):
         sign_off(ws, lena)
 
 
+def test_an_exam_pending_adjudication_holds_a_plain_signoff_back(team, sealdesk):
+    ws, rita, lena, ids = team
+    decide_all(ws, rita, ids)
+    write_json_artifact(
+        ws.run_dir("exam-9") / "exam-adjudication.json", {"status": "PENDING_ADJUDICATION"}
+    )
+    record_run(ws, "exam-9", "exam-adjudication.json")
+    summary = signoff_summary(ws)
+    assert not summary.ready and summary.holds[0].startswith("the exam is PENDING_ADJUDICATION")
+    with pytest.raises(NotReadyError, match="the exam is PENDING_ADJUDICATION"):
+        sign_off(ws, lena)
+    cli = sealdesk("signoff", "--yes", "--key", lena.path, workspace=ws.root)
+    assert cli.returncode != 0
+    assert "NOT READY: the exam is PENDING_ADJUDICATION" in cli.stdout
+    assert "not ready: the exam is PENDING_ADJUDICATION" in cli.stderr
+    assert record_count(ws) == 3
+    rec = sign_off(ws, lena, with_exceptions=True)
+    assert rec.body["data"]["status"]["exam"]["adjudication"] == "PENDING_ADJUDICATION"
+
+
 def test_signoff_with_exceptions_lists_every_undecided_item_in_the_record(team):
     ws, rita, lena, ids = team
     ws.decide(rita, "flagged_pairs", ids[0], "accept")
