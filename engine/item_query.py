@@ -328,7 +328,7 @@ def item_ids(
     """Gives the ids of up to ``limit`` items passing the filter, in the listing's order."""
     if sort not in _ORDER:
         raise InputError(f"unknown sort {sort!r} (expected {', '.join(SORTS)})", field="sort")
-    where, args = _where(queue, f)
+    where, args = _where(conn, queue, f)
     sql = f"SELECT i.item_id FROM items i WHERE {where} ORDER BY {_ORDER[sort]} LIMIT ?"
     return [r[0] for r in conn.execute(sql, [*args, max(0, int(limit))])]
 
