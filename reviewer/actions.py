@@ -41,6 +41,7 @@ class Action:
     priority: bool = False  # checked before the focused widget's own keys
     title: str | None = None  # its command palette title; None: not in the palette
     palette_help: str = ""  # the palette's second line
+    rank: int = 3  # how much the key line needs it: 0 always shown, higher dropped first
 
 
 def _queue_rows() -> tuple[Action, ...]:
@@ -82,6 +83,7 @@ ACTIONS: tuple[Action, ...] = (
         "review",
         title="Accept item",
         palette_help="sign an accept and move on",
+        rank=1,
     ),
     Action(
         "review.reject",
@@ -91,6 +93,7 @@ ACTIONS: tuple[Action, ...] = (
         "review",
         title="Reject item",
         palette_help="sign a reject and move on",
+        rank=1,
     ),
     Action(
         "review.skip",
@@ -100,6 +103,7 @@ ACTIONS: tuple[Action, ...] = (
         "review",
         title="Skip item",
         palette_help="sign a skip and move on",
+        rank=1,
     ),
     Action(
         "review.undo",
@@ -109,6 +113,7 @@ ACTIONS: tuple[Action, ...] = (
         "review",
         title="Undo",
         palette_help="retract the decision",
+        rank=2,
     ),
     Action(
         "review.note",
@@ -127,6 +132,7 @@ ACTIONS: tuple[Action, ...] = (
         "review",
         title="Search",
         palette_help="free text over titles, ids, tags and payloads",
+        rank=2,
     ),
     Action(
         "review.filter",
@@ -136,9 +142,10 @@ ACTIONS: tuple[Action, ...] = (
         "review",
         title="Filter",
         palette_help="status, decided by, tag/channel, score range",
+        rank=2,
     ),
     Action("review.status", "s", "cycle_status", "Status filter", "review", show=False),
-    Action("review.sort", "o", "cycle_sort", "Sort", "review"),
+    Action("review.sort", "o", "cycle_sort", "Sort", "review", rank=4),
     *_queue_rows(),
     Action(
         "review.next_queue",
@@ -166,6 +173,7 @@ ACTIONS: tuple[Action, ...] = (
         "review",
         title="Jobs",
         palette_help="start an engine run, see progress",
+        rank=4,
     ),
     Action(
         "review.signoff",
@@ -175,6 +183,16 @@ ACTIONS: tuple[Action, ...] = (
         "review",
         title="Sign-off",
         palette_help="the lead's summary of everything, then sign it off",
+    ),
+    Action(
+        "review.next_undecided",
+        "enter",
+        "next_undecided",
+        "Next undecided",
+        "review",
+        show=False,
+        title="Next undecided item",
+        palette_help="the next item to decide here, else the next queue you decide",
     ),
     Action(
         "review.resolve_exam",
@@ -366,9 +384,10 @@ ACTIONS: tuple[Action, ...] = (
         "app",
         title="Keys",
         palette_help="every key and its binding id",
+        rank=0,
     ),
-    Action("app.theme", "t", "cycle_theme", "Theme", "app"),
-    Action("app.quit", "q", "quit", "Quit", "app"),
+    Action("app.theme", "t", "cycle_theme", "Theme", "app", rank=4),
+    Action("app.quit", "q", "quit", "Quit", "app", rank=2),
     Action("app.palette", "ctrl+p", "command_palette", "Palette", "app", show=False, priority=True),
 )
 
@@ -397,6 +416,92 @@ def binding_ids() -> set[str]:
 def in_palette(scope: str) -> list[Action]:
     """Gives the actions of one scope the command palette offers, in table order."""
     return [a for a in ACTIONS if a.scope == scope and a.title is not None]
+
+
+# Which keys are live together. On a screen, beside its own keys: those of the
+# widgets that take focus on it, and the app's. Over a dialog the app's quit,
+# theme and help keys give way to the dialog's (ReviewApp.check_action), so a
+# dialog may reuse those keys; a dialog with a text field takes every printable
+# key as text.
+FOCUS_SCOPES: dict[str, tuple[str, ...]] = {"review": ("queue",)}
+DIALOGS = frozenset({"overrule", "note", "filter", "jobs", "signoff.confirm", "help", "bulk"})
+OFF_OVER_DIALOGS = frozenset({"quit", "cycle_theme", "help"})
+TEXT_FIELDS = frozenset({"note", "filter", "jobs", "signoff.confirm"})
+
+
+@dataclass(frozen=True)
+class Clash:
+    """Two actions a keymap gives one key where both are live, or a key a text field eats."""
+
+    binding_id: str  # the binding to rebind (one the keymap names)
+    message: str
+
+
+def _canonical_keys(keys: str) -> list[tuple[str, str]]:
+    """Gives (key as Textual reads it, key as written) for each of a binding's keys."""
+    # Textual's own reading: "?" is question_mark, ctrl+m is enter.
+    from textual.keys import KEY_ALIASES, _character_to_key
+
+    alias_of = {alias: key for key, aliases in KEY_ALIASES.items() for alias in aliases}
+    out = []
+    for written in (k.strip() for k in keys.split(",")):
+        key = _character_to_key(written) if len(written) == 1 else written
+        out.append((alias_of.get(key, key), written))
+    return out
+
+
+def _printable(key: str) -> bool:
+    from textual.keys import REPLACED_KEYS, key_to_character
+
+    character = key_to_character(REPLACED_KEYS.get(key, key))
+    return character is not None and (character.isprintable() or key == "space")
+
+
+def keymap_clashes(keymap: dict[str, str]) -> list[Clash]:
+    """Gives every clash the keymap makes (none for the default keys), in table order."""
+    keys_of = {a.id: _canonical_keys(keymap.get(a.id, a.key or "")) for a in keyed()}
+    written_as = {(bid, key): written for bid, keys in keys_of.items() for key, written in keys}
+    order = list(keymap)
+    clashes: dict[tuple[str, str], Clash] = {}
+    scopes = {a.scope for a in ACTIONS} - {"app", *(s for v in FOCUS_SCOPES.values() for s in v)}
+    for scope in sorted(scopes):
+        live = {scope, *FOCUS_SCOPES.get(scope, ())}
+        group = [
+            a
+            for a in keyed()
+            if a.scope in live
+            or (a.scope == "app" and not (scope in DIALOGS and a.action in OFF_OVER_DIALOGS))
+        ]
+        holder: dict[str, Action] = {}
+        for action in group:
+            for key, written in keys_of[action.id]:
+                if scope in TEXT_FIELDS and action.scope == scope and _printable(key):
+                    clashes.setdefault(
+                        (action.id, key),
+                        Clash(
+                            action.id,
+                            f"key {written!r} types into the {scope} dialog's text field, so "
+                            f"{action.id} ({action.description}) would never run there",
+                        ),
+                    )
+                first = holder.setdefault(key, action)
+                if first is action:
+                    continue
+                # Blame the binding the keymap moved (the later one when it moved both).
+                a, b = sorted(
+                    (first, action),
+                    key=lambda x: order.index(x.id) if x.id in keymap else -1,
+                )
+                clashes.setdefault(
+                    (b.id, key),
+                    Clash(
+                        b.id,
+                        f"key {written_as[b.id, key]!r} is bound to both {b.id} "
+                        f"({b.description}) and {a.id} ({a.description}) on the {scope} "
+                        "screen; give one of them another key",
+                    ),
+                )
+    return list(clashes.values())
 
 
 # -- the key table, for `sealdesk review --help` and the docs -----------------------

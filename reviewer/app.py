@@ -9,7 +9,9 @@ read one table, ``reviewer.actions``.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
+from dataclasses import replace
 from functools import partial
 
 from textual.actions import parse as parse_action
@@ -17,11 +19,21 @@ from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import ModalScreen, Screen
 
+from engine.errors import InputError
+from engine.item_query import ItemFilter
 from engine.workspace import Workspace
-from reviewer.actions import binding_ids, bindings, in_palette, keyed
+from reviewer.actions import (
+    OFF_OVER_DIALOGS,
+    binding_ids,
+    bindings,
+    in_palette,
+    keyed,
+    keymap_clashes,
+)
 from reviewer.modals import HelpScreen
 from reviewer.review_screen import ReviewScreen
 from reviewer.session import Session
+from reviewer.state import QueueView, ReviewState, load_state, save_state
 from reviewer.theming import DEFAULT_THEME, load_themes
 
 __all__ = ["ReviewApp", "binding_ids"]
@@ -42,18 +54,34 @@ class ReviewApp(App):
         ws: Workspace,
         session: Session,
         *,
-        theme: str = DEFAULT_THEME,
+        theme: str | None = None,
         keymap: dict[str, str] | None = None,
+        saved: ReviewState | None = None,
     ) -> None:
-        super().__init__()
+        """``theme`` None starts in the theme last chosen in the app (``saved``, read from
+        the user's state file when not given), else the default."""
+        # NO_COLOR: no colour at all, the terminal's own foreground on its own
+        # background. Textual's answer for a truecolor app (greying every colour)
+        # turns an ANSI theme's colours all into black (30;40 throughout), so the app
+        # runs as a native-ANSI one, whose colours Textual then drops; every highlight
+        # carries reverse, bold or underline instead (review.tcss, the :ansi rules).
+        super().__init__(ansi_color=True if "NO_COLOR" in os.environ else None)
         self.ws = ws
         self.session = session
-        self._start_theme = theme
         self._start_keymap = dict(keymap or {})
+        clashes = keymap_clashes(self._start_keymap)
+        if clashes:
+            raise InputError(clashes[0].message, field=f"keymap.{clashes[0].binding_id}")
+        self.saved = saved if saved is not None else load_state(ws.workspace_id)
+        self._start_theme = theme or self.saved.theme or DEFAULT_THEME
+        self._theme_chosen = False  # True once the start theme is set: later ones are kept
+        self._keep_failed = False  # the state file could not be written (said once)
         for t in load_themes().values():
             self.register_theme(t)
 
     def on_mount(self) -> None:
+        if self.saved.warning:
+            self.notify(self.saved.warning, severity="warning", timeout=8, markup=False)
         if self._start_theme in self.available_themes:
             self.theme = self._start_theme
         else:
@@ -66,16 +94,41 @@ class ReviewApp(App):
             )
         if self._start_keymap:
             self.set_keymap(self._start_keymap)
+        self._theme_chosen = True
+
+    def watch_theme(self, theme: str) -> None:
+        # A theme chosen in the app (t, the palette) is the one the next session opens in.
+        if self._theme_chosen and theme != self.saved.theme:
+            self._keep(replace(self.saved, theme=theme))
+
+    def remember_view(self, queue: str, filters: ItemFilter, sort: str) -> None:
+        """Keeps a queue's filter and sort for this user's next session on the workspace."""
+        views = {**self.saved.views, queue: QueueView(replace(filters, principal=None), sort)}
+        self._keep(replace(self.saved, views=views))
+
+    def _keep(self, state: ReviewState) -> None:
+        self.saved = state
+        try:
+            save_state(self.ws.workspace_id, state)
+        except OSError as exc:
+            # Nothing of the review depends on it: say so once and go on.
+            if not self._keep_failed:
+                self._keep_failed = True
+                self.notify(
+                    f"the view will not be remembered for next time: {exc}",
+                    severity="warning",
+                    markup=False,
+                )
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # Over a dialog, letters belong to the dialog: q, t and ? must not quit,
         # restyle or open help while someone is filling in a filter or a note.
-        if action in ("quit", "cycle_theme", "help") and isinstance(self.screen, ModalScreen):
+        if action in OFF_OVER_DIALOGS and isinstance(self.screen, ModalScreen):
             return False
         return True
 
     def get_default_screen(self) -> Screen:
-        self._review = ReviewScreen(self.ws, self.session)
+        self._review = ReviewScreen(self.ws, self.session, views=self.saved.views)
         return self._review
 
     @property
@@ -105,12 +158,13 @@ class ReviewApp(App):
                 return keys.split(",")[0].strip()
         return "?"
 
-    def key_hints(self, screen: Screen) -> list[tuple[str, str]]:
-        """Gives (key, description) for the actions a screen and the app show, as bound now."""
+    def key_hints(self, screen: Screen) -> list[tuple[str, str, int, str]]:
+        """Gives (key, description, rank, id) for the actions a screen and the app show in
+        the key line, as bound now (rank: how much the line needs it, 0 the most)."""
         scopes = {getattr(screen, "SCOPE", None), self.SCOPE}
-        shown = {a.id for a in keyed() if a.show and a.scope in scopes}
+        shown = {a.id: a.rank for a in keyed() if a.show and a.scope in scopes}
         return [
-            (keys.split(",")[0], description)
+            (keys.split(",")[0], description, shown[bid], bid)
             for keys, description, bid in self.binding_rows()
             if bid in shown
         ]

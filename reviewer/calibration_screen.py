@@ -37,7 +37,7 @@ from reviewer.widgets.bars import KeyHints
 class _Hinting(Protocol):
     """The app's side these screens use (the app module sits above them)."""
 
-    def key_hints(self, screen: Screen) -> list[tuple[str, str]]: ...
+    def key_hints(self, screen: Screen) -> list[tuple[str, str, int, str]]: ...
 
 
 BLOCKS = " ▁▂▃▄▅▆▇█"

@@ -143,7 +143,16 @@ def review(
         # index gets it once (a refused start writes nothing, nor does --read-only).
         if not ws.read_only:
             ensure_indexes(ws.conn)
-        app = ReviewApp(ws, session, theme=choose_theme(theme, config.theme), keymap=config.keymap)
+        from reviewer.state import load_state
+
+        saved = load_state(ws.workspace_id)  # the user's own view of this workspace
+        app = ReviewApp(
+            ws,
+            session,
+            theme=choose_theme(theme, config.theme, saved.theme),
+            keymap=config.keymap,
+            saved=saved,
+        )
         app.run()
     if session.principal:
         signed = len(app.review.own_records) if hasattr(app, "_review") else 0

@@ -11,7 +11,9 @@ Read from ``$SEALDESK_CONFIG``, else ``~/.config/sealdesk/config.toml``::
     "review.reject" = "n,x"
 
 A missing file is an empty config; a bad one is an error naming file, line
-and field, and the app does not start on it.
+and field, and the app does not start on it. So is a keymap that gives one key
+to two actions live on the same screen (``"review.accept" = "x"`` would leave
+reject without its key): the error names both bindings.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.errors import InputError, Location
+from reviewer.actions import keymap_clashes
 
 _KNOWN = {"theme", "key", "principal", "keymap"}
 
@@ -106,6 +109,18 @@ def load_config(path: Path | None = None, *, known_binding_ids: set[str] | None 
         if known_binding_ids is not None and binding_id not in known_binding_ids:
             raise InputError(
                 f"no binding has this id (ids: {', '.join(sorted(known_binding_ids))})", **where
+            )
+    if known_binding_ids is not None:
+        # A key given to two actions that are live together would quietly leave one
+        # of them without a key: refused here, before any screen is drawn.
+        clashes = keymap_clashes(keymap)
+        if clashes:
+            clash = clashes[0]
+            raise InputError(
+                clash.message,
+                path=path,
+                line=_line_of(text, clash.binding_id),
+                field=f"keymap.{clash.binding_id}",
             )
     return Config(
         path=path,

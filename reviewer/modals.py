@@ -6,7 +6,7 @@ from dataclasses import replace
 
 from rich.table import Table
 from rich.text import Text
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
@@ -149,7 +149,11 @@ class FilterScreen(ModalScreen[ItemFilter | None]):
             ("text", Input(value=f.text or "", placeholder="contains…", id="text", compact=True)),
         ]
         with Vertical(classes="dialog"):
-            yield Label("Filter (Tab moves, Enter applies, Esc cancels, Ctrl+R clears)")
+            # Two short lines: one long one is cut at 80 columns.
+            yield Label(
+                "Filter: Tab moves · Enter applies · Esc cancels · Ctrl+R clears\n"
+                "In a list: Space or ↓ opens it, typing jumps, Enter picks"
+            )
             for label, widget in fields:
                 with Horizontal(classes="field"):
                     yield Label(label, classes="field-label")
@@ -179,9 +183,13 @@ class FilterScreen(ModalScreen[ItemFilter | None]):
             return
         self.dismiss(new)
 
-    def key_enter(self) -> None:
-        # Enter on a Select (closed) applies too, so the form is one key from anywhere.
-        self.apply()
+    def key_enter(self, event: events.Key) -> None:
+        # Enter on a closed list applies, so the form is one key from any field. In an
+        # open list it is the list's: it picks the highlighted choice (so the key is
+        # left to the list's own binding), and in a text field Input.Submitted applies.
+        if isinstance(self.focused, Select):
+            event.stop()  # the Select's own Enter would open its list again
+            self.apply()
 
     def action_clear(self) -> None:
         self.dismiss(replace(ItemFilter(), principal=self.current.principal))

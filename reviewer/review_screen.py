@@ -43,9 +43,11 @@ from reviewer.actions import SORTS, STATUSES, bindings
 from reviewer.bulk_screen import BulkChoice, BulkScreen, Member, cluster_members
 from reviewer.jobs_screen import JobsScreen
 from reviewer.modals import ConfirmOverrule, FilterScreen, NoteScreen
+from reviewer.next_steps import EXAM_QUEUE, after_queue, next_queue, undecided
 from reviewer.panes import render_detail
 from reviewer.session import Session
-from reviewer.widgets.bars import JobsStrip, KeyHints, QueueTabs, StatusBar
+from reviewer.state import QueueView
+from reviewer.widgets.bars import QUEUE_LABELS, JobsStrip, KeyHints, QueueTabs, StatusBar
 from reviewer.widgets.queue_list import QueueList
 from reviewer.workspace_io import BUSY_TIMEOUT_MS, POLL_SECONDS, why_not_written
 
@@ -62,6 +64,10 @@ BULK_LIMIT = 1000
 SKIP_DECIDED = 200
 SORT_LABEL = dict(SORTS)
 STATUS_CYCLE = (None, *STATUSES)
+# Keys that sign: left out of the key line where this session may not decide.
+DECIDING = frozenset(
+    {"review.accept", "review.reject", "review.skip", "review.undo", "review.note"}
+)
 
 
 @dataclass
@@ -116,12 +122,21 @@ class ReviewScreen(Screen):
     SCOPE = "review"
     BINDINGS = bindings(SCOPE)
 
-    def __init__(self, ws: Workspace, session: Session) -> None:
+    def __init__(
+        self, ws: Workspace, session: Session, views: dict[str, QueueView] | None = None
+    ) -> None:
+        """``views``: each queue's filter and sort as this user last left them."""
         super().__init__()
         self.ws = ws
         self.session = session
         self.queue = self._first_queue()
         self.views = {q: View(ItemFilter(principal=session.principal)) for q in QUEUES}
+        for queue, saved in (views or {}).items():
+            if queue in self.views:
+                # "decided by me" means nothing without a signer: a read-only session drops it.
+                who = saved.filters.decided_by if session.principal else None
+                filters = replace(saved.filters, principal=session.principal, decided_by=who)
+                self.views[queue] = View(filters, saved.sort)
         self.progress: dict[str, QueueProgress] = {}
         self.decided_here: list[Decided] = []
         self.message = ""
@@ -142,11 +157,20 @@ class ReviewScreen(Screen):
         self.bulk_signing = False
 
     def _first_queue(self) -> str:
-        # Open on the queue this person decides, so the first key works.
+        # Open on the queue this person decides, so the first key works; on mount,
+        # _start_queue prefers one of those that still has work.
         for queue in QUEUES:
             if self.session.role_for(queue):
                 return queue
         return QUEUES[0]
+
+    def _start_queue(self) -> str:
+        """Gives the first queue this session decides that has undecided items (else the
+        first it decides)."""
+        for queue in QUEUES:
+            if self.session.role_for(queue) and undecided(self.progress, queue):
+                return queue
+        return self._first_queue()
 
     # -- layout -----------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -189,10 +213,21 @@ class ReviewScreen(Screen):
         self.ws.conn.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_MS)}")
         self.query_one("#search", Input).display = False
         self.query_one(JobsStrip).display = False
-        self.queue_list.marks = self.marks[self.queue]
-        self.show_key_hints()
         self.refresh_progress()
-        self.reload()
+        self.queue = self._start_queue()
+        self.queue_list.marks = self.marks[self.queue]
+        self._show_tabs()
+        self._show_status()
+        self.show_key_hints()
+        self.query_one("#search", Input).value = self.view.filters.text or ""
+        # Resume: the first item still to decide, under the filter and sort left last time.
+        self.reload(first_undecided=True)
+        if self._done(self.queue):
+            self._say_done(self.queue)
+        elif self.view.filters != ItemFilter(principal=self.session.principal) or (
+            self.view.sort != "score_desc"
+        ):
+            self.say("filter and sort as you left them (f changes, Ctrl+R there clears)")
         self.queue_list.focus()
         self._watermark = self.ws.watermark()
         self._poll_timer = self.set_interval(POLL_SECONDS, self.poll)
@@ -214,8 +249,9 @@ class ReviewScreen(Screen):
         view = self.view
         return self.ws.page(self.queue, view.filters, view.sort, offset, limit)
 
-    def reload(self, keep: str | None = None, at: int = 0) -> None:
-        """Reads the queue's count again and puts the cursor on an item (else at an index)."""
+    def reload(self, keep: str | None = None, at: int = 0, first_undecided: bool = False) -> None:
+        """Reads the queue's count again and puts the cursor on an item (else on the first
+        undecided one when asked, else at an index)."""
         view = self.view
         self._show_filter_line(None)
         if view.filters.text:
@@ -223,10 +259,14 @@ class ReviewScreen(Screen):
             self._search_token += 1
             self.queue_list.reset(0)
             self.say("searching…")
-            self._search(self._search_token, self.queue, view.filters, view.sort, keep)
+            self._search(
+                self._search_token, self.queue, view.filters, view.sort, keep, first_undecided
+            )
             return
         total = self.ws.count(self.queue, view.filters)
         index = self._index_of(keep) if keep else None
+        if index is None and first_undecided:
+            index = first_undecided_index(self.ws, self.queue, view.filters, view.sort)
         self.queue_list.reset(total, cursor=at if index is None else index)
         self._show_filter_line(total)
         self._show_current()
@@ -237,12 +277,23 @@ class ReviewScreen(Screen):
 
     @work(thread=True, exclusive=True, group="search", exit_on_error=False)
     def _search(
-        self, token: int, queue: str, filters: ItemFilter, sort: str, keep: str | None
+        self,
+        token: int,
+        queue: str,
+        filters: ItemFilter,
+        sort: str,
+        keep: str | None,
+        first_undecided: bool = False,
     ) -> None:
         # Its own connection: the UI thread keeps using (and writing) the main one.
         with Workspace.open(self.ws.root, read_only=self.ws.read_only) as reader:
             total = reader.count(queue, filters)
-            index = (reader.position(queue, keep, filters, sort) if keep else 0) or 0
+            if keep:
+                index = reader.position(queue, keep, filters, sort) or 0
+            elif first_undecided:
+                index = first_undecided_index(reader, queue, filters, sort) or 0
+            else:
+                index = 0
         self.post_message(SearchDone(token, total, index))
 
     @on(Worker.StateChanged)
@@ -320,8 +371,13 @@ class ReviewScreen(Screen):
 
     # -- drawing ----------------------------------------------------------------
     def show_key_hints(self) -> None:
-        """Redraws the key line from the bindings shown, as the keymap binds them now."""
-        self.query_one(KeyHints).show(self.app.key_hints(self))
+        """Redraws the key line with the keys this queue needs most, as bound now."""
+        hints = self.app.key_hints(self)
+        if self.session.refusal(self.queue):  # here deciding is refused: its keys only say so
+            hints = [h for h in hints if h[3] not in DECIDING]
+        if self.session.signoff_refusal() is None:  # a lead's own next step
+            hints = [(k, d, 1 if bid == "review.signoff" else r, bid) for k, d, r, bid in hints]
+        self.query_one(KeyHints).show(hints)
 
     def _show_tabs(self) -> None:
         self.query_one(QueueTabs).show(self.queue, self.progress)
@@ -525,6 +581,8 @@ class ReviewScreen(Screen):
             if self.ws.carries_to_others(row.queue, row.item_id):
                 lst.forget()  # other rows of its subject take (or lose) the decision
                 self.refresh_progress()
+            if row.status == "undecided" and self._done(row.queue):
+                self._say_done(row.queue)
         at = lst.row(index)
         if at is not None and at.item_id == row.item_id:
             lst.replace(
@@ -538,7 +596,13 @@ class ReviewScreen(Screen):
             lst.cursor = self._next_undecided(index) if row.status == "undecided" else index + 1
         else:
             self.ended_at = (row.queue, row.item_id)
-            self.say(f"{self.message} · end of queue")
+            if not self._done(row.queue):
+                left = undecided(self.progress, row.queue)
+                key = self.app.key_for("review.next_undecided")
+                self.say(
+                    f"{self.message} · end of queue; {left:,} still undecided: {key} "
+                    "goes to the first"
+                )
             self.show_detail(lst.current)
         if record is not None:
             self._offer_next_step(row.queue)
@@ -722,6 +786,7 @@ class ReviewScreen(Screen):
         self.queue_list.marks = self.marks[queue]
         self._show_tabs()
         self._show_status()
+        self.show_key_hints()
         search = self.query_one("#search", Input)
         search.value = self.view.filters.text or ""
         self.reload(keep=self.view.item_id)
@@ -736,7 +801,11 @@ class ReviewScreen(Screen):
         """Applies a new filter to the current queue, keeping the cursor's item if it passes."""
         row = self.queue_list.current
         self.view.filters = filters
+        self._remember()
         self.reload(keep=row.item_id if row else None)
+
+    def _remember(self) -> None:
+        self.app.remember_view(self.queue, self.view.filters, self.view.sort)
 
     def action_cycle_status(self) -> None:
         f = self.view.filters
@@ -750,6 +819,7 @@ class ReviewScreen(Screen):
             if view.sort in SORT_CYCLE
             else SORT_CYCLE[0]
         )
+        self._remember()
         row = self.queue_list.current
         self.reload(keep=row.item_id if row else None)
 
@@ -869,11 +939,59 @@ class ReviewScreen(Screen):
 
     def action_set_sort(self, sort: str) -> None:
         self.view.sort = sort
+        self._remember()
         row = self.queue_list.current
         self.reload(keep=row.item_id if row else None)
 
     def action_show_status(self, status: str) -> None:
         self.set_filters(replace(self.view.filters, status=status))
+
+    # -- what is left to decide ---------------------------------------------------
+    def _done(self, queue: str) -> bool:
+        """Says whether a queue has items and none is left undecided."""
+        p = self.progress.get(queue)
+        return p is not None and p.total > 0 and p.decided == p.total
+
+    def _say_done(self, queue: str) -> None:
+        """Says a queue is done, and what comes next, with the keys that do it."""
+        total = self.progress[queue].total
+        steps = after_queue(queue, self.progress, self.session)
+        p = self.progress[queue]
+        if queue == EXAM_QUEUE and p.accept + p.reject == p.total and not steps:
+            return  # _offer_next_step says it, with the key that resolves the exam
+        offer = (
+            " · ".join(
+                f"{self.app.key_for(s.binding_id)}: {s.text}" if s.binding_id else s.text
+                for s in steps
+            )
+            or "nothing is left to decide in your queues"
+        )
+        text = f"{QUEUE_LABELS[queue]} done, all {total:,} decided · {offer}"
+        self.say(text)
+        self.app.notify(text, title="Queue done", timeout=10, markup=False)
+
+    def action_next_undecided(self) -> None:
+        """Moves to the first undecided item here (under the filter), else to the first
+        undecided item of the next queue this session decides, else says all is done."""
+        index = first_undecided_index(self.ws, self.queue, self.view.filters, self.view.sort)
+        if index is not None:
+            self.queue_list.cursor = index
+            return
+        left = undecided(self.progress, self.queue)
+        if left:
+            self.say(
+                f"{left:,} undecided item(s) here are outside the filter "
+                f"({self.app.key_for('review.filter')}, then Ctrl+R, clears it)"
+            )
+            return
+        then = next_queue(self.queue, self.progress, self.session)
+        if then is None:
+            self._say_done(self.queue)
+            return
+        self.switch_queue(then)
+        index = first_undecided_index(self.ws, self.queue, self.view.filters, self.view.sort)
+        if index is not None:
+            self.queue_list.cursor = index
 
     # -- bulk: marked items and duplicate clusters --------------------------------
     def mark(self, item_ids: list[str] | tuple[str, ...], on: bool = True) -> int:
@@ -1104,3 +1222,12 @@ class ReviewScreen(Screen):
             parts.append(f"{already} already so")
         self.say(" · ".join(parts))
         self._offer_next_step(event.plan.queue)
+
+
+def first_undecided_index(ws: Workspace, queue: str, filters: ItemFilter, sort: str) -> int | None:
+    """Gives where the first undecided item of a filtered, sorted queue is listed, or None
+    when the filter shows no undecided item."""
+    if filters.status not in (None, "undecided") or filters.decided_by:
+        return None  # every item listed has a decision
+    rows = ws.page(queue, replace(filters, status="undecided"), sort, 0, 1)
+    return ws.position(queue, rows[0].item_id, filters, sort) if rows else None

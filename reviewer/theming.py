@@ -101,13 +101,15 @@ def sixteen_colours() -> bool:
     return bool(term) and "256color" not in term and term not in ("xterm-kitty", "alacritty")
 
 
-def choose_theme(flag: str | None, config: str | None) -> str:
-    """Gives the starting theme: --theme, else $TEXTUAL_THEME, else config, else dark
-    (or high-contrast where the terminal has only 16 colours, e.g. TERM=screen)."""
+def choose_theme(flag: str | None, config: str | None, saved: str | None = None) -> str:
+    """Gives the starting theme: --theme, else $TEXTUAL_THEME, else the one last chosen
+    in the app on this workspace (saved), else config, else dark (or high-contrast
+    where the terminal has only 16 colours, e.g. TERM=screen)."""
     default = "sealdesk-high-contrast" if sixteen_colours() else DEFAULT_THEME
     return (
         resolve_theme_name(flag)
         or resolve_theme_name(os.environ.get("TEXTUAL_THEME"))
+        or resolve_theme_name(saved)
         or resolve_theme_name(config)
         or default
     )

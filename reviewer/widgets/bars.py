@@ -116,14 +116,38 @@ class JobsStrip(Static):
 
 
 class KeyHints(Static):
-    """The main keys as currently bound, in one line (cheaper to draw than a Footer)."""
+    """The main keys as currently bound, in one line (cheaper to draw than a Footer).
 
-    def show(self, hints: list[tuple[str, str]]) -> None:
-        """Redraws from (key display, description) pairs."""
-        out = Text(" ")
-        for key, description in hints:
-            if len(out) > 1:
-                out.append("  ")
-            out.append(key, style="bold reverse")
-            out.append(f" {description.lower()}")
-        self.update(out)
+    When they do not all fit, the least needed go first (highest rank, the later
+    of equals), so help (rank 0) is always shown and tells the rest.
+    """
+
+    _hints: list[tuple[str, str, int, str]] = []
+
+    def on_resize(self) -> None:
+        self.show(self._hints)
+
+    def show(self, hints: list[tuple[str, str, int, str]]) -> None:
+        """Redraws from (key display, description, rank, binding id), as many as fit."""
+        self._hints = list(hints)
+        self.update(fit_hints(self._hints, self.size.width or 80))
+
+
+def fit_hints(hints: list[tuple[str, str, int, str]], width: int) -> Text:
+    """Gives the key line for a width: every hint in order, spaced two apart when that
+    fits, else one apart, else without the least needed until the rest fit."""
+    shown = list(hints)
+    while True:
+        for gap in ("  ", " "):
+            out = Text(" ")
+            for key, description, *_ in shown:
+                if len(out) > 1:
+                    out.append(gap)
+                out.append(key, style="bold reverse")
+                out.append(f" {description.lower()}")
+            if out.cell_len <= width:
+                return out
+        droppable = [i for i, hint in enumerate(shown) if hint[2] > 0]
+        if not droppable:
+            return out
+        shown.pop(max(droppable, key=lambda i: (shown[i][2], i)))

@@ -191,10 +191,8 @@ async def test_status_filter_then_accept_lands_on_the_first_undecided_item(desk)
 async def test_filter_dialog_score_range_narrows_the_queue(desk):
     app = app_for(desk)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("f")
-        app.screen.query_one("#score-max").value = "0.6"
-        app.screen.query_one("#score-min").focus()
-        await pilot.press(*"0.55", "enter")
+        # status, decided by, channel/tag, then the two score fields
+        await pilot.press("f", "tab", "tab", "tab", *"0.55", "tab", *"0.6", "enter")
         await pilot.pause()
         listed = [app.review.queue_list.row(i).item_id for i in range(app.review.queue_list.total)]
         await pilot.press("a")
@@ -204,11 +202,20 @@ async def test_filter_dialog_score_range_narrows_the_queue(desk):
     assert [r[2] for r in records(desk.ws)] == ["fp-n-0013"]
 
 
-async def _filter_with(app, pilot, **values):
+# Tab stops in the filter dialog, in order (decided-by only for a signing session).
+FILTER_FIELDS = ("status", "decided-by", "tag", "score-min", "score-max", "text")
+
+
+async def _filter_with(pilot, **choices):
+    """Opens the filter dialog and picks each named list's choice the way a person does:
+    Tab to the field, Space opens its list, typing jumps to the choice, Enter picks it;
+    then Enter on the list (closed again) applies the whole form."""
     await pilot.press("f")
-    for field, value in values.items():
-        app.screen.query_one(f"#{field}").value = value
-    app.screen.query_one("#text").focus()
+    at = 0
+    for field, typed in choices.items():
+        target = FILTER_FIELDS.index(field)
+        await pilot.press(*["tab"] * (target - at), "space", *typed, "enter")
+        at = target
     await pilot.press("enter")
     await pilot.pause()
 
@@ -219,7 +226,7 @@ async def test_filter_decided_by_others_then_overrule_with_my_own_decision(desk)
     desk.ws.decide(FileSigner(desk.lena), "flagged_pairs", "fp-n-0005", "accept", role="reviewer")
     app = app_for(desk)
     async with app.run_test(size=SIZE) as pilot:
-        await _filter_with(app, pilot, **{"decided-by": "others"})
+        await _filter_with(pilot, **{"decided-by": "oth"})
         assert app.review.queue_list.total == 1 and cursor_item(app) == "fp-n-0005"
         await pilot.press("x", "y")  # lena's decision: the overrule is confirmed first
     assert [r[2:5] for r in records(desk.ws)] == [
@@ -231,7 +238,7 @@ async def test_filter_decided_by_others_then_overrule_with_my_own_decision(desk)
 async def test_filter_by_channel_tag(desk):
     app = app_for(desk)
     async with app.run_test(size=SIZE) as pilot:
-        await _filter_with(app, pilot, tag="internal")
+        await _filter_with(pilot, tag="intern")
         assert app.review.queue_list.total == 1
         await pilot.press("a")
     assert [r[2] for r in records(desk.ws)] == ["fp-cluster"]
@@ -616,6 +623,27 @@ def test_role_falls_back_to_the_config_key_when_the_agent_lacks_it(desk, agent):
         PermissionRefused, match="not enrolled as lead .*use a key enrolled as lead"
     ):
         open_session(desk.ws, key=str(desk.rita), role="lead")
+
+
+async def test_enter_in_an_open_filter_list_picks_the_choice_and_keeps_the_dialog(desk):
+    from engine.ledger.signers import FileSigner
+
+    desk.ws.decide(FileSigner(desk.lena), "flagged_pairs", "fp-n-0003", "reject", role="reviewer")
+    app = app_for(desk)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("f", "space", *"rej", "enter")  # status: rejected, picked
+        assert app.screen.__class__.__name__ == "FilterScreen"
+        await pilot.press("tab", "space", "down", "down", "enter")  # decided by: others
+        assert app.screen.__class__.__name__ == "FilterScreen"
+        await pilot.press("tab", "space", "down", "escape")  # Esc closes only the list
+        assert app.screen.__class__.__name__ == "FilterScreen"
+        await pilot.press("shift+tab")
+        await pilot.press("enter")  # on the closed list: applies the form
+        await pilot.pause()
+        assert app.screen is app.review
+        f = app.review.view.filters
+        assert (f.status, f.decided_by) == ("reject", "others")
+        assert app.review.queue_list.total == 1 and cursor_item(app) == "fp-n-0003"
 
 
 # -- the weak-category pane on what the coverage engine writes -------------------------

@@ -64,6 +64,7 @@ async def test_a_key_on_anothers_decision_asks_and_cancelling_signs_nothing(desk
     desk.ws.decide(FileSigner(desk.lena), "flagged_pairs", "fp-n-0000", "reject", role="reviewer")
     app = rita_app(desk)
     async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("g")  # the app opens on the first undecided item: up to lena's
         assert cursor_item(app) == "fp-n-0000"
         await pilot.press("a")
         assert isinstance(app.screen, ModalScreen)
@@ -83,7 +84,7 @@ async def test_y_in_the_dialog_records_the_overrule_naming_what_it_replaces(desk
     )
     app = rita_app(desk)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("a", "y")
+        await pilot.press("g", "a", "y")  # up to lena's decision (the app opens below it)
         assert cursor_item(app) == "fp-n-0001"  # signed, then on to the next
         assert app.review.queue_list.row(0).status == "accept"
     assert [r[2:6] for r in records(desk.ws)] == [
@@ -123,6 +124,7 @@ async def test_u_on_anothers_decision_is_refused_and_signs_nothing(desk):
     before = records(desk.ws)
     app = rita_app(desk)
     async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("g")  # the app opens on the first undecided item: up to lena's
         assert cursor_item(app) == "fp-n-0000"
         await pilot.press("u")
         assert "is lena's; undo takes back only your own" in notices(app)
@@ -136,7 +138,7 @@ async def test_a_config_keymap_rebinds_the_overrule_confirmation_by_its_id(desk,
     desk.ws.decide(FileSigner(desk.lena), "flagged_pairs", "fp-n-0000", "reject", role="reviewer")
     app = ReviewApp(desk.ws, open_session(desk.ws, key=str(desk.rita)), keymap=config.keymap)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("a", "y")  # y is no longer the overrule key
+        await pilot.press("g", "a", "y")  # y is no longer the overrule key
         assert isinstance(app.screen, ModalScreen)
         await pilot.press("o")
         assert cursor_item(app) == "fp-n-0001"

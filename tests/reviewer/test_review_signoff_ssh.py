@@ -67,7 +67,7 @@ def test_the_lead_signs_off_in_the_review_app_over_ssh_with_only_the_forwarded_a
     shown = sign_off_in_app(tmux, "lena", REVIEW_RECORDS)
     assert "sealdesk checkpoint export > checkpoint.txt" in shown
     tmux.keys("lena", "Escape")
-    tmux.wait_for("lena", "a accept")  # back on the review screen...
+    tmux.wait_for("lena", "f filter")  # back on the review screen...
     tmux.wait_for("lena", "signed off by lena")  # ...whose ledger head is the sign-off
     shown = quit_review(tmux, "lena")
     assert "sealdesk review: 1 record(s) signed by lena this session" in shown
@@ -178,7 +178,7 @@ def test_two_reviewers_and_the_lead_in_their_own_apps_over_ssh_see_each_others_d
     for name in ("rita", "ravi"):
         tmux.wait_for(name, "signed off by lena")
     tmux.keys("lena", "Escape")
-    tmux.wait_for("lena", "a accept")
+    tmux.wait_for("lena", "f filter")  # the review screen (a lead decides no pairs)
     for name, count in (("rita", 3), ("ravi", 3), ("lena", 3)):
         assert f"sealdesk review: {count} record(s) signed by {name} this session" in quit_review(
             tmux, name

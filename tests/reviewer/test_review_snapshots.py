@@ -70,3 +70,39 @@ def test_no_color_still_marks_shared_spans(snap_compare, shown, monkeypatch):
     assert snap_compare(
         _app(shown), terminal_size=(80, 24), run_before=_goto(*PANES["flagged_pair"])
     )
+
+
+def _keys(*keys: str):
+    async def run_before(pilot) -> None:
+        await pilot.press(*keys)
+        await pilot.pause()
+
+    return run_before
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)], ids=["80x24", "160x48"])
+def test_filter_dialog(snap_compare, shown, size):
+    assert snap_compare(_app(shown), terminal_size=size, run_before=_keys("f"))
+
+
+def test_filter_dialog_with_its_status_list_open_at_80x24(snap_compare, shown):
+    assert snap_compare(_app(shown), terminal_size=(80, 24), run_before=_keys("f", "space"))
+
+
+def test_filter_dialog_in_high_contrast_without_colour_at_80x24(snap_compare, shown, monkeypatch):
+    # The 16-colour theme with NO_COLOR: the field being edited is marked by attribute.
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert snap_compare(
+        _app(shown, theme="sealdesk-high-contrast"),
+        terminal_size=(80, 24),
+        run_before=_keys("f", "tab"),
+    )
+
+
+def test_high_contrast_without_colour_at_80x24(snap_compare, shown, monkeypatch):
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert snap_compare(
+        _app(shown, theme="sealdesk-high-contrast"),
+        terminal_size=(80, 24),
+        run_before=_goto(*PANES["flagged_pair"]),
+    )

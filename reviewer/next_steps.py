@@ -1,0 +1,74 @@
+"""What the review offers once a queue has nothing left undecided: the steps that follow.
+
+``after_queue`` gives them best first, each with the binding that takes it, so
+the review's notice says the key as the keymap binds it now: going on to the
+next queue this session decides that still has work; for an adjudication
+queue whose candidates are only skipped, that they must be accepted or
+rejected before the exam resolves (once all are, the review offers the key
+that resolves it); once no queue has work left, the sign-off (for a lead;
+anyone else is told it is the lead's).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from engine.item_query import QueueProgress
+from engine.roles import QUEUES
+from reviewer.session import Session
+from reviewer.widgets.bars import QUEUE_LABELS
+
+EXAM_QUEUE = "adjudication"
+
+
+@dataclass(frozen=True)
+class Step:
+    """One thing to do next, and the binding (by id) whose key does it (None: no key,
+    the text says who does it)."""
+
+    binding_id: str | None
+    text: str
+
+
+def undecided(progress: dict[str, QueueProgress], queue: str) -> int:
+    """Gives how many items of a queue have no standing decision."""
+    p = progress.get(queue)
+    return 0 if p is None else p.total - p.decided
+
+
+def next_queue(queue: str, progress: dict[str, QueueProgress], session: Session) -> str | None:
+    """Gives the next queue after ``queue`` (in tab order, wrapping) that this session
+    decides (any, when browsing read-only) and that still has undecided items."""
+    at = QUEUES.index(queue)
+    for other in QUEUES[at + 1 :] + QUEUES[:at]:
+        if (session.read_only or session.role_for(other)) and undecided(progress, other):
+            return other
+    return None
+
+
+def after_queue(queue: str, progress: dict[str, QueueProgress], session: Session) -> list[Step]:
+    """Gives the steps to offer once ``queue`` has nothing undecided, best first."""
+    steps = []
+    then = next_queue(queue, progress, session)
+    if then is not None:
+        steps.append(
+            Step(
+                "review.next_undecided",
+                f"go on to {QUEUE_LABELS[then]} ({undecided(progress, then):,} to decide)",
+            )
+        )
+    skipped = progress[queue].skip if queue in progress else 0
+    if queue == EXAM_QUEUE and skipped:
+        # A skip settles nothing: resolving now would leave the exam pending.
+        steps.append(
+            Step(
+                None,
+                f"{skipped:,} skipped: accept or reject them before the exam can be resolved",
+            )
+        )
+    if not any(undecided(progress, q) for q in QUEUES):
+        if session.signoff_refusal() is None:
+            steps.append(Step("review.signoff", "every queue is decided: sign off"))
+        else:
+            steps.append(Step(None, "every queue is decided: the lead signs off next"))
+    return steps
