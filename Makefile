@@ -77,7 +77,7 @@ docs: $(STAMP)
 # The rules the code holds itself to, each tool from the lock: formatting, lint, types
 # (the packages listed in pyproject.toml's [tool.mypy]), the import contracts of
 # [tool.importlinter], and the docs site (a broken link or page fails the build).
-LINT_PATHS := engine reviewer tests sample_data scripts
+LINT_PATHS := engine reviewer tests sample_data .ci
 
 lint: $(STAMP)
 	$(BIN)/ruff format --check $(LINT_PATHS)

@@ -11,7 +11,7 @@ import hashlib
 import json
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -32,16 +32,18 @@ def _unencodable(value: Any) -> Any:
 # verify re-encodes every record, and the per-call set-up was a third of it.
 # No circular-reference markers: a value parsed from JSON cannot be circular,
 # and a circular Python value still fails (RecursionError).
+# Imported from _json, which json.encoder re-exports as c_make_encoder: the stubs type
+# _json's constructor and not the re-export.
+_C_ENCODE: Callable[[object, int], Iterable[str]] | None
 try:
-    from json.encoder import c_make_encoder as _c_make_encoder
-    from json.encoder import encode_basestring as _encode_basestring
+    from _json import encode_basestring as _encode_basestring
+    from _json import make_encoder as _c_make_encoder
 except ImportError:  # pragma: no cover - CPython always has the C accelerator
-    _c_make_encoder = None
-_C_ENCODE = (
-    None
-    if _c_make_encoder is None
-    else _c_make_encoder(None, _unencodable, _encode_basestring, None, ":", ",", True, False, False)
-)
+    _C_ENCODE = None
+else:
+    _C_ENCODE = _c_make_encoder(
+        None, _unencodable, _encode_basestring, None, ":", ",", True, False, False
+    )
 
 
 def canonical_json(value: Any) -> bytes:

@@ -276,7 +276,7 @@ def _signer(ws, key: str | None, queue: str | None = None, role: str | None = No
     from engine.identity import choose_signer
     from engine.roles import QUEUE_ROLES
 
-    roles = (role,) if role else QUEUE_ROLES.get(queue, ())
+    roles = (role,) if role else (QUEUE_ROLES.get(queue, ()) if queue is not None else ())
     return choose_signer(key, ws.authority(), roles)
 
 
@@ -336,8 +336,9 @@ def decide(
     """
     from engine.errors import InputError
 
+    ids: list[tuple[str, int | None]]
     if item_ids == ("-",):
-        ids = _stdin_ids()
+        ids = list(_stdin_ids())
     else:
         ids = [(item_id, None) for item_id in item_ids]
     if not ids:
@@ -386,17 +387,17 @@ def decide(
                 f"nothing signed{unsaid}"
             )
             continue
-        line = (
+        signed = (
             f"#{rec.seq} {decision} {where} by {rec.body['principal']} as "
             f"{rec.body['role']} {rec.record_hash[:12]}"
         )
         over = outcome.overruled
         if over is not None:
-            line += (
+            signed += (
                 f" (overrules {over['decision']} by {over['principal']} as "
                 f"{over['role']}, #{over['seq']})"
             )
-        click.echo(line)
+        click.echo(signed)
     _keep_receipts(kept)
 
 
@@ -528,13 +529,13 @@ def verify(
             receipts=Path(receipts) if receipts else None,
             witnesses=tuple(map(Path, witnesses)),
         )
-    if report.ok:
+    first = report.first
+    if first is None:  # no fault: the ledger verifies
         who = ", ".join(f"{p} {n}" for p, n in sorted(report.signers.items())) or "none"
         click.echo(
             f"ok: {report.records} record(s) verified; head {report.head_hash[:16]}; signers: {who}"
         )
         return
-    first = report.first
     click.echo(f"FAIL: {first.where}", err=True)
     if len(report.faults) > 1:
         click.echo(f"({len(report.faults) - 1} further fault(s) after it)", err=True)

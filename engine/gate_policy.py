@@ -310,7 +310,9 @@ class GatePolicy:
         if scope not in SCOPES:
             raise ValueError(f"unknown scope {scope!r}")
         if root is None:
-            from engine.commands import cli as root
+            from engine.commands import cli
+
+            root = cli
         try:
             return self._check(list(argv), scope, root, Path(cwd or os.getcwd()))
         except _Refused as refused:
@@ -503,11 +505,12 @@ class GatePolicy:
                 "job writes only inside it"
             )
         owner = workspace_owner(real, self.workspace)
-        guarded = next((d for d in _GUARDED_DIRS if _inside(real, self.workspace / d)), None)
-        if owner is not None or guarded is not None:
+        if owner is None:
+            guarded = next((d for d in _GUARDED_DIRS if _inside(real, self.workspace / d)), None)
+            owner = None if guarded is None else guarded + "/"
+        if owner is not None:
             raise _Refused(
-                f"{name} {shown} is the workspace's own {owner or guarded + '/'}; "
-                "write elsewhere in the workspace"
+                f"{name} {shown} is the workspace's own {owner}; write elsewhere in the workspace"
             )
 
 
@@ -594,7 +597,9 @@ def inventory(
     """Gives (command path, parameter, kind) for every parameter of every command in the
     tree, the help options left out."""
     if root is None:
-        from engine.commands import cli as root
+        from engine.commands import cli
+
+        root = cli
     yield from _walk(root, click.Context(root, info_name="sealdesk", **root.context_settings), ())
 
 

@@ -146,7 +146,8 @@ def _where(conn: sqlite3.Connection, queue: str, f: ItemFilter) -> tuple[str, li
     if queue not in QUEUES:
         raise InputError(f"unknown queue {queue!r}", field="queue")
     f.validate()
-    clauses, args = ["i.queue = ?"], [queue]
+    clauses = ["i.queue = ?"]
+    args: list[Any] = [queue]
     if f.tag:
         clauses.append("instr(',' || i.tags || ',', ',' || ? || ',') > 0")
         args.append(f.tag)
@@ -252,7 +253,8 @@ def _count_by_decision(conn: sqlite3.Connection, queue: str, f: ItemFilter) -> i
     Every decision record binds an item the workspace holds (verify checks
     it), so the undecided are the total less the decided.
     """
-    conds, args = ["r.queue = ?"], [queue]
+    conds = ["r.queue = ?"]
+    args: list[str | None] = [queue]
     if f.status and f.status != "undecided":
         conds.append("r.decision = ?")
         args.append(f.status)

@@ -191,7 +191,7 @@ def list_jobs(workspace_root: Path, limit: int | None = None) -> list[Job]:
     base = jobs_dir(workspace_root)
     if not base.is_dir():
         return []
-    jobs = []
+    jobs: list[Job] = []
     # Job ids start with their UTC start time, so names sort by age.
     for path in sorted(base.iterdir(), reverse=True):
         if limit is not None and len(jobs) >= limit:

@@ -41,7 +41,7 @@ def _import_sqlite_utils():
         return sys.modules["sqlite_utils"]
     hidden = [name for name in ("pandas", "numpy") if name not in sys.modules]
     for name in hidden:
-        sys.modules[name] = None  # type: ignore[assignment]  # ImportError on import
+        sys.modules[name] = None  # ImportError on import
     try:
         import sqlite_utils
     finally:

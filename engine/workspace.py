@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine import item_query, subjects
 from engine.canonical import canonical_json, canonical_sha256, parse_canonical, sha256_hex
@@ -44,6 +44,9 @@ from engine.ledger.records import DECISIONS, Record, utc_now
 from engine.ledger.signers import Signer
 from engine.roles import QUEUE_ROLES, QUEUES, SIGNOFF_ROLE, outranks
 from engine.sqlitedb import connect, database, storage_error, write_transaction
+
+if TYPE_CHECKING:  # imported where a receipt is made: not needed to open a workspace
+    from engine.ledger.receipts import TreeCache
 
 SCHEMA_VERSION = "1"
 DB_NAME = "sealdesk.db"
@@ -247,7 +250,8 @@ def _summary(payload: dict[str, Any]) -> tuple[str, float | None, str]:
     summary = payload.get("summary")
     if not isinstance(summary, dict):
         return "", None, ""
-    title = summary.get("title") if isinstance(summary.get("title"), str) else ""
+    title = summary.get("title")
+    title = title if isinstance(title, str) else ""
     score = summary.get("score")
     score = (
         float(score) if isinstance(score, (int, float)) and not isinstance(score, bool) else None
@@ -343,7 +347,8 @@ class Workspace:
         row = conn.execute("SELECT value FROM meta WHERE key='workspace_id'").fetchone()
         self.workspace_id: str = row[0]
         self._authority: tuple[tuple[int, int], Authority] | None = None
-        self._tree = None  # receipts' tree head, extended as this process appends
+        # receipts' tree head, extended as this process appends
+        self._tree: TreeCache | None = None
 
     @cached_property
     def db(self):
@@ -881,6 +886,8 @@ class Workspace:
         )
         if outcome.record is not None:
             return outcome.record
+        # No record appended: the signer's own standing decision already said the same.
+        assert outcome.standing is not None
         standing = store.get_record(self.conn, outcome.standing["seq"])
         assert standing is not None  # it stood inside the transaction just closed
         return standing
@@ -940,7 +947,9 @@ class Workspace:
             def check(conn: sqlite3.Connection) -> dict[str, Any] | None:
                 binding = self._item_binding(conn, queue, ids[index])
                 standing[index] = store.effective_decisions_for(conn, queue, ids[index])
-                allowed = overrule if per_item is None else per_item.get(ids[index], False)
+                allowed = (
+                    overrule.get(ids[index], False) if isinstance(overrule, Mapping) else overrule
+                )
                 extra = _replacing(
                     standing[index], queue, ids[index], decision, principal, role, allowed
                 )

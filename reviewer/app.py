@@ -186,7 +186,7 @@ class ReviewApp(App):
         yield from self._palette(self)
 
     def _palette(self, owner: App | Screen) -> Iterable[SystemCommand]:
-        for action in in_palette(owner.SCOPE):
+        for action in in_palette(getattr(owner, "SCOPE", "")):
             # The action method its key runs. Not through run_action: check_action
             # keeps stray letters in a dialog from quitting or opening help, and the
             # palette, a dialog itself, may still be closing when its choice runs.

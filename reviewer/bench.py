@@ -207,12 +207,14 @@ async def _decisions(ws_path: Path, key: Path, count: int) -> tuple[list[float],
     app_lat, direct_lat = [], []
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
+        driver = app._driver
+        assert driver is not None  # run_test started the app's (headless) driver
         for n in range(count):
             before = watcher.execute("SELECT COALESCE(MAX(seq), 0) FROM records").fetchone()[0]
             key_event = events.Key("a", "a")
             key_event.set_sender(app)
             t0 = time.perf_counter()
-            app._driver.send_message(key_event)
+            driver.send_message(key_event)
             while (
                 watcher.execute("SELECT COALESCE(MAX(seq), 0) FROM records").fetchone()[0] == before
             ):

@@ -162,7 +162,7 @@ class FilterScreen(ModalScreen[ItemFilter | None]):
 
     def _value(self, selector: str) -> str:
         widget = self.query_one(selector)
-        value = widget.value
+        value = widget.value if isinstance(widget, (Input, Select)) else None
         return "" if value is Select.BLANK or value is None else str(value)
 
     @on(Input.Submitted)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import sqlite3
 import time
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from rich.console import Group
 from rich.text import Text
@@ -68,6 +68,16 @@ STATUS_CYCLE = (None, *STATUSES)
 DECIDING = frozenset(
     {"review.accept", "review.reject", "review.skip", "review.undo", "review.note"}
 )
+
+
+class _Keyed(Protocol):
+    """The app's side this screen uses (the app module sits above it)."""
+
+    def key_for(self, binding_id: str) -> str: ...
+
+    def key_hints(self, screen: Screen) -> list[tuple[str, str, int, str]]: ...
+
+    def remember_view(self, queue: str, filters: ItemFilter, sort: str) -> None: ...
 
 
 @dataclass
@@ -372,7 +382,7 @@ class ReviewScreen(Screen):
     # -- drawing ----------------------------------------------------------------
     def show_key_hints(self) -> None:
         """Redraws the key line with the keys this queue needs most, as bound now."""
-        hints = self.app.key_hints(self)
+        hints = cast(_Keyed, self.app).key_hints(self)
         if self.session.refusal(self.queue):  # here deciding is refused: its keys only say so
             hints = [h for h in hints if h[3] not in DECIDING]
         if self.session.signoff_refusal() is None:  # a lead's own next step
@@ -442,7 +452,7 @@ class ReviewScreen(Screen):
         if members:
             # The cluster's members are listed at the bottom as text: say, on top, which
             # key turns them into items to visit or to decide at once.
-            key = self.app.key_for("review.cluster")
+            key = cast(_Keyed, self.app).key_for("review.cluster")
             # One line at 80 columns: the list it opens says the rest (go to one, decide all).
             hint = Text(f"duplicate cluster of {len(members)} · ", style="bold")
             hint.append(f"{key} lists its members")
@@ -554,7 +564,12 @@ class ReviewScreen(Screen):
         lst = self.queue_list
         try:
             (outcome,) = self.ws.decide_many(
-                self.session.signer, row.queue, [row.item_id], decision, overrule=overrule, **args
+                self.session.require_signer(),
+                row.queue,
+                [row.item_id],
+                decision,
+                overrule=overrule,
+                **args,
             )
         except OverruleRequired as exc:
             if overrule is False:
@@ -567,6 +582,8 @@ class ReviewScreen(Screen):
             return
         record = outcome.record
         if record is None:
+            # Nothing appended: the signer's own standing decision already said the same.
+            assert outcome.standing is not None
             self.message = f"already {decision} by you (#{outcome.standing['seq']}): nothing signed"
             self._show_status()
         else:
@@ -598,7 +615,7 @@ class ReviewScreen(Screen):
             self.ended_at = (row.queue, row.item_id)
             if not self._done(row.queue):
                 left = undecided(self.progress, row.queue)
-                key = self.app.key_for("review.next_undecided")
+                key = cast(_Keyed, self.app).key_for("review.next_undecided")
                 self.say(
                     f"{self.message} · end of queue; {left:,} still undecided: {key} "
                     "goes to the first"
@@ -623,7 +640,7 @@ class ReviewScreen(Screen):
         p = self.progress.get(queue)
         if queue != "adjudication" or p is None or not p.total or p.accept + p.reject < p.total:
             return
-        key = self.app.key_for("review.resolve_exam")
+        key = cast(_Keyed, self.app).key_for("review.resolve_exam")
         self.app.notify(
             f"every adjudication item is accepted or rejected: {key} offers exam resolve "
             "as a background job",
@@ -685,7 +702,7 @@ class ReviewScreen(Screen):
         if args is None:
             return
         try:
-            record = self.ws.retract(self.session.signer, row.queue, row.item_id, **args)
+            record = self.ws.retract(self.session.require_signer(), row.queue, row.item_id, **args)
         except (SealdeskError, sqlite3.Error) as exc:
             self.refuse(why_not_written(exc))
             return
@@ -767,7 +784,9 @@ class ReviewScreen(Screen):
             if args is None:
                 return
             try:
-                record = self.ws.note(self.session.signer, row.queue, row.item_id, text, **args)
+                record = self.ws.note(
+                    self.session.require_signer(), row.queue, row.item_id, text, **args
+                )
             except (SealdeskError, sqlite3.Error) as exc:
                 self.refuse(why_not_written(exc))
                 return
@@ -805,7 +824,7 @@ class ReviewScreen(Screen):
         self.reload(keep=row.item_id if row else None)
 
     def _remember(self) -> None:
-        self.app.remember_view(self.queue, self.view.filters, self.view.sort)
+        cast(_Keyed, self.app).remember_view(self.queue, self.view.filters, self.view.sort)
 
     def action_cycle_status(self) -> None:
         f = self.view.filters
@@ -913,11 +932,12 @@ class ReviewScreen(Screen):
                 return
             self.app.push_screen(RatesScreen(self.ws.root, digest, read_only=self.ws.read_only))
             return
-        run_id = (
-            self.ws.item(row.queue, row.item_id)["run_id"]
+        item = (
+            self.ws.item(row.queue, row.item_id)
             if row is not None and row.queue == "flagged_pairs"
-            else newest_run(self.ws.conn)
+            else None
         )
+        run_id = item["run_id"] if item is not None else newest_run(self.ws.conn)
         if run_id is None:
             self.refuse("no contamination run has flagged pairs here yet")
             return
@@ -961,7 +981,9 @@ class ReviewScreen(Screen):
             return  # _offer_next_step says it, with the key that resolves the exam
         offer = (
             " · ".join(
-                f"{self.app.key_for(s.binding_id)}: {s.text}" if s.binding_id else s.text
+                f"{cast(_Keyed, self.app).key_for(s.binding_id)}: {s.text}"
+                if s.binding_id
+                else s.text
                 for s in steps
             )
             or "nothing is left to decide in your queues"
@@ -981,7 +1003,7 @@ class ReviewScreen(Screen):
         if left:
             self.say(
                 f"{left:,} undecided item(s) here are outside the filter "
-                f"({self.app.key_for('review.filter')}, then Ctrl+R, clears it)"
+                f"({cast(_Keyed, self.app).key_for('review.filter')}, then Ctrl+R, clears it)"
             )
             return
         then = next_queue(self.queue, self.progress, self.session)
@@ -1067,7 +1089,9 @@ class ReviewScreen(Screen):
         then decides them all."""
         marked = list(self.marks[self.queue])
         if not marked:
-            m, big_m = (self.app.key_for(b) for b in ("review.mark", "review.mark_shown"))
+            m, big_m = (
+                cast(_Keyed, self.app).key_for(b) for b in ("review.mark", "review.mark_shown")
+            )
             self.refuse(
                 f"nothing is marked in this queue: {m} marks the highlighted item, "
                 f"{big_m} every item shown"
@@ -1130,7 +1154,8 @@ class ReviewScreen(Screen):
                     found = held.get(m.get("id"), [])
                     index = f" (#{m['index']})" if m.get("index") is not None else ""
                     label = f"eval {m.get('id', '?')}{index}"
-                    text = m.get("text") if isinstance(m.get("text"), str) else ""
+                    text = m.get("text")
+                    text = text if isinstance(text, str) else ""
                     members.append(Member(label, text, found[0] if found else None))
                 ids = [m.item_id for m in members if m.item_id]
                 title = f"Duplicate cluster of {len(listed)} eval items ({len(ids)} in {queue})"
@@ -1182,7 +1207,7 @@ class ReviewScreen(Screen):
         with Workspace.open(self.ws.root) as writer:
             try:
                 outcomes = writer.decide_many(
-                    self.session.signer,
+                    self.session.require_signer(),
                     bulk.queue,
                     bulk.signable,
                     decision,

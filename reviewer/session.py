@@ -34,6 +34,12 @@ class Session:
     def read_only(self) -> bool:
         return self.signer is None
 
+    def require_signer(self) -> Signer:
+        """Gives the signer; a read-only session has none and raises PermissionRefused."""
+        if self.signer is None:
+            raise PermissionRefused(f"read-only session: {self.read_only_reason}")
+        return self.signer
+
     def role_for(self, queue: str) -> str | None:
         """Gives the role this session decides a queue's items in, or None if it may not."""
         for role in QUEUE_ROLES.get(queue, ()):

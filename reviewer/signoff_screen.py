@@ -14,6 +14,7 @@ futile, and shows every refusal.
 from __future__ import annotations
 
 import sqlite3
+from typing import Protocol, cast
 
 from rich.text import Text
 from textual import on, work
@@ -36,6 +37,14 @@ from reviewer.session import Session
 from reviewer.signoff_view import render_signed, render_summary
 from reviewer.widgets.bars import KeyHints, StatusBar
 from reviewer.workspace_io import POLL_SECONDS, why_not_written
+
+
+class _Keyed(Protocol):
+    """The app's side these screens use (the app module sits above them)."""
+
+    def key_for(self, binding_id: str) -> str: ...
+
+    def key_hints(self, screen: Screen) -> list[tuple[str, str, int, str]]: ...
 
 
 class SummaryRead(Message):
@@ -114,7 +123,7 @@ class SignoffScreen(Screen[tuple[Record, ...]]):
 
     def on_mount(self) -> None:
         self.query_one("#signoff-result").display = False
-        self.query_one(KeyHints).show(self.app.key_hints(self))
+        self.query_one(KeyHints).show(cast(_Keyed, self.app).key_hints(self))
         self.query_one("#signoff-pane").focus()
         self._show_status()
         self.read_summary()
@@ -173,7 +182,7 @@ class SignoffScreen(Screen[tuple[Record, ...]]):
 
     # -- drawing ----------------------------------------------------------------
     def _key(self, binding_id: str) -> str:
-        return self.app.key_for(binding_id)
+        return cast(_Keyed, self.app).key_for(binding_id)
 
     def _draw(self) -> None:
         s = self.summary
@@ -276,7 +285,7 @@ class SignoffScreen(Screen[tuple[Record, ...]]):
             try:
                 record = sign_off(
                     writer,
-                    self.session.signer,
+                    self.session.require_signer(),
                     with_exceptions,
                     principal=self.session.principal,
                     note=note,

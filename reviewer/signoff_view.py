@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from rich.console import Group, RenderableType
+from rich.console import Group, JustifyMethod, RenderableType
 from rich.table import Table
 from rich.text import Text
 
@@ -166,12 +166,13 @@ def exam_section(e: ExamStatus) -> RenderableType:
     if not e.gates:
         return head
     table = Table(box=None, pad_edge=False, padding=(0, 1), show_edge=False)
-    for name, justify in (
+    columns: tuple[tuple[str, JustifyMethod], ...] = (
         ("  gate", "left"),
         ("value", "right"),
         ("threshold", "left"),
         ("verdict", "left"),
-    ):
+    )
+    for name, justify in columns:
         table.add_column(Text(name), justify=justify, no_wrap=True)
     for g in e.gates:
         verdict, style = _VERDICT[g.passed]

@@ -130,7 +130,9 @@ def clean(
         raise IntegrityError(f"{faults[0]}; nothing was written")
     decided = effective_decisions(ws.conn, "flagged_pairs")
     carried = carries(ws.conn, "flagged_pairs")
-    dropped, kept, undecided = [], [], []
+    dropped: list[dict[str, Any]] = []
+    kept: list[dict[str, Any]] = []
+    undecided: list[dict[str, Any]] = []
     for item in items:
         payload = item["payload"]
         entry = {

@@ -245,8 +245,8 @@ def scan_contamination(
     from engine.errors import InputError
     from engine.progress import reporter
 
-    for name, value in (("jaccard", jaccard), ("containment", containment)):
-        if not 0 < value <= 1:
+    for name, threshold in (("jaccard", jaccard), ("containment", containment)):
+        if not 0 < threshold <= 1:
             raise InputError("must lie in (0, 1]", field=name)
     _refuse_options_that_do_nothing(
         embed,

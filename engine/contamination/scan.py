@@ -172,6 +172,8 @@ def _prepare_embedding(
             "calibration": result.to_json(),
         }
     else:
+        # _check_embedding reads calibration pairs whenever no threshold is given
+        assert config.cosine_threshold is not None
         threshold = float(config.cosine_threshold)
         report = {"enabled": True, "model": described, "threshold_source": "given"}
     report["top_k"] = config.top_k
@@ -213,8 +215,8 @@ def _pool_pairs(
     exact = {(p.eval_index, p.doc): p for p in scan.pairs}
     cosines: dict[tuple[int, int], float] = {}
     if topk is not None:
-        for e, j, cosine in topk.flagged():
-            cosines[(e, j)] = cosine
+        for e, j, score in topk.flagged():
+            cosines[(e, j)] = score
             if j not in docs:
                 ident, text = topk.docs[j]
                 docs[j] = PoolDoc(j, ident, text)

@@ -273,8 +273,9 @@ def _check_threats(value: dict[str, Any], *, path: str) -> None:
         if isinstance(value["stratified_report"], list)
         else []
     )
-    categories = [r.get("category") for r in rows]
-    benign = [r.get("category") for r in rows if r.get("detection_recall") is None]
+    # The rows' JSON values as they stand: parse_threat_mappings refuses what does not fit.
+    categories: list[Any] = [r.get("category") for r in rows]
+    benign: list[Any] = [r.get("category") for r in rows if r.get("detection_recall") is None]
     parse_threat_mappings(
         value[THREATS], categories, benign[0] if len(benign) == 1 else None, path=path
     )

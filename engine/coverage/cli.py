@@ -6,6 +6,7 @@ Thin: each command parses its options, calls the engine and prints.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -48,7 +49,9 @@ def coverage() -> None:
 
 
 def _echo_report(
-    report: list[dict[str, Any]], weak: list[dict[str, Any]], threats: dict[str, Any] | None = None
+    report: Sequence[Mapping[str, Any]],
+    weak: list[dict[str, Any]],
+    threats: dict[str, Any] | None = None,
 ) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -302,7 +305,9 @@ def scope_cmd(
     raw = build_scope(
         value,
         holdout_manifest_sha256=sha256_hex(Path(holdout_path).read_bytes()),
-        baseline_report_sha256=None if genesis else sha256_hex(Path(baseline).read_bytes()),
+        baseline_report_sha256=None
+        if baseline is None
+        else sha256_hex(Path(baseline).read_bytes()),
         expires_at=datetime.now(UTC) + parse_duration(expires_in),
         path=template,
         text=text,
@@ -468,8 +473,9 @@ def benchmark_cmd(
     if out is not None:
         _refuse_existing(out, "a published benchmark")
     trust = TrustRoot.at(trust_root)
-    key = load_private_key(benchmark_key) if benchmark_key else None
-    if key is not None:
+    key = None
+    if benchmark_key:
+        key = load_private_key(benchmark_key)
         trust.check_private_key("benchmark", key, what=benchmark_key)
     with ctx.open() as ws:
         done = measure_candidate(
@@ -584,11 +590,15 @@ def finalize_cmd(
         reserved = lineage.get(payload_sha256)
         if reserved is None:
             raise InputError(f"no reservation {payload_sha256}", field="payload_sha256")
-        sig = (
-            Path(signature).read_bytes()
-            if signature
-            else load_private_key(benchmark_key).sign(reserved.payload)
-        )
+        if signature is not None:
+            try:
+                sig = Path(signature).read_bytes()
+            except OSError as exc:
+                raise InputError(
+                    f"cannot read: {exc.strerror}", path=signature, field="signature"
+                ) from exc
+        elif benchmark_key is not None:
+            sig = load_private_key(benchmark_key).sign(reserved.payload)
         with ctx.open() as ws:
             path = finalize_reservation(ws, lineage, reserved, sig)
     click.echo(f"finalized {payload_sha256}; wrote {path} and {path}.sig")
@@ -677,7 +687,7 @@ def backlog_cmd(
         source = load_benchmark(
             benchmark, benchmark_signature or benchmark + ".sig", TrustRoot.at(trust_root)
         )[0]
-    else:
+    elif report_path is not None:  # one of the two, as checked above
         source = load_report_document(report_path)
     with ctx.open() as ws:
         outcome = run_backlog(

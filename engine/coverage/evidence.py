@@ -85,10 +85,18 @@ def _ledger_must_verify(ws: Workspace) -> Any:
     return require_verified(ws, "no evidence is made from it", processes=1)
 
 
+def _held(ws: Workspace, item_id: str) -> dict[str, Any]:
+    """Gives a backlog item the workspace holds; an IntegrityError if it holds none."""
+    item = ws.item(QUEUE, item_id)
+    if item is None:
+        raise IntegrityError(f"the workspace holds no {QUEUE} item {item_id}")
+    return item
+
+
 def _backlog_for(ws: Workspace, benchmark_sha256: str) -> list[dict[str, Any]]:
     found = []
     for listed in ws.items(queue=QUEUE):
-        item = ws.item(QUEUE, listed["item_id"])
+        item = _held(ws, listed["item_id"])
         payload = item["payload"]
         if (
             payload.get("kind") == ITEM_KIND
@@ -341,13 +349,17 @@ def make_evidence(
         )
         standing = store.effective_decisions_for(ws.conn, QUEUE, item.item_id)
         report = _ledger_must_verify(ws)  # the evidence names the head that holds the approval
-    if standing["decision"] != "accept" or standing["role"] != APPROVER_ROLE:
-        raise PermissionRefused(
-            f"claim {item.item_id} stands at {standing['decision']} by "
-            f"{standing['principal']} as {standing['role']}; evidence "
-            "needs an accept made as lead"
+    if standing is None or standing["decision"] != "accept" or standing["role"] != APPROVER_ROLE:
+        # None: the approval just recorded was retracted before it was read back.
+        stands = (
+            "undecided"
+            if standing is None
+            else f"{standing['decision']} by {standing['principal']} as {standing['role']}"
         )
-    held = ws.item(QUEUE, item.item_id)
+        raise PermissionRefused(
+            f"claim {item.item_id} stands at {stands}; evidence needs an accept made as lead"
+        )
+    held = _held(ws, item.item_id)
     evidence = {
         "schema_version": SCHEMA,
         "workspace": ws.workspace_id,
@@ -386,7 +398,7 @@ def make_evidence(
     return Evidence(
         written.directory / path.name,
         written.digests[path.name],
-        source.eligibility,
+        source.document["eligibility"],  # a benchmark's, checked against its findings
         len(reviews),
         standing["record_hash"],
         attribution_notice(attribution),
@@ -512,6 +524,7 @@ def check_evidence(ws: Workspace, path: Path, trust: TrustRoot) -> dict[str, Any
     )
     if unreviewed:
         raise IntegrityError(f"{path}: weak category {unreviewed[0]!r} has no review record")
+    reviewed_items: list[dict[str, Any]] = []
     for i, review in enumerate(value["reviews"]):
         reviewed = ws.item(QUEUE, review["item_id"])
         if (
@@ -528,15 +541,25 @@ def check_evidence(ws: Workspace, path: Path, trust: TrustRoot) -> dict[str, Any
                 f"{reviewed['payload'].get('category')!r}"
             )
         carried = review.get("carried_from")
-        made_on = carried if isinstance(carried, dict) else review
+        made_on = review if carried is None else carried
+        if not (
+            isinstance(made_on, dict)
+            and isinstance(made_on.get("item_id"), str)
+            and isinstance(made_on.get("item_sha256"), str)
+        ):
+            raise InputError(
+                "must name the item_id and item_sha256 the review was made on",
+                path=path,
+                field=f"reviews[{i}]" + ("" if carried is None else ".carried_from"),
+            )
         # A carried review's item and run are the later item's; its record is about the
         # item it was made on.
         stated = {k: v for k, v in review.items() if carried is None or k not in _CARRIED_OWN}
         _record_matches(
             ws,
             stated,
-            item_id=made_on.get("item_id"),
-            item_sha256=made_on.get("item_sha256"),
+            item_id=made_on["item_id"],
+            item_sha256=made_on["item_sha256"],
             decision=review["decision"],
             roles=("reviewer", "lead"),
             what=f"reviews[{i}]",
@@ -557,7 +580,7 @@ def check_evidence(ws: Workspace, path: Path, trust: TrustRoot) -> dict[str, Any
                     "(retracted, superseded or re-opened by new evidence); make the evidence "
                     "again"
                 )
-    reviewed_items = [ws.item(QUEUE, r["item_id"]) for r in value["reviews"]]
+        reviewed_items.append(reviewed)
     attribution = attribution_summary(reviewed_items)
     for name, stated in (
         ("attribution", value["attribution"]),

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
@@ -41,6 +41,30 @@ class Measured:
     path: Path
     payload: bytes
     signature: bytes | None
+
+
+@overload
+def store_benchmark(
+    ws: Workspace,
+    payload_sha256: str,
+    raw: bytes,
+    signature: None,
+    public_key: None = None,
+    *,
+    kind: str = "coverage-benchmark",
+) -> tuple[Path, bytes, None]: ...
+
+
+@overload
+def store_benchmark(
+    ws: Workspace,
+    payload_sha256: str,
+    raw: bytes,
+    signature: bytes,
+    public_key: Ed25519PublicKey,
+    *,
+    kind: str = "coverage-benchmark",
+) -> tuple[Path, bytes, bytes]: ...
 
 
 def store_benchmark(

@@ -138,9 +138,11 @@ def stratified_report(
                 path=where(0, "category").get("path"),
                 field="category",
             )
-        n = int(counts.at[category, "sample_count"])
-        positives = int(counts.at[category, "positive_count"])
-        flagged = int(counts.at[category, "predicted_positive"])
+        # Column then label: the stubs type a column's cells as Any and an .at cell as
+        # a union of scalars that int() does not take.
+        n = int(counts["sample_count"][category])
+        positives = int(counts["positive_count"][category])
+        flagged = int(counts["predicted_positive"][category])
         if category == policy.benign_category:
             tp, fp, recall, fpr = 0, flagged, None, flagged / n
         else:

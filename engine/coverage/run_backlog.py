@@ -40,11 +40,12 @@ class BacklogRun:
 
 
 def model_binding(
-    source: FindingSource, model_dir: Path | None, override_reason: str | None
+    source: FindingSource, measured: str, model_dir: Path | None, override_reason: str | None
 ) -> tuple[str | None, str | None]:
     """Gives (model digest, binding) of the model to attribute with: binding is
-    ``measured_detector`` when the model is the detector the source measured,
-    ``override`` when it is not and a reason was given; refuses a mismatch without one."""
+    ``measured_detector`` when the model is the detector the source measured (digest
+    ``measured``), ``override`` when it is not and a reason was given; refuses a mismatch
+    without one."""
     from engine.coverage.attribution import directory_digest
 
     if override_reason is not None and not override_reason.strip():
@@ -60,7 +61,7 @@ def model_binding(
     if not Path(model_dir).is_dir():
         raise InputError("model is not a directory", path=model_dir)
     digest = directory_digest(Path(model_dir))
-    if digest == source.detector_sha256:
+    if digest == measured:
         if override_reason is not None:
             raise InputError(
                 f"{model_dir} is the measured detector {digest[:16]}…: there is "
@@ -71,7 +72,7 @@ def model_binding(
     if override_reason is None:
         raise PermissionRefused(
             f"{model_dir}: model digest {digest[:16]}… is not the {source.kind}'s measured "
-            f"detector {source.detector_sha256[:16]}…; attributing it would explain misses "
+            f"detector {measured[:16]}…; attributing it would explain misses "
             "another model made. Attribute the measured detector, or give --reason WHY to "
             "attribute this model anyway (recorded in every item)"
         )
@@ -114,7 +115,9 @@ def run_backlog(
         table, list(source.findings), source.detector_sha256, policy, findings_path=source.path
     )
     # Bound before the model is loaded: a wrong model is refused at once.
-    model_sha256, binding = model_binding(source, model_dir, override_reason)
+    model_sha256, binding = model_binding(
+        source, source.detector_sha256, model_dir, override_reason
+    )
     explanations: dict[str, dict] = {}
     if model_dir is not None:
         from engine.coverage.attribution import AttributionUnavailable, explain_miss, load_detector

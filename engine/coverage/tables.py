@@ -157,11 +157,15 @@ def _raw_rows(path: Path, data: bytes) -> tuple[list[str], list[dict[str, Any]],
         )
         starts = [start for start, _ in records]
         lines = starts if len(starts) == len(frame) else [i + 2 for i in range(len(frame))]
-        return list(frame.columns), frame.to_dict(orient="records"), lines
+        # dtype=str and a CSV header make every column name a str; the stubs say Hashable.
+        return list(frame.columns), frame.to_dict(orient="records"), lines  # type: ignore[return-value]
     if suffix == ".parquet":
         frame = pd.read_parquet(io.BytesIO(data))
-        records = [{k: _native(v) for k, v in r.items()} for r in frame.to_dict(orient="records")]
-        return [str(c) for c in frame.columns], records, [i + 1 for i in range(len(frame))]
+        # Keys as the header this gives back names the columns.
+        parquet_rows = [
+            {str(k): _native(v) for k, v in r.items()} for r in frame.to_dict(orient="records")
+        ]
+        return [str(c) for c in frame.columns], parquet_rows, [i + 1 for i in range(len(frame))]
     raise InputError("tables are .csv, .jsonl or .parquet", path=path)
 
 

@@ -54,7 +54,9 @@ def train_tiny_detector(
         num_attention_heads=2,
         intermediate_size=64,
         max_position_embeddings=128,
-        num_labels=2,
+        # PreTrainedConfig takes num_labels through **kwargs, which BertConfig's
+        # dataclass fields do not declare.
+        num_labels=2,  # type: ignore[call-arg]
         hidden_dropout_prob=0.0,
         attention_probs_dropout_prob=0.0,
         initializer_range=0.1,

@@ -11,7 +11,7 @@ minimum of 0.7 is not weak and a fall from 0.8 to 0.7 is exactly 0.1.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from typing import Any
 
@@ -32,7 +32,7 @@ def _count(row: dict[str, Any], name: str, field: str, path: str | None) -> int:
 
 
 def check_report(
-    report: Sequence[dict[str, Any]],
+    report: Sequence[Mapping[str, Any]],
     policy: CategoryGatePolicy,
     *,
     name: str = "stratified_report",
@@ -122,8 +122,8 @@ def _ratio(row: dict[str, Any], benign: bool) -> Fraction:
 
 
 def identify_weak_categories(
-    current: Sequence[dict[str, Any]],
-    previous: Sequence[dict[str, Any]] | None,
+    current: Sequence[Mapping[str, Any]],
+    previous: Sequence[Mapping[str, Any]] | None,
     policy: CategoryGatePolicy,
     *,
     previous_path: str | None = None,

@@ -56,7 +56,8 @@ def adjudicator_decisions(
     for cid, made in abstained_items(art, run_id="resolve"):
         item = as_held(ws, made)
         eff = effective.get((QUEUE, item.item_id))
-        decided_on = item.item_id, item.item_sha256  # what the deciding record must bind
+        # What the deciding record must bind.
+        decided_on: tuple[str, str | None] = (item.item_id, item.item_sha256)
         carry = None
         if eff is None:
             carry = carried.get((QUEUE, item.item_id))
@@ -68,7 +69,8 @@ def adjudicator_decisions(
         record = store.get_record(ws.conn, eff["seq"])
         body = record.body if record else {}
         if (
-            body.get("kind") != "decision"
+            record is None
+            or body.get("kind") != "decision"
             or body.get("role") != ADJUDICATOR_ROLE
             or (body.get("item_id"), body.get("item_sha256")) != decided_on
         ):

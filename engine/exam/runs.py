@@ -77,8 +77,12 @@ def open_raters(
     """Gives the raters the options name, and the SHA-256 of each rater file."""
     votes = _locked(files.votes, files.expected_votes_sha256, "expected-votes-sha256")
     sweep = _locked(files.sweep, files.expected_sweep_sha256, "expected-sweep-sha256")
-    vote_file = VoteFile(votes[0], files.votes) if votes else None
-    sweep_file = SweepFile(sweep[0], files.sweep, completions) if sweep else None
+    vote_file = None if votes is None or files.votes is None else VoteFile(votes[0], files.votes)
+    sweep_file = (
+        None
+        if sweep is None or files.sweep is None
+        else SweepFile(sweep[0], files.sweep, completions)
+    )
     adjudicator = lanes = None
     if files.adjudicator_config or files.labelers_config:
         from engine.exam.endpoint import client, load_adjudicator, load_labelers

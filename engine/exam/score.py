@@ -66,11 +66,11 @@ def verified_artifact(
                 f"the {key} file given has {held}"
             )
     raters, bound = recorded_raters(art, files, inputs.completions)
-    for key, held in sorted(bound.items()):
-        if art["inputs"].get(key) != held:
+    for key, rater_sha256 in sorted(bound.items()):
+        if art["inputs"].get(key) != rater_sha256:
             raise IntegrityError(
                 f"{path}: binds {key} SHA-256 {art['inputs'].get(key)}, but "
-                f"the {key} file given has {held}"
+                f"the {key} file given has {rater_sha256}"
             )
     rebuilt = seal(build_core(inputs, raters, bound, art["code"]), {}, None)
     if sha256_hex(canonical_json(rebuilt)) != base_sha256(art):

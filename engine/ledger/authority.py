@@ -616,7 +616,8 @@ def read_authority(rows: Iterable[tuple[int, str, str]]) -> Authority:
 
 def load_authority(conn: sqlite3.Connection, upto: int | None = None) -> Authority:
     """Gives the authority replayed from a workspace database (records up to ``upto``)."""
-    sql, args = AUTHORITY_ROWS_SQL, ()
+    sql = AUTHORITY_ROWS_SQL
+    args: tuple[int, ...] = ()
     if upto is not None:
         sql = sql.replace("ORDER BY", "AND seq <= ? ORDER BY")
         args = (upto,)

@@ -49,8 +49,13 @@ class TreeCache:
     """
 
     def __init__(self) -> None:
+        self._builder: merkle.TreeBuilder
+        self._last_hash: str | None
+        self._restart()
+
+    def _restart(self) -> None:
         self._builder = merkle.TreeBuilder()
-        self._last_hash: str | None = None
+        self._last_hash = None
 
     def root_at(self, conn: sqlite3.Connection, size: int) -> bytes:
         """Gives the root of the first ``size`` records (size at or past what it holds)."""
@@ -59,7 +64,7 @@ class TreeCache:
                 "SELECT record_hash FROM records WHERE seq=?", (self._builder.size,)
             ).fetchone()
             if row is None or row[0] != self._last_hash or size < self._builder.size:
-                self.__init__()
+                self._restart()
         for seq, record_hash, message in conn.execute(
             "SELECT seq, record_hash, message FROM records WHERE seq > ? AND seq <= ? ORDER BY seq",
             (self._builder.size, size),

@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -209,7 +210,7 @@ class _Head:
     key: Ed25519PublicKey
     fingerprint: str
     signed_prefix: bytes  # signed_data up to the message digest's bytes (length included)
-    hasher: object
+    hasher: Callable[[bytes], hashlib._Hash]
 
 
 # (public key, 64 signature bytes, signed data): an Ed25519 check not yet run.

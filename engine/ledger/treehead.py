@@ -147,12 +147,18 @@ def signed_head_from(seq: int, record_hash: str, body: dict[str, Any]) -> Signed
     if not isinstance(data, dict) or data.get("type") != SIGNOFF_TYPE:
         return None
     tree = data.get("tree")
+    if not isinstance(tree, dict):
+        return None
     try:
         head = TreeHead(str(tree["origin"]), int(tree["size"]), bytes.fromhex(tree["root"]))
     except (KeyError, TypeError, ValueError):
         return None
-    checkpoint = data.get("checkpoint") if isinstance(data.get("checkpoint"), dict) else {}
-    exceptions = data.get("exceptions") if isinstance(data.get("exceptions"), list) else []
+    checkpoint = data.get("checkpoint")
+    if not isinstance(checkpoint, dict):
+        checkpoint = {}
+    exceptions = data.get("exceptions")
+    if not isinstance(exceptions, list):
+        exceptions = []
     note, signature = checkpoint.get("note"), checkpoint.get("signature")
     return SignedHead(
         seq,

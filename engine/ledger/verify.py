@@ -27,6 +27,7 @@ from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from engine.canonical import canonical_json
 from engine.errors import SealdeskError
@@ -44,6 +45,10 @@ from engine.ledger.records import (
 )
 from engine.roles import NAMESPACE_BY_ROLE, QUEUE_ROLES, SIGNOFF_ROLE, outranks
 from engine.sqlitedb import open_read_only
+
+if TYPE_CHECKING:  # annotations only: multiprocessing.connection costs start-up time
+    from multiprocessing.connection import Connection
+    from multiprocessing.process import BaseProcess
 
 _RANGE = 2000
 _MIN_RANGE = 64
@@ -277,7 +282,7 @@ class RecordChecker:
             )
         if body is None:  # not the common shape: the general path accepts it or says why not
             body, reason = _read_body(message_text, message)
-            if reason is not None:
+            if body is None:  # then reason says why
                 return reason, None, None, None
         reason = self._read_columns(body, row)
         if reason is not None:
@@ -501,7 +506,7 @@ def check_range(bounds: tuple[int, int]) -> RangeResult:
     """Gives the result of checking records with seq in [lo, hi] (worker entry point)."""
     global _CONN, _CHECKER
     assert _CTX is not None
-    if _CONN is None:
+    if _CONN is None or _CHECKER is None:
         # One connection and one checker per process: opening a connection costs
         # about half a millisecond, and the checker caches keys and signers.
         _CONN = open_read_only(Path(_CTX.db_path))
@@ -535,7 +540,8 @@ def _check_rows(checker: RecordChecker, cursor: sqlite3.Cursor) -> RangeResult:
 def _finish(rows: list[tuple], staged: list[Staged], out: RangeResult) -> None:
     """Runs a batch's deferred signature checks and adds its rows to ``out``."""
     at = [i for i, checked in enumerate(staged) if checked[2] is not None]
-    not_verified = {at[i] for i in sshsig.run_deferred([staged[i][2] for i in at])}
+    deferred = [check for _, _, check, _ in staged if check is not None]
+    not_verified = {at[i] for i in sshsig.run_deferred(deferred)}
     for position, (row, (reason, facts, _, after)) in enumerate(zip(rows, staged, strict=True)):
         seq, record_hash, stored_prev = row[0], row[1], row[2]
         if reason is None:
@@ -692,18 +698,19 @@ def _check_ranges(ranges: list[tuple[int, int]], workers: int, progress) -> list
     leave held in the child.
     """
     if workers <= 1:  # no fork, no semaphore: works where multiprocessing cannot
-        results, done = [], 0
+        in_order: list[RangeResult] = []
+        done = 0
         for bounds in ranges:
-            results.append(check_range(bounds))
-            done += results[-1].count
+            in_order.append(check_range(bounds))
+            done += in_order[-1].count
             if progress is not None:
                 progress(done)
-        return results
+        return in_order
     mp = multiprocessing.get_context("fork")
     lock = mp.Lock()
     claimed = mp.RawValue("q", 0)  # next range to claim
     checked = mp.RawValue("q", 0)  # records checked so far, for the progress bar
-    children: list[tuple[multiprocessing.Process, object]] = []
+    children: list[tuple[BaseProcess, Connection]] = []
     parent = os.getpid()
 
     def check_children() -> None:
@@ -725,7 +732,7 @@ def _check_ranges(ranges: list[tuple[int, int]], workers: int, progress) -> list
             lock.release()
 
     def work(report) -> list[tuple[int, RangeResult]]:
-        out = []
+        out: list[tuple[int, RangeResult]] = []
         while True:
             with locked():
                 index = claimed.value
@@ -759,11 +766,11 @@ def _check_ranges(ranges: list[tuple[int, int]], workers: int, progress) -> list
                 raise SealdeskError(f"a verify worker process failed: {payload}")
             results.extend(payload)
     finally:
-        for child, receive in children:
-            receive.close()
-            if child.is_alive():
-                child.terminate()
-            child.join()
+        for process, pipe in children:
+            pipe.close()
+            if process.is_alive():
+                process.terminate()
+            process.join()
     if progress is not None:
         progress(checked.value)
     return [result for _, result in sorted(results, key=operator.itemgetter(0))]
@@ -791,7 +798,7 @@ def _join(results: list[RangeResult], report: Report) -> list[tuple]:
         report.records += part.count
         if part.last_signoff is not None:
             report.last_signoff = part.last_signoff
-        if part.first is not None:
+        if part.first is not None and part.last is not None:  # a range with records has both
             seq, first_prev, first_time = part.first
             if seq != expected_seq:
                 report.faults.append(_gap_fault(expected_seq - 1, seq))

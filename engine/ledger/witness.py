@@ -61,7 +61,7 @@ def _log_dir(witness: Path, workspace_id: str) -> Path:
 
 def stored(witness: Path, workspace_id: str) -> list[tuple[Path, Checkpoint]]:
     """Gives the checkpoints a witness holds for a workspace, smallest tree first."""
-    out = []
+    out: list[tuple[Path, Checkpoint]] = []
     folder = _log_dir(witness, workspace_id)
     if not folder.is_dir():
         return out

@@ -125,7 +125,9 @@ def latest_signoff_problems(conn: Any, held: dict[str, str]) -> list[str]:
     if not isinstance(data, dict):
         return []
     problems = []
-    bound = data.get("artifacts") if isinstance(data.get("artifacts"), dict) else {}
+    bound = data.get("artifacts")
+    if not isinstance(bound, dict):
+        bound = {}
     for path, signed in sorted(bound.items()):
         now = held.get(path)
         if now is None:
@@ -140,7 +142,9 @@ def latest_signoff_problems(conn: Any, held: dict[str, str]) -> list[str]:
                 "is never bound again: restore it, and write a new result as a "
                 "new run"
             )
-    runs = data.get("runs") if isinstance(data.get("runs"), dict) else {}
+    runs = data.get("runs")
+    if not isinstance(runs, dict):
+        runs = {}
     current = dict(conn.execute("SELECT run_id, manifest_sha256 FROM runs"))
     for run_id, signed in sorted(runs.items()):
         if current.get(run_id) != signed:

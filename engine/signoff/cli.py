@@ -16,12 +16,15 @@ import click
 
 from engine.cli_context import GATE_ENV_VAR
 from engine.errors import InputError, IntegrityError, NotReadyError
-from engine.ledger.witness import push_latest
+from engine.ledger.witness import Pushed, push_latest
 from engine.outputs import InputFile, OutputFile
 from engine.signoff.summary import SignoffSummary, lead_signer, sign_off, signoff_summary
 
 if TYPE_CHECKING:  # click passes the Ctx object (pass_obj); imported for annotations only
     from engine.cli_context import Ctx
+    from engine.ledger.allowed_signers import AllowedSigners
+    from engine.ledger.authority import Authority
+    from engine.ledger.checkpoint import Checkpoint
 
 _PENDING_LISTED = 20
 
@@ -95,8 +98,11 @@ def summary_lines(s: SignoffSummary) -> list[str]:
     if v.attribution:
         out.append(f"  attribution of the reviewed misses: {v.attribution}")
     out += ["", f"Who may sign (from the ledger; anchor {' '.join(s.anchor) or 'none'}):"]
-    for g in s.signers:
-        out.append(f"  {g.principal:<16}{'/'.join(g.roles):<28}{g.key}  since #{g.since}")
+    for signer in s.signers:
+        out.append(
+            f"  {signer.principal:<16}{'/'.join(signer.roles):<28}{signer.key}"
+            f"  since #{signer.since}"
+        )
     for principal, fps in s.multi_key:
         out.append(f"  note: {principal} signed with {len(fps)} keys: {', '.join(fps)}")
     out += ["", f"Artifacts bound by SHA-256: {len(s.artifacts)}"]
@@ -105,8 +111,8 @@ def summary_lines(s: SignoffSummary) -> list[str]:
         out.append(f"  {a.path}  {a.sha256[:16]}{flag}")
     if s.pending:
         out += ["", f"Undecided: {len(s.pending)} item(s)"]
-        for p in s.pending[:_PENDING_LISTED]:
-            out.append(f"  {p.queue}/{p.item_id}  {p.status}  {p.title[:50]}")
+        for item in s.pending[:_PENDING_LISTED]:
+            out.append(f"  {item.queue}/{item.item_id}  {item.status}  {item.title[:50]}")
         if len(s.pending) > _PENDING_LISTED:
             out.append(
                 f"  ... and {len(s.pending) - _PENDING_LISTED} more "
@@ -243,11 +249,11 @@ def signoff(
         )
 
 
-def _report_pushes(pushed) -> bool:
+def _report_pushes(pushed: list[tuple[Path, Pushed | IntegrityError]]) -> bool:
     """Prints where each witness got the checkpoint; gives False if any reported a fork."""
     ok = True
     for target, outcome in pushed:
-        if isinstance(outcome, Exception):
+        if isinstance(outcome, IntegrityError):
             click.echo(f"WITNESS {target}: {outcome.one_line()}", err=True)
             ok = False
         else:
@@ -394,7 +400,6 @@ def prove(
       sealdesk prove 12 --checkpoint checkpoint.txt
       sealdesk prove --consistency - < checkpoint.txt     # also through ssh-gate
     """
-    from engine.ledger.checkpoint import check_signature, read_checkpoint
     from engine.ledger.treehead import prove_consistency, prove_inclusion
 
     if (record is None) == (from_checkpoint is None):
@@ -407,18 +412,15 @@ def prove(
             field="--checkpoint",
         )
     with ctx.open(read_only=True) as ws:
-        cp = None
-        named = checkpoint_path or from_checkpoint
-        if named is not None:
-            stdin_text = sys.stdin.read() if named == "-" else None
-            cp = read_checkpoint(named, stdin_text)
-            try:
-                check_signature(cp, ws.signers())
-            except ValueError as exc:
-                raise IntegrityError(f"checkpoint {named}: signature: {exc}") from exc
         if from_checkpoint is not None:
-            consistency = prove_consistency(ws.conn, cp, ws.signers())
-        else:
+            old = _signed_checkpoint(from_checkpoint, ws.signers())
+            consistency = prove_consistency(ws.conn, old, ws.signers())
+        elif record is not None:  # one of the two, as checked above
+            cp = (
+                None
+                if checkpoint_path is None
+                else _signed_checkpoint(checkpoint_path, ws.signers())
+            )
             proof = prove_inclusion(ws.conn, record, ws.signers(), cp)
     if from_checkpoint is not None:
         _print_consistency(consistency, as_json)
@@ -431,7 +433,8 @@ def prove(
         s = proof.signed_by
         against = f"sign-off #{s.seq} by {s.principal} at {s.time}"
     else:
-        against = f"checkpoint signed by {cp.principal}"
+        assert proof.checkpoint is not None  # a proof not against a sign-off is against one
+        against = f"checkpoint signed by {proof.checkpoint.principal}"
     click.echo(
         f"record #{proof.seq} ({proof.record_hash[:16]}) is leaf {proof.index} of the "
         f"tree of size {head.size} signed in {against}"
@@ -443,6 +446,19 @@ def prove(
     for number, node in enumerate(proof.path, 1):
         click.echo(f"    {number:>2}. {node.hex()}")
     click.echo("ok: the path leads from the record's leaf to the signed root")
+
+
+def _signed_checkpoint(named: str, allowed: Authority | AllowedSigners) -> Checkpoint:
+    """Gives the checkpoint read from ``named`` ('-': stdin) once its signature is checked."""
+    from engine.ledger.checkpoint import check_signature, read_checkpoint
+
+    stdin_text = sys.stdin.read() if named == "-" else None
+    cp = read_checkpoint(named, stdin_text)
+    try:
+        check_signature(cp, allowed)
+    except ValueError as exc:
+        raise IntegrityError(f"checkpoint {named}: signature: {exc}") from exc
+    return cp
 
 
 def _print_consistency(proof, as_json: bool) -> None:

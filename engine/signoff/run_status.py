@@ -120,7 +120,7 @@ class RunStatus:
 
 def scan_artifacts(artifacts_dir: Path) -> list[ArtifactRef]:
     """Gives every artifact under ``artifacts/<run>/`` with its hash and sidecar state."""
-    found = []
+    found: list[ArtifactRef] = []
     root = Path(artifacts_dir)
     if not root.is_dir():
         return found
@@ -188,6 +188,12 @@ def _first(obj: dict[str, Any], *names: str) -> Any:
     return None
 
 
+def _object_at(doc: dict[str, Any] | None, key: str) -> dict[str, Any]:
+    """Gives the JSON object under ``key``, or an empty one when there is none."""
+    value = doc.get(key) if doc else None
+    return value if isinstance(value, dict) else {}
+
+
 def _before_after(obj: dict[str, Any], names: tuple[str, ...]) -> tuple[Any, Any] | None:
     """Finds a before/after pair under any of the shapes a report might use."""
     for name in names:
@@ -229,9 +235,9 @@ def contamination_status(
         return ContaminationStatus(NOT_RUN)
     sources = tuple(r[0].path for r in (reports, cleans) if r)
     before = _number(report.get("leakage_rate")) if report else None
-    counts = report.get("counts") if report and isinstance(report.get("counts"), dict) else {}
+    counts = _object_at(report, "counts")
     flagged = _count(counts.get("total_flagged_items"))
-    test_meta = report.get("test") if report and isinstance(report.get("test"), dict) else {}
+    test_meta = _object_at(report, "test")
     size_before = _count(test_meta.get("n"))
     if clean is None:
         return ContaminationStatus(
@@ -247,7 +253,7 @@ def contamination_status(
     dropped = _count(
         _first(clean, "dropped", "dropped_items", "n_dropped", "confirmed_leaks", "dropped_ids")
     )
-    power_obj = clean.get("power") if isinstance(clean.get("power"), dict) else {}
+    power_obj = _object_at(clean, "power")
     power = []
     for scope in (power_obj, clean):
         for name in _POWER:
@@ -330,6 +336,11 @@ def exam_status(root: Path, refs: list[ArtifactRef], unreadable: list[str]) -> E
     )
 
 
+def _json_naming(word: str) -> Callable[[str], bool]:
+    """Gives a match for JSON artifact names that hold ``word``."""
+    return lambda name: name.endswith(".json") and word in name
+
+
 def _eligibility_doc(doc: dict[str, Any]) -> dict[str, Any] | None:
     """Gives the object holding ``eligibility``: the document, or a benchmark inside it."""
     if doc.get("eligibility") in ("ELIGIBLE", "HOLD"):
@@ -345,9 +356,11 @@ def coverage_status(root: Path, refs: list[ArtifactRef], unreadable: list[str]) 
     """Gives ELIGIBLE/HOLD overall and per category from the latest evidence or benchmark."""
     # Evidence (benchmark plus the ledger records that reviewed it) outranks a bare benchmark.
     for word in ("evidence", "benchmark"):
-        for ref in _latest(refs, lambda n, word=word: n.endswith(".json") and word in n):
+        for ref in _latest(refs, _json_naming(word)):
             doc = _load(root, ref, unreadable)
-            bench = _eligibility_doc(doc) if doc else None
+            if not doc:
+                continue
+            bench = _eligibility_doc(doc)
             if bench is not None:
                 return CoverageStatus(
                     bench["eligibility"],

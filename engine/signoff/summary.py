@@ -185,7 +185,7 @@ class SignoffSummary:
 
 def _queues_and_pending(ws) -> tuple[tuple[QueueStatus, ...], tuple[PendingItem, ...]]:
     # One pass over the items with their effective decisions gives both.
-    counts = {q: Counter() for q in QUEUES}
+    counts: dict[str, Counter[str]] = {q: Counter() for q in QUEUES}
     pending = []
     for r in ws.items():
         counts[r["queue"]][r["status"]] += 1

@@ -55,8 +55,8 @@ def require_verified(ws, consequence: str, *, processes: int | None = None) -> R
     """Gives the report of a ledger that verifies; else an IntegrityError naming the
     first fault and what is refused because of it (``consequence``)."""
     report = verify_workspace(ws, processes=processes)
-    if not report.ok:
-        first = report.first
+    first = report.first
+    if first is not None:  # the first fault of a ledger that does not verify
         raise IntegrityError(
             f"the ledger does not verify ({first.where}); {consequence}", seq=first.seq or None
         )

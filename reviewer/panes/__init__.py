@@ -41,7 +41,7 @@ def header(item: dict[str, Any]) -> Text:
     out.append(f"  sha256 {sha[:16]}")
     decision = item.get("decision")
     if isinstance(decision, dict):
-        glyph = STATUS_GLYPH.get(decision.get("decision"), "?")
+        glyph = STATUS_GLYPH.get(str(decision.get("decision")), "?")
         out.append(
             f"\n{glyph} {decision.get('decision')} by {decision.get('principal')} "
             f"({decision.get('role')}), #{decision.get('seq')}",

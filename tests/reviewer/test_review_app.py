@@ -175,6 +175,13 @@ def test_no_key_at_all_gives_a_read_only_session(desk):
     assert session.read_only and "no signing key" in session.read_only_reason
 
 
+def test_a_read_only_session_has_no_signer_to_sign_with_and_says_why(desk):
+    session = open_session(desk.ws, key=None)
+    with pytest.raises(PermissionRefused) as err:
+        session.require_signer()
+    assert str(err.value) == f"read-only session: {session.read_only_reason}"
+
+
 # -- browsing ------------------------------------------------------------------------
 
 

