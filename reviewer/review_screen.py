@@ -598,11 +598,16 @@ class ReviewScreen(Screen):
             )
             self._appended(record)
             self._bump_progress(row.queue, row.status, decision)
+            if self.ws.carries_to_others(row.queue, row.item_id):
+                lst.forget()  # other rows of its subject take (or lose) the decision
+                self.refresh_progress()
             if row.status == "undecided" and self._done(row.queue):
                 self._say_done(row.queue)
         at = lst.row(index)
         if at is not None and at.item_id == row.item_id:
-            lst.replace(index, replace(row, status=decision, principal=self.session.principal))
+            lst.replace(
+                index, replace(row, status=decision, principal=self.session.principal, carry=None)
+            )
         if lst.cursor != index or (lst.current and lst.current.item_id != row.item_id):
             self.show_detail(lst.current)  # the list moved meanwhile: stay where it is
         elif index + 1 < lst.total:
@@ -710,11 +715,17 @@ class ReviewScreen(Screen):
         self.message = f"undid {row.item_id}"
         self.ended_at = None  # undone, the last item may be decided again
         self._appended(record)
-        # An earlier decision may stand again once the latest is retracted.
-        standing = (self.ws.item(row.queue, row.item_id) or {}).get("decision")
-        new_status = standing["decision"] if standing else "undecided"
+        # An earlier decision may stand again once the latest is retracted, or one made on
+        # another item of the subject carry to it again.
+        held = self.ws.item(row.queue, row.item_id) or {}
+        standing = held.get("decision") or held.get("carried_from")
+        new_status = held.get("status", "undecided")
+        carry = "carried" if held.get("carried_from") else None
         new_row = replace(
-            row, status=new_status, principal=standing["principal"] if standing else None
+            row,
+            status=new_status,
+            principal=standing["principal"] if standing else None,
+            carry="reopened" if held.get("reopened") else carry,
         )
         if lst.current is not None and lst.current.item_id == row.item_id:
             lst.replace(lst.cursor, new_row)

@@ -415,8 +415,10 @@ def scan_contamination(
             f"{run['scanned']} scanned, {run['from_records']} from records"
             f"{retried}{speed}"
         )
+    related = outcome.ingest.related
+    about = f" ({related} about eval items decided or queued before)" if related else ""
     click.echo(
-        f"  backlog: {outcome.ingest.added} new item(s), {outcome.ingest.unchanged} "
+        f"  backlog: {outcome.ingest.added} new item(s){about}, {outcome.ingest.unchanged} "
         f"already held (queue flagged_pairs)"
     )
     click.echo(f"  artifacts: {outcome.run_dir}")
@@ -565,6 +567,12 @@ def clean_command(
         f"({len(r['dropped'])} dropped, {len(r['kept_after_review'])} kept after "
         f"review, {len(r['kept_undecided'])} undecided kept)"
     )
+    carried = r["carried"]
+    if carried["decisions"] or carried["reopened"]:
+        click.echo(
+            f"  {carried['decisions']} decision(s) carried from earlier scans' items; "
+            f"{carried['reopened']} item(s) re-opened by new evidence"
+        )
     click.echo(
         f"  content sha256 {r['content_sha256_after']} (was {r['content_sha256_before'][:16]}...)"
     )

@@ -61,6 +61,12 @@ def summary_lines(s: SignoffSummary) -> list[str]:
             f"  {q.queue:<17}{q.total:>7}{q.accepted:>10}{q.rejected:>10}{q.skipped:>9}"
             f"{q.undecided:>11}"
         )
+    for q in s.queues:
+        if q.carried or q.reopened:
+            out.append(
+                f"  {q.queue}: {q.carried} decision(s) carried from earlier runs' items "
+                f"(counted above); {q.reopened} re-opened by new evidence (undecided)"
+            )
     c = s.contamination
     out.append("")
     if c.state == "not run":

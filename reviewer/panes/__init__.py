@@ -15,7 +15,14 @@ from rich.text import Text
 
 from reviewer.panes import adjudication, flagged, weak
 from reviewer.panes.anchors import HISTORY, Anchor
-from reviewer.panes.common import STATUS_GLYPH, number, raw_json, section
+from reviewer.panes.common import (
+    CARRIED_MARK,
+    REOPENED_GLYPH,
+    STATUS_GLYPH,
+    number,
+    raw_json,
+    section,
+)
 from reviewer.panes.spans import clean
 
 PANES: dict[str, ModuleType] = {
@@ -45,6 +52,17 @@ def header(item: dict[str, Any]) -> RenderableType:
             f"({decision.get('role')}), #{decision.get('seq')}",
             style="bold",
         )
+    elif isinstance(item.get("carried_from"), dict):
+        made = item["carried_from"]
+        out.append(
+            f"\n{STATUS_GLYPH.get(made.get('decision'), '?')}{CARRIED_MARK} {made.get('decision')} "
+            f"carried: {made.get('principal')}'s {made.get('decision')} of "
+            f"{str(made.get('time'))[:10]} on {clean(made.get('item_id', '?'))} "
+            f"(#{made.get('seq')}), same question",
+            style="bold",
+        )
+    elif isinstance(item.get("reopened"), dict):
+        out.append(f"\n{REOPENED_GLYPH} {clean(item['reopened'].get('text', ''))}", style="bold")
     else:
         out.append("\n· undecided", style="bold")
     out.append("\n")

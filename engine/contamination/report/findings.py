@@ -12,7 +12,7 @@ import platform
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.canonical import canonical_sha256
+from engine.canonical import canonical_sha256, sha256_hex
 from engine.contamination.channels.internal import InternalPair, clusters
 from engine.contamination.channels.ngram import NgramSettings
 from engine.contamination.channels.probe import ProbeResult
@@ -241,6 +241,36 @@ def thresholds(findings: Findings) -> dict[str, Any]:
     }
 
 
+def eval_set_identity(provenance: dict[str, Any]) -> dict[str, Any]:
+    """Gives what names an eval set across runs: for a file its name without the directory
+    (the same file read from elsewhere is the same set), for a hub dataset its name,
+    config and split, and the fields read from it; never a revision or content hash, so
+    that a revised set still asks the same questions of the items it kept."""
+    name = provenance.get("name")
+    if provenance.get("kind") == "file" and isinstance(name, str):
+        name = os.path.basename(name)
+    return {
+        "kind": provenance.get("kind"),
+        "name": name,
+        "config": provenance.get("config"),
+        "split": provenance.get("split"),
+        "text_field": provenance.get("text_field"),
+        "id_field": provenance.get("id_field"),
+    }
+
+
+def eval_subject(findings: Findings, index: int) -> dict[str, Any]:
+    """Gives the subject of an eval item's flagged_pairs item: the eval set, the item's id
+    and its canonical text's SHA-256 (a changed text is another question)."""
+    item = findings.eval.items[index]
+    return {
+        "kind": "eval_item",
+        "eval_set": eval_set_identity(findings.eval.provenance),
+        "eval_id": item.id,
+        "text_sha256": sha256_hex(item.canonical.encode("utf-8")),
+    }
+
+
 def backlog_items(findings: Findings, run_id: str) -> list[BacklogItem]:
     """Gives one flagged_pairs item per flagged eval item (docs/engines/contamination.md)."""
     items = findings.eval.items
@@ -332,6 +362,7 @@ def backlog_items(findings: Findings, run_id: str) -> list[BacklogItem]:
             # finds every sibling for a look (and a bulk decision) together
             tags.append(label)
         payload: dict[str, Any] = {
+            "subject": eval_subject(findings, index),
             "eval": {"id": item.id, "index": item.index, "text": item.text},
             "matches": found,
             "channels": channels,
