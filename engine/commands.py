@@ -250,10 +250,26 @@ def items(
 
     table = Table("queue", "item", "status", "by", "title", box=None)
     for r in rows:
-        by = r["decision"]["principal"] if r["decision"] else ""
-        table.add_row(r["queue"], r["item_id"], r["status"], by, r["title"][:60])
+        made = r["decision"] or r["carried_from"]
+        by = made["principal"] if made else ""
+        state = r["status"]
+        if r["carried_from"]:
+            state += " (carried)"
+        elif r["reopened"]:
+            state += " (re-opened)"
+        table.add_row(r["queue"], r["item_id"], state, by, r["title"][:60])
     Console().print(table)
     click.echo(f"{len(rows)} item(s)")
+    carried = sum(r["carried_from"] is not None for r in rows)
+    if carried:
+        click.echo(
+            f"{carried} carried: decided on an earlier run's item about the same subject "
+            "(items --json names it in carried_from)"
+        )
+    # What re-opened an item is what its reviewer must look at first: said in full.
+    for r in rows:
+        if r["reopened"]:
+            click.echo(f"{r['item_id']}: {r['reopened']['text']}")
 
 
 def _signer(ws, key: str | None, queue: str | None = None, role: str | None = None):

@@ -9,7 +9,9 @@ as soon as the page is full.
 The effective decision of an item is the latest decision record on it that
 no retract record names, exactly as ``engine.ledger.store.effective_decisions``
 defines it; here it is computed per row with a correlated subquery so that a
-page of 100 rows costs 100 index probes, not a scan of the whole ledger.
+page of 100 rows costs 100 index probes, not a scan of the whole ledger. An
+item with none of its own may have one carried from another item of its
+subject (``engine.subjects``): one more probe, of ``subject_links``.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
+from engine import subjects
 from engine.errors import InputError
 from engine.roles import QUEUES
 
@@ -26,13 +29,26 @@ STATUSES = ("undecided", "accept", "reject", "skip")
 DECIDED_BY = ("me", "others")
 SORTS = ("score_desc", "score_asc", "id_asc", "id_desc")
 
+# How urgently an item wants a reviewer, from the triage tag a producer gives it:
+# a likely leak first, a template sibling last, anything else (unclear, or no
+# triage at all, as in the other queues) between. The score orders list by it
+# first, so the default order shows likely leaks before look-alikes.
+_PRIORITY = (
+    "(CASE WHEN instr(',' || {t}tags || ',', ',likely_leak,') > 0 THEN 2 "
+    "WHEN instr(',' || {t}tags || ',', ',template_sibling,') > 0 THEN 0 ELSE 1 END)"
+)
+_P = _PRIORITY.format(t="i.")
+
 # items_browse covers every column a listing shows or filters on except the
 # payload, so that scans for a tag, a score range or a title never read the
 # (large) payload pages: on 100,000 items this takes a tag count from ~400 ms
-# to ~20 ms. records_signoff finds the newest sign-off (for the status bar)
-# without walking back through every record since it.
-INDEXES = """
+# to ~20 ms. items_priority serves the score orders, which rank by triage
+# first: without it every page of 100,000 items sorts them all (~400 ms), with
+# it a page is an index walk (~0.2 ms). records_signoff finds the newest
+# sign-off (for the status bar) without walking back through every record.
+INDEXES = f"""
 CREATE INDEX IF NOT EXISTS items_browse ON items(queue, score, item_id, title, tags);
+CREATE INDEX IF NOT EXISTS items_priority ON items(queue, {_PRIORITY.format(t="")}, score, item_id);
 CREATE INDEX IF NOT EXISTS records_signoff ON records(seq) WHERE kind = 'signoff';
 CREATE INDEX IF NOT EXISTS items_title ON items(queue, title COLLATE NOCASE, item_id);
 """
@@ -45,11 +61,11 @@ _EFFECTIVE_SEQ = (
     "ORDER BY d.seq DESC LIMIT 1)"
 )
 _ORDER = {
-    # NULL scores sort as the smallest value, so they come last when
-    # descending; the tie-break runs in the same direction so that one index
-    # (queue, score, item_id) serves both directions.
-    "score_desc": "i.score DESC, i.item_id DESC",
-    "score_asc": "i.score ASC, i.item_id ASC",
+    # Triage priority first, then the score. NULL scores sort as the smallest
+    # value, so they come last when descending; every key runs in the same
+    # direction so that one index (items_priority) serves both directions.
+    "score_desc": f"{_P} DESC, i.score DESC, i.item_id DESC",
+    "score_asc": f"{_P} ASC, i.score ASC, i.item_id ASC",
     # "id" is the human one a row shows (its title leads with the eval item's id, the
     # category, the claim), not the content hash; the hash only breaks ties.
     "id_asc": "i.title COLLATE NOCASE ASC, i.item_id ASC",
@@ -108,16 +124,21 @@ class ItemRow:
     tags: tuple[str, ...]
     status: str  # undecided, accept, reject or skip
     principal: str | None  # who made the effective decision
+    carry: str | None = None  # "carried" (status is the subject's) or "reopened", else None
 
 
 @dataclass(frozen=True)
 class QueueProgress:
-    """How far a queue is: its total and its effective decisions by kind."""
+    """How far a queue is: its total and its effective decisions by kind (carried ones
+    among them; ``carried`` and ``reopened`` count those and the items new evidence sent
+    back to review)."""
 
     total: int
     accept: int
     reject: int
     skip: int
+    carried: int = 0
+    reopened: int = 0
 
     @property
     def decided(self) -> int:
@@ -134,7 +155,19 @@ def ensure_indexes(conn: sqlite3.Connection) -> bool:
     return True
 
 
-def _where(queue: str, f: ItemFilter) -> tuple[str, list[Any]]:
+def _ensure_priority_index(conn: sqlite3.Connection) -> None:
+    """Makes the index the score orders need, once per database (workspaces made before
+    it have none): a lookup when it is there, a one-off build when it is not."""
+    if conn.in_transaction:
+        return  # never inside someone's write: the next read builds it
+    found = conn.execute(
+        "SELECT 1 FROM sqlite_schema WHERE type = 'index' AND name = 'items_priority'"
+    ).fetchone()
+    if found is None and not conn.execute("PRAGMA query_only").fetchone()[0]:
+        ensure_indexes(conn)
+
+
+def _where(conn: sqlite3.Connection, queue: str, f: ItemFilter) -> tuple[str, list[Any]]:
     if queue not in QUEUES:
         raise InputError(f"unknown queue {queue!r}", field="queue")
     f.validate()
@@ -160,14 +193,26 @@ def _where(queue: str, f: ItemFilter) -> tuple[str, list[Any]]:
             "OR instr(lower(i.tags), ?) > 0 OR instr(lower(i.payload), ?) > 0)"
         )
         args += [needle] * 4
+    carrying = subjects.enabled(conn)
+    own_decision = f"(SELECT r.decision FROM records r WHERE r.seq = {_EFFECTIVE_SEQ})"
+    own_principal = f"(SELECT r.principal FROM records r WHERE r.seq = {_EFFECTIVE_SEQ})"
+    if carrying:
+        # An item's own decision wins; only an item without one takes its subject's.
+        decision = f"COALESCE({own_decision}, {subjects.CARRIED_DECISION})"
+        principal = f"COALESCE({own_principal}, {subjects.CARRIED_PRINCIPAL})"
+    else:
+        decision, principal = own_decision, own_principal
     if f.status == "undecided":
-        clauses.append(f"{_EFFECTIVE_SEQ} IS NULL")
+        clauses.append(
+            f"{_EFFECTIVE_SEQ} IS NULL"
+            + (f" AND {subjects.CARRIED_DECISION} IS NULL" if carrying else "")
+        )
     elif f.status:
-        clauses.append(f"(SELECT r.decision FROM records r WHERE r.seq = {_EFFECTIVE_SEQ}) = ?")
+        clauses.append(f"{decision} = ?")
         args.append(f.status)
     if f.decided_by:
         op = "=" if f.decided_by == "me" else "<>"
-        clauses.append(f"(SELECT r.principal FROM records r WHERE r.seq = {_EFFECTIVE_SEQ}) {op} ?")
+        clauses.append(f"{principal} {op} ?")
         args.append(f.principal)
     return " AND ".join(clauses), args
 
@@ -178,18 +223,29 @@ def page(
     """Gives up to ``limit`` rows of a queue from ``offset``, filtered and sorted."""
     if sort not in _ORDER:
         raise InputError(f"unknown sort {sort!r} (expected {', '.join(SORTS)})", field="sort")
-    where, args = _where(queue, f)
+    where, args = _where(conn, queue, f)
+    if sort.startswith("score"):
+        _ensure_priority_index(conn)
+    standing = subjects.STANDING_ROW if subjects.enabled(conn) else "NULL"
     sql = (
         f"SELECT i.rowid, i.item_id, i.title, i.score, i.tags, "
         f"(SELECT r.decision || char(31) || r.principal FROM records r "
-        f"WHERE r.seq = {_EFFECTIVE_SEQ}) "
+        f"WHERE r.seq = {_EFFECTIVE_SEQ}), "
+        f"CASE WHEN {_EFFECTIVE_SEQ} IS NULL THEN {standing} END "
         f"FROM items i WHERE {where} ORDER BY {_ORDER[sort]} LIMIT ? OFFSET ?"
     )
     rows = []
-    for rowid, item_id, title, score, tags, eff in conn.execute(
+    for rowid, item_id, title, score, tags, eff, subject_standing in conn.execute(
         sql, [*args, max(0, int(limit)), max(0, int(offset))]
     ):
         status, principal = eff.split("\x1f", 1) if eff else ("undecided", None)
+        carry = None
+        if subject_standing:
+            decision, by, adds = subject_standing.split("\x1f", 2)
+            if decision == "accept" or adds == "0":
+                status, principal, carry = decision, by, "carried"
+            else:
+                carry = "reopened"
         rows.append(
             ItemRow(
                 rowid,
@@ -200,6 +256,7 @@ def page(
                 tuple(tags.split(",")) if tags else (),
                 status,
                 principal,
+                carry,
             )
         )
     return rows
@@ -207,7 +264,7 @@ def page(
 
 def count(conn: sqlite3.Connection, queue: str, f: ItemFilter) -> int:
     """Gives how many items of a queue pass the filter."""
-    where, args = _where(queue, f)
+    where, args = _where(conn, queue, f)
     if (f.status or f.decided_by) and not (
         f.tag or f.text or f.score_min is not None or f.score_max is not None or f.items is not None
     ):
@@ -240,12 +297,19 @@ def _count_by_decision(conn: sqlite3.Connection, queue: str, f: ItemFilter) -> i
         WHERE {" AND ".join(conds)}""",
         [queue, *args],
     ).fetchone()[0]
+    carried = sum(
+        n
+        for _, status, principal, n in subjects.carry_counts(conn, queue)
+        if status != "reopened"
+        and f.status in (None, "undecided", status)
+        and (not f.decided_by or (principal == f.principal) == (f.decided_by == "me"))
+    )
     if f.status != "undecided":
-        return decided
+        return decided + carried
     if f.decided_by:
         return 0  # an undecided item was decided by no one
     total = conn.execute("SELECT COUNT(*) FROM items WHERE queue = ?", (queue,)).fetchone()[0]
-    return total - decided
+    return total - decided - carried
 
 
 def position(
@@ -255,12 +319,18 @@ def position(
     if sort not in _ORDER:
         raise InputError(f"unknown sort {sort!r} (expected {', '.join(SORTS)})", field="sort")
     row = conn.execute(
-        "SELECT score, title FROM items WHERE queue = ? AND item_id = ?", (queue, item_id)
+        f"SELECT score, title, {_PRIORITY.format(t='')} FROM items WHERE queue = ? AND item_id = ?",
+        (queue, item_id),
     ).fetchone()
     if row is None:
         return None
-    where, args = _where(queue, f)
+    where, args = _where(conn, queue, f)
     before, extra = _rows_before(sort, row[0], row[1], item_id)
+    if sort.startswith("score"):
+        # a higher priority lists first when descending, last when ascending
+        op = ">" if sort == "score_desc" else "<"
+        before = f"{_P} {op} ? OR ({_P} = ? AND ({before}))"
+        extra = [row[2], row[2], *extra]
     return conn.execute(
         f"SELECT COUNT(*) FROM items i WHERE {where} AND ({before})", [*args, *extra]
     ).fetchone()[0]
@@ -293,7 +363,7 @@ def item_ids(
     """Gives the ids of up to ``limit`` items passing the filter, in the listing's order."""
     if sort not in _ORDER:
         raise InputError(f"unknown sort {sort!r} (expected {', '.join(SORTS)})", field="sort")
-    where, args = _where(queue, f)
+    where, args = _where(conn, queue, f)
     sql = f"SELECT i.item_id FROM items i WHERE {where} ORDER BY {_ORDER[sort]} LIMIT ?"
     return [r[0] for r in conn.execute(sql, [*args, max(0, int(limit))])]
 
@@ -356,7 +426,20 @@ def progress(conn: sqlite3.Connection) -> dict[str, QueueProgress]:
     for queue, decision, n in conn.execute(sql):
         if queue in decided and decision in decided[queue]:
             decided[queue][decision] = n
-    return {q: QueueProgress(totals[q], **decided[q]) for q in QUEUES}
+    carried = dict.fromkeys(QUEUES, 0)
+    reopened = dict.fromkeys(QUEUES, 0)
+    for queue, status, _, n in subjects.carry_counts(conn):
+        if queue not in decided:
+            continue
+        if status == "reopened":
+            reopened[queue] += n
+        else:
+            decided[queue][status] += n
+            carried[queue] += n
+    return {
+        q: QueueProgress(totals[q], **decided[q], carried=carried[q], reopened=reopened[q])
+        for q in QUEUES
+    }
 
 
 @dataclass(frozen=True)

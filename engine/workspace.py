@@ -8,7 +8,9 @@ A workspace is a directory::
                            enrolment records for ssh-keygen (never read as truth)
 
 Items are immutable once ingested: ingesting the same bytes again is a no-op,
-and an id that exists with different bytes is refused.
+and an id that exists with different bytes is refused. An item whose payload
+names a subject is linked at ingest to the items held about the same subject,
+so that a decision on one bears on the others (``engine.subjects``).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from engine import item_query
+from engine import item_query, subjects
 from engine.canonical import canonical_json, canonical_sha256, parse_canonical, sha256_hex
 from engine.errors import (
     ConflictError,
@@ -53,6 +55,9 @@ RUN_ID_RULE = (
     "must match [A-Za-z0-9][A-Za-z0-9._-]* and be at most 128 characters (it names a directory)"
 )
 _ITEM_FIELDS = {"queue", "item_id", "run_id", "payload", "item_sha256"}
+# Derived from the payload; a file may state it (then it must agree) or leave it out,
+# as files written before subjects existed do.
+_OPTIONAL_ITEM_FIELDS = {"subject"}
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
@@ -86,6 +91,7 @@ CREATE TABLE IF NOT EXISTS items (
     score REAL,
     tags TEXT NOT NULL,
     ingested_at TEXT NOT NULL,
+    subject TEXT,
     PRIMARY KEY (queue, item_id)
 ) STRICT;
 CREATE INDEX IF NOT EXISTS items_sha ON items(item_sha256);
@@ -117,12 +123,18 @@ class BacklogItem:
         """Gives an item whose hash is computed from its payload."""
         return cls(queue, item_id, run_id, payload, canonical_sha256(payload))
 
+    @property
+    def subject(self) -> str | None:
+        """Gives what the item asks, independent of its evidence (``engine.subjects``)."""
+        return subjects.subject_of(self.queue, self.payload)
+
     def to_json(self) -> dict[str, Any]:
         """Gives the contract's JSON object."""
         return {
             "queue": self.queue,
             "item_id": self.item_id,
             "run_id": self.run_id,
+            "subject": self.subject,
             "payload": self.payload,
             "item_sha256": self.item_sha256,
         }
@@ -130,10 +142,12 @@ class BacklogItem:
 
 @dataclass(frozen=True)
 class IngestResult:
-    """How many items were new and how many were already held unchanged."""
+    """How many items were new and how many were already held unchanged; ``related``
+    counts the new ones about a subject the workspace already held items on."""
 
     added: int
     unchanged: int
+    related: int = 0
 
 
 def resolve_path(explicit: str | Path | None) -> Path:
@@ -155,7 +169,7 @@ def validate_item(obj: Any, *, path: str | None = None, line: int | None = None)
     missing = sorted(_ITEM_FIELDS - set(obj))
     if missing:
         raise bad("missing", missing[0])
-    extra = sorted(set(obj) - _ITEM_FIELDS)
+    extra = sorted(set(obj) - _ITEM_FIELDS - _OPTIONAL_ITEM_FIELDS)
     if extra:
         raise bad("unknown field", extra[0])
     if obj["queue"] not in QUEUES:
@@ -177,6 +191,14 @@ def validate_item(obj: Any, *, path: str | None = None, line: int | None = None)
     expected = canonical_sha256(obj["payload"])
     if obj["item_sha256"] != expected:
         raise bad(f"is not the SHA-256 of the canonical payload ({expected})", "item_sha256")
+    problem = subjects.subject_problem(obj["payload"])
+    if problem is not None:
+        raise bad(problem, "payload.subject")
+    if "subject" in obj:
+        derived = subjects.subject_of(obj["queue"], obj["payload"])
+        if obj["subject"] != derived:
+            said = "null" if derived is None else derived
+            raise bad(f"is not the subject the payload names ({said})", "subject")
     return BacklogItem(
         obj["queue"], obj["item_id"], obj["run_id"], obj["payload"], obj["item_sha256"]
     )
@@ -305,6 +327,16 @@ def _replacing(
     return {"data": {"overrules": standing["record_hash"]}}
 
 
+def _status_fields(own: dict[str, Any] | None, carry: subjects.Carry | None) -> dict[str, Any]:
+    """Gives an item's ``status``, ``carried_from`` and ``reopened`` from its own standing
+    decision and, when it has none, its subject's (``engine.subjects``)."""
+    if own is not None:
+        return {"status": own["decision"], "carried_from": None, "reopened": None}
+    if carry is None:
+        return {"status": "undecided", "carried_from": None, "reopened": None}
+    return {"status": carry.status, **carry.to_json()}
+
+
 class Workspace:
     """An open workspace: its database, artifacts and trust list."""
 
@@ -360,6 +392,7 @@ class Workspace:
         try:
             conn.executescript(SCHEMA)
             store.create_schema(conn)
+            subjects.ensure_schema(conn)
             with write_transaction(conn):
                 conn.execute(
                     "INSERT OR IGNORE INTO meta VALUES ('workspace_id', ?)", (str(uuid.uuid4()),)
@@ -451,6 +484,7 @@ class Workspace:
             )
         try:
             store.add_missing_indexes(conn)
+            subjects.ensure_schema(conn)
         except sqlite3.Error as exc:
             conn.close()
             raise storage_error(exc, db_path) from exc
@@ -542,7 +576,7 @@ class Workspace:
             validate_item(item.to_json(), path=source)
         runs = dict(runs or {})
         now = utc_now()
-        added = unchanged = 0
+        added = unchanged = related = 0
         with write_transaction(self.conn):
             for run_id in sorted({i.run_id for i in items} | set(runs) | set(run_defaults)):
                 self._register_run(run_id, runs.get(run_id), run_defaults.get(run_id), source, now)
@@ -563,8 +597,10 @@ class Workspace:
                     unchanged += 1
                     continue
                 title, score, tags = _summary(item.payload)
+                subject = item.subject
                 self.conn.execute(
-                    "INSERT INTO items VALUES (?,?,?,?,?,?,?,?,?)",
+                    "INSERT INTO items (queue, item_id, run_id, item_sha256, payload, title, "
+                    "score, tags, ingested_at, subject) VALUES (?,?,?,?,?,?,?,?,?,?)",
                     (
                         item.queue,
                         item.item_id,
@@ -575,10 +611,15 @@ class Workspace:
                         score,
                         tags,
                         now,
+                        subject,
                     ),
                 )
+                if subject is not None and subjects.link(
+                    self.conn, item.queue, item.item_id, subject, item.payload
+                ):
+                    related += 1
                 added += 1
-        return IngestResult(added, unchanged)
+        return IngestResult(added, unchanged, related)
 
     def _register_run(
         self,
@@ -618,7 +659,13 @@ class Workspace:
         )
 
     def item(self, queue: str, item_id: str) -> dict[str, Any] | None:
-        """Gives one item with its payload, run and effective decision, or None."""
+        """Gives one item with its payload, run, subject and effective decision, or None.
+
+        ``decision`` is the item's own standing decision; ``status`` is the
+        effective one, which for an item with none of its own may be carried
+        from another item of its subject (``carried_from`` names the record) or
+        say that new evidence re-opened it (``reopened``).
+        """
         row = self.conn.execute(
             "SELECT items.queue, item_id, run_id, item_sha256, payload, title, score, tags, "
             "runs.manifest_sha256 FROM items JOIN runs USING (run_id) "
@@ -630,17 +677,23 @@ class Workspace:
         from engine.canonical import strict_loads
 
         effective = store.effective_decisions_for(self.conn, queue, item_id)
+        payload = strict_loads(row[4])
+        carry = (
+            None if effective else subjects.carries(self.conn, queue, item_id).get((queue, item_id))
+        )
         return {
             "queue": row[0],
             "item_id": row[1],
             "run_id": row[2],
             "item_sha256": row[3],
-            "payload": strict_loads(row[4]),
+            "subject": subjects.subject_of(queue, payload),
+            "payload": payload,
             "title": row[5],
             "score": row[6],
             "tags": row[7].split(",") if row[7] else [],
             "run_sha256": row[8],
             "decision": effective,
+            **_status_fields(effective, carry),
         }
 
     def items(
@@ -650,24 +703,33 @@ class Workspace:
         limit: int | None = None,
         offset: int = 0,
     ) -> list[dict[str, Any]]:
-        """Gives items (without payload) with their effective decision, in id order."""
+        """Gives items (without payload) with their effective status, in id order.
+
+        ``decision`` is an item's own standing decision; ``status`` counts a
+        decision carried from another item of its subject (``carried_from``),
+        and ``reopened`` says when new evidence sent the item back to review.
+        """
         if status not in (None, "undecided", "accept", "reject", "skip"):
             raise InputError(
                 f"unknown status {status!r} (expected undecided, accept, reject or skip)",
                 field="status",
             )
         decided = store.effective_decisions(self.conn, queue)
-        sql = "SELECT queue, item_id, run_id, item_sha256, title, score, tags FROM items"
+        carried = subjects.carries(self.conn, queue)
+        subject = "subject" if subjects.enabled(self.conn) else "NULL"
+        sql = (
+            f"SELECT queue, item_id, run_id, item_sha256, title, score, tags, {subject} FROM items"
+        )
         args: list[Any] = []
         if queue:
             sql += " WHERE queue=?"
             args.append(queue)
         sql += " ORDER BY queue, item_id"
         out = []
-        for q, iid, run_id, sha, title, score, tags in self.conn.execute(sql, args):
+        for q, iid, run_id, sha, title, score, tags, subj in self.conn.execute(sql, args):
             eff = decided.get((q, iid))
-            state = eff["decision"] if eff else "undecided"
-            if status and state != status:
+            fields = _status_fields(eff, None if eff else carried.get((q, iid)))
+            if status and fields["status"] != status:
                 continue
             out.append(
                 {
@@ -675,11 +737,12 @@ class Workspace:
                     "item_id": iid,
                     "run_id": run_id,
                     "item_sha256": sha,
+                    "subject": subj,
                     "title": title,
                     "score": score,
                     "tags": tags.split(",") if tags else [],
-                    "status": state,
                     "decision": eff,
+                    **fields,
                 }
             )
         return out[offset : None if limit is None else offset + limit]
@@ -717,6 +780,19 @@ class Workspace:
     def progress(self) -> dict[str, item_query.QueueProgress]:
         """Gives per queue: total items and effective decisions by kind."""
         return item_query.progress(self.conn)
+
+    def carries_to_others(self, queue: str, item_id: str) -> bool:
+        """Says whether a decision on this item may carry to, or re-open, other items of
+        its subject (so that a listing showing them must be read again)."""
+        if not subjects.enabled(self.conn):
+            return False
+        return (
+            self.conn.execute(
+                "SELECT 1 FROM subject_links WHERE queue = ? AND other_id = ? LIMIT 1",
+                (queue, item_id),
+            ).fetchone()
+            is not None
+        )
 
     def watermark(self) -> item_query.Watermark:
         """Gives a cheap fingerprint that changes whenever items or records are added."""

@@ -45,6 +45,7 @@ from reviewer.jobs_screen import JobsScreen
 from reviewer.modals import ConfirmOverrule, FilterScreen, NoteScreen
 from reviewer.next_steps import EXAM_QUEUE, after_queue, next_queue, undecided
 from reviewer.panes import render_detail
+from reviewer.panes.anchors import anchor_lines, jump_target
 from reviewer.session import Session
 from reviewer.state import QueueView
 from reviewer.widgets.bars import QUEUE_LABELS, JobsStrip, KeyHints, QueueTabs, StatusBar
@@ -160,6 +161,8 @@ class ReviewScreen(Screen):
         # The last item, once decided with nothing after it: decision keys then sign
         # nothing until the cursor moves (a held key must not re-sign it).
         self.ended_at: tuple[str, str] | None = None
+        # (detail drawn, width, line of each anchor in it): the jump keys' last reading
+        self._anchors: tuple[Any, int, dict[str, int]] | None = None
         # Marked items per queue, in the order marked (a dict keeps it), for one bulk
         # decision; the queue list draws the current queue's.
         self.marks: dict[str, dict[str, None]] = {q: {} for q in QUEUES}
@@ -595,11 +598,16 @@ class ReviewScreen(Screen):
             )
             self._appended(record)
             self._bump_progress(row.queue, row.status, decision)
+            if self.ws.carries_to_others(row.queue, row.item_id):
+                lst.forget()  # other rows of its subject take (or lose) the decision
+                self.refresh_progress()
             if row.status == "undecided" and self._done(row.queue):
                 self._say_done(row.queue)
         at = lst.row(index)
         if at is not None and at.item_id == row.item_id:
-            lst.replace(index, replace(row, status=decision, principal=self.session.principal))
+            lst.replace(
+                index, replace(row, status=decision, principal=self.session.principal, carry=None)
+            )
         if lst.cursor != index or (lst.current and lst.current.item_id != row.item_id):
             self.show_detail(lst.current)  # the list moved meanwhile: stay where it is
         elif index + 1 < lst.total:
@@ -707,11 +715,17 @@ class ReviewScreen(Screen):
         self.message = f"undid {row.item_id}"
         self.ended_at = None  # undone, the last item may be decided again
         self._appended(record)
-        # An earlier decision may stand again once the latest is retracted.
-        standing = (self.ws.item(row.queue, row.item_id) or {}).get("decision")
-        new_status = standing["decision"] if standing else "undecided"
+        # An earlier decision may stand again once the latest is retracted, or one made on
+        # another item of the subject carry to it again.
+        held = self.ws.item(row.queue, row.item_id) or {}
+        standing = held.get("decision") or held.get("carried_from")
+        new_status = held.get("status", "undecided")
+        carry = "carried" if held.get("carried_from") else None
         new_row = replace(
-            row, status=new_status, principal=standing["principal"] if standing else None
+            row,
+            status=new_status,
+            principal=standing["principal"] if standing else None,
+            carry="reopened" if held.get("reopened") else carry,
         )
         if lst.current is not None and lst.current.item_id == row.item_id:
             lst.replace(lst.cursor, new_row)
@@ -877,6 +891,27 @@ class ReviewScreen(Screen):
     def action_detail_scroll(self, direction: int) -> None:
         pane = self.query_one("#detail-pane")
         pane.scroll_relative(y=direction * max(1, pane.size.height // 2), animate=False)
+
+    def action_detail_jump(self, where: str) -> None:
+        """Scrolls the detail to its top, its end, its history or the next/previous match."""
+        pane = self.query_one("#detail-pane", VerticalScroll)
+        if where == "top":
+            pane.scroll_home(animate=False)
+            return
+        if where == "end":
+            pane.scroll_end(animate=False)
+            return
+        detail = self.query_one("#detail", Static)
+        width = detail.content_size.width
+        if self._anchors is None or self._anchors[:2] != (detail.content, width):
+            # Drawing a long item takes ~2 ms a match: once per item and width, not per key.
+            self._anchors = (detail.content, width, anchor_lines(detail.content, width))
+        line, said = jump_target(self._anchors[2], pane.scroll_y, where)
+        if line is not None:
+            pane.scroll_to(y=line, animate=False)
+        # Named: the message stays in the status bar after the cursor moves on.
+        row = self.queue_list.current
+        self.say(f"{row.item_id}: {said}" if row is not None else said)
 
     def action_jobs(self) -> None:
         self.app.push_screen(JobsScreen(self.ws.root), self._jobs_closed)

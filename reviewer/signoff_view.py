@@ -14,7 +14,12 @@ from rich.console import Group, JustifyMethod, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from engine.signoff.run_status import ContaminationStatus, CoverageStatus, ExamStatus
+from engine.signoff.run_status import (
+    ContaminationStatus,
+    CoverageStatus,
+    ExamStatus,
+    contamination_words,
+)
 from engine.signoff.summary import SignoffSummary
 from reviewer.panes.common import number
 from reviewer.panes.spans import clean
@@ -114,21 +119,19 @@ def queues_table(s: SignoffSummary) -> Table:
 
 
 def contamination_section(c: ContaminationStatus) -> Text:
-    """Gives leakage before/after the confirmed drops and the power consequence."""
+    """Gives the confirmed leakage rate beside what the scan flagged, and the power cost."""
     out = _head("Contamination")
     out.append(f"  {c.state}")
     if c.state == "not run":
         return out
+    flagged, leakage = contamination_words(c)
     out.append("\n")
-    out.append_text(_label("leakage"))
-    if c.state == "cleaned":
-        out.append(f"{number(c.leakage_before, 4)} before → ")
-        out.append(number(c.leakage_after, 4), style="bold")
-        out.append(" after confirmed drops")
-    else:
-        out.append(f"{number(c.leakage_before, 4)}; no clean set written yet")
+    out.append_text(_label("review"))
+    out.append(leakage, style="bold" if c.state == "cleaned" else "")
+    out.append("\n")
+    out.append_text(_label("scan"))
+    out.append(flagged)
     counts = [
-        f"flagged {c.flagged_items}" if c.flagged_items is not None else "",
         f"dropped {c.dropped_items}" if c.dropped_items is not None else "",
         (
             f"eval size {number(c.eval_size_before)} → {number(c.eval_size_after)}"

@@ -1,10 +1,13 @@
 """After review: the clean eval set, its content hash and the power it leaves.
 
 Accepted items (confirmed leaks or duplicates) are dropped; rejected ones
-(false positives) are kept. An item nobody has decided is refused unless
-the caller allows it, in which case it is kept and listed. Everything is
-read from the scan's own artifacts, each checked against its sidecar and
-against the hash the run manifest recorded.
+(false positives) are kept. A decision made on an earlier scan's item about
+the same eval item counts where it carries over (``engine.subjects``), and
+is listed with the item it was made on. An item nobody has decided, or one
+new evidence re-opened, is refused unless the caller allows it, in which
+case it is kept and listed. Everything is read from the scan's own
+artifacts, each checked against its sidecar and against the hash the run
+manifest recorded.
 """
 
 from __future__ import annotations
@@ -23,10 +26,12 @@ from engine.canonical import (
     strict_loads,
 )
 from engine.contamination.inputs.canonical_text import content_sha256
+from engine.contamination.report.findings import FLAGGED_LABEL, LEAKAGE_LABEL
 from engine.contamination.report.power import minimum_detectable_difference
 from engine.contamination.scan import EVAL_ITEMS, ITEMS, REPORT
 from engine.errors import InputError, IntegrityError
 from engine.ledger.store import effective_decisions
+from engine.subjects import carries, subject_faults
 from engine.workspace import Workspace
 
 CLEAN_SET = "clean_eval.jsonl"
@@ -75,9 +80,10 @@ def _refuse_keeping_a_confirmed_leak(
     ws: Workspace, decided: dict, items: list[dict[str, Any]], undecided: list[dict[str, Any]]
 ) -> None:
     """Refuses, even with --allow-undecided, an undecided item whose eval item (same id,
-    same text) a reviewer confirmed as a leak on another flagged item, e.g. one of an
-    earlier scan that found less evidence: an item id hashes its evidence, so the accept
-    does not carry over, and keeping the item would put a confirmed leak in the clean set."""
+    same text) a reviewer confirmed as a leak on another flagged item whose accept does
+    not carry to it: one ingested before items named their subject, or one scanned from
+    an eval set of another name. Keeping the item would put a confirmed leak in the
+    clean set."""
     if not undecided:
         return
     texts = {item["item_id"]: item["payload"]["eval"].get("text") for item in items}
@@ -96,6 +102,29 @@ def _refuse_keeping_a_confirmed_leak(
                 "not carry over to an item with other evidence; decide it",
                 field="decision",
             )
+
+
+def confirmed_leakage(
+    flagged: int, accepted: int, rejected: int, undecided: int, n: int
+) -> dict[str, Any]:
+    """Gives the leakage rate review confirmed, beside what the scan flagged and what is
+    still pending: only an accepted item is a leak; a flagged one is a suspicion."""
+    return {
+        "label": LEAKAGE_LABEL,
+        "rate": round(accepted / n, 6) if n else None,
+        "confirmed_items": accepted,
+        "rejected_items": rejected,
+        "pending_review": undecided,
+        "eval_items": n,
+        "flagged": {
+            "label": FLAGGED_LABEL,
+            "items": flagged,
+            "rate": round(flagged / n, 6) if n else None,
+        },
+        "definition": "eval items a reviewer accepted as leaks or duplicates / eval items; "
+        "pending_review items were flagged and nobody decided them (kept only with "
+        "--allow-undecided), so the rate is a lower bound while any are pending",
+    }
 
 
 def clean(
@@ -120,7 +149,11 @@ def clean(
     eval_rows = _lines(_artifact(ws, run_id, EVAL_ITEMS, manifest))
     items = _lines(_artifact(ws, run_id, ITEMS, manifest))
 
+    faults = subject_faults(ws.conn)
+    if faults:  # a carried decision is only as sound as the links it is read through
+        raise IntegrityError(f"{faults[0]}; nothing was written")
     decided = effective_decisions(ws.conn, "flagged_pairs")
+    carried = carries(ws.conn, "flagged_pairs")
     dropped: list[dict[str, Any]] = []
     kept: list[dict[str, Any]] = []
     undecided: list[dict[str, Any]] = []
@@ -133,6 +166,10 @@ def clean(
             "channels": payload.get("channels", []),
         }
         decision = decided.get(("flagged_pairs", item["item_id"]))
+        carry = None if decision else carried.get(("flagged_pairs", item["item_id"]))
+        if carry is not None and carry.carried:
+            decision = carry.record
+            entry["carried_from"] = carry.record["item_id"]
         if decision is not None and decision["decision"] in ("accept", "reject"):
             entry.update(
                 decision=decision["decision"],
@@ -141,13 +178,20 @@ def clean(
             )
             (dropped if decision["decision"] == "accept" else kept).append(entry)
         else:
+            if carry is not None:
+                entry["reopened"] = carry.text()
             undecided.append(entry)
     _refuse_keeping_a_confirmed_leak(ws, decided, items, undecided)
     if undecided and not allow_undecided:
-        names = ", ".join(f"{u['item_id']} (eval {u['id']})" for u in undecided[:_SHOW])
+        names = ", ".join(
+            f"{u['item_id']} (eval {u['id']}{', re-opened' if 'reopened' in u else ''})"
+            for u in undecided[:_SHOW]
+        )
         more = f" and {len(undecided) - _SHOW} more" if len(undecided) > _SHOW else ""
+        reopened = sum("reopened" in u for u in undecided)
+        why = f" ({reopened} re-opened by new evidence)" if reopened else ""
         raise InputError(
-            f"{len(undecided)} flagged item(s) have no accept/reject decision: "
+            f"{len(undecided)} flagged item(s) have no accept/reject decision{why}: "
             f"{names}{more}; decide them, or pass --allow-undecided to keep them",
             field="decision",
         )
@@ -159,17 +203,7 @@ def clean(
         n_before, alpha=alpha, power=power, accuracy=accuracy
     )
     mde_after = minimum_detectable_difference(n_after, alpha=alpha, power=power, accuracy=accuracy)
-    # Leakage after the drop: flagged items still in the set that no reviewer
-    # cleared (only --allow-undecided keeps any); reviewer-rejected ones were
-    # judged false positives, and confirmed leaks are gone.
-    flagged = len(items)
-    leakage = {
-        "before": round(flagged / n_before, 6) if n_before else None,
-        "after": round(len(undecided) / n_after, 6) if n_after else None,
-        "flagged_before": flagged,
-        "unreviewed_after": len(undecided),
-        "definition": "flagged eval items not cleared by a reviewer / eval items",
-    }
+    leakage = confirmed_leakage(len(items), len(dropped), len(kept), len(undecided), n_before)
     basis = [(d["item_id"], d["decision"], d["record_hash"]) for d in dropped + kept]
     # Every input of the report names the run: other parameters are another clean run,
     # never a rewrite of one already recorded.
@@ -187,6 +221,13 @@ def clean(
         "dropped": sorted(dropped, key=lambda d: d["index"]),
         "kept_after_review": sorted(kept, key=lambda d: d["index"]),
         "kept_undecided": sorted(undecided, key=lambda d: d["index"]),
+        "carried": {
+            "decisions": sum("carried_from" in d for d in dropped + kept),
+            "reopened": sum("reopened" in u for u in undecided),
+            "rule": "a decision on an earlier scan's item about the same eval item: an "
+            "accept always, a reject when this scan's evidence adds no match, channel or "
+            "higher score",
+        },
         "power": {
             "test": "two-sided two-proportion z-test, two models on the same items",
             "alpha": alpha,

@@ -31,11 +31,23 @@ from engine.outputs import InputFile, OutputFile
     "sorted order. Streamed, never held whole.",
 )
 @click.option(
-    "--text-field", default="text", show_default=True, help="Field holding the text (both sets)."
+    "--text-field",
+    default=None,
+    help="Field holding the text (both sets) [default: the first row's only string "
+    "field, or its one conventional text name: question, text, prompt, ...].",
 )
-@click.option("--id-field", default=None, help="Field holding an id (default: the row index).")
-@click.option("--pool-text-field", default=None, help="Pool's text field, if it differs.")
-@click.option("--pool-id-field", default=None, help="Pool's id field, if it differs.")
+@click.option(
+    "--id-field",
+    default=None,
+    help="Field holding an id [default: the first row's one conventional id field "
+    "(id, uid, task_id, ...), else the row index].",
+)
+@click.option(
+    "--pool-text-field", default=None, help="Pool's text field, if it differs (detected alike)."
+)
+@click.option(
+    "--pool-id-field", default=None, help="Pool's id field, if it differs (detected alike)."
+)
 @click.option("--eval-split", default=None)
 @click.option("--eval-revision", default=None, help="40-hex commit sha (hub datasets).")
 @click.option("--eval-config", default=None)
@@ -269,6 +281,7 @@ def scan_contamination(
     that fails --shard-retries+1 times is named and nothing is written.
     """
     from engine.contamination.channels.ngram import NgramSettings
+    from engine.contamination.inputs.fields import describe, with_fields
     from engine.contamination.inputs.shards import is_sharded, sharded_pool
     from engine.contamination.inputs.sources import resolve_source
     from engine.contamination.scan import ScanConfig, run_scan
@@ -300,7 +313,7 @@ def scan_contamination(
     eval_source = resolve_source(
         "eval",
         eval_spec,
-        text_field=text_field,
+        text_field=text_field or "text",
         id_field=id_field,
         split=eval_split,
         revision=eval_revision,
@@ -314,7 +327,7 @@ def scan_contamination(
         raise InputError(
             "a cluster joined with --ray-address has its own CPUs", field="ray-num-cpus"
         )
-    pool_text, pool_id = pool_text_field or text_field, pool_id_field or id_field
+    pool_text, pool_id = pool_text_field or text_field or "text", pool_id_field or id_field
     pool_source: Any
     if is_sharded(pool_spec) or (backend == "ray" and Path(pool_spec).is_file()):
         for name, value in (
@@ -344,9 +357,21 @@ def scan_contamination(
                 path=pool_spec,
                 field="backend",
             )
+    # Fields last: every cheaper check of the options has passed before a row is read.
+    eval_source, eval_fields = with_fields(
+        eval_source, text_field, id_field, options=("--text-field", "--id-field")
+    )
+    pool_source, pool_fields = with_fields(
+        pool_source,
+        pool_text_field,
+        pool_id_field,
+        options=("--pool-text-field", "--pool-id-field"),
+        fallback=(text_field, id_field),
+    )
     config = ScanConfig(
         eval=eval_source,
         pool=pool_source,
+        fields={"eval": eval_fields, "pool": pool_fields},
         ngram=NgramSettings(n=ngram_n, jaccard=jaccard, containment=containment, num_perm=num_perm),
         embed=embed,
         model_path=model_path,
@@ -381,9 +406,12 @@ def scan_contamination(
     click.echo(
         f"run {outcome.run_id}: {report['test']['n']} eval items, {report['pool']['n']} pool docs"
     )
+    click.echo(describe("eval", eval_fields))
+    click.echo(describe("pool", pool_fields))
+    flagged = report["flagged"]
     click.echo(
-        f"  flagged items {counts['total_flagged_items']} "
-        f"(leakage rate {report['leakage_rate']:.2%}): ngram "
+        f"  {flagged['label']}: {flagged['items']} of {report['test']['n']} eval items "
+        f"({flagged['rate']:.2%}): ngram "
         f"{counts['ngram_overlap_items']}, containment "
         f"{counts['containment_overlap_items']}, embed "
         f"{counts['paraphrase_overlap_items']}, probe "
@@ -391,6 +419,12 @@ def scan_contamination(
         f"{counts['internal_duplicate_pairs']} in {counts['internal_clusters']} "
         f"cluster(s); numbers-only pairs {counts['numbers_only_pairs']}"
     )
+    click.echo(
+        "  leakage rate: not confirmed until review (decide the flagged_pairs queue, "
+        "then run sealdesk contamination clean)"
+    )
+    for line in triage_lines(report["triage"]):
+        click.echo(line)
     embedding = report["embedding"]
     if embedding.get("enabled"):
         source = embedding["threshold_source"]
@@ -428,11 +462,40 @@ def scan_contamination(
             f"{run['scanned']} scanned, {run['from_records']} from records"
             f"{retried}{speed}"
         )
+    related = outcome.ingest.related
+    about = f" ({related} about eval items decided or queued before)" if related else ""
     click.echo(
-        f"  backlog: {outcome.ingest.added} new item(s), {outcome.ingest.unchanged} "
+        f"  backlog: {outcome.ingest.added} new item(s){about}, {outcome.ingest.unchanged} "
         f"already held (queue flagged_pairs)"
     )
     click.echo(f"  artifacts: {outcome.run_dir}")
+
+
+def triage_lines(triage: dict[str, Any]) -> list[str]:
+    """Gives the scan's triage lines: how matches and items were labelled, and how the
+    rule did on the labelled pairs, both splits."""
+    words = {"likely_leak": "likely leak", "unclear": "unclear", "template_sibling": "sibling"}
+
+    def counts(by_label: dict[str, int]) -> str:
+        return ", ".join(f"{n} {words[label]}" for label, n in by_label.items())
+
+    lines = [
+        f"  triage: items {counts(triage['items'])} (pairs {counts(triage['pairs'])}); "
+        "likely leaks come first in the queue, siblings are tagged template_sibling"
+    ]
+    labelled = triage["labelled_pairs"]
+    for split in ("tune", "holdout"):
+        m = labelled[split]
+        lines.append(
+            f"  triage rule on {m['pairs']} labelled {split} pairs ({labelled['file']}): "
+            f"likely-leak precision {m['likely_leak']['precision']:.1%} recall "
+            f"{m['likely_leak']['recall']:.1%}; sibling precision "
+            f"{m['template_sibling']['precision']:.1%} recall "
+            f"{m['template_sibling']['recall']:.1%}; leaks kept out of the sibling pile "
+            f"{m['leaks_likely_or_unclear']:.1%}, siblings called likely leak "
+            f"{m['siblings_called_likely_leak']:.1%}"
+        )
+    return lines
 
 
 @click.group("contamination")
@@ -582,14 +645,24 @@ def clean_command(
         f"({len(r['dropped'])} dropped, {len(r['kept_after_review'])} kept after "
         f"review, {len(r['kept_undecided'])} undecided kept)"
     )
+    carried = r["carried"]
+    if carried["decisions"] or carried["reopened"]:
+        click.echo(
+            f"  {carried['decisions']} decision(s) carried from earlier scans' items; "
+            f"{carried['reopened']} item(s) re-opened by new evidence"
+        )
     click.echo(
         f"  content sha256 {r['content_sha256_after']} (was {r['content_sha256_before'][:16]}...)"
     )
     leak = r["leakage"]
-    leak_after = "n/a" if leak["after"] is None else f"{leak['after']:.2%}"
+    rate = "n/a" if leak["rate"] is None else f"{leak['rate']:.2%}"
+    flagged = leak["flagged"]
+    flagged_rate = "n/a" if flagged["rate"] is None else f"{flagged['rate']:.2%}"
     click.echo(
-        f"  leakage rate {leak['before']:.2%} -> {leak_after} (flagged items not "
-        "cleared by a reviewer)"
+        f"  leakage rate {rate} confirmed ({leak['confirmed_items']} of {leak['eval_items']} "
+        f"eval items accepted as leaks), {leak['pending_review']} pending review; "
+        f"{flagged['label']} at the scan: {flagged['items']} ({flagged_rate}), "
+        f"{leak['rejected_items']} rejected"
     )
     after = "n/a" if p["mde_after"] is None else f"{p['mde_after']:.4f}"
     click.echo(

@@ -110,6 +110,8 @@ class ScanConfig:
     embed_two_stage: bool = False  # prefilter whatever the pool's size (default: by size)
     prefilter_k: int = 20  # candidates per eval item the static prefilter keeps
     prefilter_model: Path | None = None  # default: distilled from the model, cached
+    # how each dataset's text and id fields were chosen (inputs.fields), for the report
+    fields: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -385,8 +387,8 @@ def _write(ws: Workspace, findings: Findings, timing: dict[str, float]) -> ScanO
     )[:8]
     run_id = f"contam-{now.strftime('%Y%m%dT%H%M%S%fZ')}-{inputs_tag}"
     rows = flagged_rows(findings)
-    report = build_report(findings, rows, run_id, now.isoformat(timespec="seconds"), timing)
     items = backlog_items(findings, run_id)
+    report = build_report(findings, rows, run_id, now.isoformat(timespec="seconds"), timing, items)
     eval_rows = [
         {"index": it.index, "id": it.id, "text": it.text, "row": it.row} for it in evalset.items
     ]
@@ -688,5 +690,6 @@ def run_scan(
         },
         pool_shards=scan.shards,
         pool_scan=scan.run,
+        fields=config.fields,
     )
     return _write(ws, findings, timing)

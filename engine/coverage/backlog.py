@@ -8,7 +8,10 @@ Top 10 ids, when the taxonomy carries them), how the misses were attributed
 (by the measured detector, by another model for a recorded reason, or not
 at all) and ``release_authority: "none"``: a reviewer accepts a category
 into the next hardening cycle or rejects it with a note; nothing here
-changes a model or a release.
+changes a model or a release. The item's subject is the category under the
+detector (its digest) and the holdout (the source's evaluation set id): a
+later backlog run for them, with other misses or findings, is about the same
+subject, so an earlier review carries by the rule of ``engine.subjects``.
 """
 
 from __future__ import annotations
@@ -140,6 +143,12 @@ def build_items(
         issues = [f["issue"] for f in findings]
         actions = [ISSUE_ACTIONS[i].format(category=category) for i in issues]
         payload = {
+            "subject": {
+                "kind": "weak_category",
+                "category": category,
+                "detector_sha256": source.detector_sha256,
+                "holdout": source.evaluation_set_id,
+            },
             "kind": ITEM_KIND,
             "category": category,
             "findings": findings,

@@ -15,6 +15,13 @@ were attributed: by the measured detector, by another model for a recorded
 reason, or not at all. Reviews of unexplained misses are still reviews, but
 a lead who approves them is told so, and the evidence says so to whoever
 reads it later. The benchmark's threat mappings travel in the claim.
+
+A review may be carried: a later backlog run's item about the same category,
+detector and holdout takes the decision made on an earlier item when the
+carry rule of ``engine.subjects`` says so. Its review then names the item it
+was made on (``carried_from``), and is checked against that item's record.
+A claim's subject is the claim's own substance (benchmark and review
+records), so an approval never carries to a claim about other reviews.
 """
 
 from __future__ import annotations
@@ -58,6 +65,7 @@ EVIDENCE_FIELDS = frozenset(
         "attribution",
     }
 )
+_CARRIED_OWN = ("item_id", "item_sha256", "run_sha256", "carried_from")
 ATTRIBUTION_STATES = ("explained", "explained_with_override", "not_run", "partial")
 
 
@@ -204,28 +212,35 @@ def _reviewed(
         )
     reviews = []
     for item in sorted(items, key=lambda i: i["item_id"]):
-        decision = item["decision"]
+        decision = item["decision"] or item["carried_from"]
         if decision is None or decision["decision"] not in REVIEW_DECISIONS:
             state = "undecided" if decision is None else decision["decision"]
+            if item["reopened"]:
+                state = item["reopened"]["text"]
             raise InputError(
                 f"backlog item {item['item_id']} ({item['payload']['category']}) "
                 f"is {state}: every weak category needs an accept or reject "
                 "before evidence",
                 field="item",
             )
-        reviews.append(
-            {
-                "item_id": item["item_id"],
-                "item_sha256": item["item_sha256"],
-                "run_sha256": item["run_sha256"],
-                "category": item["payload"]["category"],
-                "decision": decision["decision"],
-                "principal": decision["principal"],
-                "role": decision["role"],
-                "seq": decision["seq"],
-                "record_hash": decision["record_hash"],
+        review = {
+            "item_id": item["item_id"],
+            "item_sha256": item["item_sha256"],
+            "run_sha256": item["run_sha256"],
+            "category": item["payload"]["category"],
+            "decision": decision["decision"],
+            "principal": decision["principal"],
+            "role": decision["role"],
+            "seq": decision["seq"],
+            "record_hash": decision["record_hash"],
+        }
+        if item["carried_from"]:
+            made_on = ws.item(QUEUE, decision["item_id"])
+            review["carried_from"] = {
+                "item_id": decision["item_id"],
+                "item_sha256": made_on["item_sha256"] if made_on else None,
             }
-        )
+        reviews.append(review)
     return reviews, sorted(items, key=lambda i: i["item_id"])
 
 
@@ -242,6 +257,11 @@ def claim_payload(
     if attribution["state"] != "explained":
         tags.append(f"attribution:{attribution['state']}")
     return {
+        "subject": {
+            "kind": "evidence_claim",
+            "benchmark_sha256": source.sha256,
+            "review_records": sorted(r["record_hash"] for r in reviews),
+        },
         "kind": CLAIM_KIND,
         "benchmark_sha256": source.sha256,
         "benchmark_signature_sha256": sha256_hex(signature),
@@ -520,16 +540,46 @@ def check_evidence(ws: Workspace, path: Path, trust: TrustRoot) -> dict[str, Any
                 f"{review['category']!r}, item {review['item_id']} is about "
                 f"{reviewed['payload'].get('category')!r}"
             )
+        carried = review.get("carried_from")
+        made_on = review if carried is None else carried
+        if not (
+            isinstance(made_on, dict)
+            and isinstance(made_on.get("item_id"), str)
+            and isinstance(made_on.get("item_sha256"), str)
+        ):
+            raise InputError(
+                "must name the item_id and item_sha256 the review was made on",
+                path=path,
+                field=f"reviews[{i}]" + ("" if carried is None else ".carried_from"),
+            )
+        # A carried review's item and run are the later item's; its record is about the
+        # item it was made on.
+        stated = {k: v for k, v in review.items() if carried is None or k not in _CARRIED_OWN}
         _record_matches(
             ws,
-            review,
-            item_id=review["item_id"],
-            item_sha256=review["item_sha256"],
+            stated,
+            item_id=made_on["item_id"],
+            item_sha256=made_on["item_sha256"],
             decision=review["decision"],
             roles=("reviewer", "lead"),
             what=f"reviews[{i}]",
             path=path,
         )
+        if carried is not None:
+            for name in ("item_sha256", "run_sha256"):
+                if review.get(name) != reviewed[name]:
+                    raise IntegrityError(
+                        f"{path}: field 'reviews[{i}].{name}' is not item "
+                        f"{review['item_id']}'s ({reviewed[name]})"
+                    )
+            now = reviewed.get("carried_from") or {}
+            if now.get("record_hash") != review["record_hash"]:
+                raise IntegrityError(
+                    f"{path}: reviews[{i}] is carried to item {review['item_id']} from record "
+                    f"{str(review['record_hash'])[:12]}…, which no longer carries to it "
+                    "(retracted, superseded or re-opened by new evidence); make the evidence "
+                    "again"
+                )
         reviewed_items.append(reviewed)
     attribution = attribution_summary(reviewed_items)
     for name, stated in (

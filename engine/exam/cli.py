@@ -310,18 +310,25 @@ def queue_list(ctx: Ctx, run_id: str, artifact: Path | None, status: str | None)
     from engine.artifacts import read_verified
     from engine.exam.artifact import parse_artifact
     from engine.exam.queue import QUEUE, abstained_items
-    from engine.ledger import store
+    from engine.exam.resolve import as_held
 
     with ctx.open() as ws:
         path = _artifact_path(ws, run_id, artifact)
         art = parse_artifact(read_verified(path), path)
-        effective = store.effective_decisions(ws.conn, QUEUE)
-    for cid, item in abstained_items(art, run_id):
-        eff = effective.get((QUEUE, item.item_id))
-        state = eff["decision"] if eff else "undecided"
+        held = {r["item_id"]: r for r in ws.items(queue=QUEUE)}
+        listed = [(cid, as_held(ws, item)) for cid, item in abstained_items(art, run_id)]
+    for cid, item in listed:
+        row = held.get(item.item_id)
+        state = row["status"] if row else "undecided"
         if status and state != status:
             continue
-        click.echo(f"{item.item_id}\t{state}\t{cid}\t{item.payload['summary']['title']}")
+        # A fifth field only where another item's decision bears on this one.
+        how = ""
+        if row and row["carried_from"]:
+            how = "\tcarried"
+        elif row and row["reopened"]:
+            how = "\tre-opened"
+        click.echo(f"{item.item_id}\t{state}\t{cid}\t{item.payload['summary']['title']}{how}")
 
 
 @exam.command()

@@ -3,15 +3,18 @@
 A payload holds what the adjudicator needs and nothing of the artifact's
 later state: the completion, its context, the candidate, every vote with
 its source and why the votes did not settle it. The item id is derived from
-the payload's hash, so the same question asked again is the same item (and
-one decision answers it), while a changed question is a new item.
+the payload's hash, so the same question asked again with the same votes is
+the same item (and one decision answers it). Its subject is the candidate
+itself (completion, span interval, family, normalised entity): a re-run whose
+votes differ makes a new item about the same subject, to which an earlier
+adjudication carries by the rule of ``engine.subjects``.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from engine.canonical import canonical_sha256
+from engine.canonical import canonical_sha256, sha256_hex
 from engine.exam.failures import NOT_RECORDED, Failure, merge, tally
 from engine.exam.protocol import PROTOCOL_VERSION
 from engine.workspace import BacklogItem
@@ -92,6 +95,15 @@ def payload_for(completion: dict[str, Any], cand: dict[str, Any]) -> dict[str, A
         {v["vote"] for v in cand["votes"] if v["vote"] in ("operational_failure", "absent")}
     )
     payload = {
+        "subject": {
+            "kind": "exam_candidate",
+            "completion_id": completion["completion_id"],
+            "completion_sha256": sha256_hex(completion["text"].encode("utf-8")),
+            "start": cand["start"],
+            "end": cand["end"],
+            "family": cand["family"],
+            "entity_normalized": cand["entity_normalized"],
+        },
         "exam": {"protocol_version": PROTOCOL_VERSION},
         "completion": {
             "id": completion["completion_id"],
@@ -131,9 +143,19 @@ def payload_for(completion: dict[str, Any], cand: dict[str, Any]) -> dict[str, A
 
 def item_for(completion: dict[str, Any], cand: dict[str, Any], run_id: str) -> BacklogItem:
     """Gives the backlog item of one abstained candidate."""
-    payload = payload_for(completion, cand)
+    return _item(payload_for(completion, cand), run_id)
+
+
+def _item(payload: dict[str, Any], run_id: str) -> BacklogItem:
     sha = canonical_sha256(payload)
     return BacklogItem(QUEUE, "exam-" + sha[:16], run_id, payload, sha)
+
+
+def without_subject(item: BacklogItem) -> BacklogItem:
+    """Gives the item as queued before items named their subject: the same payload
+    without it (so a run queued then is still resolved by the decisions made on it)."""
+    payload = {k: v for k, v in item.payload.items() if k != "subject"}
+    return _item(payload, item.run_id)
 
 
 def abstained_items(

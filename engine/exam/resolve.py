@@ -4,8 +4,10 @@ Only the ledger's effective decisions count, only from records that verify
 (hash, chain, SSHSIG signature, enrolment) and were signed in the
 adjudicator role about exactly the item bytes this artifact produces. A
 human decision settles an abstained candidate and is recorded beside its
-machine votes, which stay as they were. The artifact is COMPLETE only when
-nothing abstains and every sweep is complete.
+machine votes, which stay as they were. A decision made on another run's item
+about the same candidate counts when it carries over (``engine.subjects``):
+it is recorded with ``carried_from`` naming the item it was made on. The
+artifact is COMPLETE only when nothing abstains and every sweep is complete.
 """
 
 from __future__ import annotations
@@ -18,8 +20,10 @@ from engine.artifacts import read_verified
 from engine.canonical import canonical_json, sha256_hex
 from engine.errors import IntegrityError
 from engine.exam.artifact import base_sha256, core_of, human_of, parse_artifact, seal
-from engine.exam.queue import QUEUE, abstained_items
+from engine.exam.queue import QUEUE, abstained_items, without_subject
 from engine.ledger import store
+from engine.subjects import carries
+from engine.workspace import BacklogItem
 
 ADJUDICATOR_ROLE = "adjudicator"
 
@@ -46,20 +50,29 @@ def adjudicator_decisions(
 ) -> tuple[dict[str, dict[str, Any]], int, int]:
     """Gives the human adjudications per candidate, and counts of undecided and skipped."""
     effective = store.effective_decisions(ws.conn, QUEUE)
+    carried = carries(ws.conn, QUEUE)
     human: dict[str, dict[str, Any]] = {}
     undecided = skipped = 0
-    for cid, item in abstained_items(art, run_id="resolve"):
+    for cid, made in abstained_items(art, run_id="resolve"):
+        item = as_held(ws, made)
         eff = effective.get((QUEUE, item.item_id))
+        # What the deciding record must bind.
+        decided_on: tuple[str, str | None] = (item.item_id, item.item_sha256)
+        carry = None
         if eff is None:
-            undecided += 1
-            continue
+            carry = carried.get((QUEUE, item.item_id))
+            if carry is None or not carry.carried:
+                undecided += 1
+                continue
+            eff = carry.record
+            decided_on = eff["item_id"], _held_sha256(ws, eff["item_id"])
         record = store.get_record(ws.conn, eff["seq"])
         body = record.body if record else {}
         if (
             record is None
             or body.get("kind") != "decision"
             or body.get("role") != ADJUDICATOR_ROLE
-            or body.get("item_sha256") != item.item_sha256
+            or (body.get("item_id"), body.get("item_sha256")) != decided_on
         ):
             # verify_workspace already refuses such a record; this keeps the rule
             # local and explicit: only adjudicator records about these bytes count.
@@ -77,7 +90,26 @@ def adjudicator_decisions(
             "item_id": item.item_id,
             "item_sha256": item.item_sha256,
         }
+        if carry is not None:
+            human[cid]["carried_from"] = {"item_id": decided_on[0], "item_sha256": decided_on[1]}
     return human, undecided, skipped
+
+
+def as_held(ws: Any, item: BacklogItem) -> BacklogItem:
+    """Gives the item in the form the workspace holds it: a run queued before items named
+    their subject holds it without one."""
+    if _held_sha256(ws, item.item_id) is None:
+        legacy = without_subject(item)
+        if _held_sha256(ws, legacy.item_id) is not None:
+            return legacy
+    return item
+
+
+def _held_sha256(ws: Any, item_id: str) -> str | None:
+    row = ws.conn.execute(
+        "SELECT item_sha256 FROM items WHERE queue = ? AND item_id = ?", (QUEUE, item_id)
+    ).fetchone()
+    return None if row is None else row[0]
 
 
 def resolve(ws: Any, path: Path) -> Resolution | None:

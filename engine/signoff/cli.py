@@ -18,6 +18,7 @@ from engine.cli_context import GATE_ENV_VAR
 from engine.errors import InputError, IntegrityError, NotReadyError
 from engine.ledger.witness import Pushed, push_latest
 from engine.outputs import InputFile, OutputFile
+from engine.signoff.run_status import contamination_words
 from engine.signoff.summary import SignoffSummary, lead_signer, sign_off, signoff_summary
 
 if TYPE_CHECKING:  # click passes the Ctx object (pass_obj); imported for annotations only
@@ -60,19 +61,19 @@ def summary_lines(s: SignoffSummary) -> list[str]:
             f"  {q.queue:<17}{q.total:>7}{q.accepted:>10}{q.rejected:>10}{q.skipped:>9}"
             f"{q.undecided:>11}"
         )
+    for q in s.queues:
+        if q.carried or q.reopened:
+            out.append(
+                f"  {q.queue}: {q.carried} decision(s) carried from earlier runs' items "
+                f"(counted above); {q.reopened} re-opened by new evidence (undecided)"
+            )
     c = s.contamination
     out.append("")
     if c.state == "not run":
         out.append("Contamination: not run")
     else:
-        line = f"Contamination: leakage {_fmt(c.leakage_before)} before"
-        if c.state == "cleaned":
-            line += f", {_fmt(c.leakage_after)} after confirmed drops"
-            if c.dropped_items is not None:
-                line += f" ({c.dropped_items} dropped)"
-        else:
-            line += "; clean set not written yet (sealdesk contamination clean)"
-        out.append(line)
+        flagged, leakage = contamination_words(c)
+        out.append(f"Contamination: {leakage}; {flagged} at the scan")
         for p in c.power:
             out.append(f"  power: {p.name} {_fmt(p.before)} before -> {_fmt(p.after)} after")
         if c.state == "cleaned" and not c.power:

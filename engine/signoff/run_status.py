@@ -1,13 +1,14 @@
 """What the engine runs concluded, read back from their latest artifacts.
 
 The sign-off shows the lead, in one place, what each backlog's producer said:
-contamination leakage before and after the confirmed drops and what that cost
-in statistical power, the exam's status and gates, and coverage ELIGIBLE/HOLD
-per category. Each producer owns its artifact's format; this module only
-reads the seeds' names (``contamination_report.json``, ``exam-score.json``,
-``exam-adjudication.json``, the coverage benchmark/evidence) tolerantly: a
-kind never produced is "not run", a field it cannot find is shown as unknown,
-and nothing here imports a producer.
+what the contamination scan flagged (pending review), the leakage rate review
+confirmed and what the confirmed drops cost in statistical power, the exam's
+status and gates, and coverage ELIGIBLE/HOLD per category. Each producer owns
+its artifact's format; this module only reads the seeds' names
+(``contamination_report.json``, ``exam-score.json``, ``exam-adjudication.json``,
+the coverage benchmark/evidence) tolerantly: a kind never produced is "not
+run", a field it cannot find is shown as unknown, and nothing here imports a
+producer.
 """
 
 from __future__ import annotations
@@ -62,17 +63,25 @@ class PowerChange:
 
 @dataclass(frozen=True)
 class ContaminationStatus:
-    """Leakage before/after confirmed drops and the power consequence."""
+    """What the scan flagged (pending review), the leakage review confirmed, and the power
+    the confirmed drops cost. A flagged item is a suspicion, not a leak: the leakage rate
+    is known only once the clean set is written from the decisions."""
 
     state: str  # not run | scanned | cleaned
-    leakage_before: float | None = None
-    leakage_after: float | None = None
+    flagged_rate: float | None = None  # flagged (pending review) / eval items, at the scan
+    leakage_rate: float | None = None  # confirmed leaks / eval items (cleaned only)
     flagged_items: int | None = None
-    dropped_items: int | None = None
+    confirmed_items: int | None = None  # accepted as leaks: the items the clean set dropped
+    pending_items: int | None = None  # flagged and undecided (at the scan: all flagged)
     eval_size_before: int | None = None
     eval_size_after: int | None = None
     power: tuple[PowerChange, ...] = ()
     sources: tuple[str, ...] = ()
+
+    @property
+    def dropped_items(self) -> int | None:
+        """Gives the items the clean set dropped: the confirmed leaks."""
+        return self.confirmed_items
 
 
 @dataclass(frozen=True)
@@ -212,7 +221,6 @@ def _before_after(obj: dict[str, Any], names: tuple[str, ...]) -> tuple[Any, Any
     return None
 
 
-_LEAKAGE = ("leakage_rate", "leakage")
 _SIZE = ("n", "eval_size", "size", "items")
 _POWER = (
     "min_detectable_difference",
@@ -223,10 +231,22 @@ _POWER = (
 )
 
 
+def _flagged(report: dict[str, Any]) -> tuple[float | None, int | None]:
+    """Gives (flagged rate, flagged items) of a scan report. Reports from before the
+    flagged rate had its own name called it ``leakage_rate``: it counted flagged items."""
+    items = _count(_object_at(report, "counts").get("total_flagged_items"))
+    flagged = report.get("flagged")
+    if isinstance(flagged, dict):
+        found = _count(flagged.get("items"))
+        return _number(flagged.get("rate")), found if found is not None else items
+    return _number(report.get("leakage_rate")), items
+
+
 def contamination_status(
     root: Path, refs: list[ArtifactRef], unreadable: list[str]
 ) -> ContaminationStatus:
-    """Gives leakage before/after and power change from the latest report and clean-set report."""
+    """Gives the flagged rate, the confirmed leakage and the power change from the latest
+    scan report and clean-set report."""
     reports = _latest(refs, lambda n: n == "contamination_report.json")
     cleans = _latest(refs, lambda n: n.endswith(".json") and "clean" in n)
     report = _load(root, reports[0], unreadable) if reports else None
@@ -234,25 +254,34 @@ def contamination_status(
     if report is None and clean is None:
         return ContaminationStatus(NOT_RUN)
     sources = tuple(r[0].path for r in (reports, cleans) if r)
-    before = _number(report.get("leakage_rate")) if report else None
-    counts = _object_at(report, "counts")
-    flagged = _count(counts.get("total_flagged_items"))
+    flagged_rate, flagged = _flagged(report) if report else (None, None)
     test_meta = _object_at(report, "test")
     size_before = _count(test_meta.get("n"))
     if clean is None:
         return ContaminationStatus(
-            "scanned", before, None, flagged, None, size_before, None, (), sources
+            "scanned",
+            flagged_rate=flagged_rate,
+            flagged_items=flagged,
+            pending_items=flagged,
+            eval_size_before=size_before,
+            sources=sources,
         )
-    leak = _before_after(clean, _LEAKAGE)
-    if leak and _number(leak[0]) is not None:
-        before = _number(leak[0])
-    after = _number(leak[1]) if leak else None
     sizes = _before_after(clean, _SIZE)
-    if sizes:
-        size_before = _count(sizes[0]) if _count(sizes[0]) is not None else size_before
-    dropped = _count(
+    if sizes and _count(sizes[0]) is not None:
+        size_before = _count(sizes[0])
+    confirmed = _count(
         _first(clean, "dropped", "dropped_items", "n_dropped", "confirmed_leaks", "dropped_ids")
     )
+    leak = _object_at(clean, "leakage")
+    rate = _number(leak.get("rate"))
+    if rate is None and confirmed is not None and size_before:
+        rate = confirmed / size_before  # a clean report that did not state it
+    pending = _count(leak.get("pending_review"))
+    if pending is None:
+        pending = _count(_first(clean, "kept_undecided", "undecided"))
+    inner = _object_at(leak, "flagged")
+    if _number(inner.get("rate")) is not None:
+        flagged_rate = _number(inner.get("rate"))
     power_obj = _object_at(clean, "power")
     power = []
     for scope in (power_obj, clean):
@@ -264,14 +293,40 @@ def contamination_status(
             break
     return ContaminationStatus(
         "cleaned",
-        before,
-        after,
-        flagged,
-        dropped,
-        size_before,
-        _count(sizes[1]) if sizes else None,
-        tuple(power),
-        sources,
+        flagged_rate=flagged_rate,
+        leakage_rate=rate,
+        flagged_items=flagged,
+        confirmed_items=confirmed,
+        pending_items=pending,
+        eval_size_before=size_before,
+        eval_size_after=_count(sizes[1]) if sizes else None,
+        power=tuple(power),
+        sources=sources,
+    )
+
+
+def _percent(value: float | None) -> str:
+    return "unknown" if value is None else f"{value:.2%}"
+
+
+def contamination_words(c: ContaminationStatus) -> tuple[str, str]:
+    """Gives the two labelled rates as a summary says them: what the scan flagged
+    (pending review), and the leakage rate, which only review confirms."""
+    of = f" of {c.eval_size_before}" if c.eval_size_before is not None else ""
+    flagged_items = "unknown" if c.flagged_items is None else str(c.flagged_items)
+    flagged = (
+        f"flagged (pending review) {flagged_items}{of} eval items ({_percent(c.flagged_rate)})"
+    )
+    if c.state != "cleaned":
+        return flagged, (
+            "leakage rate not confirmed yet: decide the flagged items, then run "
+            "sealdesk contamination clean"
+        )
+    confirmed = "unknown" if c.confirmed_items is None else str(c.confirmed_items)
+    pending = "unknown" if c.pending_items is None else str(c.pending_items)
+    return flagged, (
+        f"leakage rate {_percent(c.leakage_rate)} confirmed ({confirmed}{of} eval items "
+        f"accepted as leaks), {pending} pending review"
     )
 
 

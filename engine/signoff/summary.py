@@ -41,6 +41,7 @@ from engine.signoff.run_status import (
     ExamStatus,
     run_status,
 )
+from engine.subjects import subject_faults
 
 _PENDING_SHOWN = 5
 PENDING_ADJUDICATION = "PENDING_ADJUDICATION"
@@ -65,7 +66,9 @@ def readiness_holds(exam: ExamStatus) -> list[str]:
 
 @dataclass(frozen=True)
 class QueueStatus:
-    """One queue's counts; a skipped item is still undecided."""
+    """One queue's counts; a skipped item is still undecided. ``carried`` counts the
+    accepted and rejected items whose decision was made on another item of their
+    subject; ``reopened`` the undecided ones new evidence sent back to review."""
 
     queue: str
     total: int
@@ -73,6 +76,8 @@ class QueueStatus:
     rejected: int
     skipped: int
     undecided: int
+    carried: int = 0
+    reopened: int = 0
 
     @property
     def decided(self) -> int:
@@ -184,17 +189,28 @@ def _queues_and_pending(ws) -> tuple[tuple[QueueStatus, ...], tuple[PendingItem,
     pending = []
     for r in ws.items():
         counts[r["queue"]][r["status"]] += 1
+        counts[r["queue"]]["carried"] += r["carried_from"] is not None
+        counts[r["queue"]]["reopened"] += r["reopened"] is not None
         if r["status"] in ("undecided", "skip"):
             pending.append(
                 PendingItem(r["queue"], r["item_id"], r["item_sha256"], r["title"], r["status"])
             )
-    queues = tuple(
-        QueueStatus(
-            q, c.total(), c["accept"], c["reject"], c["skip"], c.total() - c["accept"] - c["reject"]
+    queues = []
+    for q, c in counts.items():
+        total = c["accept"] + c["reject"] + c["skip"] + c["undecided"]
+        queues.append(
+            QueueStatus(
+                q,
+                total,
+                c["accept"],
+                c["reject"],
+                c["skip"],
+                total - c["accept"] - c["reject"],
+                c["carried"],
+                c["reopened"],
+            )
         )
-        for q, c in counts.items()
-    )
-    return queues, tuple(pending)
+    return tuple(queues), tuple(pending)
 
 
 def _runs(conn: sqlite3.Connection) -> list[tuple[str, str, str]]:
@@ -255,9 +271,10 @@ def _status_data(status) -> dict[str, Any]:
     return {
         "contamination": {
             "state": c.state,
-            "leakage_before": c.leakage_before,
-            "leakage_after": c.leakage_after,
-            "dropped_items": c.dropped_items,
+            "flagged_pending_review": c.flagged_rate,
+            "leakage_rate_confirmed": c.leakage_rate,
+            "confirmed_items": c.confirmed_items,
+            "pending_review": c.pending_items,
             "power": [asdict(p) for p in c.power],
         },
         "exam": {
@@ -325,6 +342,9 @@ def sign_off(
     # head, queues and pending items are read inside the write transaction.
     run = run_status(ws.artifacts_dir)
     _refuse(artifact_problems(ws.artifacts_dir, run.artifacts, ws.conn)[0])
+    # The counts the record binds take carried decisions through the subject links: a
+    # link edited to carry a reject over new evidence would make an open item decided.
+    _refuse(subject_faults(ws.conn))
     held = readiness_holds(run.exam)
     if held and not with_exceptions:
         raise NotReadyError(
@@ -369,6 +389,8 @@ def sign_off(
                     "reject": q.rejected,
                     "skip": q.skipped,
                     "undecided": q.undecided,
+                    "carried": q.carried,
+                    "reopened": q.reopened,
                 }
                 for q in queues
             },

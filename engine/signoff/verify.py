@@ -4,8 +4,10 @@ The ledger's own audit (``engine.ledger.audit``) checks records and tree
 heads as signed bytes; what they bind on disk is checked here: every
 artifact the latest sign-off bound must still hold those bytes, and every
 artifact a run recorded must still hold the hash its run recorded
-(``engine.signoff.artifact_checks``). The faults come in that order, so the
-first one reported is the same whichever part finds it.
+(``engine.signoff.artifact_checks``), and every item's subject and the
+links that carry decisions between items of one subject must still be what
+the items' payloads say (``engine.subjects``). The faults come in that
+order, so the first one reported is the same whichever part finds it.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from engine.errors import IntegrityError
 from engine.ledger.audit import audit_outside, audit_records
 from engine.ledger.verify import Fault, Report, one_verify_at_a_time
 from engine.signoff.artifact_checks import recorded_artifact_faults, verify_signed_artifacts
+from engine.subjects import subject_faults
 
 
 def verify_workspace(
@@ -43,6 +46,7 @@ def verify_workspace(
         report.faults += [
             Fault(0, why) for why in recorded_artifact_faults(ws.artifacts_dir, ws.conn)
         ]
+        report.faults += [Fault(0, why) for why in subject_faults(ws.conn)]
         audit_outside(ws, report, checkpoint=checkpoint, receipts=receipts, witnesses=witnesses)
     return report
 

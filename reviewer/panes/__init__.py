@@ -14,7 +14,15 @@ from rich.console import Group, RenderableType
 from rich.text import Text
 
 from reviewer.panes import adjudication, flagged, weak
-from reviewer.panes.common import STATUS_GLYPH, number, raw_json, section
+from reviewer.panes.anchors import HISTORY, Anchor
+from reviewer.panes.common import (
+    CARRIED_MARK,
+    REOPENED_GLYPH,
+    STATUS_GLYPH,
+    number,
+    raw_json,
+    section,
+)
 from reviewer.panes.spans import clean
 
 PANES: dict[str, ModuleType] = {
@@ -24,12 +32,16 @@ PANES: dict[str, ModuleType] = {
 }
 
 
-def header(item: dict[str, Any]) -> Text:
+def _one_line(value: Any) -> str:
+    return " ".join(clean(value).split())
+
+
+def header(item: dict[str, Any]) -> RenderableType:
     """Gives the item's identity line and its standing decision."""
     out = Text()
-    out.append(clean(item.get("title") or item.get("item_id", "")), style="bold")
-    out.append(f"\n{item.get('queue', '?')}/{clean(item.get('item_id', '?'))}")
-    out.append(f"  run {clean(item.get('run_id', '?'))}")
+    out.append(_one_line(item.get("title") or item.get("item_id", "")), style="bold")
+    out.append(f"\n{item.get('queue', '?')}/{_one_line(item.get('item_id', '?'))}")
+    out.append(f"  run {_one_line(item.get('run_id', '?'))}")
     sha = item.get("item_sha256") or ""
     out.append(f"  sha256 {sha[:16]}")
     decision = item.get("decision")
@@ -40,10 +52,26 @@ def header(item: dict[str, Any]) -> Text:
             f"({decision.get('role')}), #{decision.get('seq')}",
             style="bold",
         )
+    elif isinstance(item.get("carried_from"), dict):
+        made = item["carried_from"]
+        out.append(
+            f"\n{STATUS_GLYPH.get(made.get('decision'), '?')}{CARRIED_MARK} {made.get('decision')} "
+            f"carried: {made.get('principal')}'s {made.get('decision')} of "
+            f"{str(made.get('time'))[:10]} on {clean(made.get('item_id', '?'))} "
+            f"(#{made.get('seq')}), same question",
+            style="bold",
+        )
+    elif isinstance(item.get("reopened"), dict):
+        out.append(f"\n{REOPENED_GLYPH} {clean(item['reopened'].get('text', ''))}", style="bold")
     else:
         out.append("\n· undecided", style="bold")
     out.append("\n")
-    return out
+    # The title and the id line are cut at the pane's edge rather than wrapped: wrapped,
+    # they took six lines of an 80-column screen, above the evidence the item is about.
+    lines = out.split("\n", allow_blank=True)
+    identity = Text("\n").join(lines[:2])
+    identity.no_wrap, identity.overflow = True, "ellipsis"
+    return Group(identity, Text("\n").join(lines[2:]))
 
 
 def render_payload(queue: str, payload: Any) -> RenderableType:
@@ -111,6 +139,7 @@ def render_detail(item: dict[str, Any] | None, history: list[dict[str, Any]]) ->
         header(item),
         render_payload(item.get("queue", ""), item.get("payload")),
         Text(""),
+        Anchor(HISTORY),
         render_history(history),
     )
 

@@ -17,6 +17,10 @@ from reviewer.panes.spans import clean
 MAX_JSON_CHARS = 40_000
 MAX_TEXT_CHARS = 20_000
 STATUS_GLYPH = {"accept": "✓", "reject": "✗", "skip": "↷", "undecided": "·"}
+# A decision carried from another item of the subject keeps its glyph, marked; an item
+# new evidence re-opened shows this instead of the undecided dot.
+CARRIED_MARK = "ᶜ"
+REOPENED_GLYPH = "↺"
 
 
 def heading(title: str) -> Text:

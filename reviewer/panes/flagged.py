@@ -1,4 +1,10 @@
-"""Flagged pair: the eval item beside its match, shared n-gram spans highlighted in both."""
+"""Flagged pair: what decides it first, then the eval item beside each match, spans marked.
+
+The pane opens on the verdict-relevant facts (the triage, the channels, each
+score against the threshold that flags it, the numbers of both texts), so they
+are on the first screen even at 80x24; the two texts follow, side by side from
+a 100-column terminal.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +13,7 @@ from typing import Any
 from rich.console import Group, RenderableType
 from rich.text import Text
 
+from reviewer.panes.anchors import match_anchor
 from reviewer.panes.common import (
     SideBySide,
     as_list,
@@ -23,12 +30,22 @@ from reviewer.panes.spans import SHARED_STYLE, clean, highlight, shared_spans
 
 TITLE = "flagged pair"
 
+# (label, keys it may be stored under, key of the threshold it is flagged at); the
+# scores with a threshold decide a pair and open the pane, the rest follow the texts
 _SCORES = (
-    ("MinHash Jaccard", ("minhash_jaccard", "minhash", "jaccard_minhash", "lsh_jaccard")),
-    ("exact Jaccard", ("exact_jaccard", "jaccard", "jaccard_exact")),
-    ("containment", ("containment", "exact_containment")),
-    ("cosine", ("cosine", "embedding_cosine", "cos")),
+    ("exact Jaccard", ("exact_jaccard", "jaccard", "jaccard_exact"), "jaccard"),
+    ("containment", ("containment", "exact_containment"), "containment"),
+    ("cosine", ("cosine", "embedding_cosine", "cos"), "cosine"),
+    ("MinHash", ("minhash_jaccard", "minhash", "jaccard_minhash", "lsh_jaccard"), None),
 )
+_LABEL_WIDTH = 14
+# Side by side once the pane is this wide: a 100-column terminal gives it ~56.
+_SIDE_BY_SIDE = 52
+_TRIAGE = {
+    "likely_leak": ("likely leak", "bold reverse"),
+    "unclear": ("unclear", "bold"),
+    "template_sibling": ("template sibling", "italic"),
+}
 
 
 def understands(payload: dict[str, Any]) -> bool:
@@ -49,42 +66,119 @@ def _who(side: dict[str, Any], default: str) -> str:
     return f"{kind} {clean(ident)}" + (f" (#{number(index)})" if index is not None else "")
 
 
-def _scores(match: dict[str, Any]) -> list[tuple[str, Any]]:
+def _scores(match: dict[str, Any]) -> list[tuple[str, Any, str | None]]:
+    """Gives (label, value, threshold key) for every score the match carries."""
     scores = get(match, "scores", default={})
     scores = scores if isinstance(scores, dict) else {}
     out = []
-    for label, keys in _SCORES:
-        out.append((label, get(scores, *keys, default=get(match, *keys))))
-    known = {k for _, keys in _SCORES for k in keys}
-    out += [(k, v) for k, v in sorted(scores.items()) if k not in known]
+    for label, keys, limit in _SCORES:
+        value = get(scores, *keys, default=get(match, *keys))
+        if value is not None:
+            out.append((label, value, limit))
+    known = {k for _, keys, _ in _SCORES for k in keys}
+    out += [(k.replace("_", " "), v, None) for k, v in sorted(scores.items()) if k not in known]
     return out
 
 
-def render_match(ev: dict[str, Any], match: dict[str, Any], n: int, total: int) -> Group:
-    """Gives one match: both texts side by side with shared spans, then its numbers."""
+def _row(out: Text, label: str, value: str, style: str = "") -> None:
+    if out:
+        out.append("\n")
+    out.append(f"{label:<{_LABEL_WIDTH}}", style="bold")
+    out.append(value, style=style)
+
+
+def _against(value: Any, limit: Any) -> str:
+    """Gives a score beside its threshold: "0.903 ≥ 0.500 flags" or "0.612 < 0.800"."""
+    shown = number(value)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return shown
+    if isinstance(limit, bool) or not isinstance(limit, (int, float)):
+        return shown
+    if value >= limit:
+        return f"{shown} ≥ {number(limit)} flags"
+    return f"{shown} < {number(limit)}"
+
+
+def _names(values: Any) -> str:
+    return ", ".join(clean(v) for v in as_list(values)) or "none"
+
+
+def facts(match: dict[str, Any], thresholds: dict[str, Any]) -> Text:
+    """Gives what decides a match, first: its triage, channels, each score against the
+    threshold that flags it, the numbers of both texts, and whether only numbers differ."""
+    out = Text()
+    triage = get(match, "triage")
+    if isinstance(triage, dict):
+        word, style = _TRIAGE.get(str(get(triage, "label")), (clean(get(triage, "label")), ""))
+        _row(out, "triage", "")
+        out.append(word, style=style)
+    channels = as_list(get(match, "channels", "channel"))
+    via = as_list(get(match, "via"))
+    _row(out, "channels", _names(channels) + (f" via {_names(via)}" if via else ""))
+    for label, value, limit in _scores(match):
+        if limit is not None:
+            _row(out, label, _against(value, get(thresholds, limit)))
+    if isinstance(triage, dict):
+        _row(out, "numbers", f"eval {_names(get(triage, 'eval'))}")
+        _row(out, "", f"{get(match, 'kind', default='match')} {_names(get(triage, 'match'))}")
+        eval_numbers = as_list(get(triage, "eval"))
+        _row(
+            out,
+            "kept",
+            f"{number(get(triage, 'shared'))} of {len(eval_numbers)} eval numbers"
+            if eval_numbers
+            else "no numbers in the eval text",
+        )
+    numbers_only = get(match, "numbers_only", "only_numbers_differ", "numbers_only_differ")
+    if numbers_only is not None:
+        _row(out, "differ in", "numbers only" if numbers_only else "words, not only numbers")
+    return out
+
+
+def _more_scores(match: dict[str, Any], thresholds: dict[str, Any]) -> list[tuple[str, Any]]:
+    """Gives the scores that do not flag a pair (estimates, counts), for after the texts."""
+    out = []
+    for label, value, limit in _scores(match):
+        if limit is None:
+            if label == "MinHash":
+                label = "MinHash Jaccard (estimate)"
+            elif label == "shared shingles" and get(thresholds, "ngram_n"):
+                label = f"shared {number(get(thresholds, 'ngram_n'))}-grams"
+            out.append((label, value))
+    return out
+
+
+def render_match(
+    ev: dict[str, Any],
+    match: dict[str, Any],
+    n: int,
+    total: int,
+    thresholds: dict[str, Any] | None = None,
+) -> Group:
+    """Gives one match: the facts that decide it, then both texts side by side with the
+    spans they share marked."""
     eval_spans, match_spans = shared_spans(get(match, "shared_spans", "spans", "overlaps"))
     left = cut(highlight(get(ev, "text", default=""), eval_spans))
     right = cut(highlight(get(match, "text", default=""), match_spans))
-    channels = get(match, "channels", "channel")
-    numbers_only = get(match, "numbers_only", "only_numbers_differ", "numbers_only_differ")
     title = f"match {n} of {total}: {_who(match, 'pool')}"
     body: list[RenderableType] = [
-        SideBySide((_who(ev, "eval"), left), (_who(match, "pool"), right)),
-        fields(
-            [
-                ("channels", as_list(channels)),
-                *_scores(match),
-                ("only numbers differ", numbers_only),
-                (
-                    "shared spans",
-                    f"{len(eval_spans)} in eval, {len(match_spans)} in match"
-                    if eval_spans or match_spans
-                    else None,
-                ),
-                ("probe", get(match, "probe")),
-            ]
-        ),
+        facts(match, thresholds or {}),
+        SideBySide((_who(ev, "eval"), left), (_who(match, "pool"), right), _SIDE_BY_SIDE),
     ]
+    extra = fields(
+        [
+            *_more_scores(match, thresholds or {}),
+            (
+                "shared spans",
+                f"{len(eval_spans)} in eval, {len(match_spans)} in match"
+                if eval_spans or match_spans
+                else None,
+            ),
+            ("probe", get(match, "probe")),
+        ]
+    )
+    if extra:
+        body.append(extra)
     return section(title, *body)
 
 
@@ -138,13 +232,35 @@ def _provenance(payload: dict[str, Any]) -> Group | None:
     return section("provenance", *parts)
 
 
+def _verdict(payload: dict[str, Any], matches: list[dict[str, Any]]) -> Text | None:
+    """Gives, for an item with several matches, how their triage went (one match's own
+    triage line says it all)."""
+    labels = [get(get(m, "triage", default={}), "label") for m in matches]
+    if len(matches) < 2 or not any(labels):
+        return None
+    counts = [
+        f"{labels.count(key)} {shown}" for key, (shown, _) in _TRIAGE.items() if key in labels
+    ]
+    out = Text()
+    out.append(f"{len(matches)} matches: ", style="bold")
+    out.append(", ".join(counts))
+    return out
+
+
 def render(payload: dict[str, Any]) -> RenderableType:
-    """Gives the flagged-pair pane for a payload this module understands."""
+    """Gives the flagged-pair pane for a payload this module understands: the verdict
+    and the first match's facts open it, then each match, each after its anchor."""
     ev = payload["eval"]
     matches = _matches(payload)
+    thresholds = get(payload, "thresholds", default={})
+    thresholds = thresholds if isinstance(thresholds, dict) else {}
     parts: list[RenderableType] = []
+    verdict = _verdict(payload, matches)
+    if verdict is not None:
+        parts.append(verdict)
     for n, match in enumerate(matches, start=1):
-        parts.append(render_match(ev, match, n, len(matches)))
+        parts.append(match_anchor(n))
+        parts.append(render_match(ev, match, n, len(matches), thresholds))
     if not matches:
         parts.append(
             section(

@@ -21,7 +21,7 @@ from textual.strip import Strip
 
 from engine.item_query import ItemRow
 from reviewer.actions import bindings
-from reviewer.panes.common import STATUS_GLYPH
+from reviewer.panes.common import CARRIED_MARK, REOPENED_GLYPH, STATUS_GLYPH
 
 PAGE = 100
 MAX_PAGES = 40
@@ -188,8 +188,13 @@ class QueueList(ScrollView, can_focus=True):
         score = "  –  " if row.score is None else f"{row.score:5.3f}"[:5]
         title = " ".join((row.title or row.item_id).split())
         mark = "●" if row.item_id in self.marks else " "
+        glyph = f"{STATUS_GLYPH.get(row.status, '?')} "
+        if row.carry == "carried":
+            glyph = f"{glyph[0]}{CARRIED_MARK}"
+        elif row.carry == "reopened":
+            glyph = f"{REOPENED_GLYPH} "
         segments = [
-            Segment(f"{mark}{STATUS_GLYPH.get(row.status, '?')} ", status_style),
+            Segment(f"{mark}{glyph}", status_style),
             Segment(score, score_style),
             Segment(" " + title, line_style),
         ]

@@ -63,3 +63,8 @@ def test_cluster_confirmation(snap_compare, desk, size):
 def test_marked_selection_confirmation(snap_compare, desk, size):
     # fp-q-1, then fp-s1 (m moves down, j skips fp-s0), then fp-s2.
     assert snap_compare(_app(desk), terminal_size=size, run_before=_open("m", "j", "m", "m", "D"))
+
+
+def test_cluster_confirmation_without_colour(snap_compare, desk, monkeypatch):
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert snap_compare(_app(desk), terminal_size=(80, 24), run_before=_open("c"))

@@ -97,9 +97,9 @@ async def test_a_read_only_key_line_leaves_out_the_keys_that_sign(desk):
 
 
 async def test_the_key_line_shows_help_as_the_keymap_binds_it(desk):
-    app = ReviewApp(desk.ws, open_session(desk.ws, key=str(desk.rita)), keymap={"app.help": "h"})
+    app = ReviewApp(desk.ws, open_session(desk.ws, key=str(desk.rita)), keymap={"app.help": "H"})
     line = await _key_line(app)
-    assert "h help" in line and "? help" not in line, line
+    assert "H help" in line and "? help" not in line, line
 
 
 def test_every_dialog_is_known_to_the_clash_check_as_one():

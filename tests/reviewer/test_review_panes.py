@@ -68,11 +68,11 @@ def test_the_eval_and_match_texts_are_highlighted_at_the_producers_offsets():
 def test_flagged_pair_pane_shows_scores_channels_probe_and_provenance():
     text = plain(render_payload("flagged_pairs", P.flagged_pair()))
     for shown in (
-        "channels: ngram, embedding",
-        "MinHash Jaccard: 0.620",
-        "exact Jaccard: 0.580",
-        "cosine: 0.940",
-        "only numbers differ: no",
+        "channels      ngram, embedding",
+        "MinHash Jaccard (estimate): 0.620",
+        "exact Jaccard 0.580",
+        "cosine        0.940",
+        "differ in     words, not only numbers",
         "reconstruction_rate: 0.770",
         "revision: e53f048856ff4f594e959d75785d2c2d37b678ee",
         "pool web-000913 (#913)",
@@ -85,7 +85,7 @@ def test_a_cluster_lists_every_member_in_either_shape():
     assert "cluster: 3 members" in text and "eval q-305 (#305): What is 12 times 14?" in text
     text = plain(render_payload("flagged_pairs", P.contamination_producer_pair()))
     assert "cluster: 2 members" in text and "eval q-91 (#91)" in text
-    assert "only numbers differ: yes" in text and "containment: 0.600" in text
+    assert "differ in     numbers only" in text and "containment   0.600" in text
 
 
 def test_adjudication_pane_shows_question_context_votes_and_why():
@@ -227,3 +227,18 @@ def test_no_payload_makes_a_pane_raise(queue, payload):
         "decision": None,
     }
     plain(render_detail(item, []), width=60)
+
+
+def test_each_score_is_shown_against_the_threshold_it_flags_at():
+    payload = P.evidence_pair(sibling=True)
+    payload["thresholds"]["cosine"] = 0.93
+    text = plain(render_payload("flagged_pairs", payload), width=80)
+    # the rephrased leak: under every threshold now; the sibling too, whatever its cosine
+    assert "cosine        0.852 < 0.930" in text
+    assert "cosine        0.910 < 0.930" in text
+    assert "containment   0.025 < 0.500" in text
+    assert "flags" not in text
+    # a threshold the producer did not write is never made up
+    del payload["thresholds"]["jaccard"]
+    text = plain(render_payload("flagged_pairs", payload), width=80)
+    assert "exact Jaccard 0.000" in [line.strip() for line in text.splitlines()]

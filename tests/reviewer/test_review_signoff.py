@@ -280,8 +280,10 @@ async def test_the_screen_shows_counts_runs_undecided_tree_head_and_artifact_has
         "queue total decided accepted rejected skipped undecided",
         "flagged_pairs 3 2 2 0 0 1",
         "weak_categories 1 1 0 1 0 0",
-        "leakage 0.1250 before → 0.0000 after confirmed drops",
-        "items flagged 5 · dropped 3 · eval size 40 → –",
+        # the confirmed rate: 3 dropped of 40 (what was flagged is the scan's line)
+        "review leakage rate 7.50% confirmed (3 of 40 eval items accepted as leaks)",
+        "scan flagged (pending review) 5 of 40 eval items (12.50%)",
+        "items dropped 3 · eval size 40 → –",
         "power min_detectable_difference 0.2100 → 0.2300",
         "Exam FAIL",
         "recall 0.350 >= 0.40 FAIL",

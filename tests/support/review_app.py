@@ -79,3 +79,14 @@ async def settle(pilot, predicate, timeout: float = 30.0):
 def notices(app) -> str:
     """Gives the text of every notification the app has shown."""
     return "\n".join(str(n.message) for n in app._notifications)
+
+
+def detail_on_screen(screen) -> list[str]:
+    """Gives the lines of the detail pane a person sees now: the window it is scrolled to."""
+    from textual.geometry import Region
+
+    pane = screen.query_one("#detail-pane")
+    detail = screen.query_one("#detail")
+    top = round(pane.scroll_y)
+    window = Region(0, top, detail.size.width, pane.scrollable_content_region.height)
+    return [strip.text.rstrip() for strip in detail.render_lines(window)]

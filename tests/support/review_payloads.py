@@ -401,3 +401,145 @@ def clustered_pairs() -> list[BacklogItem]:
     """Run run-1's seven flagged pairs: the cluster fp-q-1..3 among fp-s0..3. In score
     order: fp-q-1, fp-s0, fp-s1, fp-s2, fp-q-2, fp-s3, fp-q-3."""
     return [_cluster_pair(*c) for c in CLUSTER] + [_single_pair(*s) for s in SINGLES]
+
+
+# A flagged item as `scan contamination` writes it now: every match carries its
+# triage, and the item the thresholds each channel flags at.
+COMPUTERS = (
+    "There were 50 computers in the server room. 4 more computers were installed each day, "
+    "from Monday to Thursday, and on Friday the technicians removed 2 old machines that had "
+    "stopped working. How many computers are now in the server room at the end of the week?"
+)
+THRESHOLDS = {"containment": 0.5, "cosine": 0.7972, "jaccard": 0.8, "ngram_n": 13}
+
+
+def _embedded_match() -> dict:
+    """A rephrased leak only the embedding channel caught (no 13-gram in common)."""
+    text = (
+        "The server room began the week with 50 machines. Technicians added 4 per day for "
+        "four days, Monday through Thursday, and on Friday hauled away 2 broken units. How "
+        "many machines remain when the week closes?"
+    )
+    return {
+        "kind": "pool",
+        "id": "doc-016",
+        "index": 16,
+        "text": text,
+        "channels": ["embed"],
+        "scores": {
+            "jaccard": 0.0,
+            "containment": 0.0,
+            "minhash_jaccard": 0.0,
+            "cosine": 0.852343,
+            "shared_shingles": 0,
+        },
+        "spans": [{"eval": [101, 124], "match": [107, 130], "words": 4}],
+        "numbers_only_differ": False,
+        "triage": {
+            "label": "likely_leak",
+            "copied": False,
+            "eval": ["50", "4", "2"],
+            "match": ["50", "4", "four days", "2"],
+            "shared": 3,
+            "kept": 1.0,
+        },
+    }
+
+
+def _copied_match(k: int) -> dict:
+    """The eval text copied whole into a forum post (post k)."""
+    before = f"Post from user{k}: can someone check my answer to this? "
+    text = f"{before}{COMPUTERS} I got 64 but the book says 64 too."
+    start = len(before)
+    return {
+        "kind": "pool",
+        "id": f"forum-{k:03d}",
+        "index": 100 + k,
+        "text": text,
+        "channels": ["containment", "embed"],
+        "scores": {
+            "jaccard": 0.7021,
+            "containment": 1.0,
+            "minhash_jaccard": 0.6875,
+            "cosine": 0.9713,
+            "shared_shingles": 40,
+        },
+        "spans": [{"eval": [0, len(COMPUTERS)], "match": [start, start + len(COMPUTERS)]}],
+        "numbers_only_differ": False,
+        "triage": {
+            "label": "likely_leak",
+            "copied": True,
+            "eval": ["50", "4", "2"],
+            "match": ["50", "4", "2", "64", "64"],
+            "shared": 3,
+            "kept": 1.0,
+        },
+    }
+
+
+def _sibling_match() -> dict:
+    """The same story with other numbers: a template sibling, not a leak."""
+    return {
+        "kind": "pool",
+        "id": "doc-044",
+        "index": 44,
+        "text": (
+            "There were 36 laptops in the school lab. 3 more laptops were delivered each day, "
+            "from Monday to Wednesday, and on Thursday the staff sent 5 broken ones away. How "
+            "many laptops are in the lab at the end of the week?"
+        ),
+        "channels": ["embed"],
+        "scores": {
+            "jaccard": 0.0,
+            "containment": 0.025,
+            "minhash_jaccard": 0.0078,
+            "cosine": 0.9102,
+            "shared_shingles": 1,
+        },
+        "spans": [],
+        "numbers_only_differ": True,
+        "triage": {
+            "label": "template_sibling",
+            "copied": False,
+            "eval": ["50", "4", "2"],
+            "match": ["36", "3", "5"],
+            "shared": 0,
+            "kept": 0.0,
+        },
+    }
+
+
+def evidence_pair(copies: int = 0, sibling: bool = False) -> dict:
+    """A flagged item as the scan writes it: first an embedding-only leak, then ``copies``
+    forum posts quoting the eval item, then (``sibling``) a template sibling."""
+    matches = [_embedded_match(), *(_copied_match(k) for k in range(1, copies + 1))]
+    if sibling:
+        matches.append(_sibling_match())
+    channels = sorted({c for m in matches for c in m["channels"]})
+    return {
+        "eval": {"id": "q-computers", "index": 8, "text": COMPUTERS},
+        "matches": matches,
+        "channels": channels,
+        "triage": "likely_leak",
+        "thresholds": dict(THRESHOLDS),
+        "provenance": {
+            "eval": {"name": "sample_data/contamination/eval.jsonl", "n": 22},
+            "pool": {"name": "sample_data/contamination/pool.jsonl", "n": 53},
+        },
+        "summary": {
+            "title": f"q-computers: {COMPUTERS[:70]}",
+            "score": max(max(m["scores"]["cosine"], m["scores"]["containment"]) for m in matches),
+            "tags": [*channels, "likely_leak"],
+        },
+    }
+
+
+def evidence_items() -> list[BacklogItem]:
+    """Gives two flagged items: one match only the embeddings caught, and ten matches
+    (that one, eight copies and a template sibling)."""
+    return [
+        BacklogItem.make("flagged_pairs", "fp-embedded", "run-test", evidence_pair()),
+        BacklogItem.make(
+            "flagged_pairs", "fp-ten", "run-test", evidence_pair(copies=8, sibling=True)
+        ),
+    ]

@@ -77,9 +77,15 @@ def load_eval(source: Source, *, require_fields: tuple[str, ...] = ()) -> EvalSe
     with closing(iter_batches(source, 4096, whole_rows=True)) as batches:
         for batch in batches:
             bad = check_texts(batch.texts)
-            if bad is not None:
-                raise row_error(source, batch.start + bad.row, source.text_field, bad.message)
             rows = batch.rows or []
+            if bad is not None:
+                message = bad.message
+                row = rows[bad.row] if bad.row < len(rows) else None
+                if isinstance(row, dict) and row.get(source.text_field) is None:
+                    # what the row does hold, so the right --text-field is one look away
+                    strings = sorted(k for k, v in row.items() if isinstance(v, str))
+                    message += f"; the row's string fields are {', '.join(strings) or 'none'}"
+                raise row_error(source, batch.start + bad.row, source.text_field, message)
             for offset, text in enumerate(batch.texts):
                 index = batch.start + offset
                 row = json_safe(rows[offset]) if offset < len(rows) else {}

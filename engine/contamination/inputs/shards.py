@@ -186,7 +186,8 @@ class _HashingReader(io.RawIOBase):
             pass
 
 
-def _open_raw(shard: Shard) -> IO[bytes]:
+def open_raw(shard: Shard) -> IO[bytes]:
+    """Gives the shard's raw bytes as a binary file (local, or through fsspec)."""
     if shard.is_local:
         return open(shard.local_path(), "rb")
     import fsspec
@@ -203,6 +204,20 @@ def _decompressed(shard: Shard, reader: _HashingReader) -> io.BufferedIOBase:
 
 
 _BAD_COMPRESSION = (EOFError, zlib.error, gzip.BadGzipFile)
+
+
+def head_bytes(shard: Shard, limit: int) -> bytes:
+    """Gives up to ``limit`` bytes from the start of a shard, decompressed (for a look at
+    its first row); a shard that cannot be read or decompressed gives what was read."""
+    with open_raw(shard) as raw:
+        if shard.compression is None:
+            return raw.read(limit)
+        reader = _HashingReader(raw)
+        try:
+            with _decompressed(shard, reader) as stream:
+                return stream.read(limit)
+        except (*_BAD_COMPRESSION, ValueError):  # pyarrow's ArrowInvalid is a ValueError
+            return b""
 
 
 @contextmanager
@@ -224,7 +239,7 @@ def fetched(shard: Shard) -> Iterator[LocalShard]:
     suffix = {"json": ".jsonl", "csv": ".csv", "parquet": ".parquet"}[shard.format]
     fd, spooled = tempfile.mkstemp(prefix="sealdesk-shard-", suffix=suffix)
     try:
-        with os.fdopen(fd, "wb") as out, _open_raw(shard) as raw:
+        with os.fdopen(fd, "wb") as out, open_raw(shard) as raw:
             reader = _HashingReader(raw)
             if shard.compression is None:
                 shutil.copyfileobj(reader, out, _CHUNK)

@@ -12,7 +12,7 @@ import platform
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.canonical import canonical_sha256
+from engine.canonical import canonical_sha256, sha256_hex
 from engine.contamination.channels.internal import InternalPair, clusters
 from engine.contamination.channels.ngram import NgramSettings
 from engine.contamination.channels.probe import ProbeResult
@@ -20,15 +20,26 @@ from engine.contamination.inputs.canonical_text import numbers_only_differ
 from engine.contamination.inputs.evalset import EvalSet
 from engine.contamination.pool.merge import PoolDoc
 from engine.contamination.report.spans import shared_spans
+from engine.contamination.report.triage import (
+    LABELS,
+    item_label,
+    rule_report,
+    triage,
+)
 from engine.workspace import BacklogItem
 
 QUEUE = "flagged_pairs"
 POOL_CHANNELS = ("ngram", "containment", "embed")
+COPIED = {"ngram", "containment"}  # channels that find the text itself copied
+FLAGGED_LABEL = "flagged (pending review)"
+LEAKAGE_LABEL = "leakage rate (confirmed by review)"
 RECOMMENDED_ACTION = (
-    "review every flagged eval item in the flagged_pairs queue (sealdesk review); accept a "
-    "confirmed leak or duplicate, reject a false positive; then run `sealdesk contamination "
-    "clean`, which drops accepted items, writes the clean set and its content hash, and "
-    "re-checks statistical power, since dropping items shrinks n"
+    "review every flagged eval item in the flagged_pairs queue (sealdesk review), likely "
+    "leaks first (the default order); accept a confirmed leak or duplicate, reject a false "
+    "positive (items tagged template_sibling can be filtered and checked together); then run "
+    "`sealdesk contamination clean`, which drops accepted items, reports the confirmed "
+    "leakage rate, writes the clean set and its content hash, and re-checks statistical "
+    "power, since dropping items shrinks n"
 )
 
 
@@ -75,6 +86,7 @@ class Findings:
     search: dict[str, Any] = field(default_factory=dict)
     pool_shards: list[dict[str, Any]] = field(default_factory=list)
     pool_scan: dict[str, Any] = field(default_factory=dict)
+    fields: dict[str, Any] = field(default_factory=dict)
 
 
 def _r(value: float | None) -> float | None:
@@ -134,12 +146,16 @@ def flagged_rows(findings: Findings) -> list[dict[str, Any]]:
             "eval_shingles": pair.eval_shingles,
             "pool_shingles": pair.doc_shingles,
             "numbers_only_differ": numbers_only_differ(items[pair.eval_index].text, doc.text),
+            "triage": triage(
+                items[pair.eval_index].text, doc.text, bool(COPIED & set(channels))
+            ).to_json(),
         }
         if pair.cosine is not None:
             row["cosine"] = _r(pair.cosine)
         rows.append(row)
     groups, member = _cluster_of(findings)
     for twin in sorted(findings.internal, key=lambda p: (p.a, p.b)):
+        via = internal_via(twin, findings)
         row = {
             "a_idx": twin.a,
             "a_id": items[twin.a].id,
@@ -147,7 +163,7 @@ def flagged_rows(findings: Findings) -> list[dict[str, Any]]:
             "b_id": items[twin.b].id,
             "channel": "internal",
             "channels": ["internal"],
-            "via": internal_via(twin, findings),
+            "via": via,
             "jaccard": _r(twin.jaccard),
             "containment_ab": _r(twin.containment_ab),
             "containment_ba": _r(twin.containment_ba),
@@ -155,6 +171,9 @@ def flagged_rows(findings: Findings) -> list[dict[str, Any]]:
             "shared_shingles": twin.shared,
             "cluster": member[twin.a],
             "numbers_only_differ": numbers_only_differ(items[twin.a].text, items[twin.b].text),
+            "triage": triage(
+                items[twin.a].text, items[twin.b].text, bool(COPIED & set(via))
+            ).to_json(),
         }
         if twin.cosine is not None:
             row["cosine"] = _r(twin.cosine)
@@ -183,6 +202,7 @@ def _match_entry(
     eval_text: str,
     channels: list[str],
     scores: dict[str, Any],
+    copied: bool,
 ) -> dict[str, Any]:
     return {
         "kind": kind,
@@ -193,6 +213,61 @@ def _match_entry(
         "scores": {k: v for k, v in scores.items() if v is not None},
         "spans": shared_spans(eval_text, text),
         "numbers_only_differ": numbers_only_differ(eval_text, text),
+        "triage": triage(eval_text, text, copied).to_json(),
+    }
+
+
+def _match_order(match: dict[str, Any]) -> tuple:
+    """Orders an item's matches: likely leaks first, then by best score, pool before eval."""
+    scores = [v for k, v in match["scores"].items() if k in ("jaccard", "containment", "cosine")]
+    return (
+        LABELS.index(match["triage"]["label"]),
+        -max(scores, default=0.0),
+        match["kind"] != "pool",
+        match["index"],
+    )
+
+
+def thresholds(findings: Findings) -> dict[str, Any]:
+    """Gives the thresholds each channel flags at, as an item shows them beside its scores."""
+    s = findings.settings
+    return {
+        "ngram_n": s.n,
+        "jaccard": s.jaccard,
+        "containment": s.containment,
+        "cosine": None
+        if findings.cosine_threshold is None
+        else round(findings.cosine_threshold, 4),
+    }
+
+
+def eval_set_identity(provenance: dict[str, Any]) -> dict[str, Any]:
+    """Gives what names an eval set across runs: for a file its name without the directory
+    (the same file read from elsewhere is the same set), for a hub dataset its name,
+    config and split, and the fields read from it; never a revision or content hash, so
+    that a revised set still asks the same questions of the items it kept."""
+    name = provenance.get("name")
+    if provenance.get("kind") == "file" and isinstance(name, str):
+        name = os.path.basename(name)
+    return {
+        "kind": provenance.get("kind"),
+        "name": name,
+        "config": provenance.get("config"),
+        "split": provenance.get("split"),
+        "text_field": provenance.get("text_field"),
+        "id_field": provenance.get("id_field"),
+    }
+
+
+def eval_subject(findings: Findings, index: int) -> dict[str, Any]:
+    """Gives the subject of an eval item's flagged_pairs item: the eval set, the item's id
+    and its canonical text's SHA-256 (a changed text is another question)."""
+    item = findings.eval.items[index]
+    return {
+        "kind": "eval_item",
+        "eval_set": eval_set_identity(findings.eval.provenance),
+        "eval_id": item.id,
+        "text_sha256": sha256_hex(item.canonical.encode("utf-8")),
     }
 
 
@@ -221,6 +296,7 @@ def backlog_items(findings: Findings, run_id: str) -> list[BacklogItem]:
                 items[pair.eval_index].text,
                 channels,
                 scores,
+                bool(COPIED & set(channels)),
             )
         )
     groups, member = _cluster_of(findings)
@@ -245,6 +321,7 @@ def backlog_items(findings: Findings, run_id: str) -> list[BacklogItem]:
                 items[this].text,
                 ["internal"],
                 scores,
+                bool(COPIED & set(via)),
             )
             entry["via"] = via
             matches.setdefault(this, []).append(entry)
@@ -261,10 +338,11 @@ def backlog_items(findings: Findings, run_id: str) -> list[BacklogItem]:
                     "model": findings.probe.model,
                 }
     provenance = {"eval": findings.eval.provenance, "pool": findings.pool_provenance}
+    limits = thresholds(findings)
     out = []
     for index in sorted(set(matches) | set(probed)):
         item = items[index]
-        found = sorted(matches.get(index, []), key=lambda m: (m["kind"] != "pool", m["index"]))
+        found = sorted(matches.get(index, []), key=_match_order)
         channels = sorted(
             {c for m in found for c in m["channels"]}
             | ({"behavioral_probe"} if index in probed else set())
@@ -278,10 +356,18 @@ def backlog_items(findings: Findings, run_id: str) -> list[BacklogItem]:
         tags = list(channels)
         if any(m["numbers_only_differ"] for m in found):
             tags.append("numbers_only")
+        label = item_label([m["triage"]["label"] for m in found])
+        if label is not None:
+            # a tag: the default order reads it (likely leaks first), and a filter on it
+            # finds every sibling for a look (and a bulk decision) together
+            tags.append(label)
         payload: dict[str, Any] = {
+            "subject": eval_subject(findings, index),
             "eval": {"id": item.id, "index": item.index, "text": item.text},
             "matches": found,
             "channels": channels,
+            "triage": label,
+            "thresholds": limits,
             "provenance": provenance,
             "summary": {
                 "title": f"{item.id}: {' '.join(item.text.split())[:70]}",
@@ -316,10 +402,53 @@ def _machine() -> dict[str, Any]:
     }
 
 
+def headline(flagged: int, n: int) -> dict[str, Any]:
+    """Gives the report's two rates, labelled: what the scan flagged, pending review, and
+    the leakage rate, which only review can confirm (``contamination clean`` reports it)."""
+    return {
+        "flagged": {
+            "label": FLAGGED_LABEL,
+            "items": flagged,
+            "rate": round(flagged / n, 4) if n else 0.0,
+        },
+        "leakage": {
+            "label": LEAKAGE_LABEL,
+            "rate": None,
+            "confirmed_items": None,
+            "pending_review": flagged,
+            "how": "decide the flagged_pairs queue, then run `sealdesk contamination clean`: "
+            "accepted items are the confirmed leaks",
+        },
+    }
+
+
+def _triage_counts(rows: list[dict[str, Any]], items: list[BacklogItem]) -> dict[str, Any]:
+    pairs = dict.fromkeys(LABELS, 0)
+    for row in rows:
+        if "triage" in row:
+            pairs[row["triage"]["label"]] += 1
+    flagged_items = dict.fromkeys(LABELS, 0)
+    for item in items:
+        label = item.payload.get("triage")
+        if label in flagged_items:
+            flagged_items[label] += 1
+    return {"pairs": pairs, "items": flagged_items}
+
+
 def build_report(
-    findings: Findings, rows: list[dict[str, Any]], run_id: str, date: str, timing: dict[str, float]
+    findings: Findings,
+    rows: list[dict[str, Any]],
+    run_id: str,
+    date: str,
+    timing: dict[str, float],
+    items: list[BacklogItem],
 ) -> dict[str, Any]:
-    """Gives contamination_report.json: the seed's fields and sealdesk's additions."""
+    """Gives contamination_report.json: the seed's fields and sealdesk's additions.
+
+    The seed's ``leakage_rate`` is null here: a flagged item is not a leak until a
+    reviewer confirms it, so the scan reports the flagged rate, labelled as pending
+    review, and ``contamination clean`` the confirmed leakage rate.
+    """
     n = len(findings.eval.items)
     by_channel: dict[str, set[int]] = {
         c: set() for c in (*POOL_CHANNELS, "internal", "behavioral_probe")
@@ -342,7 +471,7 @@ def build_report(
         for c, items in by_channel.items()
     }
     groups, _ = _cluster_of(findings)
-    items = findings.eval.items
+    evals = findings.eval.items
     s = findings.settings
     return {
         "test": findings.eval.provenance,
@@ -367,12 +496,14 @@ def build_report(
         },
         "internal": {
             "pairs": [
-                {"a_idx": p.a, "b_idx": p.b, "a_id": items[p.a].id, "b_id": items[p.b].id}
+                {"a_idx": p.a, "b_idx": p.b, "a_id": evals[p.a].id, "b_id": evals[p.b].id}
                 for p in sorted(findings.internal, key=lambda p: (p.a, p.b))
             ],
-            "clusters": [[{"index": i, "id": items[i].id} for i in g] for g in groups],
+            "clusters": [[{"index": i, "id": evals[i].id} for i in g] for g in groups],
         },
-        "leakage_rate": round(len(flagged) / n, 4) if n else 0.0,
+        **headline(len(flagged), n),
+        "leakage_rate": None,
+        "triage": {**rule_report(settings=s), **_triage_counts(rows, items)},
         "thresholds": {
             "ngram_n": s.n,
             "jaccard_flag": s.jaccard,
@@ -384,6 +515,7 @@ def build_report(
             else round(findings.cosine_threshold, 4),
             "top_k": findings.top_k,
         },
+        "fields": findings.fields,
         "embedding": findings.embedding,
         "probe": None if findings.probe is None else findings.probe.to_json(),
         "ngram_search": findings.search,

@@ -93,8 +93,15 @@ def test_accepted_items_are_dropped_rejected_kept_with_new_hash_and_power(scanne
     assert report["content_sha256_after"] == seed_hash(q["question"] for q in kept)
     assert [d["id"] for d in report["dropped"]] == ["q-clips", "q-babysitting", "q-oneoff-0-copy"]
     assert len(report["kept_after_review"]) == 7 and report["kept_undecided"] == []
-    # 10 of 22 flagged before; after the drop every flagged item left was cleared by review.
-    assert (report["leakage"]["before"], report["leakage"]["after"]) == (round(10 / 22, 6), 0.0)
+    # 10 of 22 flagged, 3 of them confirmed: the leakage rate is 3 / 22, none pending.
+    leakage = report["leakage"]
+    assert (leakage["rate"], leakage["confirmed_items"], leakage["pending_review"]) == (
+        round(3 / 22, 6),
+        3,
+        0,
+    )
+    assert (leakage["flagged"]["items"], leakage["flagged"]["rate"]) == (10, round(10 / 22, 6))
+    assert leakage["rejected_items"] == 7
     # n = 22: 2.801585 * sqrt(0.5 / 22) = 0.422355; n = 19: 2.801585 * sqrt(0.5 / 19) = 0.454477
     assert report["power"]["mde_before"] == pytest.approx(0.422355, abs=1e-6)
     assert report["power"]["mde_after"] == pytest.approx(0.454477, abs=1e-6)
@@ -111,7 +118,11 @@ def test_allow_undecided_keeps_and_lists_them(scanned, enrol):
     report = clean(workspace, allow_undecided=True).report
     assert report["n_after"] == 21
     assert len(report["kept_undecided"]) == 9
-    assert report["leakage"]["after"] == round(9 / 21, 6)
+    # one confirmed leak in 22; nine flagged items nobody decided are pending, not leaks
+    assert (report["leakage"]["rate"], report["leakage"]["pending_review"]) == (
+        round(1 / 22, 6),
+        9,
+    )
 
 
 def test_a_retracted_accept_no_longer_drops_the_item(scanned, enrol):

@@ -258,3 +258,62 @@ def test_a_scan_whose_run_cannot_be_recorded_leaves_no_artifacts(sealdesk, ws, g
     proc = scan(sealdesk, ws, *good)
     assert proc.returncode == 2 and "disk says no" in proc.stderr, proc.stderr
     assert list((ws / "artifacts").iterdir()) == []
+
+
+def _scan_named_nothing(sealdesk, ws, ev, pool):
+    return sealdesk(
+        "scan", "contamination", "--eval", ev, "--pool", pool, "--no-embed", workspace=ws
+    )
+
+
+def test_unnamed_text_and_id_fields_are_detected_and_reported(sealdesk, ws, tmp_path):
+    ev = write_jsonl(
+        tmp_path / "e.jsonl",
+        [{"qid": "a1", "question": QUESTION, "answer": 72}, {"qid": "a2", "question": "Why?"}],
+    )
+    pool = write_jsonl(tmp_path / "p.jsonl", [{"text": "Intro. " + QUESTION, "src": "web"}])
+    proc = _scan_named_nothing(sealdesk, ws, ev, pool)
+    assert proc.returncode == 0, proc.stderr
+    assert "eval: text 'question' (detected: the row's only string field besides ids)" in (
+        proc.stdout
+    )
+    assert "id 'qid' (detected" in proc.stdout
+    assert "pool: text 'text' (detected: the one conventional text name among src, text)" in (
+        proc.stdout
+    )
+    with Workspace.open(ws) as opened:
+        (payload,) = [json.loads(p) for (p,) in opened.conn.execute("SELECT payload FROM items")]
+    assert payload["eval"]["id"] == "a1"
+
+
+def test_two_text_candidates_are_refused_naming_both(sealdesk, ws, tmp_path, good):
+    ev = write_jsonl(tmp_path / "e.jsonl", [{"question": QUESTION, "prompt": "Solve it."}])
+    assert_refused(
+        _scan_named_nothing(sealdesk, ws, ev, good[1]),
+        ws,
+        f"{ev}:1: field 'text-field': which field holds the text? several fields could hold "
+        "the text (prompt, question)",
+    )
+
+
+def test_a_named_field_missing_from_the_first_row_lists_its_string_fields(
+    sealdesk, ws, tmp_path, good
+):
+    ev = write_jsonl(tmp_path / "e.jsonl", [{"qid": "a1", "question": QUESTION}])
+    proc = sealdesk(
+        "scan",
+        "contamination",
+        "--eval",
+        ev,
+        "--text-field",
+        "body",
+        "--pool",
+        good[1],
+        "--no-embed",
+        workspace=ws,
+    )
+    assert_refused(
+        proc,
+        ws,
+        f"{ev}:1: field 'body': not in the first row, whose string fields are qid, question",
+    )

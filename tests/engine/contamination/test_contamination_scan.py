@@ -94,7 +94,7 @@ def scanned(tmp_path_factory) -> Path:
         env=env,
     )
     assert proc.returncode == 0, proc.stderr
-    assert "flagged items" in proc.stdout
+    assert "flagged (pending review): 10 of 22 eval items" in proc.stdout
     return ws
 
 
@@ -139,7 +139,7 @@ def test_report_has_the_seeds_fields_and_says_which_channel_caught_what(scanned)
     }
     # 2 verbatim + 4 containment-only items, 4 items in 2 internal clusters
     assert report["counts"]["total_flagged_items"] == 10
-    assert report["leakage_rate"] == round(10 / 22, 4)
+    assert report["flagged"]["rate"] == round(10 / 22, 4)
     assert [len(c) for c in report["internal"]["clusters"]] == [2, 2]
 
 
@@ -237,7 +237,7 @@ def test_a_backlog_item_holds_eval_text_matches_spans_and_both_provenances(scann
     assert sum(s["words"] for s in match["spans"]) == len(eval_text.split()) - 1
     assert payload["provenance"]["eval"]["content_sha256"]
     assert payload["provenance"]["pool"]["content_sha256"]
-    assert payload["summary"]["tags"] == ["containment"]
+    assert payload["summary"]["tags"] == ["containment", "likely_leak"]
 
 
 def test_an_internal_duplicate_item_lists_its_sibling_and_cluster(scanned):

@@ -1,0 +1,172 @@
+"""Evidence first: what decides a flagged pair is on its first screen, and keys reach
+each match, the history, the top and the end of the detail.
+
+Items shaped as `scan contamination` writes them (tests/support/review_payloads.py,
+``evidence_items``), in a read-only session: moving about needs no key of anyone's.
+Update the snapshots after a deliberate change with --snapshot-update.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.workspace import Workspace
+from reviewer.app import ReviewApp
+from reviewer.session import read_only_session
+from tests.support.review_app import detail_on_screen, settle
+from tests.support.review_payloads import evidence_items
+
+# In the queue's default order: the ten-match item (a containment copy scores 1.0)
+# comes before the one the embeddings alone caught (cosine 0.852).
+TEN, EMBEDDED = "fp-ten", "fp-embedded"
+
+# The key-press tests run on asyncio through anyio's pytest plugin.
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def evidence(tmp_path):
+    # No genesis: nothing on screen then depends on a fresh key or the time of signing.
+    ws = Workspace.init(tmp_path / "ws")
+    ws.ingest(evidence_items())
+    yield ws
+    ws.close()
+
+
+def _app(ws) -> ReviewApp:
+    return ReviewApp(ws, read_only_session("evidence"))
+
+
+async def _on(pilot, item_id: str) -> None:
+    """Moves the cursor to the item by key presses, as a person does."""
+    app = pilot.app
+    await settle(pilot, lambda: app.review.queue_list.current is not None)
+    if item_id == EMBEDDED:
+        await pilot.press("j")
+    await settle(pilot, lambda: app.review.queue_list.current.item_id == item_id)
+
+
+def _seen(app) -> str:
+    return "\n".join(detail_on_screen(app.review))
+
+
+def _first_line(app) -> str:
+    return next(line for line in detail_on_screen(app.review) if line.strip())
+
+
+async def test_the_first_screen_at_80x24_shows_what_decides_an_embedding_only_match(evidence):
+    app = _app(evidence)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _on(pilot, EMBEDDED)
+        seen = _seen(app)
+    for fact in (
+        "triage        likely leak",
+        "channels      embed",
+        # every score against the threshold it is flagged at: only the cosine flags it
+        "exact Jaccard 0.000 < 0.800",
+        "containment   0.000 < 0.500",
+        "cosine        0.852 ≥ 0.797 flags",
+        "numbers       eval 50, 4, 2",
+        "pool 50, 4, four days, 2",
+        "kept          3 of 3 eval numbers",
+        "differ in     words, not only numbers",
+        "There were 50 computers in the server",
+    ):
+        assert fact in seen, f"{fact!r} is not on the first screen:\n{seen}"
+
+
+async def test_from_100_columns_the_two_texts_stand_side_by_side(evidence):
+    app = _app(evidence)
+    async with app.run_test(size=(100, 32)) as pilot:
+        await _on(pilot, EMBEDDED)
+        lines = detail_on_screen(app.review)
+    both = [line for line in lines if "eval q-computers" in line and "pool doc-016" in line]
+    assert both, "\n".join(lines)
+    assert any("There were 50" in line and "The server room" in line for line in lines)
+
+
+async def test_keys_step_through_the_matches_of_an_item(evidence):
+    app = _app(evidence)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _on(pilot, TEN)
+        assert "match 1 of 10: pool doc-016 (#16)" in _seen(app)
+        await pilot.press("full_stop")
+        await settle(pilot, lambda: _first_line(app).startswith("match 2 of 10: pool forum-001"))
+        assert app.review.message == "fp-ten: match 2 of 10"
+        await pilot.press("full_stop", "full_stop")
+        await settle(pilot, lambda: _first_line(app).startswith("match 4 of 10: pool forum-003"))
+        assert "containment   1.000 ≥ 0.500 flags" in _seen(app)
+        await pilot.press("comma")
+        await settle(pilot, lambda: _first_line(app).startswith("match 3 of 10: pool forum-002"))
+        # back from the second match is the top: the item's header and first facts
+        await pilot.press("comma", "comma")
+        await settle(pilot, lambda: app.review.query_one("#detail-pane").scroll_y == 0)
+        assert _first_line(app).startswith("q-computers: There were 50")
+        await pilot.press("comma")
+        await settle(
+            pilot, lambda: app.review.message == "fp-ten: no match before this one (10 in all)"
+        )
+
+
+async def test_the_last_match_and_the_history_are_one_key_away(evidence):
+    app = _app(evidence)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _on(pilot, TEN)
+        pane = app.review.query_one("#detail-pane")
+        await pilot.press("h")
+        # the history closes the detail: it comes into view at the bottom of the pane
+        await settle(pilot, lambda: "history" in detail_on_screen(app.review))
+        assert "no records yet" in _seen(app)
+        assert app.review.message == "fp-ten: history"
+        await pilot.press("less_than_sign")
+        await settle(pilot, lambda: pane.scroll_y == 0)
+        for _ in range(9):
+            await pilot.press("full_stop")
+        await settle(pilot, lambda: _first_line(app).startswith("match 10 of 10: pool doc-044"))
+        assert "triage        template sibling" in _seen(app)
+        assert "kept          0 of 3 eval numbers" in _seen(app)
+        await pilot.press("full_stop")
+        await settle(
+            pilot, lambda: app.review.message == "fp-ten: no match after this one (10 in all)"
+        )
+        assert _first_line(app).startswith("match 10 of 10")
+        await pilot.press("greater_than_sign")
+        await settle(pilot, lambda: pane.scroll_y == pane.max_scroll_y > 0)
+        assert "no records yet" in _seen(app)
+
+
+async def test_a_new_item_opens_at_its_top(evidence):
+    app = _app(evidence)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _on(pilot, TEN)
+        await pilot.press("h")
+        await settle(pilot, lambda: "history" in detail_on_screen(app.review))
+        await pilot.press("j")
+        await settle(pilot, lambda: app.review.queue_list.current.item_id == EMBEDDED)
+        await settle(pilot, lambda: app.review.query_one("#detail-pane").scroll_y == 0)
+        assert "cosine        0.852 ≥ 0.797 flags" in _seen(app)
+
+
+def _press(*keys: str):
+    async def run_before(pilot) -> None:
+        await settle(pilot, lambda: pilot.app.review.queue_list.current is not None)
+        await pilot.press(*keys)
+        await pilot.pause()
+
+    return run_before
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)], ids=["80x24", "160x48"])
+def test_snapshot_first_screen_of_a_ten_match_item(snap_compare, evidence, size):
+    assert snap_compare(_app(evidence), terminal_size=size, run_before=_press())
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)], ids=["80x24", "160x48"])
+def test_snapshot_embedding_only_match(snap_compare, evidence, size):
+    assert snap_compare(_app(evidence), terminal_size=size, run_before=_press("j"))
+
+
+def test_snapshot_after_next_match_at_80x24(snap_compare, evidence):
+    assert snap_compare(
+        _app(evidence), terminal_size=(80, 24), run_before=_press("full_stop", "full_stop")
+    )
