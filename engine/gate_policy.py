@@ -150,6 +150,7 @@ NAMED: dict[str, ParamKind] = {
     "--receipts": ParamKind(INPUT),  # verify: a directory of receipts
     "--witness": ParamKind(INPUT),  # verify: a witness directory
     "--model": ParamKind(INPUT),  # a model directory
+    "--prefilter-model": ParamKind(INPUT),  # a static model directory
     "--eval": ParamKind(DATASET),
     "--pool": ParamKind(DATASET),
     # written
