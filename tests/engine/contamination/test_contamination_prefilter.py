@@ -265,3 +265,35 @@ def test_a_search_option_the_scan_would_ignore_is_refused_in_one_line(
     assert field in line and reason in line, line
     assert not (ws / "artifacts").exists() or list((ws / "artifacts").iterdir()) == []
     assert not (ws / "cache" / "prefilter").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.xdist_group("ray")
+def test_two_stage_on_ray_flags_what_it_flags_on_local_shards(distilled, tmp_path):
+    pytest.importorskip("ray")
+    from engine.contamination.inputs.shards import sharded_pool
+
+    split_into(tmp_path / "shards", read_rows(SAMPLE / "pool.jsonl"), ["p-0.jsonl", "p-1.jsonl"])
+
+    def on(backend: str) -> ScanConfig:
+        return ScanConfig(
+            eval=resolve_source(
+                "eval", str(SAMPLE / "eval.jsonl"), text_field="question", id_field="id"
+            ),
+            pool=sharded_pool(str(tmp_path / "shards" / "p-*"), text_field="text", id_field="id"),
+            ngram=NgramSettings(),
+            embed_two_stage=True,
+            backend=backend,
+            jobs=1,
+            ray_num_cpus=2,
+        )
+
+    local = scan_in(with_prefilter_of(distilled["root"], tmp_path / "local"), on("local"))
+    remote = scan_in(with_prefilter_of(distilled["root"], tmp_path / "ray"), on("ray"))
+    assert remote.report["pool_scan"]["backend"] == "ray"
+    for outcome in (local, remote):
+        search = outcome.report["embedding"]["search"]
+        assert search["method"] == "two-stage"
+        assert search["prefilter"]["distilled_by_this_scan"] is False
+    assert any("embed" in row["channels"] for row in remote.rows)
+    assert remote.rows == local.rows
