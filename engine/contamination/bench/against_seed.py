@@ -210,6 +210,14 @@ def _exact_jaccard(eval_path: Path, pool_path: Path, pairs: list[list[int]]) -> 
     help="With --embed: pool documents both searches run on (the exhaustive one embeds "
     "every one of them with the full model).",
 )
+@click.option(
+    "--prefilter-k",
+    type=click.IntRange(min=1),
+    default=20,
+    show_default=True,
+    help="With --embed: candidates per eval item the two-stage search keeps (as the "
+    "scan's --prefilter-k).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.pass_context
 def bench_contamination(
@@ -225,6 +233,7 @@ def bench_contamination(
     workers: str,
     embed: bool,
     exhaustive_size: int,
+    prefilter_k: int,
     as_json: bool,
 ) -> None:
     """sealdesk's n-gram channels against the reference datasketch MinHash-LSH pass.
@@ -269,7 +278,7 @@ def bench_contamination(
 
         source = click_ctx.get_parameter_source("pool_size")
         size = 1_000_000 if source == click.core.ParameterSource.DEFAULT else pool_size
-        bench_paraphrase(size, eval_size, exhaustive_size, data_dir, jobs, as_json)
+        bench_paraphrase(size, eval_size, exhaustive_size, data_dir, jobs, as_json, prefilter_k)
         return
     if backend is not None:
         from engine.contamination.bench.scaling import bench_scaling

@@ -64,7 +64,13 @@ def _tree_rss_kb(root: int) -> int:
 
 
 def run_side(
-    side: str, eval_path: str, pool_path: str, workspace: str, cache: str, jobs: int | None
+    side: str,
+    eval_path: str,
+    pool_path: str,
+    workspace: str,
+    cache: str,
+    jobs: int | None,
+    prefilter_k: int = 20,
 ) -> dict[str, Any]:
     """Gives one scan's flagged pairs, time and search report (run in this process)."""
     from engine.contamination.channels.ngram import NgramSettings
@@ -82,6 +88,7 @@ def run_side(
         embed_two_stage=side == "two-stage",  # a subset is smaller than the size rule's bound
         embed_cache=Path(cache),
         jobs=jobs,
+        prefilter_k=prefilter_k,
     )
     with Workspace.open(workspace) as ws:
         outcome = run_scan(ws, config)
@@ -177,6 +184,7 @@ def bench_paraphrase(
     data_dir: str | None,
     jobs: int | None,
     as_json: bool,
+    prefilter_k: int = 20,
 ) -> None:
     """Runs the paraphrase benchmark and prints (or gives as JSON) its result."""
     from engine.contamination.bench.paraphrase_data import make_paraphrase_data
@@ -200,12 +208,14 @@ def bench_paraphrase(
         Workspace.init(workspace).close()
     common = ["--eval", str(data.eval_path), "--workspace", str(workspace)]
     common += ["--jobs", str(jobs)] if jobs else []
+    side_options = ["--prefilter-k", str(prefilter_k)]
 
     def scan(side: str, pool: Path, label: str) -> dict[str, Any]:
         click.echo(f"  {label} ...", err=True)
         with tempfile.TemporaryDirectory(prefix="sealdesk-bench-cache-") as cache:
             return _side(
-                ["--side", side, "--pool", str(pool), "--cache", f"{cache}/e.sqlite", *common]
+                ["--side", side, "--pool", str(pool), "--cache", f"{cache}/e.sqlite"]
+                + [*common, *side_options]
             )
 
     click.echo("  prefilter: distilling (or taking it from the workspace cache) ...", err=True)
@@ -292,11 +302,14 @@ def _main(argv: list[str]) -> None:
     parser.add_argument("--workspace", required=True)
     parser.add_argument("--cache", default=None)
     parser.add_argument("--jobs", type=int, default=None)
+    parser.add_argument("--prefilter-k", type=int, default=20)
     args = parser.parse_args(argv)
     if args.side == "distill":
         result = distill(args.workspace)
     else:
-        result = run_side(args.side, args.eval, args.pool, args.workspace, args.cache, args.jobs)
+        result = run_side(
+            args.side, args.eval, args.pool, args.workspace, args.cache, args.jobs, args.prefilter_k
+        )
     sys.stdout.write(json.dumps(result) + "\n")
 
 
