@@ -194,7 +194,7 @@ from engine.outputs import InputFile, OutputFile
     type=click.IntRange(min=1),
     default=None,
     help="Pool documents per eval item the static prefilter keeps for the full model to "
-    "score [default: 20, or --top-k if larger].",
+    "score [default: 50, or --top-k if larger].",
 )
 @click.option(
     "--prefilter-model",
@@ -393,7 +393,7 @@ def scan_contamination(
         embed_exhaustive=embed_exhaustive,
         embed_two_stage=embed_two_stage,
         # the full model keeps its top k among the candidates: never fewer than k of them
-        prefilter_k=prefilter_k if prefilter_k is not None else max(20, top_k),
+        prefilter_k=prefilter_k if prefilter_k is not None else max(50, top_k),
         prefilter_model=Path(prefilter_model) if prefilter_model else None,
     )
     with ctx.open() as ws, reporter() as rep:

@@ -108,7 +108,7 @@ class ScanConfig:
     embed_cache: Path | None = None  # default: workspace/cache/embeddings.sqlite
     embed_exhaustive: bool = False  # score every pool document with the full model
     embed_two_stage: bool = False  # prefilter whatever the pool's size (default: by size)
-    prefilter_k: int = 20  # candidates per eval item the static prefilter keeps
+    prefilter_k: int = 50  # candidates per eval item the static prefilter keeps
     prefilter_model: Path | None = None  # default: distilled from the model, cached
     # how each dataset's text and id fields were chosen (inputs.fields), for the report
     fields: dict[str, Any] = field(default_factory=dict)

@@ -213,7 +213,7 @@ def _exact_jaccard(eval_path: Path, pool_path: Path, pairs: list[list[int]]) -> 
 @click.option(
     "--prefilter-k",
     type=click.IntRange(min=1),
-    default=20,
+    default=50,
     show_default=True,
     help="With --embed: candidates per eval item the two-stage search keeps (as the "
     "scan's --prefilter-k).",

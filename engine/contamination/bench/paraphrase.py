@@ -70,7 +70,7 @@ def run_side(
     workspace: str,
     cache: str,
     jobs: int | None,
-    prefilter_k: int = 20,
+    prefilter_k: int = 50,
 ) -> dict[str, Any]:
     """Gives one scan's flagged pairs, time and search report (run in this process)."""
     from engine.contamination.channels.ngram import NgramSettings
@@ -184,7 +184,7 @@ def bench_paraphrase(
     data_dir: str | None,
     jobs: int | None,
     as_json: bool,
-    prefilter_k: int = 20,
+    prefilter_k: int = 50,
 ) -> None:
     """Runs the paraphrase benchmark and prints (or gives as JSON) its result."""
     from engine.contamination.bench.paraphrase_data import make_paraphrase_data
@@ -302,7 +302,7 @@ def _main(argv: list[str]) -> None:
     parser.add_argument("--workspace", required=True)
     parser.add_argument("--cache", default=None)
     parser.add_argument("--jobs", type=int, default=None)
-    parser.add_argument("--prefilter-k", type=int, default=20)
+    parser.add_argument("--prefilter-k", type=int, default=50)
     args = parser.parse_args(argv)
     if args.side == "distill":
         result = distill(args.workspace)
