@@ -77,6 +77,22 @@ class LocalBackend:
         self._queue = context.Queue()
         self._open_pool(context)
 
+    def _fresh_queue(self) -> None:
+        """Gives the next pool a progress queue of its own.
+
+        A worker killed in the middle of a report may die holding the queue's
+        write lock; every worker started on that queue would then block on its
+        next report, and the pool's shutdown would wait for them forever. The
+        counts left in the old queue are dropped: the shards they came from are
+        scanned again and report again.
+        """
+        from engine.contamination.pool.stream import worker_context
+
+        if self._queue is not None:
+            self._queue.cancel_join_thread()
+            self._queue.close()
+        self._queue = worker_context().Queue()
+
     def _open_pool(self, context: Any = None) -> None:
         """Starts the worker processes and waits until each holds the job.
 
@@ -111,6 +127,7 @@ class LocalBackend:
         if self.workers == 1:
             return self._scan_here(shard, rescan)
         if self._executor is None:  # a worker died and took the pool with it
+            self._fresh_queue()
             self._open_pool()
         assert self._executor is not None
         try:
