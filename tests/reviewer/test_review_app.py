@@ -414,8 +414,7 @@ async def test_a_job_started_from_the_app_shows_progress_and_its_items_appear(de
     async with app.run_test(size=SIZE) as pilot:
         assert app.review.progress["flagged_pairs"].total == 34
         await pilot.press("b")
-        app.screen.query_one("#job-command").value = f"ingest {src}"  # as if typed
-        await pilot.press("enter")
+        await pilot.press(*f"ingest {src}", "enter")  # typed into the focused command field
         body = app.screen.query_one("#jobs-body")
         await settle(pilot, lambda: "SUCCEEDED" in text_of(body))
         text = text_of(body)
@@ -440,8 +439,7 @@ async def test_a_failed_job_shows_its_error(desk, tmp_path):
     app = app_for(desk)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("b")
-        app.screen.query_one("#job-command").value = f"ingest {bad}"
-        await pilot.press("enter")
+        await pilot.press(*f"ingest {bad}", "enter")
         body = app.screen.query_one("#jobs-body")
         await settle(pilot, lambda: "FAILED" in text_of(body))
         assert f"sealdesk: error: {bad}:1: field 'item_id': missing" in text_of(body)
@@ -451,8 +449,7 @@ async def test_the_jobs_panel_refuses_what_is_not_engine_work(desk):
     app = app_for(desk)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("b")
-        app.screen.query_one("#job-command").value = "decide --queue flagged_pairs"
-        await pilot.press("enter")
+        await pilot.press(*"decide --queue flagged_pairs", "enter")
         assert "not background engine work" in text_of(app.screen.query_one("#jobs-error"))
     assert not (desk.ws.root / "jobs").exists()
 
