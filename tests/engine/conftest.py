@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import FOUNDER
-from tests.support.backlog import make_items, write_items_file
+from tests.support.backlog import make_items
+from tests.support.cli_workspace import found_through_cli
 
 
 @pytest.fixture
@@ -20,22 +21,7 @@ def cli_ws(tmp_path, sealdesk_main, keygen, founder_key):
     """
     ws = tmp_path / "ws"
     keys = {name: keygen(name) for name in ("rita", "adam")}
-    sealdesk_main("init", "--lead", FOUNDER, "--key", founder_key, workspace=ws, check=True)
-    sealdesk_main(
-        "keys",
-        "add",
-        "--principal",
-        "rita",
-        "--role",
-        "reviewer",
-        "--key",
-        f"{keys['rita']}.pub",
-        "--lead-key",
-        founder_key,
-        workspace=ws,
-        check=True,
+    found_through_cli(
+        sealdesk_main, ws, FOUNDER, founder_key, [("rita", "reviewer", keys["rita"])], make_items(3)
     )
-    items = tmp_path / "items.jsonl"
-    write_items_file(items, make_items(3))
-    sealdesk_main("ingest", items, workspace=ws, check=True)
     return ws, {**keys, "founder": founder_key}

@@ -20,7 +20,8 @@ from engine.ledger import sshsig, store
 from engine.ledger.records import INDEXED_FIELDS, encode_body, make_body, utc_now
 from engine.ledger.signers import FileSigner
 from engine.roles import namespace_for
-from tests.support.backlog import make_items, write_items_file
+from tests.support.backlog import make_items
+from tests.support.cli_workspace import found_through_cli
 
 
 @pytest.fixture
@@ -28,24 +29,14 @@ def desk(tmp_path, sealdesk, keygen):
     """A workspace lena founded through the CLI, rita enrolled as reviewer, three items."""
     ws = tmp_path / "ws"
     keys = {name: keygen(name) for name in ("lena", "rita", "mallory")}
-    sealdesk("init", "--lead", "lena", "--key", keys["lena"], workspace=ws, check=True)
-    sealdesk(
-        "keys",
-        "add",
-        "--principal",
-        "rita",
-        "--role",
-        "reviewer",
-        "--key",
-        f"{keys['rita']}.pub",
-        "--lead-key",
+    found_through_cli(
+        sealdesk,
+        ws,
+        "lena",
         keys["lena"],
-        workspace=ws,
-        check=True,
+        [("rita", "reviewer", keys["rita"])],
+        make_items(3) + make_items(1, queue="weak_categories"),
     )
-    items = tmp_path / "items.jsonl"
-    write_items_file(items, make_items(3) + make_items(1, queue="weak_categories"))
-    sealdesk("ingest", items, workspace=ws, check=True)
     return ws, keys
 
 

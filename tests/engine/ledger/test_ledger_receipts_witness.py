@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.backlog import make_items, write_items_file
+from tests.support.backlog import make_items
+from tests.support.cli_workspace import found_through_cli
 
 
 @pytest.fixture
@@ -22,24 +23,9 @@ def desk(tmp_path, sealdesk, keygen):
     """lena's workspace with rita enrolled; receipts go to each person's own directory."""
     ws = tmp_path / "ws"
     keys = {name: keygen(name) for name in ("lena", "rita")}
-    sealdesk("init", "--lead", "lena", "--key", keys["lena"], workspace=ws, check=True)
-    sealdesk(
-        "keys",
-        "add",
-        "--principal",
-        "rita",
-        "--role",
-        "reviewer",
-        "--key",
-        f"{keys['rita']}.pub",
-        "--lead-key",
-        keys["lena"],
-        workspace=ws,
-        check=True,
+    found_through_cli(
+        sealdesk, ws, "lena", keys["lena"], [("rita", "reviewer", keys["rita"])], make_items(4)
     )
-    items = tmp_path / "items.jsonl"
-    write_items_file(items, make_items(4))
-    sealdesk("ingest", items, workspace=ws, check=True)
     return ws, keys
 
 
