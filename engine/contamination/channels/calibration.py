@@ -81,27 +81,44 @@ class Calibration:
         }
 
 
-def read_calibration(path: Path | Traversable) -> tuple[list[CalibrationPair], str]:
-    """Gives the labelled pairs and the file's SHA-256, or names the bad line and field."""
+def labelled_rows(
+    path: Path | Traversable,
+    texts: tuple[str, ...],
+    choices: tuple[tuple[str, tuple[str, ...]], ...],
+) -> tuple[list[tuple[int, dict[str, Any]]], str]:
+    """Gives a labelled JSONL file's rows with their line numbers, and its SHA-256.
+
+    Every row must be an object, every field of texts a non-empty string and every
+    (field, allowed) of choices one of the allowed values; else the InputError names
+    the line and field.
+    """
     try:
         data = path.read_bytes()
     except OSError as exc:
         raise InputError(f"cannot read: {exc.strerror}", path=str(path)) from exc
-    pairs = []
+    rows = []
     for number, raw in enumerate(data.split(b"\n"), start=1):
         if not raw.strip():
             continue
         row = load_json(raw, path=str(path), line=number)
         if not isinstance(row, dict):
             raise InputError("a row must be a JSON object", path=str(path), line=number)
-        for name in ("a", "b"):
+        for name in texts:
             if not isinstance(row.get(name), str) or not row[name].strip():
                 raise InputError("missing or empty text", path=str(path), line=number, field=name)
-        if row.get("label") not in LABELS:
-            raise InputError(
-                f"must be one of {', '.join(LABELS)}", path=str(path), line=number, field="label"
-            )
-        pairs.append(CalibrationPair(number, row["a"], row["b"], row["label"]))
+        for name, allowed in choices:
+            if row.get(name) not in allowed:
+                raise InputError(
+                    f"must be one of {', '.join(allowed)}", path=str(path), line=number, field=name
+                )
+        rows.append((number, row))
+    return rows, sha256_hex(data)
+
+
+def read_calibration(path: Path | Traversable) -> tuple[list[CalibrationPair], str]:
+    """Gives the labelled pairs and the file's SHA-256, or names the bad line and field."""
+    rows, digest = labelled_rows(path, ("a", "b"), (("label", LABELS),))
+    pairs = [CalibrationPair(number, row["a"], row["b"], row["label"]) for number, row in rows]
     labels = {p.label for p in pairs}
     if not {"paraphrase", "unrelated"} <= labels:
         raise InputError(
@@ -109,7 +126,7 @@ def read_calibration(path: Path | Traversable) -> tuple[list[CalibrationPair], s
             path=str(path),
             field="label",
         )
-    return pairs, sha256_hex(data)
+    return pairs, digest
 
 
 def choose_threshold(

@@ -32,7 +32,7 @@ from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
-from engine.canonical import load_json, sha256_hex
+from engine.contamination.channels.calibration import labelled_rows
 from engine.contamination.channels.ngram import NgramSettings
 from engine.contamination.channels.numbers import NumberOverlap, number_overlap
 from engine.contamination.channels.shingles import shingle_set
@@ -116,31 +116,16 @@ class LabelledPair:
 
 def read_pairs(path: Path | Traversable) -> tuple[list[LabelledPair], str]:
     """Gives the labelled pairs and the file's SHA-256, or names the bad line and field."""
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror}", path=str(path)) from exc
-    pairs = []
-    for number, raw in enumerate(data.split(b"\n"), start=1):
-        if not raw.strip():
-            continue
-        row = load_json(raw, path=str(path), line=number)
-        if not isinstance(row, dict):
-            raise InputError("a row must be a JSON object", path=str(path), line=number)
-        for name in ("eval", "match", "id"):
-            if not isinstance(row.get(name), str) or not row[name].strip():
-                raise InputError("missing or empty text", path=str(path), line=number, field=name)
-        for name, allowed in (("label", PAIR_LABELS), ("split", SPLITS)):
-            if row.get(name) not in allowed:
-                raise InputError(
-                    f"must be one of {', '.join(allowed)}", path=str(path), line=number, field=name
-                )
-        pairs.append(
-            LabelledPair(number, row["id"], row["split"], row["label"], row["eval"], row["match"])
-        )
+    rows, digest = labelled_rows(
+        path, ("eval", "match", "id"), (("label", PAIR_LABELS), ("split", SPLITS))
+    )
+    pairs = [
+        LabelledPair(number, row["id"], row["split"], row["label"], row["eval"], row["match"])
+        for number, row in rows
+    ]
     if not pairs:
         raise InputError("has no labelled pairs", path=str(path))
-    return pairs, sha256_hex(data)
+    return pairs, digest
 
 
 def copied_text(eval_text: str, match_text: str, settings: NgramSettings) -> bool:
