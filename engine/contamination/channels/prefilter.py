@@ -92,6 +92,12 @@ class PrefilterInfo:
         }
 
 
+NO_MODEL2VEC = (
+    "the two-stage paraphrase channel needs model2vec (pip install 'sealdesk[embed]'); "
+    "or pass --embed-exhaustive, or --no-embed"
+)
+
+
 def _files_identity(root: Path) -> tuple[str, dict[str, str]]:
     """Gives (SHA-256 over every file, {relative path: SHA-256}) of a directory."""
     digest = hashlib.sha256()
@@ -235,10 +241,7 @@ def distill_static(source: ModelInfo, out: Path) -> None:
     try:
         from model2vec.distill import distill
     except ImportError as exc:
-        raise EmbeddingUnavailable(
-            "the two-stage paraphrase channel needs model2vec (pip install "
-            "'sealdesk[embed]'); or pass --embed-exhaustive, or --no-embed"
-        ) from exc
+        raise EmbeddingUnavailable(NO_MODEL2VEC) from exc
     try:
         from transformers.utils import logging as hf_logging
 
@@ -343,10 +346,7 @@ def load_static(path: Path) -> StaticEncoder:
     try:
         from model2vec import StaticModel
     except ImportError as exc:
-        raise EmbeddingUnavailable(
-            "the two-stage paraphrase channel needs model2vec (pip install "
-            "'sealdesk[embed]'); or pass --embed-exhaustive, or --no-embed"
-        ) from exc
+        raise EmbeddingUnavailable(NO_MODEL2VEC) from exc
     try:
         model = StaticModel.from_pretrained(str(path))
     except Exception as exc:
