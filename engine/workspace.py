@@ -337,6 +337,37 @@ def _status_fields(own: dict[str, Any] | None, carry: subjects.Carry | None) -> 
     return {"status": carry.status, **carry.to_json()}
 
 
+def _refuse_foreign(conn: sqlite3.Connection, db_path: Path) -> None:
+    """Raises unless the file under ``conn`` is an SQLite database holding sealdesk's tables.
+
+    Runs before the connection may write (the switch to WAL writes a header into an
+    empty file or another program's), and reads through SQLite itself: the header
+    is never read with a plain descriptor, whose close would drop the locks of this
+    process's other connections to the same file.
+    """
+    try:
+        tables = {
+            name for (name,) in conn.execute("SELECT name FROM sqlite_schema WHERE type='table'")
+        }
+    except sqlite3.DatabaseError as exc:
+        code = getattr(exc, "sqlite_errorcode", 0) or 0
+        if code & 0xFF != sqlite3.SQLITE_NOTADB:
+            raise  # locked, unreadable...: storage_error says which
+        raise WorkspaceError(
+            f"{db_path}: is not an SQLite database, so not a sealdesk database "
+            "(nothing was written to it)"
+        ) from exc
+    if not tables:
+        raise WorkspaceError(
+            f"{db_path}: is empty, so not a sealdesk database (nothing was written to it)"
+        )
+    if "meta" not in tables:
+        raise WorkspaceError(
+            f"{db_path}: an SQLite database of another program (it has no meta table), "
+            "so not a sealdesk database (nothing was written to it)"
+        )
+
+
 class Workspace:
     """An open workspace: its database, artifacts and trust list."""
 
@@ -429,18 +460,11 @@ class Workspace:
             )
         if not os.access(db_path, os.R_OK):
             raise WorkspaceError(f"{db_path} is not readable by this user")
-        # Checked before connecting: connecting switches the file to WAL, which would
-        # write a header into an empty file or another program's file.
-        with open(db_path, "rb") as handle:
-            magic = handle.read(16)
-        if magic != b"SQLite format 3\x00":
-            what = "is empty" if not magic else "is not an SQLite database"
-            raise WorkspaceError(
-                f"{db_path}: {what}, so not a sealdesk database (nothing was written to it)"
-            )
         conn = None
         try:
-            conn = connect(db_path, read_only=read_only)
+            conn = connect(
+                db_path, read_only=read_only, before_writing=lambda c: _refuse_foreign(c, db_path)
+            )
             row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
         except sqlite3.Error as exc:
             if conn is not None:
@@ -489,6 +513,20 @@ class Workspace:
             conn.close()
             raise storage_error(exc, db_path) from exc
         return ws
+
+    def another(self) -> Workspace:
+        """Gives this workspace again on a new SQLite connection of its own, for a worker
+        thread: read-only when this one is, and checked as ``open`` checks the file.
+
+        A process holding this workspace opens its database again only this way (or
+        through ``open``), never with a plain descriptor (``engine.sqlitedb`` says why).
+        """
+        conn = connect(
+            self.db_path,
+            read_only=self.read_only,
+            before_writing=lambda c: _refuse_foreign(c, self.db_path),
+        )
+        return type(self)(self.root, conn, read_only=self.read_only)
 
     def close(self) -> None:
         self.conn.close()
