@@ -7,9 +7,9 @@ write and its log, and a copy made from inside a process that holds the
 database open drops that process's locks. So the database is copied only
 through SQLite's online backup (``engine.sqlitedb.backup_to``): one
 consistent snapshot of what was committed, whatever else is writing. The
-other files (``trust/``, ``artifacts/``, ``jobs/``) are plain files and are
-copied as they are; ``cache/`` (the embedding cache, rebuilt on demand) is
-left out.
+other files (``trust/``, ``artifacts/``, ``jobs/``, ``inputs/``) are plain
+files and are copied as they are; ``cache/`` (the embedding cache, rebuilt on
+demand) is left out.
 
 The copy is made under a hidden name beside ``DEST``, opened and verified
 there (every record's hash, link, signature and signer; the artifacts the

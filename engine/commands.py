@@ -579,7 +579,7 @@ def backup(ctx: Ctx, dest: str) -> None:
     snapshot of every committed record, while the app and other commands
     keep working. The copy is verified (every record, signer and bound
     artifact) before it is kept; a copy that does not verify is removed.
-    trust/, artifacts/ and jobs/ come along; cache/ (rebuilt on demand) does not.
+    Every other file comes along but cache/ (rebuilt on demand).
     Never copy a workspace in use with cp, rsync or tar: such a copy can
     hold half a write, and lose records that were acknowledged.
     \b

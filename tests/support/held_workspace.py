@@ -14,14 +14,45 @@ one JSON line on stdout:
                       kept in $SEALDESK_RECEIPTS as the app keeps it, or {"error"}
     quit              close and exit
 
-Every acknowledgement it prints is one a person would have been shown.
+Every acknowledgement it prints is one a person would have been shown. ``Held``
+starts it and asks it one command at a time.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+class Held:
+    """A held-workspace process, asked one command at a time."""
+
+    def __init__(self, ws: Path, key: Path, receipts: Path) -> None:
+        env = {**os.environ, "SEALDESK_RECEIPTS": str(receipts)}
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "tests.support.held_workspace", str(ws), str(key)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=REPO,
+            env=env,
+        )
+
+    def ask(self, line: str) -> dict:
+        """Gives the process's answer to one command line."""
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+        return json.loads(self.proc.stdout.readline())
+
+    def quit(self) -> None:
+        assert self.ask("quit") == {"ok": "closed"}
+        self.proc.wait(timeout=60)
 
 
 def main(root: str, key: str) -> None:

@@ -5,61 +5,14 @@ the process stops signing instead of acknowledging records that reach no file.""
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
-import subprocess
-import sys
 
 import pytest
 
 from engine.errors import LedgerDiverged
 from engine.ledger.signers import FileSigner
 from engine.workspace import Workspace
-from tests.conftest import FOUNDER, REPO
-from tests.support.backlog import make_items
-from tests.support.cli_workspace import found_through_cli
-
-
-@pytest.fixture
-def shared(tmp_path, sealdesk_main, keygen, founder_key):
-    """Gives a workspace with two reviewers (rita for the held process, ben for the CLI)
-    and eight items, and their keys."""
-    ws = tmp_path / "ws"
-    keys = {name: keygen(name) for name in ("rita", "ben")}
-    found_through_cli(
-        sealdesk_main,
-        ws,
-        FOUNDER,
-        founder_key,
-        [("rita", "reviewer", keys["rita"]), ("ben", "reviewer", keys["ben"])],
-        make_items(8),
-    )
-    return ws, keys
-
-
-class Held:
-    """The held-workspace process (tests.support.held_workspace), one command at a time."""
-
-    def __init__(self, ws, key, receipts) -> None:
-        env = {**os.environ, "SEALDESK_RECEIPTS": str(receipts)}
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.support.held_workspace", str(ws), str(key)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-            cwd=REPO,
-            env=env,
-        )
-
-    def ask(self, line: str) -> dict:
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        self.proc.stdin.write(line + "\n")
-        self.proc.stdin.flush()
-        return json.loads(self.proc.stdout.readline())
-
-    def quit(self) -> None:
-        assert self.ask("quit") == {"ok": "closed"}
-        self.proc.wait(timeout=60)
+from tests.support.held_workspace import Held
 
 
 def cli_decide(sealdesk, ws, key, item: str, receipts) -> dict:
@@ -84,11 +37,11 @@ def cli_decide(sealdesk, ws, key, item: str, receipts) -> dict:
 
 @pytest.mark.parametrize("how", ["reopen", "another"])
 def test_decisions_acknowledged_beside_a_process_that_reopens_its_workspace_all_stay(
-    shared, sealdesk, tmp_path, how
+    two_reviewers_ws, sealdesk, tmp_path, how
 ):
     # The app's way: one connection held for the session, the workspace opened again
     # by a screen while it lives; the CLI deciding in another shell meanwhile.
-    ws, keys = shared
+    ws, keys = two_reviewers_ws
     held_receipts, cli_receipts = tmp_path / "rita-receipts", tmp_path / "ben-receipts"
     held = Held(ws, keys["rita"], held_receipts)
     acks = []
@@ -116,11 +69,13 @@ def test_decisions_acknowledged_beside_a_process_that_reopens_its_workspace_all_
         assert proc.returncode == 0, proc.stderr
 
 
-def test_a_process_whose_log_was_deleted_under_it_stops_signing_and_says_so(shared, sealdesk):
+def test_a_process_whose_log_was_deleted_under_it_stops_signing_and_says_so(
+    two_reviewers_ws, sealdesk
+):
     # Something outside sealdesk (a library, a plug-in) opens and closes the database
     # file in the process that holds it: POSIX drops every lock the process holds on
     # it. Another writer then checkpoints and deletes the -wal the process writes into.
-    ws_root, keys = shared
+    ws_root, keys = two_reviewers_ws
     ws = Workspace.open(ws_root)
     try:
         rita = FileSigner(keys["rita"])
@@ -147,5 +102,7 @@ def test_a_process_whose_log_was_deleted_under_it_stops_signing_and_says_so(shar
     assert proc.returncode == 0, proc.stderr
     assert "3 record(s)" not in proc.stdout
     with sqlite3.connect(ws_root / "sealdesk.db") as db:
-        decided = {row[0] for row in db.execute("SELECT item_id FROM records WHERE kind='decision'")}
+        decided = {
+            row[0] for row in db.execute("SELECT item_id FROM records WHERE kind='decision'")
+        }
     assert decided == {"item-0", "item-1"}
