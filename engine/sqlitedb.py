@@ -292,6 +292,9 @@ class LockingConnection(sqlite3.Connection):
         super().__init__(*args, **kwargs)
         self.write_lock = threading.RLock()
         self.diverged: str | None = None
+        # What ``detached_file`` last found in place: (real path, identities of the
+        # database and its -wal at that path).
+        self.files_seen: tuple[str, tuple] | None = None
 
 
 _DELETED = " (deleted)"  # how Linux names the target of a descriptor whose file was unlinked
@@ -314,8 +317,15 @@ def detached_file(conn: sqlite3.Connection) -> str | None:
     reach no file anyone else will read. Linux names such a descriptor's target
     "<path> (deleted)" in /proc/self/fd; elsewhere this check finds nothing.
     """
-    path = main_file(conn)
+    seen = getattr(conn, "files_seen", None)
+    path = seen[0] if seen is not None else main_file(conn)
     if path is None:
+        return None
+    # While this process holds a file open its inode cannot be reused, so the same
+    # identities at the same paths as at the last full look mean nothing was deleted
+    # since: two stat calls instead of reading every descriptor's link.
+    now = (_identity(path), _identity(f"{path}-wal"))
+    if seen is not None and seen[1] == now:
         return None
     try:
         descriptors = os.listdir("/proc/self/fd")
@@ -329,7 +339,18 @@ def detached_file(conn: sqlite3.Connection) -> str | None:
             continue
         if target in gone:
             return target[: -len(_DELETED)]
+    if hasattr(conn, "files_seen"):
+        conn.files_seen = (path, now)
     return None
+
+
+def _identity(path: str) -> tuple[int, int] | None:
+    """Gives (device, inode) of the file at path (a stat, never an open), or None."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino)
 
 
 @contextmanager
