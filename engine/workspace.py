@@ -948,6 +948,11 @@ class Workspace:
             )
         principal, role = self.identify(signer, principal, role, queue)
         standing: list[dict[str, Any] | None] = [None] * len(ids)
+        # The decisions this batch has overruled so far. Deciding one item of a subject
+        # can change what the subject carries to another item of the batch: the decision
+        # agreed to be overruled there then no longer reaches it (it was overruled here,
+        # and the item now carries this signer's decision or is re-opened).
+        overruled_here: set[str] = set()
 
         def check_for(index: int) -> Callable[[sqlite3.Connection], dict[str, Any] | None]:
             def check(conn: sqlite3.Connection) -> dict[str, Any] | None:
@@ -956,10 +961,15 @@ class Workspace:
                 allowed = (
                     overrule.get(ids[index], False) if isinstance(overrule, Mapping) else overrule
                 )
+                if standing[index] is None and allowed in overruled_here:
+                    allowed = False
                 extra = _replacing(
                     standing[index], queue, ids[index], decision, principal, role, allowed
                 )
-                return None if extra is None else {**binding, **extra}
+                if extra is None:
+                    return None
+                overruled_here.update(extra.get("data", {}).values())
+                return {**binding, **extra}
 
             return check
 

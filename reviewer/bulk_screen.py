@@ -76,8 +76,8 @@ _EFFECT = {
 
 def _row(p: Planned) -> Text:
     status = p.standing["decision"] if p.standing else "undecided"
-    carried = CARRIED_MARK if p.standing and p.standing.get("carried_from") else " "
-    out = Text(f"{STATUS_GLYPH.get(status, '?')}{carried}")
+    carried = CARRIED_MARK if p.standing and p.standing.get("carried_from") else ""
+    out = Text(f"{STATUS_GLYPH.get(status, '?')}{carried} ")
     out.append(clean(p.item_id), style="bold")
     out.append(f"  {' '.join(clean(p.title).split())[:60]}")
     out.append(f"\n    {_standing(p)}")

@@ -637,3 +637,17 @@ def test_a_forged_silent_overrule_of_a_carried_decision_is_faulted(carried):
             "naming it in 'overrules': a silent overrule",
         )
     ]
+
+
+@pytest.mark.parametrize("order", [["wc-0", "wc-0b"], ["wc-0b", "wc-0"]])
+def test_a_bulk_overrule_of_a_decision_and_its_carry_signs_both_in_either_order(carried, order):
+    # Overruling rita's accept on wc-0 first re-opens wc-0b (ravi's reject does not carry
+    # over its new miss): the overrule agreed for wc-0b was made within the batch.
+    (ws, rita, ravi, _), rescan = carried
+    rescan(rita, "rita", "reviewer")
+    hers = body_hash(ws, B + 1)
+    outcomes = ws.decide_many(ravi, WEAK, order, "reject", overrule=dict.fromkeys(order, hers))
+    data = {o.item_id: o.record.body["data"] for o in outcomes}
+    assert data["wc-0"] == {"overrules": hers}
+    assert data["wc-0b"] == (None if order[0] == "wc-0" else {"overrules": hers})
+    assert faults(ws) == [] and faults(ws, processes=2) == []
