@@ -393,9 +393,10 @@ def decide(
         )
         over = outcome.overruled
         if over is not None:
+            made_on = f" on {over['carried_from']}" if over.get("carried_from") else ""
             signed += (
                 f" (overrules {over['decision']} by {over['principal']} as "
-                f"{over['role']}, #{over['seq']})"
+                f"{over['role']}, #{over['seq']}{made_on})"
             )
         click.echo(signed)
     _keep_receipts(kept)

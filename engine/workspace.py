@@ -270,7 +270,7 @@ class DecisionOutcome:
     item_id: str
     decision: str
     record: Record | None
-    standing: dict[str, Any] | None  # effective_decisions_for's, just before deciding
+    standing: dict[str, Any] | None  # subjects.standing_decision's, just before deciding
 
     @property
     def overruled(self) -> dict[str, Any] | None:
@@ -299,8 +299,8 @@ def _replacing(
                 f"({overrule[:12]}…) no longer stands; nothing was signed"
             )
         return {}
-    who, made_as, seq = standing["principal"], standing["role"], standing["seq"]
-    what = f"{queue}/{item_id} stands at {standing['decision']} by {who} as {made_as} (#{seq})"
+    who, made_as = standing["principal"], standing["role"]
+    what = f"{queue}/{item_id} stands at {subjects.said(standing)}"
     if outranks(made_as, role):
         # As with undo: only the role that made a decision (or one above it) replaces it.
         mine = f" (decide as {made_as} to change it)" if who == principal else ""
@@ -309,7 +309,10 @@ def _replacing(
             f"{made_as}, which ranks above it{mine}; nothing was signed"
         )
     if who == principal:
-        if standing["decision"] == decision and made_as == role:
+        # One's own decision carried from another item is signed on this one all the
+        # same: the item then has a decision of its own, whatever the subject does next.
+        carried = standing.get("carried_from") is not None
+        if standing["decision"] == decision and made_as == role and not carried:
             return None
         return {}
     if not overrule:
@@ -948,8 +951,11 @@ class Workspace:
         Who may replace a standing decision is checked inside that transaction,
         against the ledger being extended:
 
-        - the signer's own standing decision, in the same role and with the same
-          decision, already says it: nothing is signed for that item;
+        - the standing decision is the item's own, else the one its subject carries
+          to it (``subjects.standing_decision``), as made by its original principal
+          in its original role;
+        - the signer's own standing decision on the item, in the same role and with
+          the same decision, already says it: nothing is signed for that item;
         - the signer may change their own decision freely;
         - another principal's decision is replaced only with ``overrule`` (True,
           or the record hash of the very decision the person agreed to overrule),
@@ -980,18 +986,28 @@ class Workspace:
             )
         principal, role = self.identify(signer, principal, role, queue)
         standing: list[dict[str, Any] | None] = [None] * len(ids)
+        # The decisions this batch has overruled so far. Deciding one item of a subject
+        # can change what the subject carries to another item of the batch: the decision
+        # agreed to be overruled there then no longer reaches it (it was overruled here,
+        # and the item now carries this signer's decision or is re-opened).
+        overruled_here: set[str] = set()
 
         def check_for(index: int) -> Callable[[sqlite3.Connection], dict[str, Any] | None]:
             def check(conn: sqlite3.Connection) -> dict[str, Any] | None:
                 binding = self._item_binding(conn, queue, ids[index])
-                standing[index] = store.effective_decisions_for(conn, queue, ids[index])
+                standing[index] = subjects.standing_decision(conn, queue, ids[index])
                 allowed = (
                     overrule.get(ids[index], False) if isinstance(overrule, Mapping) else overrule
                 )
+                if standing[index] is None and allowed in overruled_here:
+                    allowed = False
                 extra = _replacing(
                     standing[index], queue, ids[index], decision, principal, role, allowed
                 )
-                return None if extra is None else {**binding, **extra}
+                if extra is None:
+                    return None
+                overruled_here.update(extra.get("data", {}).values())
+                return {**binding, **extra}
 
             return check
 

@@ -25,7 +25,7 @@ from textual.timer import Timer
 from textual.widgets import Input, Static
 from textual.worker import Worker, WorkerState
 
-from engine import item_query, jobs
+from engine import item_query, jobs, subjects
 from engine.bulk import BulkPlan, plan
 from engine.errors import OverruleRequired, SealdeskError
 from engine.item_query import (
@@ -552,8 +552,7 @@ class ReviewScreen(Screen):
 
         self.app.push_screen(
             ConfirmOverrule(
-                f"{row.queue}/{row.item_id} stands at {standing['decision']} by "
-                f"{standing['principal']} as {standing['role']} (#{standing['seq']}). Overrule it "
+                f"{row.queue}/{row.item_id} stands at {subjects.said(standing)}. Overrule it "
                 f"with {decision} as {args['role']}?"
             ),
             answered,

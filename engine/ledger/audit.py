@@ -21,18 +21,25 @@ from engine.ledger import store
 from engine.ledger.allowed_signers import AllowedSigners
 from engine.ledger.authority import check_anchor, signer_policy
 from engine.ledger.records import parse_time
-from engine.ledger.verify import Fault, Report, load_context, verify_ledger
+from engine.ledger.verify import Fault, Report, StandingElsewhere, load_context, verify_ledger
 from engine.roles import namespace_for
 
 
 def audit_records(
-    ws, *, processes: int | None = None, show_progress: bool = False, anchor: Path | None = None
+    ws,
+    *,
+    processes: int | None = None,
+    show_progress: bool = False,
+    anchor: Path | None = None,
+    elsewhere: StandingElsewhere | None = None,
 ) -> Report:
     """Gives the report of every record's checks and of the sign-offs' signed tree heads.
 
     Who may sign each record is replayed from the ledger's genesis and
     enrolment records; with ``anchor`` (an allowed_signers file the verifier
     brings), the genesis must also be signed by a lead key it trusts.
+    ``elsewhere`` says what stands on an item besides its own decisions, for
+    the replay of who replaced whose decision.
     """
     policy = signer_policy(ws.conn, ws.allowed_signers_path)
     anchor_faults = []
@@ -59,10 +66,14 @@ def audit_records(
         with Progress(transient=True) as bar:
             task = bar.add_task("verifying records", total=total)
             report = verify_ledger(
-                ws.conn, ctx, processes=processes, progress=lambda n: bar.update(task, completed=n)
+                ws.conn,
+                ctx,
+                processes=processes,
+                progress=lambda n: bar.update(task, completed=n),
+                elsewhere=elsewhere,
             )
     else:
-        report = verify_ledger(ws.conn, ctx, processes=processes)
+        report = verify_ledger(ws.conn, ctx, processes=processes, elsewhere=elsewhere)
     from engine.ledger.checkpoint_verify import verify_signoff_heads
 
     report.faults.extend(anchor_faults)

@@ -339,15 +339,18 @@ def effective_decisions(
 
 
 def effective_decisions_for(
-    conn: sqlite3.Connection, queue: str, item_id: str
+    conn: sqlite3.Connection, queue: str, item_id: str, before: int | None = None
 ) -> dict[str, Any] | None:
-    """Gives one item's effective decision (latest unretracted), or None."""
+    """Gives one item's effective decision (latest unretracted), or None; with ``before``,
+    the one that stood when record ``before`` was appended (verify replays it)."""
+    limit = 2**63 - 1 if before is None else before
     row = conn.execute(
         "SELECT seq, decision, principal, role, time, record_hash FROM records d "
-        "WHERE queue=? AND item_id=? AND kind='decision' AND NOT EXISTS ("
-        "  SELECT 1 FROM records x WHERE x.kind='retract' AND x.retracts=d.record_hash) "
+        "WHERE queue=? AND item_id=? AND kind='decision' AND seq < ? AND NOT EXISTS ("
+        "  SELECT 1 FROM records x WHERE x.kind='retract' AND x.retracts=d.record_hash "
+        "  AND x.seq < ?) "
         "ORDER BY seq DESC LIMIT 1",
-        (queue, item_id),
+        (queue, item_id, limit, limit),
     ).fetchone()
     if row is None:
         return None

@@ -6,7 +6,9 @@ artifact the latest sign-off bound must still hold those bytes, and every
 artifact a run recorded must still hold the hash its run recorded
 (``engine.signoff.artifact_checks``), and every item's subject and the
 links that carry decisions between items of one subject must still be what
-the items' payloads say (``engine.subjects``). The faults come in that
+the items' payloads say (``engine.subjects``). Who replaced whose decision
+is replayed across those links too: a decision carried to an item stood on
+it, so replacing it there was an overrule. The faults come in that
 order, so the first one reported is the same whichever part finds it.
 """
 
@@ -18,7 +20,7 @@ from engine.errors import IntegrityError
 from engine.ledger.audit import audit_outside, audit_records
 from engine.ledger.verify import Fault, Report, one_verify_at_a_time
 from engine.signoff.artifact_checks import recorded_artifact_faults, verify_signed_artifacts
-from engine.subjects import subject_faults
+from engine.subjects import carried_elsewhere, subject_faults
 
 
 def verify_workspace(
@@ -39,7 +41,13 @@ def verify_workspace(
     brings), the genesis must also be signed by a lead key it trusts.
     """
     with one_verify_at_a_time():  # two verifies in threads of a process: one forks at a time
-        report = audit_records(ws, processes=processes, show_progress=show_progress, anchor=anchor)
+        report = audit_records(
+            ws,
+            processes=processes,
+            show_progress=show_progress,
+            anchor=anchor,
+            elsewhere=carried_elsewhere(ws.conn),
+        )
         verify_signed_artifacts(ws, report)
         # The latest sign-off covers only what it bound; every run's own record covers
         # the rest.
