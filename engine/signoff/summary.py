@@ -223,7 +223,7 @@ def signoff_summary(ws) -> SignoffSummary:
     leaves = leaf_hashes(ws.conn)
     queues, pending = _queues_and_pending(ws)
     runs = _runs(ws.conn)
-    problems, warnings = artifact_problems(ws.artifacts_dir, status.artifacts, ws.conn)
+    problems, warnings = artifact_problems(status, ws.conn)
     warnings += [f"cannot read {u}" for u in status.unreadable]
     auth = ws.authority()
     if auth.genesis is None:
@@ -341,7 +341,7 @@ def sign_off(
     # Only the artifact checks and run conclusions are needed up front; the tree
     # head, queues and pending items are read inside the write transaction.
     run = run_status(ws.artifacts_dir)
-    _refuse(artifact_problems(ws.artifacts_dir, run.artifacts, ws.conn)[0])
+    _refuse(artifact_problems(run, ws.conn)[0])
     # The counts the record binds take carried decisions through the subject links: a
     # link edited to carry a reject over new evidence would make an open item decided.
     _refuse(subject_faults(ws.conn))
