@@ -28,8 +28,9 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from engine.artifacts import read_regular
 from engine.canonical import strict_loads
 from engine.ledger import sshsig
+from engine.ledger.authority import load_authority
 from engine.ledger.verify import Fault, Report
-from engine.run_records import RunRecords, recorded_artifacts
+from engine.run_records import RunAuthor, RunRecords, recorded_artifacts, run_authors
 from engine.signoff.run_status import (
     SIDECAR_MISMATCH,
     SIDECAR_MISSING,
@@ -149,6 +150,7 @@ def artifact_problems(status: RunStatus, conn: Any) -> tuple[list[str], list[str
     records = recorded_artifacts(conn)
     problems, warnings = [*status.refused, *records.problems], []
     held = {a.path: a.sha256 for a in refs}
+    authors = authors_of(refs, conn)
     for a in refs:
         where = f"artifacts/{a.path}"
         if a.sidecar == SIDECAR_MISMATCH:
@@ -168,12 +170,60 @@ def artifact_problems(status: RunStatus, conn: Any) -> tuple[list[str], list[str
                     f"recorded (run {r.run_id}: {r.sha256[:12]}…, now "
                     f"{a.sha256[:12]}…)"
                 )
+        if found and all(r.sha256 == a.sha256 for r in found) and a.path not in authors:
+            runs = " ".join(sorted({r.run_id for r in found}))
+            problems.append(
+                f"{where}: no signed run record vouches for it (run {runs} is only a "
+                "row nobody signed); a sign-off binds only numbers with an author: "
+                f"whoever ran it signs it (sealdesk runs sign {runs} --key FILE)"
+            )
     for path, found in sorted(records.by_path.items()):
         if path not in held:
             problems.append(f"artifacts/{path}: recorded by run {found[0].run_id}, is gone")
     problems += signature_problems(status.contents, refs, records)
     problems += latest_signoff_problems(conn, held)
     return problems, warnings
+
+
+def authors_of(refs: Iterable[ArtifactRef], conn: Any) -> dict[str, RunAuthor]:
+    """Gives, per artifact whose exact bytes a valid signed run record binds, the
+    earliest such record's author; an artifact missing here has no author."""
+    signed = run_authors(conn, load_authority(conn))
+    out = {}
+    for a in refs:
+        found = [author for sha, author in signed.get(a.path, ()) if sha == a.sha256]
+        if found:
+            out[a.path] = found[0]
+    return out
+
+
+def unvouched_signoff_faults(conn: Any) -> list[Fault]:
+    """Gives a Fault at each sign-off for each artifact it bound that no run record
+    before it binds with that hash: numbers signed off without an author.
+
+    Each run record's own signature and enrolment are checked with every other
+    record; here only what they bind is compared.
+    """
+    signed = run_authors(conn)
+    faults = []
+    for seq, message in conn.execute(
+        "SELECT seq, message FROM records WHERE kind='signoff' ORDER BY seq"
+    ):
+        try:
+            bound = strict_loads(message)["data"]["artifacts"]
+            bound = dict(bound) if isinstance(bound, dict) else {}
+        except (TypeError, ValueError, KeyError):
+            continue  # the record checks say why it cannot be read
+        for path, sha in sorted(bound.items()):
+            if not any(s == sha and a.seq < seq for s, a in signed.get(str(path), ())):
+                faults.append(
+                    Fault(
+                        seq,
+                        f"sign-off #{seq} binds artifacts/{path}, which no signed run "
+                        "record before it vouches for: a number without an author",
+                    )
+                )
+    return faults
 
 
 def _unreadable(exc: OSError) -> str:

@@ -17,7 +17,11 @@ from pathlib import Path
 from engine.errors import IntegrityError
 from engine.ledger.audit import audit_outside, audit_records
 from engine.ledger.verify import Fault, Report, one_verify_at_a_time
-from engine.signoff.artifact_checks import recorded_artifact_faults, verify_signed_artifacts
+from engine.signoff.artifact_checks import (
+    recorded_artifact_faults,
+    unvouched_signoff_faults,
+    verify_signed_artifacts,
+)
 from engine.subjects import subject_faults
 
 
@@ -41,6 +45,7 @@ def verify_workspace(
     with one_verify_at_a_time():  # two verifies in threads of a process: one forks at a time
         report = audit_records(ws, processes=processes, show_progress=show_progress, anchor=anchor)
         verify_signed_artifacts(ws, report)
+        report.faults += unvouched_signoff_faults(ws.conn)
         # The latest sign-off covers only what it bound; every run's own record covers
         # the rest.
         report.faults += [

@@ -60,7 +60,7 @@ sys.addaudithook(_on_open)  # audit hooks cannot be removed: _WATCH switches it 
 def test_the_numbers_bound_come_from_the_bytes_whose_hash_is_bound(
     sealdesk, workspace, lena, tmp_path
 ):
-    path = exam_scored(sealdesk, workspace, tmp_path)
+    path = exam_scored(sealdesk, workspace, tmp_path, lena.path)
     genuine = path.read_bytes()
     forged = json.loads(genuine)
     forged["status"] = "FAIL"
@@ -85,7 +85,7 @@ def test_the_numbers_bound_come_from_the_bytes_whose_hash_is_bound(
 def test_an_artifact_replaced_by_a_symlink_is_refused_at_signoff_by_name(
     sealdesk, workspace, lena, tmp_path
 ):
-    path = exam_scored(sealdesk, workspace, tmp_path)
+    path = exam_scored(sealdesk, workspace, tmp_path, lena.path)
     # The link points at the very same bytes: only the link itself is refused.
     elsewhere = tmp_path / "elsewhere.json"
     elsewhere.write_bytes(path.read_bytes())
@@ -100,7 +100,7 @@ def test_an_artifact_replaced_by_a_symlink_is_refused_at_signoff_by_name(
 def test_a_pipe_in_an_artifacts_place_is_refused_without_waiting_for_a_writer(
     sealdesk, workspace, lena, tmp_path
 ):
-    path = exam_scored(sealdesk, workspace, tmp_path)
+    path = exam_scored(sealdesk, workspace, tmp_path, lena.path)
     path.unlink()
     os.mkfifo(path)
     before = records(workspace)
@@ -110,7 +110,7 @@ def test_a_pipe_in_an_artifacts_place_is_refused_without_waiting_for_a_writer(
 
 
 def test_a_linked_run_directory_is_refused_at_signoff(sealdesk, workspace, lena, tmp_path):
-    path = exam_scored(sealdesk, workspace, tmp_path)
+    path = exam_scored(sealdesk, workspace, tmp_path, lena.path)
     moved = tmp_path / "moved-run"
     path.parent.rename(moved)
     path.parent.symlink_to(moved, target_is_directory=True)
@@ -125,7 +125,7 @@ def test_a_linked_run_directory_is_refused_at_signoff(sealdesk, workspace, lena,
 def test_verify_names_a_signed_off_artifact_replaced_by_a_symlink(
     sealdesk, workspace, lena, tmp_path
 ):
-    path = exam_scored(sealdesk, workspace, tmp_path)
+    path = exam_scored(sealdesk, workspace, tmp_path, lena.path)
     assert signoff(sealdesk, workspace, lena).returncode == 0
     elsewhere = tmp_path / "elsewhere.json"
     elsewhere.write_bytes(path.read_bytes())
