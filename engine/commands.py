@@ -59,6 +59,10 @@ TOP_LEVEL_LAZY = {
         "engine.signoff.cli:prove",
         "Print an inclusion proof of a record against a signed tree head.",
     ),
+    "runs": (
+        "engine.signoff.cli:runs",
+        "Producer runs and who signed them: list, sign (the author of each number).",
+    ),
     "ssh-gate": (
         "engine.ssh_gate:ssh_gate",
         "Forced command for authorized_keys: review work on one workspace only.",
@@ -170,7 +174,9 @@ def cli(ctx: click.Context, workspace: str | None) -> None:
       sealdesk review                 # or: sealdesk decide ... for scripts
       sealdesk verify
     """
-    ctx.obj = Ctx(workspace)
+    from engine.run_records import RunSigning
+
+    ctx.obj = Ctx(workspace, RunSigning)
     SESSION[:] = [ctx.obj]
 
 

@@ -383,6 +383,10 @@ class Workspace:
         self._authority: tuple[tuple[int, int], Authority] | None = None
         # receipts' tree head, extended as this process appends
         self._tree: TreeCache | None = None
+        # Set by the command line (engine.run_records.RunSigning): given the runs an
+        # ingest registers, gives what signs them afterwards, or None. A layer above
+        # this one signs them, so it is handed in rather than imported.
+        self.run_signing: Callable[[Workspace, dict], Callable[[], None] | None] | None = None
 
     @cached_property
     def db(self):
@@ -616,6 +620,9 @@ class Workspace:
         for item in items:
             validate_item(item.to_json(), path=source)
         runs = dict(runs or {})
+        # Who signs the runs is settled before anything is written: a key that cannot
+        # sign refuses the whole ingest.
+        sign_runs = self.run_signing(self, runs) if self.run_signing and runs else None
         now = utc_now()
         added = unchanged = related = 0
         with write_transaction(self.conn):
@@ -660,6 +667,8 @@ class Workspace:
                 ):
                     related += 1
                 added += 1
+        if sign_runs is not None:
+            sign_runs()
         return IngestResult(added, unchanged, related)
 
     def _register_run(

@@ -8,10 +8,12 @@ from typing import Any
 
 import click
 
+from engine.cli_context import run_key_option
 from engine.outputs import InputFile, OutputFile
 
 
 @click.command("contamination")
+@run_key_option
 @click.option(
     "--eval",
     "eval_spec",
@@ -582,6 +584,7 @@ def _refuse_search_options(
 
 
 @contamination.command("clean")
+@run_key_option
 @click.option("--run", "run_id", default=None, help="Scan run (default: the latest scan).")
 @click.option(
     "--allow-undecided",

@@ -13,6 +13,7 @@ from typing import Any
 
 import click
 
+from engine.cli_context import run_key_option
 from engine.outputs import InputFile, OutputFile
 
 _FILE = InputFile()
@@ -92,6 +93,7 @@ def _refuse_existing(out: str, what: str) -> None:
 
 
 @coverage.command("report")
+@run_key_option
 @click.option(
     "--rows",
     required=True,
@@ -390,6 +392,7 @@ def store_init(store: str, store_id: str, timeout: float) -> None:
 
 
 @coverage.command("benchmark")
+@run_key_option
 @click.option(
     "--trust-root",
     required=True,
@@ -525,6 +528,7 @@ def _copy_new(path: Path, data: bytes) -> None:
 
 
 @coverage.command("finalize")
+@run_key_option
 @click.option("--trust-root", required=True, type=_DIR)
 @click.option("--store", required=True, type=_FILE)
 @click.option("--store-id", required=True)
@@ -605,6 +609,7 @@ def finalize_cmd(
 
 
 @coverage.command("backlog")
+@run_key_option
 @click.option("--benchmark", default=None, type=_FILE, help="A signed benchmark.json.")
 @click.option("--benchmark-signature", default=None, type=_FILE, help="Default: BENCHMARK.sig.")
 @click.option("--trust-root", default=None, type=_DIR, help="Needed with --benchmark.")
@@ -726,8 +731,8 @@ def backlog_cmd(
     "--key",
     default=None,
     type=_FILE,
-    help="A lead's OpenSSH key to approve the claim. Default: ssh-agent; with "
-    "neither, an existing approval is used or the claim is left pending.",
+    help="A lead's OpenSSH key to approve the claim and sign the evidence run. Default: "
+    "ssh-agent; with neither, an existing approval is used or the claim is left pending.",
 )
 @click.option("--principal", default=None)
 @click.option("--note", default=None, help="Kept in the signed approval record.")
@@ -759,6 +764,7 @@ def evidence_cmd(
     from engine.identity import choose_signer
 
     trust = TrustRoot.at(trust_root)
+    ctx.signs_runs, ctx.run_key = True, key  # the approving lead's key signs the run too
     with ctx.open() as ws:
         signer = None
         if key or os.environ.get("SSH_AUTH_SOCK"):

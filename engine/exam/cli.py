@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from engine.cli_context import run_key_option
 from engine.outputs import InputFile
 
 if TYPE_CHECKING:  # click passes the engine.cli_context.Ctx object; no import at run time
@@ -175,6 +176,7 @@ def exam() -> None:
 
 
 @exam.command()
+@run_key_option
 @INPUT_OPTIONS
 @RATER_FILE_OPTIONS
 @click.option(
@@ -332,6 +334,7 @@ def queue_list(ctx: Ctx, run_id: str, artifact: Path | None, status: str | None)
 
 
 @exam.command()
+@run_key_option
 @click.option("--run-id", required=True, help="The run whose exam-adjudication.json to resolve.")
 @click.option(
     "--artifact",
@@ -400,6 +403,7 @@ def resolve(ctx: Ctx, run_id: str, artifact: Path | None, out_run_id: str | None
 
 
 @exam.command()
+@run_key_option
 @click.option(
     "--run-id",
     required=True,

@@ -340,6 +340,8 @@ class RecordChecker:
             if role != SIGNOFF_ROLE:
                 return f"sign-off made in role {role}, requires {SIGNOFF_ROLE}"
             return None
+        if kind == "run":
+            return None  # whoever ran a producer signs its run, in a role they hold
         queue = body["queue"]
         if queue not in QUEUE_ROLES:
             return f"unknown queue {queue!r}"
@@ -445,11 +447,13 @@ def _field_of_another_kind(body: dict) -> str | None:
     if kind in AUTHORITY_KINDS:
         return None  # the authority replay reads the rest of its fields
     data = body["data"]
-    if data is not None and kind not in ("signoff", "decision"):
+    if data is not None and kind not in ("signoff", "decision", "run"):
         return (
-            f"a {kind} record carries 'data', which only a signoff, decision or "
+            f"a {kind} record carries 'data', which only a signoff, decision, run or "
             "authority record has"
         )
+    if kind == "run":
+        return _run_fault(body)
     if (
         kind == "decision"
         and data is not None
@@ -467,6 +471,31 @@ def _field_of_another_kind(body: dict) -> str | None:
             return f"a signoff record carries '{named[0]}': a sign-off is about no one item"
     if kind == "note" and not body["note"]:
         return "a note record carries no 'note'"
+    return None
+
+
+def _run_fault(body: dict) -> str | None:
+    """Gives why a run record is not one producer run's manifest hash and artifact
+    hashes, or None. A run is about no one item."""
+    named = [name for name in _ITEM_FIELDS if body[name] is not None]
+    if named:
+        return f"a run record carries '{named[0]}': a run is about no one item"
+    data = body["data"]
+    if (
+        type(data) is not dict
+        or data.keys() != {"type", "run_id", "producer", "manifest_sha256", "artifacts"}
+        or data["type"] != "run"
+        or type(data["run_id"]) is not str
+        or type(data["producer"]) is not str
+        or type(data["manifest_sha256"]) is not str
+        or not _RECORD_HASH.fullmatch(data["manifest_sha256"])
+        or type(data["artifacts"]) is not dict
+        or not all(type(v) is str and _RECORD_HASH.fullmatch(v) for v in data["artifacts"].values())
+    ):
+        return (
+            "a run record's 'data' is not {type: run, run_id, producer, manifest_sha256, "
+            "artifacts: {path: sha256}}"
+        )
     return None
 
 

@@ -19,7 +19,11 @@ from pathlib import Path
 from engine.errors import IntegrityError
 from engine.ledger.audit import audit_outside, audit_records
 from engine.ledger.verify import Fault, Report, one_verify_at_a_time
-from engine.signoff.artifact_checks import recorded_artifact_faults, verify_signed_artifacts
+from engine.signoff.artifact_checks import (
+    recorded_artifact_faults,
+    unvouched_signoff_faults,
+    verify_signed_artifacts,
+)
 from engine.subjects import carried_elsewhere, subject_faults
 
 
@@ -49,6 +53,7 @@ def verify_workspace(
             elsewhere=carried_elsewhere(ws.conn),
         )
         verify_signed_artifacts(ws, report)
+        report.faults += unvouched_signoff_faults(ws.conn)
         # The latest sign-off covers only what it bound; every run's own record covers
         # the rest.
         report.faults += [
