@@ -417,13 +417,13 @@ def _keep_receipts(kept: list[dict[str, Any]]) -> None:
     import os
 
     from engine.cli_context import GATE_ENV_VAR
-    from engine.ledger.receipts import keep
+    from engine.ledger.receipts import keep, receipt_line
 
     if not kept:
         return
     if os.environ.get(GATE_ENV_VAR) is not None:
         for r in kept:
-            click.echo(json.dumps(r, sort_keys=True), err=True)
+            click.echo(receipt_line(r), err=True)
     last = kept[-1]
     try:
         path = keep(kept)

@@ -122,7 +122,7 @@ def keep(receipts: list[dict[str, Any]], directory: Path | None = None) -> Path:
     for workspace, rows in by_workspace.items():
         path = directory / f"{workspace}.jsonl"
         with open(path, "a", encoding="utf-8") as handle:
-            handle.write("".join(json.dumps(r, sort_keys=True) + "\n" for r in rows))
+            handle.write("".join(receipt_line(r) + "\n" for r in rows))
     return path
 
 
@@ -315,3 +315,16 @@ def pick(text: str, where: str) -> tuple[list[dict[str, Any]], list[str]]:
             raise InputError(f"a broken receipt line ({exc})", path=where, line=number) from exc
         receipts.append(parse_receipt(obj, where, number))
     return receipts, rest
+
+
+def kept_of(workspace_id: str, seqs: set[int], principal: str) -> list[dict[str, Any]]:
+    """Gives the receipts kept in the state directory for these seqs of one signer's
+    (what a session acknowledged, to hand to a signer who is not on this host)."""
+    return [
+        r for _, r in read_own(workspace_id) if r["seq"] in seqs and r["principal"] == principal
+    ]
+
+
+def receipt_line(r: dict[str, Any]) -> str:
+    """Gives a receipt as the one JSON line it is kept as (ASCII only: its text escaped)."""
+    return json.dumps(r, sort_keys=True)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import sqlite3
 import subprocess
@@ -20,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import SEALDESK
-from tests.support.ssh import REVIEW_RECORDS, gate_command
+from tests.support.ssh import REVIEW_RECORDS, gate_command, wait_for
 
 pytestmark = [pytest.mark.needs_sshd, pytest.mark.slow]
 
@@ -87,3 +88,39 @@ def test_a_gated_decide_gives_the_client_the_whole_receipt_to_keep_and_check(
     assert checked.returncode == 1, checked.stdout
     assert f"record {seq}: receipt <stdin>:1: record {seq}" in checked.stderr
     assert "rolled back" in checked.stderr and "1 receipt compared (<stdin>)" in checked.stdout
+
+
+@pytest.mark.needs_tmux
+def test_the_review_app_behind_the_gate_prints_each_receipt_when_it_closes(
+    sshd, agents, review, tmux, tmp_path
+):
+    ws, lena = review
+    rita = lena.parent / "rita"
+    sock = agents("rita", rita)
+    rita.unlink()
+    sshd.authorize(Path(f"{rita}.pub"), command=gate_command(ws))
+    ssh = shlex.join(sshd.argv("", tty=True))  # a bare login opens the review app
+    tmux.new(
+        "rita",
+        f"{ssh}; echo EXIT=$?; sleep 600",
+        width=120,
+        height=40,
+        env={"SSH_AUTH_SOCK": str(sock), "TERM": "xterm-256color"},
+    )
+    tmux.wait_for("rita", "fp 0")
+    tmux.keys("rita", "x")  # reject the highlighted pair (her own accept before)
+    seq = REVIEW_RECORDS + 1
+    wait_for(
+        lambda: ws.conn.execute("SELECT MAX(seq) FROM records").fetchone()[0] == seq,
+        "the app's decision in the ledger",
+    )
+    tmux.keys("rita", "q")
+    tmux.wait_for("rita", "EXIT=")
+    # The pane's lines joined where the terminal wrapped them: the client's own output.
+    shown = tmux("capture-pane", "-p", "-J", "-t", "rita", "-S", "-200")
+    assert "EXIT=0" in shown and "1 record(s) signed by rita this session" in shown, shown
+    lines = [line.strip() for line in shown.splitlines() if line.strip().startswith('{"')]
+    (receipt,) = [json.loads(line) for line in lines]
+    held = ws.conn.execute("SELECT record_hash FROM records WHERE seq=?", (seq,)).fetchone()[0]
+    assert (receipt["seq"], receipt["record_hash"], receipt["principal"]) == (seq, held, "rita")
+    assert receipt["workspace"] == ws.workspace_id and len(receipt["root"]) == 64
