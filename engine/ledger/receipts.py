@@ -309,8 +309,11 @@ def pick(text: str, where: str) -> tuple[list[dict[str, Any]], list[str]]:
         if RECEIPT_TYPE not in line:
             rest.append(line)
             continue
+        # A terminal session's log (the app through ssh -t, tee'd) can put the
+        # terminal's own bytes round a line: the receipt is the object inside.
+        start, end = line.find('{"'), line.rfind("}")
         try:
-            obj = json.loads(line)
+            obj = json.loads(line[start : end + 1] if 0 <= start < end else line)
         except ValueError as exc:
             raise InputError(f"a broken receipt line ({exc})", path=where, line=number) from exc
         receipts.append(parse_receipt(obj, where, number))

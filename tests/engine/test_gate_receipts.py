@@ -100,9 +100,10 @@ def test_the_review_app_behind_the_gate_prints_each_receipt_when_it_closes(
     rita.unlink()
     sshd.authorize(Path(f"{rita}.pub"), command=gate_command(ws))
     ssh = shlex.join(sshd.argv("", tty=True))  # a bare login opens the review app
+    session = tmp_path / "session.txt"  # the session logged as the docs say: ssh … | tee
     tmux.new(
         "rita",
-        f"{ssh}; echo EXIT=$?; sleep 600",
+        f"{ssh} 2>&1 | tee {shlex.quote(str(session))}; echo EXIT=$?; sleep 600",
         width=120,
         height=40,
         env={"SSH_AUTH_SOCK": str(sock), "TERM": "xterm-256color"},
@@ -124,3 +125,13 @@ def test_the_review_app_behind_the_gate_prints_each_receipt_when_it_closes(
     held = ws.conn.execute("SELECT record_hash FROM records WHERE seq=?", (seq,)).fetchone()[0]
     assert (receipt["seq"], receipt["record_hash"], receipt["principal"]) == (seq, held, "rita")
     assert receipt["workspace"] == ws.workspace_id and len(receipt["root"]) == 64
+    # The logged session, terminal bytes and all, kept on the laptop.
+    laptop = tmp_path / "laptop-state"
+    subprocess.run(
+        [*SEALDESK, "receipts", "keep", str(session)],
+        capture_output=True,
+        env={**os.environ, "SEALDESK_RECEIPTS": str(laptop)},
+        check=True,
+    )
+    kept = (laptop / f"{ws.workspace_id}.jsonl").read_text().splitlines()
+    assert [json.loads(line) for line in kept] == [receipt]

@@ -222,7 +222,13 @@ def test_receipts_lists_and_keeps_what_a_gated_host_printed(sealdesk_main, tmp_p
     listed = sealdesk_main("receipts", env=env, check=True)
     assert f"{receipt['workspace']}  1 receipt" in listed.stdout.splitlines()
 
+    # The same line in a terminal session's log (ssh -t through tee), the app's
+    # screen reset before it and a carriage return after: kept all the same.
+    logged = f"\x1b[?1049l{json.dumps({**receipt, 'seq': 10, 'tree_size': 10})}\r\n"
+    sealdesk_main("receipts", "keep", env=env, input=logged, check=True)
+    assert [json.loads(line)["seq"] for line in path.read_text().splitlines()] == [9, 10]
+
     broken = output.replace('"seq": 9', '"seq": "9"')
     refused = sealdesk_main("receipts", "keep", env=env, input=broken)
     assert refused.returncode == 2 and "<stdin>:2: field 'seq'" in refused.stderr
-    assert len(path.read_text().splitlines()) == 1  # nothing more was kept
+    assert len(path.read_text().splitlines()) == 2  # nothing more was kept
