@@ -59,6 +59,10 @@ TOP_LEVEL_LAZY = {
         "engine.signoff.cli:prove",
         "Print an inclusion proof of a record against a signed tree head.",
     ),
+    "receipts": (
+        "engine.receipts_cli:receipts",
+        "Your receipts: where they are kept, and keeping those a gated host printed.",
+    ),
     "runs": (
         "engine.signoff.cli:runs",
         "Producer runs and who signed them: list, sign (the author of each number).",
@@ -410,11 +414,23 @@ def decide(
 
 def _keep_receipts(kept: list[dict[str, Any]]) -> None:
     """Keeps receipts in the signer's own state directory and says where (on stderr, so
-    that scripts reading the records' lines are not disturbed)."""
-    from engine.ledger.receipts import keep
+    that scripts reading the records' lines are not disturbed).
+
+    Behind the ssh gate the signer is not on this host: the state directory is
+    the host account's, which the insider a receipt should catch can empty. So
+    each whole receipt is also printed to the client, one JSON line, for
+    ``sealdesk receipts keep`` (or ``grep``) to keep on the signer's machine.
+    """
+    import os
+
+    from engine.cli_context import GATE_ENV_VAR
+    from engine.ledger.receipts import keep, receipt_line
 
     if not kept:
         return
+    if os.environ.get(GATE_ENV_VAR) is not None:
+        for r in kept:
+            click.echo(receipt_line(r), err=True)
     last = kept[-1]
     try:
         path = keep(kept)
@@ -425,9 +441,14 @@ def _keep_receipts(kept: list[dict[str, Any]]) -> None:
             err=True,
         )
         return
+    yours = (
+        "; keep the JSON line(s) above on your machine: see sealdesk receipts --help"
+        if os.environ.get(GATE_ENV_VAR) is not None
+        else ""
+    )
     click.echo(
         f"receipt: #{last['seq']} tree {last['tree_size']} root {last['root'][:16]} "
-        f"({len(kept)} kept in {path})",
+        f"({len(kept)} kept in {path}{yours})",
         err=True,
     )
 
@@ -489,17 +510,18 @@ def undo(
 @click.option(
     "--receipts",
     default=None,
-    type=click.Path(file_okay=False),
-    help="A directory of signers' receipts: every receipted record must still be "
-    "here, unchanged (catches a rollback or a fork).",
+    type=click.Path(allow_dash=True),
+    help="Signers' receipts (a file, a directory of them, or '-' for stdin): every "
+    "receipted record must still be here, unchanged (catches a rollback or a fork). "
+    "Your own receipts of this workspace are compared always.",
 )
 @click.option(
     "--witness",
     "witnesses",
     multiple=True,
     type=click.Path(file_okay=False),
-    help="A witness directory of pushed checkpoints: the ledger must extend each "
-    "one (repeat for several).",
+    help="A witness directory of pushed checkpoints (or this workspace's folder in "
+    "it): the ledger must extend each one (repeat for several).",
 )
 @click.option(
     "--jobs",
@@ -521,11 +543,22 @@ def verify(
     """Check every record's hash, link, signature, signer, role and enrolment.
 
     Who may sign record N is replayed from the genesis and the enrolment
-    records before N. Exits 0 when the ledger is whole; otherwise names the
-    first bad record (seq and reason) and exits 1.
+    records before N. The receipts you keep for this workspace (see sealdesk
+    receipts), those named and the witnesses' checkpoints must all still be
+    honoured; a line says how many of each were compared. Exits 0 when the
+    ledger is whole; otherwise names the first bad record (seq and reason)
+    and exits 1.
     """
+    from engine.errors import InputError
     from engine.signoff.verify import verify_workspace
 
+    receipts_text = None
+    if receipts == "-":
+        if checkpoint == "-":
+            raise InputError(
+                "only one of --checkpoint and --receipts can read stdin", field="--receipts"
+            )
+        receipts_text = sys.stdin.read()
     with ctx.open(read_only=True) as ws:
         report = verify_workspace(
             ws,
@@ -535,6 +568,8 @@ def verify(
             anchor=Path(anchor) if anchor else None,
             receipts=Path(receipts) if receipts else None,
             witnesses=tuple(map(Path, witnesses)),
+            own_receipts=True,
+            receipts_text=receipts_text,
         )
     first = report.first
     if first is None:  # no fault: the ledger verifies
@@ -542,7 +577,11 @@ def verify(
         click.echo(
             f"ok: {report.records} record(s) verified; head {report.head_hash[:16]}; signers: {who}"
         )
+        for line in report.compared:
+            click.echo(line)
         return
+    for line in report.compared:
+        click.echo(line)
     click.echo(f"FAIL: {first.where}", err=True)
     if len(report.faults) > 1:
         click.echo(f"({len(report.faults) - 1} further fault(s) after it)", err=True)

@@ -88,6 +88,8 @@ class Report:
     signers: dict[str, int] = field(default_factory=dict)
     last_signoff: int | None = None  # highest seq whose kind column says signoff
     authority: SignerPolicy | None = None  # who could sign what, as replayed
+    # what was compared off the ledger, one line each ("3 receipts compared (DIR)")
+    compared: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:

@@ -36,13 +36,17 @@ def verify_workspace(
     anchor: Path | None = None,
     receipts: Path | None = None,
     witnesses: tuple[Path, ...] = (),
+    own_receipts: bool = False,
+    receipts_text: str | None = None,
 ) -> Report:
     """Gives the verification report of every record in the workspace and of the
     artifacts its runs recorded and its latest sign-off bound.
 
     Who may sign each record is replayed from the ledger's genesis and
     enrolment records; with ``anchor`` (an allowed_signers file the verifier
-    brings), the genesis must also be signed by a lead key it trusts.
+    brings), the genesis must also be signed by a lead key it trusts. With
+    ``own_receipts``, the receipts the current user keeps for this workspace
+    are compared too; ``receipts_text`` is what ``receipts`` ``-`` reads.
     """
     with one_verify_at_a_time():  # two verifies in threads of a process: one forks at a time
         report = audit_records(
@@ -60,7 +64,15 @@ def verify_workspace(
             Fault(0, why) for why in recorded_artifact_faults(ws.artifacts_dir, ws.conn)
         ]
         report.faults += [Fault(0, why) for why in subject_faults(ws.conn)]
-        audit_outside(ws, report, checkpoint=checkpoint, receipts=receipts, witnesses=witnesses)
+        audit_outside(
+            ws,
+            report,
+            checkpoint=checkpoint,
+            receipts=receipts,
+            witnesses=witnesses,
+            own_receipts=own_receipts,
+            stdin_text=receipts_text,
+        )
     return report
 
 
