@@ -15,7 +15,6 @@ command line before it runs.
 from __future__ import annotations
 
 import importlib
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ import click
 from engine import __version__
 from engine.cli_context import Ctx, pass_ctx
 from engine.outputs import InputFile, OutputFile
+from engine.terminal_text import json_text, visible
 
 # name -> "module:attribute" of a click command, loaded on first use. A
 # command whose module is not installed is simply not offered.
@@ -217,7 +217,9 @@ def ingest(ctx: Ctx, files: tuple[str, ...]) -> None:
         )
         stage.advance(len(pairs))
         stage.finish()
-    click.echo(f"{', '.join(files)}: {result.added} added, {result.unchanged} already held")
+    click.echo(
+        visible(f"{', '.join(files)}: {result.added} added, {result.unchanged} already held")
+    )
 
 
 @cli.command()
@@ -253,10 +255,11 @@ def items(
                 held = ws.item(row["queue"], row["item_id"])
                 row["payload"] = held["payload"] if held else None
     if as_json:
-        click.echo(json.dumps(rows, ensure_ascii=False, indent=1))
+        click.echo(json_text(rows, indent=1))
         return
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     table = Table("queue", "item", "status", "by", "title", box=None)
     for r in rows:
@@ -267,7 +270,14 @@ def items(
             state += " (carried)"
         elif r["reopened"]:
             state += " (re-opened)"
-        table.add_row(r["queue"], r["item_id"], state, by, r["title"][:60])
+        # Text, not markup: a "[" in an id or a title is shown as typed.
+        table.add_row(
+            r["queue"],
+            Text(visible(r["item_id"])),
+            state,
+            Text(visible(by)),
+            Text(visible(r["title"][:60])),
+        )
     Console().print(table)
     click.echo(f"{len(rows)} item(s)")
     carried = sum(r["carried_from"] is not None for r in rows)
@@ -279,7 +289,7 @@ def items(
     # What re-opened an item is what its reviewer must look at first: said in full.
     for r in rows:
         if r["reopened"]:
-            click.echo(f"{r['item_id']}: {r['reopened']['text']}")
+            click.echo(visible(f"{r['item_id']}: {r['reopened']['text']}"))
 
 
 def _signer(ws, key: str | None, queue: str | None = None, role: str | None = None):
@@ -393,8 +403,10 @@ def decide(
         if rec is None:
             unsaid = "; the note was not recorded" if note is not None else ""
             click.echo(
-                f"already {decision} by you (#{outcome.standing['seq']}): {where}, "
-                f"nothing signed{unsaid}"
+                visible(
+                    f"already {decision} by you (#{outcome.standing['seq']}): {where}, "
+                    f"nothing signed{unsaid}"
+                )
             )
             continue
         signed = (
@@ -408,7 +420,7 @@ def decide(
                 f" (overrules {over['decision']} by {over['principal']} as "
                 f"{over['role']}, #{over['seq']}{made_on})"
             )
-        click.echo(signed)
+        click.echo(visible(signed))
     _keep_receipts(kept)
 
 
@@ -488,7 +500,7 @@ def undo(
     with ctx.open() as ws:
         rec = ws.retract(_signer(ws, key, queue), queue, item_id, note=note, principal=principal)
         kept = [ws.receipt(rec)]
-    click.echo(f"#{rec.seq} retracted {rec.body['retracts'][:12]} on {queue}/{item_id}")
+    click.echo(visible(f"#{rec.seq} retracted {rec.body['retracts'][:12]} on {queue}/{item_id}"))
     _keep_receipts(kept)
 
 
@@ -575,14 +587,17 @@ def verify(
     if first is None:  # no fault: the ledger verifies
         who = ", ".join(f"{p} {n}" for p, n in sorted(report.signers.items())) or "none"
         click.echo(
-            f"ok: {report.records} record(s) verified; head {report.head_hash[:16]}; signers: {who}"
+            visible(
+                f"ok: {report.records} record(s) verified; head {report.head_hash[:16]}; "
+                f"signers: {who}"
+            )
         )
         for line in report.compared:
-            click.echo(line)
+            click.echo(visible(line))
         return
     for line in report.compared:
-        click.echo(line)
-    click.echo(f"FAIL: {first.where}", err=True)
+        click.echo(visible(line))
+    click.echo(f"FAIL: {visible(first.where)}", err=True)
     if len(report.faults) > 1:
         click.echo(f"({len(report.faults) - 1} further fault(s) after it)", err=True)
     sys.exit(1)
@@ -611,7 +626,7 @@ def export(ctx: Ctx, out: str) -> None:
 
     with ctx.open(read_only=True) as ws:
         n = export_records(ws, Path(out))
-    click.echo(f"wrote {n} record(s) to {out}")
+    click.echo(visible(f"wrote {n} record(s) to {out}"))
 
 
 @cli.command()

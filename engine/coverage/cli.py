@@ -15,6 +15,7 @@ import click
 
 from engine.cli_context import run_key_option
 from engine.outputs import InputFile, OutputFile
+from engine.terminal_text import visible
 
 _FILE = InputFile()
 _DIR = click.Path(file_okay=False)
@@ -56,6 +57,7 @@ def _echo_report(
 ) -> None:
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     from engine.coverage.threats import mapping_of
 
@@ -78,7 +80,8 @@ def _echo_report(
         if threats:
             mapping = mapping_of(threats, row["category"])
             cells.append(" ".join(i for ids in mapping.values() for i in ids) if mapping else "-")
-        table.add_row(*cells)
+        # Text, not markup: a category from the rows may hold "[" or a control.
+        table.add_row(*(Text(visible(cell)) for cell in cells))
     Console(width=140).print(table)
 
 
@@ -704,7 +707,7 @@ def backlog_cmd(
             override_reason=override_reason,
         )
     for item in outcome.items:
-        click.echo(f"{item.item_id}  {item.payload['summary']['title']}")
+        click.echo(visible(f"{item.item_id}  {item.payload['summary']['title']}"))
     click.echo(
         f"{outcome.added} item(s) added, {outcome.unchanged} already held; "
         f"artifacts in {outcome.run_dir}"

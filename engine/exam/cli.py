@@ -12,6 +12,7 @@ import click
 
 from engine.cli_context import run_key_option
 from engine.outputs import InputFile
+from engine.terminal_text import visible
 
 if TYPE_CHECKING:  # click passes the engine.cli_context.Ctx object; no import at run time
     from engine.cli_context import Ctx
@@ -330,7 +331,10 @@ def queue_list(ctx: Ctx, run_id: str, artifact: Path | None, status: str | None)
             how = "\tcarried"
         elif row and row["reopened"]:
             how = "\tre-opened"
-        click.echo(f"{item.item_id}\t{state}\t{cid}\t{item.payload['summary']['title']}{how}")
+        # Tab-separated for scripts: each field from data is shown on its own, so a tab
+        # or a control in a title can neither split the line nor reach the terminal.
+        title = item.payload["summary"]["title"]
+        click.echo(f"{visible(item.item_id)}\t{state}\t{visible(cid)}\t{visible(title)}{how}")
 
 
 @exam.command()

@@ -20,6 +20,7 @@ from engine.ledger.witness import Pushed, push_latest
 from engine.outputs import InputFile, OutputFile
 from engine.signoff.run_status import contamination_words
 from engine.signoff.summary import SignoffSummary, lead_signer, sign_off, signoff_summary
+from engine.terminal_text import json_text, visible
 
 if TYPE_CHECKING:  # click passes the Ctx object (pass_obj); imported for annotations only
     from engine.cli_context import Ctx
@@ -179,9 +180,10 @@ def signoff(
     with ctx.open(read_only=summary_only) as ws:
         summary = signoff_summary(ws)
         if as_json and (summary_only or not yes):
-            click.echo(json.dumps(summary.to_json(), ensure_ascii=False, indent=1))
+            click.echo(json_text(summary.to_json(), indent=1))
         elif not as_json:
-            click.echo("\n".join(summary_lines(summary)))
+            # Titles, ids, notes and names in the summary come from data: shown, not obeyed.
+            click.echo("\n".join(visible(line) for line in summary_lines(summary)))
         if summary_only:
             return
         if summary.problems:
@@ -261,7 +263,7 @@ def _report_pushes(pushed: list[tuple[Path, Pushed | IntegrityError]]) -> bool:
     ok = True
     for target, outcome in pushed:
         if isinstance(outcome, IntegrityError):
-            click.echo(f"WITNESS {target}: {outcome.one_line()}", err=True)
+            click.echo(visible(f"WITNESS {target}: {outcome.one_line()}"), err=True)
             ok = False
         else:
             how = " (committed)" if outcome.committed else ""
