@@ -22,7 +22,7 @@ DEMO   ?= demo-workspace
 SD     := $(BIN)/sealdesk --workspace $(DEMO)
 PYTEST_ARGS ?=
 
-.PHONY: demo test install lock system-deps clean bench docs lint
+.PHONY: demo test install lock system-deps clean bench docs lint soak
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -60,6 +60,14 @@ test: $(STAMP) system-deps
 
 demo: $(STAMP)
 	@sh .ci/demo "$(DEMO)" "$(BIN)"
+
+# The history checker for longer than the suite runs it: rounds of writers at once (CLI
+# loops, a re-opening process, the app under tmux) for SOAK_SECONDS, then the figures
+# acknowledged / lost / forked (docs/reliability.md).
+SOAK_SECONDS ?= 600
+soak: $(STAMP) system-deps
+	SEALDESK_SOAK_SECONDS=$(SOAK_SECONDS) $(BIN)/python -m pytest -s \
+	    tests/engine/ledger/test_history.py -k soak
 
 bench: $(STAMP)
 	$(BIN)/sealdesk bench ledger

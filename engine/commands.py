@@ -654,7 +654,7 @@ def backup(ctx: Ctx, dest: str) -> None:
         done = backup_workspace(ws, dest)
     click.echo(
         f"backed up {done.records} record(s) (head {done.head_hash[:16]}) and "
-        f"{done.files} file(s) to {done.dest}; the copy verifies"
+        f"{done.files} file(s) to {visible(str(done.dest))}; the copy verifies"
     )
 
 

@@ -455,6 +455,11 @@ class AppDriver:
 
     def _decide_and_wait(self, key: str) -> None:
         shown = self.screen()
+        if "end of queue" in _status(shown):
+            # The last decision ended the queue: decision keys sign nothing until the
+            # cursor moves, as a person would move it.
+            self.keys("k")
+        shown = self.screen()
         n, before = self.decided(shown), _status(shown)
 
         def settled(s: str) -> bool:

@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 
 from engine.artifacts import write_json_artifact
+from engine.ledger.signers import FileSigner
 from tests.conftest import REPO, enrol_key, found_workspace
 from tests.support.backlog import record_run
 from tests.support.calibration import RUN, THRESHOLDS, place_run
@@ -41,7 +42,7 @@ from tests.support.history import (
     worker_items,
 )
 
-SEED = 23
+SEED = 7411
 ITEMS = 5  # each writer's own items; it visits them in turn, alternating its decision
 
 
@@ -90,7 +91,7 @@ def history_round(
     report = ws.artifacts_dir / RUN / "contamination_report.json"
     report.parent.mkdir(parents=True)
     write_json_artifact(report, {"thresholds": THRESHOLDS})
-    record_run(ws, RUN, report.name)
+    record_run(ws, RUN, report.name, signer=FileSigner(founder_key))
     place_run(ws)
     for writer in ("rita", "sam", "rex"):
         ws.ingest(worker_items(writer, ITEMS))
