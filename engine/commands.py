@@ -535,7 +535,11 @@ def verify(
         click.echo(
             f"ok: {report.records} record(s) verified; head {report.head_hash[:16]}; signers: {who}"
         )
+        for note in report.notes:
+            click.echo(f"note: {note.where}")
         return
+    for note in report.notes:
+        click.echo(f"note: {note.where}", err=True)
     click.echo(f"FAIL: {first.where}", err=True)
     if len(report.faults) > 1:
         click.echo(f"({len(report.faults) - 1} further fault(s) after it)", err=True)

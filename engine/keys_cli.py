@@ -226,7 +226,7 @@ def keys_revoke(
     earlier time; a revoked key is never enrolled again.
     """
     from engine.errors import InputError
-    from engine.ledger.enrol import enrol, revoke
+    from engine.ledger.enrol import enrol, revoke_resetting_clock
     from engine.ledger.signers import read_public_key
 
     with ctx.open() as ws:
@@ -265,7 +265,7 @@ def keys_revoke(
             )
             what = f"{principal} now holds {'/'.join(keep)} (took {'/'.join(roles)})"
         else:
-            rec = revoke(
+            reset, rec = revoke_resetting_clock(
                 ws.db,
                 ws.workspace_id,
                 signer,
@@ -274,9 +274,49 @@ def keys_revoke(
                 lead_principal=lead_principal,
                 reason=reason,
             )
+            if reset is not None:
+                click.echo(_reset_line(reset))
             what = f"revoked {principal}'s key {grant.key.fingerprint}"
         ws.write_allowed_signers()
     click.echo(f"#{rec.seq} {what}; signed by {rec.body['principal']} (lead)")
+
+
+def _reset_line(rec) -> str:
+    """Gives what a clock record did, as the CLI says it."""
+    return (
+        f"#{rec.seq} clock: the ledger's time steps back from {rec.body['data']['resets']} "
+        f"to {rec.body['time']}; signed by {rec.body['principal']} (lead)"
+    )
+
+
+@keys.command("reset-clock")
+@click.option("--reason", default=None, help="Why; kept in the signed record.")
+@click.option("--lead-key", default=None, type=InputFile(), help=_LEAD_KEY_HELP)
+@click.option("--lead", "lead_principal", default=None, help=_LEAD_HELP)
+@pass_ctx
+def keys_reset_clock(
+    ctx: Ctx, reason: str | None, lead_key: str | None, lead_principal: str | None
+) -> None:
+    """Reset the ledger's time when its last record is dated ahead of this host's clock.
+
+    A record's time never goes back along the chain, so a record dated far
+    ahead (a signer's clock set to 2099) would stop every later append. When
+    the last record is more than 300 s ahead of this host's clock, a lead
+    signs a clock record: it names the time it steps back from and is dated
+    now; verify reports it and the records it stepped back over. Refused when
+    the last record is not that far ahead. keys revoke does it by itself.
+    """
+    from engine.ledger.enrol import reset_clock
+
+    with ctx.open() as ws:
+        rec = reset_clock(
+            ws.db,
+            ws.workspace_id,
+            _lead_signer(ws, lead_key),
+            lead_principal=lead_principal,
+            reason=reason,
+        )
+    click.echo(_reset_line(rec))
 
 
 @keys.command("list")
