@@ -17,6 +17,7 @@ import os
 import stat
 import tempfile
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,23 @@ def write_target(path: str | Path) -> Path:
     """Gives where an atomic write of path lands: through any links, as a shell
     redirect writes, so a linked file stays linked and its target is replaced."""
     return Path(os.path.realpath(path))
+
+
+def file_kind(mode: int) -> str:
+    """Gives what a file of this ``st_mode`` is, in words ("a directory", "a pipe", …)."""
+    if stat.S_ISREG(mode):
+        return "a regular file"
+    if stat.S_ISLNK(mode):
+        return "a symbolic link"
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISFIFO(mode):
+        return "a pipe"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
 
 
 def refuse_unsafe_target(path: str | Path, *, field: str | None = None) -> None:
@@ -43,17 +61,7 @@ def refuse_unsafe_target(path: str | Path, *, field: str | None = None) -> None:
         ) from exc
     if stat.S_ISREG(mode):
         return
-    kind = (
-        "a directory"
-        if stat.S_ISDIR(mode)
-        else "a device"
-        if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
-        else "a pipe"
-        if stat.S_ISFIFO(mode)
-        else "a socket"
-        if stat.S_ISSOCK(mode)
-        else "not a regular file"
-    )
+    kind = file_kind(mode)
     raise InputError(
         f"is {kind}, not a regular file; sealdesk writes a new file and renames "
         "it over the path, which would replace it rather than write into it",
@@ -108,6 +116,74 @@ def read_capped(path: str | Path, limit: int) -> bytes:
     if len(data) > limit:
         raise OSError(errno.EFBIG, f"larger than {limit:,} bytes, so not this kind of file")
     return data
+
+
+@dataclass(frozen=True)
+class HeldFile:
+    """One regular file read once: its bytes (when kept), their SHA-256 and its mtime."""
+
+    data: bytes
+    sha256: str
+    mtime_ns: int
+
+
+_NO_FOLLOW = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
+_CHUNK = 1 << 20
+
+
+def read_regular(root: str | Path, relative: str, *, keep: bool = True) -> HeldFile:
+    """Gives the bytes of ``root/relative`` and the SHA-256 of exactly those bytes, read
+    once through one descriptor; ``keep=False`` hashes without keeping the bytes.
+
+    Every component under ``root`` is opened without following a symbolic link
+    (``O_NOFOLLOW``), and the file must be a regular one (``fstat``), so what is
+    hashed, parsed and shown cannot be another file's bytes: a link swapped in,
+    or a rename between a hash and a parse. A link, a pipe or anything else is
+    an OSError whose strerror says what it is, for the callers' handlers.
+    """
+    parts = [p for p in str(relative).split("/") if p]
+    if not parts or any(p in (".", "..") for p in parts):
+        raise OSError(errno.EINVAL, f"{relative!r} is not a path under the directory")
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    for part in parts[:-1]:
+        fd = _open_below(fd, part, os.O_DIRECTORY)  # closes the one it was given
+    # O_NONBLOCK: opening a pipe put in a file's place must not wait for a writer.
+    fd = _open_below(fd, parts[-1], os.O_NONBLOCK)
+    try:
+        held = os.fstat(fd)
+        if not stat.S_ISREG(held.st_mode):
+            raise OSError(errno.EINVAL, f"is {file_kind(held.st_mode)}, not a regular file")
+        digest = hashlib.sha256()
+        chunks = []
+        while chunk := os.read(fd, _CHUNK):
+            digest.update(chunk)
+            if keep:
+                chunks.append(chunk)
+        return HeldFile(b"".join(chunks), digest.hexdigest(), held.st_mtime_ns)
+    finally:
+        os.close(fd)
+
+
+def _open_below(dir_fd: int, name: str, flags: int) -> int:
+    """Gives a descriptor of ``name`` in the directory ``dir_fd`` (closed here), opened
+    without following a link; a link is an OSError that says so."""
+    try:
+        return os.open(name, _NO_FOLLOW | flags, dir_fd=dir_fd)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR) and _is_link(dir_fd, name):
+            raise OSError(
+                errno.ELOOP, "is a symbolic link, not a regular file (links are not followed)"
+            ) from None
+        raise
+    finally:
+        os.close(dir_fd)
+
+
+def _is_link(dir_fd: int, name: str) -> bool:
+    try:
+        return stat.S_ISLNK(os.lstat(name, dir_fd=dir_fd).st_mode)
+    except OSError:
+        return False
 
 
 def file_sha256(path: Path) -> str:

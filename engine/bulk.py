@@ -16,8 +16,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from engine import subjects
 from engine.errors import InputError
-from engine.ledger import store
 from engine.roles import QUEUES, outranks
 
 # What deciding an item would do: sign a first (or this person's changed) decision,
@@ -33,7 +33,8 @@ class Planned:
     item_id: str
     title: str
     item_sha256: str | None
-    standing: dict[str, Any] | None  # the effective decision now (seq, decision, principal...)
+    # The decision standing now, its own or carried (subjects.standing_decision)
+    standing: dict[str, Any] | None
     effect: str  # one of EFFECTS
 
 
@@ -92,7 +93,7 @@ def plan(
             items.append(Planned(item_id, item_id, None, None, "absent"))
             continue
         title, sha = held[item_id]
-        standing = store.effective_decisions_for(conn, queue, item_id)
+        standing = subjects.standing_decision(conn, queue, item_id)
         items.append(Planned(item_id, title, sha, standing, _effect(standing, principal, role)))
     return BulkPlan(queue, principal, role, tuple(items))
 

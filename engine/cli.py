@@ -19,6 +19,7 @@ import click
 
 from engine.commands import SESSION, cli
 from engine.errors import SealdeskError
+from engine.terminal_text import visible
 
 __all__ = ["cli", "main"]
 
@@ -32,7 +33,7 @@ def main(argv: list[str] | None = None) -> None:
         except UnicodeEncodeError:  # bytes a UTF-8 locale could not decode (surrogateescape)
             shown = arg.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
             click.echo(
-                f"sealdesk: error: argument {number} ({shown}) is not valid UTF-8; "
+                f"sealdesk: error: argument {number} ({visible(shown)}) is not valid UTF-8; "
                 "sealdesk signs and stores text, so every argument must be UTF-8",
                 err=True,
             )
@@ -46,7 +47,8 @@ def main(argv: list[str] | None = None) -> None:
             enforce_from_environment(args)
         cli.main(args=args, prog_name="sealdesk", standalone_mode=False)
     except SealdeskError as exc:
-        click.echo(f"sealdesk: error: {exc.one_line()}", err=True)
+        # Errors quote what they were given (ids, field names, paths): shown, not obeyed.
+        click.echo(f"sealdesk: error: {visible(exc.one_line())}", err=True)
         sys.exit(exc.exit_code)
     except sqlite3.Error as exc:  # locked, full, read-only, damaged: one line that says which
         from engine.sqlitedb import storage_error
@@ -54,7 +56,7 @@ def main(argv: list[str] | None = None) -> None:
 
         where = SESSION[0].path / DB_NAME if SESSION else Path(DB_NAME)
         error = storage_error(exc, where)
-        click.echo(f"sealdesk: error: {error.one_line()}", err=True)
+        click.echo(f"sealdesk: error: {visible(error.one_line())}", err=True)
         sys.exit(error.exit_code)
     except click.exceptions.Abort:
         click.echo("sealdesk: aborted", err=True)
@@ -64,7 +66,7 @@ def main(argv: list[str] | None = None) -> None:
         message = " ".join(exc.format_message().split())
         ctx = getattr(exc, "ctx", None)
         hint = f" (see: {ctx.command_path} --help)" if ctx is not None else ""
-        click.echo(f"sealdesk: error: {message}{hint}", err=True)
+        click.echo(f"sealdesk: error: {visible(message)}{hint}", err=True)
         sys.exit(exc.exit_code)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)

@@ -8,7 +8,9 @@ small module, and never the tree that loads them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -19,10 +21,17 @@ GATE_ENV_VAR = "SEALDESK_GATE"
 
 
 class Ctx:
-    """What every command gets: where the workspace is."""
+    """What every command gets: where the workspace is, and how a producer's runs are
+    signed (``run_signing`` makes, from a key or None, what ``Workspace.run_signing``
+    takes; the command tree hands it in)."""
 
-    def __init__(self, workspace: str | None) -> None:
+    def __init__(
+        self, workspace: str | None, run_signing: Callable[..., Any] | None = None
+    ) -> None:
         self.workspace_flag = workspace
+        self.run_signing = run_signing
+        self.signs_runs = False  # set by run_key_option on the commands that produce runs
+        self.run_key: str | None = None
 
     @property
     def path(self) -> Path:
@@ -36,7 +45,35 @@ class Ctx:
         command that migrates a workspace from before enrolment records."""
         from engine.workspace import Workspace
 
-        return Workspace.open(self.path, read_only=read_only, unmigrated=unmigrated)
+        ws = Workspace.open(self.path, read_only=read_only, unmigrated=unmigrated)
+        if self.signs_runs and self.run_signing is not None and not read_only:
+            ws.run_signing = self.run_signing(self.run_key, _warn)
+        return ws
+
+
+def _warn(message: str) -> None:
+    click.echo(f"warning: {message}", err=True)
+
+
+def run_key_option(command: Callable[..., Any]) -> Callable[..., Any]:
+    """Gives a producer command a ``--key`` its runs are signed with (default: the
+    ssh-agent's enrolled key), so the numbers a lead signs off have an author."""
+
+    def remember(context: click.Context, _param: click.Parameter, value: str | None) -> None:
+        ctx = context.find_object(Ctx)
+        if ctx is not None:
+            ctx.signs_runs = True
+            ctx.run_key = value
+
+    return click.option(
+        "--key",
+        default=None,
+        type=click.Path(dir_okay=False),
+        expose_value=False,
+        callback=remember,
+        help="OpenSSH private key that signs this run's record (whoever runs it is "
+        "its author). Default: your enrolled key in ssh-agent.",
+    )(command)
 
 
 pass_ctx = click.make_pass_decorator(Ctx)

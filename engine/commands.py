@@ -15,7 +15,6 @@ command line before it runs.
 from __future__ import annotations
 
 import importlib
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ import click
 from engine import __version__
 from engine.cli_context import Ctx, pass_ctx
 from engine.outputs import InputFile, OutputFile
+from engine.terminal_text import json_text, visible
 
 # name -> "module:attribute" of a click command, loaded on first use. A
 # command whose module is not installed is simply not offered.
@@ -58,6 +58,14 @@ TOP_LEVEL_LAZY = {
     "prove": (
         "engine.signoff.cli:prove",
         "Print an inclusion proof of a record against a signed tree head.",
+    ),
+    "receipts": (
+        "engine.receipts_cli:receipts",
+        "Your receipts: where they are kept, and keeping those a gated host printed.",
+    ),
+    "runs": (
+        "engine.signoff.cli:runs",
+        "Producer runs and who signed them: list, sign (the author of each number).",
     ),
     "ssh-gate": (
         "engine.ssh_gate:ssh_gate",
@@ -170,7 +178,9 @@ def cli(ctx: click.Context, workspace: str | None) -> None:
       sealdesk review                 # or: sealdesk decide ... for scripts
       sealdesk verify
     """
-    ctx.obj = Ctx(workspace)
+    from engine.run_records import RunSigning
+
+    ctx.obj = Ctx(workspace, RunSigning)
     SESSION[:] = [ctx.obj]
 
 
@@ -207,7 +217,9 @@ def ingest(ctx: Ctx, files: tuple[str, ...]) -> None:
         )
         stage.advance(len(pairs))
         stage.finish()
-    click.echo(f"{', '.join(files)}: {result.added} added, {result.unchanged} already held")
+    click.echo(
+        visible(f"{', '.join(files)}: {result.added} added, {result.unchanged} already held")
+    )
 
 
 @cli.command()
@@ -243,10 +255,11 @@ def items(
                 held = ws.item(row["queue"], row["item_id"])
                 row["payload"] = held["payload"] if held else None
     if as_json:
-        click.echo(json.dumps(rows, ensure_ascii=False, indent=1))
+        click.echo(json_text(rows, indent=1))
         return
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     table = Table("queue", "item", "status", "by", "title", box=None)
     for r in rows:
@@ -257,7 +270,14 @@ def items(
             state += " (carried)"
         elif r["reopened"]:
             state += " (re-opened)"
-        table.add_row(r["queue"], r["item_id"], state, by, r["title"][:60])
+        # Text, not markup: a "[" in an id or a title is shown as typed.
+        table.add_row(
+            r["queue"],
+            Text(visible(r["item_id"])),
+            state,
+            Text(visible(by)),
+            Text(visible(r["title"][:60])),
+        )
     Console().print(table)
     click.echo(f"{len(rows)} item(s)")
     carried = sum(r["carried_from"] is not None for r in rows)
@@ -269,7 +289,7 @@ def items(
     # What re-opened an item is what its reviewer must look at first: said in full.
     for r in rows:
         if r["reopened"]:
-            click.echo(f"{r['item_id']}: {r['reopened']['text']}")
+            click.echo(visible(f"{r['item_id']}: {r['reopened']['text']}"))
 
 
 def _signer(ws, key: str | None, queue: str | None = None, role: str | None = None):
@@ -383,8 +403,10 @@ def decide(
         if rec is None:
             unsaid = "; the note was not recorded" if note is not None else ""
             click.echo(
-                f"already {decision} by you (#{outcome.standing['seq']}): {where}, "
-                f"nothing signed{unsaid}"
+                visible(
+                    f"already {decision} by you (#{outcome.standing['seq']}): {where}, "
+                    f"nothing signed{unsaid}"
+                )
             )
             continue
         signed = (
@@ -393,21 +415,34 @@ def decide(
         )
         over = outcome.overruled
         if over is not None:
+            made_on = f" on {over['carried_from']}" if over.get("carried_from") else ""
             signed += (
                 f" (overrules {over['decision']} by {over['principal']} as "
-                f"{over['role']}, #{over['seq']})"
+                f"{over['role']}, #{over['seq']}{made_on})"
             )
-        click.echo(signed)
+        click.echo(visible(signed))
     _keep_receipts(kept)
 
 
 def _keep_receipts(kept: list[dict[str, Any]]) -> None:
     """Keeps receipts in the signer's own state directory and says where (on stderr, so
-    that scripts reading the records' lines are not disturbed)."""
-    from engine.ledger.receipts import keep
+    that scripts reading the records' lines are not disturbed).
+
+    Behind the ssh gate the signer is not on this host: the state directory is
+    the host account's, which the insider a receipt should catch can empty. So
+    each whole receipt is also printed to the client, one JSON line, for
+    ``sealdesk receipts keep`` (or ``grep``) to keep on the signer's machine.
+    """
+    import os
+
+    from engine.cli_context import GATE_ENV_VAR
+    from engine.ledger.receipts import keep, receipt_line
 
     if not kept:
         return
+    if os.environ.get(GATE_ENV_VAR) is not None:
+        for r in kept:
+            click.echo(receipt_line(r), err=True)
     last = kept[-1]
     try:
         path = keep(kept)
@@ -418,9 +453,14 @@ def _keep_receipts(kept: list[dict[str, Any]]) -> None:
             err=True,
         )
         return
+    yours = (
+        "; keep the JSON line(s) above on your machine: see sealdesk receipts --help"
+        if os.environ.get(GATE_ENV_VAR) is not None
+        else ""
+    )
     click.echo(
         f"receipt: #{last['seq']} tree {last['tree_size']} root {last['root'][:16]} "
-        f"({len(kept)} kept in {path})",
+        f"({len(kept)} kept in {path}{yours})",
         err=True,
     )
 
@@ -460,7 +500,7 @@ def undo(
     with ctx.open() as ws:
         rec = ws.retract(_signer(ws, key, queue), queue, item_id, note=note, principal=principal)
         kept = [ws.receipt(rec)]
-    click.echo(f"#{rec.seq} retracted {rec.body['retracts'][:12]} on {queue}/{item_id}")
+    click.echo(visible(f"#{rec.seq} retracted {rec.body['retracts'][:12]} on {queue}/{item_id}"))
     _keep_receipts(kept)
 
 
@@ -482,17 +522,18 @@ def undo(
 @click.option(
     "--receipts",
     default=None,
-    type=click.Path(file_okay=False),
-    help="A directory of signers' receipts: every receipted record must still be "
-    "here, unchanged (catches a rollback or a fork).",
+    type=click.Path(allow_dash=True),
+    help="Signers' receipts (a file, a directory of them, or '-' for stdin): every "
+    "receipted record must still be here, unchanged (catches a rollback or a fork). "
+    "Your own receipts of this workspace are compared always.",
 )
 @click.option(
     "--witness",
     "witnesses",
     multiple=True,
     type=click.Path(file_okay=False),
-    help="A witness directory of pushed checkpoints: the ledger must extend each "
-    "one (repeat for several).",
+    help="A witness directory of pushed checkpoints (or this workspace's folder in "
+    "it): the ledger must extend each one (repeat for several).",
 )
 @click.option(
     "--jobs",
@@ -514,11 +555,22 @@ def verify(
     """Check every record's hash, link, signature, signer, role and enrolment.
 
     Who may sign record N is replayed from the genesis and the enrolment
-    records before N. Exits 0 when the ledger is whole; otherwise names the
-    first bad record (seq and reason) and exits 1.
+    records before N. The receipts you keep for this workspace (see sealdesk
+    receipts), those named and the witnesses' checkpoints must all still be
+    honoured; a line says how many of each were compared. Exits 0 when the
+    ledger is whole; otherwise names the first bad record (seq and reason)
+    and exits 1.
     """
+    from engine.errors import InputError
     from engine.signoff.verify import verify_workspace
 
+    receipts_text = None
+    if receipts == "-":
+        if checkpoint == "-":
+            raise InputError(
+                "only one of --checkpoint and --receipts can read stdin", field="--receipts"
+            )
+        receipts_text = sys.stdin.read()
     with ctx.open(read_only=True) as ws:
         report = verify_workspace(
             ws,
@@ -528,19 +580,28 @@ def verify(
             anchor=Path(anchor) if anchor else None,
             receipts=Path(receipts) if receipts else None,
             witnesses=tuple(map(Path, witnesses)),
+            own_receipts=True,
+            receipts_text=receipts_text,
         )
     first = report.first
     if first is None:  # no fault: the ledger verifies
         who = ", ".join(f"{p} {n}" for p, n in sorted(report.signers.items())) or "none"
         click.echo(
-            f"ok: {report.records} record(s) verified; head {report.head_hash[:16]}; signers: {who}"
+            visible(
+                f"ok: {report.records} record(s) verified; head {report.head_hash[:16]}; "
+                f"signers: {who}"
+            )
         )
         for note in report.notes:
-            click.echo(f"note: {note.where}")
+            click.echo(f"note: {visible(note.where)}")
+        for line in report.compared:
+            click.echo(visible(line))
         return
     for note in report.notes:
-        click.echo(f"note: {note.where}", err=True)
-    click.echo(f"FAIL: {first.where}", err=True)
+        click.echo(f"note: {visible(note.where)}", err=True)
+    for line in report.compared:
+        click.echo(visible(line))
+    click.echo(f"FAIL: {visible(first.where)}", err=True)
     if len(report.faults) > 1:
         click.echo(f"({len(report.faults) - 1} further fault(s) after it)", err=True)
     sys.exit(1)
@@ -569,7 +630,36 @@ def export(ctx: Ctx, out: str) -> None:
 
     with ctx.open(read_only=True) as ws:
         n = export_records(ws, Path(out))
-    click.echo(f"wrote {n} record(s) to {out}")
+    click.echo(visible(f"wrote {n} record(s) to {out}"))
+
+
+@cli.command()
+@click.argument("dest", type=click.Path(dir_okay=True, file_okay=False))
+@pass_ctx
+def backup(ctx: Ctx, dest: str) -> None:
+    """Copy the workspace to DEST (a new directory) safely, even while it is in use.
+
+    \b
+    The database is copied through SQLite's online backup: one consistent
+    snapshot of every committed record, while the app and other commands
+    keep working. The copy is verified (every record, signer and bound
+    artifact) before it is kept; a copy that does not verify is removed.
+    Every other file comes along but cache/ (rebuilt on demand).
+    Never copy a workspace in use with cp, rsync or tar: such a copy can
+    hold half a write, and lose records that were acknowledged.
+    \b
+    Restore by pointing sealdesk at the copy (or moving it into place while
+    nothing has the workspace open):
+      sealdesk --workspace DEST verify
+    """
+    from engine.backup import backup_workspace
+
+    with ctx.open(read_only=True) as ws:
+        done = backup_workspace(ws, dest)
+    click.echo(
+        f"backed up {done.records} record(s) (head {done.head_hash[:16]}) and "
+        f"{done.files} file(s) to {done.dest}; the copy verifies"
+    )
 
 
 @cli.group(cls=LazyGroup, lazy=SCAN_LAZY)

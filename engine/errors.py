@@ -100,6 +100,10 @@ class IntegrityError(SealdeskError):
         super().__init__(f"record {seq}: {message}" if seq is not None else message)
 
 
+class LedgerDiverged(IntegrityError):
+    """What this process wrote is not what the database on disk holds: it signs no more."""
+
+
 class NotReadyError(SealdeskError):
     """The state does not allow this yet (e.g. a sign-off while items are undecided)."""
 

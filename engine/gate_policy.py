@@ -147,7 +147,7 @@ NAMED: dict[str, ParamKind] = {
     # read
     "--checkpoint": ParamKind(INPUT, stream=True),  # verify, prove: '-' reads stdin
     "--consistency": ParamKind(INPUT, stream=True),  # prove: the older checkpoint
-    "--receipts": ParamKind(INPUT),  # verify: a directory of receipts
+    "--receipts": ParamKind(INPUT, stream=True),  # verify: receipts; '-' reads stdin
     "--witness": ParamKind(INPUT),  # verify: a witness directory
     "--model": ParamKind(INPUT),  # a model directory
     "--prefilter-model": ParamKind(INPUT),  # a static model directory

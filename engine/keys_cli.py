@@ -9,6 +9,7 @@ import click
 
 from engine.cli_context import Ctx, pass_ctx
 from engine.outputs import InputFile
+from engine.terminal_text import visible
 
 _ROLE = click.Choice(["reviewer", "adjudicator", "lead"])
 _LEAD_KEY_HELP = (
@@ -333,14 +334,19 @@ def keys_list(ctx: Ctx, history: bool) -> None:
             "trust/allowed_signers says (sign it in with: sealdesk keys migrate):"
         )
         for entry in legacy.entries:
+            # An unsigned file anyone with the account could have written: shown, not obeyed.
             click.echo(
-                f"{','.join(entry.principals):20} {','.join(entry.roles) or '-':28} "
-                f"{entry.key.fingerprint}"
+                visible(
+                    f"{','.join(entry.principals):20} {','.join(entry.roles) or '-':28} "
+                    f"{entry.key.fingerprint}"
+                )
             )
         for line in legacy.skipped:
             click.echo(
-                f"{','.join(line.principals):20} {'-':28} skipped: {line.key_type} key "
-                f"(line {line.line}); {line.why}"
+                visible(
+                    f"{','.join(line.principals):20} {'-':28} skipped: {line.key_type} key "
+                    f"(line {line.line}); {line.why}"
+                )
             )
         return
     if auth.genesis is None:

@@ -21,6 +21,8 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from engine.terminal_text import visible
+
 _MIN_INTERVAL = 0.2
 
 
@@ -33,7 +35,10 @@ class Stage:
         self._start = time.monotonic()
         self._last = 0.0
         self._bar = bar
-        self._task = bar.add_task(name, total=total, unit=unit) if bar is not None else None
+        # A stage's name may quote a file name or a dataset: drawn visibly, as plain text.
+        self._task = (
+            bar.add_task(visible(name), total=total, unit=unit) if bar is not None else None
+        )
         self._file = os.environ.get("SEALDESK_PROGRESS_FILE")
         self._emit(force=True)
 
@@ -117,7 +122,7 @@ class Reporter:
             )
 
             self._bar = Progress(
-                TextColumn("{task.description}"),
+                TextColumn("{task.description}", markup=False),
                 BarColumn(),
                 MofNCompleteColumn(),
                 _rate_column(),

@@ -38,8 +38,16 @@ def outranks(role: str, other: str) -> bool:
     A role sealdesk does not know ranks above every known one, so that an
     unknown role is never taken as one a lower role may overrule.
     """
-
-    def rank(name: str) -> int:
-        return ROLES.index(name) if name in ROLES else len(ROLES)
-
     return rank(role) > rank(other)
+
+
+def rank(role: str) -> int:
+    """Gives a role's rank, higher above lower; a role sealdesk does not know ranks above
+    every known one (see ``outranks``)."""
+    return ROLES.index(role) if role in ROLES else len(ROLES)
+
+
+def rank_sql(column: str) -> str:
+    """Gives an SQL expression for the rank of the role in ``column``, as ``rank`` gives it."""
+    known = " ".join(f"WHEN '{name}' THEN {index}" for index, name in enumerate(ROLES))
+    return f"(CASE {column} {known} ELSE {len(ROLES)} END)"

@@ -1,5 +1,17 @@
 """How sealdesk opens SQLite, what its errors mean, and a quick import of sqlite-utils.
 
+This module owns every connection to a workspace's database, and only SQLite
+touches the database's files (``sealdesk.db`` and its ``-wal``, ``-shm`` and
+``-journal``). POSIX file locks belong to a process, not to a descriptor:
+closing *any* descriptor of a file drops every lock the process holds on it,
+those of its live SQLite connections included. Another process then sees no
+reader, checkpoints, and deletes the write-ahead log this one still writes
+into, and acknowledged records vanish. SQLite shares one lock table per file
+among all of a process's connections and closes a descriptor only when no
+lock needs it, so a second connection (read-only or not) is always safe where
+a plain ``open()`` never is. Copies go through SQLite's online backup
+(``backup_to``), never a file copy.
+
 sqlite-utils imports pandas and numpy at module load only to map their
 column types, which sealdesk never inserts; that import costs over a second
 per CLI call. ``database`` hides them for the duration of the
@@ -12,7 +24,7 @@ import os
 import sqlite3
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from urllib.parse import quote
@@ -72,18 +84,28 @@ def lock_timeout() -> float:
     return value
 
 
-def connect(db_path: Path, *, read_only: bool = False) -> sqlite3.Connection:
+def connect(
+    db_path: Path,
+    *,
+    read_only: bool = False,
+    before_writing: Callable[[sqlite3.Connection], None] | None = None,
+) -> sqlite3.Connection:
     """Gives a connection configured the one way sealdesk uses SQLite.
 
     ``read_only`` opens without ever writing: no switch to WAL, no journal,
     and ``query_only`` refuses any statement that would write.
+    ``before_writing`` runs on the new connection before anything could write
+    to the file (the switch to WAL writes its header): it reads through SQLite
+    whether the file is one to write at all, and raises to close it unwritten.
+    That check is SQLite's own read: a plain ``open()`` of a database file in a
+    process that holds a connection to it would drop the process's locks
+    (``engine.sqlitedb``'s module docstring says why).
     """
     timeout = lock_timeout()
     if read_only:
         conn = open_read_only(
             db_path, timeout=timeout, check_same_thread=False, factory=LockingConnection
         )
-        conn.execute("PRAGMA query_only=ON")
     else:
         conn = sqlite3.connect(
             db_path,
@@ -92,6 +114,15 @@ def connect(db_path: Path, *, read_only: bool = False) -> sqlite3.Connection:
             check_same_thread=False,
             factory=LockingConnection,
         )
+    if before_writing is not None:
+        try:
+            before_writing(conn)
+        except BaseException:
+            conn.close()
+            raise
+    if read_only:
+        conn.execute("PRAGMA query_only=ON")
+    else:
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=FULL")
     conn.execute("PRAGMA foreign_keys=ON")
@@ -252,12 +283,74 @@ class LockingConnection(sqlite3.Connection):
 
     The app's worker threads share one Workspace: a second BEGIN on a
     connection already in a transaction fails, and its ROLLBACK would undo
-    the first thread's half-written record.
+    the first thread's half-written record. ``diverged`` says why this
+    connection may write no more, once its writes were found not to reach
+    the database on disk (``engine.ledger.store``).
     """
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.write_lock = threading.RLock()
+        self.diverged: str | None = None
+        # What ``detached_file`` last found in place: (real path, identities of the
+        # database and its -wal at that path).
+        self.files_seen: tuple[str, tuple] | None = None
+
+
+_DELETED = " (deleted)"  # how Linux names the target of a descriptor whose file was unlinked
+
+
+def main_file(conn: sqlite3.Connection) -> str | None:
+    """Gives the real path of the connection's main database file (None in memory)."""
+    for _, name, file in conn.execute("PRAGMA database_list"):
+        if name == "main":
+            return os.path.realpath(file) if file else None
+    return None
+
+
+def detached_file(conn: sqlite3.Connection) -> str | None:
+    """Gives the database file (or its -wal, -shm, -journal) that this process still
+    holds open although it is gone from its path, else None.
+
+    A process whose locks were dropped (see the module docstring) goes on writing
+    into a log that another process has checkpointed and deleted: its commits
+    reach no file anyone else will read. Linux names such a descriptor's target
+    "<path> (deleted)" in /proc/self/fd; elsewhere this check finds nothing.
+    """
+    seen = getattr(conn, "files_seen", None)
+    path = seen[0] if seen is not None else main_file(conn)
+    if path is None:
+        return None
+    # While this process holds a file open its inode cannot be reused, so the same
+    # identities at the same paths as at the last full look mean nothing was deleted
+    # since: two stat calls instead of reading every descriptor's link.
+    now = (_identity(path), _identity(f"{path}-wal"))
+    if seen is not None and seen[1] == now:
+        return None
+    try:
+        descriptors = os.listdir("/proc/self/fd")
+    except OSError:
+        return None
+    gone = {f"{path}{suffix}{_DELETED}" for suffix in ("", "-wal", "-shm", "-journal")}
+    for fd in descriptors:
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:  # closed since it was listed
+            continue
+        if target in gone:
+            return target[: -len(_DELETED)]
+    if hasattr(conn, "files_seen"):
+        conn.files_seen = (path, now)
+    return None
+
+
+def _identity(path: str) -> tuple[int, int] | None:
+    """Gives (device, inode) of the file at path (a stat, never an open), or None."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino)
 
 
 @contextmanager
@@ -277,3 +370,30 @@ def write_transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             raise
+
+
+def backup_to(conn: sqlite3.Connection, dest_path: Path) -> None:
+    """Copies the database under ``conn`` into a new file at ``dest_path``, whole and
+    consistent, through SQLite's online backup, and checks the copy's integrity.
+
+    The copy is one snapshot of committed records however many writers are at
+    work: SQLite reads it under a read transaction, as any reader does, so no
+    lock of this process's connections is disturbed (a file copy of a live
+    database is neither consistent nor safe: see the module docstring).
+    """
+    dest_path = Path(dest_path)
+    if dest_path.exists():
+        raise InputError("already exists; a backup never writes over a file", path=dest_path)
+    dest = sqlite3.connect(dest_path, isolation_level=None)
+    try:
+        conn.backup(dest)
+        # A rollback journal until sealdesk opens the copy to write (then WAL): checking
+        # the copy read-only leaves no -wal or -shm beside it.
+        dest.execute("PRAGMA journal_mode=DELETE")
+        (verdict,) = dest.execute("PRAGMA integrity_check").fetchone()
+        if verdict != "ok":
+            raise WorkspaceError(
+                f"{dest_path}: the copy fails SQLite's integrity check ({verdict})"
+            )
+    finally:
+        dest.close()

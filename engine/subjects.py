@@ -11,14 +11,24 @@ an indexed column of ``items`` and re-derived by ``subject_faults``.
 
 Carrying is computed, never signed: no record is written for it. For an
 item with no standing decision of its own, the subject's standing decision
-is the latest standing accept or reject on any other item of the same
-subject; then
+is, of the standing accepts and rejects on the other items of the same
+subject, the one made in the highest role, and of those the latest: a
+decision made in a lower role never carries over one made in a higher role
+(as it could never have replaced it on the same item), and among equals the
+latest stands, since a later one was made knowing the earlier (or overruled
+it). Then
 
 - an accept (a confirmed leak, a gold span, a category taken into the next
   cycle) carries over;
 - a reject carries over only when this item's evidence adds nothing the
   decided item did not have: no match, no channel, no higher score;
 - otherwise the item is re-opened: undecided, with what is new listed.
+
+A decision that carries counts, on the item it carries to, as the standing
+decision of its original principal and role (``standing_decision``):
+replacing it there is an overrule like replacing a decision made on the
+item itself, named in the signed record and refused over a higher role.
+A re-opened item has no standing decision: its new evidence is asked again.
 
 What each item adds over each other item of its subject is computed once,
 when the later of the two is ingested, and kept in ``subject_links`` (like
@@ -32,11 +42,15 @@ from __future__ import annotations
 import json
 import sqlite3
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.canonical import canonical_json, canonical_sha256, strict_loads
 from engine.ledger import store
+from engine.roles import rank, rank_sql
 from engine.sqlitedb import write_transaction
+
+if TYPE_CHECKING:  # verify is imported where it runs: opening a workspace does not need it
+    from engine.ledger.verify import StandingElsewhere
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS subject_links (
@@ -64,13 +78,18 @@ _STANDING_SEQ = (
     "ORDER BY d.seq DESC LIMIT 1)"
 )
 # The link to, and the record of, the subject's standing decision for the row ``i``:
-# the latest standing accept or reject on another item of its subject.
+# of the standing accepts and rejects on other items of its subject, the one made in
+# the highest role, and of those the latest.
 _SUBJECT_STANDING = (
     "FROM subject_links l JOIN records e ON e.seq = "
     + _STANDING_SEQ.format(q="l.queue", i="l.other_id")
     + " WHERE l.queue = i.queue AND l.item_id = i.item_id "
-    "AND e.decision IN ('accept', 'reject') ORDER BY e.seq DESC LIMIT 1"
+    f"AND e.decision IN ('accept', 'reject') ORDER BY {rank_sql('e.role')} DESC, e.seq DESC "
+    "LIMIT 1"
 )
+# seq and role rank in one number, so that one MAX() picks the highest role's latest
+# decision (no ledger reaches 2**40 records).
+_SEQ_SPAN = 2**40
 _CARRIES = "e.decision = 'accept' OR l.adds = 0"
 # The decision and principal that carry to row ``i`` (NULL when none does, or when
 # the item is re-opened); only meaningful where the item has no decision of its own.
@@ -319,8 +338,9 @@ _RECORD_FIELDS = ("seq", "record_hash", "decision", "principal", "role", "time",
 
 def _best(queue: str | None) -> tuple[str, list[Any]]:
     """Gives the ``WITH`` clause whose ``best`` holds, per item with no standing decision
-    of its own, the link to the latest standing accept or reject on another item of its
-    subject (``seq`` its record; ``other_id``, ``adds``, ``new`` from that link)."""
+    of its own, the link to its subject's standing decision (the highest role's latest
+    standing accept or reject on another item of its subject): ``seq`` its record;
+    ``other_id``, ``adds``, ``new`` from that link."""
     mine = " AND d.queue = ?" if queue is not None else ""
     # SQLite takes a bare column (other_id, adds, new) from the row holding the MAX().
     sql = f"""
@@ -331,8 +351,9 @@ def _best(queue: str | None) -> tuple[str, list[Any]]:
         GROUP BY queue, item_id
     ),
     best AS (
-        SELECT l.queue, l.item_id, MAX(o.seq) AS seq, l.other_id AS other_id,
-               l.adds AS adds, l.new AS new
+        SELECT l.queue, l.item_id,
+               MAX({rank_sql("r.role")} * {_SEQ_SPAN} + o.seq) % {_SEQ_SPAN} AS seq,
+               l.other_id AS other_id, l.adds AS adds, l.new AS new
         FROM own o JOIN records r ON r.seq = o.seq
         JOIN subject_links l ON l.queue = o.queue AND l.other_id = o.item_id
         WHERE r.decision IN ('accept', 'reject') AND NOT EXISTS (
@@ -356,7 +377,8 @@ def carries(
     if not _has_links(conn):
         return {}
     if item_id is not None:
-        return _carry_to(conn, str(queue), item_id)
+        one = carry_to(conn, str(queue), item_id)
+        return {} if one is None else {(one.queue, one.item_id): one}
     # One statement for a whole queue: a probe per item from Python cost about a second
     # on 20,000 re-scanned items, and the sign-off summary and clean read every item.
     best, args = _best(queue)
@@ -382,27 +404,98 @@ def carries(
     return out
 
 
-def _carry_to(conn: sqlite3.Connection, queue: str, item_id: str) -> dict[tuple[str, str], Carry]:
-    """Gives ``carries`` for one item, by a few index probes (the detail pane reads it)."""
-    if store.effective_decisions_for(conn, queue, item_id) is not None:
-        return {}
-    latest = None
+def carry_to(
+    conn: sqlite3.Connection, queue: str, item_id: str, before: int | None = None
+) -> Carry | None:
+    """Gives how the subject's standing decision bears on an item with none of its own
+    (carried or re-opened), None when the item has its own or its subject has none;
+    with ``before``, as it stood when record ``before`` was appended.
+
+    By a few index probes: deciding, a bulk preview, the detail pane and
+    verify's replay read one item at a time.
+    """
+    if not _has_links(conn) or store.effective_decisions_for(conn, queue, item_id, before):
+        return None
+    best = None
     for other_id, adds, new in conn.execute(
         "SELECT other_id, adds, new FROM subject_links WHERE queue = ? AND item_id = ?",
         (queue, item_id),
     ).fetchall():
-        eff = store.effective_decisions_for(conn, queue, other_id)
+        eff = store.effective_decisions_for(conn, queue, other_id, before)
         if eff is None or eff["decision"] not in SIDES:
             continue
-        if latest is None or eff["seq"] > latest[0]["seq"]:
-            latest = (eff, other_id, adds, new)
-    if latest is None:
-        return {}
-    eff, other_id, adds, new = latest
+        key = (rank(eff["role"]), eff["seq"])
+        if best is None or key > best[0]:
+            best = (key, eff, other_id, adds, new)
+    if best is None:
+        return None
+    _, eff, other_id, adds, new = best
     (ingested_at,) = conn.execute(
         "SELECT ingested_at FROM items WHERE queue = ? AND item_id = ?", (queue, item_id)
     ).fetchone()
-    return {(queue, item_id): _carry(queue, item_id, other_id, adds, new, ingested_at, eff)}
+    return _carry(queue, item_id, other_id, adds, new, ingested_at, eff)
+
+
+def standing_decision(conn: sqlite3.Connection, queue: str, item_id: str) -> dict[str, Any] | None:
+    """Gives the decision standing on an item, as the rule of who may replace whose
+    decision reads it: the item's own latest unretracted decision, else the decision
+    its subject carries to it (its record's seq, decision, principal, role, time and
+    record_hash, and ``carried_from``, the item it was made on), else None.
+
+    Deciding, the bulk preview and verify's replay (``carried_standing``) all read
+    it here, so a carried decision is overruled, or refused, exactly as its own.
+    """
+    own = store.effective_decisions_for(conn, queue, item_id)
+    return own if own is not None else carried_standing(conn, queue, item_id)
+
+
+def carried_standing(
+    conn: sqlite3.Connection, queue: str, item_id: str, before: int | None = None
+) -> dict[str, Any] | None:
+    """Gives the decision the item's subject carries to it as its standing decision
+    (``standing_decision``'s fields), or None when none carries (none held, the item is
+    re-opened, or it has its own); with ``before``, as when record ``before`` was
+    appended."""
+    carry = carry_to(conn, queue, item_id, before)
+    if carry is None or not carry.carried:
+        return None
+    r = carry.record
+    return {
+        **{name: r[name] for name in _RECORD_FIELDS if name != "item_id"},
+        "carried_from": r["item_id"],
+    }
+
+
+# Items decided where an earlier decision on another item of their subject was made by
+# another principal or in another role: where a carried decision may have been replaced.
+_CARRIED_CONTESTED = """
+SELECT d.queue, d.item_id FROM records d
+JOIN subject_links l ON l.queue = d.queue AND l.item_id = d.item_id
+JOIN records e ON e.queue = l.queue AND e.item_id = l.other_id
+WHERE d.kind = 'decision' AND e.kind = 'decision' AND e.seq < d.seq
+    AND (e.principal <> d.principal OR e.role <> d.role)
+"""
+
+
+def carried_elsewhere(conn: sqlite3.Connection) -> StandingElsewhere | None:
+    """Gives what verify's replay of overrules needs to judge a decision that replaced a
+    carried one (``carried_standing`` as it stood then), or None for a workspace without
+    subjects."""
+    from engine.ledger.verify import StandingElsewhere
+
+    if not enabled(conn):
+        return None
+    return StandingElsewhere(_CARRIED_CONTESTED, carried_standing)
+
+
+def said(standing: dict[str, Any]) -> str:
+    """Gives a standing decision in words: ``accept by lena as lead (#7)``, and where a
+    carried one was made: ``(#7, carried from wc-0)``."""
+    where = f", carried from {standing['carried_from']}" if standing.get("carried_from") else ""
+    return (
+        f"{standing['decision']} by {standing['principal']} as {standing['role']} "
+        f"(#{standing['seq']}{where})"
+    )
 
 
 def _carry(

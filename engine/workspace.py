@@ -270,7 +270,7 @@ class DecisionOutcome:
     item_id: str
     decision: str
     record: Record | None
-    standing: dict[str, Any] | None  # effective_decisions_for's, just before deciding
+    standing: dict[str, Any] | None  # subjects.standing_decision's, just before deciding
 
     @property
     def overruled(self) -> dict[str, Any] | None:
@@ -299,8 +299,8 @@ def _replacing(
                 f"({overrule[:12]}…) no longer stands; nothing was signed"
             )
         return {}
-    who, made_as, seq = standing["principal"], standing["role"], standing["seq"]
-    what = f"{queue}/{item_id} stands at {standing['decision']} by {who} as {made_as} (#{seq})"
+    who, made_as = standing["principal"], standing["role"]
+    what = f"{queue}/{item_id} stands at {subjects.said(standing)}"
     if outranks(made_as, role):
         # As with undo: only the role that made a decision (or one above it) replaces it.
         mine = f" (decide as {made_as} to change it)" if who == principal else ""
@@ -309,7 +309,10 @@ def _replacing(
             f"{made_as}, which ranks above it{mine}; nothing was signed"
         )
     if who == principal:
-        if standing["decision"] == decision and made_as == role:
+        # One's own decision carried from another item is signed on this one all the
+        # same: the item then has a decision of its own, whatever the subject does next.
+        carried = standing.get("carried_from") is not None
+        if standing["decision"] == decision and made_as == role and not carried:
             return None
         return {}
     if not overrule:
@@ -337,6 +340,37 @@ def _status_fields(own: dict[str, Any] | None, carry: subjects.Carry | None) -> 
     return {"status": carry.status, **carry.to_json()}
 
 
+def _refuse_foreign(conn: sqlite3.Connection, db_path: Path) -> None:
+    """Raises unless the file under ``conn`` is an SQLite database holding sealdesk's tables.
+
+    Runs before the connection may write (the switch to WAL writes a header into an
+    empty file or another program's), and reads through SQLite itself: the header
+    is never read with a plain descriptor, whose close would drop the locks of this
+    process's other connections to the same file.
+    """
+    try:
+        tables = {
+            name for (name,) in conn.execute("SELECT name FROM sqlite_schema WHERE type='table'")
+        }
+    except sqlite3.DatabaseError as exc:
+        code = getattr(exc, "sqlite_errorcode", 0) or 0
+        if code & 0xFF != sqlite3.SQLITE_NOTADB:
+            raise  # locked, unreadable...: storage_error says which
+        raise WorkspaceError(
+            f"{db_path}: is not an SQLite database, so not a sealdesk database "
+            "(nothing was written to it)"
+        ) from exc
+    if not tables:
+        raise WorkspaceError(
+            f"{db_path}: is empty, so not a sealdesk database (nothing was written to it)"
+        )
+    if "meta" not in tables:
+        raise WorkspaceError(
+            f"{db_path}: an SQLite database of another program (it has no meta table), "
+            "so not a sealdesk database (nothing was written to it)"
+        )
+
+
 class Workspace:
     """An open workspace: its database, artifacts and trust list."""
 
@@ -349,6 +383,10 @@ class Workspace:
         self._authority: tuple[tuple[int, int], Authority] | None = None
         # receipts' tree head, extended as this process appends
         self._tree: TreeCache | None = None
+        # Set by the command line (engine.run_records.RunSigning): given the runs an
+        # ingest registers, gives what signs them afterwards, or None. A layer above
+        # this one signs them, so it is handed in rather than imported.
+        self.run_signing: Callable[[Workspace, dict], Callable[[], None] | None] | None = None
 
     @cached_property
     def db(self):
@@ -429,18 +467,11 @@ class Workspace:
             )
         if not os.access(db_path, os.R_OK):
             raise WorkspaceError(f"{db_path} is not readable by this user")
-        # Checked before connecting: connecting switches the file to WAL, which would
-        # write a header into an empty file or another program's file.
-        with open(db_path, "rb") as handle:
-            magic = handle.read(16)
-        if magic != b"SQLite format 3\x00":
-            what = "is empty" if not magic else "is not an SQLite database"
-            raise WorkspaceError(
-                f"{db_path}: {what}, so not a sealdesk database (nothing was written to it)"
-            )
         conn = None
         try:
-            conn = connect(db_path, read_only=read_only)
+            conn = connect(
+                db_path, read_only=read_only, before_writing=lambda c: _refuse_foreign(c, db_path)
+            )
             row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
         except sqlite3.Error as exc:
             if conn is not None:
@@ -489,6 +520,20 @@ class Workspace:
             conn.close()
             raise storage_error(exc, db_path) from exc
         return ws
+
+    def another(self) -> Workspace:
+        """Gives this workspace again on a new SQLite connection of its own, for a worker
+        thread: read-only when this one is, and checked as ``open`` checks the file.
+
+        A process holding this workspace opens its database again only this way (or
+        through ``open``), never with a plain descriptor (``engine.sqlitedb`` says why).
+        """
+        conn = connect(
+            self.db_path,
+            read_only=self.read_only,
+            before_writing=lambda c: _refuse_foreign(c, self.db_path),
+        )
+        return type(self)(self.root, conn, read_only=self.read_only)
 
     def close(self) -> None:
         self.conn.close()
@@ -575,6 +620,9 @@ class Workspace:
         for item in items:
             validate_item(item.to_json(), path=source)
         runs = dict(runs or {})
+        # Who signs the runs is settled before anything is written: a key that cannot
+        # sign refuses the whole ingest.
+        sign_runs = self.run_signing(self, runs) if self.run_signing and runs else None
         now = utc_now()
         added = unchanged = related = 0
         with write_transaction(self.conn):
@@ -619,6 +667,8 @@ class Workspace:
                 ):
                     related += 1
                 added += 1
+        if sign_runs is not None:
+            sign_runs()
         return IngestResult(added, unchanged, related)
 
     def _register_run(
@@ -910,8 +960,11 @@ class Workspace:
         Who may replace a standing decision is checked inside that transaction,
         against the ledger being extended:
 
-        - the signer's own standing decision, in the same role and with the same
-          decision, already says it: nothing is signed for that item;
+        - the standing decision is the item's own, else the one its subject carries
+          to it (``subjects.standing_decision``), as made by its original principal
+          in its original role;
+        - the signer's own standing decision on the item, in the same role and with
+          the same decision, already says it: nothing is signed for that item;
         - the signer may change their own decision freely;
         - another principal's decision is replaced only with ``overrule`` (True,
           or the record hash of the very decision the person agreed to overrule),
@@ -942,18 +995,28 @@ class Workspace:
             )
         principal, role = self.identify(signer, principal, role, queue)
         standing: list[dict[str, Any] | None] = [None] * len(ids)
+        # The decisions this batch has overruled so far. Deciding one item of a subject
+        # can change what the subject carries to another item of the batch: the decision
+        # agreed to be overruled there then no longer reaches it (it was overruled here,
+        # and the item now carries this signer's decision or is re-opened).
+        overruled_here: set[str] = set()
 
         def check_for(index: int) -> Callable[[sqlite3.Connection], dict[str, Any] | None]:
             def check(conn: sqlite3.Connection) -> dict[str, Any] | None:
                 binding = self._item_binding(conn, queue, ids[index])
-                standing[index] = store.effective_decisions_for(conn, queue, ids[index])
+                standing[index] = subjects.standing_decision(conn, queue, ids[index])
                 allowed = (
                     overrule.get(ids[index], False) if isinstance(overrule, Mapping) else overrule
                 )
+                if standing[index] is None and allowed in overruled_here:
+                    allowed = False
                 extra = _replacing(
                     standing[index], queue, ids[index], decision, principal, role, allowed
                 )
-                return None if extra is None else {**binding, **extra}
+                if extra is None:
+                    return None
+                overruled_here.update(extra.get("data", {}).values())
+                return {**binding, **extra}
 
             return check
 

@@ -20,7 +20,6 @@ import asyncio
 import json
 import platform
 import random
-import sqlite3
 import statistics
 import subprocess
 import sys
@@ -185,14 +184,15 @@ async def _decisions(ws_path: Path, key: Path, count: int) -> tuple[list[float],
     from textual import events
 
     from engine.ledger.signers import FileSigner
+    from engine.sqlitedb import connect
     from engine.workspace import Workspace
     from reviewer.app import ReviewApp
     from reviewer.session import open_session
 
     ws = Workspace.open(ws_path)
-    direct_ws = Workspace.open(ws_path)
+    direct_ws = ws.another()
     signer = FileSigner(key)
-    watcher = sqlite3.connect(ws.db_path)
+    watcher = connect(ws.db_path, read_only=True)
     # The app decides from the top of the score order; the direct calls take
     # items from the bottom, so the two never meet.
     tail = [

@@ -23,7 +23,7 @@ from textual.widgets.option_list import Option
 
 from engine.bulk import BulkPlan, Planned
 from reviewer.actions import bindings
-from reviewer.panes.common import STATUS_GLYPH
+from reviewer.panes.common import CARRIED_MARK, STATUS_GLYPH
 from reviewer.panes.spans import clean
 
 
@@ -62,7 +62,8 @@ def _standing(p: Planned) -> str:
     s = p.standing
     if s is None:
         return "undecided"
-    return f"{s['decision']} by {s['principal']} ({s['role']}) #{s['seq']}"
+    made_on = f" on {clean(s['carried_from'])}, carried" if s.get("carried_from") else ""
+    return f"{s['decision']} by {s['principal']} ({s['role']}) #{s['seq']}{made_on}"
 
 
 _EFFECT = {
@@ -75,7 +76,8 @@ _EFFECT = {
 
 def _row(p: Planned) -> Text:
     status = p.standing["decision"] if p.standing else "undecided"
-    out = Text(f"{STATUS_GLYPH.get(status, '?')} ")
+    carried = CARRIED_MARK if p.standing and p.standing.get("carried_from") else ""
+    out = Text(f"{STATUS_GLYPH.get(status, '?')}{carried} ")
     out.append(clean(p.item_id), style="bold")
     out.append(f"  {' '.join(clean(p.title).split())[:60]}")
     out.append(f"\n    {_standing(p)}")

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Protocol, cast
 
 from rich.text import Text
@@ -190,9 +189,9 @@ class CalibrationScreen(Screen[Band | None]):
     SCOPE = "calibration"
     BINDINGS = bindings(SCOPE)
 
-    def __init__(self, root: Path, run_id: str, *, read_only: bool) -> None:
+    def __init__(self, ws: Workspace, run_id: str) -> None:
         super().__init__()
-        self.root, self.run_id, self.read_only = root, run_id, read_only
+        self.ws, self.run_id = ws, run_id
         self.dist: Distribution | None = None
         self.selected = 0
         self.band_width = BAND
@@ -204,12 +203,12 @@ class CalibrationScreen(Screen[Band | None]):
 
     def on_mount(self) -> None:
         self.query_one(KeyHints).show(cast(_Hinting, self.app).key_hints(self))
-        self._read(self.root, self.run_id, self.read_only)
+        self._read(self.run_id)
 
     @work(thread=True, exclusive=True, group="calibration", exit_on_error=False)
-    def _read(self, root: Path, run_id: str, read_only: bool) -> None:
+    def _read(self, run_id: str) -> None:
         # Its own connection, off the UI thread: a run's payloads may be many.
-        with Workspace.open(root, read_only=read_only) as reader:
+        with self.ws.another() as reader:
             dist = read_distribution(reader.conn, reader.artifacts_dir, run_id)
         self.post_message(Loaded(dist))
 
@@ -348,9 +347,9 @@ class RatesScreen(Screen[None]):
     SCOPE = "rates"
     BINDINGS = bindings(SCOPE)
 
-    def __init__(self, root: Path, sha256: str, *, read_only: bool) -> None:
+    def __init__(self, ws: Workspace, sha256: str) -> None:
         super().__init__()
-        self.root, self.sha256, self.read_only = root, sha256, read_only
+        self.ws, self.sha256 = ws, sha256
         self.rates: CategoryRates | None = None
 
     def compose(self) -> ComposeResult:
@@ -360,11 +359,11 @@ class RatesScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.query_one(KeyHints).show(cast(_Hinting, self.app).key_hints(self))
-        self._read(self.root, self.sha256, self.read_only)
+        self._read(self.sha256)
 
     @work(thread=True, exclusive=True, group="calibration", exit_on_error=False)
-    def _read(self, root: Path, sha256: str, read_only: bool) -> None:
-        with Workspace.open(root, read_only=read_only) as reader:
+    def _read(self, sha256: str) -> None:
+        with self.ws.another() as reader:
             rates = read_rates(reader.artifacts_dir, sha256)
         self.post_message(RatesLoaded(rates))
 

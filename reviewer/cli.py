@@ -156,6 +156,20 @@ def review(
         app.run()
     if session.principal:
         signed = len(app.review.own_records) if hasattr(app, "_review") else 0
+        if gated and signed:
+            # Behind the gate this host's state directory is no place for the signer's
+            # receipts alone: its insiders could empty it. Each is printed, whole, for
+            # the signer to keep on their own machine (sealdesk receipts keep).
+            from engine.errors import SealdeskError
+            from engine.ledger.receipts import kept_of, receipt_line
+
+            try:
+                mine = kept_of(ws.workspace_id, app.review.own_records, session.principal)
+            except (OSError, SealdeskError) as exc:
+                mine = []
+                click.echo(f"warning: this session's receipts cannot be read: {exc}", err=True)
+            for r in mine:
+                click.echo(receipt_line(r), err=True)
         click.echo(
             f"sealdesk review: {signed} record(s) signed by {session.principal} this session"
         )

@@ -25,7 +25,7 @@ from textual.timer import Timer
 from textual.widgets import Input, Static
 from textual.worker import Worker, WorkerState
 
-from engine import item_query, jobs
+from engine import item_query, jobs, subjects
 from engine.bulk import BulkPlan, plan
 from engine.errors import OverruleRequired, SealdeskError
 from engine.item_query import (
@@ -299,7 +299,7 @@ class ReviewScreen(Screen):
         first_undecided: bool = False,
     ) -> None:
         # Its own connection: the UI thread keeps using (and writing) the main one.
-        with Workspace.open(self.ws.root, read_only=self.ws.read_only) as reader:
+        with self.ws.another() as reader:
             total = reader.count(queue, filters)
             if keep:
                 index = reader.position(queue, keep, filters, sort) or 0
@@ -552,8 +552,7 @@ class ReviewScreen(Screen):
 
         self.app.push_screen(
             ConfirmOverrule(
-                f"{row.queue}/{row.item_id} stands at {standing['decision']} by "
-                f"{standing['principal']} as {standing['role']} (#{standing['seq']}). Overrule it "
+                f"{row.queue}/{row.item_id} stands at {subjects.said(standing)}. Overrule it "
                 f"with {decision} as {args['role']}?"
             ),
             answered,
@@ -954,7 +953,7 @@ class ReviewScreen(Screen):
             if digest is None:
                 self.refuse("this item names no coverage report or benchmark to draw")
                 return
-            self.app.push_screen(RatesScreen(self.ws.root, digest, read_only=self.ws.read_only))
+            self.app.push_screen(RatesScreen(self.ws, digest))
             return
         item = (
             self.ws.item(row.queue, row.item_id)
@@ -965,9 +964,7 @@ class ReviewScreen(Screen):
         if run_id is None:
             self.refuse("no contamination run has flagged pairs here yet")
             return
-        self.app.push_screen(
-            CalibrationScreen(self.ws.root, run_id, read_only=self.ws.read_only), self._band_chosen
-        )
+        self.app.push_screen(CalibrationScreen(self.ws, run_id), self._band_chosen)
 
     def _band_chosen(self, band: Band | None) -> None:
         """Shows the flagged pairs of the band chosen on the calibration view, if any."""
@@ -1164,7 +1161,7 @@ class ReviewScreen(Screen):
         # Its own connection: a cluster's items are found by reading the run's payloads.
         principal, role = self._who(queue)
         members: list[Member] | None = None
-        with Workspace.open(self.ws.root, read_only=self.ws.read_only) as reader:
+        with self.ws.another() as reader:
             if cluster_of is not None:
                 item_id, run_id = cluster_of
                 item = reader.item(queue, item_id) or {}
@@ -1228,7 +1225,7 @@ class ReviewScreen(Screen):
     def _sign_bulk(self, bulk: BulkPlan, decision: str, args: dict[str, Any]) -> None:
         # One transaction on its own connection: the UI stays live while the records
         # are signed (an agent may ask for a confirmation per signature).
-        with Workspace.open(self.ws.root) as writer:
+        with self.ws.another() as writer:
             try:
                 outcomes = writer.decide_many(
                     self.session.require_signer(),

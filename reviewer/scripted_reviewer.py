@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import os
 import random
-import shutil
 import sqlite3
 import time
 from dataclasses import dataclass
@@ -225,6 +224,7 @@ async def work(ws_root: Path, key: Path, queue: Queue, bulk: bool) -> Run:
     """Gives what working the whole queue cost, pressing keys the way ``bulk`` says."""
     from textual.widgets import OptionList
 
+    from engine.sqlitedb import connect
     from engine.workspace import Workspace
     from reviewer.app import ReviewApp
     from reviewer.bulk_screen import BulkScreen
@@ -232,7 +232,7 @@ async def work(ws_root: Path, key: Path, queue: Queue, bulk: bool) -> Run:
 
     todo = len(queue.verdicts) - len(queue.colleague)
     ws = Workspace.open(ws_root)
-    watcher = sqlite3.connect(ws.db_path)
+    watcher = connect(ws.db_path, read_only=True)
 
     def signed() -> int:
         return watcher.execute(
@@ -300,6 +300,9 @@ async def work(ws_root: Path, key: Path, queue: Queue, bulk: bool) -> Run:
 def measure(root: Path, n_items: int) -> tuple[Queue, Run, Run]:
     """Gives the queue and its two runs (one at a time, then with bulk), each on its own
     copy of the same workspace."""
+    from engine.backup import backup_workspace
+    from engine.workspace import Workspace
+
     queue = realistic_queue(n_items)
     ws_root, key = build(root / "built", queue)
     runs = []
@@ -309,7 +312,8 @@ def measure(root: Path, n_items: int) -> tuple[Queue, Run, Run]:
     try:
         for bulk in (False, True):
             copy = root / ("bulk" if bulk else "one")
-            shutil.copytree(ws_root, copy)
+            with Workspace.open(ws_root, read_only=True) as built:
+                backup_workspace(built, copy)  # a database is copied only through SQLite
             os.environ["XDG_STATE_HOME"] = str(root / f"state-{copy.name}")
             runs.append(asyncio.run(work(copy, key, queue, bulk)))
     finally:

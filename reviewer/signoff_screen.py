@@ -142,12 +142,12 @@ class SignoffScreen(Screen[tuple[Record, ...]]):
             return
         self._reading, self._read_again = True, False
         self._seen_head = self.ws.watermark().head_seq
-        self._read(self.ws.root)
+        self._read()
 
     @work(thread=True, group="sign-off summary", exit_on_error=False)
-    def _read(self, root) -> None:
+    def _read(self) -> None:
         # Its own connection: the UI thread keeps using the main one.
-        with Workspace.open(root, read_only=self.ws.read_only) as reader:
+        with self.ws.another() as reader:
             summary = signoff_summary(reader)
         self.post_message(SummaryRead(summary))
 
@@ -253,7 +253,7 @@ class SignoffScreen(Screen[tuple[Record, ...]]):
                 return
             self.signing = True
             self.say("signing… (your ssh-agent may ask you to confirm)")
-            self._sign(self.ws.root, with_exceptions, note or None, size)
+            self._sign(with_exceptions, note or None, size)
 
         self.app.push_screen(ConfirmSignoff(self._question(s, with_exceptions)), answered)
 
@@ -280,8 +280,8 @@ class SignoffScreen(Screen[tuple[Record, ...]]):
         return out
 
     @work(thread=True, exclusive=True, group="sign-off", exit_on_error=False)
-    def _sign(self, root, with_exceptions: bool, note: str | None, size: int) -> None:
-        with Workspace.open(root) as writer:
+    def _sign(self, with_exceptions: bool, note: str | None, size: int) -> None:
+        with self.ws.another() as writer:
             try:
                 record = sign_off(
                     writer,

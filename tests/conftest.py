@@ -20,9 +20,23 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import storage_guard
+
 REPO = Path(__file__).resolve().parent.parent
+GUARDED_SITE = REPO / "tests" / "support" / "guarded_site"
 os.environ["PYTHONPATH"] = os.pathsep.join(
-    [str(REPO)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    [str(REPO), str(GUARDED_SITE)]
+    + [
+        p
+        for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+        if p and p not in (str(REPO), str(GUARDED_SITE))
+    ]
+)
+# No sealdesk code opens a workspace's database files outside SQLite, in this process
+# or in any Python process a test starts (tests/support/storage_guard.py).
+storage_guard.install()
+os.environ[storage_guard.LOG_ENV] = os.path.join(
+    tempfile.mkdtemp(prefix="sealdesk-storage-guard-"), "offences.log"
 )
 # Tests never reach a hub; models load from installed packages or paths.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -34,6 +48,25 @@ os.environ["SEALDESK_RECEIPTS"] = tempfile.mkdtemp(prefix="sealdesk-test-receipt
 os.environ.pop("SEALDESK_WORKSPACE", None)
 
 SEALDESK = [sys.executable, "-m", "engine.cli"]
+
+
+@pytest.fixture(autouse=True)
+def _no_database_file_opened_outside_sqlite():
+    """Fails the test in which sealdesk code (here or in a subprocess) opened a
+    workspace's database file outside SQLite."""
+    log = os.environ[storage_guard.LOG_ENV]
+    before = len(storage_guard.offences)
+    _, start = storage_guard.logged_offences(log, 0)
+    yield
+    here = storage_guard.offences[before:]
+    del storage_guard.offences[before:]
+    there, _ = storage_guard.logged_offences(log, start)
+    if here or there:
+        pytest.fail(
+            "sealdesk code opened a database file outside SQLite (a closed descriptor drops "
+            "the process's locks):\n" + "\n".join(here + there),
+            pytrace=False,
+        )
 
 
 def require_tool(name: str) -> str:

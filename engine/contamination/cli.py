@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import click
 
+from engine.cli_context import run_key_option
 from engine.outputs import InputFile, OutputFile
+from engine.terminal_text import json_text, visible
 
 
 @click.command("contamination")
+@run_key_option
 @click.option(
     "--eval",
     "eval_spec",
@@ -399,15 +401,16 @@ def scan_contamination(
     with ctx.open() as ws, reporter() as rep:
         outcome = run_scan(ws, config, rep=rep)
     if as_json:
-        click.echo(json.dumps(outcome.report, ensure_ascii=False, indent=1))
+        click.echo(json_text(outcome.report, indent=1))
         return
     report = outcome.report
     counts = report["counts"]
     click.echo(
         f"run {outcome.run_id}: {report['test']['n']} eval items, {report['pool']['n']} pool docs"
     )
-    click.echo(describe("eval", eval_fields))
-    click.echo(describe("pool", pool_fields))
+    # Field names come from the datasets: shown, not obeyed.
+    click.echo(visible(describe("eval", eval_fields)))
+    click.echo(visible(describe("pool", pool_fields)))
     flagged = report["flagged"]
     click.echo(
         f"  {flagged['label']}: {flagged['items']} of {report['test']['n']} eval items "
@@ -424,7 +427,7 @@ def scan_contamination(
         "then run sealdesk contamination clean)"
     )
     for line in triage_lines(report["triage"]):
-        click.echo(line)
+        click.echo(visible(line))
     embedding = report["embedding"]
     if embedding.get("enabled"):
         source = embedding["threshold_source"]
@@ -582,6 +585,7 @@ def _refuse_search_options(
 
 
 @contamination.command("clean")
+@run_key_option
 @click.option("--run", "run_id", default=None, help="Scan run (default: the latest scan).")
 @click.option(
     "--allow-undecided",

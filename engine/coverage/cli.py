@@ -13,7 +13,9 @@ from typing import Any
 
 import click
 
+from engine.cli_context import run_key_option
 from engine.outputs import InputFile, OutputFile
+from engine.terminal_text import visible
 
 _FILE = InputFile()
 _DIR = click.Path(file_okay=False)
@@ -55,6 +57,7 @@ def _echo_report(
 ) -> None:
     from rich.console import Console
     from rich.table import Table
+    from rich.text import Text
 
     from engine.coverage.threats import mapping_of
 
@@ -77,7 +80,8 @@ def _echo_report(
         if threats:
             mapping = mapping_of(threats, row["category"])
             cells.append(" ".join(i for ids in mapping.values() for i in ids) if mapping else "-")
-        table.add_row(*cells)
+        # Text, not markup: a category from the rows may hold "[" or a control.
+        table.add_row(*(Text(visible(cell)) for cell in cells))
     Console(width=140).print(table)
 
 
@@ -92,6 +96,7 @@ def _refuse_existing(out: str, what: str) -> None:
 
 
 @coverage.command("report")
+@run_key_option
 @click.option(
     "--rows",
     required=True,
@@ -390,6 +395,7 @@ def store_init(store: str, store_id: str, timeout: float) -> None:
 
 
 @coverage.command("benchmark")
+@run_key_option
 @click.option(
     "--trust-root",
     required=True,
@@ -525,6 +531,7 @@ def _copy_new(path: Path, data: bytes) -> None:
 
 
 @coverage.command("finalize")
+@run_key_option
 @click.option("--trust-root", required=True, type=_DIR)
 @click.option("--store", required=True, type=_FILE)
 @click.option("--store-id", required=True)
@@ -605,6 +612,7 @@ def finalize_cmd(
 
 
 @coverage.command("backlog")
+@run_key_option
 @click.option("--benchmark", default=None, type=_FILE, help="A signed benchmark.json.")
 @click.option("--benchmark-signature", default=None, type=_FILE, help="Default: BENCHMARK.sig.")
 @click.option("--trust-root", default=None, type=_DIR, help="Needed with --benchmark.")
@@ -699,7 +707,7 @@ def backlog_cmd(
             override_reason=override_reason,
         )
     for item in outcome.items:
-        click.echo(f"{item.item_id}  {item.payload['summary']['title']}")
+        click.echo(visible(f"{item.item_id}  {item.payload['summary']['title']}"))
     click.echo(
         f"{outcome.added} item(s) added, {outcome.unchanged} already held; "
         f"artifacts in {outcome.run_dir}"
@@ -726,8 +734,8 @@ def backlog_cmd(
     "--key",
     default=None,
     type=_FILE,
-    help="A lead's OpenSSH key to approve the claim. Default: ssh-agent; with "
-    "neither, an existing approval is used or the claim is left pending.",
+    help="A lead's OpenSSH key to approve the claim and sign the evidence run. Default: "
+    "ssh-agent; with neither, an existing approval is used or the claim is left pending.",
 )
 @click.option("--principal", default=None)
 @click.option("--note", default=None, help="Kept in the signed approval record.")
@@ -759,6 +767,7 @@ def evidence_cmd(
     from engine.identity import choose_signer
 
     trust = TrustRoot.at(trust_root)
+    ctx.signs_runs, ctx.run_key = True, key  # the approving lead's key signs the run too
     with ctx.open() as ws:
         signer = None
         if key or os.environ.get("SSH_AUTH_SOCK"):

@@ -10,7 +10,9 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from engine.cli_context import run_key_option
 from engine.outputs import InputFile
+from engine.terminal_text import visible
 
 if TYPE_CHECKING:  # click passes the engine.cli_context.Ctx object; no import at run time
     from engine.cli_context import Ctx
@@ -175,6 +177,7 @@ def exam() -> None:
 
 
 @exam.command()
+@run_key_option
 @INPUT_OPTIONS
 @RATER_FILE_OPTIONS
 @click.option(
@@ -328,10 +331,14 @@ def queue_list(ctx: Ctx, run_id: str, artifact: Path | None, status: str | None)
             how = "\tcarried"
         elif row and row["reopened"]:
             how = "\tre-opened"
-        click.echo(f"{item.item_id}\t{state}\t{cid}\t{item.payload['summary']['title']}{how}")
+        # Tab-separated for scripts: each field from data is shown on its own, so a tab
+        # or a control in a title can neither split the line nor reach the terminal.
+        title = item.payload["summary"]["title"]
+        click.echo(f"{visible(item.item_id)}\t{state}\t{visible(cid)}\t{visible(title)}{how}")
 
 
 @exam.command()
+@run_key_option
 @click.option("--run-id", required=True, help="The run whose exam-adjudication.json to resolve.")
 @click.option(
     "--artifact",
@@ -400,6 +407,7 @@ def resolve(ctx: Ctx, run_id: str, artifact: Path | None, out_run_id: str | None
 
 
 @exam.command()
+@run_key_option
 @click.option(
     "--run-id",
     required=True,

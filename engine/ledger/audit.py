@@ -21,18 +21,25 @@ from engine.ledger import store
 from engine.ledger.allowed_signers import AllowedSigners
 from engine.ledger.authority import check_anchor, signer_policy
 from engine.ledger.records import parse_time
-from engine.ledger.verify import Fault, Report, load_context, verify_ledger
+from engine.ledger.verify import Fault, Report, StandingElsewhere, load_context, verify_ledger
 from engine.roles import namespace_for
 
 
 def audit_records(
-    ws, *, processes: int | None = None, show_progress: bool = False, anchor: Path | None = None
+    ws,
+    *,
+    processes: int | None = None,
+    show_progress: bool = False,
+    anchor: Path | None = None,
+    elsewhere: StandingElsewhere | None = None,
 ) -> Report:
     """Gives the report of every record's checks and of the sign-offs' signed tree heads.
 
     Who may sign each record is replayed from the ledger's genesis and
     enrolment records; with ``anchor`` (an allowed_signers file the verifier
     brings), the genesis must also be signed by a lead key it trusts.
+    ``elsewhere`` says what stands on an item besides its own decisions, for
+    the replay of who replaced whose decision.
     """
     policy = signer_policy(ws.conn, ws.allowed_signers_path)
     anchor_faults = []
@@ -59,10 +66,14 @@ def audit_records(
         with Progress(transient=True) as bar:
             task = bar.add_task("verifying records", total=total)
             report = verify_ledger(
-                ws.conn, ctx, processes=processes, progress=lambda n: bar.update(task, completed=n)
+                ws.conn,
+                ctx,
+                processes=processes,
+                progress=lambda n: bar.update(task, completed=n),
+                elsewhere=elsewhere,
             )
     else:
-        report = verify_ledger(ws.conn, ctx, processes=processes)
+        report = verify_ledger(ws.conn, ctx, processes=processes, elsewhere=elsewhere)
     from engine.ledger.checkpoint_verify import verify_signoff_heads
 
     report.faults.extend(anchor_faults)
@@ -78,33 +89,83 @@ def audit_outside(
     checkpoint: Path | None = None,
     receipts: Path | None = None,
     witnesses: tuple[Path, ...] = (),
+    own_receipts: bool = False,
+    stdin_text: str | None = None,
 ) -> None:
     """Adds a Fault to the report wherever the ledger departs from what was kept off it:
-    a signed checkpoint, the receipts signers kept, the checkpoints at witnesses."""
+    a signed checkpoint, the receipts named (and with ``own_receipts`` those the
+    current user keeps for this workspace), the checkpoints at witnesses; and a line
+    to ``report.compared`` saying how many of each were compared. ``stdin_text`` is
+    what ``--receipts -`` reads."""
     if checkpoint is not None:
         from engine.ledger.checkpoint_verify import verify_against_checkpoint
 
         verify_against_checkpoint(ws, checkpoint, report)
-    if receipts is not None:
-        from engine.ledger.receipts import check_receipts, read_receipts
-
-        report.faults.extend(
-            Fault(seq, why)
-            for seq, why in check_receipts(ws.conn, read_receipts(receipts, ws.workspace_id))
-        )
+    if own_receipts or receipts is not None:
+        _audit_receipts(ws, report, receipts, own_receipts, stdin_text)
     if witnesses:
-        from engine.ledger.checkpoint import origin_for
         from engine.ledger.treehead import leaf_hashes
-        from engine.ledger.witness import conflicts, stored
+        from engine.ledger.witness import compare
 
         leaves = leaf_hashes(ws.conn)
         for witness in witnesses:
-            report.faults.extend(
-                Fault(seq, why)
-                for seq, why in conflicts(
-                    leaves, origin_for(ws.workspace_id), stored(witness, ws.workspace_id)
-                )
-            )
+            count, faults = compare(leaves, ws.workspace_id, witness)
+            report.compared.append(f"{_count(count, 'checkpoint')} compared (witness {witness})")
+            report.faults.extend(Fault(seq, why) for seq, why in faults)
+
+
+def _audit_receipts(
+    ws, report: Report, named: Path | None, own_receipts: bool, stdin_text: str | None
+) -> None:
+    """Compares the current user's own receipts of this workspace (none is fine: they
+    may never have signed here), then the receipts named (none compared fails)."""
+    from engine.ledger import receipts
+
+    own = receipts.kept_file(ws.workspace_id)
+    if named is not None and str(named) != "-" and _same_dir(named, own.parent):
+        # The user's own state directory, named: only this workspace's file in it is
+        # compared (the others are other workspaces'), and comparing none fails.
+        _compare_own(ws, report, own, require_some=True)
+        return
+    if own_receipts:
+        _compare_own(ws, report, own, require_some=False)
+    if named is None:
+        return
+    source = "<stdin>" if str(named) == "-" else str(named)
+    count, faults = receipts.compare(
+        ws.conn,
+        ws.workspace_id,
+        receipts.read_receipts(named, stdin_text),
+        source,
+        require_some=True,
+    )
+    report.compared.append(f"{_count(count, 'receipt')} compared ({source})")
+    report.faults.extend(Fault(seq, why) for seq, why in faults)
+
+
+def _compare_own(ws, report: Report, own: Path, *, require_some: bool) -> None:
+    from engine.ledger import receipts
+
+    count, faults = receipts.compare(
+        ws.conn,
+        ws.workspace_id,
+        receipts.read_own(ws.workspace_id),
+        str(own),
+        require_some=require_some,
+    )
+    report.compared.append(f"{_count(count, 'receipt')} compared (yours, {own})")
+    report.faults.extend(Fault(seq, why) for seq, why in faults)
+
+
+def _same_dir(a: Path, b: Path) -> bool:
+    try:
+        return Path(a).resolve() == Path(b).resolve()
+    except OSError:
+        return False
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
 def export_records(ws, out: Path) -> int:

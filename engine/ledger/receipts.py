@@ -10,24 +10,42 @@ with the signer, in their own state directory, never in the workspace:
 
 A workspace copied back from an old backup has lost receipted records; a
 copy that went its own way holds other records at a receipted seq. Either
-way ``sealdesk verify --receipts DIR`` names the receipt the ledger no
-longer honours, though every record left in it verifies.
+way ``verify`` names the receipt the ledger no longer honours, though every
+record left in it verifies: plain ``sealdesk verify`` compares the receipts
+the current user keeps for this workspace, ``--receipts FILE|DIR|-`` those
+gathered from others. Each says how many it compared; a receipt of another
+workspace id is a failure (a swapped database has another id, and would
+otherwise leave nothing to compare), and so is comparing none of those the
+verifier named.
+
+Behind ``sealdesk ssh-gate`` the signer is not on the host: each receipt is
+also printed to them as one JSON line, which ``sealdesk receipts keep``
+appends to their own state directory on their machine.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import sqlite3
 from pathlib import Path
 from typing import Any
 
 from engine.errors import InputError
 from engine.ledger import merkle
+from engine.ledger.authority import check_principal
 from engine.ledger.records import Record
 
 RECEIPT_TYPE = "sealdesk.receipt/v1"
 _FIELDS = {"type", "workspace", "seq", "record_hash", "tree_size", "root", "principal", "time"}
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+_SHAPES = (
+    ("workspace", re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}"), "a workspace id"),
+    ("record_hash", _HEX64, "64 lowercase hex digits"),
+    ("root", _HEX64, "64 lowercase hex digits"),
+    ("time", re.compile(r"[0-9][0-9T:.Z+-]{0,39}"), "a record time"),
+)
 
 
 def default_dir() -> Path:
@@ -104,45 +122,122 @@ def keep(receipts: list[dict[str, Any]], directory: Path | None = None) -> Path:
     for workspace, rows in by_workspace.items():
         path = directory / f"{workspace}.jsonl"
         with open(path, "a", encoding="utf-8") as handle:
-            handle.write("".join(json.dumps(r, sort_keys=True) + "\n" for r in rows))
+            handle.write("".join(receipt_line(r) + "\n" for r in rows))
     return path
 
 
-def read_receipts(directory: Path, workspace_id: str) -> list[tuple[str, dict[str, Any]]]:
-    """Gives (where, receipt) for every receipt of the workspace under a directory.
+def kept_file(workspace_id: str, directory: Path | None = None) -> Path:
+    """Gives the file a signer's state directory keeps a workspace's receipts in."""
+    return (Path(directory) if directory is not None else default_dir()) / f"{workspace_id}.jsonl"
 
-    Any ``*.jsonl`` file below it is read (receipts gathered from several
-    signers may sit side by side); lines of other workspaces are skipped, and
-    a line that is not a receipt is an error naming it.
-    """
-    directory = Path(directory)
-    if not directory.is_dir():
-        raise InputError("is not a directory of receipts", path=directory, field="--receipts")
+
+def parse_receipt(obj: Any, where: str, number: int) -> dict[str, Any]:
+    """Gives a receipt object once its fields are checked, else an InputError naming them."""
+    if not isinstance(obj, dict) or obj.get("type") != RECEIPT_TYPE:
+        raise InputError(f"not a {RECEIPT_TYPE} line", path=where, line=number, field="type")
+    missing = sorted(_FIELDS - set(obj))
+    if missing:
+        raise InputError("missing", path=where, line=number, field=missing[0])
+    # Receipts gathered from others are hostile text until checked: each field that
+    # a verdict quotes must have its own narrow shape, so none reaches a terminal raw.
+    for name, shape, what in _SHAPES:
+        if not isinstance(obj[name], str) or not shape.fullmatch(obj[name]):
+            raise InputError(f"must be {what}", path=where, line=number, field=name)
+    try:
+        check_principal(obj["principal"])
+    except InputError as exc:
+        raise InputError(exc.reason, path=where, line=number, field="principal") from exc
+    if type(obj["seq"]) is not int or obj["seq"] < 1 or obj["tree_size"] != obj["seq"]:
+        raise InputError(
+            "must be a positive integer equal to tree_size",
+            path=where,
+            line=number,
+            field="seq",
+        )
+    return obj
+
+
+def parse_lines(text: str, where: str) -> list[tuple[str, dict[str, Any]]]:
+    """Gives (where:line, receipt) for every line of a receipts file, whatever workspace
+    it names; a line that is not a receipt is an error naming it."""
     found = []
-    for path in sorted(directory.rglob("*.jsonl")):
-        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except ValueError as exc:
-                raise InputError(f"not JSON ({exc})", path=path, line=number) from exc
-            if not isinstance(obj, dict) or obj.get("type") != RECEIPT_TYPE:
-                raise InputError(f"not a {RECEIPT_TYPE} line", path=path, line=number, field="type")
-            if obj.get("workspace") != workspace_id:
-                continue
-            missing = sorted(_FIELDS - set(obj))
-            if missing:
-                raise InputError("missing", path=path, line=number, field=missing[0])
-            if type(obj["seq"]) is not int or obj["seq"] < 1 or obj["tree_size"] != obj["seq"]:
-                raise InputError(
-                    "must be a positive integer equal to tree_size",
-                    path=path,
-                    line=number,
-                    field="seq",
-                )
-            found.append((f"{path}:{number}", obj))
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except ValueError as exc:
+            raise InputError(f"not JSON ({exc})", path=where, line=number) from exc
+        found.append((f"{where}:{number}", parse_receipt(obj, where, number)))
     return found
+
+
+def read_receipts(source: Path, stdin_text: str | None = None) -> list[tuple[str, dict[str, Any]]]:
+    """Gives (where, receipt) for every receipt in a file, under a directory, or on stdin.
+
+    A directory is read whole: every ``*.jsonl`` file below it (receipts
+    gathered from several signers may sit side by side). ``-`` is the text
+    given as ``stdin_text`` (what a remote user sends over the gate).
+    """
+    if str(source) == "-":
+        return parse_lines(stdin_text or "", "<stdin>")
+    source = Path(source)
+    if source.is_file():
+        return parse_lines(source.read_text(encoding="utf-8"), str(source))
+    if not source.is_dir():
+        raise InputError("no such file or directory of receipts", path=source, field="--receipts")
+    found = []
+    for path in sorted(source.rglob("*.jsonl")):
+        found += parse_lines(path.read_text(encoding="utf-8"), str(path))
+    return found
+
+
+def read_own(workspace_id: str, directory: Path | None = None) -> list[tuple[str, dict[str, Any]]]:
+    """Gives the receipts the signer's state directory keeps for one workspace (its own
+    file only: the directory holds a file for every workspace they signed in)."""
+    path = kept_file(workspace_id, directory)
+    return parse_lines(path.read_text(encoding="utf-8"), str(path)) if path.is_file() else []
+
+
+def foreign(
+    receipts: list[tuple[str, dict[str, Any]]], workspace_id: str
+) -> list[tuple[str, dict[str, Any]]]:
+    """Gives the receipts that name another workspace than this one."""
+    return [(where, r) for where, r in receipts if r["workspace"] != workspace_id]
+
+
+def compare(
+    conn: sqlite3.Connection,
+    workspace_id: str,
+    receipts: list[tuple[str, dict[str, Any]]],
+    source: str,
+    *,
+    require_some: bool,
+) -> tuple[int, list[tuple[int, str]]]:
+    """Gives (how many receipts were compared, (seq, reason) for each failure).
+
+    A receipt of another workspace is a failure, not skipped: a database
+    swapped for another workspace's has another id, and would otherwise
+    leave nothing to compare. With ``require_some`` (receipts the verifier
+    named), comparing none is a failure too.
+    """
+    others = foreign(receipts, workspace_id)
+    faults: list[tuple[int, str]] = []
+    if others:
+        where, r = others[0]
+        more = f" (and {len(others) - 1} more)" if len(others) > 1 else ""
+        faults.append(
+            (
+                0,
+                f"receipt {where}{more} is of workspace {r['workspace']}, not this one "
+                f"({workspace_id}): the database was swapped, or the receipts are "
+                "another workspace's",
+            )
+        )
+    mine = [(where, r) for where, r in receipts if r["workspace"] == workspace_id]
+    if require_some and not mine:
+        faults.append((0, f"0 receipts compared: {source} holds no receipt of this workspace"))
+    return len(mine), faults + check_receipts(conn, mine)
 
 
 def check_receipts(
@@ -186,3 +281,53 @@ def check_receipts(
                 )
             )
     return faults
+
+
+def held(directory: Path | None = None) -> list[tuple[str, int]]:
+    """Gives (workspace id, receipts kept) for each workspace file in a state directory."""
+    directory = Path(directory) if directory is not None else default_dir()
+    if not directory.is_dir():
+        return []
+    return [
+        (
+            path.stem,
+            sum(1 for line in path.read_text(encoding="utf-8").splitlines() if line.strip()),
+        )
+        for path in sorted(directory.glob("*.jsonl"))
+    ]
+
+
+def pick(text: str, where: str) -> tuple[list[dict[str, Any]], list[str]]:
+    """Gives (the receipts, every other line) of a command's output.
+
+    A review host behind the gate prints each receipt as one JSON line among
+    its other output; a line that claims to be a receipt but is not a whole
+    one is an error naming it, never quietly passed on.
+    """
+    receipts, rest = [], []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if RECEIPT_TYPE not in line:
+            rest.append(line)
+            continue
+        # A terminal session's log (the app through ssh -t, tee'd) can put the
+        # terminal's own bytes round a line: the receipt is the object inside.
+        start, end = line.find('{"'), line.rfind("}")
+        try:
+            obj = json.loads(line[start : end + 1] if 0 <= start < end else line)
+        except ValueError as exc:
+            raise InputError(f"a broken receipt line ({exc})", path=where, line=number) from exc
+        receipts.append(parse_receipt(obj, where, number))
+    return receipts, rest
+
+
+def kept_of(workspace_id: str, seqs: set[int], principal: str) -> list[dict[str, Any]]:
+    """Gives the receipts kept in the state directory for these seqs of one signer's
+    (what a session acknowledged, to hand to a signer who is not on this host)."""
+    return [
+        r for _, r in read_own(workspace_id) if r["seq"] in seqs and r["principal"] == principal
+    ]
+
+
+def receipt_line(r: dict[str, Any]) -> str:
+    """Gives a receipt as the one JSON line it is kept as (ASCII only: its text escaped)."""
+    return json.dumps(r, sort_keys=True)

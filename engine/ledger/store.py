@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.errors import InputError
+from engine.errors import InputError, LedgerDiverged
 from engine.ledger import clock, sshsig
 from engine.ledger.records import (
     GENESIS_PREV,
@@ -27,7 +27,7 @@ from engine.ledger.records import (
 )
 from engine.ledger.signers import Signer
 from engine.roles import namespace_for
-from engine.sqlitedb import write_transaction
+from engine.sqlitedb import detached_file, write_transaction
 
 SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS records (
@@ -171,6 +171,7 @@ def append_many(
         if note is not None and not isinstance(note, str):
             # verify faults a non-text note: never sign a record that cannot verify
             raise InputError("a note must be text", field="note")
+    _refuse_if_diverged(conn)
     out: list[Record | None] = []
     with write_transaction(conn):
         table = db["records"]
@@ -202,7 +203,56 @@ def append_many(
             )
             table.insert(row)
             out.append(Record(seq + 1, record_hash, prev, message, signature, body))
+    _confirm_on_disk(conn, [r for r in out if r is not None])
     return out
+
+
+def _diverged(conn: sqlite3.Connection, why: str) -> LedgerDiverged:
+    """Gives the error that stops this connection signing, and marks it so."""
+    if hasattr(conn, "diverged"):
+        conn.diverged = why
+    return LedgerDiverged(why)
+
+
+def _refuse_if_diverged(conn: sqlite3.Connection) -> None:
+    """Raises before anything is signed when this connection's writes no longer reach
+    the database on disk (found now, or by an earlier append)."""
+    why = getattr(conn, "diverged", None)
+    if why is not None:
+        raise LedgerDiverged(f"nothing more is signed from this process: {why}")
+    gone = detached_file(conn)
+    if gone is not None:
+        raise _diverged(
+            conn,
+            f"{gone} was deleted while this process had it open, so what it writes reaches "
+            "no one; nothing was signed: quit, run sealdesk verify, then decide again",
+        )
+
+
+def _confirm_on_disk(conn: sqlite3.Connection, records: Sequence[Record]) -> None:
+    """Raises instead of acknowledging when, read back after the commit, the ledger does
+    not hold each record at its seq with its hash, or holds it only in a file that is
+    gone from disk (another process deleted the log this process wrote into)."""
+    for record in records:
+        row = conn.execute(
+            "SELECT record_hash FROM records WHERE seq = ?", (record.seq,)
+        ).fetchone()
+        if row is None or row[0] != record.record_hash:
+            held = "nothing" if row is None else f"{row[0][:12]}…"
+            raise _diverged(
+                conn,
+                f"record #{record.seq} was written as {record.record_hash[:12]}… but the "
+                f"ledger holds {held} there; not acknowledged: run sealdesk verify",
+            )
+    gone = detached_file(conn) if records else None
+    if gone is not None:
+        first = records[0].seq
+        raise _diverged(
+            conn,
+            f"record #{first} was written into {gone}, which another process deleted while "
+            "this one had it open: it is not in the ledger, so it is not acknowledged; "
+            "quit, run sealdesk verify, then decide again",
+        )
 
 
 def iter_records(conn: sqlite3.Connection, start: int = 1):
@@ -268,15 +318,18 @@ def effective_decisions(
 
 
 def effective_decisions_for(
-    conn: sqlite3.Connection, queue: str, item_id: str
+    conn: sqlite3.Connection, queue: str, item_id: str, before: int | None = None
 ) -> dict[str, Any] | None:
-    """Gives one item's effective decision (latest unretracted), or None."""
+    """Gives one item's effective decision (latest unretracted), or None; with ``before``,
+    the one that stood when record ``before`` was appended (verify replays it)."""
+    limit = 2**63 - 1 if before is None else before
     row = conn.execute(
         "SELECT seq, decision, principal, role, time, record_hash FROM records d "
-        "WHERE queue=? AND item_id=? AND kind='decision' AND NOT EXISTS ("
-        "  SELECT 1 FROM records x WHERE x.kind='retract' AND x.retracts=d.record_hash) "
+        "WHERE queue=? AND item_id=? AND kind='decision' AND seq < ? AND NOT EXISTS ("
+        "  SELECT 1 FROM records x WHERE x.kind='retract' AND x.retracts=d.record_hash "
+        "  AND x.seq < ?) "
         "ORDER BY seq DESC LIMIT 1",
-        (queue, item_id),
+        (queue, item_id, limit, limit),
     ).fetchone()
     if row is None:
         return None

@@ -24,6 +24,7 @@ import re
 import sqlite3
 import threading
 from collections import Counter
+from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -89,6 +90,8 @@ class Report:
     signers: dict[str, int] = field(default_factory=dict)
     last_signoff: int | None = None  # highest seq whose kind column says signoff
     authority: SignerPolicy | None = None  # who could sign what, as replayed
+    # what was compared off the ledger, one line each ("3 receipts compared (DIR)")
+    compared: list[str] = field(default_factory=list)
     # What an auditor should see that is no fault: each reset of the ledger's time
     notes: list[Fault] = field(default_factory=list)
 
@@ -352,6 +355,8 @@ class RecordChecker:
             if role != SIGNOFF_ROLE:
                 return f"clock record made in role {role}: only a {SIGNOFF_ROLE} resets time"
             return None
+        if kind == "run":
+            return None  # whoever ran a producer signs its run, in a role they hold
         queue = body["queue"]
         if queue not in QUEUE_ROLES:
             return f"unknown queue {queue!r}"
@@ -462,11 +467,13 @@ def _field_of_another_kind(body: dict) -> str | None:
         if named:
             return f"a clock record carries '{named[0]}': it is about the ledger's time only"
         return clock.data_fault(data)
-    if data is not None and kind not in ("signoff", "decision"):
+    if data is not None and kind not in ("signoff", "decision", "run"):
         return (
-            f"a {kind} record carries 'data', which only a signoff, decision, clock or "
+            f"a {kind} record carries 'data', which only a signoff, decision, run, clock or "
             "authority record has"
         )
+    if kind == "run":
+        return _run_fault(body)
     if (
         kind == "decision"
         and data is not None
@@ -484,6 +491,31 @@ def _field_of_another_kind(body: dict) -> str | None:
             return f"a signoff record carries '{named[0]}': a sign-off is about no one item"
     if kind == "note" and not body["note"]:
         return "a note record carries no 'note'"
+    return None
+
+
+def _run_fault(body: dict) -> str | None:
+    """Gives why a run record is not one producer run's manifest hash and artifact
+    hashes, or None. A run is about no one item."""
+    named = [name for name in _ITEM_FIELDS if body[name] is not None]
+    if named:
+        return f"a run record carries '{named[0]}': a run is about no one item"
+    data = body["data"]
+    if (
+        type(data) is not dict
+        or data.keys() != {"type", "run_id", "producer", "manifest_sha256", "artifacts"}
+        or data["type"] != "run"
+        or type(data["run_id"]) is not str
+        or type(data["producer"]) is not str
+        or type(data["manifest_sha256"]) is not str
+        or not _RECORD_HASH.fullmatch(data["manifest_sha256"])
+        or type(data["artifacts"]) is not dict
+        or not all(type(v) is str and _RECORD_HASH.fullmatch(v) for v in data["artifacts"].values())
+    ):
+        return (
+            "a run record's 'data' is not {type: run, run_id, producer, manifest_sha256, "
+            "artifacts: {path: sha256}}"
+        )
     return None
 
 
@@ -663,10 +695,29 @@ def _text_sha256(text: object) -> str | None:
     return hashlib.sha256(text.encode("utf-8")).hexdigest() if isinstance(text, str) else None
 
 
+@dataclass(frozen=True)
+class StandingElsewhere:
+    """What can stand on an item besides its own decisions, for the overrule replay: a
+    decision made on another item that counts as the item's own (``engine.subjects``
+    gives it: the ledger knows nothing of what relates items)."""
+
+    # SELECT queue, item_id: further items whose decisions the replay must judge
+    contested_sql: str
+    # The decision standing on (queue, item_id) from elsewhere when record seq was
+    # appended (seq, decision, principal, role, record_hash, carried_from), or None
+    at: Callable[[sqlite3.Connection, str, str, int], dict | None]
+
+
 def verify_ledger(
-    conn: sqlite3.Connection, ctx: Context, *, processes: int | None = None, progress=None
+    conn: sqlite3.Connection,
+    ctx: Context,
+    *,
+    processes: int | None = None,
+    progress=None,
+    elsewhere: StandingElsewhere | None = None,
 ) -> Report:
-    """Gives the report over every record of the database in ``ctx``."""
+    """Gives the report over every record of the database in ``ctx``; ``elsewhere``
+    says what else stands on an item when its own decisions do not."""
     report = Report()
     report.faults.extend(ctx.faults)
     # Only a table rebuilt without its INTEGER PRIMARY KEY can hold a seq that is not
@@ -704,7 +755,7 @@ def verify_ledger(
             _init_worker(None)
     retracts = _join(results, report)
     _check_retractions(conn, report, retracts)
-    _check_overrules(conn, report)
+    _check_overrules(conn, report, elsewhere)
     _check_clocks(
         conn,
         report,
@@ -951,12 +1002,14 @@ def _check_retractions(conn: sqlite3.Connection, report: Report, retracts: list[
 # the head of each message and parses none.
 _NO_DATA = '{"data":null,'
 _OVERRULES = '{"data":{"overrules":"'
+_ELSEWHERE = "-- and the items decided elsewhere"
 _CONTESTED_SQL = f"""
 WITH contested AS (
     SELECT queue, item_id FROM records WHERE kind = 'decision'
     GROUP BY queue, item_id
     HAVING MIN(principal) <> MAX(principal) OR MIN(role) <> MAX(role)
         OR MAX(substr(message, 1, {len(_NO_DATA)}) <> '{_NO_DATA}')
+    {_ELSEWHERE}
 )
 SELECT r.queue, r.item_id, r.seq, r.kind, r.principal, r.role, r.retracts, r.record_hash,
        CASE WHEN substr(r.message, 1, {len(_OVERRULES)}) = '{_OVERRULES}'
@@ -967,22 +1020,28 @@ ORDER BY r.queue, r.item_id, r.seq
 """
 
 
-def _check_overrules(conn: sqlite3.Connection, report: Report) -> None:
+def _check_overrules(
+    conn: sqlite3.Connection, report: Report, elsewhere: StandingElsewhere | None = None
+) -> None:
     """Adds faults for decisions that replace a standing decision they may not, or
     without naming it in ``overrules``, or that name a record not standing.
 
     Replays, item by item in seq order, which decision stood when each one was
     signed (the latest not yet retracted, as ``store.effective_decisions``
-    reads it then), over the items where more than one principal or role
-    decided or a decision names an overrule; on any other item no decision
-    can replace another's. Like ``_check_retractions`` it trusts the columns
-    of records that passed their own check (and of retracts that passed
-    that check too) and skips the rest; ``overrules`` is read from the signed
-    message, whose shape ``_field_of_another_kind`` has checked.
+    reads it then; with none, what ``elsewhere`` says stood on it then), over
+    the items where more than one principal or role decided or a decision
+    names an overrule, and the further items ``elsewhere`` names; on any
+    other item no decision can replace another's. Like ``_check_retractions``
+    it trusts the columns of records that passed their own check (and of
+    retracts that passed that check too) and skips the rest; ``overrules`` is
+    read from the signed message, whose shape ``_field_of_another_kind`` has
+    checked.
     """
     bad = {f.seq for f in report.faults}
     item: tuple | None = None
-    standing: list[tuple[int, str, str, str]] = []  # unretracted: (seq, hash, principal, role)
+    # unretracted: (seq, hash, principal, role, the item it was made on if another)
+    standing: list[tuple[int, str, str, str, str | None]] = []
+    more = f"UNION {elsewhere.contested_sql}" if elsewhere is not None else ""
     for (
         queue,
         item_id,
@@ -993,7 +1052,7 @@ def _check_overrules(conn: sqlite3.Connection, report: Report) -> None:
         retracts,
         record_hash,
         overrules,
-    ) in conn.execute(_CONTESTED_SQL):
+    ) in conn.execute(_CONTESTED_SQL.replace(_ELSEWHERE, more)):
         if (queue, item_id) != item:
             item, standing = (queue, item_id), []
         if type(seq) is not int or seq in bad:
@@ -1001,16 +1060,30 @@ def _check_overrules(conn: sqlite3.Connection, report: Report) -> None:
         if kind == "retract":
             standing = [d for d in standing if d[1] != retracts]
             continue
-        reason = _overrule_fault(standing[-1] if standing else None, principal, role, overrules)
+        stood = standing[-1] if standing else None
+        if stood is None and elsewhere is not None:
+            found = elsewhere.at(conn, queue, item_id, seq)
+            if found is not None:
+                stood = (
+                    found["seq"],
+                    found["record_hash"],
+                    found["principal"],
+                    found["role"],
+                    found["carried_from"],
+                )
+        reason = _overrule_fault(stood, principal, role, overrules)
         if reason is not None:
             report.faults.append(Fault(seq, reason))
         # It stood from then on whatever its fault: a later decision is judged against
         # what the ledger showed its signer, not against a replay that skips it.
-        standing.append((seq, record_hash, principal, role))
+        standing.append((seq, record_hash, principal, role, None))
 
 
 def _overrule_fault(
-    standing: tuple[int, str, str, str] | None, principal: str, role: str, overrules: str | None
+    standing: tuple[int, str, str, str, str | None] | None,
+    principal: str,
+    role: str,
+    overrules: str | None,
 ) -> str | None:
     """Gives why a decision by principal in role may not replace ``standing`` (naming
     ``overrules``), or None."""
@@ -1018,27 +1091,25 @@ def _overrule_fault(
         if overrules is not None:
             return f"overrules record {overrules[:12]}…, but no decision stood on the item"
         return None
-    seq, record_hash, by, made_as = standing
+    seq, record_hash, by, made_as, made_on = standing
+    where = f"record {seq}" + (f", carried from {made_on}" if made_on is not None else "")
     if outranks(made_as, role):
-        return (
-            f"replaces the decision {by} made as {made_as} (record {seq}) from the lower "
-            f"role {role}"
-        )
+        return f"replaces the decision {by} made as {made_as} ({where}) from the lower role {role}"
     if by == principal:
         if overrules is not None:
             return (
-                f"overrules record {overrules[:12]}…, but the standing decision (record "
-                f"{seq}) is its own signer's"
+                f"overrules record {overrules[:12]}…, but the standing decision ({where}) "
+                "is its own signer's"
             )
         return None
     if overrules is None:
         return (
-            f"replaces {by}'s standing decision (record {seq}) without naming it in "
+            f"replaces {by}'s standing decision ({where}) without naming it in "
             "'overrules': a silent overrule"
         )
     if overrules != record_hash:
         return (
             f"overrules record {overrules[:12]}…, which is not the standing decision "
-            f"(record {seq}, by {by})"
+            f"({where}, by {by})"
         )
     return None

@@ -101,6 +101,51 @@ def conflicts(
     return faults
 
 
+def compare(
+    leaves: list[bytes], workspace_id: str, witness: Path
+) -> tuple[int, list[tuple[int, str]]]:
+    """Gives (how many checkpoints were compared, (seq, reason) for each failure).
+
+    ``witness`` is a witness directory (its ``<workspace id>/`` folders) or
+    one workspace's folder in it (``*.checkpoint`` files). A directory that
+    does not exist, checkpoints of another workspace id (a database swapped
+    for another workspace's has another id), and comparing none are
+    failures: each would otherwise pass with nothing checked.
+    """
+    witness = Path(witness)
+    if not witness.is_dir():
+        return 0, [(0, f"witness {witness}: no such directory; 0 checkpoints compared")]
+    origin = origin_for(workspace_id)
+    if any(witness.glob("*.checkpoint")):  # one workspace's folder, named directly
+        held = [
+            (path, parse_checkpoint(path.read_text(encoding="utf-8"), path=path))
+            for path in sorted(witness.glob("*.checkpoint"))
+        ]
+        others = sorted({cp.origin for _, cp in held if cp.origin != origin})
+        mine = sorted(
+            ((p, cp) for p, cp in held if cp.origin == origin), key=lambda pair: pair[1].size
+        )
+    else:
+        folders = sorted(p.name for p in witness.iterdir() if any(p.glob("*.checkpoint")))
+        others = [origin_for(name) for name in folders if name != workspace_id]
+        mine = stored(witness, workspace_id)
+    faults: list[tuple[int, str]] = []
+    if others:
+        faults.append(
+            (
+                0,
+                f"witness {witness}: holds checkpoints of {', '.join(others)}, not only of "
+                f"this workspace ({origin}): the database was swapped, or name this "
+                f"workspace's folder ({witness / workspace_id})",
+            )
+        )
+    if not mine:
+        faults.append(
+            (0, f"0 checkpoints compared: witness {witness} holds none of this workspace")
+        )
+    return len(mine), faults + conflicts(leaves, origin, mine)
+
+
 def push(witness: Path, workspace_id: str, text: str, leaves: list[bytes], signers) -> Pushed:
     """Gives where a checkpoint was stored, after checking the witness's others against it.
 

@@ -18,35 +18,29 @@ Each problem names the file. Nothing here decides what an artifact means.
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from engine.artifacts import file_sha256, read_capped
+from engine.artifacts import read_regular
 from engine.canonical import strict_loads
 from engine.ledger import sshsig
+from engine.ledger.authority import load_authority
 from engine.ledger.verify import Fault, Report
-from engine.run_records import RunRecords, recorded_artifacts
-from engine.signoff.run_status import SIDECAR_MISMATCH, SIDECAR_MISSING, ArtifactRef
+from engine.run_records import RunAuthor, RunRecords, recorded_artifacts, run_authors
+from engine.signoff.run_status import (
+    SIDECAR_MISMATCH,
+    SIDECAR_MISSING,
+    SIGNATURE_SUFFIX,
+    ArtifactRef,
+    RunStatus,
+)
 
-SIGNATURE_SUFFIX = ".sig"
 _SIGNATURE_LIMIT = 1 << 20  # an SSHSIG is a few hundred bytes, a raw Ed25519 one 64
 _ED25519_BYTES = 64
-
-
-class _Changed(Exception):
-    """A file's bytes changed between the scan and this read."""
-
-
-def _read_as(path: Path, sha256: str, limit: int | None = None) -> bytes:
-    data = read_capped(path, limit) if limit is not None else path.read_bytes()
-    if hashlib.sha256(data).hexdigest() != sha256:
-        raise _Changed
-    return data
 
 
 def _verify_signature(signature: bytes, message: bytes, keys: tuple[str, ...]) -> str | None:
@@ -77,28 +71,23 @@ def _verify_signature(signature: bytes, message: bytes, keys: tuple[str, ...]) -
 
 
 def signature_problems(
-    artifacts_dir: Path, refs: Iterable[ArtifactRef], records: RunRecords
+    contents: Mapping[str, bytes], refs: Iterable[ArtifactRef], records: RunRecords
 ) -> list[str]:
-    """Gives a problem for each signature beside an artifact that does not verify over it."""
-    root = Path(artifacts_dir)
+    """Gives a problem for each signature beside an artifact that does not verify over it,
+    checked over the very bytes whose hashes are bound (``contents``, read once)."""
     by_path = {a.path: a for a in refs}
     problems = []
-    for path, sig in sorted(by_path.items()):
-        target = (
-            by_path.get(path[: -len(SIGNATURE_SUFFIX)]) if path.endswith(SIGNATURE_SUFFIX) else None
-        )
-        if target is None:
+    for path in sorted(by_path):
+        target = by_path.get(path.removesuffix(SIGNATURE_SUFFIX))
+        if not path.endswith(SIGNATURE_SUFFIX) or target is None:
             continue
-        try:
-            why = _verify_signature(
-                _read_as(root / sig.path, sig.sha256, _SIGNATURE_LIMIT),
-                _read_as(root / target.path, target.sha256),
-                records.signature_keys.get(path, ()),
-            )
-        except _Changed:
-            why = "changed while it was being checked; look again"
-        except OSError as exc:
-            why = f"cannot be read: {exc.strerror or exc}"
+        signature, message = contents.get(path), contents.get(target.path)
+        if signature is None or message is None:
+            why: str | None = "cannot be checked: it or what it signs was not read"
+        elif len(signature) > _SIGNATURE_LIMIT:
+            why = f"cannot be checked: larger than {_SIGNATURE_LIMIT:,} bytes"
+        else:
+            why = _verify_signature(signature, message, records.signature_keys.get(path, ()))
         if why is not None:
             problems.append(f"artifacts/{path}: signature over artifacts/{target.path} {why}")
     return problems
@@ -154,13 +143,14 @@ def latest_signoff_problems(conn: Any, held: dict[str, str]) -> list[str]:
     return problems
 
 
-def artifact_problems(
-    artifacts_dir: Path, refs: tuple[ArtifactRef, ...], conn: Any
-) -> tuple[list[str], list[str]]:
-    """Gives (problems, warnings) about every artifact; any problem blocks a sign-off."""
+def artifact_problems(status: RunStatus, conn: Any) -> tuple[list[str], list[str]]:
+    """Gives (problems, warnings) about every artifact of a ``run_status``; any problem
+    blocks a sign-off."""
+    refs = status.artifacts
     records = recorded_artifacts(conn)
-    problems, warnings = list(records.problems), []
+    problems, warnings = [*status.refused, *records.problems], []
     held = {a.path: a.sha256 for a in refs}
+    authors = authors_of(refs, conn)
     for a in refs:
         where = f"artifacts/{a.path}"
         if a.sidecar == SIDECAR_MISMATCH:
@@ -180,12 +170,67 @@ def artifact_problems(
                     f"recorded (run {r.run_id}: {r.sha256[:12]}…, now "
                     f"{a.sha256[:12]}…)"
                 )
+        if found and all(r.sha256 == a.sha256 for r in found) and a.path not in authors:
+            runs = " ".join(sorted({r.run_id for r in found}))
+            problems.append(
+                f"{where}: no signed run record vouches for it (run {runs} is only a "
+                "row nobody signed); a sign-off binds only numbers with an author: "
+                f"whoever ran it signs it (sealdesk runs sign {runs} --key FILE)"
+            )
     for path, found in sorted(records.by_path.items()):
         if path not in held:
             problems.append(f"artifacts/{path}: recorded by run {found[0].run_id}, is gone")
-    problems += signature_problems(artifacts_dir, refs, records)
+    problems += signature_problems(status.contents, refs, records)
     problems += latest_signoff_problems(conn, held)
     return problems, warnings
+
+
+def authors_of(refs: Iterable[ArtifactRef], conn: Any) -> dict[str, RunAuthor]:
+    """Gives, per artifact whose exact bytes a valid signed run record binds, the
+    earliest such record's author; an artifact missing here has no author."""
+    signed = run_authors(conn, load_authority(conn))
+    out = {}
+    for a in refs:
+        found = [author for sha, author in signed.get(a.path, ()) if sha == a.sha256]
+        if found:
+            out[a.path] = found[0]
+    return out
+
+
+def unvouched_signoff_faults(conn: Any) -> list[Fault]:
+    """Gives a Fault at each sign-off for each artifact it bound that no run record
+    before it binds with that hash: numbers signed off without an author.
+
+    Each run record's own signature and enrolment are checked with every other
+    record; here only what they bind is compared.
+    """
+    signed = run_authors(conn)
+    faults = []
+    for seq, message in conn.execute(
+        "SELECT seq, message FROM records WHERE kind='signoff' ORDER BY seq"
+    ):
+        try:
+            bound = strict_loads(message)["data"]["artifacts"]
+            bound = dict(bound) if isinstance(bound, dict) else {}
+        except (TypeError, ValueError, KeyError):
+            continue  # the record checks say why it cannot be read
+        for path, sha in sorted(bound.items()):
+            if not any(s == sha and a.seq < seq for s, a in signed.get(str(path), ())):
+                faults.append(
+                    Fault(
+                        seq,
+                        f"sign-off #{seq} binds artifacts/{path}, which no signed run "
+                        "record before it vouches for: a number without an author",
+                    )
+                )
+    return faults
+
+
+def _unreadable(exc: OSError) -> str:
+    """Gives why an artifact could not be read, completing "artifacts/X ..."."""
+    if isinstance(exc, FileNotFoundError):
+        return "is gone"
+    return f"cannot be read: {exc.strerror or exc}"
 
 
 def recorded_artifact_faults(artifacts_dir: Path, conn: Any) -> list[str]:
@@ -198,10 +243,10 @@ def recorded_artifact_faults(artifacts_dir: Path, conn: Any) -> list[str]:
     faults = []
     for path, found in sorted(recorded_artifacts(conn).by_path.items()):
         try:
-            now = file_sha256(root / path)
-        except OSError:
+            now = read_regular(root, path, keep=False).sha256
+        except OSError as exc:
             faults.append(
-                f"artifacts/{path}: recorded by run {found[0].run_id}, is gone or unreadable"
+                f"artifacts/{path}: recorded by run {found[0].run_id}, {_unreadable(exc)}"
             )
             continue
         for r in found:
@@ -231,17 +276,17 @@ def verify_signed_artifacts(ws, report: Report) -> None:
     bound = data.get("artifacts") if isinstance(data, dict) else None
     if not isinstance(bound, dict):
         return
-    root = ws.artifacts_dir.resolve()
+    root = ws.artifacts_dir
     for name, signed in sorted(bound.items()):
-        path = (root / str(name)).resolve()
-        if not path.is_relative_to(root):
+        parts = str(name).split("/")
+        if str(name).startswith("/") or any(p in ("", ".", "..") for p in parts):
             report.faults.append(Fault(seq, f"sign-off names artifact {name!r} outside artifacts/"))
             continue
         try:
-            held = file_sha256(path)
-        except OSError:
+            held = read_regular(root, str(name), keep=False).sha256
+        except OSError as exc:
             report.faults.append(
-                Fault(seq, f"artifact {name} bound by sign-off #{seq} is gone or unreadable")
+                Fault(seq, f"artifact {name} bound by sign-off #{seq} {_unreadable(exc)}")
             )
             continue
         if held != signed:

@@ -20,6 +20,7 @@ from engine.ledger.witness import Pushed, push_latest
 from engine.outputs import InputFile, OutputFile
 from engine.signoff.run_status import contamination_words
 from engine.signoff.summary import SignoffSummary, lead_signer, sign_off, signoff_summary
+from engine.terminal_text import json_text, visible
 
 if TYPE_CHECKING:  # click passes the Ctx object (pass_obj); imported for annotations only
     from engine.cli_context import Ctx
@@ -34,6 +35,14 @@ def _fmt(value: float | int | None, digits: int = 4) -> str:
     if value is None:
         return "unknown"
     return f"{value:.{digits}f}" if isinstance(value, float) else str(value)
+
+
+def _produced_by(s: SignoffSummary, sources: tuple[str, ...]) -> list[str]:
+    """Gives a line per artifact the numbers above were read from, naming who produced it."""
+    return [
+        f"  from artifacts/{path}, produced by {s.author_of(path) or 'NO AUTHOR (unsigned run)'}"
+        for path in sources
+    ]
 
 
 def summary_lines(s: SignoffSummary) -> list[str]:
@@ -78,9 +87,11 @@ def summary_lines(s: SignoffSummary) -> list[str]:
             out.append(f"  power: {p.name} {_fmt(p.before)} before -> {_fmt(p.after)} after")
         if c.state == "cleaned" and not c.power:
             out.append("  power: consequence not found in the clean-set report")
+    out += _produced_by(s, c.sources)
     e = s.exam
     adj = f" (adjudication {e.adjudication})" if e.adjudication else ""
     out.append(f"Exam: {e.state}{adj}")
+    out += _produced_by(s, e.sources)
     for g in e.gates:
         verdict = {True: "pass", False: "FAIL", None: "?"}[g.passed]
         out.append(f"  {g.name}: {_fmt(g.value)} {g.threshold or ''} {verdict}".rstrip())
@@ -92,6 +103,7 @@ def summary_lines(s: SignoffSummary) -> list[str]:
         out.append(f"  {k.category:<28}{k.eligibility}{why}{threats}")
     if v.attribution:
         out.append(f"  attribution of the reviewed misses: {v.attribution}")
+    out += _produced_by(s, v.sources)
     out += ["", f"Who may sign (from the ledger; anchor {' '.join(s.anchor) or 'none'}):"]
     for signer in s.signers:
         out.append(
@@ -103,7 +115,8 @@ def summary_lines(s: SignoffSummary) -> list[str]:
     out += ["", f"Artifacts bound by SHA-256: {len(s.artifacts)}"]
     for a in s.artifacts:
         flag = "" if a.sidecar == "ok" else f"  [sidecar {a.sidecar}]"
-        out.append(f"  {a.path}  {a.sha256[:16]}{flag}")
+        by = s.author_of(a.path) or "NO AUTHOR: no signed run record"
+        out.append(f"  {a.path}  {a.sha256[:16]}  by {by}{flag}")
     if s.pending:
         out += ["", f"Undecided: {len(s.pending)} item(s)"]
         for item in s.pending[:_PENDING_LISTED]:
@@ -167,9 +180,10 @@ def signoff(
     with ctx.open(read_only=summary_only) as ws:
         summary = signoff_summary(ws)
         if as_json and (summary_only or not yes):
-            click.echo(json.dumps(summary.to_json(), ensure_ascii=False, indent=1))
+            click.echo(json_text(summary.to_json(), indent=1))
         elif not as_json:
-            click.echo("\n".join(summary_lines(summary)))
+            # Titles, ids, notes and names in the summary come from data: shown, not obeyed.
+            click.echo("\n".join(visible(line) for line in summary_lines(summary)))
         if summary_only:
             return
         if summary.problems:
@@ -249,7 +263,7 @@ def _report_pushes(pushed: list[tuple[Path, Pushed | IntegrityError]]) -> bool:
     ok = True
     for target, outcome in pushed:
         if isinstance(outcome, IntegrityError):
-            click.echo(f"WITNESS {target}: {outcome.one_line()}", err=True)
+            click.echo(visible(f"WITNESS {target}: {outcome.one_line()}"), err=True)
             ok = False
         else:
             how = " (committed)" if outcome.committed else ""
@@ -472,3 +486,64 @@ def _print_consistency(proof, as_json: bool) -> None:
     for number, node in enumerate(proof.path, 1):
         click.echo(f"    {number:>2}. {node.hex()}")
     click.echo("ok: the path leads from the checkpoint's root to the signed root")
+
+
+@click.group()
+def runs() -> None:
+    """Producer runs and who signed them: the author of every number a lead signs off."""
+
+
+@runs.command("list")
+@click.pass_obj
+def runs_list(ctx: Ctx) -> None:
+    """List each run that recorded files, and who signed it (or that nobody did)."""
+    from engine.run_records import recorded_artifacts, run_authors
+
+    with ctx.open(read_only=True) as ws:
+        authors = {a.run_id: a for found in run_authors(ws.conn).values() for _, a in found}
+        recorded = recorded_artifacts(ws.conn).by_path.values()
+        kinds = dict(ws.conn.execute("SELECT run_id, kind FROM runs"))
+    # A run that recorded no file has nothing a sign-off binds.
+    for run_id in sorted({r.run_id for found in recorded for r in found}):
+        kind = kinds.get(run_id, "?")
+        a = authors.get(run_id)
+        who = f"signed by {a.principal} ({a.role}), record #{a.seq}" if a else "UNSIGNED"
+        click.echo(f"{run_id}\t{kind}\t{who}")
+
+
+@runs.command("sign")
+@click.argument("run_ids", nargs=-1, required=True)
+@click.option(
+    "--key",
+    default=None,
+    type=InputFile(),
+    help="Your OpenSSH private key. Default: your enrolled key in ssh-agent.",
+)
+@click.option("--principal", default=None, help="When the key is enrolled under several names.")
+@click.pass_obj
+def runs_sign(ctx: Ctx, run_ids: tuple[str, ...], key: str | None, principal: str | None) -> None:
+    """Sign the run record of runs you ran: you vouch for their files as they are now.
+
+    A producer given --key (or run with your key in ssh-agent) signs its run
+    itself; this is for a run made without one. Each run record binds the
+    run's manifest hash and the SHA-256 of every file it wrote, checked on
+    disk first; the sign-off names you as the author of those numbers.
+
+    \b
+      sealdesk runs list
+      sealdesk runs sign exam-demo --key ~/.ssh/id_ed25519
+    """
+    from engine.identity import choose_signer
+    from engine.run_records import sign_runs
+
+    with ctx.open() as ws:
+        signer = choose_signer(key, ws.signers())
+        made = sign_runs(ws, signer, list(run_ids), principal=principal)
+    for rec in made:
+        data = rec.body["data"]
+        click.echo(
+            f"signed run {data['run_id']} ({data['producer']}, {len(data['artifacts'])} "
+            f"file(s)): record #{rec.seq} by {rec.body['principal']} ({rec.body['role']})"
+        )
+    if not made:
+        click.echo("nothing to sign: each run already has a run record or recorded no file")

@@ -16,15 +16,16 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engine.artifacts import file_sha256, sidecar_path
+from engine.artifacts import read_regular
 
 NOT_RUN = "not run"
 SIDECAR_OK, SIDECAR_MISSING, SIDECAR_MISMATCH = "ok", "missing", "mismatch"
+SIGNATURE_SUFFIX = ".sig"
 
 
 @dataclass(frozen=True)
@@ -125,35 +126,95 @@ class RunStatus:
     exam: ExamStatus
     coverage: CoverageStatus
     unreadable: tuple[str, ...] = field(default=())
+    contents: Mapping[str, bytes] = field(default_factory=dict, repr=False)
+    refused: tuple[str, ...] = ()  # files refused by name: links, pipes, unreadable
 
 
-def scan_artifacts(artifacts_dir: Path) -> list[ArtifactRef]:
-    """Gives every artifact under ``artifacts/<run>/`` with its hash and sidecar state."""
-    found: list[ArtifactRef] = []
+@dataclass(frozen=True)
+class ArtifactScan:
+    """Every artifact read once: each file's hash, the bytes of the ones that are parsed
+    or checked (JSON, signatures and what they sign) and why any file was refused."""
+
+    refs: tuple[ArtifactRef, ...]
+    contents: Mapping[str, bytes]  # path under artifacts/ -> exactly the bytes hashed
+    refused: tuple[str, ...] = ()  # links, pipes, files that vanished: each blocks a sign-off
+
+
+def _listed(root: Path) -> tuple[list[str], list[str]]:
+    """Gives (every artifact-like path under root, '/'-separated; the directories that are
+    links), walking without following links."""
+    files, links = [], []
+    for here, dirs, names in os.walk(root):
+        rel = Path(here).relative_to(root)
+        for d in dirs:
+            if os.path.islink(os.path.join(here, d)):
+                links.append((rel / d).as_posix())
+        # Hidden entries (the atomic writer's temporary files) are not artifacts.
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        if rel.parts:
+            files += [(rel / n).as_posix() for n in names if not n.startswith(".")]
+    return sorted(files), sorted(links)
+
+
+def _kept(paths: list[str]) -> set[str]:
+    """Gives the paths whose bytes the sign-off parses or checks: JSON documents,
+    signatures, and the files a signature beside them signs."""
+    listed = set(paths)
+    return {
+        p
+        for p in paths
+        if p.endswith((".json", SIGNATURE_SUFFIX)) or p + SIGNATURE_SUFFIX in listed
+    }
+
+
+def scan_artifacts(artifacts_dir: Path) -> ArtifactScan:
+    """Gives every artifact under ``artifacts/<run>/`` read once: its hash, its sidecar
+    state and, for those parsed or checked, the very bytes hashed.
+
+    Nothing is followed through a symbolic link, and only regular files are
+    read (``engine.artifacts.read_regular``): a link or a pipe put in an
+    artifact's place is refused by name, not hashed from one file and shown
+    from another.
+    """
     root = Path(artifacts_dir)
     if not root.is_dir():
-        return found
-    for path in sorted(root.rglob("*")):
-        rel = path.relative_to(root)
-        # Sidecars and the atomic writer's temporary files are not artifacts.
-        if (
-            not path.is_file()
-            or path.name.endswith(".sha256")
-            or len(rel.parts) < 2
-            or any(part.startswith(".") for part in rel.parts)
-        ):
+        return ArtifactScan((), {})
+    paths, links = _listed(root)
+    refused = [
+        f"artifacts/{d}: is a symbolic link to a directory (links are not followed)" for d in links
+    ]
+    sidecars = {p for p in paths if p.endswith(".sha256")}
+    keep = _kept([p for p in paths if p not in sidecars])
+    found: list[ArtifactRef] = []
+    contents: dict[str, bytes] = {}
+    for rel in paths:
+        if rel in sidecars:
             continue
-        digest = file_sha256(path)
-        side = sidecar_path(path)
-        if not side.exists():
-            state = SIDECAR_MISSING
-        else:
-            words = side.read_text(encoding="utf-8", errors="replace").split()
-            state = SIDECAR_OK if words and words[0] == digest else SIDECAR_MISMATCH
-        found.append(
-            ArtifactRef(rel.as_posix(), rel.parts[0], digest, state, os.stat(path).st_mtime_ns)
-        )
-    return found
+        try:
+            held = read_regular(root, rel, keep=rel in keep)
+        except OSError as exc:
+            refused.append(
+                f"artifacts/{rel}: {exc.strerror or exc}; only regular files are signed off"
+            )
+            continue
+        if rel in keep:
+            contents[rel] = held.data
+        state = _sidecar_state(root, rel + ".sha256", held.sha256, refused)
+        found.append(ArtifactRef(rel, rel.split("/", 1)[0], held.sha256, state, held.mtime_ns))
+    return ArtifactScan(tuple(found), contents, tuple(refused))
+
+
+def _sidecar_state(root: Path, rel: str, digest: str, refused: list[str]) -> str:
+    """Gives whether the sidecar at ``rel`` names ``digest``; a sidecar that is a link or
+    cannot be read is refused too."""
+    try:
+        words = read_regular(root, rel).data.decode("utf-8", errors="replace").split()
+    except FileNotFoundError:
+        return SIDECAR_MISSING
+    except OSError as exc:
+        refused.append(f"artifacts/{rel}: {exc.strerror or exc}")
+        return SIDECAR_MISMATCH
+    return SIDECAR_OK if words and words[0] == digest else SIDECAR_MISMATCH
 
 
 def _latest(refs: Iterable[ArtifactRef], match: Callable[[str], bool]) -> list[ArtifactRef]:
@@ -163,10 +224,14 @@ def _latest(refs: Iterable[ArtifactRef], match: Callable[[str], bool]) -> list[A
     )
 
 
-def _load(root: Path, ref: ArtifactRef, unreadable: list[str]) -> dict[str, Any] | None:
+def _load(
+    contents: Mapping[str, bytes], ref: ArtifactRef, unreadable: list[str]
+) -> dict[str, Any] | None:
+    """Gives the JSON object an artifact holds, parsed from the bytes its hash was taken
+    of (never read again)."""
     try:
-        value = json.loads((root / ref.path).read_bytes())
-    except (OSError, ValueError) as exc:
+        value = json.loads(contents[ref.path])
+    except (KeyError, ValueError, RecursionError) as exc:
         unreadable.append(f"{ref.path}: {exc}")
         return None
     if not isinstance(value, dict):
@@ -243,14 +308,14 @@ def _flagged(report: dict[str, Any]) -> tuple[float | None, int | None]:
 
 
 def contamination_status(
-    root: Path, refs: list[ArtifactRef], unreadable: list[str]
+    contents: Mapping[str, bytes], refs: Iterable[ArtifactRef], unreadable: list[str]
 ) -> ContaminationStatus:
     """Gives the flagged rate, the confirmed leakage and the power change from the latest
     scan report and clean-set report."""
     reports = _latest(refs, lambda n: n == "contamination_report.json")
     cleans = _latest(refs, lambda n: n.endswith(".json") and "clean" in n)
-    report = _load(root, reports[0], unreadable) if reports else None
-    clean = _load(root, cleans[0], unreadable) if cleans else None
+    report = _load(contents, reports[0], unreadable) if reports else None
+    clean = _load(contents, cleans[0], unreadable) if cleans else None
     if report is None and clean is None:
         return ContaminationStatus(NOT_RUN)
     sources = tuple(r[0].path for r in (reports, cleans) if r)
@@ -366,12 +431,14 @@ def _gates(value: Any) -> tuple[Gate, ...]:
     return tuple(gates)
 
 
-def exam_status(root: Path, refs: list[ArtifactRef], unreadable: list[str]) -> ExamStatus:
+def exam_status(
+    contents: Mapping[str, bytes], refs: Iterable[ArtifactRef], unreadable: list[str]
+) -> ExamStatus:
     """Gives the exam status and gates from the latest exam-score/exam-adjudication."""
     scores = _latest(refs, lambda n: n == "exam-score.json")
     adjs = _latest(refs, lambda n: n == "exam-adjudication.json")
-    score = _load(root, scores[0], unreadable) if scores else None
-    adj = _load(root, adjs[0], unreadable) if adjs else None
+    score = _load(contents, scores[0], unreadable) if scores else None
+    adj = _load(contents, adjs[0], unreadable) if adjs else None
     if score is None and adj is None:
         return ExamStatus(NOT_RUN)
     sources = tuple(r[0].path for r in (scores, adjs) if r)
@@ -407,12 +474,14 @@ def _eligibility_doc(doc: dict[str, Any]) -> dict[str, Any] | None:
     return None
 
 
-def coverage_status(root: Path, refs: list[ArtifactRef], unreadable: list[str]) -> CoverageStatus:
+def coverage_status(
+    contents: Mapping[str, bytes], refs: Iterable[ArtifactRef], unreadable: list[str]
+) -> CoverageStatus:
     """Gives ELIGIBLE/HOLD overall and per category from the latest evidence or benchmark."""
     # Evidence (benchmark plus the ledger records that reviewed it) outranks a bare benchmark.
     for word in ("evidence", "benchmark"):
         for ref in _latest(refs, _json_naming(word)):
-            doc = _load(root, ref, unreadable)
+            doc = _load(contents, ref, unreadable)
             if not doc:
                 continue
             bench = _eligibility_doc(doc)
@@ -476,14 +545,17 @@ def _categories(bench: dict[str, Any]) -> tuple[CategoryStatus, ...]:
 
 
 def run_status(artifacts_dir: Path) -> RunStatus:
-    """Gives every artifact and the three producers' latest conclusions."""
-    root = Path(artifacts_dir)
-    refs = scan_artifacts(root)
+    """Gives every artifact and the three producers' latest conclusions, each artifact
+    read once: the conclusions come from the bytes whose hashes are listed."""
+    scan = scan_artifacts(Path(artifacts_dir))
     unreadable: list[str] = []
+    refs = list(scan.refs)
     return RunStatus(
-        tuple(refs),
-        contamination_status(root, refs, unreadable),
-        exam_status(root, refs, unreadable),
-        coverage_status(root, refs, unreadable),
+        scan.refs,
+        contamination_status(scan.contents, refs, unreadable),
+        exam_status(scan.contents, refs, unreadable),
+        coverage_status(scan.contents, refs, unreadable),
         tuple(unreadable),
+        scan.contents,
+        scan.refused,
     )

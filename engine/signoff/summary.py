@@ -33,7 +33,8 @@ from engine.ledger.treehead import (
     leaf_hashes,
 )
 from engine.roles import QUEUES, SIGNOFF_ROLE
-from engine.signoff.artifact_checks import artifact_problems, latest_signoff_problems
+from engine.run_records import RunAuthor
+from engine.signoff.artifact_checks import artifact_problems, authors_of, latest_signoff_problems
 from engine.signoff.run_status import (
     ArtifactRef,
     ContaminationStatus,
@@ -124,6 +125,12 @@ class SignoffSummary:
     signers: tuple[SignerStatus, ...] = ()  # who may sign what now
     anchor: tuple[str, ...] = ()  # the genesis's founding lead key fingerprints
     multi_key: tuple[tuple[str, tuple[str, ...]], ...] = ()  # principals who signed with 2+ keys
+    # artifact path -> who produced it: the signer of the run record binding its bytes
+    authors: tuple[tuple[str, str], ...] = ()
+
+    def author_of(self, path: str) -> str | None:
+        """Gives who produced an artifact (principal, role and run record), or None."""
+        return dict(self.authors).get(path)
 
     @property
     def holds(self) -> list[str]:
@@ -223,7 +230,7 @@ def signoff_summary(ws) -> SignoffSummary:
     leaves = leaf_hashes(ws.conn)
     queues, pending = _queues_and_pending(ws)
     runs = _runs(ws.conn)
-    problems, warnings = artifact_problems(ws.artifacts_dir, status.artifacts, ws.conn)
+    problems, warnings = artifact_problems(status, ws.conn)
     warnings += [f"cannot read {u}" for u in status.unreadable]
     auth = ws.authority()
     if auth.genesis is None:
@@ -250,7 +257,17 @@ def signoff_summary(ws) -> SignoffSummary:
         signers,
         anchor_of(auth),
         signed_with_several_keys(ws.conn),
+        tuple(
+            (path, author_text(a))
+            for path, a in sorted(authors_of(status.artifacts, ws.conn).items())
+        ),
     )
+
+
+def author_text(author: RunAuthor) -> str:
+    """Gives who produced an artifact as a summary says it: principal, role, the run and
+    the record that signs it."""
+    return f"{author.principal} ({author.role}), run {author.run_id}, record #{author.seq}"
 
 
 def signed_with_several_keys(conn: sqlite3.Connection) -> tuple[tuple[str, tuple[str, ...]], ...]:
@@ -341,7 +358,7 @@ def sign_off(
     # Only the artifact checks and run conclusions are needed up front; the tree
     # head, queues and pending items are read inside the write transaction.
     run = run_status(ws.artifacts_dir)
-    _refuse(artifact_problems(ws.artifacts_dir, run.artifacts, ws.conn)[0])
+    _refuse(artifact_problems(run, ws.conn)[0])
     # The counts the record binds take carried decisions through the subject links: a
     # link edited to carry a reject over new evidence would make an open item decided.
     _refuse(subject_faults(ws.conn))
@@ -352,6 +369,9 @@ def sign_off(
             "binds the exam's status as it stands"
         )
     artifacts = {a.path: a.sha256 for a in run.artifacts}
+    # Every artifact has an author by now (artifact_problems refused one without):
+    # the record names the signed run record behind each number it binds.
+    authors = {p: a.record_hash for p, a in authors_of(run.artifacts, ws.conn).items()}
     status = _status_data(run)
 
     def bind(conn: sqlite3.Connection) -> dict[str, Any]:
@@ -381,6 +401,7 @@ def sign_off(
             "tree": {"origin": head.origin, "size": head.size, "root": head.root_hex},
             "checkpoint": {"note": body.decode("utf-8"), "signature": cp.sign_note(signer, body)},
             "artifacts": artifacts,
+            "run_records": authors,
             "runs": {run_id: sha for run_id, sha, _ in _runs(conn)},
             "queues": {
                 q.queue: {

@@ -25,3 +25,20 @@ def cli_ws(tmp_path, sealdesk_main, keygen, founder_key):
         sealdesk_main, ws, FOUNDER, founder_key, [("rita", "reviewer", keys["rita"])], make_items(3)
     )
     return ws, {**keys, "founder": founder_key}
+
+
+@pytest.fixture
+def two_reviewers_ws(tmp_path, sealdesk_main, keygen, founder_key):
+    """Gives a workspace founded through the CLI with two reviewers (rita, ben) and eight
+    items, and their private keys by name."""
+    ws = tmp_path / "ws"
+    keys = {name: keygen(name) for name in ("rita", "ben")}
+    found_through_cli(
+        sealdesk_main,
+        ws,
+        FOUNDER,
+        founder_key,
+        [("rita", "reviewer", keys["rita"]), ("ben", "reviewer", keys["ben"])],
+        make_items(8),
+    )
+    return ws, keys

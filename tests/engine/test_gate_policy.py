@@ -44,6 +44,7 @@ EVERYTHING = (
     "keys",
     "init",
     "prove",
+    "receipts",
     "review",
     "scan",
     "signoff",

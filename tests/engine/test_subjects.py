@@ -13,12 +13,14 @@ import sqlite3
 
 import pytest
 
+from engine import subjects
 from engine.canonical import canonical_json
-from engine.errors import IntegrityError
+from engine.errors import IntegrityError, PermissionRefused
+from engine.item_query import ItemFilter
 from engine.signoff.summary import sign_off
 from engine.signoff.verify import verify_workspace
 from tests.support.backlog import write_items_file
-from tests.support.subjects import QUEUE, flagged
+from tests.support.subjects import QUEUE, WEAK, flagged, weak
 
 
 @pytest.fixture
@@ -130,3 +132,63 @@ def test_signoff_refuses_counts_read_through_a_forged_link(rescanned, enrol):
     with pytest.raises(IntegrityError, match="will not sign off: subject link flagged_pairs/a2"):
         sign_off(ws, lena)
     assert ws.conn.execute("SELECT COUNT(*) FROM records").fetchone()[0] == before
+
+
+def test_a_rerun_carries_a_leads_decision_over_a_reviewers_later_one(workspace, enrol, sealdesk):
+    # rita rejected wc-0; a re-run found a new miss (re-opened) and lena accepted it as lead;
+    # rita then decided wc-0 again. A third run finding nothing new is the lead's accept:
+    # a decision made in a lower role never carries over one made in a higher role.
+    rita, lena = enrol("rita", "reviewer"), enrol("lena", "lead")
+    workspace.ingest([weak("wc-0", "run-1", "obfuscation", ["obf-1"])])
+    workspace.decide(rita, WEAK, "wc-0", "reject")
+    workspace.ingest([weak("wc-0b", "run-2", "obfuscation", ["obf-1", "obf-2"])])
+    assert workspace.item(WEAK, "wc-0b")["status"] == "undecided"  # re-opened
+    accepted = workspace.decide(lena, WEAK, "wc-0b", "accept", role="lead")
+    workspace.decide(rita, WEAK, "wc-0", "skip")
+    rejected = workspace.decide(rita, WEAK, "wc-0", "reject")
+    assert rejected.seq > accepted.seq
+    workspace.ingest([weak("wc-0c", "run-3", "obfuscation", ["obf-1"])])
+
+    # Every reading of the carry agrees: the listing's one statement, the single-item
+    # probe, the status filter, the progress counts and the CLI.
+    listed = {r["item_id"]: r for r in workspace.items(queue=WEAK)}["wc-0c"]
+    one = workspace.item(WEAK, "wc-0c")
+    for row in (listed, one):
+        assert row["status"] == "accept"
+        assert (row["carried_from"]["item_id"], row["carried_from"]["principal"]) == (
+            "wc-0b",
+            "lena",
+        )
+        assert row["carried_from"]["seq"] == accepted.seq
+    accepts = workspace.page(WEAK, ItemFilter(status="accept"))
+    assert sorted((r.item_id, r.principal) for r in accepts) == [
+        ("wc-0b", "lena"),
+        ("wc-0c", "lena"),
+    ]
+    assert [r.item_id for r in workspace.page(WEAK, ItemFilter(status="reject"))] == ["wc-0"]
+    assert subjects.carry_counts(workspace.conn, WEAK) == [(WEAK, "accept", "lena", 1)]
+    shown = sealdesk("items", "--queue", WEAK, workspace=workspace.root)
+    (line,) = [x for x in shown.stdout.splitlines() if "wc-0c" in x]
+    assert "accept (carried)" in line and "lena" in line, line
+
+    # And it stands as the lead's: rita may not replace it there.
+    with pytest.raises(PermissionRefused, match=r"accept by lena as lead \(#\d+, carried from"):
+        workspace.decide(rita, WEAK, "wc-0c", "reject")
+    assert verify_workspace(workspace, processes=1).ok
+
+
+def test_among_decisions_of_one_rank_the_latest_carries(workspace, enrol):
+    rita, ravi = enrol("rita", "reviewer"), enrol("ravi", "reviewer")
+    workspace.ingest([weak("wc-0", "run-1", "obfuscation", ["obf-1"])])
+    workspace.decide(rita, WEAK, "wc-0", "accept")
+    workspace.ingest([weak("wc-0b", "run-2", "obfuscation", ["obf-1"])])
+    overruled = workspace.decide(ravi, WEAK, "wc-0b", "reject", overrule=True)
+    workspace.ingest([weak("wc-0c", "run-3", "obfuscation", ["obf-1"])])
+    carried = workspace.item(WEAK, "wc-0c")["carried_from"]
+    assert (carried["item_id"], carried["seq"], carried["principal"]) == (
+        "wc-0b",
+        overruled.seq,
+        "ravi",
+    )
+    assert {r["item_id"]: r["status"] for r in workspace.items(queue=WEAK)}["wc-0c"] == "reject"
+    assert verify_workspace(workspace, processes=1).ok

@@ -35,8 +35,11 @@ async def test_each_key_that_signs_keeps_a_receipt_that_catches_a_rollback(
     assert [(r["seq"], r["record_hash"]) for r in kept] == rows and len(rows) == 3
     assert all(r["tree_size"] == r["seq"] for r in kept)
 
-    # The workspace copied back from before rita's session verifies on its own; her
-    # receipts say it lost what the app acknowledged.
-    assert sealdesk("verify", workspace=backup).returncode == 0
-    proc = sealdesk("verify", "--receipts", receipts, workspace=backup)
-    assert proc.returncode == 1 and "rolled back" in proc.stderr
+    # The workspace copied back from before rita's session verifies for someone who
+    # kept no receipt of it; her receipts say it lost what the app acknowledged, in her
+    # own plain verify and wherever she hands them over.
+    elsewhere = {"SEALDESK_RECEIPTS": str(tmp_path / "someone-else")}
+    assert sealdesk("verify", workspace=backup, env=elsewhere).returncode == 0
+    for args in ((), ("--receipts", receipts)):
+        proc = sealdesk("verify", *args, workspace=backup)
+        assert proc.returncode == 1 and "rolled back" in proc.stderr

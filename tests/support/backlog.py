@@ -22,10 +22,16 @@ def write_items_file(path, items) -> None:
     path.write_bytes(b"".join(canonical_json(i.to_json()) + b"\n" for i in items))
 
 
-def record_run(ws, run_id: str, *names: str) -> None:
+def record_run(ws, run_id: str, *names: str, signer=None) -> None:
     """Registers run_id as the run that wrote artifacts/<run_id>/<name> for each name,
-    recording each file's SHA-256 as it is now, as a producer records its outputs."""
+    recording each file's SHA-256 as it is now, as a producer records its outputs, and
+    signs its run record as whoever ran it does: ``signer``, by default the founding
+    lead of a workspace made by the ``workspace`` fixture (its key lies in keys/ beside
+    the workspace)."""
     from engine.artifacts import file_sha256
+    from engine.ledger.signers import FileSigner
+    from engine.run_records import sign_runs
+    from tests.conftest import FOUNDER
 
     ws.ingest(
         [],
@@ -39,3 +45,16 @@ def record_run(ws, run_id: str, *names: str) -> None:
             }
         },
     )
+    if signer is None:
+        key = ws.root.parent / "keys" / FOUNDER
+        assert key.is_file(), f"no founder key at {key}: pass signer="
+        signer = FileSigner(key)
+    assert sign_runs(ws, signer, [run_id]), f"run {run_id} was not signed"
+
+
+def sign_held_runs(ws, signer) -> None:
+    """Signs the run record of every run held that recorded files, as whoever ran the
+    producers (called through the library, not the command line) would."""
+    from engine.run_records import sign_runs
+
+    sign_runs(ws, signer, [r for (r,) in ws.conn.execute("SELECT run_id FROM runs")])

@@ -30,3 +30,28 @@ def flagged(item_id: str, run_id: str, eval_id: str, docs: dict[str, float]) -> 
             "channels": ["ngram"],
         },
     )
+
+
+WEAK = "weak_categories"  # a reviewer or a lead may decide its items
+
+
+def weak(item_id: str, run_id: str, category: str, misses: list[str]) -> BacklogItem:
+    """Gives a weak category of one detector and holdout, with the selected ``misses``
+    (case ids): a re-run that selects another miss adds evidence about the same subject."""
+    return BacklogItem.make(
+        WEAK,
+        item_id,
+        run_id,
+        {
+            "subject": {
+                "kind": "weak_category",
+                "category": category,
+                "detector_sha256": "d" * 64,
+                "holdout": "holdout-1",
+            },
+            "summary": {"title": f"{category} in {run_id}", "score": 0.55},
+            "category": category,
+            "findings": [{"issue": "low_recall", "value": 0.55, "threshold": 0.8}],
+            "misses": [{"case_id": case, "text": f"missed case {case}"} for case in misses],
+        },
+    )

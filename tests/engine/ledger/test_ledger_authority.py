@@ -481,6 +481,7 @@ def test_an_insider_rebuilt_ledger_is_caught_by_the_anchor_and_the_checkpoint(
         keys["rita"],
         workspace=ws,
         check=True,
+        env={"SEALDESK_RECEIPTS": str(laptop / "rita-receipts")},
     )
     sealdesk(
         "signoff", "--yes", "--with-exceptions", "--key", keys["lena"], workspace=ws, check=True
@@ -493,8 +494,11 @@ def test_an_insider_rebuilt_ledger_is_caught_by_the_anchor_and_the_checkpoint(
     )
 
     rebuilt_by_mallory(ws, keys["mallory"], tmp_path)
-    # On its own the rebuilt ledger is consistent: nothing inside it can tell.
+    # On its own the rebuilt ledger is consistent: nothing inside it can tell...
     assert sealdesk("verify", workspace=ws).returncode == 0
+    # ...but rita's own verify compares the receipts she kept of her decisions.
+    rita = {"SEALDESK_RECEIPTS": str(laptop / "rita-receipts")}
+    assert "receipt " in failure(sealdesk("verify", workspace=ws, env=rita))
     err = failure(sealdesk("verify", "--anchor", anchor, workspace=ws))
     assert "record 1:" in err and "does not trust as lead" in err
     err = failure(sealdesk("verify", "--checkpoint", checkpoint, workspace=ws))

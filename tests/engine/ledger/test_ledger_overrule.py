@@ -19,7 +19,8 @@ from engine.ledger import sshsig, store
 from engine.ledger.records import encode_body, make_body, utc_now
 from engine.roles import namespace_for
 from engine.signoff.verify import verify_workspace
-from tests.support.backlog import make_items
+from tests.support.backlog import make_items, write_items_file
+from tests.support.subjects import weak
 
 WEAK = "weak_categories"  # a reviewer or a lead may decide its items
 PAIRS = "flagged_pairs"  # reviewers only
@@ -479,7 +480,8 @@ def test_a_note_may_not_carry_overrules(desk):
     assert faults(ws) == [
         (
             B + 2,
-            "a note record carries 'data', which only a signoff, decision or authority record has",
+            "a note record carries 'data', which only a signoff, decision, run, clock or "
+            "authority record has",
         )
     ]
 
@@ -525,3 +527,128 @@ def test_a_forged_undo_of_another_principals_decision_is_faulted(desk):
             "overrule)",
         )
     ]
+
+
+# -- a decision carried from another item of the subject stands as its maker's ---------------
+
+
+@pytest.fixture
+def carried(desk, tmp_path, sealdesk):
+    """Gives (desk, rescan): rescan(decider, name, role) lets that person accept wc-0, a weak
+    category of the first run, through the CLI, then ingests, through the CLI too, a re-run's
+    wc-0b about the same category with one more miss (an accept carries regardless)."""
+    ws = desk[0]
+    ws.ingest([weak("wc-0", "run-1", "obfuscation", ["obf-1"])])
+
+    def rescan(decider, name: str, role: str) -> None:
+        made = decide_cli(sealdesk, ws, decider, WEAK, "wc-0", "accept", "--role", role)
+        assert made.returncode == 0, made.stderr
+        path = tmp_path / "rerun.jsonl"
+        write_items_file(path, [weak("wc-0b", "run-2", "obfuscation", ["obf-1", "obf-2"])])
+        ingested = sealdesk("ingest", path, workspace=ws.root)
+        assert ingested.returncode == 0, ingested.stderr
+        listed = sealdesk("items", "--queue", WEAK, workspace=ws.root)
+        (line,) = [x for x in listed.stdout.splitlines() if "wc-0b" in x]
+        assert "accept (carried)" in line and name in line, line
+        assert count(ws) == B + 1
+
+    return desk, rescan
+
+
+@pytest.mark.parametrize("flag", [(), ("--overrule",)], ids=["plain", "overrule"])
+def test_a_reviewer_cannot_replace_a_leads_decision_carried_to_a_rerun_item(
+    carried, sealdesk, flag
+):
+    (ws, rita, _, lena), rescan = carried
+    rescan(lena, "lena", "lead")
+    proc = decide_cli(sealdesk, ws, rita, WEAK, "wc-0b", "reject", *flag)
+    assert proc.returncode == 3, proc.stderr  # PermissionRefused
+    err = one_line_error(proc)
+    assert f"stands at accept by lena as lead (#{B + 1}, carried from wc-0)" in err, err
+    assert "as reviewer may not replace one made as lead" in err, err
+    assert count(ws) == B + 1
+    assert ws.item(WEAK, "wc-0b")["status"] == "accept"
+    assert verify_workspace(ws).ok
+
+
+def test_replacing_a_carried_decision_of_the_same_rank_is_an_overrule_naming_it(carried, sealdesk):
+    (ws, rita, ravi, _), rescan = carried
+    rescan(rita, "rita", "reviewer")
+    refused = decide_cli(sealdesk, ws, ravi, WEAK, "wc-0b", "reject")
+    assert refused.returncode == 4, refused.stderr  # OverruleRequired
+    err = one_line_error(refused)
+    assert f"accept by rita as reviewer (#{B + 1}, carried from wc-0)" in err, err
+    assert "--overrule" in err, err
+    assert count(ws) == B + 1
+
+    proc = decide_cli(sealdesk, ws, ravi, WEAK, "wc-0b", "reject", "--overrule")
+    assert proc.returncode == 0, proc.stderr
+    assert f"(overrules accept by rita as reviewer, #{B + 1} on wc-0)" in proc.stdout
+    assert body_of(ws, B + 2)["data"] == {"overrules": body_hash(ws, B + 1)}
+    verified = sealdesk("verify", "-q", workspace=ws.root)
+    assert verified.returncode == 0, verified.stderr
+    assert faults(ws) == [] and faults(ws, processes=2) == []
+
+
+def test_a_lead_overrules_a_reviewers_carried_decision_explicitly(carried):
+    (ws, rita, _, lena), rescan = carried
+    rescan(rita, "rita", "reviewer")
+    with pytest.raises(
+        ConflictError, match=r"accept by rita as reviewer \(#5, carried from wc-0\)"
+    ):
+        ws.decide(lena, WEAK, "wc-0b", "reject", role="lead")
+    record = ws.decide(lena, WEAK, "wc-0b", "reject", role="lead", overrule=True)
+    assert record.body["data"] == {"overrules": body_hash(ws, B + 1)}
+    # Its maker changes nothing by deciding the carried item: it is theirs.
+    assert ws.decide(rita, WEAK, "wc-0", "reject").body["data"] is None
+    assert faults(ws) == []
+
+
+def test_the_carried_decision_of_ones_own_is_changed_without_an_overrule(carried):
+    (ws, rita, _, _), rescan = carried
+    rescan(rita, "rita", "reviewer")
+    record = ws.decide(rita, WEAK, "wc-0b", "reject")
+    assert record.body["data"] is None and record.seq == B + 2
+    assert faults(ws) == []
+
+
+def test_a_reviewer_record_inserted_over_a_carried_lead_decision_is_faulted(carried):
+    (ws, rita, _, lena), rescan = carried
+    rescan(lena, "lena", "lead")
+    seq = inserted(ws, rita, "rita", "reviewer", WEAK, "wc-0b", "reject")
+    assert ws.item(WEAK, "wc-0b")["status"] == "reject"  # it would stand
+    expected = [
+        (
+            seq,
+            f"replaces the decision lena made as lead (record {B + 1}, carried from wc-0) "
+            "from the lower role reviewer",
+        )
+    ]
+    assert faults(ws) == expected and faults(ws, processes=2) == expected
+
+
+def test_a_forged_silent_overrule_of_a_carried_decision_is_faulted(carried):
+    (ws, rita, ravi, _), rescan = carried
+    rescan(rita, "rita", "reviewer")
+    forged(ws, ravi, "ravi", "reviewer", WEAK, "wc-0b", "reject")  # B + 2: no overrules
+    assert faults(ws) == [
+        (
+            B + 2,
+            f"replaces rita's standing decision (record {B + 1}, carried from wc-0) without "
+            "naming it in 'overrules': a silent overrule",
+        )
+    ]
+
+
+@pytest.mark.parametrize("order", [["wc-0", "wc-0b"], ["wc-0b", "wc-0"]])
+def test_a_bulk_overrule_of_a_decision_and_its_carry_signs_both_in_either_order(carried, order):
+    # Overruling rita's accept on wc-0 first re-opens wc-0b (ravi's reject does not carry
+    # over its new miss): the overrule agreed for wc-0b was made within the batch.
+    (ws, rita, ravi, _), rescan = carried
+    rescan(rita, "rita", "reviewer")
+    hers = body_hash(ws, B + 1)
+    outcomes = ws.decide_many(ravi, WEAK, order, "reject", overrule=dict.fromkeys(order, hers))
+    data = {o.item_id: o.record.body["data"] for o in outcomes}
+    assert data["wc-0"] == {"overrules": hers}
+    assert data["wc-0b"] == (None if order[0] == "wc-0" else {"overrules": hers})
+    assert faults(ws) == [] and faults(ws, processes=2) == []

@@ -25,7 +25,7 @@ from engine.coverage.run_backlog import run_backlog
 from reviewer.app import ReviewApp
 from reviewer.session import open_session
 from reviewer.signoff_screen import SignoffScreen
-from tests.support.backlog import record_run
+from tests.support.backlog import record_run, sign_held_runs
 from tests.support.coverage import SAMPLE, sample_benchmark
 from tests.support.exam_builders import claim, write_exam, write_replay
 from tests.support.review_app import notices, settle, text_of
@@ -90,13 +90,22 @@ def assert_refused(done, ws, before: int, *names: str) -> None:
     assert records(ws) == before
 
 
-def exam_scored(sealdesk, ws, tmp_path: Path, run: str = "ex") -> Path:
-    """Gives exam-score.json of a PASS exam adjudicated and scored through the CLI."""
+def exam_scored(sealdesk, ws, tmp_path: Path, key: Path, run: str = "ex") -> Path:
+    """Gives exam-score.json of a PASS exam adjudicated and scored through the CLI, each
+    run signed with ``key`` (its author)."""
     exam = write_exam(
         tmp_path / f"{run}-inputs", TEXTS, LANE, LANE, sweep={cid: [] for cid in TEXTS}
     )
     sealdesk(
-        "exam", "adjudicate", "--run-id", run, *exam.cli_inputs(), workspace=ws.root, check=True
+        "exam",
+        "adjudicate",
+        "--run-id",
+        run,
+        "--key",
+        key,
+        *exam.cli_inputs(),
+        workspace=ws.root,
+        check=True,
     )
     replay = write_replay(tmp_path / f"{run}-replay.jsonl", PASSING, TEXTS)
     sealdesk(
@@ -104,6 +113,8 @@ def exam_scored(sealdesk, ws, tmp_path: Path, run: str = "ex") -> Path:
         "score",
         "--run-id",
         run,
+        "--key",
+        key,
         "--expected-adjudication-sha256",
         sha(ws.artifacts_dir / run / "exam-adjudication.json"),
         *exam.cli_inputs(),
@@ -125,7 +136,7 @@ def exam_scored(sealdesk, ws, tmp_path: Path, run: str = "ex") -> Path:
 def test_an_exam_score_turned_from_pass_to_fail_with_a_fresh_sidecar_is_refused(
     sealdesk, workspace, lena, tmp_path
 ):
-    path = exam_scored(sealdesk, workspace, tmp_path)
+    path = exam_scored(sealdesk, workspace, tmp_path, lena.path)
     relabel(path, status="FAIL")
     before = records(workspace)
     done = signoff(sealdesk, workspace, lena)
@@ -228,6 +239,7 @@ def test_coverage_evidence_edited_with_a_fresh_sidecar_is_refused(
     for item in workspace.items(queue="weak_categories"):
         workspace.decide(rita, "weak_categories", item["item_id"], "accept")
     path = make_evidence(workspace, bench, sig, auth.trust, lena).path
+    sign_held_runs(workspace, lena)
     before = records(workspace)
     value = json.loads(path.read_bytes())
     value["benchmark"] = {**value["benchmark"], "eligibility": "ELIGIBLE"}
@@ -237,7 +249,7 @@ def test_coverage_evidence_edited_with_a_fresh_sidecar_is_refused(
 
 
 def test_a_file_no_run_recorded_is_refused(sealdesk, workspace, lena, tmp_path):
-    exam_scored(sealdesk, workspace, tmp_path)
+    exam_scored(sealdesk, workspace, tmp_path, lena.path)
     write_json_artifact(
         workspace.artifacts_dir / "ex" / "exam-score-final.json", {"status": "PASS"}
     )
@@ -248,7 +260,7 @@ def test_a_file_no_run_recorded_is_refused(sealdesk, workspace, lena, tmp_path):
 
 
 def test_a_signed_off_artifact_that_was_removed_is_refused(sealdesk, workspace, lena, tmp_path):
-    path = exam_scored(sealdesk, workspace, tmp_path)
+    path = exam_scored(sealdesk, workspace, tmp_path, lena.path)
     assert signoff(sealdesk, workspace, lena).returncode == 0
     path.unlink()
     path.with_name(path.name + ".sha256").unlink()
@@ -291,9 +303,9 @@ def test_an_sshsig_beside_an_artifact_must_verify_over_it(
 def test_a_signoff_after_a_new_run_binds_it_with_the_run_that_recorded_it(
     sealdesk, workspace, lena, tmp_path
 ):
-    exam_scored(sealdesk, workspace, tmp_path)
+    exam_scored(sealdesk, workspace, tmp_path, lena.path)
     assert signoff(sealdesk, workspace, lena).returncode == 0
-    path = exam_scored(sealdesk, workspace, tmp_path, run="ex-2")
+    path = exam_scored(sealdesk, workspace, tmp_path, lena.path, run="ex-2")
     done = signoff(sealdesk, workspace, lena)
     assert done.returncode == 0, done.stdout + done.stderr
     data = json.loads(
@@ -312,8 +324,10 @@ def test_a_signoff_after_a_new_run_binds_it_with_the_run_that_recorded_it(
     assert data["runs"][run_id] == sha256_hex(canonical_json(manifest))
 
 
-def test_verify_names_an_artifact_that_differs_from_its_runs_record(sealdesk, workspace, tmp_path):
-    path = exam_scored(sealdesk, workspace, tmp_path)
+def test_verify_names_an_artifact_that_differs_from_its_runs_record(
+    sealdesk, workspace, lena, tmp_path
+):
+    path = exam_scored(sealdesk, workspace, tmp_path, lena.path)
     assert sealdesk("verify", workspace=workspace.root).returncode == 0
     relabel(path, status="FAIL")
     done = sealdesk("verify", workspace=workspace.root)
@@ -330,7 +344,7 @@ def test_verify_names_an_artifact_that_differs_from_its_runs_record(sealdesk, wo
 async def test_the_signoff_screen_shows_the_refusal_and_signs_nothing(
     sealdesk, workspace, lena, tmp_path
 ):
-    path = exam_scored(sealdesk, workspace, tmp_path)
+    path = exam_scored(sealdesk, workspace, tmp_path, lena.path)
     relabel(path, status="FAIL")
     before = records(workspace)
     app = ReviewApp(workspace, open_session(workspace, key=str(lena.path)))

@@ -95,7 +95,7 @@ def test_an_exam_pending_adjudication_holds_a_plain_signoff_back(team, sealdesk)
     assert cli.returncode != 0
     assert "NOT READY: the exam is PENDING_ADJUDICATION" in cli.stdout
     assert "not ready: the exam is PENDING_ADJUDICATION" in cli.stderr
-    assert record_count(ws) == 3
+    assert record_count(ws) == 4  # three decisions and the run record
     rec = sign_off(ws, lena, with_exceptions=True)
     assert rec.body["data"]["status"]["exam"]["adjudication"] == "PENDING_ADJUDICATION"
 
@@ -187,7 +187,7 @@ def test_signoff_refuses_an_artifact_that_differs_from_its_sidecar(team):
     path.write_bytes(b'{"leakage_rate":0.0}')
     with pytest.raises(IntegrityError, match="sidecar"):
         sign_off(ws, lena)
-    assert record_count(ws) == 3
+    assert record_count(ws) == 4  # three decisions and the run record
 
 
 def test_signoff_refuses_an_artifact_that_differs_from_its_run_manifest(workspace, enrol):
