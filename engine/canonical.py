@@ -107,11 +107,66 @@ def _finite_float(text: str) -> float:
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abcdefABCDEF]")
 
 
+# Deeper than any real row or payload, and shallow enough that no parser meets a
+# deeper one: Python's recursive decoder raises RecursionError near 1,000 levels, and
+# the C++ parser that datasets/pyarrow read JSONL with crashes the whole process
+# (a segmentation fault, which nothing can catch) on rows nested 100,000 deep.
+MAX_NESTING = 500
+# A JSON string (whose brackets do not count) or one bracket. Possessive, and the
+# closing quote optional (an unterminated string runs to the end): each byte is read
+# once, so no crafted line makes the search backtrack.
+_DEEP_TOKENS = re.compile(rb'"(?:[^"\\]++|\\.)*+"?|[\[\]{}]')
+
+
+class NestedTooDeep(ValueError):
+    """JSON nested more than MAX_NESTING levels; ``field`` is the top-level key whose
+    value nests so (None when the top level is not an object)."""
+
+    def __init__(self, field: str | None) -> None:
+        super().__init__(f"nested too deeply to parse (more than {MAX_NESTING} levels)")
+        self.field = field
+
+
+def refuse_deep(text: str | bytes) -> None:
+    """Gives nothing, or raises NestedTooDeep for JSON text nested more than
+    MAX_NESTING levels (read without parsing it, so no parser meets it)."""
+    if isinstance(text, str):
+        if text.count("[") + text.count("{") <= MAX_NESTING:
+            return  # the common case: two scans in C
+        text = text.encode("utf-8", "surrogatepass")
+    elif text.count(b"[") + text.count(b"{") <= MAX_NESTING:
+        return
+    depth, key = 0, None
+    for token in _DEEP_TOKENS.finditer(text):
+        mark = token.group()
+        if mark[:1] == b'"':
+            if depth == 1:
+                key = mark  # a key, or a value before the next key: either precedes a nest
+        elif mark in (b"[", b"{"):
+            depth += 1
+            if depth > MAX_NESTING:
+                raise NestedTooDeep(_key_text(key) if text.lstrip()[:1] == b"{" else None)
+        else:
+            depth -= 1
+
+
+def _key_text(token: bytes | None) -> str | None:
+    """Gives a JSON string token's text, or None if it does not read as one."""
+    if token is None:
+        return None
+    try:
+        value = json.loads(token)
+    except ValueError:
+        return None
+    return value if isinstance(value, str) else None
+
+
 def strict_loads(text: str | bytes) -> Any:
     """Gives the parsed JSON value; duplicate keys, NaN, Infinity, numbers beyond a
-    float, lone surrogates and nesting deeper than Python can recurse are refused."""
+    float, lone surrogates and nesting deeper than MAX_NESTING are refused."""
     if isinstance(text, bytes):
         text = text.decode("utf-8")
+    refuse_deep(text)
     try:
         value = json.loads(
             text,
@@ -133,13 +188,29 @@ def strict_loads(text: str | bytes) -> Any:
 
 
 def load_json(raw: bytes, *, path: str | Path | None = None, line: int | None = None) -> Any:
-    """Gives the JSON value of bytes (strict_loads), or an InputError naming file and line."""
+    """Gives the JSON value of bytes (strict_loads), or an InputError naming file and line
+    (and the field, for nesting too deep)."""
     try:
         return strict_loads(raw)
     except UnicodeDecodeError as exc:
         raise InputError(f"not UTF-8 ({exc.reason})", path=path, line=line) from exc
+    except NestedTooDeep as exc:
+        raise _too_deep(exc, path, line) from None
     except ValueError as exc:
         raise InputError(f"not valid JSON: {exc}", path=path, line=line) from exc
+
+
+def check_nesting(raw: bytes, *, path: str | Path | None = None, line: int | None = None) -> None:
+    """Gives nothing, or raises the InputError ``load_json`` would for a line nested too
+    deeply: for rows that another parser (Arrow's) is about to read."""
+    try:
+        refuse_deep(raw)
+    except NestedTooDeep as exc:
+        raise _too_deep(exc, path, line) from None
+
+
+def _too_deep(exc: NestedTooDeep, path: str | Path | None, line: int | None) -> InputError:
+    return InputError(f"not valid JSON: {exc}", path=path, line=line, field=exc.field)
 
 
 def parse_canonical(raw: bytes, *, path: str | None = None, line: int | None = None) -> Any:

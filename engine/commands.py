@@ -436,7 +436,8 @@ def _keep_receipts(kept: list[dict[str, Any]]) -> None:
     import os
 
     from engine.cli_context import GATE_ENV_VAR
-    from engine.ledger.receipts import keep, receipt_line
+    from engine.errors import DerivedFileNotWritten
+    from engine.ledger.receipts import default_dir, keep, receipt_line
 
     if not kept:
         return
@@ -447,12 +448,15 @@ def _keep_receipts(kept: list[dict[str, Any]]) -> None:
     try:
         path = keep(kept)
     except OSError as exc:
-        click.echo(
-            f"warning: receipts not kept ({exc.strerror or exc}); the last is: "
-            f"seq {last['seq']} {last['record_hash']} root {last['root']}",
-            err=True,
-        )
-        return
+        if os.environ.get(GATE_ENV_VAR) is None:  # the gate printed them already
+            for r in kept:
+                click.echo(receipt_line(r), err=True)
+        seqs = f"#{kept[0]['seq']}" + (f"-#{last['seq']}" if len(kept) > 1 else "")
+        raise DerivedFileNotWritten(
+            f"{seqs} is in the ledger, but its receipt was not kept in {default_dir()} "
+            f"({exc.strerror or exc}); keep the receipt line(s) above with: "
+            "sealdesk receipts keep FILE (FILE holding them, or '-' to paste)"
+        ) from exc
     yours = (
         "; keep the JSON line(s) above on your machine: see sealdesk receipts --help"
         if os.environ.get(GATE_ENV_VAR) is not None
@@ -592,9 +596,13 @@ def verify(
                 f"signers: {who}"
             )
         )
+        for note in report.notes:
+            click.echo(f"note: {visible(note.where)}")
         for line in report.compared:
             click.echo(visible(line))
         return
+    for note in report.notes:
+        click.echo(f"note: {visible(note.where)}", err=True)
     for line in report.compared:
         click.echo(visible(line))
     click.echo(f"FAIL: {visible(first.where)}", err=True)

@@ -136,3 +136,11 @@ class ReadOnlyWorkspace(StorageError):
 
 class AccessDenied(StorageError):
     """This process may not read a file or directory of the workspace."""
+
+
+class DerivedFileNotWritten(SealdeskError):
+    """The ledger took the record, but a file generated from it (trust/allowed_signers, a
+    receipt) was not written: the message names the file and the command that writes it
+    again. Unlike every other error, something *was* recorded."""
+
+    exit_code = 7

@@ -137,6 +137,7 @@ NAMED: dict[str, ParamKind] = {
             "--workers",
             "--allow",
             "RECORD",
+            "RUN_IDS",  # runs sign: the runs whose records are signed
             "--lead",
             "--valid-before",
         )
@@ -161,6 +162,7 @@ NAMED: dict[str, ParamKind] = {
     "--data-dir": ParamKind(OUTPUT),
     "--dir": ParamKind(OUTPUT),
     "DIRECTORY": ParamKind(OUTPUT),  # checkpoint witness add: pushed to
+    "DEST": ParamKind(OUTPUT),  # backup: the new copy's directory
     # keys, trust anchors, configs
     **{
         name: ParamKind(CREDENTIAL)

@@ -9,8 +9,19 @@ A job is a directory under ``workspace/jobs/<job_id>/``::
     stderr.log      the run's standard error (the one-line error is the last line)
     result.json     how it ended: exit code and end time (written last, atomically)
 
-The run itself is ``python -m engine.cli --workspace WS ARGS...``, started by a
-small supervisor (``python -m engine.jobs supervise DIR``) in its own session.
+The run itself is ``python -P -m engine.cli --workspace WS ARGS...``, started by
+a small supervisor (``python -P -m engine.jobs supervise DIR``) in its own session.
+
+Neither imports anything from a working directory. Under the gate the app runs
+in the ssh login directory, which whoever holds a shell on the host can fill:
+``-P`` keeps that directory off ``sys.path`` (a ``secrets.py`` or ``engine.py``
+there is never imported), the supervisor works from its job directory, and only
+absolute PYTHONPATH entries are passed on. ``-I`` would do more, but it also
+drops PYTHONPATH, and a checkout that is not installed (a developer's, the
+tests') finds its own ``engine`` only through it. The run works from the
+directory its command line was checked in (``cwd`` in job.json): relative input
+paths were judged by the gate from there, and the run must read the files that
+were judged.
 The supervisor waits for the run and writes ``result.json``, so a job outlives
 the app that started it and its outcome is known after the app restarts. A job
 whose supervisor is gone without a result was killed: it is reported as lost.
@@ -154,7 +165,12 @@ def start_job(workspace_root: Path, argv: list[str], *, env: dict[str, str] | No
     job_id = now.strftime("%Y%m%dT%H%M%S") + "-" + secrets.token_hex(3)
     path = jobs_dir(root) / job_id
     path.mkdir(parents=True, mode=0o700)
-    spec = {"argv": argv, "workspace": str(root), "started": now.strftime("%Y-%m-%dT%H:%M:%S.%fZ")}
+    spec = {
+        "argv": argv,
+        "workspace": str(root),
+        "started": now.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+        "cwd": os.getcwd(),  # where check_command judged the relative paths
+    }
     atomic_write(path / "job.json", json.dumps(spec, indent=1).encode("utf-8"), mode=0o600)
     child_env = {**os.environ, **(env or {})}
     gated = gate_policy.active()
@@ -162,13 +178,11 @@ def start_job(workspace_root: Path, argv: list[str], *, env: dict[str, str] | No
         # The run, and whatever sealdesk it starts, is held to the job scope of the
         # same policy; no caller's env can lift it.
         child_env[gate_policy.ENV_VAR] = gated[0].to_env("job")
-    child_env["PYTHONPATH"] = os.pathsep.join(
-        [str(Path(__file__).resolve().parent.parent)]
-        + [p for p in child_env.get("PYTHONPATH", "").split(os.pathsep) if p]
-    )
+    child_env["PYTHONPATH"] = import_path(child_env.get("PYTHONPATH", ""))
     with open(path / "supervisor.log", "ab") as log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "engine.jobs", "supervise", str(path)],
+            [sys.executable, "-P", "-m", "engine.jobs", "supervise", str(path)],
+            cwd=path,
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=log,
@@ -179,6 +193,13 @@ def start_job(workspace_root: Path, argv: list[str], *, env: dict[str, str] | No
     _CHILDREN[job_id] = proc
     (path / "pid").write_text(str(proc.pid), encoding="utf-8")
     return read_job(path)
+
+
+def import_path(pythonpath: str) -> str:
+    """Gives the PYTHONPATH a job's processes get: this checkout's root first, then the
+    caller's absolute entries (a relative or empty one names the working directory)."""
+    entries = [p for p in pythonpath.split(os.pathsep) if os.path.isabs(p)]
+    return os.pathsep.join([str(Path(__file__).resolve().parent.parent), *entries])
 
 
 # Supervisors this process started, so that they are reaped (no zombies) and
@@ -363,10 +384,25 @@ def supervise(path: Path) -> int:
         "SEALDESK_PROGRESS_FILE": str(path / "progress.jsonl"),
         "SEALDESK_NO_PROGRESS": "1",
     }
-    cmd = [sys.executable, "-m", "engine.cli", "--workspace", spec["workspace"], *spec["argv"]]
+    cmd = [
+        sys.executable,
+        "-P",
+        "-m",
+        "engine.cli",
+        "--workspace",
+        spec["workspace"],
+        *spec["argv"],
+    ]
     with open(path / "stdout.log", "wb") as out, open(path / "stderr.log", "wb") as err:
         try:
-            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env)
+            proc = subprocess.Popen(
+                cmd,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+                env=env,
+                cwd=spec.get("cwd", spec["workspace"]),
+            )
         except OSError as exc:
             err.write(f"sealdesk: error: cannot start the run: {exc}\n".encode())
             code = 127

@@ -70,12 +70,14 @@ def init(ctx: Ctx, lead: str, key: str | None, roles: tuple[str, ...]) -> None:
                 )
     with Workspace.init(ctx.path) as ws:
         rec = found(ws.db, ws.workspace_id, signer, lead, ("lead", *roles))
-        ws.write_allowed_signers()
         click.echo(f"workspace {ws.root} ready (id {ws.workspace_id})")
         click.echo(
-            f"#{rec.seq} genesis: {lead} ({signer.public_key.fingerprint}) is the "
-            f"founding lead; record {rec.record_hash[:12]}"
+            visible(
+                f"#{rec.seq} genesis: {lead} ({signer.public_key.fingerprint}) is the "
+                f"founding lead; record {rec.record_hash[:12]}"
+            )
         )
+        _write_signers(ws, f"the genesis (#{rec.seq})")
         click.echo(
             f"next: sealdesk --workspace {ws.root} keys add --principal NAME "
             "--role reviewer --key NAME.pub"
@@ -182,13 +184,15 @@ def keys_add(
             replace=replace,
             valid_before=before,
         )
-        ws.write_allowed_signers()
-    now = rec.body["data"]["signer"]["roles"]
-    change = f"{'/'.join(held.roles)} -> {'/'.join(now)}" if held else "/".join(now)
-    click.echo(
-        f"#{rec.seq} enrol {principal} as {change} with {key.fingerprint}; signed by "
-        f"{rec.body['principal']} (lead)"
-    )
+        now = rec.body["data"]["signer"]["roles"]
+        change = f"{'/'.join(held.roles)} -> {'/'.join(now)}" if held else "/".join(now)
+        click.echo(
+            visible(
+                f"#{rec.seq} enrol {principal} as {change} with {key.fingerprint}; signed by "
+                f"{rec.body['principal']} (lead)"
+            )
+        )
+        _write_signers(ws, f"the enrolment (#{rec.seq})")
 
 
 @keys.command("revoke")
@@ -227,7 +231,7 @@ def keys_revoke(
     earlier time; a revoked key is never enrolled again.
     """
     from engine.errors import InputError
-    from engine.ledger.enrol import enrol, revoke
+    from engine.ledger.enrol import enrol, revoke_resetting_clock
     from engine.ledger.signers import read_public_key
 
     with ctx.open() as ws:
@@ -266,7 +270,7 @@ def keys_revoke(
             )
             what = f"{principal} now holds {'/'.join(keep)} (took {'/'.join(roles)})"
         else:
-            rec = revoke(
+            reset, rec = revoke_resetting_clock(
                 ws.db,
                 ws.workspace_id,
                 signer,
@@ -275,9 +279,93 @@ def keys_revoke(
                 lead_principal=lead_principal,
                 reason=reason,
             )
+            if reset is not None:
+                click.echo(_reset_line(reset))
             what = f"revoked {principal}'s key {grant.key.fingerprint}"
+        click.echo(visible(f"#{rec.seq} {what}; signed by {rec.body['principal']} (lead)"))
+        _write_signers(ws, f"the {'enrolment' if keep else 'revocation'} (#{rec.seq})")
+
+
+def _write_signers(ws, recorded: str) -> None:
+    """Rewrites trust/allowed_signers after ``recorded`` landed in the ledger.
+
+    The file is written whole or not at all (temporary file, fsync, rename), so
+    ssh-keygen reads either the old file or the new one. When it cannot be
+    written the record still stands: DerivedFileNotWritten says so, and which
+    command writes the file again, so that no one takes the failure for a
+    refusal (a revoked key the old file still trusts).
+    """
+    from engine.errors import DerivedFileNotWritten, InputError, SealdeskError
+
+    try:
         ws.write_allowed_signers()
-    click.echo(f"#{rec.seq} {what}; signed by {rec.body['principal']} (lead)")
+    except (SealdeskError, OSError) as exc:
+        why = exc.reason if isinstance(exc, InputError) else getattr(exc, "strerror", None)
+        raise DerivedFileNotWritten(
+            f"{recorded} is in the ledger, but {ws.allowed_signers_path} was not rewritten "
+            f"({why or exc}), so ssh-keygen -Y verify still reads the old one; write it "
+            f"again with: sealdesk --workspace {ws.root} keys export-signers"
+        ) from exc
+
+
+def _reset_line(rec) -> str:
+    """Gives what a clock record did, as the CLI says it."""
+    return visible(
+        f"#{rec.seq} clock: the ledger's time steps back from {rec.body['data']['resets']} "
+        f"to {rec.body['time']}; signed by {rec.body['principal']} (lead)"
+    )
+
+
+@keys.command("export-signers")
+@pass_ctx
+def keys_export_signers(ctx: Ctx) -> None:
+    """Write trust/allowed_signers again from the ledger.
+
+    Every keys add, keys revoke and init writes it by itself; run this when
+    one of them said the record is in the ledger but the file was not
+    rewritten (a full disk, a read-only trust/), or to check what the file
+    should say. The file is replaced whole (temporary file, fsync, rename).
+    """
+    from engine.ledger.authority import allowed_signers_lines, authority_mark
+
+    with ctx.open() as ws:
+        ws.write_allowed_signers()
+        lines = len(allowed_signers_lines(ws.authority()))
+        mark = authority_mark(ws.conn)[1]
+        path = ws.allowed_signers_path
+    click.echo(
+        visible(f"{path} written from the ledger: {lines} key line(s), through record #{mark}")
+    )
+
+
+@keys.command("reset-clock")
+@click.option("--reason", default=None, help="Why; kept in the signed record.")
+@click.option("--lead-key", default=None, type=InputFile(), help=_LEAD_KEY_HELP)
+@click.option("--lead", "lead_principal", default=None, help=_LEAD_HELP)
+@pass_ctx
+def keys_reset_clock(
+    ctx: Ctx, reason: str | None, lead_key: str | None, lead_principal: str | None
+) -> None:
+    """Reset the ledger's time when its last record is dated ahead of this host's clock.
+
+    A record's time never goes back along the chain, so a record dated far
+    ahead (a signer's clock set to 2099) would stop every later append. When
+    the last record is more than 300 s ahead of this host's clock, a lead
+    signs a clock record: it names the time it steps back from and is dated
+    now; verify reports it and the records it stepped back over. Refused when
+    the last record is not that far ahead. keys revoke does it by itself.
+    """
+    from engine.ledger.enrol import reset_clock
+
+    with ctx.open() as ws:
+        rec = reset_clock(
+            ws.db,
+            ws.workspace_id,
+            _lead_signer(ws, lead_key),
+            lead_principal=lead_principal,
+            reason=reason,
+        )
+    click.echo(_reset_line(rec))
 
 
 @keys.command("list")
@@ -371,7 +459,7 @@ def keys_migrate(ctx: Ctx, lead_key: str | None, lead_principal: str | None) -> 
             )
         rec = migrate(ws.db, ws.workspace_id, signer, plan)
         store.add_missing_indexes(ws.conn)
-        ws.write_allowed_signers()
+        _write_signers(ws, f"the genesis (#{rec.seq})")
     signers = rec.body["data"]["signers"]
     click.echo(
         f"#{rec.seq} genesis: signed {len(signers)} signer(s) of trust/allowed_signers "

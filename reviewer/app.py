@@ -17,10 +17,12 @@ from functools import partial
 from textual.actions import parse as parse_action
 from textual.app import App, SystemCommand
 from textual.binding import Binding
+from textual.notifications import SeverityLevel
 from textual.screen import ModalScreen, Screen
 
 from engine.errors import InputError
 from engine.item_query import ItemFilter
+from engine.terminal_text import visible
 from engine.workspace import Workspace
 from reviewer.actions import (
     OFF_OVER_DIALOGS,
@@ -95,6 +97,26 @@ class ReviewApp(App):
         if self._start_keymap:
             self.set_keymap(self._start_keymap)
         self._theme_chosen = True
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = True,
+    ) -> None:
+        """Shows a notification (every screen's and widget's comes here): its text is
+        shown through ``visible`` and never read as markup, since refusals and errors
+        quote ids, paths and input."""
+        super().notify(
+            visible(message, multiline=True),
+            title=visible(title),
+            severity=severity,
+            timeout=timeout,
+            markup=False,
+        )
 
     def watch_theme(self, theme: str) -> None:
         # A theme chosen in the app (t, the palette) is the one the next session opens in.

@@ -22,9 +22,9 @@ from textual.widgets import Label, OptionList, Static
 from textual.widgets.option_list import Option
 
 from engine.bulk import BulkPlan, Planned
+from engine.terminal_text import visible
 from reviewer.actions import bindings
 from reviewer.panes.common import CARRIED_MARK, STATUS_GLYPH
-from reviewer.panes.spans import clean
 
 
 @dataclass(frozen=True)
@@ -62,8 +62,8 @@ def _standing(p: Planned) -> str:
     s = p.standing
     if s is None:
         return "undecided"
-    made_on = f" on {clean(s['carried_from'])}, carried" if s.get("carried_from") else ""
-    return f"{s['decision']} by {s['principal']} ({s['role']}) #{s['seq']}{made_on}"
+    made_on = f" on {s['carried_from']}, carried" if s.get("carried_from") else ""
+    return visible(f"{s['decision']} by {s['principal']} ({s['role']}) #{s['seq']}{made_on}")
 
 
 _EFFECT = {
@@ -78,8 +78,8 @@ def _row(p: Planned) -> Text:
     status = p.standing["decision"] if p.standing else "undecided"
     carried = CARRIED_MARK if p.standing and p.standing.get("carried_from") else ""
     out = Text(f"{STATUS_GLYPH.get(status, '?')}{carried} ")
-    out.append(clean(p.item_id), style="bold")
-    out.append(f"  {' '.join(clean(p.title).split())[:60]}")
+    out.append(visible(p.item_id), style="bold")
+    out.append(f"  {' '.join(visible(p.title).split())[:60]}")
     out.append(f"\n    {_standing(p)}")
     if p.item_sha256:
         out.append(f" · sha256 {p.item_sha256[:12]}")
@@ -92,7 +92,7 @@ def _row(p: Planned) -> Text:
 def summary_line(plan: BulkPlan) -> Text:
     """Gives how many items a confirmation signs, overrules and leaves out."""
     out = Text(f"{len(plan.signable)} item(s) will be signed", style="bold")
-    out.append(f" as {plan.principal} ({plan.role})" if plan.principal else "")
+    out.append(visible(f" as {plan.principal} ({plan.role})") if plan.principal else "")
     if plan.count("overrule"):
         out.append(f", {plan.count('overrule')} of them overruling another's decision")
     left = plan.count("refused") + plan.count("absent")
@@ -120,9 +120,9 @@ class BulkScreen(ModalScreen[BulkChoice | None]):
         if self.members:
             for m in self.members:
                 planned = by_id.get(m.item_id) if m.item_id else None
-                row = Text(f"{clean(m.label)}", style="bold")
+                row = Text(visible(m.label), style="bold")
                 if m.text:
-                    row.append(f": {' '.join(clean(m.text).split())[:70]}")
+                    row.append(f": {' '.join(visible(m.text).split())[:70]}")
                 row.append("\n  ")
                 if planned is not None:
                     row.append_text(_row(planned))
@@ -132,10 +132,10 @@ class BulkScreen(ModalScreen[BulkChoice | None]):
         else:
             options = [Option(_row(p), id=p.item_id) for p in self.plan.items]
         with Vertical(classes="dialog bulk"):
-            yield Label(Text(self.title_text, style="bold"))
+            yield Label(Text(visible(self.title_text), style="bold"))
             yield Static(summary_line(self.plan), id="bulk-summary")
             yield OptionList(*options, id="bulk-items")
-            yield Static(self._keys_line(), id="bulk-keys")
+            yield Static(Text(self._keys_line()), id="bulk-keys")
             yield Static("", id="bulk-error")
 
     def _keys_line(self) -> str:

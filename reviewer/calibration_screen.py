@@ -28,6 +28,7 @@ from engine.contamination.report.distribution import (
     read_distribution,
 )
 from engine.coverage.rates import CategoryRates, read_rates
+from engine.terminal_text import visible
 from engine.workspace import Workspace
 from reviewer.actions import bindings
 from reviewer.widgets.bars import KeyHints
@@ -76,7 +77,8 @@ def _column(value: float, bins: int) -> int:
 
 
 def _title(scores: ChannelScores) -> str:
-    return scores.channel if scores.channel == scores.score else f"{scores.channel} {scores.score}"
+    title = scores.channel if scores.channel == scores.score else f"{scores.channel} {scores.score}"
+    return visible(title)
 
 
 def render_channel(
@@ -157,7 +159,7 @@ def render_distribution(
 ) -> Text:
     """Gives the whole view for a terminal area: a line about the run, then each channel
     with as many bar rows as the height leaves."""
-    out = Text(f" run {dist.run_id} · {dist.items} items · ")
+    out = Text(visible(f" run {dist.run_id} · {dist.items} items · "))
     if dist.thresholds_from is None:
         out.append("no contamination_report.json: thresholds unknown", style="bold")
     else:
@@ -216,7 +218,10 @@ class CalibrationScreen(Screen[Band | None]):
     def _read_failed(self, event: Worker.StateChanged) -> None:
         if event.state == WorkerState.ERROR:
             self.query_one("#calibration", Static).update(
-                Text(f" could not read run {self.run_id}: {event.worker.error}", style="bold")
+                Text(
+                    visible(f" could not read run {self.run_id}: {event.worker.error}"),
+                    style="bold",
+                )
             )
 
     @on(Loaded)
@@ -290,10 +295,10 @@ def _rate_bar(value: float | None, line: float | None, width: int) -> Text:
 
 def render_rates(rates: CategoryRates, width: int) -> Text:
     """Gives the lead's bars: a line per category, its rate against the policy line."""
-    out = Text(f" {rates.kind} {rates.sha256[:16]}… · {rates.detector_version} on ")
-    out.append(rates.evaluation_set_id)
+    out = Text(visible(f" {rates.kind} {rates.sha256[:16]}… · {rates.detector_version} on "))
+    out.append(visible(rates.evaluation_set_id))
     if rates.eligibility:
-        out.append(f" · {rates.eligibility}", style="bold")
+        out.append(f" · {visible(rates.eligibility)}", style="bold")
     lines = {r.metric: r.line for r in rates.rates}
     out.append("\n ┃ the policy line: ")
     out.append(
@@ -305,8 +310,9 @@ def render_rates(rates: CategoryRates, width: int) -> Text:
     )
     if any(r.line is None for r in rates.rates):
         out.append(" (? : no finding used it; the benchmark's scope holds it)", style="italic")
-    name_width = min(28, max(len(r.category) for r in rates.rates))
-    verdicts = max(len(", ".join(r.issues)) + 2 if r.issues else 7 for r in rates.rates)
+    names = {r.category: visible(r.category) for r in rates.rates}
+    name_width = min(28, max(len(name) for name in names.values()))
+    verdicts = max(len(visible(", ".join(r.issues))) + 2 if r.issues else 7 for r in rates.rates)
     head = name_width + 1 + 6 + 5 + 7 + verdicts + 2  # name, metric, value, counts, verdict
     # Too narrow for a bar worth reading beside the facts: the bar gets a line of its own.
     stacked = width - head < 30
@@ -315,11 +321,12 @@ def render_rates(rates: CategoryRates, width: int) -> Text:
         value = "–" if r.value is None else f"{r.value:.2f}"
         flagged = bool(r.issues) or r.fails is True
         if r.issues:
-            verdict = "✗ " + ", ".join(r.issues)
+            verdict = "✗ " + visible(", ".join(r.issues))
         else:
             verdict = {True: "✗ fails", False: "✓", None: ""}[r.fails]
         out.append("\n ")
-        out.append(f"{r.category[:name_width]:<{name_width}} ", style="bold" if flagged else "")
+        name = names[r.category][:name_width]
+        out.append(f"{name:<{name_width}} ", style="bold" if flagged else "")
         out.append(f"{'recall' if r.metric == 'recall' else 'FPR':<6}{value:>5} ")
         if stacked:
             out.append(f"{r.counts:>5} ")
@@ -371,7 +378,10 @@ class RatesScreen(Screen[None]):
     def _read_failed(self, event: Worker.StateChanged) -> None:
         if event.state == WorkerState.ERROR:
             self.query_one("#calibration", Static).update(
-                Text(f" could not read the categories' rates: {event.worker.error}", style="bold")
+                Text(
+                    visible(f" could not read the categories' rates: {event.worker.error}"),
+                    style="bold",
+                )
             )
 
     @on(RatesLoaded)

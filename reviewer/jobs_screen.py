@@ -14,6 +14,7 @@ from textual.widgets import Input, Label, Static
 
 from engine import gate_policy, jobs
 from engine.errors import SealdeskError
+from engine.terminal_text import visible
 from reviewer.actions import bindings
 
 EXAMPLES = (
@@ -42,26 +43,30 @@ def render_jobs(all_jobs: list[jobs.Job]) -> Group | Text:
             f"{job.state.upper():9}",
             style="bold reverse" if job.state in ("failed", "lost") else "bold",
         )
-        head.append(f" {job.command}")
-        head.append(f"  ({job.job_id})", style="italic")
+        head.append(f" {visible(job.command)}")
+        head.append(f"  ({visible(job.job_id)})", style="italic")
         parts.append(head)
         for stage in job.stages:
             total = f"/{stage.total}" if stage.total else ""
             eta = f" eta {stage.eta_s:.0f}s" if stage.eta_s and not stage.finished else ""
             parts.append(
                 Text(
-                    f"   {_bar(stage.fraction)} {stage.stage}: {stage.done}{total} "
-                    f"{stage.unit}{eta}{' ✓' if stage.finished else ''}"
+                    visible(
+                        f"   {_bar(stage.fraction)} {stage.stage}: {stage.done}{total} "
+                        f"{stage.unit}{eta}{' ✓' if stage.finished else ''}"
+                    )
                 )
             )
         if job.summary_cut:
-            parts.append(Text(f"   │ … {job.summary_cut} earlier line(s) in {job.path}/stdout.log"))
+            parts.append(
+                Text(visible(f"   │ … {job.summary_cut} earlier line(s) in {job.path}/stdout.log"))
+            )
         # Every line the run printed when done (its counts, COMPLETE or PENDING, what
         # it wrote), not only the last: these are the run's answer.
         for line in job.summary:
-            parts.append(Text(f"   │ {line}"))
+            parts.append(Text(f"   │ {visible(line)}"))
         if job.error:
-            parts.append(Text(f"   {job.error}", style="bold"))
+            parts.append(Text(f"   {visible(job.error, multiline=True)}", style="bold"))
     return Group(*parts)
 
 
@@ -89,14 +94,18 @@ class JobsScreen(ModalScreen[tuple[jobs.Job, ...]]):
             if gated is not None:
                 policy = gated[0]
                 yield Label(
-                    f"Under ssh-gate: allowed {', '.join(policy.allowed)}; files are "
-                    f"read from {policy.inputs}/ and artifacts/, written inside the "
-                    "workspace",
+                    Text(
+                        visible(
+                            f"Under ssh-gate: allowed {', '.join(policy.allowed)}; files are "
+                            f"read from {policy.inputs}/ and artifacts/, written inside the "
+                            "workspace"
+                        )
+                    ),
                     id="jobs-gate",
                 )
             with VerticalScroll(id="jobs-list"):
                 yield Static(id="jobs-body")
-            yield Static(Text(self.why), id="jobs-error")
+            yield Static(Text(visible(self.why)), id="jobs-error")
             yield Input(
                 value=self.offered,
                 placeholder=f"sealdesk {EXAMPLES[0]}",
@@ -123,12 +132,12 @@ class JobsScreen(ModalScreen[tuple[jobs.Job, ...]]):
             argv = jobs.check_command(self.workspace_root, event.value)
             job = jobs.start_job(self.workspace_root, argv)
         except SealdeskError as exc:
-            error.update(Text(exc.one_line(), style="bold"))
+            error.update(Text(visible(exc.one_line()), style="bold"))
             return
         except OSError as exc:
-            error.update(Text(str(exc), style="bold"))
+            error.update(Text(visible(exc), style="bold"))
             return
-        error.update(Text(f"started {job.command}"))
+        error.update(Text(visible(f"started {job.command}")))
         event.input.value = ""
         self.started.append(job)
         self.refresh_jobs()
@@ -137,7 +146,9 @@ class JobsScreen(ModalScreen[tuple[jobs.Job, ...]]):
         for job in jobs.list_jobs(self.workspace_root):
             if job.state == "running":
                 jobs.cancel_job(job)
-                self.query_one("#jobs-error", Static).update(Text(f"cancelling {job.command}"))
+                self.query_one("#jobs-error", Static).update(
+                    Text(visible(f"cancelling {job.command}"))
+                )
                 return
         self.query_one("#jobs-error", Static).update(Text("no running job to cancel"))
 

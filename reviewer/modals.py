@@ -13,6 +13,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, Label, Select, Static
 
 from engine.item_query import ItemFilter
+from engine.terminal_text import visible
 from reviewer.actions import bindings
 
 STATUS_CHOICES = [
@@ -38,7 +39,9 @@ class NoteScreen(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
-            yield Label(Text(f"Note on {self.item_label} (signed; Enter saves, Esc cancels)"))
+            yield Label(
+                Text(f"Note on {visible(self.item_label)} (signed; Enter saves, Esc cancels)")
+            )
             yield Input(placeholder="why…", id="note-text", compact=True)
 
     @on(Input.Submitted)
@@ -61,7 +64,7 @@ class ConfirmOverrule(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
-            yield Static(Text(self.question), id="overrule-question")
+            yield Static(Text(visible(self.question)), id="overrule-question")
             yield Label(
                 "y overrules (the signed record names the decision it replaces) · "
                 "n or Esc cancels, nothing is signed"
@@ -94,9 +97,11 @@ class FilterScreen(ModalScreen[ItemFilter | None]):
 
     def compose(self) -> ComposeResult:
         f = self.current
-        tag_choices = [("any channel/tag", "")] + [(t, t) for t in self.tags]
+        # A Select reads a string prompt as markup: tags come from data, drawn as Text.
+        tag_choices: list[tuple[Text, str]] = [(Text("any channel/tag"), "")]
+        tag_choices += [(Text(visible(t)), t) for t in self.tags]
         if f.tag and f.tag not in self.tags:
-            tag_choices.append((f.tag, f.tag))
+            tag_choices.append((Text(visible(f.tag)), f.tag))
         # One line per field (compact widgets), so the whole form fits 80x24.
         fields: list[tuple[str, Select | Input]] = [
             (
@@ -179,7 +184,7 @@ class FilterScreen(ModalScreen[ItemFilter | None]):
                 text=self._value("#text").strip() or None,
             ).validate()
         except Exception as exc:  # noqa: BLE001 - shown to the person, who fixes it
-            self.query_one("#filter-error", Static).update(Text(str(exc), style="bold"))
+            self.query_one("#filter-error", Static).update(Text(visible(exc), style="bold"))
             return
         self.dismiss(new)
 

@@ -38,6 +38,7 @@ from engine.item_query import (
 )
 from engine.ledger.records import Record
 from engine.roles import QUEUES
+from engine.terminal_text import visible
 from engine.workspace import Workspace
 from reviewer.actions import SORTS, STATUSES, bindings
 from reviewer.bulk_screen import BulkChoice, BulkScreen, Member, cluster_members
@@ -191,14 +192,16 @@ class ReviewScreen(Screen):
         if self.session.read_only:
             banner = Static(
                 Text(
-                    f" READ-ONLY: {self.session.read_only_reason}. Browsing "
-                    "works; decisions are refused."
+                    visible(
+                        f" READ-ONLY: {self.session.read_only_reason}. Browsing "
+                        "works; decisions are refused."
+                    )
                 ),
                 id="banner",
                 classes="read-only",
             )
         else:
-            banner = Static(Text(f" sealdesk review · {self.ws.root}"), id="banner")
+            banner = Static(Text(visible(f" sealdesk review · {self.ws.root}")), id="banner")
         yield banner
         with Horizontal(id="main"):
             with Vertical(id="queue-pane"):
@@ -415,7 +418,7 @@ class ReviewScreen(Screen):
         marked = len(self.marks[self.queue])
         if marked:
             parts.append(f"{marked} marked")
-        self.query_one("#filter-line", Static).update(Text(" " + " · ".join(parts)))
+        self.query_one("#filter-line", Static).update(Text(visible(" " + " · ".join(parts))))
 
     def _show_status(self) -> None:
         role = self.session.role_for(self.queue)

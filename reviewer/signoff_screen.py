@@ -31,6 +31,7 @@ from engine.ledger.records import Record
 from engine.ledger.witness import push_latest
 from engine.roles import SIGNOFF_ROLE
 from engine.signoff.summary import SignoffSummary, pending_text, sign_off, signoff_summary
+from engine.terminal_text import visible
 from engine.workspace import Workspace
 from reviewer.actions import bindings
 from reviewer.session import Session
@@ -271,7 +272,7 @@ class SignoffScreen(Screen[tuple[Record, ...]]):
                 f"\nWITH {len(s.pending)} EXCEPTION(S), listed in the record: ",
                 style="bold reverse",
             )
-            out.append(pending_text(s.pending))
+            out.append(visible(pending_text(s.pending)))
         if with_exceptions:
             for hold in s.holds:
                 # Bound as it stands: the record carries the exam's status.

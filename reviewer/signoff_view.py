@@ -21,8 +21,8 @@ from engine.signoff.run_status import (
     contamination_words,
 )
 from engine.signoff.summary import SignoffSummary
+from engine.terminal_text import visible
 from reviewer.panes.common import number
-from reviewer.panes.spans import clean
 
 PENDING_SHOWN = 200
 # Below this width the two halves of the summary are stacked.
@@ -58,13 +58,13 @@ def readiness(
     """
     blocker = s.blocker(with_exceptions=True)
     if blocker is not None:
-        return Text(f" BLOCKED: {blocker}", style="bold reverse")
+        return Text(f" BLOCKED: {visible(blocker)}", style="bold reverse")
     reasons = ([f"{len(s.pending)} item(s) undecided"] if s.pending else []) + list(
         s.holds if holds is None else holds
     )
     if reasons:
         return Text(
-            f" NOT READY: {'; '.join(reasons)}; {exceptions_key} signs "
+            f" NOT READY: {visible('; '.join(reasons))}; {exceptions_key} signs "
             "with exceptions, listed in the record",
             style="bold reverse",
         )
@@ -83,7 +83,7 @@ def tree_section(s: SignoffSummary) -> Text:
     out.append_text(_label("base64"))
     out.append(f"{s.tree.root_b64}\n")
     out.append_text(_label("origin"))
-    out.append(f"{clean(s.tree.origin)}\n")
+    out.append(f"{visible(s.tree.origin)}\n")
     out.append_text(_label("last"))
     last = s.last_signoff
     if last is None:
@@ -91,7 +91,7 @@ def tree_section(s: SignoffSummary) -> Text:
     else:
         extra = f", with {last.exceptions} exception(s)" if last.with_exceptions else ""
         out.append(
-            f"sign-off #{last.seq} by {clean(last.principal)} at {last.time} over "
+            f"sign-off #{last.seq} by {visible(last.principal)} at {last.time} over "
             f"{last.tree.size} record(s){extra}"
         )
     return out
@@ -162,10 +162,11 @@ def exam_section(e: ExamStatus) -> RenderableType:
     head = _head("Exam")
     head.append("  ")
     head.append(
-        e.state, style="bold reverse" if e.state in ("FAIL", "PENDING_ADJUDICATION") else "bold"
+        visible(e.state),
+        style="bold reverse" if e.state in ("FAIL", "PENDING_ADJUDICATION") else "bold",
     )
     if e.adjudication:
-        head.append(f" (adjudication {e.adjudication})")
+        head.append(f" (adjudication {visible(e.adjudication)})")
     if not e.gates:
         return head
     table = Table(box=None, pad_edge=False, padding=(0, 1), show_edge=False)
@@ -180,9 +181,9 @@ def exam_section(e: ExamStatus) -> RenderableType:
     for g in e.gates:
         verdict, style = _VERDICT[g.passed]
         table.add_row(
-            Text(f"  {clean(g.name)}"),
-            number(g.value),
-            Text(clean(g.threshold or "")),
+            Text(f"  {visible(g.name)}"),
+            Text(number(g.value)),
+            Text(visible(g.threshold or "")),
             Text.assemble((verdict, style)),
         )
     return Group(head, table)
@@ -202,16 +203,16 @@ def coverage_section(v: CoverageStatus) -> RenderableType:
     table.add_column()
     for k in v.categories:
         table.add_row(
-            Text(f"  {clean(k.category)}"),
+            Text(f"  {visible(k.category)}"),
             Text.assemble((k.eligibility, "bold reverse" if k.eligibility == "HOLD" else "")),
-            Text(", ".join(clean(f) for f in k.findings)),
-            Text(" ".join(clean(t) for t in k.threats), style="italic"),
+            Text(", ".join(visible(f) for f in k.findings)),
+            Text(" ".join(visible(t) for t in k.threats), style="italic"),
         )
     if v.attribution:
         return Group(
             head,
             table,
-            Text(f"  attribution of the reviewed misses: {clean(v.attribution)}", style="bold"),
+            Text(f"  attribution of the reviewed misses: {visible(v.attribution)}", style="bold"),
         )
     return Group(head, table)
 
@@ -231,9 +232,9 @@ def pending_section(s: SignoffSummary) -> RenderableType:
     table.add_column(no_wrap=True, overflow="ellipsis", ratio=1)
     for p in s.pending[:PENDING_SHOWN]:
         table.add_row(
-            Text(f"  {p.queue}/{clean(p.item_id)}"),
-            Text(p.status),
-            Text(" ".join(clean(p.title).split())),
+            Text(f"  {p.queue}/{visible(p.item_id)}"),
+            Text(visible(p.status)),
+            Text(" ".join(visible(p.title).split())),
         )
     parts: list[RenderableType] = [head, table]
     if len(s.pending) > PENDING_SHOWN:
@@ -250,7 +251,7 @@ def artifacts_section(s: SignoffSummary) -> Text:
     out = _head("Artifacts bound by SHA-256")
     out.append(f"  {len(s.artifacts)}")
     for a in s.artifacts:
-        out.append(f"\n  {clean(a.path)}")
+        out.append(f"\n  {visible(a.path)}")
         if a.sidecar != "ok":
             out.append(f"  sidecar {a.sidecar}", style="bold reverse")
         out.append(f"\n    {a.sha256}")
@@ -259,7 +260,7 @@ def artifacts_section(s: SignoffSummary) -> Text:
         out.append_text(_head("Run manifests"))
         out.append(f"  {len(s.runs)}")
         for run_id, sha in s.runs:
-            out.append(f"\n  {clean(run_id)}\n    {sha}")
+            out.append(f"\n  {visible(run_id)}\n    {sha}")
     return out
 
 
@@ -269,10 +270,10 @@ def signers_section(s: SignoffSummary) -> Text:
     out.append(f"  {len(s.signers)}")
     out.append(f"\n  anchor {' '.join(s.anchor) or 'none'}")
     for g in s.signers:
-        out.append(f"\n  {clean(g.principal)}  {'/'.join(g.roles)}  since #{g.since}")
+        out.append(f"\n  {visible(g.principal)}  {'/'.join(g.roles)}  since #{g.since}")
         out.append(f"\n    {g.key}")
     for principal, fps in s.multi_key:
-        out.append(f"\n  {clean(principal)} signed with {len(fps)} keys", style="bold")
+        out.append(f"\n  {visible(principal)} signed with {len(fps)} keys", style="bold")
     return out
 
 
@@ -284,11 +285,11 @@ def problems_section(s: SignoffSummary) -> Text | None:
     for problem in s.problems:
         if out:
             out.append("\n")
-        out.append(f"PROBLEM: {clean(problem)}", style="bold reverse")
+        out.append(f"PROBLEM: {visible(problem)}", style="bold reverse")
     for warning in s.warnings:
         if out:
             out.append("\n")
-        out.append(f"warning: {clean(warning)}")
+        out.append(f"warning: {visible(warning)}")
     return out
 
 
@@ -326,7 +327,7 @@ def render_signed(record: Any) -> Text:
     data = body.get("data") or {}
     tree = data.get("tree") or {}
     out = Text.assemble((f" SIGNED OFF: record #{record.seq} ", "bold reverse"))
-    out.append(f"by {clean(body.get('principal'))} ({body.get('role')}) at {body.get('time')}")
+    out.append(visible(f"by {body.get('principal')} ({body.get('role')}) at {body.get('time')}"))
     out.append_text(Text("\n"))
     out.append_text(_label("hash"))
     out.append(f"{record.record_hash}\n")
@@ -338,7 +339,7 @@ def render_signed(record: Any) -> Text:
         out.append(f"{len(exceptions)} item(s) listed in the record: ")
         out.append(
             ", ".join(
-                f"{e.get('queue')}/{clean(e.get('item_id'))} ({e.get('status')})"
+                visible(f"{e.get('queue')}/{e.get('item_id')} ({e.get('status')})")
                 for e in exceptions[:10]
             )
         )
@@ -347,6 +348,6 @@ def render_signed(record: Any) -> Text:
         out.append("\n")
     if body.get("note"):
         out.append_text(_label("note"))
-        out.append(f"{clean(body['note'])}\n")
+        out.append(f"{visible(body['note'], multiline=True)}\n")
     out.append("\n".join(CHECKPOINT_HINT))
     return out

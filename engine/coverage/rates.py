@@ -14,13 +14,12 @@ own findings, and a line no finding used is unknown, and said to be.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from engine.artifacts import read_verified
-from engine.canonical import sha256_hex
+from engine.canonical import load_json, sha256_hex
 from engine.coverage.tables import SHA256
 from engine.errors import InputError, IntegrityError
 
@@ -164,10 +163,7 @@ def read_rates(artifacts: Path, sha256: str) -> CategoryRates:
                 f"{path}: its bytes hash to {sha256_hex(raw)[:16]}…, not the {sha256[:16]}… "
                 "the item was measured by"
             )
-        try:
-            document = json.loads(raw)
-        except ValueError as exc:
-            raise InputError(f"not JSON ({exc})", path=path) from exc
+        document = load_json(raw, path=path)  # the one strict reader, nesting bounded
         if not isinstance(document, dict):
             raise InputError("not a JSON object", path=path)
         return rates_of(kind, str(path), sha256, document)

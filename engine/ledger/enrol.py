@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.errors import ConflictError, InputError, PermissionRefused
-from engine.ledger import store
+from engine.ledger import clock, store
 from engine.ledger.allowed_signers import AllowedSigners
 from engine.ledger.authority import (
     LEAD,
@@ -30,7 +30,7 @@ from engine.ledger.authority import (
     revoke_data,
     signer_entry,
 )
-from engine.ledger.records import Record, time_text
+from engine.ledger.records import Record, time_text, utc_now
 from engine.ledger.signers import PublicKey, Signer
 from engine.roles import ROLES
 
@@ -235,6 +235,24 @@ def revoke(
     reason: str | None = None,
 ) -> Record:
     """Gives the revoke record after a lead signs it: the key signs nothing after it."""
+    return revoke_resetting_clock(
+        db, workspace_id, lead, principal, key, lead_principal=lead_principal, reason=reason
+    )[1]
+
+
+def revoke_resetting_clock(
+    db,
+    workspace_id: str,
+    lead: Signer,
+    principal: str,
+    key: PublicKey,
+    *,
+    lead_principal: str | None = None,
+    reason: str | None = None,
+) -> tuple[Record | None, Record]:
+    """Gives (the clock record, or None; the revoke record) after a lead signs them in
+    one transaction: when the chain head is dated too far ahead (``clock``), the
+    revocation first resets the ledger's time, so a lead can always revoke."""
     check_principal(principal)
 
     def check(conn: sqlite3.Connection) -> dict[str, Any]:
@@ -250,7 +268,53 @@ def revoke(
             _keep_a_lead(auth, principal, key)
         return {"data": revoke_data(principal, key, reason)}
 
-    return _append(db, workspace_id, lead, lead_principal, check, kind="revoke")
+    reset = f"so that {principal}'s key could be revoked"
+    records = _append_many(
+        db,
+        workspace_id,
+        lead,
+        lead_principal,
+        [(clock.CLOCK_KIND, _reset_if_poisoned(reset)), ("revoke", check)],
+    )
+    assert records[1] is not None  # the revoke's check never asks to skip
+    return records[0], records[1]
+
+
+def reset_clock(
+    db, workspace_id: str, lead: Signer, *, lead_principal: str | None = None, reason: str | None
+) -> Record:
+    """Gives the clock record after a lead signs it: the ledger's time steps back from a
+    chain head dated more than ``clock.SKEW_S`` ahead of this host's clock to now.
+
+    Refused (ConflictError) when the head is not that far ahead.
+    """
+
+    def check(conn: sqlite3.Connection) -> dict[str, Any]:
+        _, resets = _head_time(conn)
+        return {"data": clock.clock_data(resets, reason)}
+
+    return _append(db, workspace_id, lead, lead_principal, check, kind=clock.CLOCK_KIND)
+
+
+def _head_time(conn: sqlite3.Connection) -> tuple[int, str]:
+    """Gives (seq, time) of the chain head, or (0, "") when the ledger is empty."""
+    row = conn.execute("SELECT seq, time FROM records ORDER BY seq DESC LIMIT 1").fetchone()
+    return (0, "") if row is None else (row[0], row[1])
+
+
+def _reset_if_poisoned(reason: str):
+    """Gives a batch check that appends a clock record only when the head is dated too
+    far ahead of this host's clock (None, which skips it, otherwise)."""
+
+    def check(conn: sqlite3.Connection) -> dict[str, Any] | None:
+        seq, last = _head_time(conn)
+        try:
+            poisoned = seq > 0 and clock.seconds_ahead(last, utc_now()) > clock.SKEW_S
+        except ValueError:
+            poisoned = False  # an unreadable head time is verify's to report
+        return {"data": clock.clock_data(last, reason)} if poisoned else None
+
+    return check
 
 
 def _keep_a_lead(auth: Authority, principal: str, key: PublicKey) -> None:
@@ -266,26 +330,39 @@ def _keep_a_lead(auth: Authority, principal: str, key: PublicKey) -> None:
 def _append(
     db, workspace_id: str, lead: Signer, lead_principal: str | None, check, kind: str = "enrol"
 ) -> Record:
-    """Appends an enrol or revoke signed by a lead, checked against the ledger it extends."""
+    """Appends one record signed by a lead (an enrol, revoke or clock), checked against
+    the ledger it extends."""
+    (record,) = _append_many(db, workspace_id, lead, lead_principal, [(kind, check)])
+    assert record is not None  # these checks never ask to skip
+    return record
+
+
+def _append_many(
+    db, workspace_id: str, lead: Signer, lead_principal: str | None, checks: list
+) -> list[Record | None]:
+    """Appends (kind, check) records signed by a lead in one transaction, each checked
+    against the ledger it extends; gives each record (None where its check skipped)."""
     principal = _lead(load_authority(db.conn), lead, lead_principal)
 
-    def checked(conn: sqlite3.Connection) -> dict[str, Any]:
-        # Again inside the write transaction: the lead may have been revoked meanwhile.
-        if _lead(load_authority(conn), lead, lead_principal) != principal:
-            raise PermissionRefused(
-                "who holds the lead role changed while this was signed; "
-                "nothing was recorded, try again"
-            )
-        return check(conn)
+    def still_lead(check):
+        def checked(conn: sqlite3.Connection) -> dict[str, Any] | None:
+            # Again inside the write transaction: the lead may have been revoked meanwhile.
+            if _lead(load_authority(conn), lead, lead_principal) != principal:
+                raise PermissionRefused(
+                    "who holds the lead role changed while this was signed; "
+                    "nothing was recorded, try again"
+                )
+            return check(conn)
 
-    return store.append(
+        return checked
+
+    return store.append_many(
         db,
         lead,
         workspace_id=workspace_id,
         principal=principal,
         role=LEAD,
-        kind=kind,
-        check=checked,
+        entries=[store.Entry(kind, {}, still_lead(check)) for kind, check in checks],
     )
 
 

@@ -121,9 +121,25 @@ def keep(receipts: list[dict[str, Any]], directory: Path | None = None) -> Path:
     path = directory
     for workspace, rows in by_workspace.items():
         path = directory / f"{workspace}.jsonl"
-        with open(path, "a", encoding="utf-8") as handle:
-            handle.write("".join(receipt_line(r) + "\n" for r in rows))
+        _append_whole(path, "".join(receipt_line(r) + "\n" for r in rows).encode("ascii"))
     return path
+
+
+def _append_whole(path: Path, data: bytes) -> None:
+    """Appends ``data`` to ``path``, or on an OSError (a full disk) cuts the file back to
+    its old length and raises: a part of a line would stop the file parsing later."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        size = os.fstat(fd).st_size
+        view = memoryview(data)
+        try:
+            while view:
+                view = view[os.write(fd, view) :]
+        except OSError:
+            os.ftruncate(fd, size)
+            raise
+    finally:
+        os.close(fd)
 
 
 def kept_file(workspace_id: str, directory: Path | None = None) -> Path:

@@ -18,7 +18,7 @@ from engine.canonical import canonical_json, sha256_hex
 _TIME = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z\Z")
 RECORD_VERSION = 1
 GENESIS_PREV = "0" * 64
-KINDS = ("decision", "retract", "note", "signoff", "run", "genesis", "enrol", "revoke")
+KINDS = ("decision", "retract", "note", "signoff", "run", "genesis", "enrol", "revoke", "clock")
 DECISIONS = ("accept", "reject", "skip")
 
 # Columns copied out of the body for queries; verify checks each one.

@@ -15,15 +15,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.errors import InputError, IntegrityError, LedgerDiverged
-from engine.ledger import sshsig
+from engine.errors import InputError, LedgerDiverged
+from engine.ledger import clock, sshsig
 from engine.ledger.records import (
     GENESIS_PREV,
     INDEXED_FIELDS,
     Record,
     encode_body,
     make_body,
-    parse_time,
     utc_now,
 )
 from engine.ledger.signers import Signer
@@ -63,11 +62,6 @@ BEGIN SELECT RAISE(ABORT, 'ledger records must extend the chain head'); END;
 """
 
 
-# How far the newest record's time may be ahead of this host's clock before
-# appends stop (hosts of one review may differ a little; a day is a broken clock).
-MAX_CLOCK_LAG_S = 300.0
-
-
 def create_schema(conn: sqlite3.Connection) -> None:
     """Creates the records table and its append-only triggers."""
     conn.executescript(SCHEMA)
@@ -97,32 +91,17 @@ def head(conn: sqlite3.Connection) -> tuple[int, str]:
     return (0, GENESIS_PREV) if row is None else (row[0], row[1])
 
 
-def _next_time(conn: sqlite3.Connection, head_seq: int) -> str:
-    """Gives the new record's time: now, but never earlier than the head's signed time.
-
-    Times along the chain never go back (verify checks it), so a key past its
-    valid-before cannot claim an earlier moment. A clock a little behind the
-    head is carried forward; one far behind (or a head dated in the future)
-    is refused rather than written into every later record.
-    """
-    now = utc_now()
-    if head_seq == 0:
-        return now
-    (last,) = conn.execute("SELECT time FROM records WHERE seq=?", (head_seq,)).fetchone()
-    if not isinstance(last, str) or last <= now:
-        return now
-    try:
-        ahead = (parse_time(last) - parse_time(now)).total_seconds()
-    except ValueError:
-        return now  # an unreadable head time is verify's to report
-    if ahead > MAX_CLOCK_LAG_S:
-        raise IntegrityError(
-            f"the last record claims time {last}, {ahead:.0f} s ahead of this "
-            "host's clock; check the clock (and run sealdesk verify) before "
-            "appending",
-            seq=head_seq,
-        )
-    return last
+def _next_time(conn: sqlite3.Connection, head_seq: int, kind: str) -> str:
+    """Gives the new record's time by the ledger's time rule (``clock.next_time``):
+    this host's clock, never earlier than the head's time unless it is a lead's
+    clock record resetting a head dated too far ahead."""
+    head = None
+    if head_seq:
+        row = conn.execute(
+            "SELECT time, principal FROM records WHERE seq=?", (head_seq,)
+        ).fetchone()
+        head = (head_seq, row[0], row[1])
+    return clock.next_time(head, utc_now(), kind)
 
 
 @dataclass(frozen=True)
@@ -210,7 +189,7 @@ def append_many(
                 principal=principal,
                 role=role,
                 key=signer.public_key.fingerprint,
-                time=_next_time(conn, seq),
+                time=_next_time(conn, seq, entry.kind),
                 **{**entry.fields, **extra},
             )
             message, record_hash = encode_body(body)

@@ -27,12 +27,13 @@ from collections import Counter
 from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from engine.canonical import canonical_json
 from engine.errors import SealdeskError
-from engine.ledger import sshsig
+from engine.ledger import clock, sshsig
 from engine.ledger.authority import AUTHORITY_KINDS, SignerPolicy
 from engine.ledger.fastbody import COMMON_FIELDS, common_fields
 from engine.ledger.records import (
@@ -43,6 +44,7 @@ from engine.ledger.records import (
     KINDS,
     RECORD_VERSION,
     parse_time,
+    time_text,
 )
 from engine.roles import NAMESPACE_BY_ROLE, QUEUE_ROLES, SIGNOFF_ROLE, outranks
 from engine.sqlitedb import open_read_only
@@ -90,6 +92,8 @@ class Report:
     authority: SignerPolicy | None = None  # who could sign what, as replayed
     # what was compared off the ledger, one line each ("3 receipts compared (DIR)")
     compared: list[str] = field(default_factory=list)
+    # What an auditor should see that is no fault: each reset of the ledger's time
+    notes: list[Fault] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -112,6 +116,9 @@ class Context:
     # (queue, item_id) -> (item sha, run manifest sha, why the stored bytes are bad or None)
     items: dict[tuple[str, str], tuple[str, str, str | None]]
     faults: tuple[Fault, ...] = ()  # stored items and runs whose bytes no longer hash right
+    # A record signed after this time is dated ahead of the verifier's clock by more
+    # than hosts may differ ("" checks nothing)
+    horizon: str = ""
 
 
 @dataclass
@@ -126,6 +133,8 @@ class RangeResult:
     # (seq, queue, item_id, role, target, principal) of each retract that passed
     retracts: list[tuple] = field(default_factory=list)
     last_signoff: int | None = None  # highest seq whose kind column says signoff
+    clocks: list[int] = field(default_factory=list)  # seqs of clock records that passed
+    ahead: list[tuple[int, str]] = field(default_factory=list)  # (seq, time) past the horizon
 
 
 # (fault or None, the _FACTS of its body or None, deferred signature check or None,
@@ -342,6 +351,10 @@ class RecordChecker:
             if role != SIGNOFF_ROLE:
                 return f"sign-off made in role {role}, requires {SIGNOFF_ROLE}"
             return None
+        if kind == clock.CLOCK_KIND:
+            if role != SIGNOFF_ROLE:
+                return f"clock record made in role {role}: only a {SIGNOFF_ROLE} resets time"
+            return None
         if kind == "run":
             return None  # whoever ran a producer signs its run, in a role they hold
         queue = body["queue"]
@@ -449,9 +462,14 @@ def _field_of_another_kind(body: dict) -> str | None:
     if kind in AUTHORITY_KINDS:
         return None  # the authority replay reads the rest of its fields
     data = body["data"]
+    if kind == clock.CLOCK_KIND:
+        named = [name for name in (*_ITEM_FIELDS, "note") if body[name] is not None]
+        if named:
+            return f"a clock record carries '{named[0]}': it is about the ledger's time only"
+        return clock.data_fault(data)
     if data is not None and kind not in ("signoff", "decision", "run"):
         return (
-            f"a {kind} record carries 'data', which only a signoff, decision, run or "
+            f"a {kind} record carries 'data', which only a signoff, decision, run, clock or "
             "authority record has"
         )
     if kind == "run":
@@ -571,6 +589,7 @@ def _check_rows(checker: RecordChecker, cursor: sqlite3.Cursor) -> RangeResult:
 
 def _finish(rows: list[tuple], staged: list[Staged], out: RangeResult) -> None:
     """Runs a batch's deferred signature checks and adds its rows to ``out``."""
+    horizon = _CTX.horizon if _CTX is not None else ""
     at = [i for i, checked in enumerate(staged) if checked[2] is not None]
     deferred = [check for _, _, check, _ in staged if check is not None]
     not_verified = {at[i] for i in sshsig.run_deferred(deferred)}
@@ -590,7 +609,8 @@ def _finish(rows: list[tuple], staged: list[Staged], out: RangeResult) -> None:
                 out.faults.append(_gap_fault(prev_seq, seq))
             elif stored_prev != prev_hash:
                 out.faults.append(_link_fault(seq))
-            elif time and time < prev_time:
+            elif time and time < prev_time and (facts is None or facts[2] != clock.CLOCK_KIND):
+                # a clock record's step back is judged whole by _check_clocks
                 out.faults.append(_time_fault(seq, time, prev_time))
         if reason is not None:
             out.faults.append(Fault(seq, reason))
@@ -599,6 +619,10 @@ def _finish(rows: list[tuple], staged: list[Staged], out: RangeResult) -> None:
             out.signers[principal] += 1
             if kind == "retract":
                 out.retracts.append((seq, queue, item_id, role, retracts, principal))
+            elif kind == clock.CLOCK_KIND:
+                out.clocks.append(seq)
+            if horizon and time > horizon:
+                out.ahead.append((seq, time))
         if row[_KIND_COLUMN] == "signoff":  # the column, as the sign-off checks read it
             out.last_signoff = seq
         out.last = (seq, record_hash, time or prev_time)
@@ -663,6 +687,7 @@ def load_context(
         signers,
         items,
         tuple(faults) + tuple(Fault(seq, why) for seq, why in signers.faults()),
+        time_text(datetime.now(UTC) + timedelta(seconds=clock.SKEW_S)),
     )
 
 
@@ -731,7 +756,64 @@ def verify_ledger(
     retracts = _join(results, report)
     _check_retractions(conn, report, retracts)
     _check_overrules(conn, report, elsewhere)
+    _check_clocks(
+        conn,
+        report,
+        [seq for part in results for seq in part.clocks],
+        [late for part in results for late in part.ahead],
+    )
     return report
+
+
+def _check_clocks(
+    conn: sqlite3.Connection,
+    report: Report,
+    clocks: list[int],
+    ahead: list[tuple[int, str]],
+) -> None:
+    """Adds faults for clock records that step time back wrongly and for records dated
+    ahead of the verifier's clock that no clock record reset; notes each reset.
+
+    A clock record passed its own check (a lead's, well formed); here it must
+    name the time of the record just before it and step back from it by more
+    than ``clock.SKEW_S``. The records before it dated after it are those it
+    reset: noted, with their seqs, for the auditor. Its time and the stored
+    time column of the record before it were compared with their signed
+    bodies by the per-record check.
+    """
+    resets: list[tuple[int, str]] = []  # (seq, time) of each clock record that stands
+    for seq in clocks:
+        row = conn.execute("SELECT message FROM records WHERE seq=?", (seq,)).fetchone()
+        body = json.loads(row[0])
+        before = conn.execute("SELECT time FROM records WHERE seq=?", (seq - 1,)).fetchone()
+        why = clock.reset_fault(body["time"], body["data"]["resets"], before and before[0])
+        if why is not None:
+            report.faults.append(Fault(seq, why))
+            continue
+        resets.append((seq, body["time"]))
+        lo, hi, count = conn.execute(
+            "SELECT MIN(seq), MAX(seq), COUNT(*) FROM records WHERE seq < ? AND time > ?",
+            (seq, body["time"]),
+        ).fetchone()
+        report.notes.append(
+            Fault(
+                seq,
+                f"{body['principal']} (lead) reset the ledger's time from "
+                f"{body['data']['resets']} to {body['time']}: {count} earlier record(s) "
+                f"({lo}-{hi}) claim a time after it",
+            )
+        )
+    for seq, time in ahead:
+        if any(seq < reset and at < time for reset, at in resets):
+            continue  # reset, and noted at its clock record
+        report.faults.append(
+            Fault(
+                seq,
+                f"signed time {time} is ahead of this verifier's clock by more than the "
+                f"{clock.SKEW_S:.0f} s hosts may differ: dated in the future (a lead "
+                "resets the ledger's time with sealdesk keys reset-clock)",
+            )
+        )
 
 
 _DIED = "a verify worker process died before it reported; run sealdesk verify again"
@@ -855,7 +937,7 @@ def _join(results: list[RangeResult], report: Report) -> list[tuple]:
                 report.faults.append(_gap_fault(expected_seq - 1, seq))
             elif first_prev != prev_hash:
                 report.faults.append(_link_fault(seq))
-            elif first_time and first_time < prev_time:
+            elif first_time and first_time < prev_time and seq not in part.clocks[:1]:
                 report.faults.append(_time_fault(seq, first_time, prev_time))
             expected_seq, prev_hash = part.last[0] + 1, part.last[1]
             prev_time = part.last[2] or prev_time

@@ -13,6 +13,7 @@ from typing import Any
 from rich.console import Group, RenderableType
 from rich.text import Text
 
+from engine.terminal_text import visible
 from reviewer.panes import adjudication, flagged, weak
 from reviewer.panes.anchors import HISTORY, Anchor
 from reviewer.panes.common import (
@@ -23,7 +24,6 @@ from reviewer.panes.common import (
     raw_json,
     section,
 )
-from reviewer.panes.spans import clean
 
 PANES: dict[str, ModuleType] = {
     "flagged_pairs": flagged,
@@ -33,7 +33,7 @@ PANES: dict[str, ModuleType] = {
 
 
 def _one_line(value: Any) -> str:
-    return " ".join(clean(value).split())
+    return " ".join(visible(value).split())
 
 
 def header(item: dict[str, Any]) -> RenderableType:
@@ -57,12 +57,12 @@ def header(item: dict[str, Any]) -> RenderableType:
         out.append(
             f"\n{STATUS_GLYPH.get(made.get('decision'), '?')}{CARRIED_MARK} {made.get('decision')} "
             f"carried: {made.get('principal')}'s {made.get('decision')} of "
-            f"{str(made.get('time'))[:10]} on {clean(made.get('item_id', '?'))} "
+            f"{str(made.get('time'))[:10]} on {visible(made.get('item_id', '?'))} "
             f"(#{made.get('seq')}), same question",
             style="bold",
         )
     elif isinstance(item.get("reopened"), dict):
-        out.append(f"\n{REOPENED_GLYPH} {clean(item['reopened'].get('text', ''))}", style="bold")
+        out.append(f"\n{REOPENED_GLYPH} {visible(item['reopened'].get('text', ''))}", style="bold")
     else:
         out.append("\n· undecided", style="bold")
     out.append("\n")
@@ -100,7 +100,7 @@ def render_payload(queue: str, payload: Any) -> RenderableType:
         return Group(
             Text(
                 f"could not show this {pane.TITLE} ({type(exc).__name__}: "
-                f"{clean(exc)}): shown as JSON\n",
+                f"{visible(exc)}): shown as JSON\n",
                 style="italic",
             ),
             raw_json(payload),
@@ -127,7 +127,7 @@ def render_history(history: list[dict[str, Any]]) -> RenderableType:
         if rec.get("retracted"):
             lines.append(" (retracted)", style="italic")
         if rec.get("note"):
-            lines.append(f"  “{clean(rec['note'])}”", style="italic")
+            lines.append(f"  “{visible(rec['note'])}”", style="italic")
     return section("history", lines)
 
 

@@ -9,8 +9,9 @@ from rich.table import Table
 from rich.text import Text
 
 from engine.exam.protocol import PROTOCOL_VERSION, RUBRIC_ID, RUBRIC_TEXT, rubric_sha256
-from reviewer.panes.common import as_list, boxed, cut, fields, get, number, section
-from reviewer.panes.spans import CANDIDATE_STYLE, as_span, clean, find_token_spans, highlight
+from engine.terminal_text import visible
+from reviewer.panes.common import add_row, as_list, boxed, cut, fields, get, number, section
+from reviewer.panes.spans import CANDIDATE_STYLE, as_span, find_token_spans, highlight
 
 TITLE = "adjudication candidate"
 
@@ -26,7 +27,13 @@ def _completion_text(payload: dict[str, Any]) -> tuple[str, str | None]:
     completion = payload.get("completion")
     if isinstance(completion, str):
         return completion, None
-    return clean(get(completion, "text", "content", default="")), get(completion, "id")
+    return _as_text(get(completion, "text", "content", default="")), get(completion, "id")
+
+
+def _as_text(value: Any) -> str:
+    """Gives a payload's text as it is (shown through ``visible`` only when drawn, so the
+    candidate's offsets still count its characters)."""
+    return value if isinstance(value, str) else ("" if value is None else str(value))
 
 
 def candidate_span(text: str, candidate: dict[str, Any]) -> tuple[int, int] | None:
@@ -56,20 +63,20 @@ def preceding_message(payload: dict[str, Any]) -> str | None:
     turns = [t for t in as_list(context) if isinstance(t, dict)]
     users = [t for t in turns if get(t, "role") == "user"] or turns
     if users:
-        return clean(get(users[-1], "content", "text", default=""))
+        return _as_text(get(users[-1], "content", "text", default=""))
     return None
 
 
 def _vote_row(vote: Any, source: str | None = None) -> tuple[str, str, str, str]:
     if not isinstance(vote, dict):
-        return (clean(source or "?"), number(vote), "", "")
+        return (visible(source or "?"), number(vote), "", "")
     voter = get(vote, "voter", "lane", "source", "model", default=source or "?")
     origin = get(vote, "source", "model") if get(vote, "voter", "lane") else None
     return (
-        clean(voter),
+        visible(voter),
         number(get(vote, "vote", "label", "decision", "verdict")),
-        clean(get(vote, "reason", "why", "basis", "note", "detail", default="")),
-        clean(origin or ""),
+        visible(get(vote, "reason", "why", "basis", "note", "detail", default="")),
+        visible(origin or ""),
     )
 
 
@@ -88,7 +95,7 @@ def _votes(payload: dict[str, Any]) -> Table | Text:
     if any(row[3] for row in rows):
         table.add_column("source", overflow="fold")
     for row in rows:
-        table.add_row(*(row if any(r[3] for r in rows) else row[:3]))
+        add_row(table, *(row if any(r[3] for r in rows) else row[:3]))
     return table
 
 
@@ -104,15 +111,16 @@ def _failed_attempts(payload: dict[str, Any]) -> Table | None:
     for entry in entries:
         reasons = get(entry, "reasons", default={})
         counted = (
-            ", ".join(f"{clean(r)} ×{number(n)}" for r, n in reasons.items())
+            ", ".join(f"{visible(r)} ×{number(n)}" for r, n in reasons.items())
             if isinstance(reasons, dict) and reasons
             else "no reason recorded"
         )
-        details = [clean(d) for d in as_list(get(entry, "details")) if isinstance(d, str)]
-        table.add_row(
-            clean(get(entry, "voter", default="?")),
+        details = [visible(d) for d in as_list(get(entry, "details")) if isinstance(d, str)]
+        add_row(
+            table,
+            visible(get(entry, "voter", default="?")),
             counted,
-            "\n".join(details) or clean(get(entry, "source", default="")),
+            "\n".join(details) or visible(get(entry, "source", default="")),
         )
     return table
 
@@ -125,7 +133,7 @@ def rubric_section(payload: dict[str, Any]) -> Group:
     made_under = get(get(payload, "exam", default={}), "protocol_version")
     if isinstance(made_under, str) and made_under != PROTOCOL_VERSION:
         body.append(
-            f"this item was queued under {clean(made_under)}; the rubric below is "
+            f"this item was queued under {visible(made_under)}; the rubric below is "
             f"{PROTOCOL_VERSION}'s\n",
             style="bold reverse",
         )
@@ -142,16 +150,18 @@ def render(payload: dict[str, Any]) -> RenderableType:
     parts: list[RenderableType] = []
     question = get(payload, "question")
     if isinstance(question, str) and question:
-        ask = Text(clean(question), style="italic")
+        ask = Text(visible(question, multiline=True), style="italic")
         ask.append(f"\njudged against rubric {RUBRIC_ID}, at the end of this pane")
         parts.append(section("question", ask))
     user = preceding_message(payload)
     if user:
-        parts.append(section("preceding user message", cut(Text(clean(user)), 4000)))
+        parts.append(
+            section("preceding user message", cut(Text(visible(user, multiline=True)), 4000))
+        )
     body = cut(highlight(text, [span] if span else [], CANDIDATE_STYLE))
     parts.append(
         section(
-            f"completion {clean(completion_id or '')}".strip(),
+            f"completion {visible(completion_id or '')}".strip(),
             boxed(
                 "candidate span highlighted" if span else "candidate span not found in the text",
                 body,

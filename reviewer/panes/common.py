@@ -12,7 +12,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from reviewer.panes.spans import clean
+from engine.terminal_text import visible
 
 MAX_JSON_CHARS = 40_000
 MAX_TEXT_CHARS = 20_000
@@ -38,7 +38,7 @@ def number(value: Any, digits: int = 3) -> str:
         return str(value)
     if isinstance(value, float):
         return f"{value:.{digits}f}"
-    return clean(value)
+    return visible(value, multiline=True)
 
 
 def fields(pairs: Iterable[tuple[str, Any]], *, digits: int = 3) -> Text:
@@ -65,7 +65,7 @@ def compact_json(value: Any, limit: int = 400) -> str:
         text = json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
     except (TypeError, ValueError):
         text = repr(value)
-    return clean(text if len(text) <= limit else text[:limit] + "…")
+    return visible(text if len(text) <= limit else text[:limit] + "…")
 
 
 def get(obj: Any, *keys: str, default: Any = None) -> Any:
@@ -104,12 +104,13 @@ def raw_json(payload: Any) -> RenderableType:
         text = repr(payload)
     if len(text) > MAX_JSON_CHARS:
         text = text[:MAX_JSON_CHARS] + f"\n… {len(text) - MAX_JSON_CHARS} more characters"
-    return Text(clean(text))
+    return Text(visible(text, multiline=True))
 
 
 def boxed(title: str, body: RenderableType) -> Panel:
     """Gives a body in a titled box."""
-    return Panel(body, title=clean(title), title_align="left", padding=(0, 1))
+    # A Panel reads a string title as markup: a Text is drawn as written.
+    return Panel(body, title=Text(visible(title)), title_align="left", padding=(0, 1))
 
 
 class SideBySide:
@@ -133,6 +134,12 @@ class SideBySide:
         grid.add_column(ratio=1)
         grid.add_row(boxed(*self.left), boxed(*self.right))
         yield grid
+
+
+def add_row(table: Table, *cells: RenderableType) -> None:
+    """Adds a row whose string cells are drawn as written: a Table reads a string cell
+    as Rich markup, so a "[link=…]" or "[bold]" from data would be taken as style."""
+    table.add_row(*(Text(cell) if isinstance(cell, str) else cell for cell in cells))
 
 
 def indent(body: RenderableType) -> Padding:

@@ -13,6 +13,7 @@ from typing import Any
 from rich.console import Group, RenderableType
 from rich.text import Text
 
+from engine.terminal_text import visible
 from reviewer.panes.anchors import match_anchor
 from reviewer.panes.common import (
     SideBySide,
@@ -26,7 +27,7 @@ from reviewer.panes.common import (
     number,
     section,
 )
-from reviewer.panes.spans import SHARED_STYLE, clean, highlight, shared_spans
+from reviewer.panes.spans import SHARED_STYLE, highlight, shared_spans
 
 TITLE = "flagged pair"
 
@@ -63,7 +64,7 @@ def _who(side: dict[str, Any], default: str) -> str:
     kind = get(side, "kind", "source", default=default)
     ident = get(side, "id", default="?")
     index = get(side, "index")
-    return f"{kind} {clean(ident)}" + (f" (#{number(index)})" if index is not None else "")
+    return f"{kind} {visible(ident)}" + (f" (#{number(index)})" if index is not None else "")
 
 
 def _scores(match: dict[str, Any]) -> list[tuple[str, Any, str | None]]:
@@ -100,7 +101,7 @@ def _against(value: Any, limit: Any) -> str:
 
 
 def _names(values: Any) -> str:
-    return ", ".join(clean(v) for v in as_list(values)) or "none"
+    return ", ".join(visible(v) for v in as_list(values)) or "none"
 
 
 def facts(match: dict[str, Any], thresholds: dict[str, Any]) -> Text:
@@ -109,7 +110,7 @@ def facts(match: dict[str, Any], thresholds: dict[str, Any]) -> Text:
     out = Text()
     triage = get(match, "triage")
     if isinstance(triage, dict):
-        word, style = _TRIAGE.get(str(get(triage, "label")), (clean(get(triage, "label")), ""))
+        word, style = _TRIAGE.get(str(get(triage, "label")), (visible(get(triage, "label")), ""))
         _row(out, "triage", "")
         out.append(word, style=style)
     channels = as_list(get(match, "channels", "channel"))
@@ -196,11 +197,11 @@ def render_cluster(payload: dict[str, Any]) -> Group | None:
             lines.append("\n")
         if isinstance(member, dict):
             lines.append(_who(member, "eval"), style="bold")
-            text = clean(get(member, "text", default=""))[:300]
+            text = visible(get(member, "text", default=""))[:300]
             if text:
                 lines.append(f": {text}")
         else:
-            lines.append(clean(member))
+            lines.append(visible(member))
     size = get(cluster, "size") if isinstance(cluster, dict) else None
     return section(f"cluster: {number(size) if size is not None else len(members)} members", lines)
 
@@ -212,7 +213,7 @@ def _probe(payload: dict[str, Any]) -> Group | None:
     if isinstance(probe, dict):
         body = fields([(k, v) for k, v in sorted(probe.items())])
     else:
-        body = Text(clean(probe))
+        body = Text(visible(probe, multiline=True))
     return section("behavioral probe", body)
 
 

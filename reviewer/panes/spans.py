@@ -1,4 +1,5 @@
-"""Character spans from producers' payloads, made safe, and highlighted in text.
+"""Character spans from producers' payloads, made safe, and highlighted in text that is
+shown through the one sanitiser (``engine.terminal_text.visible``).
 
 Producers are written in parallel and by hand, so spans arrive in several
 shapes (``[s, e]``, ``(s, e)``, ``{"start", "end"}``, keyed by side as each
@@ -13,6 +14,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from rich.text import Text
+
+from engine.terminal_text import visible
 
 Span = tuple[int, int]
 
@@ -89,22 +92,35 @@ def shared_spans(raw: Any) -> tuple[list[Span], list[Span]]:
     return left, right
 
 
-def clean(text: Any) -> str:
-    """Gives text safe to draw: a string, with control characters but newlines/tabs shown."""
-    if not isinstance(text, str):
-        text = "" if text is None else str(text)
-    return re.sub(r"[\x00-\x08\x0b-\x1f\x7f]", "\ufffd", text)
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ("" if value is None else str(value))
 
 
 def highlight(text: Any, spans: Iterable[Span], style: str = SHARED_STYLE) -> Text:
-    """Gives text with each in-range span styled; spans past the end are clipped."""
-    text = clean(text)
-    out = Text(text)
-    n = len(text)
-    for start, end in spans:
-        start, end = max(0, start), min(n, end)
-        if start < end:
-            out.stylize(style, start, end)
+    """Gives text shown safely (``visible``), each in-range span styled; spans past the
+    end are clipped. Spans count characters of the text as given."""
+    return styled(text, [(span, style) for span in spans])
+
+
+def styled(text: Any, spans: Iterable[tuple[Span, str]]) -> Text:
+    """Gives text shown safely, with each (span, style) applied where the span's
+    characters are drawn.
+
+    A hidden character is drawn wider than it is (U+202E as ``⟨U+202E⟩``), so the
+    text is shown piece by piece between span edges and each edge is moved to where
+    its character landed: a span still covers exactly its own characters.
+    """
+    raw = _text(text)
+    n = len(raw)
+    kept = [(max(0, s), min(n, e), how) for (s, e), how in spans if max(0, s) < min(n, e)]
+    edges = sorted({0, n, *(s for s, _, _ in kept), *(e for _, e, _ in kept)})
+    out = Text()
+    drawn_at = {0: 0}
+    for start, end in zip(edges, edges[1:], strict=False):
+        out.append(visible(raw[start:end], multiline=True))
+        drawn_at[end] = len(out)
+    for start, end, how in kept:
+        out.stylize(how, drawn_at[start], drawn_at[end])
     return out
 
 

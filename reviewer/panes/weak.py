@@ -14,14 +14,14 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from reviewer.panes.common import as_list, boxed, cut, fields, get, number, section
+from engine.terminal_text import visible
+from reviewer.panes.common import add_row, as_list, boxed, cut, fields, get, number, section
 from reviewer.panes.spans import (
     NEGATIVE_STYLE,
     POSITIVE_STYLE,
     as_span,
-    clean,
     find_token_spans,
-    highlight,
+    styled,
 )
 
 TITLE = "weak category"
@@ -40,7 +40,7 @@ def understands(payload: dict[str, Any]) -> bool:
 
 
 def _ids(mapping: Any, name: str) -> list[str]:
-    return [clean(i) for i in as_list(get(mapping, name)) if isinstance(i, str)]
+    return [visible(i) for i in as_list(get(mapping, name)) if isinstance(i, str)]
 
 
 def _threats(mapping: Any) -> Text:
@@ -52,7 +52,7 @@ def _threats(mapping: Any) -> Text:
 
 
 def _short(digest: Any) -> str:
-    return f"{clean(digest)[:16]}…" if isinstance(digest, str) and digest else "?"
+    return f"{visible(digest)[:16]}…" if isinstance(digest, str) and digest else "?"
 
 
 def _attribution(record: Any, misses: int) -> Text | None:
@@ -68,19 +68,19 @@ def _attribution(record: Any, misses: int) -> Text | None:
             "which tokens the detector missed them on"
         )
         if record.get("not_run_reason"):
-            out.append(f" ({clean(record['not_run_reason'])})")
+            out.append(f" ({visible(record['not_run_reason'])})")
     elif record.get("binding") == "override":
         out.append("OTHER MODEL", style=WARNING_STYLE)
         out.append(
             f"  attributed with model {_short(record.get('model_sha256'))}, which is "
             f"not the measured detector {_short(record.get('detector_sha256'))}; "
-            f"reason given: {clean(record.get('override_reason') or '?')}"
+            f"reason given: {visible(record.get('override_reason') or '?')}"
         )
     elif record.get("binding") == "measured_detector":
         out.append(f"explained by the measured detector {_short(record.get('model_sha256'))}")
     else:
         out.append(
-            f"{clean(record.get('status'))} (model {_short(record.get('model_sha256'))}, "
+            f"{visible(record.get('status'))} (model {_short(record.get('model_sha256'))}, "
             "binding to the measured detector not recorded)"
         )
     return out
@@ -106,8 +106,9 @@ def _findings(payload: dict[str, Any]) -> Table | Text:
         )
         issue = get(f, "issue", "kind", "finding", default="?")
         metric = get(f, "metric")
-        table.add_row(
-            clean(issue) + (f" ({clean(metric)})" if metric else ""),
+        add_row(
+            table,
+            visible(issue) + (f" ({visible(metric)})" if metric else ""),
             number(value),
             number(previous),
             delta_text,
@@ -138,17 +139,18 @@ def _token_list(tokens: Any) -> str:
         if isinstance(tok, dict):
             name = get(tok, "token", "text", default="?")
             score = get(tok, "score", "attribution", "weight")
-            out.append(f"{clean(name)} {number(score)}" if score is not None else clean(name))
+            out.append(f"{visible(name)} {number(score)}" if score is not None else visible(name))
         elif isinstance(tok, (list, tuple)) and len(tok) == 2:
-            out.append(f"{clean(tok[0])} {number(tok[1])}")
+            out.append(f"{visible(tok[0])} {number(tok[1])}")
         else:
-            out.append(clean(tok))
+            out.append(visible(tok))
     return ", ".join(out)
 
 
 def render_miss(miss: dict[str, Any], n: int) -> RenderableType:
     """Gives one missed case with its top positive tokens in reverse, negative underlined."""
-    text = clean(get(miss, "text", "input", default=""))
+    text = get(miss, "text", "input", default="")
+    text = text if isinstance(text, str) else str(text)
     # Tokens sit on the miss itself or inside its attribution record.
     attribution = get(miss, "attribution", default={})
     attribution = attribution if isinstance(attribution, dict) else {}
@@ -166,10 +168,12 @@ def render_miss(miss: dict[str, Any], n: int) -> RenderableType:
         "negative_tokens",
         default=get(attribution, "top_negative_tokens"),
     )
-    body = highlight(text, _token_spans(text, negative), NEGATIVE_STYLE)
-    for start, end in _token_spans(text, positive):
-        body.stylize(POSITIVE_STYLE, start, end)
-    title = f"miss {n}: {clean(get(miss, 'case_id', 'id', default='?'))}"
+    body = styled(
+        text,
+        [(span, NEGATIVE_STYLE) for span in _token_spans(text, negative)]
+        + [(span, POSITIVE_STYLE) for span in _token_spans(text, positive)],
+    )
+    title = f"miss {n}: {visible(get(miss, 'case_id', 'id', default='?'))}"
     facts = fields(
         [
             ("label", get(miss, "label", "expected")),
@@ -204,11 +208,11 @@ def _actions(payload: dict[str, Any]) -> Text:
         if isinstance(action, dict):
             name = get(action, "action", "kind", "title", default="?")
             detail = {k: v for k, v in action.items() if k not in ("action", "kind", "title")}
-            out.append(f"{n}. {clean(name)}", style="bold")
+            out.append(f"{n}. {visible(name)}", style="bold")
             if detail:
                 out.append(" " + ", ".join(f"{k}={number(v)}" for k, v in sorted(detail.items())))
         else:
-            out.append(f"{n}. {clean(action)}")
+            out.append(f"{n}. {visible(action)}")
     return out or Text("none proposed", style="italic")
 
 
@@ -227,7 +231,7 @@ def _claim_notice(claim: dict[str, Any]) -> Text | None:
         "NOT EXPLAINED" if stated.get("state") != "explained_with_override" else "OTHER MODEL",
         style=WARNING_STYLE,
     )
-    out.append(f"  {clean(notice)}")
+    out.append(f"  {visible(notice)}")
     return out
 
 
@@ -240,9 +244,10 @@ def render_claim(claim: dict[str, Any]) -> RenderableType:
         categories.add_column(column)
     for f in weak:
         mapping = get(mappings, str(f.get("category")), default={})
-        categories.add_row(
-            clean(f.get("category", "?")),
-            clean(f.get("issue", "?")),
+        add_row(
+            categories,
+            visible(f.get("category", "?")),
+            visible(f.get("issue", "?")),
             ", ".join(_ids(mapping, "mitre_atlas")) or "–",
             ", ".join(_ids(mapping, "owasp_llm_top10")) or "–",
         )
@@ -252,17 +257,17 @@ def render_claim(claim: dict[str, Any]) -> RenderableType:
             if reviews:
                 reviews.append("\n")
             reviews.append(
-                f"{clean(r.get('category', '?'))}: {clean(r.get('decision', '?'))} "
-                f"by {clean(r.get('principal', '?'))} ({clean(r.get('role', '?'))}),"
+                f"{visible(r.get('category', '?'))}: {visible(r.get('decision', '?'))} "
+                f"by {visible(r.get('principal', '?'))} ({visible(r.get('role', '?'))}),"
                 f" #{r.get('seq', '?')}"
             )
     detector = (
-        f"{clean(get(claim, 'detector_version', default='?'))} "
+        f"{visible(get(claim, 'detector_version', default='?'))} "
         f"{_short(get(claim, 'detector_sha256'))}"
     )
     holdout = (
-        f"{clean(get(claim, 'holdout_id', default='?'))} "
-        f"{clean(get(claim, 'holdout_version', default=''))}"
+        f"{visible(get(claim, 'holdout_id', default='?'))} "
+        f"{visible(get(claim, 'holdout_version', default=''))}"
     )
     parts: list[RenderableType] = [
         section(
@@ -312,18 +317,18 @@ def _measured(payload: dict[str, Any]) -> list[tuple[str, Any]]:
     digest = get(source, "detector_sha256") or get(attribution, "detector_sha256")
     version = get(source, "detector_version") or get(payload, "detector", "detector_id")
     detector: str | None = " ".join(
-        x for x in (clean(version) if version else "", _short(digest)) if x
+        x for x in (visible(version) if version else "", _short(digest)) if x
     )
     if digest is None:
-        detector = clean(version) if version else None
+        detector = visible(version) if version else None
     measured = None
     if source.get("sha256"):
-        kind = clean(source.get("kind") or "source")
+        kind = visible(source.get("kind") or "source")
         measured = f"{kind} {_short(source['sha256'])}"
         if source.get("evaluation_set_id"):
-            measured += f" on {clean(source['evaluation_set_id'])}"
+            measured += f" on {visible(source['evaluation_set_id'])}"
         if source.get("eligibility"):
-            measured += f" ({clean(source['eligibility'])})"
+            measured += f" ({visible(source['eligibility'])})"
     return [("detector", detector), ("measured by", measured)]
 
 
@@ -336,7 +341,7 @@ def render(payload: dict[str, Any]) -> RenderableType:
     misses = [m for m in as_list(get(payload, "misses", "selected_misses")) if isinstance(m, dict)]
     parts: list[RenderableType] = [
         section(
-            f"category {clean(name)}",
+            f"category {visible(name)}",
             fields(
                 [
                     *_measured(payload),
@@ -345,7 +350,7 @@ def render(payload: dict[str, Any]) -> RenderableType:
             )
             or Text(""),
         ),
-        section("deciding", _meaning(clean(name))),
+        section("deciding", _meaning(visible(name))),
     ]
     attribution = _attribution(get(payload, "attribution"), len(misses))
     if attribution is not None:

@@ -8,6 +8,7 @@ from textual.widgets import Static
 from engine.item_query import QueueProgress, SignoffMark
 from engine.jobs import Job
 from engine.roles import QUEUES
+from engine.terminal_text import visible
 
 QUEUE_LABELS = {
     "flagged_pairs": "pairs",
@@ -69,7 +70,7 @@ class StatusBar(Static):
         """Redraws the bar."""
         out = Text()
         if principal:
-            out.append(f" {principal}", style="bold")
+            out.append(f" {visible(principal)}", style="bold")
             out.append(f" as {role}")
         else:
             out.append(" READ-ONLY", style="bold reverse")
@@ -77,11 +78,11 @@ class StatusBar(Static):
         seq, record_hash = head
         out.append(f" · ledger #{seq} {record_hash[:10]}")
         if signoff is not None and signoff.seq == seq:
-            out.append(f" signed off by {signoff.principal}", style="bold")
+            out.append(f" signed off by {visible(signoff.principal)}", style="bold")
         elif signoff is not None:
             out.append(f" (sign-off #{signoff.seq})")
         if message:
-            out.append(f" · {message}", style="bold")
+            out.append(f" · {visible(message)}", style="bold")
         self.update(out)
 
 
@@ -94,7 +95,7 @@ class JobsStrip(Static):
         if job is None:
             return
         out = Text(" job ", style="bold")
-        out.append(job.command[:60])
+        out.append(visible(job.command)[:60])
         if job.state == "running":
             stage = job.current
             if stage is None:
@@ -103,14 +104,14 @@ class JobsStrip(Static):
                 total = f"/{stage.total}" if stage.total else ""
                 pct = f" {stage.fraction:.0%}" if stage.fraction is not None else ""
                 eta = f" eta {stage.eta_s:.0f}s" if stage.eta_s else ""
-                out.append(f" · {stage.stage} {stage.done}{total} {stage.unit}{pct}{eta}")
+                out.append(visible(f" · {stage.stage} {stage.done}{total} {stage.unit}{pct}{eta}"))
         elif job.state == "succeeded":
             out.append(" · done", style="bold")
             if job.summary:
-                out.append(f": {job.summary[0]}")
+                out.append(f": {visible(job.summary[0])}")
         else:
             out.append(f" · {job.state.upper()}: ", style="bold reverse")
-            out.append(job.error or "")
+            out.append(visible(job.error))
         out.append("  (b: jobs)", style="italic")
         self.update(out)
 

@@ -20,6 +20,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from engine.item_query import ItemRow
+from engine.terminal_text import visible
 from reviewer.actions import bindings
 from reviewer.panes.common import CARRIED_MARK, REOPENED_GLYPH, STATUS_GLYPH
 
@@ -186,7 +187,8 @@ class QueueList(ScrollView, can_focus=True):
             status_style = line_style + Style(bold=True)
             score_style = line_style
         score = "  –  " if row.score is None else f"{row.score:5.3f}"[:5]
-        title = " ".join((row.title or row.item_id).split())
+        # Drawn as segments, never parsed as markup; what would act on the terminal is shown.
+        title = " ".join(visible(row.title or row.item_id).split())
         mark = "●" if row.item_id in self.marks else " "
         glyph = f"{STATUS_GLYPH.get(row.status, '?')} "
         if row.carry == "carried":

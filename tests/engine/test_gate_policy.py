@@ -30,28 +30,10 @@ from tests.support.ssh import (
     wait_for,
 )
 
-# Every top-level command but the gate itself, so that only the parameter rules decide.
-EVERYTHING = (
-    "bench",
-    "checkpoint",
-    "contamination",
-    "coverage",
-    "decide",
-    "exam",
-    "export",
-    "ingest",
-    "items",
-    "keys",
-    "init",
-    "prove",
-    "receipts",
-    "review",
-    "scan",
-    "signoff",
-    "undo",
-    "verify",
-)
 PARAMS = [(path, param) for path, param, _kind in inventory() if path]
+# Every top-level command but the gate itself, so that only the parameter rules decide;
+# read from the command tree, so that a command added later is judged too.
+EVERYTHING = tuple(sorted({path[0] for path, _param in PARAMS} - set(gate_policy.NEVER_ALLOWED)))
 
 
 def _id(case) -> str:
@@ -577,6 +559,47 @@ async def test_jobs_under_the_gate_run_what_it_allows_and_write_only_inside(
     # the export's file).
     for job in jobs.list_jobs(desk.ws.root):
         assert job.state == "succeeded", job.error
+
+
+# Planted in the login directory by whoever holds a shell on the host: each leaves a
+# file behind if Python ever imports it.
+PLANTED = {
+    "secrets.py": "open(__file__ + '.ran', 'w').close()\n",
+    "engine.py": "open(__file__ + '.ran', 'w').close()\n",
+}
+
+
+@pytest.mark.anyio
+@pytest.mark.slow
+async def test_a_gated_job_imports_nothing_from_the_login_directory(desk, tmp_path, monkeypatch):
+    from reviewer.app import ReviewApp
+    from reviewer.session import read_only_session
+    from tests.support.review_app import settle, text_of
+
+    login = tmp_path / "login"
+    login.mkdir()
+    for name, code in PLANTED.items():
+        (login / name).write_text(code)
+    inputs = desk.ws.root / "inputs"
+    inputs.mkdir()
+    _fake_claim(inputs / "claims.jsonl")
+    monkeypatch.setenv(
+        "SEALDESK_GATE",
+        GatePolicy.for_workspace(desk.ws.root, ("review", "ingest")).to_env("request"),
+    )
+    # A relative PYTHONPATH entry would name the login directory too.
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([os.environ["PYTHONPATH"], ".", ""]))
+    monkeypatch.chdir(login)  # where sshd starts the gate, and so the app
+    app = ReviewApp(desk.ws, read_only_session("under the gate, for this test"))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.press("b")
+        await pilot.press(*f"ingest {inputs / 'claims.jsonl'}", "enter")
+        body = app.screen.query_one("#jobs-body")
+        await settle(pilot, lambda: "RUNNING" not in text_of(body), timeout=60)
+        shown = text_of(body)
+    (job,) = jobs.list_jobs(desk.ws.root)
+    assert (job.state, job.error) == ("succeeded", None), shown
+    assert sorted(p.name for p in login.iterdir()) == sorted(PLANTED)  # nothing ran
 
 
 # -- behind a real sshd, as authorized_keys sets the gate up ---------------------------

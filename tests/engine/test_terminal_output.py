@@ -177,3 +177,42 @@ def test_a_scan_of_hostile_eval_ids_and_texts_prints_them_visibly(
     assert unsafe_characters(as_json.stdout) == []
     held = {row["payload"]["eval"]["id"] for row in json.loads(as_json.stdout)}
     assert held == {row["id"] for row in evals}
+
+
+def test_exam_queue_and_items_json_keep_hostile_completions_off_the_terminal(
+    tmp_path, sealdesk, init_cli
+):
+    from tests.support.exam_builders import claim, write_exam
+
+    # Completions a model wrote, quoting whatever its prompt held: the lanes disagree on
+    # their claims, so every candidate is queued for adjudication with its span as title.
+    api = f"The API {OSC52} is live."
+    cache = "The cache \u202eis warm\u202c [bold]now[/bold]."
+    texts = {"c1": f"{api} {cache}", "c2": "The queue \x9b2J is empty."}
+    exam = write_exam(
+        tmp_path / "exam",
+        texts,
+        {"c1": [claim(api, "runtime", "API")], "c2": []},
+        {"c1": [claim(cache, "runtime", "cache")], "c2": [claim("The queue \x9b2J is empty.")]},
+        sweep={"c1": [], "c2": []},
+    )
+    ws = tmp_path / "ws"
+    init_cli(ws)
+    out = sealdesk("exam", "adjudicate", "--run-id", "ex", *exam.cli_inputs(), workspace=ws)
+    assert out.returncode == 0, out.stderr
+    assert unsafe_characters(out.stdout + out.stderr) == []
+    queue = sealdesk("exam", "queue", "--run-id", "ex", workspace=ws, env=WIDE, check=True)
+    assert unsafe_characters(queue.stdout + queue.stderr, allowed="\n\t") == []
+    assert len(queue.stdout.splitlines()) == 3  # no title split a line, nor a field
+    assert all(line.count("\t") == 3 for line in queue.stdout.splitlines())
+    # The exam titles an item by its span's repr: the controls are already spelled out.
+    assert "The API \\x1b]52;c;" in queue.stdout
+    assert "\\u202eis warm\\u202c [bold]now[/bold]" in queue.stdout
+    assert "The queue \\x9b2J" in queue.stdout
+    listed = sealdesk("items", "--queue", "adjudication", workspace=ws, env=WIDE, check=True)
+    assert unsafe_characters(listed.stdout + listed.stderr) == []
+    assert "The API \\x1b]52;c;" in listed.stdout
+    as_json = sealdesk("items", "--queue", "adjudication", "--json", "--payload", workspace=ws)
+    assert unsafe_characters(as_json.stdout) == []
+    held = {row["payload"]["completion"]["text"] for row in json.loads(as_json.stdout)}
+    assert held == set(texts.values())

@@ -23,12 +23,17 @@ from tests.support.signoff import WEAK, pair, write_run_artifacts
 
 PINNED_ID = "00000000-0000-4000-8000-00000000cafe"
 FOUNDED_AT = "2026-01-05T09:00:00.000000Z"
+RUNS_SIGNED_AT = "2026-01-05T09:00:01.000000Z"
 
 
 @pytest.fixture
-def lead_desk(tmp_path):
+def lead_desk(tmp_path, monkeypatch):
     """A workspace with a pinned id founded by lena (lead), four undecided items and run
-    artifacts."""
+    artifacts whose run records lena signed at a pinned time (one second after the
+    genesis), so that the tree head shown repeats from run to run."""
+    import engine.ledger.store
+
+    monkeypatch.setattr(engine.ledger.store, "utc_now", lambda: RUNS_SIGNED_AT)
     ws = Workspace.init(tmp_path / "ws")
     with ws.conn:
         ws.conn.execute("UPDATE meta SET value=? WHERE key='workspace_id'", (PINNED_ID,))
@@ -42,7 +47,7 @@ def lead_desk(tmp_path):
         [pair(0), pair(1), pair(2), WEAK],
         runs={"run-1": {"kind": "test", "artifacts": {}, "inputs": {}}},
     )
-    write_run_artifacts(ws)
+    write_run_artifacts(ws, FileSigner(lena))
     yield ws, lena
     ws.close()
 

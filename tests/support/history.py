@@ -396,6 +396,7 @@ _SIGNED = re.compile(r"SIGNED OFF: record #(\d+)")
 _HASH = re.compile(r"hash\s+([0-9a-f]{64})")
 _SEARCH_FIELD = "search text, Enter applies"  # the empty search field's placeholder
 _REVIEW_FOOTER = "a accept"  # the review screen's key bar, shown by no other screen
+_WIDE_FOOTER = "t theme"  # the key bar's end, shown only when the screen is wide enough
 
 
 def _status(shown: str) -> str:
@@ -428,10 +429,10 @@ class AppDriver:
         """Gives what the pane shows now."""
         return self.tmux("capture-pane", "-p", "-t", self.name)
 
-    def wait(self, what: str, ready: Callable[[str], bool]) -> str:
+    def wait(self, what: str, ready: Callable[[str], bool], timeout: float | None = None) -> str:
         """Gives the screen once ready(screen) holds; raises naming what never came,
         at once when the app has exited."""
-        deadline = time.monotonic() + self.timeout
+        deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
         while True:
             shown = self.screen()
             if ready(shown):
@@ -535,6 +536,19 @@ class AppDriver:
         self.keys("Escape")
         self.wait("the review screen again", lambda s: _REVIEW_FOOTER in s)
 
+    def _full_width(self) -> None:
+        """Waits until the app draws at the pane's full width (its key bar then names
+        every key). Started on a loaded machine, the app can read its size before tmux
+        has sized the pane and keep a smaller one; a resize, as a person's terminal
+        sends, makes it read the size again."""
+        for width in ("159", "160", "159", "160"):
+            try:
+                self.wait("the app at full width", lambda s: _WIDE_FOOTER in s, timeout=5)
+                return
+            except AssertionError:
+                self.tmux("resize-window", "-t", self.name, "-x", width, "-y", "40")
+        self.wait("the app at full width", lambda s: _WIDE_FOOTER in s)
+
     def _sign_off_once(self, rng: random.Random) -> bool:
         """Gives whether one try at signing off (``e``, a note, Enter) signed."""
         self.keys("e")
@@ -556,6 +570,7 @@ class AppDriver:
         """Runs the plan's actions in order, then quits the app and waits for it to exit."""
         rng = random.Random(seed)
         self.wait("the app", lambda s: _REVIEW_FOOTER in s)
+        self._full_width()
         for action in plan:
             began = time.monotonic()
             getattr(self, action)(rng)

@@ -41,9 +41,10 @@ WEAK = BacklogItem.make(
 )
 
 
-def write_run_artifacts(ws) -> dict[str, str]:
-    """Writes a contamination scan and clean set, an exam score and coverage evidence;
-    gives each artifact's SHA-256 by its path under artifacts/."""
+def write_run_artifacts(ws, signer=None) -> dict[str, str]:
+    """Writes a contamination scan and clean set, an exam score and coverage evidence,
+    each run's record signed by ``signer`` (by default the ``workspace`` fixture's
+    founding lead); gives each artifact's SHA-256 by its path under artifacts/."""
     files = {
         "contam-1/contamination_report.json": {
             "test": {"name": "gsm", "n": 40},
@@ -78,6 +79,6 @@ def write_run_artifacts(ws) -> dict[str, str]:
     for path, doc in files.items():
         run, name = path.split("/")
         write_json_artifact(ws.run_dir(run) / name, doc)
-        record_run(ws, run, name)
+        record_run(ws, run, name, signer=signer)
         hashes[path] = hashlib.sha256((ws.artifacts_dir / path).read_bytes()).hexdigest()
     return hashes

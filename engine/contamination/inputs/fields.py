@@ -25,6 +25,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from engine.canonical import check_nesting
 from engine.contamination.inputs.shards import Shard, ShardedPool, head_bytes, open_raw
 from engine.contamination.inputs.sources import Source, quiet_datasets
 from engine.errors import InputError
@@ -184,9 +185,10 @@ def choose_id(
 
 
 # -- the first row of each kind of source --------------------------------------------
-def _first_json(data: bytes) -> tuple[dict[str, Any] | None, int | None]:
+def _first_json(data: bytes, label: str) -> tuple[dict[str, Any] | None, int | None]:
     for number, raw in enumerate(data.split(b"\n"), start=1):
         if raw.strip():
+            check_nesting(raw, path=label, line=number)  # json.loads would recurse out
             try:
                 value = json.loads(raw)
             except ValueError:
@@ -223,15 +225,15 @@ def _first_parquet(handle: Any) -> dict[str, Any] | None:
     return None
 
 
-def _first_of_bytes(fmt: str, data: bytes) -> tuple[dict[str, Any] | None, int | None]:
-    return _first_json(data) if fmt == "json" else _first_csv(data)
+def _first_of_bytes(fmt: str, data: bytes, label: str) -> tuple[dict[str, Any] | None, int | None]:
+    return _first_json(data, label) if fmt == "json" else _first_csv(data)
 
 
 def _first_of_shard(shard: Shard) -> tuple[dict[str, Any] | None, int | None]:
     if shard.format == "parquet":
         with open_raw(shard) as raw:
             return _first_parquet(raw), None
-    return _first_of_bytes(shard.format, head_bytes(shard, _FIRST_BYTES))
+    return _first_of_bytes(shard.format, head_bytes(shard, _FIRST_BYTES), shard.url)
 
 
 def first_row(source: Source | ShardedPool) -> tuple[dict[str, Any] | None, int | None]:
@@ -245,7 +247,9 @@ def first_row(source: Source | ShardedPool) -> tuple[dict[str, Any] | None, int 
             if source.format == "parquet":
                 return _first_parquet(source.name), None
             with open(source.name, "rb") as handle:
-                return _first_of_bytes(source.format or "json", handle.read(_FIRST_BYTES))
+                return _first_of_bytes(
+                    source.format or "json", handle.read(_FIRST_BYTES), source.label
+                )
         datasets = quiet_datasets()
         rows = datasets.load_dataset(
             source.name, source.config, split=source.split, revision=source.revision, streaming=True

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from engine import artifacts
+from engine.canonical import MAX_NESTING, check_nesting
 from engine.contamination.inputs.texts import TextBlock
 from engine.errors import InputError
 
@@ -173,7 +174,61 @@ def quiet_datasets() -> Any:
     return datasets
 
 
+def refuse_deep_rows(source: Source) -> None:
+    """Gives nothing, or raises the InputError naming the first line of a local JSONL
+    file that nests too deeply: Arrow's parser, which reads it next, would crash the
+    process on it (see ``canonical.MAX_NESTING``)."""
+    with open(source.name, "rb") as handle:
+        for block_start, block in _line_blocks(handle):
+            for index, line in _bracket_heavy_lines(block):
+                check_nesting(line, path=source.label, line=block_start + index)
+
+
+def _bracket_heavy_lines(block: bytes) -> list[tuple[int, bytes]]:
+    """Gives (index, bytes) of the lines of a block that open more than MAX_NESTING
+    brackets: the only ones that can nest that deep.
+
+    Counted with numpy over the whole block: a million rows of about 85 bytes
+    took 1.5 s here (a busy shared machine), against 4.2 s for two counts per
+    line in Python.
+    """
+    import numpy as np
+
+    data = np.frombuffer(block, dtype=np.uint8)
+    ends = np.flatnonzero(data == ord("\n"))
+    starts = np.concatenate(([0], ends + 1))
+    starts = starts[starts < len(data)]  # a block ending in a newline starts no line after it
+    if not len(starts):
+        return []
+    opens = ((data == ord("[")) | (data == ord("{"))).view(np.uint8)
+    per_line = np.add.reduceat(opens, starts, dtype=np.int64)
+    out = []
+    for index in np.flatnonzero(per_line > MAX_NESTING).tolist():
+        start = int(starts[index])
+        end = int(starts[index + 1]) if index + 1 < len(starts) else len(block)
+        out.append((index, block[start:end]))
+    return out
+
+
+def _line_blocks(handle: Any, size: int = 1 << 22) -> Generator[tuple[int, bytes], None, None]:
+    """Gives (number of its first line, bytes) of blocks of whole lines of a file."""
+    line, carry = 1, b""
+    for chunk in iter(lambda: handle.read(size), b""):
+        data = carry + chunk
+        cut = data.rfind(b"\n") + 1
+        if cut == 0:
+            carry = data
+            continue
+        block, carry = data[:cut], data[cut:]
+        yield line, block
+        line += block.count(b"\n")
+    if carry:
+        yield line, carry
+
+
 def _open(source: Source) -> Any:
+    if source.kind == "file" and source.format == "json":
+        refuse_deep_rows(source)
     datasets = quiet_datasets()
     if source.kind == "hub":
         return datasets.load_dataset(

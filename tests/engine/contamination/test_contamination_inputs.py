@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 
@@ -316,4 +317,47 @@ def test_a_named_field_missing_from_the_first_row_lists_its_string_fields(
         proc,
         ws,
         f"{ev}:1: field 'body': not in the first row, whose string fields are qid, question",
+    )
+
+
+# A row nested 100,000 deep: Arrow's JSON parser, which reads the inputs, crashed the
+# whole scan on it (a segmentation fault), and Python's parser raises RecursionError.
+DEEP_ROW = '{"id": "deep", "text": "fine", "meta": ' + "[" * 100_000 + "]" * 100_000 + "}"
+# Rows that each open a few brackets, so that a block of the file holds far more
+# brackets than any row may nest: each line of it is then looked at.
+BRACKETED = [
+    {"id": f"d{i}", "text": f"document {i}", "tags": [[i], {"k": [i]}]} for i in range(3000)
+]
+
+
+@pytest.mark.parametrize(
+    "where_deep, line",
+    [("eval", 1), ("eval", 2), ("pool", 2), ("pool", 2999), ("shard", 2)],
+    ids=["eval-first-row", "eval", "pool", "pool-after-bracketed-rows", "pool-shard-gz"],
+)
+def test_a_deeply_nested_row_is_refused_naming_file_line_and_field(
+    sealdesk, ws, tmp_path, good, where_deep, line
+):
+    rows: list[dict | str]
+    if where_deep == "eval":
+        path = tmp_path / "e.jsonl"
+        rows = [{"id": "q1", "text": QUESTION}] if line == 2 else []
+        write_jsonl(path, [*rows, DEEP_ROW])
+        ev, pool, named = path, good[1], str(path)
+    else:
+        rows = list(BRACKETED[: line - 1]) if line > 2 else [{"id": "d1", "text": "fine"}]
+        path = write_jsonl(tmp_path / "p.jsonl", [*rows, DEEP_ROW, {"id": "z", "text": "z"}])
+        ev, pool, named = good[0], path, str(path)
+        if where_deep == "shard":
+            shards = tmp_path / "shards"
+            shards.mkdir()
+            first = write_jsonl(shards / "pool-0.jsonl", [{"id": "s0", "text": "shard zero"}])
+            with open(path, "rb") as raw, gzip.open(shards / "pool-1.jsonl.gz", "wb") as out:
+                out.write(raw.read())
+            assert first.exists()
+            pool, named = f"{shards}/pool-*.jsonl*", str(shards / "pool-1.jsonl.gz")
+    assert_refused(
+        scan(sealdesk, ws, ev, pool),
+        ws,
+        f"{named}:{line}: field 'meta': not valid JSON: nested too deeply to parse",
     )

@@ -19,6 +19,7 @@ from engine.coverage.findings import load_benchmark
 from engine.coverage.run_backlog import run_backlog
 from engine.errors import InputError, IntegrityError, PermissionRefused
 from engine.ledger import store
+from tests.support.backlog import sign_held_runs
 from tests.support.coverage import SAMPLE, sample_benchmark
 
 
@@ -398,6 +399,7 @@ def test_evidence_made_again_after_a_signoff_keeps_the_signed_bytes(
     sealdesk, workspace, hold, people
 ):
     backlog_in(workspace, hold)
+    sign_held_runs(workspace, people["lena"])  # the backlog was built in-process, unsigned
     review_all(workspace, people)
     assert evidence(sealdesk, workspace, hold, "--key", people["lena"].path).returncode == 0
     [path] = evidence_files(workspace)
