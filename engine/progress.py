@@ -10,6 +10,16 @@ it for background runs) each update is also appended there as one JSON line:
 
 Updates are throttled (at most ~5 per second per stage), so calling
 ``advance`` per document is cheap.
+
+When stderr is not a terminal (CI, nohup, a log file), a stage that has run
+for ``SEALDESK_PROGRESS_INTERVAL`` seconds (10 by default) gets one plain line
+then and every interval after, and one when it ends:
+
+    progress: embedding pool 1,200/50,000 texts (2.4%), 41 texts/s, 19m44s left
+    progress: embedding pool done: 50,000 texts in 20m11s, 41 texts/s
+
+Work shorter than the interval prints nothing. ``SEALDESK_NO_PROGRESS`` turns
+both the bar and the lines off (background jobs report through the file).
 """
 
 from __future__ import annotations
@@ -17,6 +27,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -24,14 +35,33 @@ from contextlib import contextmanager
 from engine.terminal_text import visible
 
 _MIN_INTERVAL = 0.2
+_PLAIN_INTERVAL_S = 10.0
+
+
+def _duration(seconds: float) -> str:
+    """Gives a duration as people read it: 42s, 3m05s, 2h10m."""
+    s = int(round(seconds))
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s // 3600}h{s % 3600 // 60:02d}m"
+
+
+def _count(n: float) -> str:
+    return f"{n:,.0f}"
 
 
 class Stage:
     """One measured stage of work."""
 
-    def __init__(self, name: str, total: int | None, unit: str, bar) -> None:
+    def __init__(self, name: str, total: int | None, unit: str, bar, plain=None) -> None:
         self.name, self.total, self.unit = name, total, unit
         self.done = 0
+        self.finished = False
+        self._plain = plain  # the PlainLines that prints this stage, when stderr is no terminal
+        self._said = False  # whether a plain line named this stage yet
+        self.lined_at = 0.0  # when the last plain line was printed (monotonic)
         self._start = time.monotonic()
         self._last = 0.0
         self._bar = bar
@@ -57,7 +87,35 @@ class Stage:
         """Marks the stage complete."""
         if self.total is None:
             self.total = self.done
+        self.finished = True
         self._emit(force=True, finished=True)
+        if self._plain is not None and self._said:
+            self._plain.write(self.line(time.monotonic()))
+
+    def line(self, now: float) -> str:
+        """Gives the stage's plain progress line: counts, rate and time left (or taken)."""
+        self._said = True
+        elapsed = max(now - self._start, 1e-9)
+        rate = self.done / elapsed
+        name = visible(self.name)
+        if self.finished:
+            return (
+                f"progress: {name} done: {_count(self.done)} {self.unit} in "
+                f"{_duration(elapsed)}, {rate:,.1f} {self.unit}/s"
+            )
+        of = f"/{_count(self.total)}" if self.total else ""
+        share = f" ({100 * self.done / self.total:.1f}%)" if self.total else ""
+        left = ""
+        if self.total and rate > 0:
+            left = f", {_duration(max(self.total - self.done, 0) / rate)} left"
+        elif not self.done:
+            left = f", running {_duration(elapsed)}"
+        counted = f"{_count(self.done)}{of} {self.unit}{share}"
+        return f"progress: {name} {counted}, {rate:,.1f} {self.unit}/s{left}"
+
+    def due(self, now: float, interval: float) -> bool:
+        """Whether the stage has run long enough to get a plain line."""
+        return not self.finished and now - self._start >= interval
 
     def _emit(self, force: bool = False, finished: bool = False) -> None:
         now = time.monotonic()
@@ -103,12 +161,65 @@ def _rate_column():
     return RateColumn()
 
 
+class PlainLines:
+    """Prints each running stage's plain line every interval on a stream (stderr that is
+    no terminal), from a thread of its own: a stage stuck in one long call still shows
+    it is running."""
+
+    def __init__(self, stream, interval: float) -> None:
+        self.stream, self.interval = stream, interval
+        self.stages: list[Stage] = []
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._tick, name="progress-lines", daemon=True)
+
+    def write(self, line: str) -> None:
+        with self._lock:
+            try:
+                self.stream.write(line + "\n")
+                self.stream.flush()
+            except (OSError, ValueError):
+                self._stop.set()  # progress is a courtesy: a closed stream ends it
+
+    def _tick(self) -> None:
+        while not self._stop.wait(min(self.interval, 1.0)):
+            now = time.monotonic()
+            for stage in list(self.stages):
+                if stage.due(now, self.interval) and now - stage.lined_at >= self.interval:
+                    stage.lined_at = now
+                    self.write(stage.line(now))
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
+
+
+def _plain_interval() -> float:
+    """Gives the seconds between plain progress lines (SEALDESK_PROGRESS_INTERVAL)."""
+    raw = os.environ.get("SEALDESK_PROGRESS_INTERVAL", "")
+    try:
+        value = float(raw) if raw else _PLAIN_INTERVAL_S
+    except ValueError:
+        return _PLAIN_INTERVAL_S
+    return value if value > 0 else _PLAIN_INTERVAL_S
+
+
 class Reporter:
-    """Hands out stages; draws bars only when stderr is a terminal."""
+    """Hands out stages; draws bars when stderr is a terminal, plain lines every few
+    seconds when it is not."""
 
     def __init__(self, enabled: bool | None = None) -> None:
+        quiet = bool(os.environ.get("SEALDESK_NO_PROGRESS"))
+        tty = sys.stderr.isatty()
         if enabled is None:
-            enabled = sys.stderr.isatty() and not os.environ.get("SEALDESK_NO_PROGRESS")
+            enabled = tty and not quiet
+        self._plain = None
+        if not tty and not quiet:
+            self._plain = PlainLines(sys.stderr, _plain_interval())
         self._bar = None
         if enabled:
             from rich.console import Console
@@ -134,16 +245,23 @@ class Reporter:
 
     def stage(self, name: str, total: int | None = None, unit: str = "items") -> Stage:
         """Gives a new stage to advance."""
-        return Stage(name, total, unit, self._bar)
+        stage = Stage(name, total, unit, self._bar, self._plain)
+        if self._plain is not None:
+            self._plain.stages.append(stage)
+        return stage
 
     def __enter__(self) -> Reporter:
         if self._bar is not None:
             self._bar.start()
+        if self._plain is not None:
+            self._plain.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
         if self._bar is not None:
             self._bar.stop()
+        if self._plain is not None:
+            self._plain.stop()
 
 
 @contextmanager
