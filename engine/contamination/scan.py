@@ -57,7 +57,7 @@ from engine.contamination.channels.shingles import shingle_set
 from engine.contamination.inputs.canonical_text import canonical
 from engine.contamination.inputs.evalset import EvalSet, load_eval
 from engine.contamination.inputs.pool_hash import ID_HASH_METHOD
-from engine.contamination.inputs.shards import ShardedPool
+from engine.contamination.inputs.shards import ShardedPool, count_rows_up_to
 from engine.contamination.inputs.sources import Source, count_rows
 from engine.contamination.pool.base import Backend, run_shards
 from engine.contamination.pool.local import LocalBackend
@@ -184,12 +184,20 @@ def search_method(config: ScanConfig) -> tuple[bool, str]:
         return True, "--embed-two-stage"
     if config.prefilter_model is not None:
         return True, "--prefilter-model"
-    rows = count_rows(config.pool) if isinstance(config.pool, Source) else None
+    if isinstance(config.pool, Source):
+        rows = count_rows(config.pool)
+        if rows is None:
+            return True, "pool size not known before the scan"
+        if rows < TWO_STAGE_MIN_DOCS:
+            return False, f"pool of {rows} documents, under {TWO_STAGE_MIN_DOCS}"
+        return True, f"pool of {rows} documents, at least {TWO_STAGE_MIN_DOCS}"
+    shards = len(config.pool.shards)
+    rows = count_rows_up_to(config.pool, TWO_STAGE_MIN_DOCS)
     if rows is None:
-        return True, "pool size not known before the scan"
+        return True, f"size of a pool of {shards} shard(s) not known before the scan (remote)"
     if rows < TWO_STAGE_MIN_DOCS:
-        return False, f"pool of {rows} documents, under {TWO_STAGE_MIN_DOCS}"
-    return True, f"pool of {rows} documents, at least {TWO_STAGE_MIN_DOCS}"
+        return False, f"pool of {rows} documents in {shards} shard(s), under {TWO_STAGE_MIN_DOCS}"
+    return True, f"pool of at least {TWO_STAGE_MIN_DOCS} documents in {shards} shard(s)"
 
 
 def _prepare_embedding(

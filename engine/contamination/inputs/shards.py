@@ -220,6 +220,53 @@ def head_bytes(shard: Shard, limit: int) -> bytes:
             return b""
 
 
+def count_rows_up_to(pool: ShardedPool, limit: int) -> int | None:
+    """Gives the pool's row count when it is under ``limit``, ``limit`` when it holds at
+    least that many, or None when that is not cheap to know (a remote shard).
+
+    Parquet shards give their row count from the footer; line-based shards are
+    counted line by line (decompressed as they stream), stopping once ``limit``
+    is reached, so a large pool costs at most ``limit`` lines read. A shard
+    that cannot be read counts as unknown: the scan itself will name it.
+    """
+    rows = 0
+    for shard in pool.shards:
+        if not shard.is_local:
+            return None
+        try:
+            if shard.format == "parquet":
+                import pyarrow.parquet as pq
+
+                rows += pq.ParquetFile(shard.local_path()).metadata.num_rows
+            else:
+                rows += _count_lines(shard, limit - rows)
+        except (OSError, ValueError, *_BAD_COMPRESSION):
+            return None
+        if rows >= limit:
+            return limit
+    return rows
+
+
+def _count_lines(shard: Shard, limit: int) -> int:
+    """Gives a line-based shard's rows (lines, less a CSV header), stopping at ``limit``."""
+    count = 0
+    with open_raw(shard) as raw:
+        stream: Any = raw
+        if shard.compression is not None:
+            stream = _decompressed(shard, _HashingReader(raw))
+        tail = b"\n"
+        for block in iter(lambda: stream.read(_CHUNK), b""):
+            count += block.count(b"\n")
+            tail = block[-1:]
+            if count >= limit + 1:
+                break
+    if tail != b"\n":
+        count += 1  # a last line without its newline
+    if shard.format == "csv":
+        count -= 1
+    return min(max(count, 0), limit)
+
+
 @contextmanager
 def fetched(shard: Shard) -> Iterator[LocalShard]:
     """Gives the shard as a local uncompressed file and its raw bytes' SHA-256.

@@ -297,3 +297,46 @@ def test_two_stage_on_ray_flags_what_it_flags_on_local_shards(distilled, tmp_pat
         assert search["prefilter"]["distilled_by_this_scan"] is False
     assert any("embed" in row["channels"] for row in remote.rows)
     assert remote.rows == local.rows
+
+
+def test_a_small_sharded_pool_is_counted_first_and_searched_exhaustively(tmp_path):
+    # Parquet footers hold their row counts and line shards are counted as they stream,
+    # so a small sharded pool never pays for distilling the prefilter.
+    from engine.contamination.inputs.shards import sharded_pool
+
+    rows = read_rows(SAMPLE / "pool.jsonl")
+    split_into(tmp_path / "shards", rows, ["p-0.parquet", "p-1.jsonl.gz", "p-2.jsonl"])
+    pool = sharded_pool(str(tmp_path / "shards" / "p-*"), text_field="text", id_field="id")
+    sharded = scan_in(
+        tmp_path / "ws",
+        ScanConfig(eval=sample_config().eval, pool=pool, ngram=NgramSettings(), jobs=1),
+    )
+    search = sharded.report["embedding"]["search"]
+    assert search == {
+        "method": "exhaustive",
+        "chosen": f"pool of {len(rows)} documents in 3 shard(s), under 20000",
+    }
+    assert not (tmp_path / "ws" / "cache" / "prefilter").exists()
+    whole = scan_in(tmp_path / "whole", sample_config(embed_two_stage=False))
+
+    def embedded(outcome) -> list[tuple[int, int]]:
+        return [
+            (row["test_idx"], row["pool_idx"])
+            for row in outcome.rows
+            if row["channel"] != "internal" and "embed" in row["channels"]
+        ]
+
+    assert embedded(sharded) and embedded(sharded) == embedded(whole)
+
+
+def test_counting_a_large_sharded_pool_stops_at_the_limit(tmp_path):
+    from engine.contamination.inputs.shards import count_rows_up_to, sharded_pool
+
+    rows = [{"id": f"d{k}", "text": f"document {k}"} for k in range(3000)]
+    split_into(tmp_path, rows, ["a.jsonl", "b.jsonl.gz", "c.parquet"])
+    pool = sharded_pool(str(tmp_path / "*"), text_field="text", id_field="id")
+    assert count_rows_up_to(pool, 10_000) == 3000
+    assert count_rows_up_to(pool, 1500) == 1500  # at least that many: the rest unread
+    assert count_rows_up_to(pool, 2500) == 2500
+    (tmp_path / "b.jsonl.gz").write_bytes(b"not gzip")
+    assert count_rows_up_to(pool, 10_000) is None  # the scan itself will name the shard
