@@ -1,0 +1,48 @@
+"""States that never mislead, driven by keys: what the screen says about the review's
+state (what comes next, who is deciding, which way a number moved, how the list is
+ordered) is what holds."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.workspace import BacklogItem
+from reviewer.app import ReviewApp
+from reviewer.session import open_session
+from tests.support.review_app import detail_on_screen, text_of
+from tests.support.review_payloads import coverage_producer_category
+
+SIZE = (100, 30)
+pytestmark = pytest.mark.anyio
+
+
+def status(app: ReviewApp) -> str:
+    return text_of(app.screen.query_one("#status-bar"))
+
+
+def regression(previous: float, current: float) -> BacklogItem:
+    """A weak category as the coverage engine writes one: its recall fell from previous
+    to current, and the finding's delta is the drop (previous - current)."""
+    payload = coverage_producer_category()
+    payload["findings"] = [
+        {
+            "category": payload["category"],
+            "issue": "recall_regression",
+            "previous": previous,
+            "current": current,
+            "delta": previous - current,
+            "threshold": 0.05,
+        }
+    ]
+    return BacklogItem.make("weak_categories", "weak-regressed", "run-cov", payload)
+
+
+async def test_a_recall_that_fell_shows_a_negative_delta(workspace, enrol):
+    workspace.ingest([regression(1.0, 0.8)])
+    lena = enrol("lena", "lead")
+    app = ReviewApp(workspace, open_session(workspace, key=str(lena.path)))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("3")
+        shown = "\n".join(detail_on_screen(app.review))
+    (row,) = [line for line in shown.splitlines() if line.startswith("  recall_regression")]
+    assert row.split() == ["recall_regression", "0.800", "1.000", "-0.200", "0.050"], row
