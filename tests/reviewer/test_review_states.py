@@ -9,7 +9,7 @@ import pytest
 from engine.workspace import BacklogItem
 from reviewer.app import ReviewApp
 from reviewer.session import open_session
-from tests.support.review_app import detail_on_screen, text_of
+from tests.support.review_app import detail_on_screen, records, text_of
 from tests.support.review_payloads import coverage_producer_category
 
 SIZE = (100, 30)
@@ -46,3 +46,27 @@ async def test_a_recall_that_fell_shows_a_negative_delta(workspace, enrol):
         shown = "\n".join(detail_on_screen(app.review))
     (row,) = [line for line in shown.splitlines() if line.startswith("  recall_regression")]
     assert row.split() == ["recall_regression", "0.800", "1.000", "-0.200", "0.050"], row
+
+
+async def test_started_as_lead_the_status_bar_and_the_records_say_lead_where_lead_decides(
+    desk,
+):
+    # What `sealdesk review --role lead` opens: lena's key holds lead and reviewer.
+    app = ReviewApp(desk.ws, open_session(desk.ws, key=str(desk.lena), role="lead"))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("3")
+        assert "lena as lead ·" in status(app)
+        await pilot.press("a")
+        assert "lena as lead ·" in status(app)
+        await pilot.press("1")  # pairs admit the reviewer role only
+        assert "lena as reviewer ·" in status(app)
+    assert [r[1:6] for r in records(desk.ws)] == [
+        ("weak_categories", "weak-obfuscation", "accept", "lena", "lead")
+    ]
+
+
+async def test_started_without_a_role_a_lead_decides_weak_categories_as_reviewer(desk):
+    app = ReviewApp(desk.ws, open_session(desk.ws, key=str(desk.lena)))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("3")
+        assert "lena as reviewer ·" in status(app)
