@@ -617,14 +617,24 @@ class ReviewScreen(Screen):
             # or a colleague decided meanwhile is not put before this person again.
             lst.cursor = self._next_undecided(index) if row.status == "undecided" else index + 1
         else:
-            self.ended_at = (row.queue, row.item_id)
-            if not self._done(row.queue):
-                left = undecided(self.progress, row.queue)
-                key = cast(_Keyed, self.app).key_for("review.next_undecided")
+            keyed = cast(_Keyed, self.app)
+            key = keyed.key_for("review.next_undecided")
+            left = undecided(self.progress, row.queue)
+            if decision == "skip":
+                # A skip settles nothing: the last item stays open under the cursor, and a
+                # decision key decides it (only a decision ends the queue for the keys).
+                accept, reject = keyed.key_for("review.accept"), keyed.key_for("review.reject")
                 self.say(
-                    f"{self.message} · end of queue; {left:,} still undecided: {key} "
-                    "goes to the first"
+                    f"{self.message} · last item, still open: {accept} or {reject} decides "
+                    f"it; {left:,} undecided: {key} goes to the first"
                 )
+            else:
+                self.ended_at = (row.queue, row.item_id)
+                if not self._done(row.queue):
+                    self.say(
+                        f"{self.message} · end of queue; {left:,} still undecided: {key} "
+                        "goes to the first"
+                    )
             self.show_detail(lst.current)
         if record is not None:
             self._offer_next_step(row.queue)

@@ -70,3 +70,19 @@ async def test_started_without_a_role_a_lead_decides_weak_categories_as_reviewer
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("3")
         assert "lena as reviewer ·" in status(app)
+
+
+async def test_a_decision_key_after_skipping_the_last_item_decides_it(desk):
+    app = ReviewApp(desk.ws, open_session(desk.ws, key=str(desk.rita)))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("G")  # the last item
+        last = app.review.queue_list.current.item_id
+        await pilot.press("space")
+        said = status(app)
+        assert f"skip {last} · last item, still open: a or x decides it" in said, said
+        await pilot.press("x")
+        assert app.review.queue_list.current.item_id == last
+        assert f"reject {last}" in status(app)
+        await pilot.press("a")  # decided now: the queue is at its end for the keys
+        assert "end of queue" in status(app)
+    assert [r[2:4] for r in records(desk.ws)] == [(last, "skip"), (last, "reject")]
