@@ -162,6 +162,7 @@ class ReviewScreen(Screen):
         # The last item, once decided with nothing after it: decision keys then sign
         # nothing until the cursor moves (a held key must not re-sign it).
         self.ended_at: tuple[str, str] | None = None
+        self._triage_first = False  # the score order ranks by triage first here
         # (detail drawn, width, line of each anchor in it): the jump keys' last reading
         self._anchors: tuple[Any, int, dict[str, int]] | None = None
         # Marked items per queue, in the order marked (a dict keeps it), for one bulk
@@ -269,6 +270,9 @@ class ReviewScreen(Screen):
         """Reads the queue's count again and puts the cursor on an item (else on the first
         undecided one when asked, else at an index)."""
         view = self.view
+        self._triage_first = view.sort.startswith("score") and item_query.triage_ranks(
+            self.ws.conn, self.queue
+        )
         self._show_filter_line(None)
         if view.filters.text:
             # Text search reads payloads (~1 s on 100,000 items): do it off the UI thread.
@@ -400,7 +404,9 @@ class ReviewScreen(Screen):
 
     def _show_filter_line(self, shown: int | None) -> None:
         f, view = self.view.filters, self.view
-        parts = [f"{shown:,} shown" if shown is not None else "…", f"sort {SORT_LABEL[view.sort]}"]
+        # Said when it holds: a likely leak of score 0.6 comes before a look-alike of 0.9.
+        order = ("triage, then " if self._triage_first else "") + SORT_LABEL[view.sort]
+        parts = [f"{shown:,} shown" if shown is not None else "…", f"sort {order}"]
         if f.status:
             parts.append(f"status {f.status}")
         if f.decided_by:

@@ -10,7 +10,7 @@ from engine.workspace import BacklogItem
 from reviewer.app import ReviewApp
 from reviewer.session import open_session
 from tests.support.review_app import detail_on_screen, records, text_of
-from tests.support.review_payloads import coverage_producer_category
+from tests.support.review_payloads import coverage_producer_category, numbered_pairs
 
 SIZE = (100, 30)
 pytestmark = pytest.mark.anyio
@@ -86,3 +86,38 @@ async def test_a_decision_key_after_skipping_the_last_item_decides_it(desk):
         await pilot.press("a")  # decided now: the queue is at its end for the keys
         assert "end of queue" in status(app)
     assert [r[2:4] for r in records(desk.ws)] == [(last, "skip"), (last, "reject")]
+
+
+def filter_line(app: ReviewApp) -> str:
+    """Gives the filter line as drawn (wrapped, never cut), its lines joined."""
+    from textual.geometry import Region
+
+    line = app.review.query_one("#filter-line")
+    drawn = line.render_lines(Region(0, 0, line.size.width, line.size.height))
+    return " ".join(" ".join(strip.text for strip in drawn).split())
+
+
+async def test_the_sort_label_says_triage_ranks_before_the_score(workspace, enrol):
+    pairs = numbered_pairs(3)  # scores 0.75, 0.5, 0.25
+    leak = numbered_pairs(1, prefix="fp-leak")[0].payload
+    leak["summary"] = {"title": "a likely leak", "score": 0.1, "tags": ["ngram", "likely_leak"]}
+    workspace.ingest([*pairs, BacklogItem.make("flagged_pairs", "fp-leak", "run-test", leak)])
+    rita = enrol("rita", "reviewer")
+    app = ReviewApp(workspace, open_session(workspace, key=str(rita.path)))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("g")
+        # The likely leak (score 0.1) heads the list: the label says why.
+        assert app.review.queue_list.current.item_id == "fp-leak"
+        assert "sort triage, then score ↓" in filter_line(app)
+        await pilot.press("o")  # score ascending: triage still ranks first
+        assert "sort triage, then score ↑" in filter_line(app)
+        await pilot.press("o")  # by id: no triage in it
+        assert "sort id ↑" in filter_line(app) and "triage" not in filter_line(app)
+
+
+async def test_without_triage_tags_the_sort_label_is_the_score_alone(workspace, enrol):
+    workspace.ingest(numbered_pairs(3))
+    rita = enrol("rita", "reviewer")
+    app = ReviewApp(workspace, open_session(workspace, key=str(rita.path)))
+    async with app.run_test(size=(80, 24)):
+        assert "sort score ↓" in filter_line(app) and "triage" not in filter_line(app)
