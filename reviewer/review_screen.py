@@ -44,7 +44,7 @@ from reviewer.actions import SORTS, STATUSES, bindings
 from reviewer.bulk_screen import BulkChoice, BulkScreen, Member, cluster_members
 from reviewer.jobs_screen import JobsScreen
 from reviewer.modals import ConfirmOverrule, FilterScreen, NoteScreen
-from reviewer.next_steps import EXAM_QUEUE, after_queue, next_queue, undecided
+from reviewer.next_steps import EXAM_QUEUE, after_queue, next_queue, signoff_holds, undecided
 from reviewer.panes import render_detail
 from reviewer.panes.anchors import anchor_lines, jump_target
 from reviewer.session import Session
@@ -1015,7 +1015,7 @@ class ReviewScreen(Screen):
     def _say_done(self, queue: str) -> None:
         """Says a queue is done, and what comes next, with the keys that do it."""
         total = self.progress[queue].total
-        steps = after_queue(queue, self.progress, self.session)
+        steps = after_queue(queue, self.progress, self.session, lambda: signoff_holds(self.ws))
         p = self.progress[queue]
         if queue == EXAM_QUEUE and p.accept + p.reject == p.total and not steps:
             return  # _offer_next_step says it, with the key that resolves the exam
