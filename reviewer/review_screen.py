@@ -518,9 +518,9 @@ class ReviewScreen(Screen):
 
         Another principal's standing decision is replaced only after the person
         confirms the overrule (the record then names it); one made in a role
-        above this session's is not replaced at all. After the last item the
-        queue is at its end: decision keys say so and sign nothing until the
-        cursor moves.
+        above this session's is not replaced at all. After a decision on the
+        last item the queue is at its end: decision keys say so and sign nothing
+        until the cursor moves (a skip settles nothing, so it does not end it).
         """
         lst = self.queue_list
         row = lst.current
