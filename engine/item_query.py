@@ -262,6 +262,18 @@ def page(
     return rows
 
 
+def triage_ranks(conn: sqlite3.Connection, queue: str) -> bool:
+    """Says whether the score orders of a queue rank by triage before the score: some
+    item carries a triage tag (likely_leak, template_sibling), so the scores are in
+    order only within each triage rank (an index walk of items_priority)."""
+    found = conn.execute(
+        f"SELECT EXISTS (SELECT 1 FROM items WHERE queue = ? "
+        f"AND {_PRIORITY.format(t='')} IN (0, 2))",
+        (queue,),
+    ).fetchone()[0]
+    return bool(found)
+
+
 def count(conn: sqlite3.Connection, queue: str, f: ItemFilter) -> int:
     """Gives how many items of a queue pass the filter."""
     where, args = _where(conn, queue, f)

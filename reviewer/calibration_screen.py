@@ -76,6 +76,16 @@ def _column(value: float, bins: int) -> int:
     return min(bins - 1, max(0, math.floor(value * bins)))
 
 
+def exact(value: float) -> str:
+    """Gives a threshold as the run recorded it, to its last digit (0.7972, never 0.80),
+    with at least two decimals (0.60)."""
+    text = repr(float(value))
+    if "e" in text or "n" in text:  # 1e-05, inf, nan: as Python writes them
+        return text
+    whole, _, decimals = text.partition(".")
+    return f"{whole}.{decimals:0<2}"
+
+
 def _title(scores: ChannelScores) -> str:
     title = scores.channel if scores.channel == scores.score else f"{scores.channel} {scores.score}"
     return visible(title)
@@ -94,7 +104,7 @@ def render_channel(
         facts = f" · {len(scores.points)} pairs · no threshold: not used by this run"
     else:
         assert band is not None
-        title += f" ≥ {scores.threshold:.2f}"
+        title += f" ≥ {exact(scores.threshold)}"
         facts = (
             f" · {len(scores.points)} pairs, {scores.flagged()} flagged · band "
             f"{band[0]:.2f}..{band[1]:.2f}: {len(scores.in_band(band_width))} items"

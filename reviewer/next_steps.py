@@ -6,19 +6,47 @@ next queue this session decides that still has work; for an adjudication
 queue whose candidates are only skipped, that they must be accepted or
 rejected before the exam resolves (once all are, the review offers the key
 that resolves it); once no queue has work left, the sign-off (for a lead;
-anyone else is told it is the lead's).
+anyone else is told it is the lead's), but only when it is READY: while
+anything holds it (an exam still PENDING_ADJUDICATION, an engine run still
+running that changes what it binds), that is said instead.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
+from engine import jobs
 from engine.item_query import QueueProgress
 from engine.roles import QUEUES
+from engine.terminal_text import visible
 from reviewer.session import Session
 from reviewer.widgets.bars import QUEUE_LABELS
 
 EXAM_QUEUE = "adjudication"
+# First words of the engine runs whose outcome changes what a sign-off binds (new
+# items, artifacts, an exam's status): while one runs, the sign-off is not READY.
+CHANGES_SIGNOFF = frozenset({"scan", "exam", "coverage", "contamination", "ingest"})
+
+
+def running_holds(workspace_root: Path) -> list[str]:
+    """Gives one reason per engine run still running that changes what a sign-off binds."""
+    return [
+        visible(f"sealdesk {job.argv[0]} is still running (job {job.job_id})")
+        for job in jobs.list_jobs(workspace_root)
+        if job.state == "running" and job.argv and job.argv[0] in CHANGES_SIGNOFF
+    ]
+
+
+def signoff_holds(ws) -> list[str]:
+    """Gives what keeps a plain sign-off from being READY besides undecided items: the
+    summary's holds (an exam PENDING_ADJUDICATION) and the runs still running."""
+    # Loaded on first use, as the sign-off screen is: the review starts without them.
+    from engine.signoff.run_status import run_status
+    from engine.signoff.summary import readiness_holds
+
+    return readiness_holds(run_status(ws.artifacts_dir).exam) + running_holds(ws.root)
 
 
 @dataclass(frozen=True)
@@ -46,8 +74,15 @@ def next_queue(queue: str, progress: dict[str, QueueProgress], session: Session)
     return None
 
 
-def after_queue(queue: str, progress: dict[str, QueueProgress], session: Session) -> list[Step]:
-    """Gives the steps to offer once ``queue`` has nothing undecided, best first."""
+def after_queue(
+    queue: str,
+    progress: dict[str, QueueProgress],
+    session: Session,
+    holds: Callable[[], list[str]] = list,
+) -> list[Step]:
+    """Gives the steps to offer once ``queue`` has nothing undecided, best first.
+    ``holds`` gives what keeps the sign-off from being READY (asked only once every
+    queue is decided: it reads the artifacts)."""
     steps = []
     then = next_queue(queue, progress, session)
     if then is not None:
@@ -67,7 +102,12 @@ def after_queue(queue: str, progress: dict[str, QueueProgress], session: Session
             )
         )
     if not any(undecided(progress, q) for q in QUEUES):
-        if session.signoff_refusal() is None:
+        held = holds()
+        if held:
+            steps.append(
+                Step(None, f"every queue is decided; sign-off NOT READY: {'; '.join(held)}")
+            )
+        elif session.signoff_refusal() is None:
             steps.append(Step("review.signoff", "every queue is decided: sign off"))
         else:
             steps.append(Step(None, "every queue is decided: the lead signs off next"))

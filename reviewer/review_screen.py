@@ -44,7 +44,7 @@ from reviewer.actions import SORTS, STATUSES, bindings
 from reviewer.bulk_screen import BulkChoice, BulkScreen, Member, cluster_members
 from reviewer.jobs_screen import JobsScreen
 from reviewer.modals import ConfirmOverrule, FilterScreen, NoteScreen
-from reviewer.next_steps import EXAM_QUEUE, after_queue, next_queue, undecided
+from reviewer.next_steps import EXAM_QUEUE, after_queue, next_queue, signoff_holds, undecided
 from reviewer.panes import render_detail
 from reviewer.panes.anchors import anchor_lines, jump_target
 from reviewer.session import Session
@@ -162,6 +162,7 @@ class ReviewScreen(Screen):
         # The last item, once decided with nothing after it: decision keys then sign
         # nothing until the cursor moves (a held key must not re-sign it).
         self.ended_at: tuple[str, str] | None = None
+        self._triage_first = False  # the score order ranks by triage first here
         # (detail drawn, width, line of each anchor in it): the jump keys' last reading
         self._anchors: tuple[Any, int, dict[str, int]] | None = None
         # Marked items per queue, in the order marked (a dict keeps it), for one bulk
@@ -269,6 +270,9 @@ class ReviewScreen(Screen):
         """Reads the queue's count again and puts the cursor on an item (else on the first
         undecided one when asked, else at an index)."""
         view = self.view
+        self._triage_first = view.sort.startswith("score") and item_query.triage_ranks(
+            self.ws.conn, self.queue
+        )
         self._show_filter_line(None)
         if view.filters.text:
             # Text search reads payloads (~1 s on 100,000 items): do it off the UI thread.
@@ -400,7 +404,9 @@ class ReviewScreen(Screen):
 
     def _show_filter_line(self, shown: int | None) -> None:
         f, view = self.view.filters, self.view
-        parts = [f"{shown:,} shown" if shown is not None else "…", f"sort {SORT_LABEL[view.sort]}"]
+        # Said when it holds: a likely leak of score 0.6 comes before a look-alike of 0.9.
+        order = ("triage, then " if self._triage_first else "") + SORT_LABEL[view.sort]
+        parts = [f"{shown:,} shown" if shown is not None else "…", f"sort {order}"]
         if f.status:
             parts.append(f"status {f.status}")
         if f.decided_by:
@@ -512,9 +518,9 @@ class ReviewScreen(Screen):
 
         Another principal's standing decision is replaced only after the person
         confirms the overrule (the record then names it); one made in a role
-        above this session's is not replaced at all. After the last item the
-        queue is at its end: decision keys say so and sign nothing until the
-        cursor moves.
+        above this session's is not replaced at all. After a decision on the
+        last item the queue is at its end: decision keys say so and sign nothing
+        until the cursor moves (a skip settles nothing, so it does not end it).
         """
         lst = self.queue_list
         row = lst.current
@@ -617,14 +623,24 @@ class ReviewScreen(Screen):
             # or a colleague decided meanwhile is not put before this person again.
             lst.cursor = self._next_undecided(index) if row.status == "undecided" else index + 1
         else:
-            self.ended_at = (row.queue, row.item_id)
-            if not self._done(row.queue):
-                left = undecided(self.progress, row.queue)
-                key = cast(_Keyed, self.app).key_for("review.next_undecided")
+            keyed = cast(_Keyed, self.app)
+            key = keyed.key_for("review.next_undecided")
+            left = undecided(self.progress, row.queue)
+            if decision == "skip":
+                # A skip settles nothing: the last item stays open under the cursor, and a
+                # decision key decides it (only a decision ends the queue for the keys).
+                accept, reject = keyed.key_for("review.accept"), keyed.key_for("review.reject")
                 self.say(
-                    f"{self.message} · end of queue; {left:,} still undecided: {key} "
-                    "goes to the first"
+                    f"{self.message} · last item, still open: {accept} or {reject} decides "
+                    f"it; {left:,} undecided: {key} goes to the first"
                 )
+            else:
+                self.ended_at = (row.queue, row.item_id)
+                if not self._done(row.queue):
+                    self.say(
+                        f"{self.message} · end of queue; {left:,} still undecided: {key} "
+                        "goes to the first"
+                    )
             self.show_detail(lst.current)
         if record is not None:
             self._offer_next_step(row.queue)
@@ -999,7 +1015,7 @@ class ReviewScreen(Screen):
     def _say_done(self, queue: str) -> None:
         """Says a queue is done, and what comes next, with the keys that do it."""
         total = self.progress[queue].total
-        steps = after_queue(queue, self.progress, self.session)
+        steps = after_queue(queue, self.progress, self.session, lambda: signoff_holds(self.ws))
         p = self.progress[queue]
         if queue == EXAM_QUEUE and p.accept + p.reject == p.total and not steps:
             return  # _offer_next_step says it, with the key that resolves the exam

@@ -29,6 +29,8 @@ class Session:
     roles: tuple[str, ...]
     source: str  # "key file PATH", "ssh-agent", or "none"
     read_only_reason: str | None = None
+    # The role asked for (``--role``): where a queue admits it, decisions are made in it.
+    asked_role: str | None = None
 
     @property
     def read_only(self) -> bool:
@@ -41,8 +43,13 @@ class Session:
         return self.signer
 
     def role_for(self, queue: str) -> str | None:
-        """Gives the role this session decides a queue's items in, or None if it may not."""
-        for role in QUEUE_ROLES.get(queue, ()):
+        """Gives the role this session decides a queue's items in, or None if it may not:
+        the role asked for where the queue admits it (a lead started with ``--role lead``
+        decides weak categories as lead), else the queue's first role this session holds."""
+        admitted = QUEUE_ROLES.get(queue, ())
+        if self.asked_role in admitted and self.asked_role in self.roles:
+            return self.asked_role
+        for role in admitted:
             if role in self.roles:
                 return role
         return None
@@ -157,4 +164,4 @@ def open_session(
             f"{role} (roles: "
             f"{', '.join(roles)}); {hint}"
         )
-    return Session(signer, principal, roles, source)
+    return Session(signer, principal, roles, source, asked_role=role)

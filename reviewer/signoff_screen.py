@@ -34,6 +34,7 @@ from engine.signoff.summary import SignoffSummary, pending_text, sign_off, signo
 from engine.terminal_text import visible
 from engine.workspace import Workspace
 from reviewer.actions import bindings
+from reviewer.next_steps import running_holds
 from reviewer.session import Session
 from reviewer.signoff_view import render_signed, render_summary
 from reviewer.widgets.bars import KeyHints, StatusBar
@@ -49,11 +50,13 @@ class _Keyed(Protocol):
 
 
 class SummaryRead(Message):
-    """The summary was read again (a worker on its own connection)."""
+    """The summary was read again (a worker on its own connection), with the engine runs
+    still running that hold the sign-off back."""
 
-    def __init__(self, summary: SignoffSummary) -> None:
+    def __init__(self, summary: SignoffSummary, running: list[str]) -> None:
         super().__init__()
         self.summary = summary
+        self.running = running
 
 
 class SignDone(Message):
@@ -106,6 +109,7 @@ class SignoffScreen(Screen[tuple[Record, ...]]):
         self.session = session
         self.decided = decided  # decisions this session signed before opening the screen
         self.summary: SignoffSummary | None = None
+        self.running: list[str] = []  # engine runs still running that hold the sign-off
         self.signed: Record | None = None
         self.signed_here: list[Record] = []
         self.signing = False
@@ -148,26 +152,32 @@ class SignoffScreen(Screen[tuple[Record, ...]]):
     @work(thread=True, group="sign-off summary", exit_on_error=False)
     def _read(self) -> None:
         # Its own connection: the UI thread keeps using the main one.
+        running = running_holds(self.ws.root)
         with self.ws.another() as reader:
             summary = signoff_summary(reader)
-        self.post_message(SummaryRead(summary))
+        self.post_message(SummaryRead(summary, running))
 
     @on(SummaryRead)
     def _summary_read(self, event: SummaryRead) -> None:
         self._reading = False
         self.summary = event.summary
+        self.running = event.running
         self._draw()
         self._show_status()
         if self._read_again:
             self.read_summary()
 
     def poll(self) -> None:
-        """Reads the summary again when anyone appended a record (others keep deciding)."""
+        """Reads the summary again when anyone appended a record (others keep deciding),
+        or an engine run holding the sign-off back started or ended."""
         if self.signing:
             return
         head = self.ws.watermark().head_seq
         if head != self._seen_head:
             self.say(f"the ledger moved to #{head}: summary read again")
+            self.read_summary()
+        elif not self._reading and running_holds(self.ws.root) != self.running:
+            self.say("an engine run started or ended: summary read again")
             self.read_summary()
 
     @on(Worker.StateChanged)
@@ -197,6 +207,7 @@ class SignoffScreen(Screen[tuple[Record, ...]]):
                 width=width,
                 sign_key=self._key("signoff.sign"),
                 exceptions_key=self._key("signoff.sign_exceptions"),
+                holds=[*s.holds, *self.running],
             )
         )
         self.query_one("#banner", Static).update(
@@ -240,7 +251,9 @@ class SignoffScreen(Screen[tuple[Record, ...]]):
         s = self.summary
         if why is None and s is not None:
             why = s.blocker(with_exceptions)
-            if why is not None and (s.pending or s.holds) and not with_exceptions:
+            if why is None and self.running and not with_exceptions:
+                why = f"not ready: {'; '.join(self.running)}"
+            if why is not None and (s.pending or s.holds or self.running) and not with_exceptions:
                 why += f" ({self._key('signoff.sign_exceptions')} signs with exceptions)"
         if why is not None:
             self.refuse(why)
@@ -274,7 +287,7 @@ class SignoffScreen(Screen[tuple[Record, ...]]):
             )
             out.append(visible(pending_text(s.pending)))
         if with_exceptions:
-            for hold in s.holds:
+            for hold in [*s.holds, *self.running]:
                 # Bound as it stands: the record carries the exam's status.
                 out.append("\nWHILE NOT READY: ", style="bold reverse")
                 out.append(hold)

@@ -54,11 +54,20 @@ def readiness(
 
     READY only when nothing is undecided and no hold stands: ``holds`` are the
     reasons besides undecided items (the summary's own, by default: an exam still
-    PENDING_ADJUDICATION), each named on the line.
+    PENDING_ADJUDICATION), each named on the line. Once the newest record is a
+    sign-off, nothing is left to sign: the line says who signed it, not READY.
     """
     blocker = s.blocker(with_exceptions=True)
     if blocker is not None:
         return Text(f" BLOCKED: {visible(blocker)}", style="bold reverse")
+    last = s.last_signoff
+    if last is not None and last.seq == s.tree.size:
+        extra = f", with {last.exceptions} exception(s)" if last.with_exceptions else ""
+        return Text(
+            f" SIGNED OFF: #{last.seq} by {visible(last.principal)}{extra} is the newest "
+            "record; nothing new to sign",
+            style="bold",
+        )
     reasons = ([f"{len(s.pending)} item(s) undecided"] if s.pending else []) + list(
         s.holds if holds is None else holds
     )
@@ -294,9 +303,15 @@ def problems_section(s: SignoffSummary) -> Text | None:
 
 
 def render_summary(
-    s: SignoffSummary, *, width: int, sign_key: str = "s", exceptions_key: str = "e"
+    s: SignoffSummary,
+    *,
+    width: int,
+    sign_key: str = "s",
+    exceptions_key: str = "e",
+    holds: Sequence[str] | None = None,
 ) -> RenderableType:
-    """Gives the whole summary: two columns from WIDE columns up, else one."""
+    """Gives the whole summary: two columns from WIDE columns up, else one. ``holds``
+    as ``readiness`` takes them (by default the summary's own)."""
     blank = Text()
     status = [
         queues_table(s),
@@ -311,7 +326,7 @@ def render_summary(
     if problems is not None:
         status = [problems, blank, *status]
     lists = [pending_section(s), blank, signers_section(s), blank, artifacts_section(s)]
-    top = [readiness(s, sign_key, exceptions_key), blank, tree_section(s), blank]
+    top = [readiness(s, sign_key, exceptions_key, holds), blank, tree_section(s), blank]
     if width < WIDE:
         return Group(*top, *status, blank, *lists)
     grid = Table.grid(expand=True, padding=(0, 2))

@@ -86,6 +86,10 @@ def _attribution(record: Any, misses: int) -> Text | None:
     return out
 
 
+def _real(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 def _findings(payload: dict[str, Any]) -> Table | Text:
     findings = [f for f in as_list(get(payload, "findings")) if isinstance(f, dict)]
     if not findings:
@@ -96,14 +100,16 @@ def _findings(payload: dict[str, Any]) -> Table | Text:
     for f in findings:
         value = get(f, "value", "current", "recall", "fpr")
         previous = get(f, "previous", "prior", "baseline")
+        # The change from previous to value: a fall is negative. The engine's own
+        # "delta" of a recall_regression is the drop (previous - current, positive for
+        # a regression), so the sign is worked out from the two values when both are
+        # given, and a regression's drop given alone is shown as the fall it is.
         delta = get(f, "delta")
-        if delta is None and isinstance(value, (int, float)) and isinstance(previous, (int, float)):
+        if _real(value) and _real(previous):
             delta = value - previous
-        delta_text = (
-            f"{delta:+.3f}"
-            if isinstance(delta, (int, float)) and not isinstance(delta, bool)
-            else number(delta)
-        )
+        elif _real(delta) and get(f, "issue") == "recall_regression":
+            delta = -abs(delta)
+        delta_text = f"{delta:+.3f}" if _real(delta) else number(delta)
         issue = get(f, "issue", "kind", "finding", default="?")
         metric = get(f, "metric")
         add_row(

@@ -645,22 +645,28 @@ def test_the_jobs_panel_of_an_app_opened_through_the_gate_cannot_rewrite_authori
         height=40,
         env={"SSH_AUTH_SOCK": str(sock)},
     )
-    tmux.wait_for("lena", "lena as lead")
+    # Each step waits for what the screen shows, never for a time: under load the
+    # login, the app's start and every redraw take as long as they take (the deadlines
+    # are only there to end a test that hangs, and an ended session fails it at once).
+    slow = {"timeout": 600, "unless": "EXIT="}
+    tmux.wait_for("lena", "lena as lead", **slow)
     tmux.keys("lena", "b")
-    tmux.wait_for("lena", "Engine runs")
+    tmux.wait_for("lena", "Engine runs", **slow)
     tmux.keys("lena", f"export --out {sshd.authorized_keys}", "Enter")
-    shown = tmux.wait_for("lena", "ssh-gate: 'sealdesk export' is not allowed through this key")
+    shown = tmux.wait_for(
+        "lena", "ssh-gate: 'sealdesk export' is not allowed through this key", **slow
+    )
     assert "Under ssh-gate: allowed review, decide" in shown
     # The refused line stays in the field to be fixed; ctrl+u clears it.
     tmux.keys("lena", "C-u")
     tmux.keys("lena", f"ingest {sshd.authorized_keys}")
-    tmux.wait_for("lena", "authorized_keys ")
+    tmux.wait_for("lena", f"ingest {sshd.authorized_keys}", **slow)  # the field holds it
     tmux.keys("lena", "Enter")
-    tmux.wait_for("lena", "ssh-gate: 'sealdesk ingest' is not allowed through this key")
+    tmux.wait_for("lena", "ssh-gate: 'sealdesk ingest' is not allowed through this key", **slow)
     tmux.keys("lena", "Escape")
-    wait_for(lambda: "Engine runs" not in tmux.screen("lena"), "the jobs panel to close")
+    wait_for(lambda: "Engine runs" not in tmux.screen("lena"), "the jobs panel to close", 600)
     tmux.keys("lena", "q")
-    assert "EXIT=0" in tmux.wait_for("lena", "EXIT=")
+    assert "EXIT=0" in tmux.wait_for("lena", "EXIT=", timeout=600)
     assert sshd.authorized_keys.read_text() == keys_before
     assert not (ws.root / "jobs").exists()
 

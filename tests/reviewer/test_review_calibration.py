@@ -140,3 +140,14 @@ async def test_c_on_an_item_that_names_no_report_is_refused(desk):
         await pilot.press("3", "g", "C")  # the demo weak item has no source digest
         assert app.screen is app.review
         assert "names no coverage report or benchmark" in notices(app)
+
+
+async def test_the_threshold_in_a_channels_title_is_shown_to_its_last_digit(workspace, enrol):
+    rita = enrol("rita", "reviewer")
+    place_run(workspace, {"jaccard_flag": 0.8, "containment_flag": 0.7972, "cosine_flag": 0.9})
+    app = ReviewApp(workspace, open_session(workspace, key=str(rita.path)))
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_calibration(pilot, app)
+        shown = text_of(screen.query_one("#calibration"))
+    assert "containment ≥ 0.7972 ·" in shown, shown
+    assert "≥ 0.80 " in shown and "≥ 0.90 " in shown  # jaccard and cosine, as recorded

@@ -136,7 +136,7 @@ def test_weak_category_pane_shows_findings_counts_tokens_and_actions():
     ):
         assert shown in text
     text = plain(render_payload("weak_categories", P.coverage_producer_category()))
-    assert "0.700" in text and "0.900" in text and "+0.200" in text
+    assert "0.700" in text and "0.900" in text and "-0.200" in text  # 0.9 to 0.7: a fall
     assert "top +: ignore 0.500" in text and "convergence delta: 0.004" in text
     assert "attribution: not_run no model given" in text
 

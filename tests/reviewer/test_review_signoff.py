@@ -450,3 +450,85 @@ async def test_a_covered_review_screen_stops_polling_and_catches_up_when_shown_a
         await pilot.press("escape")
         await settle(pilot, lambda: lst.row(0).status == "reject")  # shown: caught up
         assert lst.row(0).principal == "ravi"
+
+
+# -- READY only when it is -------------------------------------------------------------
+
+
+async def test_after_signing_the_screen_no_longer_says_ready(team):
+    team.decide_all_but()
+    app = team.app(team.lena)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_signoff(app, pilot)
+        assert "READY: every item is accepted or rejected; s signs off" in body(screen)
+        await pilot.press("s", "enter")
+        await settle(pilot, lambda: screen.signed is not None)
+        signed = screen.signed.seq
+        await settle(pilot, lambda: f"#{signed}" in body(screen))  # read again after signing
+        shown = " ".join(body(screen).split())
+    assert "READY" not in shown and "s signs off" not in shown, shown
+    assert f"SIGNED OFF: #{signed} by lena is the newest record; nothing new to sign" in shown
+
+
+async def test_deciding_the_last_item_while_the_exam_is_pending_does_not_offer_the_sign_off(
+    team,
+):
+    team.decide_all_but(WEAK.item_id)
+    pending_exam(team.ws)
+    app = team.app(team.lena)
+    async with app.run_test(size=SIZE) as pilot:
+        assert app.review.queue == "weak_categories"
+        await pilot.press("x")
+        said = app.review.message
+    assert "sign off" not in said, said
+    assert "every queue is decided; sign-off NOT READY: the exam is PENDING_ADJUDICATION" in said
+
+
+@pytest.fixture
+def running_scan(team):
+    """Gives the job id of a scan the jobs panel would show as running (its supervisor a
+    live process of this test's), until the test ends."""
+    import subprocess
+    import sys
+
+    from engine import jobs
+    from tests.support.ssh import wait_for
+
+    path = jobs.jobs_dir(team.ws.root) / "20261206T000000-5ca115"
+    path.mkdir(parents=True)
+    (path / "job.json").write_text(
+        json.dumps(
+            {
+                "argv": ["scan", "contamination", "--eval", "e.jsonl", "--pool", "p.jsonl"],
+                "workspace": str(team.ws.root),
+                "started": "2026-12-06T00:00:00.000000Z",
+            }
+        )
+    )
+    supervisor = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(600)", "supervise", str(path)]
+    )
+    (path / "pid").write_text(str(supervisor.pid))
+    # Running once its process shows the job's path on its command line (just after
+    # the start it may still show the parent's).
+    wait_for(lambda: jobs.read_job(path).state == "running", "the scan to read as running")
+    yield path.name
+    supervisor.kill()
+    supervisor.wait()
+
+
+async def test_a_scan_still_running_holds_the_sign_off_back(team, running_scan):
+    team.decide_all_but(WEAK.item_id)
+    app = team.app(team.lena)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("x")  # the last undecided item
+        said = app.review.message
+        screen = await open_signoff(app, pilot)
+        shown = " ".join(body(screen).split())
+        await pilot.press("s")
+        assert app.screen is screen  # no confirmation is asked for
+    running = f"sealdesk scan is still running (job {running_scan})"
+    assert "sign off" not in said and f"sign-off NOT READY: {running}" in said, said
+    assert f"NOT READY: {running}" in shown and "READY: every item" not in shown
+    assert f"not ready: {running} (e signs with exceptions)" in notices(app)
+    assert signoff_data(team.ws) == []

@@ -233,7 +233,10 @@ def serve_agents(tmp_path: Path) -> Iterator[Callable[[str, Path], Path]]:
             stderr=subprocess.DEVNULL,
         )
         started.append(proc)
-        wait_for(sock.exists, f"ssh-agent for {name}")
+        # The socket file appears at bind(), before the agent listens: a client that
+        # connects in between is refused. Wait until the agent answers (ssh-add -l says
+        # 1, no identities, rather than 2, no agent).
+        wait_for(lambda: _agent_answers(sock), f"ssh-agent for {name} to answer")
         subprocess.run(
             ["ssh-add", "-q", str(key)],
             env={**os.environ, "SSH_AUTH_SOCK": str(sock)},
@@ -246,6 +249,15 @@ def serve_agents(tmp_path: Path) -> Iterator[Callable[[str, Path], Path]]:
     for proc in started:
         stop(proc.pid)
         proc.wait(timeout=10)
+
+
+def _agent_answers(sock: Path) -> bool:
+    listed = subprocess.run(
+        ["ssh-add", "-l"],
+        env={**os.environ, "SSH_AUTH_SOCK": str(sock)},
+        capture_output=True,
+    )
+    return listed.returncode in (0, 1)
 
 
 def secrets_of(key: Path) -> list[bytes]:

@@ -66,12 +66,22 @@ class Tmux:
     def keys(self, name: str, *keys: str) -> None:
         self("send-keys", "-t", name, *keys)
 
-    def wait_for(self, name: str, text: str, timeout: float = 60.0) -> str:
-        """Gives the screen once text appears on it; fails showing the screen if it never does."""
+    def wait_for(
+        self, name: str, text: str, timeout: float = 60.0, unless: str | None = None
+    ) -> str:
+        """Gives the screen once text appears on it; fails showing the screen if it never does.
+
+        ``unless`` names a text after which ``text`` can no longer come (say the
+        shell's ``EXIT=`` once the program ended): seen first, the wait fails at
+        once, so a generous ``timeout`` for a slow, loaded machine costs nothing
+        when the program has failed.
+        """
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             shown = self.screen(name)
             if text in shown:
                 return shown
+            if unless is not None and unless in shown:
+                raise AssertionError(f"{unless!r} came before {text!r} in {name}:\n{shown}")
             time.sleep(0.1)
         raise AssertionError(f"{text!r} never appeared in {name}; screen was:\n{self.screen(name)}")
