@@ -2,7 +2,7 @@
 
 The root group makes one ``Ctx`` per invocation; a subcommand takes it with
 ``pass_ctx`` (or click's ``pass_obj``). It lives apart from the command tree
-(``engine.commands``) so that the modules the tree loads by name import this
+(``engine.cli.commands``) so that the modules the tree loads by name import this
 small module, and never the tree that loads them.
 """
 

@@ -46,7 +46,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from engine import gate_policy
+from engine.cli import gate_policy
 from engine.artifacts import atomic_write
 from engine.errors import InputError
 

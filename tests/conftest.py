@@ -129,7 +129,7 @@ def sealdesk_main(tmp_path: Path) -> Callable[..., subprocess.CompletedProcess]:
     """
     from click.testing import CliRunner
 
-    from engine.cli import main
+    from engine.cli.main import main
 
     def run(
         *args: str,

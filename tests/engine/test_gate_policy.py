@@ -20,9 +20,10 @@ from pathlib import Path
 import click
 import pytest
 
-from engine import gate_policy, jobs
+from engine import jobs
+from engine.cli import gate_policy
 from engine.canonical import canonical_json
-from engine.gate_policy import GatePolicy, inventory, param_name
+from engine.cli.gate_policy import GatePolicy, inventory, param_name
 from engine.workspace import BacklogItem
 from tests.support.ssh import (
     REVIEW_RECORDS,
@@ -267,7 +268,7 @@ def test_an_option_added_later_is_refused_until_it_is_classified(tmp_path):
 def test_the_review_command_itself_refuses_a_config_file_under_the_gate(
     workspace, tmp_path, monkeypatch
 ):
-    from engine.cli import cli
+    from engine.cli.commands import cli
     from engine.errors import PermissionRefused
 
     config = tmp_path / "review.toml"

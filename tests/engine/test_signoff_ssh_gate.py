@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from engine.errors import PermissionRefused
-from engine.ssh_gate import gate_argv
+from engine.cli.ssh_gate import gate_argv
 
 WS = "/srv/review"
 

@@ -18,8 +18,8 @@ import subprocess
 
 import pytest
 
-from engine.gate_policy import GatePolicy
-from engine.ssh_gate import gate_argv
+from engine.cli.gate_policy import GatePolicy
+from engine.cli.ssh_gate import gate_argv
 from tests.support.backlog import make_items
 
 

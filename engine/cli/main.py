@@ -1,9 +1,9 @@
 """The ``sealdesk`` entry point: checks the arguments, applies the ssh gate, runs the tree.
 
 ``main`` is what the ``sealdesk`` script and ``python -m engine.cli`` run.
-The command tree itself is ``engine.commands`` (re-exported here as
+The command tree itself is ``engine.cli.commands`` (re-exported here as
 ``cli``); under ``sealdesk ssh-gate`` every invocation first passes the
-gate's policy (``engine.gate_policy``), which judges the argv against that
+gate's policy (``engine.cli.gate_policy``), which judges the argv against that
 same tree. Every sealdesk error becomes one line and its exit code here, in
 one place.
 """
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import click
 
-from engine.commands import SESSION, cli
+from engine.cli.commands import SESSION, cli
 from engine.errors import SealdeskError
 from engine.terminal_text import visible
 
@@ -42,7 +42,7 @@ def main(argv: list[str] | None = None) -> None:
         if os.environ.get("SEALDESK_GATE") is not None:
             # Under ssh-gate: this run, whoever started it (the gate, a job of an app
             # the gate opened), passes the gate's policy first.
-            from engine.gate_policy import enforce_from_environment
+            from engine.cli.gate_policy import enforce_from_environment
 
             enforce_from_environment(args)
         cli.main(args=args, prog_name="sealdesk", standalone_mode=False)
@@ -73,6 +73,3 @@ def main(argv: list[str] | None = None) -> None:
     except BrokenPipeError:
         sys.exit(0)
 
-
-if __name__ == "__main__":
-    main()

@@ -313,7 +313,7 @@ class GatePolicy:
         if scope not in SCOPES:
             raise ValueError(f"unknown scope {scope!r}")
         if root is None:
-            from engine.commands import cli
+            from engine.cli.commands import cli
 
             root = cli
         try:
@@ -428,7 +428,7 @@ class GatePolicy:
         if kind.kind == UNKNOWN:
             raise _Refused(
                 f"{where} is not one the gate knows; it is refused until it is "
-                "classified in engine/gate_policy.py"
+                "classified in engine/cli/gate_policy.py"
             )
         if kind.kind == CREDENTIAL:
             raise _Refused(
@@ -600,7 +600,7 @@ def inventory(
     """Gives (command path, parameter, kind) for every parameter of every command in the
     tree, the help options left out."""
     if root is None:
-        from engine.commands import cli
+        from engine.cli.commands import cli
 
         root = cli
     yield from _walk(root, click.Context(root, info_name="sealdesk", **root.context_settings), ())

@@ -7,7 +7,7 @@ review app, decide, verify and sign off on one workspace, and nothing else:
 
 sshd runs the gate whatever the client asked for and passes the request in
 ``SSH_ORIGINAL_COMMAND``. The gate splits it into words (no shell ever parses
-it), lets ``engine.gate_policy`` judge ``sealdesk [--workspace W] SUBCOMMAND ...``
+it), lets ``engine.cli.gate_policy`` judge ``sealdesk [--workspace W] SUBCOMMAND ...``
 (W this workspace, SUBCOMMAND allowed, no key or config file, no address, files
 read only from the workspace's ``inputs/`` and ``artifacts/``, output only
 to stdout), then sets
@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 import click
 
 from engine.errors import PermissionRefused
-from engine.gate_policy import DEFAULT_ALLOWED, ENV_VAR, NEVER_ALLOWED, GatePolicy
+from engine.cli.gate_policy import DEFAULT_ALLOWED, ENV_VAR, NEVER_ALLOWED, GatePolicy
 
 if TYPE_CHECKING:
     from engine.cli_context import Ctx

@@ -8,7 +8,7 @@ the workspace from ``engine.cli_context``, never from here, so nothing the
 tree loads imports the tree back.
 
 ``engine.cli.main`` runs this tree behind the ssh gate's policy and turns
-errors into exit codes; ``engine.gate_policy`` reads the tree to judge a
+errors into exit codes; ``engine.cli.gate_policy`` reads the tree to judge a
 command line before it runs.
 """
 
@@ -30,11 +30,11 @@ from engine.terminal_text import json_text, visible
 # command whose module is not installed is simply not offered.
 TOP_LEVEL_LAZY = {
     "init": (
-        "engine.keys_cli:init",
+        "engine.cli.keys:init",
         "Create a workspace whose ledger starts with the founding lead's genesis.",
     ),
     "keys": (
-        "engine.keys_cli:keys",
+        "engine.cli.keys:keys",
         "Who may sign, in which role: enrol, revoke, list, migrate (lead-signed).",
     ),
     "contamination": (
@@ -60,7 +60,7 @@ TOP_LEVEL_LAZY = {
         "Print an inclusion proof of a record against a signed tree head.",
     ),
     "receipts": (
-        "engine.receipts_cli:receipts",
+        "engine.cli.receipts:receipts",
         "Your receipts: where they are kept, and keeping those a gated host printed.",
     ),
     "runs": (
@@ -68,7 +68,7 @@ TOP_LEVEL_LAZY = {
         "Producer runs and who signed them: list, sign (the author of each number).",
     ),
     "ssh-gate": (
-        "engine.ssh_gate:ssh_gate",
+        "engine.cli.ssh_gate:ssh_gate",
         "Forced command for authorized_keys: review work on one workspace only.",
     ),
 }
