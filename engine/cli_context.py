@@ -2,7 +2,7 @@
 
 The root group makes one ``Ctx`` per invocation; a subcommand takes it with
 ``pass_ctx`` (or click's ``pass_obj``). It lives apart from the command tree
-(``engine.commands``) so that the modules the tree loads by name import this
+(``engine.cli.commands``) so that the modules the tree loads by name import this
 small module, and never the tree that loads them.
 """
 
@@ -15,8 +15,8 @@ from typing import Any
 import click
 
 # Set by ``sealdesk ssh-gate``: its policy then governs this run and every job started
-# from it. Named here, below the command tree, so that a command may ask whether it
-# runs gated without importing the gate's policy (which imports the tree).
+# from it. Named here, below the producers, so that a producer's command may ask
+# whether it runs gated without importing the command line's package (engine.cli).
 GATE_ENV_VAR = "SEALDESK_GATE"
 
 

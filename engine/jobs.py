@@ -46,8 +46,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from engine import gate_policy
 from engine.artifacts import atomic_write
+from engine.cli import gate_policy
 from engine.errors import InputError
 
 # First words of command lines a job may run: engine work that produces or
@@ -147,8 +147,12 @@ def check_command(workspace_root: Path, line: str | list[str]) -> list[str]:
     argv = parse_command(line if isinstance(line, str) else shlex.join(line))
     gated = gate_policy.active()
     if gated is not None:
+        # judged against the tree the run will have: `python -m engine.cli`'s
+        from engine.cli.commands import installed_tree
+
         policy, _scope = gated
-        policy.enforce(["--workspace", str(Path(workspace_root).resolve()), *argv], "job")
+        where = str(Path(workspace_root).resolve())
+        policy.enforce(["--workspace", where, *argv], "job", root=installed_tree())
     return argv
 
 

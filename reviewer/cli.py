@@ -88,8 +88,8 @@ def review(
     """
     from pathlib import Path
 
+    from engine.cli.gate_policy import active as gate_active
     from engine.errors import InputError, PermissionRefused
-    from engine.gate_policy import active as gate_active
     from reviewer.actions import binding_ids
     from reviewer.app import ReviewApp
     from reviewer.config import load_config

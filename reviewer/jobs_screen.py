@@ -12,7 +12,8 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label, Static
 
-from engine import gate_policy, jobs
+from engine import jobs
+from engine.cli import gate_policy
 from engine.errors import SealdeskError
 from engine.terminal_text import visible
 from reviewer.actions import bindings

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from engine.cli.gate_policy import ENV_VAR as GATE_VARIABLE
 from engine.errors import AgentError, PermissionRefused
-from engine.gate_policy import ENV_VAR as GATE_VARIABLE
 from engine.identity import choose_signer
 from engine.ledger.signers import FileSigner, Signer
 from engine.roles import QUEUE_ROLES, SIGNOFF_ROLE

@@ -1,9 +1,10 @@
 """Shared fixtures: real workspaces, real ssh-keygen keys, the real CLI, and the
 ssh/tmux harness (tests/support/ssh.py, tests/support/tmux.py).
 
-The CLI runs as ``python -m engine.cli`` in a subprocess (``sealdesk``), with
-this checkout first on PYTHONPATH, so the code under test is the code in this
-tree; ``sealdesk_main`` runs the same ``main()`` inside the test's process.
+The CLI runs as ``python -m reviewer`` (the whole sealdesk program, as the
+console script runs it) in a subprocess (``sealdesk``), with this checkout
+first on PYTHONPATH, so the code under test is the code in this tree;
+``sealdesk_main`` runs the same ``main()`` inside the test's process.
 Each area's own fixtures are in its conftest.py (tests/engine/...,
 tests/reviewer); builders that are not fixtures are in tests/support.
 """
@@ -47,7 +48,8 @@ os.environ.pop("SSH_AUTH_SOCK", None)
 os.environ["SEALDESK_RECEIPTS"] = tempfile.mkdtemp(prefix="sealdesk-test-receipts-")
 os.environ.pop("SEALDESK_WORKSPACE", None)
 
-SEALDESK = [sys.executable, "-m", "engine.cli"]
+# The sealdesk program, the app's commands included (what the console script runs).
+SEALDESK = [sys.executable, "-m", "reviewer"]
 
 
 @pytest.fixture(autouse=True)
@@ -119,7 +121,7 @@ def sealdesk(tmp_path: Path) -> Callable[..., subprocess.CompletedProcess]:
 @pytest.fixture
 def sealdesk_main(tmp_path: Path) -> Callable[..., subprocess.CompletedProcess]:
     """Gives a runner of the CLI inside this process, called as ``sealdesk`` is and giving
-    the same result: ``engine.cli.main`` under click's ``CliRunner`` isolation.
+    the same result: ``reviewer.main.main`` under click's ``CliRunner`` isolation.
 
     It goes through ``main()`` as the installed command does (its mapping of errors to
     one line and an exit code), and fits tests of argument parsing, one-line errors and
@@ -129,7 +131,7 @@ def sealdesk_main(tmp_path: Path) -> Callable[..., subprocess.CompletedProcess]:
     """
     from click.testing import CliRunner
 
-    from engine.cli import main
+    from reviewer.main import main
 
     def run(
         *args: str,

@@ -292,6 +292,18 @@ def test_sealdesks_code_themes_and_data_come_only_from_the_installed_wheel(insta
 
 
 @pytest.mark.slow
+def test_the_engines_entry_point_offers_the_apps_commands_the_wheel_declares(installed):
+    # `python -m engine.cli` names no app: it finds `review` and `bench review` in the
+    # wheel's `sealdesk.commands` entry points.
+    python = str(installed.venv / "bin" / "python")
+    top = installed.run(python, "-m", "engine.cli", "--help")
+    bench = installed.run(python, "-m", "engine.cli", "bench", "--help")
+    assert top.returncode == bench.returncode == 0, top.stderr + bench.stderr
+    assert "\n  review " in top.stdout
+    assert "\n  review " in bench.stdout and "\n  ledger " in bench.stdout
+
+
+@pytest.mark.slow
 @pytest.mark.needs_tmux
 def test_help_init_scan_and_the_review_app_work_from_the_installed_wheel(installed, tmux):
     help_ = installed.sealdesk("--help")

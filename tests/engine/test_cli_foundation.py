@@ -303,13 +303,13 @@ def test_an_empty_database_file_is_refused_and_stays_empty(sealdesk_main, tmp_pa
 # interpreter may sit under /root), then with its privileges dropped to nobody.
 DROP_TO_NOBODY = (
     "import os, sys\n"
-    "import engine.cli\n"
+    "import engine.cli.main\n"
     "try:\n"
-    "    engine.cli.main(sys.argv[1:])\n"
+    "    engine.cli.main.main(sys.argv[1:])\n"
     "except SystemExit:\n"
     "    pass\n"
     "os.setgroups([]); os.setgid(65534); os.setuid(65534)\n"
-    "engine.cli.main(sys.argv[1:])\n"
+    "engine.cli.main.main(sys.argv[1:])\n"
 )
 
 

@@ -20,17 +20,21 @@ from pathlib import Path
 import click
 import pytest
 
-from engine import gate_policy, jobs
+from engine import jobs
 from engine.canonical import canonical_json
-from engine.gate_policy import GatePolicy, inventory, param_name
+from engine.cli import gate_policy
+from engine.cli.gate_policy import GatePolicy, inventory, param_name
 from engine.workspace import BacklogItem
+from reviewer.main import tree
 from tests.support.ssh import (
     REVIEW_RECORDS,
     gate_command,
     wait_for,
 )
 
-PARAMS = [(path, param) for path, param, _kind in inventory() if path]
+# The whole program's tree (the app's commands included): what the gate judges.
+TREE = tree()
+PARAMS = [(path, param) for path, param, _kind in inventory(TREE) if path]
 # Every top-level command but the gate itself, so that only the parameter rules decide;
 # read from the command tree, so that a command added later is judged too.
 EVERYTHING = tuple(sorted({path[0] for path, _param in PARAMS} - set(gate_policy.NEVER_ALLOWED)))
@@ -65,7 +69,9 @@ def argv_with(path, param, value=None) -> list[str]:
 
 def verdict(policy, root, argv, scope="request", cwd=None):
     """Gives the policy's verdict on argv, run from a directory inside the workspace."""
-    return policy.check(["--workspace", str(root), *argv], scope, cwd=cwd or root / "work")
+    return policy.check(
+        ["--workspace", str(root), *argv], scope, root=TREE, cwd=cwd or root / "work"
+    )
 
 
 # -- the inventory -------------------------------------------------------------------
@@ -80,7 +86,7 @@ def test_every_parameter_of_every_command_is_classified(case):
 
 
 def test_every_name_the_policy_classifies_is_a_parameter_of_some_command():
-    names = {param_name(p) for _path, p, _kind in inventory()}
+    names = {param_name(p) for _path, p, _kind in inventory(TREE)}
     assert set(gate_policy.NAMED) - names == set()
 
 
@@ -184,14 +190,14 @@ def test_the_gate_decides_each_parameter_by_its_kind(case, gated, tmp_path):
 )
 def test_a_narrow_gate_refuses_and_says_why(argv, why, tmp_path):
     policy = GatePolicy.for_workspace(tmp_path, ("review", "decide", "checkpoint"))
-    v = policy.check(["--workspace", str(tmp_path), *argv], "request")
+    v = policy.check(["--workspace", str(tmp_path), *argv], "request", root=TREE)
     assert not v.allowed and why in v.reason
 
 
 def test_a_value_no_file_can_be_named_is_refused_not_crashed_on(tmp_path):
     policy = GatePolicy.for_workspace(tmp_path, ("verify",))
     for argv in (["verify", "--checkpoint", "in\x00puts"], ["-w", "ws\x00", "verify"]):
-        v = policy.check(["--workspace", str(tmp_path), *argv], "job")
+        v = policy.check(["--workspace", str(tmp_path), *argv], "job", root=TREE)
         assert not v.allowed and "is not a path (embedded null byte)" in v.reason
 
 
@@ -202,7 +208,7 @@ def test_only_the_gates_own_workspace_is_used(flag, tmp_path):
     (tmp_path / "other").mkdir()
     policy = GatePolicy.for_workspace(tmp_path / "ws", ("verify",))
     words = [f.format(other=tmp_path / "other", ws=tmp_path / "ws") for f in flag]
-    v = policy.check(["--workspace", str(tmp_path / "ws"), *words, "verify"], "request")
+    v = policy.check(["--workspace", str(tmp_path / "ws"), *words, "verify"], "request", root=TREE)
     assert not v.allowed and "may only use the workspace" in v.reason
 
 
@@ -267,7 +273,6 @@ def test_an_option_added_later_is_refused_until_it_is_classified(tmp_path):
 def test_the_review_command_itself_refuses_a_config_file_under_the_gate(
     workspace, tmp_path, monkeypatch
 ):
-    from engine.cli import cli
     from engine.errors import PermissionRefused
 
     config = tmp_path / "review.toml"
@@ -277,7 +282,7 @@ def test_the_review_command_itself_refuses_a_config_file_under_the_gate(
     )
     # Straight to the click command, past main()'s own check: the command holds too.
     with pytest.raises(PermissionRefused, match="^ssh-gate: --config is refused"):
-        cli.main(
+        TREE.main(
             ["--workspace", str(workspace.root), "review", "--config", str(config)],
             standalone_mode=False,
         )

@@ -262,7 +262,7 @@ def test_review_read_only_browses_a_read_only_copy_in_tmux(ro_copy, tmux, tmp_pa
     prefix = " ".join(without_override())
     command = (
         f"cd {REPO} && {prefix} env TERM=screen NO_COLOR=1 LANG=C.UTF-8 "
-        f"PYTHONPATH={REPO} {sys.executable} -m engine.cli --workspace {ro_copy} "
+        f"PYTHONPATH={REPO} {sys.executable} -m reviewer --workspace {ro_copy} "
         f"review --read-only; echo $? > {done}"
     )
     tmux.new("review", command, width=100, height=30)

@@ -8,10 +8,16 @@ from __future__ import annotations
 
 import pytest
 
+from engine.cli import ssh_gate
 from engine.errors import PermissionRefused
-from engine.ssh_gate import gate_argv
+from reviewer.main import tree
 
 WS = "/srv/review"
+TREE = tree()  # the program the gate is reached through: the app's commands included
+
+
+def gate_argv(original, workspace, allowed=ssh_gate.DEFAULT_ALLOWED):
+    return ssh_gate.gate_argv(original, workspace, allowed, root=TREE)
 
 
 @pytest.mark.parametrize(
@@ -121,7 +127,7 @@ def test_a_bare_login_opens_the_app_only_for_a_key_allowed_to_review():
 
 def test_the_command_the_gate_runs_never_imports_code_from_the_login_directory(tmp_path):
     # sshd starts the forced command in the user's home; a folder named
-    # engine/ there must not stand in for sealdesk's engine.
+    # engine/ or reviewer/ there must not stand in for sealdesk's own.
     import os
     import subprocess
     import sys
@@ -129,14 +135,15 @@ def test_the_command_the_gate_runs_never_imports_code_from_the_login_directory(t
     from tests.conftest import REPO
 
     home = tmp_path / "home"
-    (home / "engine").mkdir(parents=True)
-    (home / "engine" / "__init__.py").write_text("")
-    (home / "engine" / "cli.py").write_text("print('HIJACKED')\n")
+    for package in ("engine", "engine/cli", "reviewer"):
+        (home / package).mkdir(parents=True)
+        (home / package / "__init__.py").write_text("")
+        (home / package / "__main__.py").write_text("print('HIJACKED')\n")
     workspace = tmp_path / "ws"
     env = {**os.environ, "PYTHONPATH": str(REPO), "SSH_ORIGINAL_COMMAND": "sealdesk --version"}
     # -P: started like the console script, which does not put the cwd on sys.path.
     proc = subprocess.run(
-        [sys.executable, "-P", "-m", "engine.cli", "--workspace", str(workspace), "ssh-gate"],
+        [sys.executable, "-P", "-m", "reviewer", "--workspace", str(workspace), "ssh-gate"],
         cwd=home,
         env=env,
         capture_output=True,

@@ -38,7 +38,7 @@ def _start(tmux, desk, tmp_path, theme: str, terminal: str, no_color: bool) -> N
     unset = "" if "COLORTERM" in env else "unset COLORTERM; "
     exports = "".join(f"export {k}='{v}'; " for k, v in env.items())
     command = (
-        f"{unset}unset NO_COLOR; {exports}cd {REPO} && {sys.executable} -m engine.cli "
+        f"{unset}unset NO_COLOR; {exports}cd {REPO} && {sys.executable} -m reviewer "
         f"--workspace {desk.ws.root} review --key {desk.rita} --theme {theme}"
     )
     tmux.new("app", command, width=100, height=30)

@@ -205,7 +205,7 @@ def test_hostile_data_in_the_review_app_reaches_tmux_as_text_only(
     done = tmp_path / "exit-code"
     command = (
         f"cd {REPO} && env TERM=screen LANG=C.UTF-8 PYTHONPATH={REPO} "
-        f"{sys.executable} -m engine.cli --workspace {ws} review --key {rita}; "
+        f"{sys.executable} -m reviewer --workspace {ws} review --key {rita}; "
         f"echo $? > {done}"
     )
     tmux.new("review", command, width=160, height=50)

@@ -43,7 +43,7 @@ def test_decisions_made_in_tmux_verify_with_sealdesk_and_ssh_keygen(
     done = tmp_path / "exit-code"
     command = (
         f"cd {REPO} && env TERM=screen NO_COLOR=1 LANG=C.UTF-8 PYTHONPATH={REPO} "
-        f"{sys.executable} -m engine.cli --workspace {workspace.root} review "
+        f"{sys.executable} -m reviewer --workspace {workspace.root} review "
         f"--key {key}; echo $? > {done}"
     )
     tmux.new("review", command, width=100, height=30)

@@ -36,9 +36,9 @@ from pathlib import Path
 from engine.sqlitedb import open_read_only
 from engine.workspace import BacklogItem
 
-SEALDESK = [sys.executable, "-m", "engine.cli"]
+SEALDESK = [sys.executable, "-m", "reviewer"]
 QUEUE = "flagged_pairs"
-# A line ``sealdesk decide`` prints for each record it appended (engine/commands.py).
+# A line ``sealdesk decide`` prints for each record it appended (engine/cli/commands.py).
 _DECIDED = re.compile(r"^#(\d+) (\S+) (\S+) by (\S+) as (\S+) ([0-9a-f]{12})\b", re.M)
 _SHORTEST_HASH = 10  # the fewest hex digits of a record hash any acknowledgement shows
 

@@ -33,7 +33,7 @@ from engine.workspace import BacklogItem, Workspace
 from tests.conftest import REPO, require_tool
 
 PY = sys.executable
-SEALDESK = f"{shlex.quote(PY)} -m engine.cli"
+SEALDESK = f"{shlex.quote(PY)} -m reviewer"
 
 
 def ensure_sshd() -> str:
@@ -364,7 +364,7 @@ def lead_agent_only(agents, lena: Path) -> tuple[Path, list[bytes]]:
 
 def gate_command(ws: Workspace) -> str:
     """Gives the authorized_keys forced command: this tree's sealdesk ssh-gate on ws."""
-    return f"env PYTHONPATH={REPO} {PY} -m engine.cli --workspace {ws.root} ssh-gate"
+    return f"env PYTHONPATH={REPO} {PY} -m reviewer --workspace {ws.root} ssh-gate"
 
 
 def keygen_verify(

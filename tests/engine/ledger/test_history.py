@@ -140,7 +140,7 @@ def history_round(
         "XDG_CONFIG_HOME": str(base / "app-config"),
     }
     command = (
-        f"cd {REPO} && {shlex.join([sys.executable, '-m', 'engine.cli'])} "
+        f"cd {REPO} && {shlex.join([sys.executable, '-m', 'reviewer'])} "
         f"--workspace {shlex.quote(str(root))} review --key {shlex.quote(str(keys['lena']))}; "
         f"echo $? > {shlex.quote(str(done))}"
     )

@@ -18,8 +18,9 @@ import subprocess
 
 import pytest
 
-from engine.gate_policy import GatePolicy
-from engine.ssh_gate import gate_argv
+from engine.cli.gate_policy import GatePolicy
+from engine.cli.ssh_gate import gate_argv
+from reviewer.main import tree
 from tests.support.backlog import make_items
 
 
@@ -168,5 +169,6 @@ def test_every_hint_the_signoff_prints_runs_through_the_gate(workspace, enrol, s
     assert len(hints) == 2, out
     gated = hints[-1]  # printed under the gate: only what the gate lets through
     command = shlex.split(gated.split(" > ")[0])
-    assert gate_argv(shlex.join(command), str(workspace.root))[-2:] == ["checkpoint", "export"]
+    argv = gate_argv(shlex.join(command), str(workspace.root), root=tree())
+    assert argv[-2:] == ["checkpoint", "export"]
     assert "witness add" not in gated and "witness add" in hints[0]

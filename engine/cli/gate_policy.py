@@ -302,20 +302,17 @@ class GatePolicy:
         argv: list[str] | tuple[str, ...],
         scope: str = "request",
         *,
-        root: click.Group | None = None,
+        root: click.Group,
         cwd: str | Path | None = None,
     ) -> Verdict:
         """Gives the verdict on running ``sealdesk ARGV`` under this policy in a scope.
 
-        ``root`` is the command tree (default: sealdesk's own); relative paths are
-        taken from ``cwd`` (default: this process's), where the command will run.
+        ``root`` is the command tree that will run it (the caller's: the gate judges
+        no tree of its own); relative paths are taken from ``cwd`` (default: this
+        process's), where the command will run.
         """
         if scope not in SCOPES:
             raise ValueError(f"unknown scope {scope!r}")
-        if root is None:
-            from engine.commands import cli
-
-            root = cli
         try:
             return self._check(list(argv), scope, root, Path(cwd or os.getcwd()))
         except _Refused as refused:
@@ -326,9 +323,10 @@ class GatePolicy:
         argv: list[str] | tuple[str, ...],
         scope: str = "request",
         *,
-        root: click.Group | None = None,
+        root: click.Group,
     ) -> Verdict:
-        """Gives the verdict when argv may run; else raises PermissionRefused saying why."""
+        """Gives the verdict when argv may run in the tree ``root``; else raises
+        PermissionRefused saying why."""
         verdict = self.check(argv, scope, root=root)
         if not verdict.allowed:
             raise PermissionRefused(f"ssh-gate: {verdict.reason}")
@@ -428,7 +426,7 @@ class GatePolicy:
         if kind.kind == UNKNOWN:
             raise _Refused(
                 f"{where} is not one the gate knows; it is refused until it is "
-                "classified in engine/gate_policy.py"
+                "classified in engine/cli/gate_policy.py"
             )
         if kind.kind == CREDENTIAL:
             raise _Refused(
@@ -586,23 +584,18 @@ def active() -> tuple[GatePolicy, str] | None:
     return GatePolicy.for_workspace(workspace, allowed), scope
 
 
-def enforce_from_environment(argv: list[str]) -> None:
-    """Raises PermissionRefused when SEALDESK_GATE is set and its policy refuses argv."""
+def enforce_from_environment(argv: list[str], root: click.Group) -> None:
+    """Raises PermissionRefused when SEALDESK_GATE is set and its policy refuses argv
+    run in the tree ``root``."""
     found = active()
     if found is not None:
         policy, scope = found
-        policy.enforce(argv, scope)
+        policy.enforce(argv, scope, root=root)
 
 
-def inventory(
-    root: click.Group | None = None,
-) -> Iterator[tuple[tuple[str, ...], click.Parameter, ParamKind]]:
+def inventory(root: click.Group) -> Iterator[tuple[tuple[str, ...], click.Parameter, ParamKind]]:
     """Gives (command path, parameter, kind) for every parameter of every command in the
-    tree, the help options left out."""
-    if root is None:
-        from engine.commands import cli
-
-        root = cli
+    tree ``root``, the help options left out."""
     yield from _walk(root, click.Context(root, info_name="sealdesk", **root.context_settings), ())
 
 

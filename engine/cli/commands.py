@@ -1,21 +1,31 @@
-"""The ``sealdesk`` command tree: the root group, the core commands, and the rest by name.
+"""The engine's command tree: the root group, the core commands, and the rest by name.
 
 Thin: each command parses, calls the engine and prints. Subcommands of the
-backlog producers, the sign-off, the review app and the benchmarks live in
-their own packages and are loaded only when used (the ``*_LAZY`` tables), so
-``sealdesk --help`` and ``sealdesk decide`` start fast. Those modules take
-the workspace from ``engine.cli_context``, never from here, so nothing the
-tree loads imports the tree back.
+backlog producers, the sign-off and the benchmarks live in their own packages
+and are loaded only when used (the ``*_LAZY`` tables), so ``sealdesk --help``
+and ``sealdesk decide`` start fast. Those modules take the workspace from
+``engine.cli_context``, never from here, so nothing the tree loads imports the
+tree back.
 
-``engine.cli.main`` runs this tree behind the ssh gate's policy and turns
-errors into exit codes; ``engine.gate_policy`` reads the tree to judge a
+The tree names only the engine. Commands of other packages (the review app's
+``review`` and ``bench review``) are added from the outside: ``with_commands``
+gives a copy of the tree with more commands by name, which is how an app
+composes the program it runs, and ``installed_commands`` reads those an
+installed package declares in the ``sealdesk.commands`` entry-point group
+(``python -m engine.cli`` runs ``installed_tree()``). Either way a command is
+imported only when it runs or ``--help`` lists it.
+
+``engine.cli.main`` runs a tree behind the ssh gate's policy and turns errors
+into exit codes; ``engine.cli.gate_policy`` is handed the tree to judge a
 command line before it runs.
 """
 
 from __future__ import annotations
 
+import copy
 import importlib
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -26,15 +36,16 @@ from engine.cli_context import Ctx, pass_ctx
 from engine.outputs import InputFile, OutputFile
 from engine.terminal_text import json_text, visible
 
-# name -> "module:attribute" of a click command, loaded on first use. A
+# name -> ("module:attribute" of a click command, its line in --help), loaded on first
+# use; a help line of None is read from the command itself when --help lists it. A
 # command whose module is not installed is simply not offered.
 TOP_LEVEL_LAZY = {
     "init": (
-        "engine.keys_cli:init",
+        "engine.cli.keys:init",
         "Create a workspace whose ledger starts with the founding lead's genesis.",
     ),
     "keys": (
-        "engine.keys_cli:keys",
+        "engine.cli.keys:keys",
         "Who may sign, in which role: enrol, revoke, list, migrate (lead-signed).",
     ),
     "contamination": (
@@ -46,7 +57,6 @@ TOP_LEVEL_LAZY = {
         "engine.coverage.cli:coverage",
         "Detector coverage by category: report, evidence, weak categories.",
     ),
-    "review": ("reviewer.cli:review", "Open the review app on the workspace."),
     "signoff": (
         "engine.signoff.cli:signoff",
         "Lead sign-off: bind a Merkle tree head over every record.",
@@ -60,7 +70,7 @@ TOP_LEVEL_LAZY = {
         "Print an inclusion proof of a record against a signed tree head.",
     ),
     "receipts": (
-        "engine.receipts_cli:receipts",
+        "engine.cli.receipts:receipts",
         "Your receipts: where they are kept, and keeping those a gated host printed.",
     ),
     "runs": (
@@ -68,7 +78,7 @@ TOP_LEVEL_LAZY = {
         "Producer runs and who signed them: list, sign (the author of each number).",
     ),
     "ssh-gate": (
-        "engine.ssh_gate:ssh_gate",
+        "engine.cli.ssh_gate:ssh_gate",
         "Forced command for authorized_keys: review work on one workspace only.",
     ),
 }
@@ -87,11 +97,11 @@ BENCH_LAZY = {
         "engine.contamination.bench.against_seed:bench_contamination",
         "sealdesk's n-gram channels against the reference datasketch MinHash-LSH pass.",
     ),
-    "review": (
-        "reviewer.bench:bench_review",
-        "Review app: time to first screen and decision latency.",
-    ),
 }
+
+
+Lazy = dict[str, tuple[str, str | None]]
+ENTRY_POINT_GROUP = "sealdesk.commands"
 
 
 def _resolve(target: str) -> click.Command | None:
@@ -109,10 +119,17 @@ class LazyGroup(click.Group):
     """A group whose extra commands are imported only when invoked."""
 
     def __init__(
-        self, *args: Any, lazy: dict[str, tuple[str, str]] | None = None, **kwargs: Any
+        self,
+        *args: Any,
+        lazy: Lazy | None = None,
+        module: str = "engine.cli",
+        **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
-        self.lazy = lazy or {}
+        self.lazy: Lazy = dict(lazy or {})
+        # What ``python -m`` runs to get this tree again (``sealdesk ssh-gate`` becomes
+        # that program once it has judged the request).
+        self.module = module
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         names = set(super().list_commands(ctx))
@@ -129,11 +146,15 @@ class LazyGroup(click.Group):
         rows = []
         for name in self.list_commands(ctx):
             if name in self.lazy and super().get_command(ctx, name) is None:
-                rows.append((name, self.lazy[name][1]))
+                target, help_line = self.lazy[name]
+                if help_line is not None:
+                    rows.append((name, help_line))
+                    continue
+                cmd = _resolve(target)
             else:
                 cmd = super().get_command(ctx, name)
-                if cmd is not None and not cmd.hidden:
-                    rows.append((name, cmd.get_short_help_str(limit=70)))
+            if cmd is not None and not cmd.hidden:
+                rows.append((name, cmd.get_short_help_str(limit=70)))
         if rows:
             with formatter.section("Commands"):
                 formatter.write_dl(rows)
@@ -147,6 +168,60 @@ def _module_exists(target: str) -> bool:
         return importlib.util.find_spec(module_name) is not None
     except ModuleNotFoundError:
         return False
+
+
+def with_commands(
+    root: click.Group,
+    added: Mapping[str, str | tuple[str, str | None]],
+    *,
+    module: str | None = None,
+) -> LazyGroup:
+    """Gives a copy of the tree ``root`` with more commands, each loaded when used.
+
+    ``added`` maps a command's path, its words joined by dots (``review``,
+    ``bench.review``), to ``"module:attribute"`` of the click command, or to that and
+    its line in ``--help``. The group each is added to must be a lazy group of the
+    tree; ``module`` is what ``python -m`` runs to get the new tree (the gate becomes
+    it). ``root`` itself is left as it was.
+    """
+    by_group: dict[tuple[str, ...], Lazy] = {}
+    for path, target in added.items():
+        *parent, name = path.split(".")
+        entry = (target, None) if isinstance(target, str) else target
+        by_group.setdefault(tuple(parent), {})[name] = entry
+    tree = _extended(root, (), by_group)
+    if module is not None:
+        tree.module = module
+    return tree
+
+
+def _extended(
+    group: click.Command | None, path: tuple[str, ...], by_group: dict[tuple[str, ...], Lazy]
+) -> LazyGroup:
+    """Gives a copy of ``group`` (at ``path``) and of each group under it that gains commands."""
+    if not isinstance(group, LazyGroup):
+        where = " ".join(("sealdesk", *path))
+        raise ValueError(f"cannot add commands to '{where}': no such group of the tree")
+    new = copy.copy(group)
+    new.lazy = {**group.lazy, **by_group.get(path, {})}
+    new.commands = dict(group.commands)
+    for under in {p[len(path)] for p in by_group if len(p) > len(path) and p[: len(path)] == path}:
+        new.commands[under] = _extended(group.commands.get(under), (*path, under), by_group)
+    return new
+
+
+def installed_commands() -> dict[str, str]:
+    """Gives the commands installed packages add, from their ``sealdesk.commands``
+    entry points: the command's path (words joined by dots) -> ``"module:attribute"``.
+    Reading them imports none of them."""
+    from importlib.metadata import entry_points
+
+    return {point.name: point.value for point in entry_points(group=ENTRY_POINT_GROUP)}
+
+
+def installed_tree() -> LazyGroup:
+    """Gives the engine's tree with the commands installed packages add."""
+    return with_commands(cli, installed_commands())
 
 
 SESSION: list[Ctx] = []  # this process's Ctx, so a database error can name its file

@@ -1,11 +1,12 @@
-"""The ``sealdesk`` entry point: checks the arguments, applies the ssh gate, runs the tree.
+"""Runs a ``sealdesk`` command tree: checks the arguments, applies the ssh gate, runs it.
 
-``main`` is what the ``sealdesk`` script and ``python -m engine.cli`` run.
-The command tree itself is ``engine.commands`` (re-exported here as
-``cli``); under ``sealdesk ssh-gate`` every invocation first passes the
-gate's policy (``engine.gate_policy``), which judges the argv against that
-same tree. Every sealdesk error becomes one line and its exit code here, in
-one place.
+``main`` runs the tree it is given: ``python -m engine.cli`` gives it the engine's
+tree with the commands installed packages declare (``engine.cli.commands``); the
+``sealdesk`` script is the review app's composition of the same tree with the
+app's own commands added (``reviewer.main``). Under ``sealdesk ssh-gate`` every
+invocation first passes the gate's policy (``engine.cli.gate_policy``), which
+judges the argv against that same tree. Every sealdesk error becomes one line
+and its exit code here, in one place.
 """
 
 from __future__ import annotations
@@ -17,15 +18,18 @@ from pathlib import Path
 
 import click
 
-from engine.commands import SESSION, cli
+from engine.cli.commands import SESSION, installed_tree
 from engine.errors import SealdeskError
 from engine.terminal_text import visible
 
-__all__ = ["cli", "main"]
+__all__ = ["main"]
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Runs the CLI, turning sealdesk errors into one line and an exit code."""
+def main(argv: list[str] | None = None, *, root: click.Group | None = None) -> None:
+    """Runs the command tree ``root`` (default: the engine's, with the commands installed
+    packages add), turning sealdesk errors into one line and an exit code."""
+    if root is None:
+        root = installed_tree()
     args = sys.argv[1:] if argv is None else list(argv)
     for number, arg in enumerate(args, start=1):
         try:
@@ -42,10 +46,10 @@ def main(argv: list[str] | None = None) -> None:
         if os.environ.get("SEALDESK_GATE") is not None:
             # Under ssh-gate: this run, whoever started it (the gate, a job of an app
             # the gate opened), passes the gate's policy first.
-            from engine.gate_policy import enforce_from_environment
+            from engine.cli.gate_policy import enforce_from_environment
 
-            enforce_from_environment(args)
-        cli.main(args=args, prog_name="sealdesk", standalone_mode=False)
+            enforce_from_environment(args, root)
+        root.main(args=args, prog_name="sealdesk", standalone_mode=False)
     except SealdeskError as exc:
         # Errors quote what they were given (ids, field names, paths): shown, not obeyed.
         click.echo(f"sealdesk: error: {visible(exc.one_line())}", err=True)
@@ -72,7 +76,3 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(exc.exit_code)
     except BrokenPipeError:
         sys.exit(0)
-
-
-if __name__ == "__main__":
-    main()

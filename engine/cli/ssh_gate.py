@@ -7,7 +7,7 @@ review app, decide, verify and sign off on one workspace, and nothing else:
 
 sshd runs the gate whatever the client asked for and passes the request in
 ``SSH_ORIGINAL_COMMAND``. The gate splits it into words (no shell ever parses
-it), lets ``engine.gate_policy`` judge ``sealdesk [--workspace W] SUBCOMMAND ...``
+it), lets ``engine.cli.gate_policy`` judge ``sealdesk [--workspace W] SUBCOMMAND ...``
 (W this workspace, SUBCOMMAND allowed, no key or config file, no address, files
 read only from the workspace's ``inputs/`` and ``artifacts/``, output only
 to stdout), then sets
@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING
 
 import click
 
+from engine.cli.gate_policy import DEFAULT_ALLOWED, ENV_VAR, NEVER_ALLOWED, GatePolicy
 from engine.errors import PermissionRefused
-from engine.gate_policy import DEFAULT_ALLOWED, ENV_VAR, NEVER_ALLOWED, GatePolicy
 
 if TYPE_CHECKING:
     from engine.cli_context import Ctx
@@ -41,11 +41,16 @@ def _refuse(reason: str) -> PermissionRefused:
 
 
 def gate_argv(
-    original: str | None, workspace: str, allowed: tuple[str, ...] = DEFAULT_ALLOWED
+    original: str | None,
+    workspace: str,
+    allowed: tuple[str, ...] = DEFAULT_ALLOWED,
+    *,
+    root: click.Group,
 ) -> list[str]:
-    """Gives the sealdesk arguments to run for an SSH request, or raises PermissionRefused."""
+    """Gives the sealdesk arguments to run for an SSH request in the command tree
+    ``root``, or raises PermissionRefused."""
     policy = GatePolicy.for_workspace(workspace, allowed)
-    root = str(policy.workspace)
+    where = str(policy.workspace)
     words = ["sealdesk"]
     if original is not None and original.strip():
         try:
@@ -54,12 +59,12 @@ def gate_argv(
             raise _refuse(f"cannot parse the command ({exc})") from exc
     if os.path.basename(words[0]) not in _PROGRAMS:
         raise _refuse(f"only sealdesk runs here, not {words[0]!r}")
-    verdict = policy.enforce(["--workspace", root, *words[1:]], "request")
+    verdict = policy.enforce(["--workspace", where, *words[1:]], "request", root=root)
     if verdict.top_flag is not None:
-        return ["--workspace", root, verdict.top_flag]
+        return ["--workspace", where, verdict.top_flag]
     if not verdict.command:  # a bare login
-        verdict = policy.enforce(["--workspace", root, "review"], "request")
-    return ["--workspace", root, *verdict.args]
+        verdict = policy.enforce(["--workspace", where, "review"], "request", root=root)
+    return ["--workspace", where, *verdict.args]
 
 
 class _Allowed(click.ParamType):
@@ -88,8 +93,8 @@ class _Allowed(click.ParamType):
     help="A subcommand to allow; repeat. Default: review, signoff, verify, items, "
     "decide, undo, prove, checkpoint (export).",
 )
-@click.pass_obj
-def ssh_gate(ctx: Ctx, allow: tuple[str, ...]) -> None:
+@click.pass_context
+def ssh_gate(cctx: click.Context, allow: tuple[str, ...]) -> None:
     """Forced command for authorized_keys: only sealdesk review work on one workspace.
 
     \b
@@ -118,11 +123,17 @@ def ssh_gate(ctx: Ctx, allow: tuple[str, ...]) -> None:
     The rules travel in $SEALDESK_GATE to every sealdesk process started from
     here, which applies them again.
     """  # noqa: E501 - the authorized_keys line above must stay one line to be copied
+    ctx: Ctx = cctx.obj
+    # The tree this gate was reached through (the engine's, or an app's composition of
+    # it) judges the request, and is the program the gate becomes.
+    tree = cctx.find_root().command
+    assert isinstance(tree, click.Group)
     workspace = str(Path(ctx.path).resolve())
     allowed = tuple(allow) or DEFAULT_ALLOWED
-    argv = gate_argv(os.environ.get("SSH_ORIGINAL_COMMAND"), workspace, allowed)
+    argv = gate_argv(os.environ.get("SSH_ORIGINAL_COMMAND"), workspace, allowed, root=tree)
     os.environ[ENV_VAR] = GatePolicy.for_workspace(workspace, allowed).to_env("request")
     sys.stdout.flush()
     # Replace the gate, so signals, the terminal and the exit code are sealdesk's own.
     # -P: sshd runs this in the login directory, whose files must never be imported.
-    os.execv(sys.executable, [sys.executable, "-P", "-m", "engine.cli", *argv])
+    module = getattr(tree, "module", "engine.cli")
+    os.execv(sys.executable, [sys.executable, "-P", "-m", module, *argv])
