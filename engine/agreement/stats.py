@@ -147,9 +147,7 @@ def _categories(ratings: Ratings, categories: Iterable[Hashable] | None) -> tupl
     return tuple(sorted(seen, key=lambda c: (type(c).__name__, str(c))))
 
 
-def _items(
-    ratings: Ratings, categories: tuple[Hashable, ...], raters: tuple[str, ...]
-) -> _Items:
+def _items(ratings: Ratings, categories: tuple[Hashable, ...], raters: tuple[str, ...]) -> _Items:
     q = len(categories)
     col = _layout(q)
     index = {c: k for k, c in enumerate(categories)}
@@ -235,7 +233,7 @@ def resample_indices(n: int, resamples: int, seed: int, start: int = 0) -> np.nd
     Draw ``j`` (counting row by row from the first resample) is SplitMix64's output
     for the state ``seed + (j + 1) * 0x9E3779B97F4A7C15`` modulo 2**64, as the
     generator's ``j``-th step from ``seed``; its top 53 bits, as a fraction of 1, are
-    scaled by ``n`` and rounded down.
+    scaled by ``n`` and rounded down (in exact integer arithmetic).
     """
     if n <= 0:
         return np.zeros((resamples, 0), dtype=np.int64)
@@ -244,9 +242,13 @@ def resample_indices(n: int, resamples: int, seed: int, start: int = 0) -> np.nd
     with np.errstate(over="ignore"):
         states = np.uint64(seed & _MASK) + steps * np.uint64(_GOLDEN)
         z = _splitmix64(states)
-    fraction = (z >> np.uint64(11)).astype(np.float64) * 2.0**-53
-    drawn = np.minimum((fraction * n).astype(np.int64), n - 1)
-    return drawn.reshape(resamples, n)
+    # floor(top53 * n / 2**53) in exact integers: top53 = hi * 2**26 + lo, so that
+    # neither product leaves 64 bits (for n below 2**37).
+    top = z >> np.uint64(11)
+    hi, lo = top >> np.uint64(26), top & np.uint64((1 << 26) - 1)
+    size = np.uint64(n)
+    drawn = (hi * size + ((lo * size) >> np.uint64(26))) >> np.uint64(27)
+    return drawn.astype(np.int64).reshape(resamples, n)
 
 
 def _bootstrap(items: _Items, resamples: int, seed: int) -> dict[str, np.ndarray]:
