@@ -48,6 +48,10 @@ TOP_LEVEL_LAZY = {
         "engine.cli.keys:keys",
         "Who may sign, in which role: enrol, revoke, list, migrate (lead-signed).",
     ),
+    "agreement": (
+        "engine.cli.agreement:agreement",
+        "How far reviewers agree (kappa, alpha, AC1 with intervals), from signed decisions.",
+    ),
     "contamination": (
         "engine.contamination.cli:contamination",
         "After review: write the clean eval set and its power check.",
