@@ -126,9 +126,10 @@ def _layout(q: int) -> dict[str, slice]:
     ``rated`` (1), ``share`` (q: the item's share of each label), ``d`` (the item's
     disagreeing coincidences), ``pcount`` (q: label counts where pairable), ``joint``
     (q*q: the two raters' labels, where both rated)."""
-    spans = (("pairable", 1), ("agree", 1), ("rated", 1), ("share", q), ("d", 1))
-    spans += (("pcount", q), ("joint", q * q))
-    out, at = {}, 0
+    spans = [("pairable", 1), ("agree", 1), ("rated", 1), ("share", q), ("d", 1)]
+    spans += [("pcount", q), ("joint", q * q)]
+    out: dict[str, slice] = {}
+    at = 0
     for name, width in spans:
         out[name] = slice(at, at + width)
         at += width
