@@ -73,7 +73,8 @@ def agreement(ctx: Ctx, queue: str | None, as_json: bool) -> None:
         )
         table = Table("raters", "statistic", "value", "95% CI", "items", box=None)
         sections = [(", ".join(q["all"]["raters"]) or "all", q["all"])]
-        sections += [(" / ".join(p["raters"]), p) for p in q["pairs"]]
+        if len(q["all"]["raters"]) > 2:  # with two, their one pair is the queue's figure
+            sections += [(" / ".join(p["raters"]), p) for p in q["pairs"]]
         sections += [(f"{a['principal']} / outcome", a) for a in q["against_outcome"]]
         for title, figures in sections:
             for row in _rows(visible(title), figures):
