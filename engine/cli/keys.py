@@ -70,7 +70,7 @@ def init(ctx: Ctx, lead: str, key: str | None, roles: tuple[str, ...]) -> None:
                 )
     with Workspace.init(ctx.path) as ws:
         rec = found(ws.db, ws.workspace_id, signer, lead, ("lead", *roles))
-        click.echo(f"workspace {ws.root} ready (id {ws.workspace_id})")
+        click.echo(visible(f"workspace {ws.root} ready (id {ws.workspace_id})"))
         click.echo(
             visible(
                 f"#{rec.seq} genesis: {lead} ({signer.public_key.fingerprint}) is the "
@@ -401,7 +401,7 @@ def keys_list(ctx: Ctx, history: bool) -> None:
         click.echo("no one is enrolled yet (sealdesk init --lead NAME writes the genesis)")
         return
     founders = ", ".join(f"{p} {k.fingerprint}" for p, k in auth.genesis.founders)
-    click.echo(f"genesis: record {auth.genesis.seq}; founding lead(s): {founders}")
+    click.echo(visible(f"genesis: record {auth.genesis.seq}; founding lead(s): {founders}"))
     for g in auth.grants:
         if g.open:
             status = f"since #{g.granted_by}"
@@ -410,9 +410,11 @@ def keys_list(ctx: Ctx, history: bool) -> None:
         else:
             continue
         window = f" until {g.valid_before}" if g.valid_before != "~" else ""
-        click.echo(f"{g.principal:20} {'/'.join(g.roles):28} {g.key.fingerprint} {status}{window}")
+        click.echo(
+            visible(f"{g.principal:20} {'/'.join(g.roles):28} {g.key.fingerprint} {status}{window}")
+        )
     for principal, fps in sorted(auth.multi_key_principals().items()):
-        click.echo(f"note: {principal} signs with {len(fps)} keys: {', '.join(fps)}")
+        click.echo(visible(f"note: {principal} signs with {len(fps)} keys: {', '.join(fps)}"))
 
 
 @keys.command("migrate")
@@ -467,7 +469,7 @@ def keys_migrate(ctx: Ctx, lead_key: str | None, lead_principal: str | None) -> 
         f"{rec.body['principal']} (lead)"
     )
     for entry in signers:
-        click.echo(f"  {entry['principal']:20} {'/'.join(entry['roles'])}")
+        click.echo(visible(f"  {entry['principal']:20} {'/'.join(entry['roles'])}"))
     click.echo("trust/allowed_signers is now generated from the ledger and never read")
 
 
