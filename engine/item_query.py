@@ -12,6 +12,12 @@ defines it; here it is computed per row with a correlated subquery so that a
 page of 100 rows costs 100 index probes, not a scan of the whole ledger. An
 item with none of its own may have one carried from another item of its
 subject (``engine.subjects``): one more probe, of ``subject_links``.
+
+A re-run asks again about the same subjects, so a listing may show one row
+per subject: its newest item (the one ingested last); the older items
+of the subject fold under it (``ItemRow.earlier`` counts them) and are left
+out with ``ItemFilter.newest_only``. Items whose payload names no subject are each
+their own row.
 """
 
 from __future__ import annotations
@@ -53,6 +59,17 @@ CREATE INDEX IF NOT EXISTS records_signoff ON records(seq) WHERE kind = 'signoff
 CREATE INDEX IF NOT EXISTS items_title ON items(queue, title COLLATE NOCASE, item_id);
 """
 
+# True for an item that a later item of its subject replaces as the subject's row (an
+# index probe of items_subject; rowids grow as items are ingested, never reused).
+_SUPERSEDED = (
+    "EXISTS (SELECT 1 FROM items n WHERE n.queue = i.queue AND n.subject = i.subject "
+    "AND n.rowid > i.rowid)"
+)
+_EARLIER = (
+    "(SELECT COUNT(*) FROM items n WHERE n.queue = i.queue AND n.subject = i.subject "
+    "AND n.rowid < i.rowid)"
+)
+
 # seq of the item's effective decision, or NULL when it has none.
 _EFFECTIVE_SEQ = (
     "(SELECT d.seq FROM records d WHERE d.queue = i.queue AND d.item_id = i.item_id "
@@ -85,6 +102,10 @@ class ItemFilter:
     decided_by: str | None = None  # "me" or "others" (needs principal)
     principal: str | None = None  # who "me" is
     items: tuple[str, ...] | None = None  # only these item ids (a chosen set, e.g. a band)
+    # True: one row per subject, its newest item (the review app's and ``sealdesk items``'
+    # default); False: every item of every run. A chosen set (``items``) is listed whole
+    # either way: it names exactly what to show.
+    newest_only: bool = False
 
     def validate(self) -> ItemFilter:
         """Gives self after checking every field, or raises naming the field."""
@@ -125,6 +146,7 @@ class ItemRow:
     status: str  # undecided, accept, reject or skip
     principal: str | None  # who made the effective decision
     carry: str | None = None  # "carried" (status is the subject's) or "reopened", else None
+    earlier: int = 0  # how many earlier items of its subject fold under this row
 
 
 @dataclass(frozen=True)
@@ -194,6 +216,8 @@ def _where(conn: sqlite3.Connection, queue: str, f: ItemFilter) -> tuple[str, li
         )
         args += [needle] * 4
     carrying = subjects.enabled(conn)
+    if _folds(conn, f):
+        clauses.append(f"NOT {_SUPERSEDED}")
     own_decision = f"(SELECT r.decision FROM records r WHERE r.seq = {_EFFECTIVE_SEQ})"
     own_principal = f"(SELECT r.principal FROM records r WHERE r.seq = {_EFFECTIVE_SEQ})"
     if carrying:
@@ -217,6 +241,11 @@ def _where(conn: sqlite3.Connection, queue: str, f: ItemFilter) -> tuple[str, li
     return " AND ".join(clauses), args
 
 
+def _folds(conn: sqlite3.Connection, f: ItemFilter) -> bool:
+    """Says whether the listing shows one row per subject (not every run's items)."""
+    return f.newest_only and f.items is None and subjects.enabled(conn)
+
+
 def page(
     conn: sqlite3.Connection, queue: str, f: ItemFilter, sort: str, offset: int, limit: int
 ) -> list[ItemRow]:
@@ -227,15 +256,16 @@ def page(
     if sort.startswith("score"):
         _ensure_priority_index(conn)
     standing = subjects.STANDING_ROW if subjects.enabled(conn) else "NULL"
+    earlier = _EARLIER if subjects.enabled(conn) else "0"
     sql = (
-        f"SELECT i.rowid, i.item_id, i.title, i.score, i.tags, "
+        f"SELECT i.rowid, i.item_id, i.title, i.score, i.tags, {earlier}, "
         f"(SELECT r.decision || char(31) || r.principal FROM records r "
         f"WHERE r.seq = {_EFFECTIVE_SEQ}), "
         f"CASE WHEN {_EFFECTIVE_SEQ} IS NULL THEN {standing} END "
         f"FROM items i WHERE {where} ORDER BY {_ORDER[sort]} LIMIT ? OFFSET ?"
     )
     rows = []
-    for rowid, item_id, title, score, tags, eff, subject_standing in conn.execute(
+    for rowid, item_id, title, score, tags, before, eff, subject_standing in conn.execute(
         sql, [*args, max(0, int(limit)), max(0, int(offset))]
     ):
         status, principal = eff.split("\x1f", 1) if eff else ("undecided", None)
@@ -257,6 +287,7 @@ def page(
                 status,
                 principal,
                 carry,
+                before,
             )
         )
     return rows
@@ -277,11 +308,26 @@ def triage_ranks(conn: sqlite3.Connection, queue: str) -> bool:
 def count(conn: sqlite3.Connection, queue: str, f: ItemFilter) -> int:
     """Gives how many items of a queue pass the filter."""
     where, args = _where(conn, queue, f)
-    if (f.status or f.decided_by) and not (
-        f.tag or f.text or f.score_min is not None or f.score_max is not None or f.items is not None
+    if (
+        (f.status or f.decided_by)
+        and not (
+            f.tag
+            or f.text
+            or f.score_min is not None
+            or f.score_max is not None
+            or f.items is not None
+        )
+        and not (_folds(conn, f) and _rescanned(conn, queue))
     ):
         return _count_by_decision(conn, queue, f)
     return conn.execute(f"SELECT COUNT(*) FROM items i WHERE {where}", args).fetchone()[0]
+
+
+def _rescanned(conn: sqlite3.Connection, queue: str) -> bool:
+    """Says whether some subject of the queue has more than one item (so that one row
+    per subject lists fewer rows than the queue holds items)."""
+    found = conn.execute("SELECT 1 FROM subject_links WHERE queue = ? LIMIT 1", (queue,))
+    return found.fetchone() is not None
 
 
 def _count_by_decision(conn: sqlite3.Connection, queue: str, f: ItemFilter) -> int:

@@ -752,12 +752,16 @@ class Workspace:
         status: str | None = None,
         limit: int | None = None,
         offset: int = 0,
+        newest_only: bool = False,
     ) -> list[dict[str, Any]]:
         """Gives items (without payload) with their effective status, in id order.
 
         ``decision`` is an item's own standing decision; ``status`` counts a
         decision carried from another item of its subject (``carried_from``),
         and ``reopened`` says when new evidence sent the item back to review.
+        ``earlier`` counts the items of its subject ingested before it (earlier
+        runs' items); ``newest`` says no later one is held. With ``newest_only``,
+        one row per subject: its newest item.
         """
         if status not in (None, "undecided", "accept", "reject", "skip"):
             raise InputError(
@@ -766,9 +770,20 @@ class Workspace:
             )
         decided = store.effective_decisions(self.conn, queue)
         carried = subjects.carries(self.conn, queue)
-        subject = "subject" if subjects.enabled(self.conn) else "NULL"
+        with_subjects = subjects.enabled(self.conn)
+        subject = "subject" if with_subjects else "NULL"
+        earlier, later = (
+            (
+                "(SELECT COUNT(*) FROM items n WHERE n.queue = i.queue AND n.subject = i.subject "
+                f"AND n.rowid {op} i.rowid)"
+                for op in ("<", ">")
+            )
+            if with_subjects
+            else ("0", "0")
+        )
         sql = (
-            f"SELECT queue, item_id, run_id, item_sha256, title, score, tags, {subject} FROM items"
+            f"SELECT queue, item_id, run_id, item_sha256, title, score, tags, {subject}, "
+            f"{earlier}, {later} FROM items i"
         )
         args: list[Any] = []
         if queue:
@@ -776,7 +791,11 @@ class Workspace:
             args.append(queue)
         sql += " ORDER BY queue, item_id"
         out = []
-        for q, iid, run_id, sha, title, score, tags, subj in self.conn.execute(sql, args):
+        for q, iid, run_id, sha, title, score, tags, subj, before, after in self.conn.execute(
+            sql, args
+        ):
+            if newest_only and after:
+                continue
             eff = decided.get((q, iid))
             fields = _status_fields(eff, None if eff else carried.get((q, iid)))
             if status and fields["status"] != status:
@@ -793,6 +812,8 @@ class Workspace:
                     "tags": tags.split(",") if tags else [],
                     "decision": eff,
                     **fields,
+                    "earlier": before,
+                    "newest": not after,
                 }
             )
         return out[offset : None if limit is None else offset + limit]
@@ -1205,3 +1226,25 @@ class Workspace:
             }
             for r in rows
         ]
+
+    def subject_history(self, queue: str, item_id: str) -> list[dict[str, Any]]:
+        """Gives every record about the other items of an item's subject (its earlier and
+        later runs' items), oldest first, each as ``history`` gives it plus ``item_id``,
+        ``run_id`` and ``earlier`` (made on an item ingested before this one): the
+        chain a carried or re-opened decision comes from. Empty without a subject."""
+        if not subjects.enabled(self.conn):
+            return []
+        row = self.conn.execute(
+            "SELECT rowid, subject FROM items WHERE queue = ? AND item_id = ?", (queue, item_id)
+        ).fetchone()
+        if row is None or row[1] is None:
+            return []
+        out = []
+        for other, run_id, rowid in self.conn.execute(
+            "SELECT item_id, run_id, rowid FROM items WHERE queue = ? AND subject = ? "
+            "AND item_id <> ?",
+            (queue, row[1], item_id),
+        ).fetchall():
+            for rec in self.history(queue, other):
+                out.append({**rec, "item_id": other, "run_id": run_id, "earlier": rowid < row[0]})
+        return sorted(out, key=lambda rec: rec["seq"])

@@ -323,6 +323,16 @@ ACTIONS: tuple[Action, ...] = (
         palette_help="flagged pairs: each channel's score histogram against its threshold, "
         "Enter lists the borderline band; weak categories: recall and FPR against the policy",
     ),
+    Action(
+        "review.all_runs",
+        "v",
+        "toggle_runs",
+        "All runs",
+        "review",
+        show=False,
+        title="Every run's items / newest only",
+        palette_help="one row per subject (its newest item) or every item of every run",
+    ),
     Action("review.clear_search", "escape", "clear_search", "Clear search", "review", show=False),
     Action(
         "review.clear_filters",

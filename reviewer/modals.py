@@ -197,7 +197,13 @@ class FilterScreen(ModalScreen[ItemFilter | None]):
             self.apply()
 
     def action_clear(self) -> None:
-        self.dismiss(replace(ItemFilter(), principal=self.current.principal))
+        self.dismiss(
+            replace(
+                ItemFilter(),
+                principal=self.current.principal,
+                newest_only=self.current.newest_only,
+            )
+        )
 
     def action_cancel(self) -> None:
         self.dismiss(None)

@@ -142,12 +142,14 @@ class ReviewScreen(Screen):
         self.ws = ws
         self.session = session
         self.queue = self._first_queue()
-        self.views = {q: View(ItemFilter(principal=session.principal)) for q in QUEUES}
+        self.views = {q: View(self.unfiltered()) for q in QUEUES}
         for queue, saved in (views or {}).items():
             if queue in self.views:
                 # "decided by me" means nothing without a signer: a read-only session drops it.
                 who = saved.filters.decided_by if session.principal else None
-                filters = replace(saved.filters, principal=session.principal, decided_by=who)
+                filters = replace(
+                    saved.filters, principal=session.principal, decided_by=who, newest_only=True
+                )
                 self.views[queue] = View(filters, saved.sort)
         self.progress: dict[str, QueueProgress] = {}
         self.decided_here: list[Decided] = []
@@ -241,9 +243,7 @@ class ReviewScreen(Screen):
         self.reload(first_undecided=True)
         if self._done(self.queue):
             self._say_done(self.queue)
-        elif self.view.filters != ItemFilter(principal=self.session.principal) or (
-            self.view.sort != "score_desc"
-        ):
+        elif self.view.filters != self.unfiltered() or (self.view.sort != "score_desc"):
             self.say("filter and sort as you left them (f changes, Ctrl+R there clears)")
         self.queue_list.focus()
         self._watermark = self.ws.watermark()
@@ -421,6 +421,8 @@ class ReviewScreen(Screen):
             parts.append(view.band or f"{len(f.items)} chosen")
         if f.text:
             parts.append(f"/{f.text}")
+        if not f.newest_only and f.items is None:
+            parts.append("all runs")
         marked = len(self.marks[self.queue])
         if marked:
             parts.append(f"{marked} marked")
@@ -453,12 +455,20 @@ class ReviewScreen(Screen):
         if row is None:
             empty = ""
             if self.queue_list.total == 0:
-                filtered = self.view.filters != ItemFilter(principal=self.session.principal)
+                filtered = self.view.filters != self.unfiltered()
                 empty = "nothing here under this filter" if filtered else "this queue is empty"
             detail.update(Text(empty))
             return
         item: dict[str, Any] | None = self.ws.item(row.queue, row.item_id)
-        history = self.ws.history(row.queue, row.item_id) if item else []
+        history = []
+        if item:
+            # The item's own records, and those on its subject's other runs' items: the
+            # decision a carried or re-opened status comes from is among them.
+            history = sorted(
+                self.ws.history(row.queue, row.item_id)
+                + self.ws.subject_history(row.queue, row.item_id),
+                key=lambda rec: rec["seq"],
+            )
         shown = render_detail(item, history)
         members = cluster_members(item["payload"]) if item else []
         if members:
@@ -837,6 +847,11 @@ class ReviewScreen(Screen):
     def action_step_queue(self, step: int) -> None:
         self.switch_queue(QUEUES[(QUEUES.index(self.queue) + step) % len(QUEUES)])
 
+    def unfiltered(self) -> ItemFilter:
+        """Gives the whole queue's filter: one row per subject (its newest item; v lists
+        every run's), with whose "me" is."""
+        return ItemFilter(principal=self.session.principal, newest_only=True)
+
     def set_filters(self, filters: ItemFilter) -> None:
         """Applies a new filter to the current queue, keeping the cursor's item if it passes."""
         row = self.queue_list.current
@@ -994,8 +1009,18 @@ class ReviewScreen(Screen):
         self.set_filters(replace(self.view.filters, items=band.items))
         self.say(f"{len(band.items)} item(s) in the {band.label}")
 
+    def action_toggle_runs(self) -> None:
+        """Lists every run's items, or again one row per subject (its newest item)."""
+        f = self.view.filters
+        self.set_filters(replace(f, newest_only=not f.newest_only))
+        self.say(
+            "every run's items listed (v: newest only)"
+            if f.newest_only
+            else "one row per subject: its newest item (v: every run)"
+        )
+
     def action_clear_filters(self) -> None:
-        self.set_filters(ItemFilter(principal=self.session.principal))
+        self.set_filters(self.unfiltered())
 
     def action_set_sort(self, sort: str) -> None:
         self.view.sort = sort

@@ -127,6 +127,12 @@ def queues_table(s: SignoffSummary) -> Table:
     return table
 
 
+def subjects_lines(s: SignoffSummary) -> list[Text]:
+    """Gives, per queue whose re-runs asked some subject again, how many subjects its
+    items span (``  flagged_pairs: 15 subject(s) over 30 items``); none otherwise."""
+    return [Text(f"  {q.queue}: {span}") for q in s.queues if (span := q.span())]
+
+
 def contamination_section(c: ContaminationStatus) -> Text:
     """Gives the confirmed leakage rate beside what the scan flagged, and the power cost."""
     out = _head("Contamination")
@@ -315,6 +321,7 @@ def render_summary(
     blank = Text()
     status = [
         queues_table(s),
+        *subjects_lines(s),
         blank,
         contamination_section(s.contamination),
         blank,

@@ -311,11 +311,26 @@ def ingest(ctx: Ctx, files: tuple[str, ...]) -> None:
     is_flag=True,
     help="With --json: include each item's payload (what a decision is about).",
 )
+@click.option(
+    "--all-runs",
+    is_flag=True,
+    help="List every run's items; by default one row per subject, its newest item.",
+)
 @pass_ctx
 def items(
-    ctx: Ctx, queue: str | None, status: str | None, as_json: bool, with_payload: bool
+    ctx: Ctx,
+    queue: str | None,
+    status: str | None,
+    as_json: bool,
+    with_payload: bool,
+    all_runs: bool,
 ) -> None:
     """List backlog items and their effective decision.
+
+    A re-run (a re-scan, an exam or coverage run again) asks again about the
+    same subjects: by default each subject is one row, its newest item, with
+    the earlier runs' items folded under it (``earlier`` counts them);
+    --all-runs lists them all.
 
     \b
       sealdesk items --queue adjudication --json --payload \\
@@ -328,7 +343,8 @@ def items(
             "--payload needs --json: payloads are printed as JSON only", field="payload"
         )
     with ctx.open(read_only=True) as ws:
-        rows = ws.items(queue=queue, status=status)
+        rows = ws.items(queue=queue, status=status, newest_only=not all_runs)
+        held = len(ws.items(queue=queue, status=status)) if not all_runs else len(rows)
         if with_payload:
             for row in rows:
                 held = ws.item(row["queue"], row["item_id"])
@@ -340,7 +356,10 @@ def items(
     from rich.table import Table
     from rich.text import Text
 
+    folded = any(r["earlier"] for r in rows)
     table = Table("queue", "item", "status", "by", "title", box=None)
+    if folded:
+        table.add_column("runs")
     for r in rows:
         made = r["decision"] or r["carried_from"]
         by = made["principal"] if made else ""
@@ -356,9 +375,16 @@ def items(
             state,
             Text(visible(by)),
             Text(visible(r["title"][:60])),
+            *([f"+{r['earlier']} earlier" if r["earlier"] else ""] if folded else []),
         )
     Console().print(table)
-    click.echo(f"{len(rows)} item(s)")
+    if held > len(rows):
+        click.echo(
+            f"{len(rows)} item(s), one per subject, of {held} held: the newest run's "
+            "(--all-runs lists every run's items)"
+        )
+    else:
+        click.echo(f"{len(rows)} item(s)")
     carried = sum(r["carried_from"] is not None for r in rows)
     if carried:
         click.echo(

@@ -71,6 +71,9 @@ def summary_lines(s: SignoffSummary) -> list[str]:
             f"{q.undecided:>11}"
         )
     for q in s.queues:
+        if q.span():
+            out.append(f"  {q.queue}: {q.span()} (re-runs ask a subject again)")
+    for q in s.queues:
         if q.carried or q.reopened:
             out.append(
                 f"  {q.queue}: {q.carried} decision(s) carried from earlier runs' items "

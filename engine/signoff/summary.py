@@ -69,7 +69,9 @@ def readiness_holds(exam: ExamStatus) -> list[str]:
 class QueueStatus:
     """One queue's counts; a skipped item is still undecided. ``carried`` counts the
     accepted and rejected items whose decision was made on another item of their
-    subject; ``reopened`` the undecided ones new evidence sent back to review."""
+    subject; ``reopened`` the undecided ones new evidence sent back to review;
+    ``subjects`` how many subjects the items ask about (each re-run's item of a subject
+    asks the same question again; an item naming no subject is its own)."""
 
     queue: str
     total: int
@@ -79,10 +81,19 @@ class QueueStatus:
     undecided: int
     carried: int = 0
     reopened: int = 0
+    subjects: int = 0
 
     @property
     def decided(self) -> int:
         return self.accepted + self.rejected
+
+    def span(self) -> str | None:
+        """Gives ``15 subjects over 30 items`` when re-runs asked some subject again,
+        else None (one item per subject says nothing the total does not)."""
+        if self.subjects >= self.total:
+            return None
+        noun = "subject" if self.subjects == 1 else "subjects"
+        return f"{self.subjects} {noun} over {self.total} items"
 
 
 @dataclass(frozen=True)
@@ -194,8 +205,10 @@ def _queues_and_pending(ws) -> tuple[tuple[QueueStatus, ...], tuple[PendingItem,
     # One pass over the items with their effective decisions gives both.
     counts: dict[str, Counter[str]] = {q: Counter() for q in QUEUES}
     pending = []
+    asked: dict[str, set[str]] = {q: set() for q in QUEUES}
     for r in ws.items():
         counts[r["queue"]][r["status"]] += 1
+        asked[r["queue"]].add(r["subject"] or f"item:{r['item_id']}")
         counts[r["queue"]]["carried"] += r["carried_from"] is not None
         counts[r["queue"]]["reopened"] += r["reopened"] is not None
         if r["status"] in ("undecided", "skip"):
@@ -215,6 +228,7 @@ def _queues_and_pending(ws) -> tuple[tuple[QueueStatus, ...], tuple[PendingItem,
                 total - c["accept"] - c["reject"],
                 c["carried"],
                 c["reopened"],
+                len(asked[q]),
             )
         )
     return tuple(queues), tuple(pending)

@@ -108,7 +108,9 @@ def render_payload(queue: str, payload: Any) -> RenderableType:
 
 
 def render_history(history: list[dict[str, Any]]) -> RenderableType:
-    """Gives every record about the item, oldest first, with retracted ones marked."""
+    """Gives every record about the item, oldest first, with retracted ones marked; a
+    record made on another item of its subject (one with ``item_id``, from
+    ``Workspace.subject_history``) says which item and run it was made on."""
     if not history:
         return section("history", Text("no records yet", style="italic"))
     lines = Text()
@@ -121,11 +123,17 @@ def render_history(history: list[dict[str, Any]]) -> RenderableType:
         time = str(rec.get("time") or "")[:19].replace("T", " ")
         style = "strike" if rec.get("retracted") else ""
         lines.append(
-            f"#{rec.get('seq')} {time} {rec.get('principal')} ({rec.get('role')}) ", style=style
+            visible(f"#{rec.get('seq')} {time} {rec.get('principal')} ({rec.get('role')}) "),
+            style=style,
         )
         lines.append(str(what), style=("bold " + style).strip())
         if rec.get("retracted"):
             lines.append(" (retracted)", style="italic")
+        if rec.get("item_id"):
+            run = "an earlier run" if rec.get("earlier") else "a later run"
+            lines.append(
+                visible(f" on {rec['item_id']} ({run}: {rec.get('run_id')})"), style="italic"
+            )
         if rec.get("note"):
             lines.append(f"  “{visible(rec['note'])}”", style="italic")
     return section("history", lines)

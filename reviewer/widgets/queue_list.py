@@ -200,4 +200,11 @@ class QueueList(ScrollView, can_focus=True):
             Segment(score, score_style),
             Segment(" " + title, line_style),
         ]
+        if row.earlier and width > 24:
+            # Earlier runs' items of the same subject fold under this row (v lists them):
+            # said at the right edge, over the end of a long title rather than cut off.
+            runs = "run" if row.earlier == 1 else "runs"
+            folded = f" +{row.earlier} {runs} "
+            left = Strip(segments).crop_extend(0, width - len(folded), line_style)
+            return Strip([*left, Segment(folded, score_style)])
         return Strip(segments).crop_extend(0, width, line_style)

@@ -51,7 +51,7 @@ def lines(app: ReviewApp) -> dict[str, str]:
 
 
 async def open_weak_queue(app: ReviewApp, pilot) -> None:
-    await pilot.press("3")
+    await pilot.press("3", "v")  # every run's items: the decided ones and their re-runs
     await settle(pilot, lambda: app.review.queue_list.total == 4)
 
 

@@ -64,6 +64,7 @@ async def test_the_list_marks_carried_decisions_and_reopened_items(rescanned):
     ws, rita = rescanned
     app = ReviewApp(ws, open_session(ws, key=str(rita)))
     async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("v")  # every run's items: the decided ones and their re-runs
         await settle(pilot, lambda: app.review.queue_list.total == 6)
         drawn = lines(app)
         assert drawn["a2"].startswith(" ↺ 0.900 q-1 in run-2")
@@ -87,6 +88,7 @@ async def test_changing_the_decided_item_re_reads_what_carries_to_its_subject(re
     ws, rita = rescanned
     app = ReviewApp(ws, open_session(ws, key=str(rita)))
     async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("v")  # every run's items: the decided ones and their re-runs
         await settle(pilot, lambda: app.review.queue_list.total == 6)
         await go_to(pilot, app, "a1")
         await pilot.press("a")
