@@ -98,7 +98,7 @@ BENCH_LAZY = {
         "Append and verify signed records; compare with raw Ed25519.",
     ),
     "contamination": (
-        "engine.contamination.bench.against_seed:bench_contamination",
+        "engine.contamination.bench.against_reference:bench_contamination",
         "sealdesk's n-gram channels against the reference datasketch MinHash-LSH pass.",
     ),
 }

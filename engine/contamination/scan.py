@@ -83,7 +83,13 @@ ITEMS = "flagged_items.jsonl"
 
 @dataclass(frozen=True)
 class ScanConfig:
-    """Everything a scan needs to know; defaults are the seed's settings."""
+    """Everything a scan needs to know.
+
+    The n-gram defaults are the reference settings (13-word shingles, a pair
+    flagged at Jaccard 0.8, 128 MinHash permutations, LSH threshold 0.5);
+    containment 0.5, the top 3 paraphrase neighbours and 100 probed items are
+    sealdesk's.
+    """
 
     eval: Source
     pool: Source | ShardedPool

@@ -1,11 +1,11 @@
-"""Detector coverage by attack category (seed 002, AID-H-026.003).
+"""Detector coverage by attack category: recall and benign FPR per category, sealed.
 
-G001 ``report``/``weak``: taxonomy-stratified recall and benign FPR from raw
+The unsealed report, ``report``/``weak``: taxonomy-stratified recall and benign FPR from raw
 rows, and the weak categories against the exact previous report.
-G002 ``trust``/``holdout``/``scope``/``benchmark``/``lineage``: a sealed,
+The sealed benchmark, ``trust``/``holdout``/``scope``/``benchmark``/``lineage``: a sealed,
 signed holdout measured under a signed scope, giving ELIGIBLE or HOLD,
 reserved in an append-only lineage store before it is signed.
-G003 ``misses``/``attribution``/``backlog``: deterministic selection of
+The debug backlog, ``misses``/``attribution``/``backlog``: deterministic selection of
 misses per weak category, integrated-gradients attribution, and the
 ``weak_categories`` backlog; ``evidence`` binds the reviewed result.
 ``threats``: the MITRE ATLAS and OWASP LLM Top 10 ids each attack category

@@ -1,4 +1,4 @@
-"""Integrated-gradients attribution of detector misses (seed G003 step 2).
+"""Integrated-gradients attribution of detector misses (debug backlog, step 2).
 
 Needs the optional extra ``sealdesk[attribution]`` (torch, transformers,
 captum), imported only when attribution runs. The model is a local

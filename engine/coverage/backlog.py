@@ -1,4 +1,4 @@
-"""The ``weak_categories`` debug backlog (seed G003 step 3): one item per weak category.
+"""The ``weak_categories`` debug backlog, from selected, attributed misses: one item per category.
 
 An item carries the category's findings with values and thresholds, its
 counts, the selected misses (case id, text, label, prediction, the top

@@ -1,4 +1,4 @@
-"""The out-of-loop benchmark (seed G002): every sealed case measured, ELIGIBLE or HOLD.
+"""The out-of-loop benchmark: every sealed case measured, ELIGIBLE or HOLD.
 
 Before any prediction counts, the scope's signature, expiry and bindings
 are checked (the candidate digest and version, the holdout digest), and a

@@ -1,4 +1,4 @@
-"""``sealdesk coverage ...``: detector coverage by attack category (seed 002).
+"""``sealdesk coverage ...``: detector coverage by attack category.
 
 Thin: each command parses its options, calls the engine and prints.
 """
@@ -26,10 +26,10 @@ def coverage() -> None:
     """Detector coverage by attack category: report, sealed benchmark, weak-category backlog.
 
     \b
-    Unsealed development measurement (G001):
+    Unsealed development measurement (the report):
       sealdesk coverage report --rows eval.csv --policy policy.toml \\
           --detector-version v2 --evaluation-set-id dev-2025-06 --previous prev/category_report.json
-    Sealed measurement (G002), as the authorities and the evidence service:
+    Sealed measurement (the benchmark), as the authorities and the evidence service:
       sealdesk coverage keygen --trust-root trust/ --keys private/
       sealdesk coverage holdout --rows holdout.jsonl --holdout-id H --version 1 --out holdout.json
       sealdesk coverage sign --role holdout --key private/holdout.key holdout.json
@@ -40,7 +40,7 @@ def coverage() -> None:
       sealdesk coverage benchmark --trust-root trust/ --holdout holdout.json --scope scope.json \\
           --predictions results.jsonl --candidate-sha256 HEX --candidate-version v1 \\
           --store lineage.db --store-id prod-1 --benchmark-key private/benchmark.key
-    Debug backlog (G003), review, evidence:
+    Debug backlog, review, evidence:
       sealdesk coverage backlog --benchmark B/benchmark.json --trust-root trust/ \\
           --rows debug.jsonl --policy attribution.toml --model detector/
       (detector/ is the measured candidate: `coverage model-digest --model detector/`

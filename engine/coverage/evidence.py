@@ -8,7 +8,8 @@ binds its item's hash, the approval is about exactly that claim, is
 checked by ``sealdesk verify`` like any record, and can be withdrawn with
 ``sealdesk undo``. (A sign-off record binds the whole ledger instead and is
 the lead's separate, final act.) The evidence file carries no release
-authority: it is a facet for the promotion owner (AID-H-026.001) to weigh.
+authority: it is a facet for the promotion owner (who releases a detector, outside
+sealdesk) to weigh.
 
 The claim and the evidence also state how each reviewed category's misses
 were attributed: by the measured detector, by another model for a recorded

@@ -1,4 +1,4 @@
-"""Where weak-category findings come from: a G001 report document or a signed benchmark.
+"""Where weak-category findings come from: an unsealed report document or a signed benchmark.
 
 Both carry the stratified report and its findings; the benchmark adds the
 sealed holdout binding and ELIGIBLE or HOLD. Either is re-checked when read
@@ -100,7 +100,7 @@ def report_document(
     rows_sha256: str,
     previous_report_sha256: str | None,
 ) -> dict[str, Any]:
-    """Gives the G001 report document: counts, ratios, findings and the veto flag."""
+    """Gives the unsealed report document: counts, ratios, findings and the veto flag."""
     first = report[0]
     return {
         "schema_version": REPORT_SCHEMA,
@@ -117,7 +117,7 @@ def report_document(
 
 
 def load_report_document(path: str | Path) -> FindingSource:
-    """Gives a G001 report artifact after checking its sidecar, schema, ratios and findings."""
+    """Gives an unsealed report artifact after checking its sidecar, schema, ratios and findings."""
     path = str(path)
     raw = read_verified(Path(path))
     value = parse_canonical(raw, path=path)

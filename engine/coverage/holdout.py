@@ -1,4 +1,4 @@
-"""The sealed out-of-loop holdout (seed G002): exact bytes, exact signature, exact population.
+"""The sealed out-of-loop holdout: exact bytes, exact signature, exact population.
 
 A holdout is accepted only when its bytes hash to the digest the signed
 scope names, the holdout authority's key signed exactly those bytes, and

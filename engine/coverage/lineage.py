@@ -1,4 +1,4 @@
-"""The benchmark lineage store (seed G002): reserve before signing, finalize after readback.
+"""The benchmark lineage store: reserve before signing, finalize after readback.
 
 One SQLite file, provisioned once by an administrator and afterwards only
 opened (a missing or different store is refused, never recreated). A

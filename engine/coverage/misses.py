@@ -1,4 +1,4 @@
-"""Representative misses per weak category (seed G003 step 1), chosen deterministically.
+"""Representative misses per weak category (debug backlog, step 1), chosen deterministically.
 
 Every miss (label differs from prediction) in a weak category is eligible;
 they are ranked by SHA-256 of ``selection_seed:case_id`` and the first

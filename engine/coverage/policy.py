@@ -1,4 +1,4 @@
-"""Coverage policies: the category gate (G001/G002) and the attribution policy (G003).
+"""Coverage policies: the category gate (report and benchmark) and the attribution policy (backlog).
 
 A policy file is TOML (``.toml``) or JSON (``.json``) holding exactly the
 policy's fields. Thresholds are compared as the decimals written in the
@@ -69,7 +69,7 @@ class CategoryGatePolicy:
 
 @dataclass(frozen=True)
 class AttributionPolicy:
-    """How misses are selected and attributed (seed G003)."""
+    """How misses are selected and attributed for the debug backlog."""
 
     max_examples_per_category: int
     selection_seed: str

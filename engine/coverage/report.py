@@ -1,4 +1,4 @@
-"""The taxonomy-stratified report (seed G001 step 1): counts, recall and benign FPR.
+"""The unsealed taxonomy-stratified report: counts, recall and benign FPR.
 
 Recall is measured for every attack category and the false-positive rate
 for the benign one; the other is null, because it is undefined on that

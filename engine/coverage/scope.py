@@ -1,11 +1,12 @@
-"""The signed evaluation scope (seed G002): what is measured, against what, until when.
+"""The signed evaluation scope: what is measured, against what, until when.
 
 The scope authority signs one canonical object binding the candidate
 (digest and version), the holdout manifest digest, the approved baseline
 report digest (``null`` only for an explicitly signed genesis), the
 category gate, an expiry and the lineage store's lock deadline. The
-promotion-stage fields of the seed's scope (latency, replicas, deployment)
-belong to AID-H-026.001 and are not part of sealdesk's coverage scope.
+promotion-stage fields a release decision needs (latency, replicas,
+deployment) belong to the promotion decision, made outside sealdesk by whoever
+releases a detector, and are not part of sealdesk's coverage scope.
 """
 
 from __future__ import annotations

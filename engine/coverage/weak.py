@@ -1,4 +1,4 @@
-"""Weak categories against the exact previous report (seed G001 step 2).
+"""Weak categories against the exact previous report (the unsealed report's second step).
 
 A category is weak when its recall is below the minimum (``low_recall``),
 when the benign false-positive rate is above the maximum (``high_fpr``), or

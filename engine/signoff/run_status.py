@@ -4,7 +4,7 @@ The sign-off shows the lead, in one place, what each backlog's producer said:
 what the contamination scan flagged (pending review), the leakage rate review
 confirmed and what the confirmed drops cost in statistical power, the exam's
 status and gates, and coverage ELIGIBLE/HOLD per category. Each producer owns
-its artifact's format; this module only reads the seeds' names
+its artifact's format; this module only reads the artifacts' fixed names
 (``contamination_report.json``, ``exam-score.json``, ``exam-adjudication.json``,
 the coverage benchmark/evidence) tolerantly: a kind never produced is "not
 run", a field it cannot find is shown as unknown, and nothing here imports a

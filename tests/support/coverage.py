@@ -27,7 +27,7 @@ POLICY = CategoryGatePolicy(CATEGORIES, "benign", 0.8, 0.1, 0.1)
 
 
 def eval_rows(wrong: dict[str, int], sizes: dict[str, int] = SIZES) -> list[dict[str, Any]]:
-    """Gives G001 rows: the first ``wrong[c]`` cases of each category are misses."""
+    """Gives unsealed-report rows: the first ``wrong[c]`` cases of each category are misses."""
     rows = []
     for category, n in sizes.items():
         label = 0 if category == "benign" else 1

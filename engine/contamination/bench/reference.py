@@ -1,6 +1,6 @@
-"""The reference: the contamination specification's n-gram pass, as written there.
+"""The reference n-gram pass, against which sealdesk's n-gram channels are measured.
 
-sealdesk is measured against it: datasketch ``MinHash`` updated shingle by
+It is datasketch ``MinHash`` updated shingle by
 shingle, a ``MinHashLSH`` holding the whole pool, one query per eval item,
 and the MinHash estimate (not the exact Jaccard) deciding the flag; the same
 for duplicates inside the eval set. Kept for the benchmark and for the test
@@ -24,8 +24,8 @@ class ReferenceResult:
     pool_docs: int
 
 
-def seed_minhash(canonical_text: str, n: int, num_perm: int):
-    """Gives the seed's MinHash of a canonical text (one update per shingle)."""
+def reference_minhash(canonical_text: str, n: int, num_perm: int):
+    """Gives the reference MinHash of a canonical text (one ``update`` per shingle)."""
     from datasketch import MinHash
 
     m = MinHash(num_perm=num_perm)
@@ -40,7 +40,7 @@ def _index(texts: Iterable[str], n: int, num_perm: int, lsh_threshold: float):
     lsh = MinHashLSH(threshold=lsh_threshold, num_perm=num_perm)
     signatures = {}
     for i, text in enumerate(texts):
-        m = seed_minhash(text, n, num_perm)
+        m = reference_minhash(text, n, num_perm)
         signatures[i] = m
         lsh.insert(f"pool-{i}", m)
     return lsh, signatures
@@ -55,11 +55,11 @@ def reference_scan(
     lsh_threshold: float = 0.5,
     jaccard_flag: float = 0.8,
 ) -> ReferenceResult:
-    """Gives the seed's flags for canonical eval and pool texts."""
+    """Gives the reference flags for canonical eval and pool texts."""
     lsh, signatures = _index(pool_texts, n, num_perm, lsh_threshold)
     pool_hits = []
     for j, text in enumerate(eval_texts):
-        m = seed_minhash(text, n, num_perm)
+        m = reference_minhash(text, n, num_perm)
         for key in lsh.query(m):
             i = int(key.split("-")[1])
             estimate = m.jaccard(signatures[i])

@@ -2,11 +2,12 @@
 
 Module map:
 
-``shingles``     word shingles exactly as the seed defines them, and their
-                 fast 64-bit hashes
+``shingles``     word shingles (every run of n words of the canonical text,
+                 the whole text when it has fewer), and their fast 64-bit
+                 hashes
 ``ngram``        exact n-gram Jaccard and containment; the eval index that
                  finds every candidate
-``minhash``      MinHash signatures as the seed makes them, for the report
+``minhash``      datasketch MinHash signatures of the shingles, for the report
 ``internal``     duplicates inside the eval set, and their clusters
 ``embedding``    sentence embeddings: a verified model, a cache, top-k search
 ``calibration``  the cosine threshold, chosen from labelled pairs

@@ -1,7 +1,8 @@
-"""MinHash signatures exactly as the seed makes them (datasketch), for reporting.
+"""MinHash signatures exactly as the reference pass makes them (datasketch), for reporting.
 
-Exact Jaccard decides every flag; the MinHash estimate is reported beside
-it, so a reader of the seed's output can see how far the estimate was off.
+Exact Jaccard decides every flag; the MinHash estimate, which decides in the
+reference pass, is reported beside it, so a reader can see how far the
+estimate was off.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ class Signatures:
         found = self._known.get(key)
         if found is None:
             found = self._make(num_perm=self.num_perm)
-            # the same values as the seed's update() per shingle, in one call
+            # the same values as one update() per shingle, in one call
             found.update_batch([s.encode("utf-8") for s in sorted(shingles)])
             self._known[key] = found
         return found

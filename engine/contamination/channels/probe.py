@@ -1,7 +1,7 @@
 """The behavioral probe: does the model reconstruct a masked final answer?
 
 For each probed item the last number of its worked answer is masked and the
-model, greedily, is asked to fill it in (the seed's probe). The same model
+model, greedily, is asked to fill it in (the masked-answer probe). The same model
 is also asked to solve the question unaided. Reconstruction that exceeds the
 model's own accuracy is the signal; an item the model reconstructs but
 cannot solve is suspected and goes to the reviewer. The endpoint is any
@@ -110,7 +110,7 @@ def numbers_in(text: str) -> list[str]:
 
 
 def fill_prompt(question: str, masked: str) -> str:
-    """Gives the seed's fill-in-the-blank prompt."""
+    """Gives the fill-in-the-blank prompt: the question, then the masked answer."""
     return f"Fill in the blank exactly.\n{question}\nAnswer: {masked}"
 
 

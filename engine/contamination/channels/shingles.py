@@ -1,4 +1,4 @@
-"""Word shingles, exactly as the seed defines them, and their fast hashes.
+"""Word shingles of a canonical text, and their fast hashes.
 
 The exact definition (used for every score sealdesk reports): the words of
 the canonical text, every run of ``n`` consecutive words joined by one
@@ -42,7 +42,7 @@ _MIX = np.uint64(0xBF58476D1CE4E5B9)
 
 
 def shingle_set(canonical_text: str, n: int) -> frozenset[str]:
-    """Gives the seed's shingles of a canonical text (whole string if under n words)."""
+    """Gives the shingles of a canonical text: runs of n words (whole string if fewer)."""
     words = canonical_text.split(" ")
     if len(words) < n:
         return frozenset((canonical_text,))

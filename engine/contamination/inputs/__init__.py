@@ -2,8 +2,9 @@
 
 Module map:
 
-``canonical_text``  the seed's text canonicalization, content hash and word
-                    positions (every channel compares canonical text)
+``canonical_text``  text canonicalization (lower-cased, whitespace collapsed,
+                    stripped), the flat content hash and word positions
+                    (every channel compares canonical text)
 ``texts``           a text column as it travels to a worker (``TextBlock``)
                     and the check every text passes first
 ``sources``         where the eval set and the pool come from: local

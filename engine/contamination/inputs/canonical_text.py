@@ -1,6 +1,6 @@
-"""The seed's text canonicalization, its content hash, and word positions.
+"""Text canonicalization, the flat content hash, and word positions.
 
-``canonical`` is exactly the seed's ``re.sub(r"\\s+", " ", text.strip().lower())``;
+``canonical`` is exactly ``re.sub(r"\\s+", " ", text.strip().lower())``;
 the content hash is SHA-256 over every canonical item followed by one NUL
 byte. Word ``k`` of the canonical text is word ``k`` of the original text
 (lower-casing never makes or removes whitespace), which is how shared spans
@@ -20,7 +20,7 @@ _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 
 
 def canonical(text: str) -> str:
-    """Gives the seed's canonical form: lower-cased, whitespace collapsed, stripped."""
+    """Gives the canonical form: lower-cased, whitespace collapsed, stripped."""
     return _WHITESPACE.sub(" ", text.strip().lower())
 
 
@@ -35,7 +35,7 @@ def word_offsets(text: str) -> list[tuple[int, int]]:
 
 
 class ContentHasher:
-    """SHA-256 over canonical items, each followed by a NUL byte (the seed's hash)."""
+    """SHA-256 over canonical items, each followed by a NUL byte (the flat content hash)."""
 
     def __init__(self) -> None:
         self._sha = hashlib.sha256()
@@ -58,7 +58,7 @@ class ContentHasher:
 
 
 def content_sha256(texts: Iterable[str]) -> str:
-    """Gives the seed's content hash of raw texts (canonicalized here)."""
+    """Gives the flat content hash of raw texts (canonicalized here)."""
     hasher = ContentHasher()
     for text in texts:
         hasher.add(canonical(text))

@@ -36,7 +36,7 @@ class EvalItem:
 
 @dataclass(frozen=True)
 class EvalSet:
-    """The eval items in order, with the seed's provenance."""
+    """The eval items in order, with their provenance (name, split, revision, config, n, hash)."""
 
     source: Source
     items: tuple[EvalItem, ...]

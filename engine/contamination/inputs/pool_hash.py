@@ -1,13 +1,13 @@
 """The pool's content hash, defined on its canonical items alone and computed in pieces.
 
-The seed hashes a dataset as SHA-256 over every canonical item followed by a
-NUL byte. That hash walks the items in order, so many workers cannot share
+The flat content hash of a dataset is SHA-256 over every canonical item
+followed by a NUL byte. That hash walks the items in order, so many workers cannot share
 it, and an interrupted run cannot carry it over to the next one. The pool
 hash (``sha256-blocks-v1``) is defined on the very same byte stream, cut
 into blocks:
 
 - the stream: the canonical items in pool order (shards in sorted order),
-  each followed by one NUL byte, exactly the bytes the seed hashes;
+  each followed by one NUL byte, exactly the bytes the flat hash hashes;
 - a block ends after every item whose CRC-32 (``zlib.crc32`` of its
   canonical UTF-8 bytes, NUL excluded) has its low ten bits zero, and at
   the end of the pool;
@@ -36,8 +36,8 @@ from typing import Any
 import numpy as np
 
 METHOD = "sha256-blocks-v1"
-# The seed's flat hash: SHA-256 over each canonical item followed by a NUL byte.
-SEED_METHOD = "sha256-items-nul"
+# The flat content hash: SHA-256 over each canonical item followed by a NUL byte.
+FLAT_METHOD = "sha256-items-nul"
 _CUT_MASK = 0x3FF
 
 

@@ -60,7 +60,10 @@ class Source:
         return f"{self.name}[{self.split}]@{self.revision}"
 
     def provenance(self) -> dict[str, Any]:
-        """Gives the seed's provenance fields (n and content hash are added by the reader)."""
+        """Gives the provenance fields: name, split, revision, config, and where the text is.
+
+        n and the content hash are added by the reader.
+        """
         return {
             "name": self.name,
             "split": self.split,

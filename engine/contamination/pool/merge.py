@@ -17,7 +17,7 @@ import numpy as np
 
 from engine.canonical import canonical_json
 from engine.contamination.channels.ngram import PairScore
-from engine.contamination.inputs.pool_hash import METHOD, SEED_METHOD, PoolHasher, id_hashes
+from engine.contamination.inputs.pool_hash import FLAT_METHOD, METHOD, PoolHasher, id_hashes
 from engine.contamination.inputs.shards import Shard, fetched, shard_source
 from engine.contamination.inputs.sources import iter_batches, locate, row_error
 from engine.contamination.pool.shard_scan import ShardOutcome
@@ -118,14 +118,14 @@ def merge(
         raise InputError("the pool has no rows", path=provenance.get("name"))
     pairs.sort(key=lambda p: (p.doc, p.eval_index))
     blocks = pool_sha256 or hasher.hexdigest()
-    # One stream: the contamination specification's own content hash (SHA-256
-    # over each canonical item and a NUL; the glossary's "content hash"), which
+    # One stream: the flat content hash (SHA-256 over each canonical item and
+    # a NUL; the glossary's "content hash"), which
     # is what content_sha256 names. Several shards: that
     # flat hash would need every byte in order on one machine, so the pool is
     # named by the block hash of the same stream, which equals the one-file
     # pool's content_sha256_blocks whatever the sharding.
     if len(outcomes) == 1:
-        content, method = outcomes[0].content_sha256, SEED_METHOD
+        content, method = outcomes[0].content_sha256, FLAT_METHOD
     else:
         content, method = blocks, METHOD
     full = {

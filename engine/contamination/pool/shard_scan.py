@@ -90,7 +90,7 @@ class ShardOutcome:
     url: str
     file_sha256: str | None  # None for a stream that is not a file
     n: int
-    content_sha256: str  # the seed's hash of this shard's canonical items alone
+    content_sha256: str  # the flat content hash of this shard's canonical items alone
     piece: TreePiece
     pairs: tuple[PairScore, ...]  # doc = row within the shard
     docs: dict[int, tuple[Any, str]]  # row -> (id or None, text) of matched documents

@@ -124,7 +124,7 @@ def _cluster_of(findings: Findings) -> tuple[list[list[int]], dict[int, int]]:
 
 
 def flagged_rows(findings: Findings) -> list[dict[str, Any]]:
-    """Gives flagged_pairs.jsonl: one row per pair, the seed's fields plus ids and measures."""
+    """Gives flagged_pairs.jsonl: one row per pair (indices, channel, Jaccard), ids and measures."""
     items = findings.eval.items
     rows: list[dict[str, Any]] = []
     for pair in sorted(findings.pool_pairs, key=lambda p: (p.eval_index, p.pool_index)):
@@ -443,9 +443,9 @@ def build_report(
     timing: dict[str, float],
     items: list[BacklogItem],
 ) -> dict[str, Any]:
-    """Gives contamination_report.json: the seed's fields and sealdesk's additions.
+    """Gives contamination_report.json: provenance, counts, rates, thresholds, and the rest.
 
-    The seed's ``leakage_rate`` is null here: a flagged item is not a leak until a
+    ``leakage_rate`` is null here: a flagged item is not a leak until a
     reviewer confirms it, so the scan reports the flagged rate, labelled as pending
     review, and ``contamination clean`` the confirmed leakage rate.
     """
@@ -476,7 +476,7 @@ def build_report(
     return {
         "test": findings.eval.provenance,
         "pool": findings.pool_provenance,
-        # each shard's bytes hash, rows and the seed's hash of its items alone
+        # each shard's bytes hash, rows and the flat content hash of its items alone
         "pool_shards": findings.pool_shards,
         "counts": {
             "ngram_overlap_items": len(by_channel["ngram"]),

@@ -1,4 +1,5 @@
-"""Canonical text and content hash exactly as the seed defines them; the fast path agrees."""
+"""Canonical text (lower-cased, whitespace collapsed, stripped) and the flat content hash
+(SHA-256 over each canonical item and a NUL byte); the fast path agrees."""
 
 from __future__ import annotations
 

@@ -17,7 +17,8 @@ SAMPLE = REPO / "sample_data" / "contamination"
 
 
 def oracle_shingles(text: str, n: int = 13) -> set[str]:
-    """The seed's definition, written out again independently of the engine."""
+    """Every run of n words of the canonical text (the whole text if fewer), written out
+    again independently of the engine."""
     words = re.sub(r"\s+", " ", text.strip().lower()).split(" ")
     if len(words) < n:
         return {" ".join(words)}

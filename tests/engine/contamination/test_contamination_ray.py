@@ -86,7 +86,7 @@ def test_one_shard_or_seven_on_ray_give_the_pairs_of_the_single_file(
     assert pool_rows(on_ray) == pool_rows(single)
     for key in ("n", "content_sha256_blocks"):
         assert on_ray.report["pool"][key] == single.report["pool"][key]
-    if layout == "one":  # one stream: the seed's own hash, as for the single file
+    if layout == "one":  # one stream: the flat content hash, as for the single file
         assert on_ray.report["pool"]["content_sha256"] == single.report["pool"]["content_sha256"]
 
 

@@ -103,7 +103,7 @@ def test_report_records_both_datasets_provenance_with_the_seeds_content_hash(sca
     questions = [r["question"] for r in read_jsonl(SAMPLE / "eval.jsonl")]
     texts = [r["text"] for r in read_jsonl(SAMPLE / "pool.jsonl")]
     assert report["test"]["content_sha256"] == content_sha256(questions)
-    # a one-file pool carries the seed's hash, and beside it the block hash that a
+    # a one-file pool carries the flat content hash, and beside it the block hash that a
     # sharded scan of the same items gives whatever the sharding
     assert report["pool"]["content_sha256"] == content_sha256(texts)
     assert report["pool"]["content_hash"] == "sha256-items-nul"

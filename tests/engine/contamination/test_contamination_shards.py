@@ -121,7 +121,7 @@ def test_shards_in_mixed_formats_give_the_pairs_and_hash_of_the_concatenated_fil
         == one["content_sha256_blocks"]
         == pool_sha256(canonical(row["text"]) for row in data["rows"])
     )
-    # several shards are named by the block hash; the one file by the seed's hash
+    # several shards are named by the block hash; the one file by the flat hash
     assert (pool["content_hash"], pool["content_sha256"]) == (
         "sha256-blocks-v1",
         pool["content_sha256_blocks"],
@@ -131,7 +131,7 @@ def test_shards_in_mixed_formats_give_the_pairs_and_hash_of_the_concatenated_fil
     shards = sharded.report["pool_shards"]
     assert [Path(s["url"]).name for s in shards] == MIXED
     assert [s["first_index"] for s in shards] == [0, 600, 1200, 1800, 2400]
-    # each shard also carries the seed's hash of its own items
+    # each shard also carries the flat content hash of its own items
     assert shards[3]["content_sha256"] == content_sha256(r["text"] for r in data["rows"][1800:2400])
     assert single.report["pool_shards"][0]["content_sha256"] == content_sha256(
         r["text"] for r in data["rows"]

@@ -1,4 +1,4 @@
-"""G003 step 2: integrated gradients on a real, locally trained transformers classifier.
+"""Debug backlog, step 2: integrated gradients on a real, locally trained transformers classifier.
 
 The classifier is trained here, once per module, on the demo's debug rows
 (no download). These tests need the ``attribution`` extra and import torch,

@@ -1,4 +1,4 @@
-"""G002: the lineage store, reserve before signing and finalize after readback.
+"""The sealed benchmark's lineage store, reserve before signing and finalize after readback.
 
 Real SQLite files, real Ed25519 signatures, and real processes racing for
 one genesis.

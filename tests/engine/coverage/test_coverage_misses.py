@@ -1,4 +1,4 @@
-"""G003 step 1: deterministic, complete selection of misses per weak category."""
+"""Debug backlog, step 1: deterministic, complete selection of misses per weak category."""
 
 from __future__ import annotations
 

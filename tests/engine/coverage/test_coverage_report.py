@@ -1,4 +1,4 @@
-"""G001: the stratified report and weak categories, with hand-derived known answers.
+"""The unsealed report: stratified measures and weak categories, with hand-derived known answers.
 
 Populations: direct 10 attacks, obfuscated 10 attacks, benign 20 (see
 coverage_support.eval_rows). Policy: min recall 0.8, max FPR 0.1, max

@@ -1,6 +1,6 @@
-"""G002: the sealed holdout, the signed scope, the baseline and the benchmark.
+"""The sealed benchmark: the sealed holdout, the signed scope, the baseline and the benchmark.
 
-Every refusal the seed lists, with real Ed25519 keys and real files. The
+Every refusal of the sealed path, with real Ed25519 keys and real files. The
 holdout is direct 10, obfuscated 10, benign 20; thresholds 0.8 / 0.1 / 0.1.
 """
 
@@ -32,7 +32,7 @@ def measure(
     results_detector: str | None = None,
     results: list[dict] | None = None,
 ) -> dict:
-    """Runs the whole G002 path (as the CLI does) and gives the benchmark."""
+    """Runs the whole sealed path (as the CLI does) and gives the benchmark."""
     scope_raw, scope_sig = scope
     sealed = load_holdout(
         holdout[0], holdout[1], json.loads(scope_raw)["holdout_manifest_sha256"], auth.trust

@@ -8,7 +8,7 @@ core, exact Jaccard and containment decide). Timing starts after imports
 and covers reading both sets, indexing and every pair found.
 
 Run a side alone:
-  python -m engine.contamination.bench.against_seed --side sealdesk --eval E --pool P
+  python -m engine.contamination.bench.against_reference --side sealdesk --eval E --pool P
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ def _rss_kb() -> int:
 
 
 def run_reference(eval_path: str, pool_path: str, limit: int | None) -> dict[str, Any]:
-    """Gives the seed reference's flags, time and peak RSS (pool cut at ``limit`` docs)."""
+    """Gives the reference pass's flags, time and peak RSS (pool cut at ``limit`` docs)."""
     import datasketch
 
     from engine.contamination.bench.reference import reference_scan
@@ -46,7 +46,7 @@ def run_reference(eval_path: str, pool_path: str, limit: int | None) -> dict[str
     eval_source = resolve_source("eval", eval_path, text_field="question", id_field=None)
     pool_source = resolve_source("pool", pool_path, text_field="text", id_field=None)
     eval_texts = [canonical(t) for b in iter_batches(eval_source, 4096) for t in b.texts]
-    # the seed loads the whole pool, canonicalized, into a list
+    # the reference pass loads the whole pool, canonicalized, into a list
     pool_texts: list[str] = []
     with closing(iter_batches(pool_source, 2048)) as batches:
         for batch in batches:
@@ -113,7 +113,7 @@ def run_sealdesk(eval_path: str, pool_path: str, jobs: int | None) -> dict[str, 
 
 def _side(args: list[str]) -> dict[str, Any]:
     proc = subprocess.run(
-        [sys.executable, "-m", "engine.contamination.bench.against_seed", *args],
+        [sys.executable, "-m", "engine.contamination.bench.against_reference", *args],
         capture_output=True,
         text=True,
     )
@@ -419,7 +419,7 @@ def _print(result: dict[str, Any]) -> None:
 
 
 def _main(argv: list[str]) -> None:
-    parser = argparse.ArgumentParser(prog="python -m engine.contamination.bench.against_seed")
+    parser = argparse.ArgumentParser(prog="python -m engine.contamination.bench.against_reference")
     parser.add_argument("--side", choices=["reference", "sealdesk"], required=True)
     parser.add_argument("--eval", required=True)
     parser.add_argument("--pool", required=True)
