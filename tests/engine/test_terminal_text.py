@@ -72,7 +72,14 @@ def test_nothing_a_terminal_would_obey_or_hide_survives(text):
 def test_showing_is_idempotent_and_keeps_every_visible_character(text):
     shown = visible(text)
     assert visible(shown) == shown
-    kept = [ch for ch in text if unicodedata.category(ch) not in {"Cc", "Cf", "Cs", "Zl", "Zp"}]
+    kept = [
+        ch
+        for ch in text
+        if unicodedata.category(ch) not in {"Cc", "Cf", "Cs", "Zl", "Zp"}
+        # The tag block (U+E0000-U+E0FFF: tags, variation selectors, unassigned) is
+        # shown by code point as a whole: invisible, or not yet anything.
+        and not 0xE0000 <= ord(ch) <= 0xE0FFF
+    ]
     # The visible characters of the input appear in order in the output.
     rest = iter(shown)
     assert all(ch in rest for ch in kept)

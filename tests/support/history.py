@@ -440,7 +440,12 @@ class AppDriver:
             if self.done.exists():
                 raise AssertionError(f"the app exited while waiting for {what}:\n{shown}")
             if time.monotonic() > deadline:
-                raise AssertionError(f"{what} never came; the screen was:\n{shown}")
+                size = self.tmux(
+                    "display-message", "-p", "-t", self.name, "#{pane_width}x#{pane_height}"
+                )
+                raise AssertionError(
+                    f"{what} never came; the screen ({size.strip()}) was:\n{shown}"
+                )
             time.sleep(0.1)
 
     def decided(self, shown: str) -> int:

@@ -56,8 +56,18 @@ class Tmux:
             env={**os.environ, "LANG": "C.UTF-8"},
             check=True,
         )
+        # A window no client is attached to takes the server's default size (80x24)
+        # whenever tmux recalculates sizes, which other sessions and commands can
+        # trigger; pin this one at the size asked for.
+        self("set-option", "-t", name, "default-size", f"{width}x{height}")
+        self("set-option", "-w", "-t", name, "window-size", "manual")
+        self("resize-window", "-t", name, "-x", str(width), "-y", str(height))
         if self.pid is None:
             self.pid = int(self("display-message", "-p", "#{pid}"))
+
+    def size(self, name: str) -> str:
+        """Gives a session's pane size as WIDTHxHEIGHT (for messages when a wait fails)."""
+        return self("display-message", "-p", "-t", name, "#{pane_width}x#{pane_height}").strip()
 
     def screen(self, name: str) -> str:
         """Gives what a session's pane shows now (plus its scrollback)."""
@@ -84,4 +94,7 @@ class Tmux:
             if unless is not None and unless in shown:
                 raise AssertionError(f"{unless!r} came before {text!r} in {name}:\n{shown}")
             time.sleep(0.1)
-        raise AssertionError(f"{text!r} never appeared in {name}; screen was:\n{self.screen(name)}")
+        raise AssertionError(
+            f"{text!r} never appeared in {name} (pane {self.size(name)}); screen was:\n"
+            f"{self.screen(name)}"
+        )
