@@ -40,6 +40,10 @@ class Tmux:
         earlier would not pass a new client's environment on.
         """
         exports = "".join(f"export {k}={shlex.quote(v)}; " for k, v in (env or {}).items())
+        # The pane's terminal is told its size from inside before anything reads it: in
+        # the full suite a program started in a new pane sometimes found no size on its
+        # terminal (0x0) and took 80x24, while tmux drew the pane at the size asked for.
+        exports = f"stty cols {width} rows {height} 2>/dev/null; " + exports
         subprocess.run(
             [
                 *self.base,
