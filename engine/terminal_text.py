@@ -15,13 +15,13 @@ interpreted:
   characters (bidi embeddings, overrides, isolates and marks, zero-width
   spaces and joiners, the BOM, tag characters), line and paragraph
   separators, lone surrogates, and the invisible fillers Unicode marks
-  default-ignorable, as ``⟨U+XXXX⟩``.
+  default-ignorable, by code point, e.g. ``⟨U+202E⟩``.
 
 The variation selectors U+FE00–U+FE0F are left alone: they only choose a
 glyph (the emoji form of ❤) and move no cursor.
 
 Printed JSON stays exact JSON: ``json_text`` writes every such character
-inside a string as its ``\\uXXXX`` escape, which a JSON reader turns back
+inside a string as its ``\\u`` escape (e.g. ``\\u202e``), which a JSON reader turns back
 into the very same string (``json.dumps`` escapes only U+0000–U+001F; with
 ``ensure_ascii=False`` DEL, C1, bidi and zero-width characters would pass
 raw). Files sealdesk writes (artifacts, exports) keep their canonical bytes:
@@ -102,7 +102,7 @@ def _escaped(match: re.Match[str]) -> str:
 def json_text(value: Any, *, indent: int | None = None) -> str:
     """Gives value as JSON to print: exact, with no hidden character left raw.
 
-    The same characters ``visible`` shows are written as ``\\uXXXX`` escapes;
+    The same characters ``visible`` shows are written as ``\\u`` escapes (e.g. ``\\u202e``);
     everything else is as ``json.dumps(..., ensure_ascii=False)`` writes it.
     """
     dumped = json.dumps(value, ensure_ascii=False, indent=indent)
