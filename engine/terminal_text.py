@@ -21,8 +21,8 @@ The variation selectors U+FE00–U+FE0F are left alone: they only choose a
 glyph (the emoji form of ❤) and move no cursor.
 
 Printed JSON stays exact JSON: ``json_text`` writes every such character
-inside a string as its ``\\u`` escape (e.g. ``\\u202e``), which a JSON reader turns back
-into the very same string (``json.dumps`` escapes only U+0000–U+001F; with
+inside a string as its ``\\u`` escape (e.g. ``\\u202e``), which a JSON reader
+turns back into the very same string (``json.dumps`` escapes only U+0000–U+001F; with
 ``ensure_ascii=False`` DEL, C1, bidi and zero-width characters would pass
 raw). Files sealdesk writes (artifacts, exports) keep their canonical bytes:
 only what is printed goes through here.

@@ -51,7 +51,8 @@ _UNSAFE_CATEGORIES = {"Cc", "Cf", "Cs", "Zl", "Zp"}
 
 
 def unsafe_characters(output: str, *, allowed: str = "\n") -> list[str]:
-    """Gives each character of output a terminal would take as control or hide, by code point (e.g. U+202E)."""
+    """Gives each character of output a terminal would take as control or hide, by code
+    point (e.g. U+202E)."""
     return sorted(
         {
             f"U+{ord(ch):04X}"
