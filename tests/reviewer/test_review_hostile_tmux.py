@@ -223,7 +223,9 @@ def test_hostile_data_in_the_review_app_reaches_tmux_as_text_only(
         shown = _shown_item(app.screen())
         app.check(f"item {n + 1} ({shown!r})")
         if shown == "fp-osc52-clipboard":
-            app.press("h", until="history")  # nora's note is in the item's history
+            # The pane's "history" heading shows before the jump; nora's record is what
+            # the jump brings into view.
+            app.press("h", until="nora (reviewer)")
             app.check("nora's note in the history")
         elif shown is not None and "evil" in shown:
             app.press("n", until="Note on")
