@@ -109,10 +109,12 @@ from engine.terminal_text import json_text, visible
 )
 @click.option(
     "--top-k",
-    default=3,
+    default=100,
     show_default=True,
     type=click.IntRange(min=1),
-    help="Pool items kept per eval item.",
+    help="Most pool documents at the cosine threshold kept per eval item, those keeping "
+    "more of its numbers first (a bound on memory: every match at the threshold is kept "
+    "up to it, and the report counts any it turned away).",
 )
 @click.option(
     "--probe-endpoint",
@@ -196,7 +198,15 @@ from engine.terminal_text import json_text, visible
     type=click.IntRange(min=1),
     default=None,
     help="Pool documents per eval item the static prefilter keeps for the full model to "
-    "score [default: 50, or --top-k if larger].",
+    "score [default: 50].",
+)
+@click.option(
+    "--numbers-lane",
+    type=click.IntRange(min=0),
+    default=None,
+    help="Besides them, pool documents per eval item that keep the most of its numbers (at "
+    "least two), for the full model to score: a rephrased leak among look-alikes the "
+    "static model cannot tell apart. 0 turns the lane off [default: 20].",
 )
 @click.option(
     "--prefilter-model",
@@ -245,6 +255,7 @@ def scan_contamination(
     embed_exhaustive: bool,
     embed_two_stage: bool,
     prefilter_k: int | None,
+    numbers_lane: int | None,
     prefilter_model: str | None,
     as_json: bool,
 ) -> None:
@@ -303,7 +314,9 @@ def scan_contamination(
         probe_endpoint,
         probe_model,
     )
-    _refuse_search_options(embed, embed_exhaustive, embed_two_stage, prefilter_k, prefilter_model)
+    _refuse_search_options(
+        embed, embed_exhaustive, embed_two_stage, prefilter_k, numbers_lane, prefilter_model
+    )
     for name, value in (
         ("text-field", text_field),
         ("id-field", id_field),
@@ -394,8 +407,8 @@ def scan_contamination(
         embed_cache=Path(embed_cache) if embed_cache else None,
         embed_exhaustive=embed_exhaustive,
         embed_two_stage=embed_two_stage,
-        # the full model keeps its top k among the candidates: never fewer than k of them
-        prefilter_k=prefilter_k if prefilter_k is not None else max(50, top_k),
+        prefilter_k=prefilter_k if prefilter_k is not None else 50,
+        numbers_lane=numbers_lane if numbers_lane is not None else 20,
         prefilter_model=Path(prefilter_model) if prefilter_model else None,
     )
     with ctx.open() as ws, reporter() as rep:
@@ -558,6 +571,7 @@ def _refuse_search_options(
     exhaustive: bool,
     two_stage: bool,
     prefilter_k: int | None,
+    numbers_lane: int | None,
     prefilter_model: str | None,
 ) -> None:
     """Refuses a paraphrase-search option that the chosen search would ignore."""
@@ -569,6 +583,7 @@ def _refuse_search_options(
             ("embed-exhaustive", exhaustive or None),
             ("embed-two-stage", two_stage or None),
             ("prefilter-k", prefilter_k),
+            ("numbers-lane", numbers_lane),
             ("prefilter-model", prefilter_model),
         )
         if value is not None

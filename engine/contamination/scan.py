@@ -34,6 +34,7 @@ from engine.contamination.channels.embedding import (
     embed_texts,
     identify_model,
 )
+from engine.contamination.channels.kept_numbers import KeptNumbers
 from engine.contamination.channels.minhash import Signatures
 from engine.contamination.channels.ngram import EvalIndex, NgramSettings
 from engine.contamination.channels.prefilter import (
@@ -99,7 +100,7 @@ class ScanConfig:
     model_sha256: str | None = None
     cosine_threshold: float | None = None
     calibration: Path | None = None
-    top_k: int = 3
+    top_k: int = 100  # most matches at the threshold kept per eval item (memory bound)
     probe_endpoint: str | None = None
     probe_model: str | None = None
     probe_answer_field: str = "answer"
@@ -115,6 +116,7 @@ class ScanConfig:
     embed_exhaustive: bool = False  # score every pool document with the full model
     embed_two_stage: bool = False  # prefilter whatever the pool's size (default: by size)
     prefilter_k: int = 50  # candidates per eval item the static prefilter keeps
+    numbers_lane: int = 20  # and those keeping the most of its numbers (0: none)
     prefilter_model: Path | None = None  # default: distilled from the model, cached
     # how each dataset's text and id fields were chosen (inputs.fields), for the report
     fields: dict[str, Any] = field(default_factory=dict)
@@ -142,6 +144,7 @@ class _Embedding:
     counts: EmbedCounts
     eval_vectors: Any = None
     prefilter: StaticEncoder | None = None  # None: --embed-exhaustive
+    kept: KeptNumbers | None = None  # the eval set's numbers: which documents keep them
     prefilter_eval: Any = None  # the eval set under the static model
 
 
@@ -156,12 +159,6 @@ def _check_embedding(config: ScanConfig, embedder: Embedder | None) -> tuple[Any
     elif not 0 < config.cosine_threshold <= 1:
         raise InputError("must lie in (0, 1]", field="cosine-threshold")
     if search_method(config)[0]:
-        if config.prefilter_k < config.top_k:
-            raise InputError(
-                f"must be at least --top-k ({config.top_k}): the full model picks the top "
-                "k among the prefilter's candidates",
-                field="prefilter-k",
-            )
         if config.prefilter_model is not None:
             check_static_dir(config.prefilter_model)
     info = (
@@ -274,6 +271,7 @@ def _prepare_embedding(
         "chosen": why,
         "prefilter": info.to_json(),
         "candidates_per_item": config.prefilter_k,
+        "numbers_lane_per_item": config.numbers_lane,
     }
     return found
 
@@ -383,6 +381,7 @@ def _rerank(emb: _Embedding, heap: CandidateHeap, config: ScanConfig, rep: Any) 
         lambda texts: embed_texts(emb.embedder, emb.cache, texts, emb.counts, stage),
         config.top_k,
         emb.threshold,
+        emb.kept,
     )
     if stage is not None:
         stage.finish()
@@ -450,11 +449,11 @@ def _scan_stream(
     heap = consumer = embed_stage = None
     pool_rows = count_rows(config.pool) if rep is not None else None
     if emb is not None and emb.prefilter is not None:
-        heap = CandidateHeap(emb.prefilter_eval, config.prefilter_k)
+        heap = CandidateHeap(emb.prefilter_eval, config.prefilter_k, emb.kept, config.numbers_lane)
         embed_stage = rep.stage("prefilter pool", total=pool_rows, unit="texts") if rep else None
         consumer = _prefilter_consumer(emb.prefilter, heap, embed_stage)
     elif emb is not None:
-        topk = TopK(emb.eval_vectors, config.top_k, emb.threshold)
+        topk = TopK(emb.eval_vectors, config.top_k, emb.threshold, emb.kept)
         embed_stage = rep.stage("embedding pool", total=pool_rows, unit="texts") if rep else None
         consumer = _consumer(emb, topk, embed_stage)
     pool_stage = rep.stage("scanning pool", total=pool_rows, unit="docs") if rep else None
@@ -516,6 +515,8 @@ def _scan_shards(
             emb.prefilter,
             emb.prefilter_eval,
             config.prefilter_k,
+            emb.kept,
+            config.numbers_lane,
         )
         # a shard's candidates depend on the static model, K and the eval set under
         # it, not on the full model or the threshold: a new calibration reuses them
@@ -523,6 +524,7 @@ def _scan_shards(
             "search": "two-stage",
             "prefilter": emb.report["search"]["prefilter"]["identity_sha256"],
             "candidates": config.prefilter_k,
+            "numbers_lane": config.numbers_lane,
             "prefilter_eval": eval_vectors_sha256(emb.prefilter_eval),
         }
     elif emb is not None:
@@ -533,10 +535,12 @@ def _scan_shards(
             emb.eval_vectors,
             config.top_k,
             emb.threshold,
+            kept=emb.kept,
         )
         settings["embed"] = {
             "model": emb.embedder.info.identity,
             "top_k": config.top_k,
+            "order": "numbers kept, then cosine",
             "threshold": emb.threshold,
             "eval_vectors": sha256_hex(emb.eval_vectors.tobytes()),
         }
@@ -560,9 +564,11 @@ def _scan_shards(
     heap = None
     topk: Any = None
     if emb is not None and emb.prefilter is not None:
-        heap = topk = CandidateHeap(emb.prefilter_eval, config.prefilter_k)
+        heap = topk = CandidateHeap(
+            emb.prefilter_eval, config.prefilter_k, emb.kept, config.numbers_lane
+        )
     elif emb is not None:
-        topk = TopK(emb.eval_vectors, config.top_k, emb.threshold)
+        topk = TopK(emb.eval_vectors, config.top_k, emb.threshold, emb.kept)
     seconds = time.perf_counter() - started
     scanned_docs = sum(o.n for o in outcomes if not o.from_record)
     run = {
@@ -643,6 +649,7 @@ def run_scan(
             emb.eval_vectors = embed_texts(emb.embedder, emb.cache, texts, emb.counts, stage)
             if stage is not None:
                 stage.finish()
+            emb.kept = KeptNumbers(texts)
             if emb.prefilter is not None:
                 emb.prefilter_eval = emb.prefilter.encode(texts)
             internal = internal_dups.with_cosines(
@@ -679,6 +686,9 @@ def run_scan(
             **emb.report,
             "texts_embedded": emb.counts.embedded,
             "texts_from_cache": emb.counts.cached,
+            # matches at the threshold beyond --top-k for their eval item (none kept
+            # fewer numbers than one kept): say so rather than drop them unsaid
+            "matches_over_bound": topk.over_bound if topk is not None else 0,
             "cache": str(emb.cache.path),
         }
     findings = Findings(

@@ -14,6 +14,14 @@ the wording: synonyms, the question asked another way, the context
 sentences in another order, a lead-in. It shares few 13-word shingles with
 the item, so the n-gram channels rarely see it: it is the paraphrase
 channel's to find. The generator is seeded: the same files every time.
+
+Half of the families have look-alikes and half have none, so that a
+benchmark can tell what look-alikes cost from what the search itself
+loses. The look-alikes are of two kinds, as a real pretraining pool holds
+them: the pool's word problems (one document in ten) are all drawn from
+the first half's families, and every eval item of that half also has
+``RENUMBERED`` copies in the pool, its own wording with other numbers
+(nearer to it, for any sentence model, than its paraphrase is).
 """
 
 from __future__ import annotations
@@ -174,6 +182,28 @@ class ParaphraseData:
     subset: int
     planted: list[tuple[int, int]]  # every planted paraphrase
     planted_in_subset: list[tuple[int, int]]
+    lookalike_items: frozenset[int]  # eval items whose family has look-alikes in the pool
+
+
+RENUMBERED = 3  # copies of each look-alike-half eval item with its numbers changed
+
+
+def has_lookalikes(family: int) -> bool:
+    """Gives whether a family's problems have look-alikes in the pool (the first half)."""
+    return family < len(_FAMILIES) // 2
+
+
+def renumbered(text: str, rng: random.Random) -> str:
+    """Gives the text with every number replaced by another."""
+
+    def other(found: re.Match[str]) -> str:
+        value = int(found.group())
+        new = value
+        while new == value:
+            new = rng.randint(2, max(60, 2 * value))
+        return str(new)
+
+    return re.sub(r"\d+", other, text)
 
 
 def _numbers(rng: random.Random) -> dict[str, int]:
@@ -242,14 +272,27 @@ def prose(rng: random.Random) -> str:
 
 
 def make_paraphrase_data(
-    directory: Path, pool_size: int, eval_size: int, subset: int, seed: int = 7
+    directory: Path,
+    pool_size: int,
+    eval_size: int,
+    subset: int,
+    seed: int = 7,
+    halves: bool = True,
 ) -> ParaphraseData:
-    """Writes eval.jsonl, pool.jsonl and pool-subset.jsonl into ``directory``; gives the plants."""
-    if subset > pool_size or pool_size < 2 * eval_size:
-        raise ValueError("the pool must hold two paraphrases of every eval item and the subset")
+    """Writes eval.jsonl, pool.jsonl and pool-subset.jsonl into ``directory``; gives the plants.
+
+    ``halves=False`` makes the earlier pool: look-alikes of every family, no
+    renumbered copies (kept to compare with figures measured on it).
+    """
+    copies_each = RENUMBERED if halves else 0
+    if subset > pool_size or pool_size < (2 + copies_each) * eval_size:
+        raise ValueError(
+            "the pool must hold two paraphrases and the renumbered copies of every eval item"
+        )
     eval_path = directory / "eval.jsonl"
     pool_path, subset_path = directory / "pool.jsonl", directory / "pool-subset.jsonl"
     record = directory / "planted.json"
+    lookalike_items = frozenset(e for e in range(eval_size) if has_lookalikes(e % len(_FAMILIES)))
     if record.is_file():  # written last: the files beside it are whole
         planted = [(e, p) for e, p in json.loads(record.read_text())]
         return ParaphraseData(
@@ -259,6 +302,7 @@ def make_paraphrase_data(
             subset,
             planted,
             [(e, p) for e, p in planted if p < subset],
+            lookalike_items,
         )
     rng = random.Random(seed)
     directory.mkdir(parents=True, exist_ok=True)
@@ -270,7 +314,8 @@ def make_paraphrase_data(
             seen.add(text)
             evals.append(text)
     # one paraphrase of each item among the first `subset` documents, one in the rest
-    # (all of them in the subset's part when the pool is no larger than it)
+    # (all of them in the subset's part when the pool is no larger than it), and the
+    # renumbered copies of the look-alike half anywhere else
     head = rng.sample(range(subset), min(eval_size, subset))
     rest = range(subset, pool_size)
     tail = rng.sample(rest, eval_size) if len(rest) >= eval_size else []
@@ -279,6 +324,12 @@ def make_paraphrase_data(
         plants[p] = e
     for e, p in enumerate(tail):
         plants[p] = e
+    copies: dict[int, int] = {}
+    free = [p for p in range(pool_size) if p not in plants]
+    spots = rng.sample(free, copies_each * len(lookalike_items))
+    for n, e in enumerate(sorted(lookalike_items) * copies_each):
+        copies[spots[n]] = e
+    families = [f for f in range(len(_FAMILIES)) if not halves or has_lookalikes(f)]
     with open(eval_path, "w", encoding="utf-8") as out:
         for e, text in enumerate(evals):
             out.write(json.dumps({"id": f"q{e}", "question": text}) + "\n")
@@ -286,8 +337,10 @@ def make_paraphrase_data(
         for p in range(pool_size):
             if p in plants:
                 text = paraphrase(evals[plants[p]], rng)
+            elif p in copies:
+                text = renumbered(evals[copies[p]], rng)
             elif rng.random() < 0.1:
-                text = word_problem(rng)
+                text = word_problem(rng, rng.choice(families))
             else:
                 text = prose(rng)
             line = json.dumps({"id": f"d{p}", "text": text}) + "\n"
@@ -303,4 +356,5 @@ def make_paraphrase_data(
         subset,
         planted,
         [(e, p) for e, p in planted if p < subset],
+        lookalike_items,
     )

@@ -308,16 +308,66 @@ def embed_texts(
 
 
 class TopK:
-    """The k most similar pool documents of every eval item, kept while streaming."""
+    """Every pool document at the threshold of each eval item, kept while streaming.
 
-    def __init__(self, eval_vectors: np.ndarray, k: int, threshold: float) -> None:
+    Nothing under the threshold is held. Above it, each eval item keeps at
+    most ``k`` documents (a bound on memory, not a choice of the best few):
+    those that keep more of the item's numbers first (``kept``, a
+    ``kept_numbers.KeptNumbers``; a rephrased leak keeps them, a same-template
+    look-alike does not), then the higher cosine, then the earlier document.
+    The order is a total one, so whatever the batching or sharding the same
+    documents are kept.
+    """
+
+    def __init__(
+        self, eval_vectors: np.ndarray, k: int, threshold: float, kept: Any = None
+    ) -> None:
         self.eval = eval_vectors
         self.k = k
         self.threshold = threshold
+        self.kept = kept
         rows = len(eval_vectors)
         self.scores = np.full((rows, k), -np.inf, dtype=np.float32)
         self.index = np.full((rows, k), -1, dtype=np.int64)
+        self.priority = np.full((rows, k), -1.0, dtype=np.float32)
         self.docs: dict[int, tuple[Any, str]] = {}
+        self.over_bound = 0  # matches at the threshold the bound turned away
+
+    def _priority(self, items: np.ndarray, texts: list[str]) -> np.ndarray:
+        if self.kept is None or not len(items):
+            return np.zeros(len(items), dtype=np.float32)
+        return self.kept.shares_of(items, texts).astype(np.float32)
+
+    def _merge(
+        self, items: np.ndarray, rows: np.ndarray, scores: np.ndarray, priority: np.ndarray
+    ) -> None:
+        """Merges matches at the threshold (one per eval item and row) into the kept ones."""
+        if not len(items):
+            return
+        touched, first, counts = np.unique(items, return_index=True, return_counts=True)
+        order = np.argsort(items, kind="stable")
+        width = int(counts.max())
+        place = (
+            np.repeat(np.arange(len(touched)), counts),
+            np.arange(len(items)) - np.repeat(first, counts),
+        )
+        grid_s = np.full((len(touched), width), -np.inf, dtype=np.float32)
+        grid_r = np.full((len(touched), width), -1, dtype=np.int64)
+        grid_p = np.full((len(touched), width), -1.0, dtype=np.float32)
+        grid_s[place] = scores[order]
+        grid_r[place] = rows[order]
+        grid_p[place] = priority[order]
+        s = np.concatenate([self.scores[touched], grid_s], axis=1)
+        r = np.concatenate([self.index[touched], grid_r], axis=1)
+        p = np.concatenate([self.priority[touched], grid_p], axis=1)
+        # more numbers kept first, then the higher cosine; the earlier document wins a tie
+        ranked = np.lexsort((np.where(r >= 0, r, np.iinfo(np.int64).max), -s, -p), axis=1)
+        held = np.count_nonzero(r >= 0, axis=1)
+        self.over_bound += int(np.maximum(held - self.k, 0).sum())
+        keep = ranked[:, : self.k]
+        self.scores[touched] = np.take_along_axis(s, keep, axis=1)
+        self.index[touched] = np.take_along_axis(r, keep, axis=1)
+        self.priority[touched] = np.take_along_axis(p, keep, axis=1)
 
     def add(self, vectors: np.ndarray, start: int, ids: list[Any], texts: list[str]) -> None:
         """Merges a batch of pool vectors (rows start, start+1, ...)."""
@@ -326,16 +376,15 @@ class TopK:
         # in float64, so that a score does not depend on which other documents
         # share its batch (a float32 product may sum in a shape-dependent order)
         sims = (self.eval.astype(np.float64) @ vectors.astype(np.float64).T).astype(np.float32)
-        scores = np.concatenate([self.scores, sims.astype(np.float32)], axis=1)
-        index = np.concatenate(
-            [self.index, np.broadcast_to(np.arange(start, start + len(vectors)), sims.shape)],
-            axis=1,
-        )
-        # highest score first; the earlier document wins a tie
-        order = np.lexsort((index, -scores), axis=1)[:, : self.k]
-        self.scores = np.take_along_axis(scores, order, axis=1)
-        self.index = np.take_along_axis(index, order, axis=1)
-        wanted = set(self.index[self.scores >= self.threshold].tolist())
+        items, docs = np.nonzero(sims >= self.threshold)
+        if not len(items):
+            return
+        priority = self._priority(items, [texts[d] for d in docs])
+        self._merge(items, docs.astype(np.int64) + start, sims[items, docs], priority)
+        self._keep_docs(start, ids, texts)
+
+    def _keep_docs(self, start: int, ids: list[Any], texts: list[str]) -> None:
+        wanted = set(self.index[self.index >= 0].tolist())
         for row in wanted - set(self.docs):
             offset = row - start
             if 0 <= offset < len(texts):
@@ -346,29 +395,34 @@ class TopK:
     def absorb(
         self, scores: np.ndarray, rows: np.ndarray, docs: dict[int, tuple[Any, str]], offset: int
     ) -> None:
-        """Merges another top-k (a shard's, rows counted from ``offset``) into this one.
+        """Merges another's matches (a shard's, or reranked candidates; rows counted from
+        ``offset``) into these: eval items x slots, -1 rows and scores under the threshold
+        ignored; ``docs`` holds the text of every row at the threshold.
 
-        The global top k of every eval item is within the union of the
-        shards' top k, and the same order (higher score, then earlier
-        document) picks it, so the result is the one a single stream gives.
+        The kept matches of every eval item over the whole pool are within the
+        union of the shards' kept matches, and the same order picks them, so the
+        result is the one a single stream gives. A row twice for one eval item
+        (a candidate of two lanes) counts once.
         """
-        shifted = np.where(rows >= 0, rows + offset, -1)
-        scores = np.concatenate([self.scores, scores.astype(np.float32)], axis=1)
-        index = np.concatenate([self.index, shifted], axis=1)
-        order = np.lexsort((np.where(index >= 0, index, np.iinfo(np.int64).max), -scores), axis=1)[
-            :, : self.k
-        ]
-        self.scores = np.take_along_axis(scores, order, axis=1)
-        self.index = np.take_along_axis(index, order, axis=1)
+        at = (rows >= 0) & (scores >= self.threshold)
+        items, slots = np.nonzero(at)
+        shifted = rows[items, slots].astype(np.int64)
+        if len(items):
+            unique = np.unique(np.stack([items, shifted]), axis=1, return_index=True)[1]
+            items, slots, shifted = items[unique], slots[unique], shifted[unique]
+        texts = [docs[int(r)][1] for r in shifted]
+        priority = self._priority(items, texts)
+        self._merge(items, shifted + offset, scores[items, slots].astype(np.float32), priority)
+        held = set(self.index[self.index >= 0].tolist())
         for row, doc in docs.items():
-            self.docs[row + offset] = doc
-        wanted = set(self.index[self.scores >= self.threshold].tolist())
-        for row in set(self.docs) - wanted:
+            if row + offset in held:
+                self.docs[row + offset] = doc
+        for row in set(self.docs) - held:
             del self.docs[row]
 
     def flagged(self) -> list[tuple[int, int, float]]:
         """Gives (eval index, pool index, cosine) for every kept pair at the threshold."""
         out = []
-        for e, j in zip(*np.nonzero(self.scores >= self.threshold), strict=True):
+        for e, j in zip(*np.nonzero(self.index >= 0), strict=True):
             out.append((int(e), int(self.index[e, j]), float(self.scores[e, j])))
         return sorted(out)

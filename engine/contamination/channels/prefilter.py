@@ -64,6 +64,9 @@ _STATIC_FILES = ("model.safetensors", "tokenizer.json", "config.json")
 _MANIFEST = "manifest.json"
 _ROW_LIMIT = 1 << 32  # a heap key holds a pool row in 32 bits
 _EMPTY = np.iinfo(np.int64).min
+# how much a numbers-lane candidate's static cosine adds to the share of numbers it
+# keeps: enough to rank equal shares, never enough to pass a larger share
+LANE_COSINE_WEIGHT = 0.01
 # float32 scores may differ from the float64 ones that rank by a few units of
 # 1e-6 for unit vectors; a document within this of an eval item's K-th best is
 # scored again in float64 before the heap decides
@@ -384,34 +387,59 @@ def _decode(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 class CandidateHeap:
-    """The K pool documents nearest each eval item under the static model, kept while streaming.
+    """The pool documents each eval item's full-model pass will score, kept while streaming.
 
-    Holds the eval side's static vectors, K keys per eval item and the text
-    of each document a heap holds: its size does not grow with the pool. A
+    Two lanes of candidates per eval item, whose union is reranked:
+
+    - the ``k`` documents nearest it under the static model;
+    - with ``kept`` (a ``kept_numbers.KeptNumbers``), the ``k_numbers``
+      documents that keep the most of its numbers (at least two of them),
+      the nearer under the static model first among equals. A renumbered
+      copy and a same-template look-alike are as near to the static model
+      as the rephrased leak that kept every number, and can fill all ``k``
+      nearest slots; this lane keeps the leak whatever fills them.
+
+    Holds the eval side's static vectors, the keys of each lane and the text
+    of each document a lane holds: its size does not grow with the pool. A
     tie goes to the earlier document, as in ``embedding.TopK``, so the
     candidates are the same however the pool is batched or sharded.
     """
 
-    def __init__(self, eval_vectors: np.ndarray, k: int) -> None:
+    def __init__(
+        self, eval_vectors: np.ndarray, k: int, kept: Any = None, k_numbers: int = 0
+    ) -> None:
         self.eval = np.asarray(eval_vectors, dtype=np.float32)
         self._eval64 = self.eval.astype(np.float64)
         self.k = k
+        self.kept = kept if k_numbers else None
+        self.k_numbers = k_numbers if kept is not None else 0
         self.keys = np.full((len(self.eval), k), _EMPTY, dtype=np.int64)
+        self.lane = np.full((len(self.eval), self.k_numbers), _EMPTY, dtype=np.int64)
         self.docs: dict[int, tuple[Any, str]] = {}
         self.encoded = 0
+        self.over_bound = 0  # merged like embedding.TopK's; candidates have no bound
+
+    @staticmethod
+    def _best(held: np.ndarray, keys: np.ndarray, k: int) -> np.ndarray:
+        """Gives the k highest of the held keys and ``keys``, best first."""
+        both = np.concatenate([held, keys], axis=1)
+        if both.shape[1] > k:
+            cut = both.shape[1] - k
+            both = np.partition(both, cut, axis=1)[:, cut:]
+        return -np.sort(-both, axis=1)  # best first: one layout for one content
 
     def _take(self, keys: np.ndarray, items: np.ndarray | None = None) -> None:
         """Keeps the k highest of the held keys and ``keys`` (of ``items``, else of every one)."""
-        held = self.keys if items is None else self.keys[items]
-        both = np.concatenate([held, keys], axis=1)
-        if both.shape[1] > self.k:
-            cut = both.shape[1] - self.k
-            both = np.partition(both, cut, axis=1)[:, cut:]
-        both = -np.sort(-both, axis=1)  # best first: one layout for one content
         if items is None:
-            self.keys = both
+            self.keys = self._best(self.keys, keys, self.k)
         else:
-            self.keys[items] = both
+            self.keys[items] = self._best(self.keys[items], keys, self.k)
+
+    def _take_lane(self, keys: np.ndarray, items: np.ndarray | None = None) -> None:
+        if items is None:
+            self.lane = self._best(self.lane, keys, self.k_numbers)
+        else:
+            self.lane[items] = self._best(self.lane[items], keys, self.k_numbers)
 
     def _floor(self) -> np.ndarray:
         """Gives each eval item's K-th best score (-inf while it holds fewer than K)."""
@@ -429,6 +457,13 @@ class CandidateHeap:
                 field="pool",
             )
         self.encoded += len(vectors)
+        vectors64 = vectors.astype(np.float64)
+        self._add_nearest(vectors, vectors64, start)
+        if self.kept is not None:
+            self._add_keepers(vectors64, start, texts)
+        self._keep_docs(start, ids, texts)
+
+    def _add_nearest(self, vectors: np.ndarray, vectors64: np.ndarray, start: int) -> None:
         # a float32 product screens out the documents far below every eval item's
         # K-th best (nearly all of them, once the heaps fill); the few left are
         # scored in float64, so that a score does not depend on its batch (see
@@ -439,7 +474,6 @@ class CandidateHeap:
         del screen
         if not len(items):
             return
-        vectors64 = vectors.astype(np.float64)
         if len(items) > len(self.eval) * len(vectors) // 8:
             # the heaps are still filling: every pair, as one product
             sims = (self._eval64 @ vectors64.T).astype(np.float32)
@@ -449,18 +483,22 @@ class CandidateHeap:
                 cut = dense.shape[1] - self.k
                 dense = np.partition(dense, cut, axis=1)[:, cut:]
             self._take(dense)
-            self._keep_docs(start, ids, texts)
             return
         exact = np.einsum("ij,ij->i", self._eval64[items], vectors64[docs]).astype(np.float32)
-        keys = _keys(exact, docs.astype(np.int64) + start)
-        touched, first, counts = np.unique(items, return_index=True, return_counts=True)
-        grid = np.full((len(touched), int(counts.max())), _EMPTY, dtype=np.int64)
-        grid[
-            np.repeat(np.arange(len(touched)), counts),
-            np.arange(len(items)) - np.repeat(first, counts),
-        ] = keys
+        touched, grid = _grid(items, _keys(exact, docs.astype(np.int64) + start))
         self._take(grid, touched)
-        self._keep_docs(start, ids, texts)
+
+    def _add_keepers(self, vectors64: np.ndarray, start: int, texts: list[str]) -> None:
+        """The numbers lane: a document's score is the weighted share of the item's
+        numbers it keeps, its static cosine (a tenth) ranking equal shares."""
+        assert self.kept is not None
+        items, docs, shares = self.kept.keepers(texts)
+        if not len(items):
+            return
+        near = np.einsum("ij,ij->i", self._eval64[items], vectors64[docs])
+        score = (shares + LANE_COSINE_WEIGHT * near).astype(np.float32)
+        touched, grid = _grid(items, _keys(score, docs + start))
+        self._take_lane(grid, touched)
 
     def _keep_docs(self, start: int, ids: list[Any], texts: list[str]) -> None:
         """Keeps the text of every document a heap holds, and only those."""
@@ -473,16 +511,17 @@ class CandidateHeap:
             del self.docs[row]
 
     def _held(self) -> set[int]:
-        _, rows = _decode(self.keys)
+        _, rows = _decode(np.concatenate([self.keys, self.lane], axis=1))
         return set(rows[rows >= 0].tolist())
 
     def absorb(
         self, scores: np.ndarray, rows: np.ndarray, docs: dict[int, tuple[Any, str]], offset: int
     ) -> None:
-        """Merges another heap's candidates (a shard's, rows counted from ``offset``).
+        """Merges another heap's candidates (a shard's ``candidates()``, rows counted from
+        ``offset``): its first ``k`` columns the nearest, the rest the numbers lane.
 
-        The K nearest of every eval item over the whole pool are among the
-        union of the shards' K nearest, and the same order picks them.
+        The candidates of every eval item over the whole pool are among the
+        union of the shards' candidates, and the same order picks them.
         """
         valid = rows >= 0
         shifted = np.where(valid, rows + offset, 0)
@@ -492,7 +531,9 @@ class CandidateHeap:
                 field="pool",
             )
         keys = np.where(valid, _keys(scores, shifted), _EMPTY)
-        self._take(keys)
+        self._take(keys[:, : self.k])
+        if self.k_numbers:
+            self._take_lane(keys[:, self.k :])
         held = self._held()
         for row, doc in docs.items():
             if row + offset in held:
@@ -501,8 +542,22 @@ class CandidateHeap:
             del self.docs[row]
 
     def candidates(self) -> tuple[np.ndarray, np.ndarray]:
-        """Gives (scores, rows), eval items x K, best first; -inf and -1 in empty slots."""
-        return _decode(self.keys)
+        """Gives (scores, rows), eval items x (K + numbers lane), each lane best first; -inf
+        and -1 in empty slots. A document can be in both lanes of an item."""
+        return _decode(np.concatenate([self.keys, self.lane], axis=1))
+
+
+def _grid(items: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Gives (the eval items touched, their keys as rows padded with empty slots)."""
+    order = np.argsort(items, kind="stable")
+    items, keys = items[order], keys[order]
+    touched, first, counts = np.unique(items, return_index=True, return_counts=True)
+    grid = np.full((len(touched), int(counts.max())), _EMPTY, dtype=np.int64)
+    grid[
+        np.repeat(np.arange(len(touched)), counts),
+        np.arange(len(items)) - np.repeat(first, counts),
+    ] = keys
+    return touched, grid
 
 
 def rerank(
@@ -511,16 +566,19 @@ def rerank(
     embed: Callable[[list[str]], np.ndarray],
     top_k: int,
     threshold: float,
+    kept: Any = None,
 ) -> tuple[TopK, int]:
-    """Gives the top-k by the full model's cosine among the candidates, and how many it scored.
+    """Gives the matches at the threshold by the full model's cosine among the candidates
+    (an ``embedding.TopK``, numbers-keeping first), and how many candidates it scored.
 
     ``embed(texts)`` gives the full model's unit vectors (through the
     embedding cache). Each candidate is embedded once, however many eval
-    items hold it; its cosine is computed as ``embedding.TopK`` computes it.
+    items or lanes hold it; its cosine is computed as ``embedding.TopK``
+    computes it.
     """
     _, rows = heap.candidates()
     unique = sorted(set(rows[rows >= 0].tolist()))
-    topk = TopK(eval_vectors, top_k, threshold)
+    topk = TopK(eval_vectors, top_k, threshold, kept)
     if not unique:
         return topk, 0
     vectors = embed([canonical(heap.docs[row][1]) for row in unique]).astype(np.float64)

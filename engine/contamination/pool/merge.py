@@ -101,6 +101,7 @@ def merge(
                 },
                 offset,
             )
+            topk.over_bound += outcome.topk.over_bound
         if outcome.pid:
             peaks[outcome.pid] = max(peaks.get(outcome.pid, 0), outcome.peak_rss_kb)
         shards.append(

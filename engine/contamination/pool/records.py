@@ -29,7 +29,7 @@ from engine.contamination.channels.ngram import PairScore
 from engine.contamination.inputs.pool_hash import TreePiece
 from engine.contamination.pool.shard_scan import ShardOutcome, ShardTopK
 
-VERSION = 1
+VERSION = 2
 
 
 def scan_key(settings: dict[str, Any]) -> str:
@@ -80,6 +80,7 @@ class ShardRecords:
                 [row, ident, text] for row, (ident, text) in sorted(outcome.topk.docs.items())
             ]
             meta["embedded"], meta["cached"] = outcome.topk.embedded, outcome.topk.cached
+            meta["topk_over_bound"] = outcome.topk.over_bound
         arrays["meta"] = np.frombuffer(canonical_json(meta), dtype=np.uint8)
         buffer = io.BytesIO()
         np.savez(buffer, allow_pickle=False, **arrays)
@@ -110,6 +111,7 @@ class ShardRecords:
                 {row: (ident, text) for row, ident, text in meta["topk_docs"]},
                 0,
                 0,
+                meta.get("topk_over_bound", 0),
             )
         return ShardOutcome(
             position,

@@ -56,6 +56,8 @@ class EmbedPlan:
     prefilter: Any = None  # prefilter.StaticEncoder
     prefilter_eval: np.ndarray | None = None  # the eval set under the static model
     candidates: int = 0  # documents kept per eval item by the prefilter
+    kept: Any = None  # kept_numbers.KeptNumbers of the eval set
+    numbers_lane: int = 0  # and those kept per eval item for keeping its numbers
 
 
 @dataclass(frozen=True)
@@ -80,6 +82,7 @@ class ShardTopK:
     docs: dict[int, tuple[Any, str]]  # row -> (id, text), for rows at the threshold
     embedded: int = 0
     cached: int = 0
+    over_bound: int = 0  # matches at the threshold the per-item bound turned away
 
 
 @dataclass(frozen=True)
@@ -273,7 +276,7 @@ class _ShardEmbedding:
         self.embedder = embedder
         self.cache = EmbeddingCache(Path(plan.cache_path))
         self.counts = EmbedCounts()
-        self.topk = TopK(plan.eval_vectors, plan.top_k, plan.threshold)
+        self.topk = TopK(plan.eval_vectors, plan.top_k, plan.threshold, plan.kept)
 
     def add(self, batch: Any, ids: list[Any] | None) -> None:
         from engine.contamination.channels.embedding import embed_texts
@@ -290,6 +293,7 @@ class _ShardEmbedding:
             dict(self.topk.docs),
             self.counts.embedded,
             self.counts.cached,
+            self.topk.over_bound,
         )
 
 
@@ -301,7 +305,9 @@ class _ShardPrefilter:
 
         assert plan.prefilter_eval is not None  # set with the prefilter, by the driver
         self.encoder = plan.prefilter
-        self.heap = CandidateHeap(plan.prefilter_eval, plan.candidates)
+        self.heap = CandidateHeap(
+            plan.prefilter_eval, plan.candidates, plan.kept, plan.numbers_lane
+        )
 
     def add(self, batch: Any, ids: list[Any] | None) -> None:
         texts = batch.texts

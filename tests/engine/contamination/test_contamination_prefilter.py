@@ -240,7 +240,7 @@ def test_another_scoring_model_gets_a_prefilter_distilled_from_it(distilled, tmp
         (["--no-embed", "--prefilter-k", "5"], "prefilter-k", "--no-embed turns off"),
         (["--embed-exhaustive", "--embed-two-stage"], "embed-two-stage", "replaces"),
         (["--embed-exhaustive", "--prefilter-k", "5"], "prefilter-k", "replaces"),
-        (["--embed-two-stage", "--prefilter-k", "2"], "prefilter-k", "at least --top-k (3)"),
+        (["--embed-exhaustive", "--numbers-lane", "5"], "numbers-lane", "replaces"),
     ],
 )
 def test_a_search_option_the_scan_would_ignore_is_refused_in_one_line(
