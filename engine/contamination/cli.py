@@ -190,8 +190,9 @@ from engine.terminal_text import json_text, visible
 @click.option(
     "--embed-two-stage",
     is_flag=True,
-    help="Use the two-stage search whatever the pool's size [default: two-stage for pools "
-    "of 20,000 documents or more, or of unknown size; exhaustive below].",
+    help="Use the two-stage search whatever the pool's size [default: whichever is "
+    "estimated to need fewer full-model embeddings, exhaustive when they are close; the "
+    "report says which and why].",
 )
 @click.option(
     "--prefilter-k",
@@ -458,11 +459,20 @@ def scan_contamination(
             click.echo(
                 f"  paraphrase search: two-stage ({search['chosen']}), "
                 f"{search['candidates_per_item']} candidates per item from the static "
-                f"prefilter ({'distilled now' if made else 'cached'}), "
+                f"prefilter ({'distilled now' if made else 'cached'}) and up to "
+                f"{search.get('numbers_lane_per_item', 0)} keeping its numbers, "
                 f"{search.get('candidates_scored', 0)} scored by the full model"
             )
         elif search:
             click.echo(f"  paraphrase search: exhaustive ({search['chosen']})")
+        if embedding.get("device"):
+            click.echo(f"  full model on {embedding['device']}")
+        if embedding.get("matches_over_bound"):
+            click.echo(
+                f"  {embedding['matches_over_bound']} match(es) at the threshold beyond "
+                f"--top-k {embedding['top_k']} for their eval item were not kept (each kept "
+                "as many of the item's numbers or fewer than every one kept)"
+            )
     if report["probe"]:
         probe = report["probe"]
         click.echo(

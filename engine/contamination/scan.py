@@ -45,6 +45,7 @@ from engine.contamination.channels.prefilter import (
     eval_vectors_sha256,
     given_prefilter,
     load_static,
+    prefilter_cached,
     rerank,
 )
 from engine.contamination.channels.probe import (
@@ -158,9 +159,8 @@ def _check_embedding(config: ScanConfig, embedder: Embedder | None) -> tuple[Any
         calibration = (read_calibration(path), path)
     elif not 0 < config.cosine_threshold <= 1:
         raise InputError("must lie in (0, 1]", field="cosine-threshold")
-    if search_method(config)[0]:
-        if config.prefilter_model is not None:
-            check_static_dir(config.prefilter_model)
+    if config.prefilter_model is not None:
+        check_static_dir(config.prefilter_model)
     info = (
         embedder.info
         if embedder is not None
@@ -169,17 +169,53 @@ def _check_embedding(config: ScanConfig, embedder: Embedder | None) -> tuple[Any
     return calibration, info
 
 
-# Below this many pool documents the full model scoring every one costs less
-# than distilling the prefilter (the whole vocabulary through the model, about
-# as much work as embedding five thousand documents) and than the reranking.
-TWO_STAGE_MIN_DOCS = 20_000
+# The paraphrase search's costs, in full-model embeddings (about a hundred texts a
+# second on two cores; docs/benchmarks.md has the measured figures). Distilling the
+# prefilter passes the model's whole vocabulary through it once, about as much work as
+# embedding five thousand documents, and is paid once per workspace and model; the
+# static model embeds a document some fifty times faster than the full one.
+DISTILL_COST = 5_000
+STATIC_COST = 0.02
+# Two-stage must promise to cost at most this share of exhaustive: when the two are
+# close, exhaustive wins, since it cannot lose a pair to the prefilter.
+TWO_STAGE_SHARE = 0.8
 
 
-def search_method(config: ScanConfig) -> tuple[bool, str]:
-    """Gives (whether the paraphrase search is two-stage, why): the option, else the pool's size.
+@dataclass(frozen=True)
+class SearchCost:
+    """What each paraphrase search is estimated to cost, in full-model embeddings."""
 
-    A pool whose size is not cheap to know (shards, a hub dataset) is taken
-    as large.
+    pool: int | None  # documents (None: not known before the scan)
+    eval_items: int | None
+    candidates_bound: int | None  # eval items x (K + numbers lane): the rerank's most
+    distilled: bool  # the workspace holds the prefilter already
+
+    def exhaustive(self) -> float | None:
+        return float(self.pool) if self.pool is not None else None
+
+    def two_stage(self) -> float | None:
+        if self.pool is None or self.candidates_bound is None:
+            return None
+        rerank = min(self.pool, self.candidates_bound)
+        return (0 if self.distilled else DISTILL_COST) + STATIC_COST * self.pool + rerank
+
+    def crossover(self) -> int | None:
+        """Gives the pool size from which two-stage is chosen."""
+        if self.candidates_bound is None:
+            return None
+        fixed = (0 if self.distilled else DISTILL_COST) + self.candidates_bound
+        return int(fixed / (TWO_STAGE_SHARE - STATIC_COST)) + 1
+
+
+def search_method(config: ScanConfig, distilled: bool = False) -> tuple[bool, str]:
+    """Gives (whether the paraphrase search is two-stage, why): an option, else the cost.
+
+    Exhaustive embeds every pool document with the full model; two-stage
+    embeds each with the static model, then the candidates (at most eval
+    items x (K + numbers lane), fewer when items share them) with the full
+    one, after distilling the static model unless the workspace holds it. A
+    pool whose size is not cheap to know (a hub dataset, a remote shard) is
+    taken as large.
     """
     if config.embed_exhaustive:
         return False, "--embed-exhaustive"
@@ -187,20 +223,30 @@ def search_method(config: ScanConfig) -> tuple[bool, str]:
         return True, "--embed-two-stage"
     if config.prefilter_model is not None:
         return True, "--prefilter-model"
+    items = count_rows(config.eval) if isinstance(config.eval, Source) else None
+    bound = items * (config.prefilter_k + config.numbers_lane) if items is not None else None
+    cost = SearchCost(None, items, bound, distilled)
+    limit = cost.crossover()
+    where = ""
     if isinstance(config.pool, Source):
         rows = count_rows(config.pool)
-        if rows is None:
-            return True, "pool size not known before the scan"
-        if rows < TWO_STAGE_MIN_DOCS:
-            return False, f"pool of {rows} documents, under {TWO_STAGE_MIN_DOCS}"
-        return True, f"pool of {rows} documents, at least {TWO_STAGE_MIN_DOCS}"
-    shards = len(config.pool.shards)
-    rows = count_rows_up_to(config.pool, TWO_STAGE_MIN_DOCS)
-    if rows is None:
-        return True, f"size of a pool of {shards} shard(s) not known before the scan (remote)"
-    if rows < TWO_STAGE_MIN_DOCS:
-        return False, f"pool of {rows} documents in {shards} shard(s), under {TWO_STAGE_MIN_DOCS}"
-    return True, f"pool of at least {TWO_STAGE_MIN_DOCS} documents in {shards} shard(s)"
+    else:
+        where = f" in {len(config.pool.shards)} shard(s)"
+        # counting stops at the crossover (None: the eval set's size is not known)
+        rows = count_rows_up_to(config.pool, limit) if limit is not None else None
+    if rows is None or limit is None:
+        unknown = "pool" if rows is None else "eval set"
+        return True, f"{unknown} size not known before the scan: taken as large"
+    cost = SearchCost(rows, items, bound, distilled)
+    ex, two = cost.exhaustive(), cost.two_stage()
+    assert ex is not None and two is not None
+    estimate = (
+        f"pool of {rows}{'+' if rows >= limit and where else ''} documents{where}, "
+        f"{items} eval items: exhaustive ~{ex:,.0f} full-model embeddings, two-stage "
+        f"~{two:,.0f} ({'' if distilled else 'distilling, '}static pass, at most "
+        f"{min(rows, bound or 0):,} candidates); two-stage from {limit:,} documents"
+    )
+    return rows >= limit, estimate
 
 
 def _prepare_embedding(
@@ -246,8 +292,11 @@ def _prepare_embedding(
         threshold = float(config.cosine_threshold)
         report = {"enabled": True, "model": described, "threshold_source": "given"}
     report["top_k"] = config.top_k
+    # where the full model ran: a CUDA device when torch sees one, else the CPU
+    report["device"] = getattr(embedder, "device_description", None)
     found = _Embedding(embedder, cache, threshold, report, counts)
-    two_stage, why = search_method(config)
+    distilled = prefilter_cached(ws.root / "cache" / "prefilter", embedder.info)
+    two_stage, why = search_method(config, distilled)
     if not two_stage:
         report["search"] = {"method": "exhaustive", "chosen": why}
         return found

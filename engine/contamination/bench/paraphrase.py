@@ -110,6 +110,7 @@ def run_side(
         "top_k": report["embedding"].get("top_k"),
         "texts_embedded": report["embedding"].get("texts_embedded"),
         "matches_over_bound": report["embedding"].get("matches_over_bound"),
+        "device": report["embedding"].get("device"),
     }
 
 
@@ -258,6 +259,7 @@ def bench_paraphrase(
         "prefilter": made,
         "prefilter_k": (two_subset.get("search") or {}).get("candidates_per_item"),
         "threshold": exhaustive.get("threshold"),
+        "device": exhaustive.get("device"),
         "top_k": exhaustive.get("top_k"),
         "subset_exhaustive": ex,
         "subset_two_stage": two,
@@ -277,7 +279,7 @@ def bench_paraphrase(
 def _print(result: dict[str, Any]) -> None:
     click.echo(
         f"contamination paraphrase bench: {result['eval_size']} eval items, every channel on "
-        f"(no probe), {result['cpus']} cpus, {result['date']}"
+        f"(no probe), {result['cpus']} cpus, full model on {result['device']}, {result['date']}"
     )
     made = result["prefilter"]
     click.echo(

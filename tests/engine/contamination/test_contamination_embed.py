@@ -233,3 +233,26 @@ def test_an_unusable_embed_cache_is_refused_in_one_line_naming_it(
         assert opened.conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0] == 0
     assert sorted(p.name for p in ws.iterdir()) == ["artifacts", "sealdesk.db", "trust"]
     assert list((ws / "artifacts").iterdir()) == []
+
+
+def test_a_gpu_batch_follows_its_free_memory_within_bounds_and_the_cpu_keeps_its_own():
+    from engine.contamination.channels.embedding import (
+        ENCODE_BATCH,
+        GPU_BATCH_BOUNDS,
+        GPU_BYTES_PER_TEXT,
+        gpu_batch,
+        pick_device,
+    )
+
+    low, high = GPU_BATCH_BOUNDS
+    assert gpu_batch(0) == low
+    assert gpu_batch(2 * 300 * GPU_BYTES_PER_TEXT) == 300
+    assert gpu_batch(80 << 30) == high
+    device, batch, described = pick_device()
+    import torch
+
+    if torch.cuda.is_available():  # pragma: no cover - this machine has no GPU
+        assert device == "cuda" and low <= batch <= high
+    else:
+        assert (device, batch) == ("cpu", ENCODE_BATCH)
+        assert described.startswith("cpu (")
