@@ -16,8 +16,8 @@ from typing import Any
 
 from engine import __version__
 from engine.canonical import canonical_json, parse_canonical, sha256_hex
+from engine.endpoint.failures import NOT_RECORDED, Failure, merge, tally
 from engine.errors import InputError, IntegrityError
-from engine.exam.failures import NOT_RECORDED, Failure, merge, tally
 from engine.exam.protocol import LANES, PROTOCOL_VERSION, SEED, protocol_sha256, rubric_sha256
 
 COMPLETE = "COMPLETE"
