@@ -299,6 +299,8 @@ def scan_contamination(
           --text-field question --pool corpus.parquet --pool-text-field text
       sealdesk scan contamination --eval e.jsonl --pool p.jsonl --no-embed \\
           --probe-endpoint http://127.0.0.1:8000/v1 --probe-model qwen
+      sealdesk scan contamination --eval e.jsonl --pool p.jsonl \\
+          --judge-config judge.json --judge-dry-run   # then without --judge-dry-run
 
     \b
     A sharded pool (quote the pattern), on worker processes or on Ray:
