@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -216,6 +218,29 @@ from engine.terminal_text import json_text, visible
     help="A static (model2vec) model directory to prefilter with [default: distilled from "
     "--model once, cached in workspace/cache/prefilter/].",
 )
+@click.option(
+    "--judge-config",
+    type=InputFile(),
+    default=None,
+    metavar="FILE",
+    help="A model (OpenAI-compatible; the config form of `exam adjudicate "
+    "--adjudicator-config`) asked whether each pair the triage labels unclear is the "
+    "same problem. Its verdict and reason are kept beside the pair as a suggestion, "
+    "never a label or a decision. The exam's preflight runs first.",
+)
+@click.option(
+    "--judge-max-pairs",
+    type=click.IntRange(min=0),
+    default=None,
+    help="Most unclear pairs sent to the judge, each eval item's best first; the rest "
+    "are counted and reported, not sent [default: 100].",
+)
+@click.option(
+    "--judge-dry-run",
+    is_flag=True,
+    help="Count the unclear pairs the judge would be sent, and name its model; send "
+    "nothing (no preflight either).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.pass_obj
 def scan_contamination(
@@ -258,6 +283,9 @@ def scan_contamination(
     prefilter_k: int | None,
     numbers_lane: int | None,
     prefilter_model: str | None,
+    judge_config: str | None,
+    judge_max_pairs: int | None,
+    judge_dry_run: bool,
     as_json: bool,
 ) -> None:
     """Flag eval items that leak from a training pool or repeat each other.
@@ -267,7 +295,9 @@ def scan_contamination(
     that provably misses no pair at the thresholds; duplicates inside the
     eval set, grouped into clusters; sentence-embedding paraphrase (top-k
     per eval item, threshold calibrated on labelled pairs); and, with
-    --probe-endpoint, a masked-final-number probe of a served model. One
+    --probe-endpoint, a masked-final-number probe of a served model. With
+    --judge-config, a model suggests for each unclear pair whether it is the
+    same problem (shown beside the pair, never deciding it). One
     backlog item per flagged eval item goes to the flagged_pairs queue;
     contamination_report.json and flagged_pairs.jsonl go to
     artifacts/<run>/ with .sha256 sidecars.
@@ -281,6 +311,8 @@ def scan_contamination(
           --text-field question --pool corpus.parquet --pool-text-field text
       sealdesk scan contamination --eval e.jsonl --pool p.jsonl --no-embed \\
           --probe-endpoint http://127.0.0.1:8000/v1 --probe-model qwen
+      sealdesk scan contamination --eval e.jsonl --pool p.jsonl \\
+          --judge-config judge.json --judge-dry-run   # then without --judge-dry-run
 
     \b
     A sharded pool (quote the pattern), on worker processes or on Ray:
@@ -294,6 +326,7 @@ def scan_contamination(
     rerunning after a failure or a kill scans only the shards left. A shard
     that fails --shard-retries+1 times is named and nothing is written.
     """
+    from engine.contamination.channels.judge import DEFAULT_MAX_PAIRS
     from engine.contamination.channels.ngram import NgramSettings
     from engine.contamination.inputs.fields import describe, with_fields
     from engine.contamination.inputs.shards import is_sharded, sharded_pool
@@ -318,6 +351,7 @@ def scan_contamination(
     _refuse_search_options(
         embed, embed_exhaustive, embed_two_stage, prefilter_k, numbers_lane, prefilter_model
     )
+    _refuse_judge_options(judge_config, judge_max_pairs, judge_dry_run)
     for name, value in (
         ("text-field", text_field),
         ("id-field", id_field),
@@ -411,8 +445,11 @@ def scan_contamination(
         prefilter_k=prefilter_k if prefilter_k is not None else 50,
         numbers_lane=numbers_lane if numbers_lane is not None else 20,
         prefilter_model=Path(prefilter_model) if prefilter_model else None,
+        judge_config=Path(judge_config) if judge_config else None,
+        judge_dry_run=judge_dry_run,
+        judge_max_pairs=DEFAULT_MAX_PAIRS if judge_max_pairs is None else judge_max_pairs,
     )
-    with ctx.open() as ws, reporter() as rep:
+    with _preflight_lines(), ctx.open() as ws, reporter() as rep:
         outcome = run_scan(ws, config, rep=rep)
     if as_json:
         click.echo(json_text(outcome.report, indent=1))
@@ -479,6 +516,9 @@ def scan_contamination(
             f"  probe: reconstruction {probe['reconstruction_rate']:.2%}, unaided "
             f"accuracy {probe['accuracy_unaided']:.2%}, excess {probe['excess']:+.2%}"
         )
+    if report.get("judge"):
+        for line in judge_lines(report["judge"]):
+            click.echo(visible(line))
     if report["pool_scan"]:
         run = report["pool_scan"]
         retried = f", {len(run['retries'])} retried" if run["retries"] else ""
@@ -522,6 +562,49 @@ def triage_lines(triage: dict[str, Any]) -> list[str]:
             f"{m['siblings_called_likely_leak']:.1%}"
         )
     return lines
+
+
+def judge_lines(judge: dict[str, Any]) -> list[str]:
+    """Gives the scan's judge lines: to which model, how many unclear pairs were sent (or
+    would be, in a dry run), what it suggested, what failed and why, what the cap held."""
+    from engine.endpoint.failures import describe
+
+    model = judge["model"]
+    to = f"{model['request_model']} at {model['base_url']}"
+    cap = (
+        f"; {judge['over_cap']} over --judge-max-pairs {judge['max_pairs']}, not sent"
+        if judge["over_cap"]
+        else ""
+    )
+    if judge["dry_run"]:
+        return [
+            f"  judge dry run: {judge['would_send']} of {judge['unclear_pairs']} unclear "
+            f"pair(s) would be sent to {to}{cap}; nothing was sent"
+        ]
+    failed = (
+        f", {judge['failed']} failed ({describe(judge['failed_by_reason'])})"
+        if judge["failed"]
+        else ""
+    )
+    return [
+        f"  judge (suggestions beside the pairs, never decisions): {judge['sent']} of "
+        f"{judge['unclear_pairs']} unclear pair(s) sent to {to}: {judge['same_problem']} "
+        f"same problem, {judge['different_problem']} different problem{failed}{cap}"
+    ]
+
+
+@contextmanager
+def _preflight_lines() -> Iterator[None]:
+    """Prints each failed check of the judge's preflight on a line of its own before the
+    error line (as the exam's commands do)."""
+    from engine.endpoint.preflight import PreflightFailed
+
+    try:
+        yield
+    except PreflightFailed as exc:
+        for check in exc.failed:
+            click.echo(f"sealdesk: preflight: {visible(check.line())}", err=True)
+        raise
 
 
 @click.group("contamination")
@@ -574,6 +657,16 @@ def _refuse_options_that_do_nothing(
         raise InputError("must be a URL such as http://127.0.0.1:8000/v1", field="probe-endpoint")
     if probe_model is not None and probe_endpoint is None:
         raise InputError("applies to --probe-endpoint", field="probe-model")
+
+
+def _refuse_judge_options(config: str | None, max_pairs: int | None, dry_run: bool) -> None:
+    """Refuses a judge option without the judge it would bound."""
+    from engine.errors import InputError
+
+    if config is None:
+        for name, value in (("judge-max-pairs", max_pairs), ("judge-dry-run", dry_run or None)):
+            if value is not None:
+                raise InputError("applies to --judge-config, which names the judge", field=name)
 
 
 def _refuse_search_options(

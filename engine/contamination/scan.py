@@ -11,7 +11,7 @@ from __future__ import annotations
 import shutil
 import sqlite3
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -33,6 +33,12 @@ from engine.contamination.channels.embedding import (
     TopK,
     embed_texts,
     identify_model,
+)
+from engine.contamination.channels.judge import (
+    DEFAULT_MAX_PAIRS,
+    load_judge,
+    require_judge_preflight,
+    run_judge,
 )
 from engine.contamination.channels.kept_numbers import KeptNumbers
 from engine.contamination.channels.minhash import Signatures
@@ -73,7 +79,10 @@ from engine.contamination.report.findings import (
     backlog_items,
     build_report,
     flagged_rows,
+    unclear_pairs,
 )
+from engine.endpoint.chat import ModelSpec
+from engine.endpoint.preflight import Check
 from engine.errors import InputError
 from engine.workspace import BacklogItem, IngestResult, Workspace
 
@@ -121,6 +130,10 @@ class ScanConfig:
     prefilter_model: Path | None = None  # default: distilled from the model, cached
     # how each dataset's text and id fields were chosen (inputs.fields), for the report
     fields: dict[str, Any] = field(default_factory=dict)
+    # a model asked about the pairs triage labels unclear: a suggestion beside each
+    judge_config: Path | None = None
+    judge_max_pairs: int = DEFAULT_MAX_PAIRS  # the rest are counted, never sent
+    judge_dry_run: bool = False  # count what would be sent; send nothing
 
 
 @dataclass(frozen=True)
@@ -347,6 +360,28 @@ def _probe(config: ScanConfig, evalset: EvalSet, rep: Any):
         return result
     finally:
         client.close()
+
+
+def _judge(
+    findings: Findings, config: ScanConfig, spec: ModelSpec, checks: list[Check], rep: Any
+) -> Findings:
+    """Gives the findings with the judge's suggestions on their unclear pairs."""
+    pairs = unclear_pairs(findings)
+    stage = None
+    if rep is not None and not config.judge_dry_run:
+        total = min(len(pairs), config.judge_max_pairs)
+        stage = rep.stage("judging unclear pairs", total=total, unit="pairs")
+    result = run_judge(
+        spec,
+        pairs,
+        config.judge_max_pairs,
+        dry_run=config.judge_dry_run,
+        checks=tuple(checks),
+        advance=(lambda: stage.advance(1)) if stage is not None else None,
+    )
+    if stage is not None:
+        stage.finish()
+    return replace(findings, judge=result)
 
 
 def _pool_pairs(
@@ -667,6 +702,9 @@ def run_scan(
         raise InputError("must be at least 1", field="top-k")
     if config.shard_retries < 0:
         raise InputError("must be 0 or more", field="shard-retries")
+    if config.judge_max_pairs < 0:
+        raise InputError("must be 0 or more", field="judge-max-pairs")
+    judge = load_judge(config.judge_config) if config.judge_config is not None else None
     if config.backend not in ("local", "ray"):
         raise InputError(f"unknown backend {config.backend!r}: local or ray", field="backend")
     if config.backend == "ray":
@@ -679,6 +717,10 @@ def run_scan(
     timing: dict[str, float] = {}
     clock = time.perf_counter()
     calibration_pairs, model_info = _check_embedding(config, embedder)
+    # the exam's preflight, before the first row is read; a dry run sends nothing at all
+    judge_checks = (
+        require_judge_preflight(judge) if judge is not None and not config.judge_dry_run else []
+    )
     if not sharded:
         start_workers_early(config.pool, config.jobs)  # type: ignore[arg-type]
     required = (config.probe_answer_field,) if config.probe_endpoint else ()
@@ -765,4 +807,8 @@ def run_scan(
         pool_scan=scan.run,
         fields=config.fields,
     )
+    if judge is not None:
+        clock = time.perf_counter()
+        findings = _judge(findings, config, judge, judge_checks, rep)
+        timing["judge"] = time.perf_counter() - clock
     return _write(ws, findings, timing)

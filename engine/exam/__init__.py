@@ -3,7 +3,6 @@
 The pipeline (docs/engines/exam.md tells it for users):
 
     protocol.py   the frozen protocol: version, seed, rubric, families, gates
-    schema.py     field-by-field row checks naming file, line and field
     inputs.py     strict loading of corpus, context, lanes and labeling summary
     entities.py   NFKC entity normalization
     spans.py      claims resolved to exact source intervals, never guessed
@@ -11,9 +10,11 @@ The pipeline (docs/engines/exam.md tells it for users):
     votes.py      lane votes and the 2-of-3 rule
     oracles.py    blind requests; third votes, sweeps, validations from files
     raters.py     the same from model endpoints
-    endpoint.py   OpenAI-compatible endpoint: strict JSON schema, routing, one retry
-    failures.py   why an attempt failed: the reason vocabulary and tallies
-    preflight.py  the synthetic check of every live model before a run
+    endpoint.py   the claims and vote schemas and the lane configs, asked through
+                  the shared client (engine/endpoint: strict JSON schema,
+                  routing, one retry, the failure reasons, the preflight)
+    failures.py   failed attempts read back from lane files
+    preflight.py  the synthetic labeling request every live model is checked with
     adjudicate.py the artifact's core, built from inputs and raters
     artifact.py   sealing, code identity and the binding checks
     provenance.py the git commit, tree and lock files an artifact binds

@@ -16,8 +16,8 @@ from typing import Any
 
 from engine import __version__
 from engine.canonical import canonical_json, parse_canonical, sha256_hex
+from engine.endpoint.failures import NOT_RECORDED, Failure, merge, tally
 from engine.errors import InputError, IntegrityError
-from engine.exam.failures import NOT_RECORDED, Failure, merge, tally
 from engine.exam.protocol import LANES, PROTOCOL_VERSION, SEED, protocol_sha256, rubric_sha256
 
 COMPLETE = "COMPLETE"
@@ -46,8 +46,9 @@ def _copy(value: Any) -> Any:
 
 
 def code_identity() -> dict[str, Any]:
-    """Gives the package version, the SHA-256 of each exam source file (and canonical.py),
-    the git checkout (commit, tree, dirty) and the dependency lock files.
+    """Gives the package version, the SHA-256 of each exam source file (and of the shared
+    code it runs: canonical.py, rows.py and the endpoint client), the git checkout
+    (commit, tree, dirty) and the dependency lock files.
 
     Only the version and the files decide whether an artifact may be scored
     by this code (``check_code``); the checkout and the lock are bound so
@@ -56,7 +57,11 @@ def code_identity() -> dict[str, Any]:
     from engine.exam.provenance import checkout, lock_files, source_root
 
     engine_dir = Path(__file__).resolve().parent.parent
-    paths = sorted(engine_dir.joinpath("exam").glob("*.py")) + [engine_dir / "canonical.py"]
+    paths = (
+        sorted(engine_dir.joinpath("exam").glob("*.py"))
+        + sorted(engine_dir.joinpath("endpoint").glob("*.py"))
+        + [engine_dir / "canonical.py", engine_dir / "rows.py"]
+    )
     files = {
         f"engine/{p.relative_to(engine_dir).as_posix()}": sha256_hex(p.read_bytes()) for p in paths
     }

@@ -151,7 +151,7 @@ def _code_line(code: dict[str, Any]) -> str:
 
 
 def _reasons_line(counts: dict[str, Any]) -> str | None:
-    from engine.exam.failures import describe
+    from engine.endpoint.failures import describe
 
     reasons = counts.get("failure_reasons") or {}
     return f"failed attempts by reason: {describe(reasons)}" if reasons else None
@@ -595,8 +595,8 @@ def label(
     from engine.exam.endpoint import load_labelers
     from engine.exam.inputs import parse_context, parse_corpus
     from engine.exam.label import label as run_label
-    from engine.exam.schema import check_expected, read_bytes
     from engine.progress import reporter
+    from engine.rows import check_expected, read_bytes
 
     corpus_data, context_data = read_bytes(corpus), read_bytes(context)
     corpus_sha = check_expected(
@@ -621,7 +621,7 @@ def label(
     for lane, data in files.items():
         write_artifact(names[lane], data)
     digest = write_json_artifact(summary_path, summary)
-    from engine.exam.failures import describe
+    from engine.endpoint.failures import describe
 
     for lane, entry in summary["lanes"].items():
         click.echo(

@@ -14,13 +14,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from engine.endpoint.chat import REQUEST_PROFILES
+from engine.endpoint.failures import Failure, tally
 from engine.errors import InputError
-from engine.exam.failures import Failure, parse_failures, tally
+from engine.exam.failures import parse_failures
 from engine.exam.protocol import FAMILIES, LANES, PROTOCOL_VERSION, RUBRIC_ID, rubric_sha256
-from engine.exam.schema import Row, check_expected, jsonl_rows, parse_json, read_bytes
+from engine.rows import Row, check_expected, jsonl_rows, parse_json, read_bytes
 
 LANE_STATUSES = ("ok", "operational_failure")
-REQUEST_PROFILES = ("deterministic-v1", "provider-default-v1")
 # How a lane's requests were routed, as its labeling summary says: strict
 # (require_parameters, no fallbacks) or opted out by its config. Summaries
 # written before routing was recorded say nothing: not_recorded.

@@ -15,9 +15,9 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from engine.canonical import canonical_jsonl, sha256_hex
+from engine.endpoint.chat import ModelSpec, Outcome, client
+from engine.endpoint.failures import FAILED_REQUEST, describe, tally
 from engine.errors import NotReadyError
-from engine.exam.endpoint import ModelSpec, Outcome, client
-from engine.exam.failures import FAILED_REQUEST, describe, tally
 from engine.exam.inputs import Completion, Context, LaneRow, lane_tallies
 from engine.exam.oracles import SweepRequest
 from engine.exam.preflight import require_preflight

@@ -14,13 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from engine.endpoint.failures import Failure
 from engine.errors import InputError
-from engine.exam.failures import Failure
 from engine.exam.inputs import Claim, Completion, Context, completion_row, parse_claims
 from engine.exam.protocol import ADJUDICATOR, LANES
-from engine.exam.schema import jsonl_rows
 from engine.exam.union import Candidate
 from engine.exam.votes import Vote
+from engine.rows import jsonl_rows
 
 VOTER_CHOICES = (ADJUDICATOR, *LANES)
 FILE_VOTES = ("accept", "reject", "operational_failure")

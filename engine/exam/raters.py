@@ -11,21 +11,14 @@ from typing import Any
 import httpx
 
 from engine.canonical import canonical_json
-from engine.exam.endpoint import (
-    CLAIMS_SCHEMA,
-    VOTE_SCHEMA,
-    AttemptError,
-    ModelSpec,
-    Outcome,
-    ask,
-    client,
-)
+from engine.endpoint.chat import AttemptError, ModelSpec, Outcome, client
+from engine.exam.endpoint import CLAIMS_SCHEMA, VOTE_SCHEMA, ask
 from engine.exam.inputs import Claim, Completion, parse_claims
 from engine.exam.oracles import SweepRequest, SweepResponse, VoteRequest
 from engine.exam.protocol import ADJUDICATOR, RUBRIC_TEXT
-from engine.exam.schema import Row
 from engine.exam.spans import InvalidResponse, locate
 from engine.exam.votes import Vote
+from engine.rows import Row
 
 LABEL_TASK = (
     RUBRIC_TEXT

@@ -14,7 +14,7 @@ from engine.errors import InputError
 from engine.exam.entities import normalize_entity
 from engine.exam.inputs import Completion, completion_row, outcome
 from engine.exam.protocol import FAMILIES
-from engine.exam.schema import jsonl_rows
+from engine.rows import jsonl_rows
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from engine.exam.artifact import code_identity, seal
 from engine.exam.inputs import Completion, ExamInputs, InputPaths, load_inputs
 from engine.exam.oracles import NoRater, Recorded, SweepFile, VoteFile
 from engine.exam.queue import QUEUE, abstained_items
-from engine.exam.schema import check_expected, read_bytes
+from engine.rows import check_expected, read_bytes
 from engine.workspace import RUN_ID, RUN_ID_RULE
 
 ARTIFACT = "exam-adjudication.json"
@@ -85,7 +85,8 @@ def open_raters(
     )
     adjudicator = lanes = None
     if files.adjudicator_config or files.labelers_config:
-        from engine.exam.endpoint import client, load_adjudicator, load_labelers
+        from engine.endpoint.chat import client
+        from engine.exam.endpoint import load_adjudicator, load_labelers
         from engine.exam.preflight import require_preflight
         from engine.exam.raters import ModelAdjudicator, ModelLanes
 

@@ -35,7 +35,7 @@ from engine.exam.metrics import Tallies, gates, inter_rater, metrics
 from engine.exam.protocol import MATCHER_VERSION, PROTOCOL_VERSION, protocol_sha256
 from engine.exam.replay import ReplayRow, parse_replay
 from engine.exam.runs import RaterFiles, recorded_raters
-from engine.exam.schema import check_expected, read_bytes
+from engine.rows import check_expected, read_bytes
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from engine.exam.failures import Failure
+from engine.endpoint.failures import Failure
 from engine.exam.protocol import LANES
 from engine.exam.union import Candidate, LaneState
 

@@ -3,7 +3,9 @@
 The pane opens on the verdict-relevant facts (the triage, the channels, each
 score against the threshold that flags it, the numbers of both texts), so they
 are on the first screen even at 80x24; the two texts follow, side by side from
-a 100-column terminal.
+a 100-column terminal. A pair the scan's judge was asked about shows what it
+suggests last among the facts, marked as a suggestion: it is a model's
+reading, never the label or the decision.
 """
 
 from __future__ import annotations
@@ -42,6 +44,9 @@ _SCORES = (
 _LABEL_WIDTH = 14
 # Side by side once the pane is this wide: a 100-column terminal gives it ~56.
 _SIDE_BY_SIDE = 52
+# A judge's reason is a model's text: shown whole up to here.
+_REASON_CHARS = 400
+_SUGGESTS = {"same_problem": "same problem", "different_problem": "different problem"}
 _TRIAGE = {
     "likely_leak": ("likely leak", "bold reverse"),
     "unclear": ("unclear", "bold"),
@@ -133,7 +138,30 @@ def facts(match: dict[str, Any], thresholds: dict[str, Any]) -> Text:
     numbers_only = get(match, "numbers_only", "only_numbers_differ", "numbers_only_differ")
     if numbers_only is not None:
         _row(out, "differ in", "numbers only" if numbers_only else "words, not only numbers")
+    judge = get(match, "judge")
+    if isinstance(judge, dict):
+        suggestion(out, judge)
     return out
+
+
+def suggestion(out: Text, judge: dict[str, Any]) -> None:
+    """Adds the judge's rows: what it suggests and why, or why it could not say, and that
+    this is a model's suggestion (every string from the endpoint shown, not obeyed)."""
+    model = visible(get(judge, "model", default="the judge"))
+    verdict = get(judge, "verdict")
+    if verdict is None:
+        failed = visible(get(judge, "failed", default="no answer"))
+        attempts = number(get(judge, "attempts"))
+        _row(out, "judge", f"no suggestion: {failed} ({attempts} attempt(s) to {model})")
+        return
+    reason = visible(get(judge, "reason", default=""))
+    if len(reason) > _REASON_CHARS:
+        reason = reason[:_REASON_CHARS] + "…"
+    _row(out, "judge", "suggests: ")
+    out.append(_SUGGESTS.get(str(verdict), visible(verdict)), style="bold")
+    if reason:
+        _row(out, "", f"— {reason}")
+    _row(out, "", f"a suggestion from {model}, not a decision", style="italic")
 
 
 def _more_scores(match: dict[str, Any], thresholds: dict[str, Any]) -> list[tuple[str, Any]]:

@@ -11,9 +11,9 @@ import pytest
 from engine.canonical import SHA256_HEX
 from engine.contamination.inputs.sources import _COMMIT
 from engine.exam.inputs import _TURN
-from engine.exam.schema import ID_PATTERN
 from engine.ledger.checkpoint import _FINGERPRINT, _SIZE
 from engine.ledger.records import parse_time
+from engine.rows import ID_PATTERN
 from engine.workspace import RUN_ID
 from tests.support.refusals import one_line_error, snapshot
 

@@ -543,3 +543,57 @@ def evidence_items() -> list[BacklogItem]:
             "flagged_pairs", "fp-ten", "run-test", evidence_pair(copies=8, sibling=True)
         ),
     ]
+
+
+# A judge's reason is an endpoint's text: it may hold a bidi override and an escape.
+JUDGE_REASON = "same trays and rolls\u202e, reworded \x1b[31monly"
+
+
+def _unclear_match(judge: dict) -> dict:
+    """A copy of the eval text with one of its numbers changed: the triage cannot tell."""
+    match = _embedded_match()
+    match["triage"] = {
+        "label": "unclear",
+        "copied": False,
+        "eval": ["50", "4", "2"],
+        "match": ["50", "5", "four days", "3"],
+        "shared": 1,
+        "kept": 0.3333,
+    }
+    match["judge"] = judge
+    return match
+
+
+def judged_pair() -> dict:
+    """A flagged item as the scan writes it with --judge-config: two unclear matches, one
+    the judge answered (same problem, with a hostile reason), one it could not."""
+    answered = _unclear_match(
+        {
+            "role": "suggestion",
+            "model": "judge-model-2025-01",
+            "attempts": 1,
+            "failures": [],
+            "verdict": "same_problem",
+            "reason": JUDGE_REASON,
+        }
+    )
+    failed = _unclear_match(
+        {
+            "role": "suggestion",
+            "model": "judge-model-2025-01",
+            "attempts": 2,
+            "failures": [
+                {"attempt": n, "kind": "failed_request", "reason": "timeout", "detail": "late"}
+                for n in (1, 2)
+            ],
+            "verdict": None,
+            "reason": None,
+            "failed": "timeout",
+        }
+    )
+    failed["id"], failed["index"] = "doc-017", 17
+    payload = evidence_pair()
+    payload["matches"] = [answered, failed]
+    payload["triage"] = "unclear"
+    payload["summary"]["tags"] = ["embed", "unclear"]
+    return payload

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import platform
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.canonical import canonical_sha256, sha256_hex
 from engine.contamination.channels.internal import InternalPair, clusters
@@ -22,11 +22,15 @@ from engine.contamination.pool.merge import PoolDoc
 from engine.contamination.report.spans import shared_spans
 from engine.contamination.report.triage import (
     LABELS,
+    UNCLEAR,
     item_label,
     rule_report,
     triage,
 )
 from engine.workspace import BacklogItem
+
+if TYPE_CHECKING:
+    from engine.contamination.channels.judge import JudgePair, JudgeResult, PairKey
 
 QUEUE = "flagged_pairs"
 POOL_CHANNELS = ("ngram", "containment", "embed")
@@ -87,6 +91,12 @@ class Findings:
     pool_shards: list[dict[str, Any]] = field(default_factory=list)
     pool_scan: dict[str, Any] = field(default_factory=dict)
     fields: dict[str, Any] = field(default_factory=dict)
+    # the judge's suggestions on unclear pairs (--judge-config), None when not asked
+    judge: JudgeResult | None = None
+
+    def judged(self, key: PairKey) -> dict[str, Any] | None:
+        """Gives the judge's suggestion kept beside a pair, or None."""
+        return None if self.judge is None else self.judge.beside(key)
 
 
 def _r(value: float | None) -> float | None:
@@ -152,6 +162,9 @@ def flagged_rows(findings: Findings) -> list[dict[str, Any]]:
         }
         if pair.cosine is not None:
             row["cosine"] = _r(pair.cosine)
+        suggestion = findings.judged(("pool", pair.eval_index, pair.pool_index))
+        if suggestion is not None:
+            row["judge"] = suggestion
         rows.append(row)
     groups, member = _cluster_of(findings)
     for twin in sorted(findings.internal, key=lambda p: (p.a, p.b)):
@@ -177,6 +190,9 @@ def flagged_rows(findings: Findings) -> list[dict[str, Any]]:
         }
         if twin.cosine is not None:
             row["cosine"] = _r(twin.cosine)
+        suggestion = findings.judged(("eval", twin.a, twin.b))
+        if suggestion is not None:
+            row["judge"] = suggestion
         rows.append(row)
     if findings.probe is not None:
         for outcome in findings.probe.outcomes:
@@ -192,6 +208,27 @@ def flagged_rows(findings: Findings) -> list[dict[str, Any]]:
                     }
                 )
     return rows
+
+
+def unclear_pairs(findings: Findings) -> list[JudgePair]:
+    """Gives the pairs the judge may be asked about: those the pairs artifact's triage
+    labels unclear, each with both texts and its best flagging score."""
+    from engine.contamination.channels.judge import JudgePair
+
+    items = findings.eval.items
+    out = []
+    for row in flagged_rows(findings):
+        if row.get("triage", {}).get("label") != UNCLEAR:
+            continue
+        scores = [row[k] for k in ("jaccard", "containment", "cosine") if row.get(k) is not None]
+        if row["channel"] == "internal":
+            a, b = row["a_idx"], row["b_idx"]
+            out.append(JudgePair(("eval", a, b), items[a].text, items[b].text, max(scores)))
+        else:
+            e, j = row["test_idx"], row["pool_idx"]
+            text = findings.pool_docs[j].text
+            out.append(JudgePair(("pool", e, j), items[e].text, text, max(scores)))
+    return out
 
 
 def _match_entry(
@@ -287,18 +324,20 @@ def backlog_items(findings: Findings, run_id: str) -> list[BacklogItem]:
             "cosine": _r(pair.cosine),
             "shared_shingles": pair.shared,
         }
-        matches.setdefault(pair.eval_index, []).append(
-            _match_entry(
-                "pool",
-                pair.pool_index,
-                doc.id,
-                doc.text,
-                items[pair.eval_index].text,
-                channels,
-                scores,
-                bool(COPIED & set(channels)),
-            )
+        entry = _match_entry(
+            "pool",
+            pair.pool_index,
+            doc.id,
+            doc.text,
+            items[pair.eval_index].text,
+            channels,
+            scores,
+            bool(COPIED & set(channels)),
         )
+        suggestion = findings.judged(("pool", pair.eval_index, pair.pool_index))
+        if suggestion is not None:
+            entry["judge"] = suggestion
+        matches.setdefault(pair.eval_index, []).append(entry)
     groups, member = _cluster_of(findings)
     for twin in findings.internal:
         via = internal_via(twin, findings)
@@ -324,6 +363,9 @@ def backlog_items(findings: Findings, run_id: str) -> list[BacklogItem]:
                 bool(COPIED & set(via)),
             )
             entry["via"] = via
+            suggestion = findings.judged(("eval", twin.a, twin.b))
+            if suggestion is not None:
+                entry["judge"] = suggestion
             matches.setdefault(this, []).append(entry)
     probed: dict[int, dict[str, Any]] = {}
     if findings.probe is not None:
@@ -518,6 +560,7 @@ def build_report(
         "fields": findings.fields,
         "embedding": findings.embedding,
         "probe": None if findings.probe is None else findings.probe.to_json(),
+        "judge": None if findings.judge is None else findings.judge.to_json(),
         "ngram_search": findings.search,
         "pool_scan": findings.pool_scan,
         "recommended_action": RECOMMENDED_ACTION,

@@ -142,7 +142,7 @@ def test_each_failed_attempt_keeps_its_reason_in_the_lane_file(labeled):
 
 
 def test_a_timeout_is_its_own_reason(tmp_path):
-    from engine.exam.endpoint import ModelSpec, client
+    from engine.endpoint.chat import ModelSpec, client
     from engine.exam.inputs import Completion
     from engine.exam.raters import label_one
 

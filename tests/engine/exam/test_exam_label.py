@@ -9,7 +9,7 @@ import threading
 import pytest
 
 from engine.canonical import sha256_hex
-from engine.exam.endpoint import ModelSpec
+from engine.endpoint.chat import ModelSpec
 from engine.exam.inputs import InputPaths, load_inputs, parse_context, parse_corpus
 from engine.exam.label import label
 from tests.support.exam_builders import claim, write_exam
