@@ -686,8 +686,12 @@ def number_overlap(
     eval_text: str, match_text: str, rarity: NumberRarity = NO_RARITY
 ) -> NumberOverlap:
     """Gives both texts' numbers, how many of the eval text's the match keeps, and each
-    eval number's weight from ``rarity``."""
-    a, b = quantities(eval_text), quantities(match_text)
+    eval number's weight from ``rarity``.
+
+    A bare 1 of the eval text is left out: a rephrasing writes "1 slice" as "a slice" or
+    "one slice", and the reader does not count a lone "one" (mostly a pronoun)."""
+    a = [q for q in quantities(eval_text) if not (q.value == 1 and q.unit is None)]
+    b = quantities(match_text)
     weights = [rarity.weight(q) for q in a]
     kept = _pairing(a, b, sorted(range(len(a)), key=lambda i: -weights[i]))
     share = len(kept) / len(a) if a else None

@@ -15,7 +15,7 @@ found its text copied:
   least ``LEAK_EVIDENCE`` of weight (two or three kept small counts are not
   enough), unless the text itself was copied;
 - **template sibling**: it keeps less than ``KEEP_UNCLEAR`` of the numbers,
-  by count and by weight, and its text was not copied;
+  by count and by weight, states numbers of its own, and its text was not copied;
 - **unclear**: anything between, and an eval item that states no number and
   whose text was not copied.
 
@@ -64,16 +64,16 @@ TEMPLATE_SIBLING = "template_sibling"
 LABELS = (LIKELY_LEAK, UNCLEAR, TEMPLATE_SIBLING)
 SHOWN = {LIKELY_LEAK: "likely leak", UNCLEAR: "unclear", TEMPLATE_SIBLING: "template sibling"}
 
-KEEP_LEAK = 0.66  # two thirds of the eval item's number weight, as 0.66 so 2/3 passes
+KEEP_LEAK = 0.75  # three quarters of the eval item's numbers and of their weight
 LEAK_EVIDENCE = 0.6  # kept weight: more than two small counts (SMALL_WEIGHT each)
 KEEP_UNCLEAR = 0.3
 RULE = (
-    f"likely leak: the match keeps >= {KEEP_LEAK:.0%} of the eval item's number weight "
-    f"(each number weighed by its rarity, small counting numbers at most {SMALL_WEIGHT}), "
+    f"likely leak: the match keeps >= {KEEP_LEAK:.0%} of the eval item's numbers and of their "
+    f"weight (each weighed by its rarity, small counting numbers at most {SMALL_WEIGHT}), "
     f"at least two numbers and at least {LEAK_EVIDENCE} of weight (unless the n-gram "
     f"channels found the text copied); template sibling: it keeps < {KEEP_UNCLEAR:.0%} of "
-    "the numbers by count and by weight and the text was not copied; unclear: between, "
-    "or no numbers in the eval item and the text not copied"
+    "the numbers by count and by weight, states numbers of its own and the text was not "
+    "copied; unclear: between, or no numbers in the eval item and the text not copied"
 )
 
 PAIR_LABELS = ("leak", "sibling")
@@ -105,8 +105,8 @@ def label_for(overlap: NumberOverlap, copied: bool) -> str:
         copied or (overlap.shared >= 2 and overlap.kept_weight >= LEAK_EVIDENCE)
     ):
         return LIKELY_LEAK
-    if kept >= KEEP_UNCLEAR or weighted >= KEEP_UNCLEAR or copied:
-        return UNCLEAR
+    if kept >= KEEP_UNCLEAR or weighted >= KEEP_UNCLEAR or copied or not overlap.match:
+        return UNCLEAR  # a match stating no number at all is no sibling with other numbers
     return TEMPLATE_SIBLING
 
 

@@ -5,6 +5,7 @@ ones a lot; units must agree; the rule meets its goals on pairs it was not tuned
 from __future__ import annotations
 
 import json
+import re
 from fractions import Fraction
 from pathlib import Path
 
@@ -94,7 +95,7 @@ def test_kept_rare_numbers_make_a_likely_leak_and_a_kept_small_count_does_not():
 def test_on_held_out_pairs_few_siblings_are_likely_leaks_and_no_leak_is_lost(path):
     result = measure_file(path)
     held = result["splits"]["holdout"]
-    assert held["current"]["siblings_likely_leak_rate"] <= 0.06
+    assert held["current"]["siblings_likely_leak_rate"] <= 0.05
     assert held["current"]["leaks_likely_or_unclear_rate"] >= 0.97
     # and no worse than the previous rule on either goal
     assert held["current"]["siblings_likely_leak"] <= held["previous"]["siblings_likely_leak"]
@@ -106,6 +107,27 @@ def test_on_the_hard_held_out_pairs_the_goals_are_met():
     assert held["siblings"] == held["leaks"] == 40
     assert held["siblings_likely_leak_rate"] <= 0.05
     assert held["leaks_likely_or_unclear_rate"] >= 0.97
+
+
+def test_a_rephrasing_that_writes_a_bare_1_as_one_is_not_a_sibling():
+    eval_text = (
+        "Doxa sliced an apple into 8 pieces. She ate 1 slice, her sister ate 1 more than her, "
+        "and her brother ate 1 more than her sister. How many slices did they all eat?"
+    )
+    leak = (
+        "Doxa cut an apple into eight parts. She consumed one piece, her sibling one more than "
+        "Doxa, and her brother one more than her sibling. How many pieces did they consume?"
+    )
+    assert previous_label(eval_text, leak, copied=False) == TEMPLATE_SIBLING
+    got = triage(eval_text, leak, copied=False)
+    assert got.to_json()["eval"] == ["8"] and got.label == UNCLEAR
+
+
+def test_a_match_that_states_no_number_is_unclear_not_a_sibling():
+    eval_text = "Dolly has two books. Pandora has one. How many books do they read in all?"
+    leak = "If Dolly and Pandora each read their own books and each other's, how many is that?"
+    assert previous_label(eval_text, leak, copied=False) == TEMPLATE_SIBLING
+    assert triage(eval_text, leak, copied=False).label == UNCLEAR
 
 
 def _pairs(tmp_path: Path, rows: list[dict]) -> Path:
@@ -128,10 +150,16 @@ def test_bench_triage_prints_both_rules_for_each_split(sealdesk, tmp_path):
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[0].startswith("triage on 2 labelled pairs")
-    (current,) = [ln for ln in lines if ln.split()[:2] == ["all", "current"]]
-    (previous,) = [ln for ln in lines if ln.split()[:2] == ["all", "previous"]]
-    assert "0.0% (0/1)" in current and "100.0% (1/1)" in current
-    assert previous.count("100.0% (1/1)") == 2  # the sibling called a likely leak
+    assert (
+        lines[1].split()
+        == "split rule siblings -> likely leak leaks -> likely/unclear leaks -> likely leak".split()
+    )
+    counts = {tuple(ln.split()[:2]): re.findall(r"\((\d+/\d+)\)", ln) for ln in lines[2:]}
+    # siblings called likely leak, leaks likely or unclear, leaks likely leak
+    assert counts == {
+        ("all", "current"): ["0/1", "1/1", "1/1"],
+        ("all", "previous"): ["1/1", "1/1", "1/1"],
+    }
 
     proc = sealdesk("bench", "contamination", "--triage", path, "--json")
     got = json.loads(proc.stdout)["splits"]["all"]
