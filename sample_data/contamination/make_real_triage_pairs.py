@@ -41,7 +41,9 @@ def _rows(path: Path) -> list[dict]:
 
 
 def rephrased_question(text: str) -> str:
-    """Gives the question of a "Question: ...\\nAnswer: ..." row."""
+    """Gives the question of a "Question: ...\\nAnswer: ..." row ("" when it has none)."""
+    if not re.match(r"\s*Question:", text):
+        return ""  # a few rows hold only "Answer: ...": the rephraser lost the question
     text = re.sub(r"^\s*Question:\s*", "", text)
     return re.split(r"\n\s*Answer:", text, maxsplit=1)[0].strip()
 
@@ -77,15 +79,16 @@ def main() -> None:
     out = []
     for i, question in enumerate(test):
         split = "holdout" if i % 3 == 2 else "tune"
-        out.append(
-            {
-                "eval": question,
-                "match": rephrased[i],
-                "label": "leak",
-                "split": split,
-                "id": f"gsm8k-test-{i}-rephrased",
-            }
-        )
+        if rephrased[i]:
+            out.append(
+                {
+                    "eval": question,
+                    "match": rephrased[i],
+                    "label": "leak",
+                    "split": split,
+                    "id": f"gsm8k-test-{i}-rephrased",
+                }
+            )
         nearest = np.argsort(-scores[i])[:TOP_K]
         for j in nearest:
             if scores[i, j] >= threshold:

@@ -114,6 +114,7 @@ def _rates(labelled: list[tuple[str, str]]) -> dict[str, Any]:
     leaks = [got for truth, got in labelled if truth == "leak"]
     called = siblings.count(LIKELY_LEAK)
     kept = sum(got != TEMPLATE_SIBLING for got in leaks)
+    first = leaks.count(LIKELY_LEAK)
     return {
         "siblings": len(siblings),
         "siblings_likely_leak": called,
@@ -121,6 +122,8 @@ def _rates(labelled: list[tuple[str, str]]) -> dict[str, Any]:
         "leaks": len(leaks),
         "leaks_likely_or_unclear": kept,
         "leaks_likely_or_unclear_rate": round(kept / len(leaks), 4) if leaks else None,
+        "leaks_likely_leak": first,
+        "leaks_likely_leak_rate": round(first / len(leaks), 4) if leaks else None,
     }
 
 
@@ -162,13 +165,15 @@ def report_lines(result: dict[str, Any]) -> list[str]:
     out = [
         f"triage on {result['pairs']} labelled pairs ({result['file']}); numbers weighed by "
         f"their document frequency over {result['weights']['documents']} distinct texts",
-        f"{'split':10} {'rule':9} {'siblings -> likely leak':>26} {'leaks -> likely/unclear':>26}",
+        f"{'split':10} {'rule':9} {'siblings -> likely leak':>24} "
+        f"{'leaks -> likely/unclear':>24} {'leaks -> likely leak':>24}",
     ]
     for split, rules in result["splits"].items():
         for rule in RULES:
             r = rules[rule]
             out.append(
-                f"{split:10} {rule:9} {_pct(r['siblings_likely_leak'], r['siblings']):>26} "
-                f"{_pct(r['leaks_likely_or_unclear'], r['leaks']):>26}"
+                f"{split:10} {rule:9} {_pct(r['siblings_likely_leak'], r['siblings']):>24} "
+                f"{_pct(r['leaks_likely_or_unclear'], r['leaks']):>24} "
+                f"{_pct(r['leaks_likely_leak'], r['leaks']):>24}"
             )
     return out
