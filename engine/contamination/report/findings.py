@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 import platform
+import weakref
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -126,12 +128,28 @@ def number_rarity(findings: Findings) -> NumberRarity:
     Not over the whole pool: reading every number of every pool document costs about
     0.4 ms a document (400 s at a million), more than the scan it would serve. The
     flagged documents are the look-alikes themselves, so a value they restate often (a
-    template's "10 minutes", "half") weighs little, as it should.
+    template's "10 minutes", "half") weighs little, as it should. About 1 s for 1,319
+    eval items and 400 flagged documents; the rows and the items share one count.
     """
-    texts = [item.text for item in findings.eval.items]
-    values = {v for text in texts for q in quantities(text) for v in q.keys()}
-    docs = [findings.pool_docs[k].text for k in sorted(findings.pool_docs)]
-    return NumberRarity.of_texts(texts + docs, only=values)
+    cached = _RARITY.get("last")
+    if cached is not None and cached[0]() is findings:
+        return cached[1]
+    per_item = [
+        {v for q in quantities(item.text) for v in q.keys()} for item in findings.eval.items
+    ]
+    wanted = set().union(*per_item)
+    docs = (findings.pool_docs[k].text for k in sorted(findings.pool_docs))
+    pool = NumberRarity.of_texts(docs, only=wanted)
+    counts = Counter(pool.counts)
+    for values in per_item:
+        counts.update(values)
+    rarity = NumberRarity(pool.docs + len(per_item), dict(counts))
+    _RARITY["last"] = (weakref.ref(findings), rarity)
+    return rarity
+
+
+# The last scan's count, so that its rows and its items read the pool documents once.
+_RARITY: dict[str, tuple[weakref.ref[Findings], NumberRarity]] = {}
 
 
 def _cluster_of(findings: Findings) -> tuple[list[list[int]], dict[int, int]]:

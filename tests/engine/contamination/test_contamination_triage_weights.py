@@ -185,3 +185,31 @@ def test_bench_triage_refuses_a_bad_row_naming_file_line_and_field(
     assert proc.returncode == 2 and proc.stdout == ""
     (line,) = proc.stderr.strip().splitlines()
     assert f"{path}:2" in line and f"field '{field}'" in line and reason in line
+
+
+def test_a_scan_weighs_each_match_s_numbers_by_their_frequency_in_its_own_texts(workspace):
+    from engine.contamination.channels.ngram import NgramSettings
+    from engine.contamination.inputs.sources import resolve_source
+    from engine.contamination.scan import ScanConfig, run_scan
+
+    sample = ROOT / "sample_data" / "contamination"
+    config = ScanConfig(
+        eval=resolve_source(
+            "eval", str(sample / "eval.jsonl"), text_field="question", id_field="id"
+        ),
+        pool=resolve_source("pool", str(sample / "pool.jsonl"), text_field="text", id_field="id"),
+        ngram=NgramSettings(),
+        embed=False,
+        jobs=1,
+    )
+    outcome = run_scan(workspace, config)
+    matches = [m for item in outcome.items for m in item.payload["matches"]]
+    assert matches
+    weights = []
+    for match in matches:
+        triaged = match["triage"]
+        assert len(triaged["weights"]) == len(triaged["eval"])
+        weights += triaged["weights"]
+    # a frequency, not the fixed prior: the 22 eval items and the flagged documents count
+    assert set(weights) - {1.0, SMALL_WEIGHT}
+    assert all(0 < w <= 1 for w in weights)
