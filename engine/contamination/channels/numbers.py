@@ -216,8 +216,12 @@ class Quantity:
             return True
         for small, large in ((self, other), (other, self)):
             over = _ALSO_OVER.get(small.unit or "")
-            if over and small.value / over == large.value:
-                return large.unit == _OVER_UNIT[small.unit or ""]
+            if (
+                over
+                and small.value / over == large.value
+                and large.unit == _OVER_UNIT[small.unit or ""]
+            ):
+                return True
         return False
 
     def shown(self) -> str:

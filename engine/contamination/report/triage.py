@@ -10,10 +10,10 @@ numbers it keeps, each weighed by how rare its value is
 many documents state weigh little), and from whether the n-gram channels
 found its text copied:
 
-- **likely leak**: it keeps at least ``KEEP_LEAK`` of the eval item's number
-  weight, at least two numbers (one shared number is too often chance) and at
-  least ``LEAK_EVIDENCE`` of weight (two or three kept small counts are not
-  enough), unless the text itself was copied;
+- **likely leak**: it keeps at least ``KEEP_LEAK`` of the eval item's numbers
+  and of their weight, and, unless the text itself was copied, at least two
+  numbers (one shared number is too often chance) and at least
+  ``LEAK_EVIDENCE`` of weight (two kept small counts are not enough);
 - **template sibling**: it keeps less than ``KEEP_UNCLEAR`` of the numbers,
   by count and by weight, states numbers of its own, and its text was not copied;
 - **unclear**: anything between, and an eval item that states no number and
