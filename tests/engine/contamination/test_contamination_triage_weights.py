@@ -213,3 +213,15 @@ def test_a_scan_weighs_each_match_s_numbers_by_their_frequency_in_its_own_texts(
     # a frequency, not the fixed prior: the 22 eval items and the flagged documents count
     assert set(weights) - {1.0, SMALL_WEIGHT}
     assert all(0 < w <= 1 for w in weights)
+
+
+def test_bench_triage_refuses_a_line_that_is_no_json_and_a_file_with_no_pairs(sealdesk, tmp_path):
+    path = tmp_path / "pairs.jsonl"
+    path.write_text('{"eval": "a 1", "match": "b 1", "label": "leak"}\n{"eval": "a 1",\n')
+    proc = sealdesk("bench", "contamination", "--triage", path)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert f"{path}:2" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    path.write_text("\n\n")
+    proc = sealdesk("bench", "contamination", "--triage", path)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert f"{path}: has no labelled pairs" in proc.stderr
