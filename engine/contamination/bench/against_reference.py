@@ -27,6 +27,8 @@ from typing import Any
 
 import click
 
+from engine.outputs import InputFile
+
 
 def _rss_kb() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -221,7 +223,7 @@ def _exact_jaccard(eval_path: Path, pool_path: Path, pairs: list[list[int]]) -> 
 @click.option(
     "--triage",
     "triage_file",
-    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    type=InputFile(exists=True, path_type=Path),
     default=None,
     help="Instead: the match triage on a JSONL file of labelled pairs ({eval, match, "
     "label: leak|sibling, split?}), the current rule beside the previous one.",
