@@ -128,10 +128,15 @@ def facts(match: dict[str, Any], thresholds: dict[str, Any]) -> Text:
         _row(out, "numbers", f"eval {_names(get(triage, 'eval'))}")
         _row(out, "", f"{get(match, 'kind', default='match')} {_names(get(triage, 'match'))}")
         eval_numbers = as_list(get(triage, "eval"))
+        weighted = get(triage, "weighted_kept")
+        # rare numbers weigh more than small counts: the share of weight kept says how much
+        weight = ""
+        if isinstance(weighted, int | float) and not isinstance(weighted, bool):
+            weight = f", {round(weighted * 100)}% of their weight"
         _row(
             out,
             "kept",
-            f"{number(get(triage, 'shared'))} of {len(eval_numbers)} eval numbers"
+            f"{number(get(triage, 'shared'))} of {len(eval_numbers)} eval numbers{weight}"
             if eval_numbers
             else "no numbers in the eval text",
         )

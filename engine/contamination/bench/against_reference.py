@@ -27,6 +27,8 @@ from typing import Any
 
 import click
 
+from engine.outputs import InputFile
+
 
 def _rss_kb() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -218,6 +220,14 @@ def _exact_jaccard(eval_path: Path, pool_path: Path, pairs: list[list[int]]) -> 
     help="With --embed: candidates per eval item the two-stage search keeps (as the "
     "scan's --prefilter-k).",
 )
+@click.option(
+    "--triage",
+    "triage_file",
+    type=InputFile(exists=True, path_type=Path),
+    default=None,
+    help="Instead: the match triage on a JSONL file of labelled pairs ({eval, match, "
+    "label: leak|sibling, split?}), the current rule beside the previous one.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.pass_context
 def bench_contamination(
@@ -234,6 +244,7 @@ def bench_contamination(
     embed: bool,
     exhaustive_size: int,
     prefilter_k: int,
+    triage_file: Path | None,
     as_json: bool,
 ) -> None:
     """sealdesk's n-gram channels against the reference datasketch MinHash-LSH pass.
@@ -251,6 +262,10 @@ def bench_contamination(
     subprocess (a fresh local Ray for ray); prints docs/s, the speed-up,
     per-worker throughput and the load average around each run.
 
+    With --triage FILE, measures instead the match triage on labelled pairs:
+    siblings labelled likely leak and leaks labelled likely leak or unclear,
+    per split, for the current rule and the previous one (reads FILE only).
+
     With --embed, measures instead the paraphrase channel on English word
     problems with two planted paraphrases each (one in the first
     --exhaustive-size documents): the two-stage search and the exhaustive
@@ -267,7 +282,21 @@ def bench_contamination(
       sealdesk bench contamination --pool-size 1000000 --no-reference
       sealdesk bench contamination --backend ray        # 4M docs, 16 shards, 1 then 2
       sealdesk bench contamination --backend local --pool-size 400000 --workers 1,2
+      sealdesk bench contamination --triage engine/contamination/triage_pairs.jsonl
     """
+    if triage_file is not None:
+        if embed or backend is not None:
+            raise click.BadParameter(
+                "--triage measures labelled pairs only; give it alone", param_hint="'--triage'"
+            )
+        from engine.contamination.bench.triage import measure_file, report_lines
+
+        result = measure_file(triage_file)
+        if as_json:
+            click.echo(json.dumps(result, indent=1))
+        else:
+            click.echo("\n".join(report_lines(result)))
+        return
     if embed:
         if backend is not None or no_reference or reference_size is not None:
             raise click.BadParameter(

@@ -16,15 +16,29 @@ words: cardinals (``three``, ``twenty-five``, ``one hundred and five``,
 ``thrice``, ``double``, ``triple``, ``quadruple``. Ordinals (``third day``,
 ``21st``) are positions, not quantities, and are left out.
 
-Two numbers are the same when their values are equal, or when one is a
-percentage, an amount in cents or a duration in minutes and the other is
-that value over 100 or 60 (``50%`` and ``half``, ``150 cents`` and
-``$1.50``, ``90 minutes`` and ``1.5 hours``).
+Two numbers are the same when their values are equal and their units agree
+(the same unit, or one of them has none: a rephrasing may drop "minutes"), or
+when one is a percentage, an amount in cents or a duration in minutes and the
+other is that value over 100 or 60 in the larger unit (``50%`` and ``half``,
+``150 cents`` and ``$1.50``, ``90 minutes`` and ``1.5 hours``, ``30 minutes``
+and ``half an hour``, but not ``30 minutes`` and a bare ``half``).
+
+Not every kept number says as much. A sibling of "3 apples, 7 pears, 8 plums"
+keeps a 3 and an 8 by chance far more often than a sibling of "$1,250 at
+3.75%" keeps either number: small counting numbers (zero to ten, twelve, and
+the common fractions ``half``, ``a third``, ``a quarter``) and values that many
+documents state are weak evidence. ``NumberRarity`` weighs each number by how
+few documents of a collection state its value (``weight``), and
+``number_overlap`` reports the share of the eval text's number *weight* the
+match keeps beside the plain share.
 """
 
 from __future__ import annotations
 
+import math
 import re
+from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -161,6 +175,9 @@ _UNITS = {
 # Units whose amounts are also written in a larger unit: 50% is half, 150 cents
 # are $1.50, 90 minutes are 1.5 hours.
 _ALSO_OVER = {"%": 100, "cents": 100, "min": 60}
+# ...and the unit the amount has in that larger unit: 50% is a bare half, 150 cents are
+# $1.50, 90 minutes are 1.5 hours (not a bare 1.5: "30 minutes" is not "half").
+_OVER_UNIT: dict[str, str | None] = {"%": None, "cents": "$", "min": "h"}
 _CURRENCY = {"$": "$", "€": "€", "£": "£", "¥": "¥"}
 
 _TOKEN = re.compile(
@@ -189,6 +206,23 @@ class Quantity:
         if over:
             keys.add(self.value / over)
         return frozenset(keys)
+
+    def same_as(self, other: Quantity) -> bool:
+        """Says whether two numbers are the same: equal values with units that agree (one
+        may have none), or one is the other written in the larger unit."""
+        if self.value == other.value and (
+            self.unit is None or other.unit is None or self.unit == other.unit
+        ):
+            return True
+        for small, large in ((self, other), (other, self)):
+            over = _ALSO_OVER.get(small.unit or "")
+            if (
+                over
+                and small.value / over == large.value
+                and large.unit == _OVER_UNIT[small.unit or ""]
+            ):
+                return True
+        return False
 
     def shown(self) -> str:
         """Gives the number as a reader is shown it: the words as written."""
@@ -529,6 +563,13 @@ class _Reader:
             return None, last
         if word == "per" and self.word(k + 1) == "cent" and self.linked(k):
             return "%", k + 1
+        if (
+            word in ("a", "an")
+            and self.word(last) in ("half", "quarter", "third")
+            and self.linked(k)
+            and self.word(k + 1) in ("hour", "day", "week", "month", "year", "minute")
+        ):
+            return _UNITS[self.word(k + 1) or ""], k + 1  # "half an hour", "half a day"
         unit = _UNITS.get(word)
         if unit is None:
             return None, last
@@ -541,6 +582,52 @@ def quantities(text: str) -> list[Quantity]:
     return _Reader(text).run()
 
 
+# Counting numbers a word problem states in passing ("3 friends", "twice", "half"): a
+# sibling shares them by chance, so they never weigh more than SMALL_WEIGHT.
+SMALL_VALUES = frozenset(
+    [Fraction(n) for n in (*range(11), 12)]
+    + [Fraction(1, 2), Fraction(1, 3), Fraction(2, 3), Fraction(1, 4), Fraction(3, 4)]
+)
+SMALL_WEIGHT = 0.25
+# Fewer documents than this give no document frequency worth the name: every value that
+# is not small weighs 1.
+MIN_DOCS = 20
+
+
+@dataclass(frozen=True)
+class NumberRarity:
+    """How many of ``docs`` documents state each number value (its document frequency)."""
+
+    docs: int
+    counts: dict[Fraction, int]
+
+    @classmethod
+    def of_texts(cls, texts: Iterable[str], only: set[Fraction] | None = None) -> NumberRarity:
+        """Gives the document frequency of every value the texts state (of ``only``'s, when
+        given: a bounded count over, say, the values an eval set states)."""
+        counts: Counter[Fraction] = Counter()
+        docs = 0
+        for text in texts:
+            docs += 1
+            values = {v for q in quantities(text) for v in q.keys()}
+            counts.update(values if only is None else values & only)
+        return cls(docs, dict(counts))
+
+    def weight(self, q: Quantity) -> float:
+        """Gives how much keeping this number says, from 0 to 1: an inverse document
+        frequency, log(docs / df) / log(docs), at most SMALL_WEIGHT for a small counting
+        number; 1 for other numbers when there are fewer than MIN_DOCS documents."""
+        small = q.value in SMALL_VALUES
+        if self.docs < MIN_DOCS:
+            return SMALL_WEIGHT if small else 1.0
+        df = max(1, self.counts.get(q.value, 0))
+        idf = math.log(self.docs / df) / math.log(self.docs)
+        return max(0.01, min(idf, SMALL_WEIGHT if small else 1.0))
+
+
+NO_RARITY = NumberRarity(0, {})
+
+
 @dataclass(frozen=True)
 class NumberOverlap:
     """The numbers of an eval text and of its match, and which of them both state."""
@@ -549,24 +636,44 @@ class NumberOverlap:
     match: tuple[Quantity, ...]
     shared: int  # eval numbers the match also states (each match number used once)
     kept: float | None  # shared / eval numbers; None when the eval text states none
+    weights: tuple[float, ...] = ()  # each eval number's weight (NumberRarity.weight)
+    kept_mask: tuple[bool, ...] = ()  # which eval numbers the match keeps
+
+    @property
+    def weighted_kept(self) -> float | None:
+        """Gives the share of the eval numbers' weight that the match keeps."""
+        total = sum(self.weights)
+        if not self.eval or total <= 0:
+            return self.kept
+        return sum(w for w, k in zip(self.weights, self.kept_mask, strict=True) if k) / total
+
+    @property
+    def kept_weight(self) -> float:
+        """Gives the summed weight of the eval numbers the match keeps."""
+        return sum(w for w, k in zip(self.weights, self.kept_mask, strict=True) if k)
 
     def to_json(self) -> dict[str, Any]:
-        """Gives the payload's account: both sides as written, the count and share kept."""
+        """Gives the payload's account: both sides as written, the count and share kept,
+        and the share of the eval numbers' weight kept."""
+        weighted = self.weighted_kept
         return {
             "eval": [q.shown() for q in self.eval],
             "match": [q.shown() for q in self.match],
             "shared": self.shared,
             "kept": None if self.kept is None else round(self.kept, 4),
+            "weights": [round(w, 4) for w in self.weights],
+            "weighted_kept": None if weighted is None else round(weighted, 4),
         }
 
 
-def _pairing(a: list[frozenset[Fraction]], b: list[frozenset[Fraction]]) -> int:
-    """Gives the size of the largest one-to-one pairing of a's numbers with equal b's."""
+def _pairing(a: list[Quantity], b: list[Quantity], order: list[int]) -> set[int]:
+    """Gives which of a's numbers a largest one-to-one pairing with equal b's pairs, a's
+    taken in ``order`` (heaviest first, so the pairing also keeps the most weight)."""
     owner: dict[int, int] = {}
 
     def place(i: int, seen: set[int]) -> bool:
-        for j, keys in enumerate(b):
-            if j in seen or not (a[i] & keys):
+        for j, other in enumerate(b):
+            if j in seen or not a[i].same_as(other):
                 continue
             seen.add(j)
             if j not in owner or place(owner[j], seen):
@@ -574,12 +681,23 @@ def _pairing(a: list[frozenset[Fraction]], b: list[frozenset[Fraction]]) -> int:
                 return True
         return False
 
-    return sum(place(i, set()) for i in range(len(a)))
+    for i in order:
+        place(i, set())
+    return set(owner.values())
 
 
-def number_overlap(eval_text: str, match_text: str) -> NumberOverlap:
-    """Gives both texts' numbers and how many of the eval text's the match keeps."""
-    a, b = quantities(eval_text), quantities(match_text)
-    shared = _pairing([q.keys() for q in a], [q.keys() for q in b])
-    kept = shared / len(a) if a else None
-    return NumberOverlap(tuple(a), tuple(b), shared, kept)
+def number_overlap(
+    eval_text: str, match_text: str, rarity: NumberRarity = NO_RARITY
+) -> NumberOverlap:
+    """Gives both texts' numbers, how many of the eval text's the match keeps, and each
+    eval number's weight from ``rarity``.
+
+    A bare 1 of the eval text is left out: a rephrasing writes "1 slice" as "a slice" or
+    "one slice", and the reader does not count a lone "one" (mostly a pronoun)."""
+    a = [q for q in quantities(eval_text) if not (q.value == 1 and q.unit is None)]
+    b = quantities(match_text)
+    weights = [rarity.weight(q) for q in a]
+    kept = _pairing(a, b, sorted(range(len(a)), key=lambda i: -weights[i]))
+    share = len(kept) / len(a) if a else None
+    mask = tuple(i in kept for i in range(len(a)))
+    return NumberOverlap(tuple(a), tuple(b), len(kept), share, tuple(weights), mask)

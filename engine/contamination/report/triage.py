@@ -1,27 +1,39 @@
 """Which flagged matches are likely leaks and which are template siblings, and how sure.
 
 A rephrased leak keeps the numbers of the item it copies; a template sibling
-(the same story shape with other names and numbers) changes them. Sentence
-embeddings cannot tell the two apart (both look alike to them, which is why
-both were flagged), so each match is labelled from the share of the eval
-item's numbers it keeps and from whether the n-gram channels found its text
-copied:
+(the same story shape with other names and numbers) changes them, though it
+often restates the small counts of the story ("3 friends", "twice", "half").
+Sentence embeddings cannot tell the two apart (both look alike to them, which
+is why both were flagged), so each match is labelled from the eval item's
+numbers it keeps, each weighed by how rare its value is
+(``channels.numbers.NumberRarity``: small counting numbers and values that
+many documents state weigh little), and from whether the n-gram channels
+found its text copied:
 
-- **likely leak**: it keeps at least ``KEEP_LEAK`` of the eval item's numbers,
-  and at least two of them (one shared number is too often chance) unless
-  the text itself was copied;
-- **template sibling**: it keeps less than ``KEEP_UNCLEAR`` of them and its
-  text was not copied;
+- **likely leak**: it keeps at least ``KEEP_LEAK`` of the eval item's numbers
+  and of their weight, and, unless the text itself was copied, at least two
+  numbers (one shared number is too often chance) and at least
+  ``LEAK_EVIDENCE`` of weight (two kept small counts are not enough);
+- **template sibling**: it keeps less than ``KEEP_UNCLEAR`` of the numbers,
+  by count and by weight, states numbers of its own, and its text was not copied;
 - **unclear**: anything between, and an eval item that states no number and
   whose text was not copied.
 
-The two thresholds were chosen on the ``tune`` split of the labelled pairs
-(``triage_pairs.jsonl``, made by sample_data/contamination/make_triage_pairs.py)
-with the asymmetry of the two mistakes in mind: a leak called a sibling may
-be rejected in bulk unread, a sibling called unclear only costs a look. So
-``KEEP_UNCLEAR`` sits well below every tuned leak, and ``KEEP_LEAK`` at two
-thirds rather than the tuned optimum. The ``holdout`` split was not looked at
-while choosing them; every scan measures the rule on both and reports it.
+The weights come from a document frequency: over the scan's own texts (the
+eval set and the pool documents it flagged), or over a labelled pair file's
+texts in ``measure``; with fewer than ``MIN_DOCS`` texts, a fixed prior (a
+small counting number weighs ``SMALL_WEIGHT``, any other number 1).
+
+The thresholds were chosen on the ``tune`` splits of the labelled pairs
+(``triage_pairs.jsonl``, made by sample_data/contamination/make_triage_pairs.py,
+and the harder pairs of make_hard_triage_pairs.py, whose siblings share small
+counts) and of pairs made from a public benchmark (make_real_triage_pairs.py),
+with the asymmetry of the two mistakes in mind: a leak called a sibling may be
+rejected in bulk unread, a sibling called unclear only costs a look. So
+``KEEP_UNCLEAR`` sits well below every tuned leak. The ``holdout`` splits were
+not looked at while choosing them; every scan measures the rule on the shipped
+pairs and reports it, and ``sealdesk bench contamination --triage FILE``
+measures it, beside the previous rule, on any labelled pair file.
 """
 
 from __future__ import annotations
@@ -34,7 +46,13 @@ from typing import Any
 
 from engine.contamination.channels.calibration import labelled_rows
 from engine.contamination.channels.ngram import NgramSettings
-from engine.contamination.channels.numbers import NumberOverlap, number_overlap
+from engine.contamination.channels.numbers import (
+    NO_RARITY,
+    SMALL_WEIGHT,
+    NumberOverlap,
+    NumberRarity,
+    number_overlap,
+)
 from engine.contamination.channels.shingles import shingle_set
 from engine.contamination.inputs.canonical_text import canonical
 from engine.errors import InputError
@@ -46,13 +64,16 @@ TEMPLATE_SIBLING = "template_sibling"
 LABELS = (LIKELY_LEAK, UNCLEAR, TEMPLATE_SIBLING)
 SHOWN = {LIKELY_LEAK: "likely leak", UNCLEAR: "unclear", TEMPLATE_SIBLING: "template sibling"}
 
-KEEP_LEAK = 0.66  # two thirds of the eval item's numbers, written as 0.66 so 2/3 passes
+KEEP_LEAK = 0.75  # three quarters of the eval item's numbers and of their weight
+LEAK_EVIDENCE = 0.6  # kept weight: more than two small counts (SMALL_WEIGHT each)
 KEEP_UNCLEAR = 0.3
 RULE = (
-    f"likely leak: the match keeps >= {KEEP_LEAK:.0%} of the eval item's numbers (at least two, "
-    f"unless the n-gram channels found the text copied); template sibling: it keeps "
-    f"< {KEEP_UNCLEAR:.0%} and the text was not copied; unclear: between, or no numbers "
-    "in the eval item and the text not copied"
+    f"likely leak: the match keeps >= {KEEP_LEAK:.0%} of the eval item's numbers and of their "
+    f"weight (each weighed by its rarity, small counting numbers at most {SMALL_WEIGHT}), "
+    f"at least two numbers and at least {LEAK_EVIDENCE} of weight (unless the n-gram "
+    f"channels found the text copied); template sibling: it keeps < {KEEP_UNCLEAR:.0%} of "
+    "the numbers by count and by weight, states numbers of its own and the text was not "
+    "copied; unclear: between, or no numbers in the eval item and the text not copied"
 )
 
 PAIR_LABELS = ("leak", "sibling")
@@ -77,20 +98,31 @@ class Triage:
 
 def label_for(overlap: NumberOverlap, copied: bool) -> str:
     """Gives likely_leak, unclear or template_sibling for a match (RULE)."""
-    kept = overlap.kept
-    if kept is None:
+    kept, weighted = overlap.kept, overlap.weighted_kept
+    if kept is None or weighted is None:
         return LIKELY_LEAK if copied else UNCLEAR
-    if kept >= KEEP_LEAK and (overlap.shared >= 2 or copied):
+    if min(kept, weighted) >= KEEP_LEAK and (
+        copied or (overlap.shared >= 2 and overlap.kept_weight >= LEAK_EVIDENCE)
+    ):
         return LIKELY_LEAK
-    if kept >= KEEP_UNCLEAR or copied:
-        return UNCLEAR
+    if kept >= KEEP_UNCLEAR or weighted >= KEEP_UNCLEAR or copied or not overlap.match:
+        return UNCLEAR  # a match stating no number at all is no sibling with other numbers
     return TEMPLATE_SIBLING
 
 
-def triage(eval_text: str, match_text: str, copied: bool) -> Triage:
-    """Gives the triage of a match; ``copied``: an n-gram channel flagged its text."""
-    overlap = number_overlap(eval_text, match_text)
+def triage(
+    eval_text: str, match_text: str, copied: bool, rarity: NumberRarity = NO_RARITY
+) -> Triage:
+    """Gives the triage of a match; ``copied``: an n-gram channel flagged its text;
+    ``rarity``: the document frequencies its numbers are weighed by."""
+    overlap = number_overlap(eval_text, match_text, rarity)
     return Triage(label_for(overlap, copied), overlap, copied)
+
+
+def pair_rarity(texts: list[str]) -> NumberRarity:
+    """Gives the document frequencies of the numbers of a set of texts, each distinct
+    text counted once (below MIN_DOCS texts the weights are the fixed prior)."""
+    return NumberRarity.of_texts(dict.fromkeys(texts))
 
 
 def item_label(labels: list[str]) -> str | None:
@@ -171,9 +203,11 @@ def measure(
 ) -> dict[str, dict[str, Any]]:
     """Gives the rule's rates on each split of the labelled pairs."""
     settings = settings or NgramSettings()
+    rarity = pair_rarity([t for pair in pairs for t in (pair.eval, pair.match)])
     by_split: dict[str, list[tuple[str, str]]] = {split: [] for split in SPLITS}
     for pair in pairs:
-        got = triage(pair.eval, pair.match, copied_text(pair.eval, pair.match, settings)).label
+        copied = copied_text(pair.eval, pair.match, settings)
+        got = triage(pair.eval, pair.match, copied, rarity).label
         by_split[pair.split].append((pair.label, got))
     return {split: _rates(labelled) for split, labelled in by_split.items()}
 
@@ -186,6 +220,10 @@ def rule_report(
     name = path.name if isinstance(path, Traversable) else Path(path).name
     return {
         "rule": RULE,
-        "thresholds": {"keep_leak": KEEP_LEAK, "keep_unclear": KEEP_UNCLEAR},
+        "thresholds": {
+            "keep_leak": KEEP_LEAK,
+            "leak_evidence": LEAK_EVIDENCE,
+            "keep_unclear": KEEP_UNCLEAR,
+        },
         "labelled_pairs": {"file": name, "sha256": sha, **measure(pairs, settings)},
     }
