@@ -221,6 +221,22 @@ def _exact_jaccard(eval_path: Path, pool_path: Path, pairs: list[list[int]]) -> 
     "scan's --prefilter-k).",
 )
 @click.option(
+    "--sizes",
+    default=None,
+    metavar="N,N,...",
+    help="With --embed: instead, both searches at each of these pool sizes (the prefilter "
+    "cached), their times and where two-stage became the faster, beside the size the "
+    "scan's estimate switches at (use a small --eval-size, e.g. 100).",
+)
+@click.option(
+    "--embed-data",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=None,
+    help="With --embed: instead of generated data, a folder holding eval.jsonl ({id, "
+    "question}), pool.jsonl ({id, text}) and planted.jsonl ({eval_id, pool_id}, the true "
+    "paraphrase pairs); both searches run on the whole pool.",
+)
+@click.option(
     "--triage",
     "triage_file",
     type=InputFile(exists=True, path_type=Path),
@@ -244,6 +260,8 @@ def bench_contamination(
     embed: bool,
     exhaustive_size: int,
     prefilter_k: int,
+    sizes: str | None,
+    embed_data: Path | None,
     triage_file: Path | None,
     as_json: bool,
 ) -> None:
@@ -278,6 +296,8 @@ def bench_contamination(
       sealdesk bench contamination                      # 100k docs, both sides
       sealdesk bench contamination --embed              # 1M docs, two-stage vs exhaustive
       sealdesk bench contamination --embed --pool-size 50000 --exhaustive-size 5000
+      sealdesk bench contamination --embed --embed-data DIR   # your own true pairs
+      sealdesk bench contamination --embed --sizes 2000,5000,10000,20000 --eval-size 100
       sealdesk bench contamination --pool-size 1000000 --reference-size 100000
       sealdesk bench contamination --pool-size 1000000 --no-reference
       sealdesk bench contamination --backend ray        # 4M docs, 16 shards, 1 then 2
@@ -303,8 +323,28 @@ def bench_contamination(
                 "--embed runs its own reference (--embed-exhaustive on a subset)",
                 param_hint="'--embed'",
             )
-        from engine.contamination.bench.paraphrase import bench_paraphrase
+        from engine.contamination.bench.paraphrase import (
+            bench_given,
+            bench_paraphrase,
+            bench_sizes,
+        )
 
+        if sizes is not None:
+            try:
+                counts = [int(n) for n in sizes.split(",") if n.strip()]
+            except ValueError:
+                counts = []
+            if not counts or min(counts) < 5 * eval_size:
+                raise click.BadParameter(
+                    f"give pool sizes like 2000,5000,10000, each at least {5 * eval_size} "
+                    "(two paraphrases and three renumbered copies of every eval item)",
+                    param_hint="'--sizes'",
+                )
+            bench_sizes(counts, eval_size, data_dir, jobs, as_json)
+            return
+        if embed_data is not None:
+            bench_given(embed_data, jobs, as_json, prefilter_k)
+            return
         source = click_ctx.get_parameter_source("pool_size")
         size = 1_000_000 if source == click.core.ParameterSource.DEFAULT else pool_size
         bench_paraphrase(size, eval_size, exhaustive_size, data_dir, jobs, as_json, prefilter_k)

@@ -276,6 +276,169 @@ def bench_paraphrase(
     _print(result)
 
 
+def _read_ids(path: Path, what: str) -> dict[str, int]:
+    ids: dict[str, int] = {}
+    with open(path, encoding="utf-8") as handle:
+        for line_no, line in enumerate(handle, 1):
+            try:
+                ident = json.loads(line)["id"]
+            except (ValueError, KeyError, TypeError):
+                raise click.ClickException(
+                    f"{path}:{line_no}: id: a {what} row needs an id"
+                ) from None
+            ids[str(ident)] = line_no - 1
+    return ids
+
+
+def bench_given(directory: Path, jobs: int | None, as_json: bool, prefilter_k: int) -> None:
+    """Runs both searches on a given eval set and pool and prints the recall of each on
+    the given true pairs: ``eval.jsonl`` ({id, question}), ``pool.jsonl`` ({id, text}),
+    ``planted.jsonl`` ({eval_id, pool_id}) in ``directory``."""
+    from engine.workspace import Workspace
+
+    eval_path, pool_path = directory / "eval.jsonl", directory / "pool.jsonl"
+    truth_path = directory / "planted.jsonl"
+    for path in (eval_path, pool_path, truth_path):
+        if not path.is_file():
+            raise click.ClickException(f"{path}: not found (--embed-data needs it)")
+    evals, pool = _read_ids(eval_path, "eval"), _read_ids(pool_path, "pool")
+    planted = []
+    with open(truth_path, encoding="utf-8") as handle:
+        for line_no, line in enumerate(handle, 1):
+            row = json.loads(line)
+            for field in ("eval_id", "pool_id"):
+                known = evals if field == "eval_id" else pool
+                if str(row.get(field)) not in known:
+                    raise click.ClickException(
+                        f"{truth_path}:{line_no}: {field}: {row.get(field)!r} is not an id of "
+                        f"{'eval' if field == 'eval_id' else 'pool'}.jsonl"
+                    )
+            planted.append((evals[str(row["eval_id"])], pool[str(row["pool_id"])]))
+    workspace = directory / "workspace"
+    if not workspace.exists():
+        Workspace.init(workspace).close()
+    common = ["--eval", str(eval_path), "--workspace", str(workspace)]
+    common += ["--jobs", str(jobs)] if jobs else []
+    common += ["--prefilter-k", str(prefilter_k)]
+    click.echo("  prefilter: distilling (or taking it from the workspace cache) ...", err=True)
+    made = _side(["--side", "distill", *common])
+    sides = {}
+    for side in ("exhaustive", "two-stage"):
+        click.echo(f"  {side} on all {len(pool)} docs ...", err=True)
+        with tempfile.TemporaryDirectory(prefix="sealdesk-bench-cache-") as cache:
+            sides[side] = _side(
+                ["--side", side, "--pool", str(pool_path), "--cache", f"{cache}/e.sqlite"] + common
+            )
+    everyone = frozenset(e for e, _ in planted)
+    ex = _summary(sides["exhaustive"], planted, len(pool), everyone)
+    two = _summary(sides["two-stage"], planted, len(pool), everyone)
+    result = {
+        "date": time.strftime("%Y-%m-%d", time.gmtime()),
+        "cpus": os.cpu_count(),
+        "data": str(directory),
+        "eval_items": len(evals),
+        "pool_docs": len(pool),
+        "planted": len(planted),
+        "prefilter": made,
+        "threshold": sides["exhaustive"].get("threshold"),
+        "device": sides["exhaustive"].get("device"),
+        "exhaustive": ex,
+        "two_stage": two,
+        "recall_difference_points": round(two["embedding_recall"] - ex["embedding_recall"], 2),
+        "embedding_pairs": _agreement(sides["exhaustive"], sides["two-stage"]),
+    }
+    if as_json:
+        click.echo(json.dumps(result, indent=1))
+        return
+    click.echo(
+        f"paraphrase search on {directory}: {len(evals)} eval items, {len(pool)} pool docs, "
+        f"{len(planted)} true pairs; {result['cpus']} cpus, full model on {result['device']}, "
+        f"cosine threshold {result['threshold']}, {result['date']}"
+    )
+    click.echo(f"{'search':12} {'seconds':>8} {'recall %':>9} {'found':>11} {'flagged':>8}")
+    for name, s in (("exhaustive", ex), ("two-stage", two)):
+        click.echo(
+            f"{name:12} {s['seconds']:>8.1f} {s['embedding_recall']:>9.2f} "
+            f"{s['found_by_embedding']:>5}/{s['planted']:<5} {s['flagged_pairs']:>8}"
+        )
+    pairs = result["embedding_pairs"]
+    click.echo(
+        f"two-stage minus exhaustive: {result['recall_difference_points']:+.2f} points; "
+        f"embedding-flagged pairs: both {pairs['both']}, only exhaustive "
+        f"{pairs['only_exhaustive']}, only two-stage {pairs['only_two_stage']}"
+    )
+
+
+def bench_sizes(
+    sizes: list[int], eval_size: int, data_dir: str | None, jobs: int | None, as_json: bool
+) -> None:
+    """Runs both searches at each pool size (the prefilter cached, as on a second scan)
+    and prints their times, where two-stage became the faster, and the scan's estimate."""
+    from engine.contamination.bench.paraphrase_data import make_paraphrase_data
+    from engine.contamination.scan import SearchCost
+    from engine.workspace import Workspace
+
+    root = Path(data_dir) if data_dir else Path(tempfile.gettempdir()) / "sealdesk-bench-paraphrase"
+    largest = max(sizes)
+    directory = root / f"v2-pool{largest}-eval{eval_size}-subset{largest}"
+    click.echo(f"generating the eval set and pool in {directory} ...", err=True)
+    data = make_paraphrase_data(directory, largest, eval_size, largest)
+    workspace = directory / "workspace"
+    if not workspace.exists():
+        Workspace.init(workspace).close()
+    common = ["--eval", str(data.eval_path), "--workspace", str(workspace)]
+    common += ["--jobs", str(jobs)] if jobs else []
+    click.echo("  prefilter: distilling (or taking it from the workspace cache) ...", err=True)
+    made = _side(["--side", "distill", *common])
+    rows = []
+    for size in sorted(sizes):
+        pool = directory / f"pool-first-{size}.jsonl"
+        if not pool.is_file():
+            with open(data.pool_path, encoding="utf-8") as whole, open(pool, "w") as part:
+                for _, line in zip(range(size), whole, strict=False):
+                    part.write(line)
+        timed = {}
+        for side in ("exhaustive", "two-stage"):
+            click.echo(f"  {side} on the first {size} docs ...", err=True)
+            with tempfile.TemporaryDirectory(prefix="sealdesk-bench-cache-") as cache:
+                got = _side(
+                    ["--side", side, "--pool", str(pool), "--cache", f"{cache}/e.sqlite"] + common
+                )
+            timed[side] = round(got["seconds"], 1)
+        rows.append({"pool_docs": size, **timed})
+    faster = [r["pool_docs"] for r in rows if r["two-stage"] < r["exhaustive"]]
+    estimate = SearchCost(None, eval_size, eval_size * (50 + 20), True).crossover()
+    result = {
+        "date": time.strftime("%Y-%m-%d", time.gmtime()),
+        "cpus": os.cpu_count(),
+        "eval_size": eval_size,
+        "prefilter": made,
+        "runs": rows,
+        "two_stage_faster_from": min(faster) if faster else None,
+        "scan_estimate_crossover": estimate,
+    }
+    if as_json:
+        click.echo(json.dumps(result, indent=1))
+        return
+    click.echo(
+        f"paraphrase search by pool size: {eval_size} eval items, prefilter cached, "
+        f"{result['cpus']} cpus, {result['date']}"
+    )
+    click.echo(f"{'pool docs':>10} {'exhaustive s':>13} {'two-stage s':>12} {'ratio':>6}")
+    for r in rows:
+        ratio = r["exhaustive"] / r["two-stage"] if r["two-stage"] else float("inf")
+        click.echo(
+            f"{r['pool_docs']:>10} {r['exhaustive']:>13.1f} {r['two-stage']:>12.1f} {ratio:>6.2f}"
+        )
+    measured = result["two_stage_faster_from"]
+    click.echo(
+        "two-stage faster from "
+        + (f"{measured} documents" if measured else "none of these sizes")
+        + f" here; the scan's estimate switches at {estimate} (two-stage chosen only when "
+        "it promises at most 80% of exhaustive's cost)"
+    )
+
+
 def _print(result: dict[str, Any]) -> None:
     click.echo(
         f"contamination paraphrase bench: {result['eval_size']} eval items, every channel on "
