@@ -52,6 +52,7 @@ def where_lost(
     from engine.contamination.channels.kept_numbers import KeptNumbers
     from engine.contamination.channels.prefilter import (
         CandidateHeap,
+        _decode,
         cached_prefilter,
         load_static,
     )
@@ -91,7 +92,22 @@ def where_lost(
         heap.add(vectors, start, [None] * len(texts), texts)
         sims = eval_static[items] @ vectors.astype(np.float64).T
         above += (sims > mine[:, None]).sum(axis=1)
-    _, rows = heap.candidates()
+    # both lanes untrimmed (candidates() cuts an item with numbers to its 20 nearest)
+    _, rows = _decode(np.concatenate([heap.keys, heap.lane], axis=1))
+    # each lane is held best first: its first k' columns are what a smaller lane keeps
+    grid = {}
+    for k_small in sorted({10, 20, 30, k}):
+        for lane_small in sorted({0, 5, 10, lane}):
+            if k_small > k or lane_small > lane:
+                continue
+            picked = np.concatenate([rows[:, :k_small], rows[:, k : k + lane_small]], axis=1)
+            unique = len(set(picked[picked >= 0].tolist()))
+            held = [set(picked[e].tolist()) for e in range(len(evals))]
+            found = sum(1 for n, (e, p) in enumerate(planted) if p in held[e] and not under[n])
+            grid[f"k{k_small}+lane{lane_small}"] = {
+                "candidates_to_rerank": unique,
+                "planted_over_threshold_in_candidates": found,
+            }
     nearest = [set(rows[e, :k].tolist()) for e in range(len(evals))]
     laned = [set(rows[e, k:].tolist()) for e in range(len(evals))]
     in_nearest = np.asarray([p in nearest[e] for e, p in planted])
@@ -99,10 +115,11 @@ def where_lost(
 
     # the full model's rank among the nearest candidates, for a sample of eval items
     chosen = sorted(random.Random(7).sample(range(len(evals)), min(sample, len(evals))))
+
     outranked: list[int] = []
     for e in chosen:
-        found = sorted(r for r in nearest[e] if r >= 0)
-        vectors = full([pool[r] for r in found])
+        near = sorted(r for r in nearest[e] if r >= 0)
+        vectors = full([pool[r] for r in near])
         scores = vectors @ eval_full[e]
         for n, (pe, p) in enumerate(planted):
             if pe == e and p in nearest[e] and not under[n]:
@@ -124,6 +141,7 @@ def where_lost(
         "sampled_outranked_by_3_or_more": sum(1 for n in outranked if n >= 3),
         "k": k,
         "numbers_lane": lane,
+        "by_lane_sizes": grid,
         "seconds": round(time.perf_counter() - started, 1),
     }
 

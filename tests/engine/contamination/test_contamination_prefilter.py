@@ -340,3 +340,44 @@ def test_counting_a_large_sharded_pool_stops_at_the_limit(tmp_path):
     assert count_rows_up_to(pool, 2500) == 2500
     (tmp_path / "b.jsonl.gz").write_bytes(b"not gzip")
     assert count_rows_up_to(pool, 10_000) is None  # the scan itself will name the shard
+
+
+def _lookalike_config(data, **options) -> ScanConfig:
+    return ScanConfig(
+        eval=resolve_source("eval", str(data.eval_path), text_field="question", id_field="id"),
+        pool=resolve_source("pool", str(data.pool_path), text_field="text", id_field="id"),
+        ngram=NgramSettings(),
+        embed_two_stage=True,
+        **options,
+    )
+
+
+def test_a_leak_among_its_renumbered_copies_is_found_and_kept_first(distilled, tmp_path):
+    # Every look-alike-half item has three renumbered copies in the pool: its own words,
+    # other numbers, nearer to it than its paraphrase under either model. With two
+    # nearest candidates they take both slots; the numbers lane keeps the paraphrase.
+    from engine.contamination.bench.paraphrase_data import make_paraphrase_data
+
+    data = make_paraphrase_data(tmp_path / "data", 600, 24, 600)
+    planted = set(data.planted)
+
+    def found(outcome) -> set[tuple[int, int]]:
+        return {
+            (row["test_idx"], row["pool_idx"])
+            for row in outcome.rows
+            if row["channel"] != "internal" and "embed" in row["channels"]
+        }
+
+    root = with_prefilter_of(distilled["root"], tmp_path / "ws")
+    without = scan_in(root, _lookalike_config(data, prefilter_k=2, numbers_lane=0))
+    lane = scan_in(root, _lookalike_config(data, prefilter_k=2, numbers_lane=5))
+    among = {(e, p) for e, p in planted if e in data.lookalike_items}
+    lost_without = among - found(without)
+    assert len(lost_without) >= len(among) // 2, "the copies no longer crowd the nearest"
+    assert among <= found(lane)
+    assert lane.report["embedding"]["search"]["numbers_lane_per_item"] == 5
+
+    # a bound of one match per item keeps the paraphrase, not a nearer renumbered copy
+    one = scan_in(root, _lookalike_config(data, prefilter_k=4, numbers_lane=5, top_k=1))
+    assert among <= found(one)
+    assert one.report["embedding"]["matches_over_bound"] > 0

@@ -133,3 +133,25 @@ def test_nothing_under_the_threshold_is_held_and_a_candidate_of_two_lanes_counts
     topk, scored = rerank(heap, _unit([[1.0, 0.0]]), embed, 10, 0.9, KeptNumbers([ITEM]))
     assert scored == 2
     assert [(e, j) for e, j, _ in topk.flagged()] == [(0, 0)]
+
+
+def test_an_item_with_a_numbers_lane_sends_fewer_nearest_to_the_rerank():
+    from engine.contamination.channels.prefilter import NEAREST_WITH_NUMBERS
+
+    rng = np.random.default_rng(5)
+    k = NEAREST_WITH_NUMBERS + 10
+    texts = [f"prose number {n}" for n in range(200)]
+    vectors = _unit(rng.normal(size=(200, 4)).tolist())
+    evals = [ITEM, "a question stating no number at all"]
+    heap = CandidateHeap(_unit(rng.normal(size=(2, 4)).tolist()), k, KeptNumbers(evals), 3)
+    heap.add(vectors, 0, list(range(200)), texts)
+    _, rows = heap.candidates()
+    assert (rows[0, :k] >= 0).sum() == NEAREST_WITH_NUMBERS  # ITEM states three numbers
+    assert (rows[1, :k] >= 0).sum() == k
+    # the nearest kept are the item's best: the cut takes the tail of a best-first lane
+    full = CandidateHeap(heap.eval, k)
+    full.add(vectors, 0, list(range(200)), texts)
+    assert (
+        rows[0, :NEAREST_WITH_NUMBERS].tolist()
+        == full.candidates()[1][0, :NEAREST_WITH_NUMBERS].tolist()
+    )
