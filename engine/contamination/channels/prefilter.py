@@ -71,6 +71,12 @@ LANE_COSINE_WEIGHT = 0.01
 # numbers lane: a leak keeps them all (or all but one spelled out); two of three kept
 # by chance (a pool of word problems draws from the same small numbers) stay out
 LANE_MIN_SHARE = 0.7
+# and the least static cosine with the item: a leak is near it under the static model
+# too, only not nearest among its look-alikes (planted leaks >= 0.90 on a generated
+# million-document pool, 99.8% of a real benchmark's rephrased pairs >= 0.6), while
+# prose that keeps two numbers by chance sits around 0.5 and would cost the rerank a
+# long text each
+LANE_MIN_COSINE = 0.6
 # An eval item that states two or more numbers has its numbers lane, so its nearest lane
 # needs fewer documents: at most this many of its K go to the rerank (measured on a
 # million-document pool of look-alikes: 20 nearest and the lane find 99.6% of planted
@@ -407,8 +413,10 @@ class CandidateHeap:
 
     - the ``k`` documents nearest it under the static model;
     - with ``kept`` (a ``kept_numbers.KeptNumbers``), the ``k_numbers``
-      documents that keep the most of its numbers (at least two of them),
-      the nearer under the static model first among equals. A renumbered
+      documents that keep the most of its numbers (at least two of them and
+      ``LANE_MIN_SHARE`` of their weight, at a static cosine of at least
+      ``LANE_MIN_COSINE``), the nearer under the static model first among
+      equals. A renumbered
       copy and a same-template look-alike are as near to the static model
       as the rephrased leak that kept every number, and can fill all ``k``
       nearest slots; this lane keeps the leak whatever fills them.
@@ -518,6 +526,10 @@ class CandidateHeap:
         if not len(items):
             return
         near = np.einsum("ij,ij->i", self._eval64[items], vectors64[docs])
+        close = near >= LANE_MIN_COSINE
+        items, docs, shares, near = items[close], docs[close], shares[close], near[close]
+        if not len(items):
+            return
         score = (shares + LANE_COSINE_WEIGHT * near).astype(np.float32)
         touched, grid = _grid(items, _keys(score, docs + start))
         self._take_lane(grid, touched)

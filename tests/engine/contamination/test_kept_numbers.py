@@ -155,3 +155,17 @@ def test_an_item_with_a_numbers_lane_sends_fewer_nearest_to_the_rerank():
         rows[0, :NEAREST_WITH_NUMBERS].tolist()
         == full.candidates()[1][0, :NEAREST_WITH_NUMBERS].tolist()
     )
+
+
+def test_a_far_document_keeping_the_numbers_by_chance_stays_out_of_the_lane():
+    from engine.contamination.channels.prefilter import LANE_MIN_COSINE
+
+    eval_static = _unit([[1.0, 0.0]])
+    far = np.cos(np.arccos(LANE_MIN_COSINE) + 0.05)  # just under the floor
+    near = np.cos(np.arccos(LANE_MIN_COSINE) - 0.05)
+    prose = "At 1,250 metres the path turned; 3.75 km later we stopped. 7 swans."
+    vectors = np.asarray([[far, np.sqrt(1 - far**2)], [near, np.sqrt(1 - near**2)]])
+    heap = CandidateHeap(eval_static, 1, KeptNumbers([ITEM]), 2)
+    heap.add(vectors.astype(np.float32), 0, ["far", "near"], [prose, prose])
+    _, rows = heap.candidates()
+    assert rows[0, 1:].tolist() == [1, -1]  # only the near one entered the lane
