@@ -454,7 +454,9 @@ class CandidateHeap:
         if both.shape[1] > k:
             cut = both.shape[1] - k
             both = np.partition(both, cut, axis=1)[:, cut:]
-        return -np.sort(-both, axis=1)  # best first: one layout for one content
+        # best first, empty slots last: one layout for one content (negating would not
+        # do: the empty key is the least int64, which negation leaves where it is)
+        return np.sort(both, axis=1)[:, ::-1]
 
     def _take(self, keys: np.ndarray, items: np.ndarray | None = None) -> None:
         """Keeps the k highest of the held keys and ``keys`` (of ``items``, else of every one)."""

@@ -169,3 +169,13 @@ def test_a_far_document_keeping_the_numbers_by_chance_stays_out_of_the_lane():
     heap.add(vectors.astype(np.float32), 0, ["far", "near"], [prose, prose])
     _, rows = heap.candidates()
     assert rows[0, 1:].tolist() == [1, -1]  # only the near one entered the lane
+
+
+def test_a_heap_not_yet_full_takes_a_worse_document_and_lists_empty_slots_last():
+    # one document a batch: while fewer than K are held, a worse one is still taken
+    heap = CandidateHeap(_unit([[1.0, 0.0]]), 3)
+    for row, vector in enumerate(([1.0, 0.1], [1.0, 0.9])):
+        heap.add(_unit([vector]), row, [row], [f"t{row}"])
+    scores, rows = heap.candidates()
+    assert rows[0].tolist() == [0, 1, -1]
+    assert scores[0, 2] == -np.inf and scores[0, 0] > scores[0, 1]
