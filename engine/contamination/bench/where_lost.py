@@ -108,6 +108,16 @@ def where_lost(
                 "candidates_to_rerank": unique,
                 "planted_over_threshold_in_candidates": found,
             }
+    # what the scan's rerank gets with these K and lane (an item with a numbers lane
+    # sends its 20 nearest only)
+    _, sent = heap.candidates()
+    held = [set(sent[e].tolist()) for e in range(len(evals))]
+    grid["as_the_scan_sends"] = {
+        "candidates_to_rerank": len(set(sent[sent >= 0].tolist())),
+        "planted_over_threshold_in_candidates": sum(
+            1 for n, (e, p) in enumerate(planted) if p in held[e] and not under[n]
+        ),
+    }
     nearest = [set(rows[e, :k].tolist()) for e in range(len(evals))]
     laned = [set(rows[e, k:].tolist()) for e in range(len(evals))]
     in_nearest = np.asarray([p in nearest[e] for e, p in planted])
