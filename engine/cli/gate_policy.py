@@ -135,6 +135,7 @@ NAMED: dict[str, ParamKind] = {
             "--probe-model",
             "--probe-answer-field",
             "--workers",
+            "--sizes",
             "--allow",
             "RECORD",
             "RUN_IDS",  # runs sign: the runs whose records are signed
@@ -160,6 +161,7 @@ NAMED: dict[str, ParamKind] = {
     "--store": ParamKind(OUTPUT),  # the lineage store is updated
     "--embed-cache": ParamKind(OUTPUT),
     "--data-dir": ParamKind(OUTPUT),
+    "--embed-data": ParamKind(OUTPUT),  # bench: read, and its workspace made inside it
     "--dir": ParamKind(OUTPUT),
     "DIRECTORY": ParamKind(OUTPUT),  # checkpoint witness add: pushed to
     "DEST": ParamKind(OUTPUT),  # backup: the new copy's directory
