@@ -431,12 +431,9 @@ def _pool_pairs(
 def _consumer(emb: _Embedding, topk: TopK, stage: Any):
     """Gives the pool-batch consumer that embeds each batch and merges it into the top-k."""
 
-    def consume(batch, ids):
-        texts = batch.texts
-        vectors = embed_texts(
-            emb.embedder, emb.cache, [canonical(t) for t in texts], emb.counts, stage
-        )
-        topk.add(vectors, batch.start, ids, texts)
+    def consume(batch, ids, canonical_texts):
+        vectors = embed_texts(emb.embedder, emb.cache, canonical_texts, emb.counts, stage)
+        topk.add(vectors, batch.start, ids, batch.texts)
 
     return consume
 
@@ -444,9 +441,9 @@ def _consumer(emb: _Embedding, topk: TopK, stage: Any):
 def _prefilter_consumer(encoder: StaticEncoder, heap: CandidateHeap, stage: Any):
     """Gives the pool-batch consumer that embeds each batch statically into the candidate heap."""
 
-    def consume(batch, ids):
+    def consume(batch, ids, canonical_texts):
         texts = batch.texts
-        heap.add(encoder.encode([canonical(t) for t in texts]), batch.start, ids, texts)
+        heap.add(encoder.encode(canonical_texts), batch.start, ids, texts)
         if stage is not None:
             stage.advance(len(texts))
 

@@ -92,11 +92,12 @@ def where_lost(
         heap.add(vectors, start, [None] * len(texts), texts)
         sims = eval_static[items] @ vectors.astype(np.float64).T
         above += (sims > mine[:, None]).sum(axis=1)
-    # both lanes untrimmed (candidates() cuts an item with numbers to its 20 nearest)
+    # both lanes untrimmed (candidates() cuts an item with numbers to its
+    # NEAREST_WITH_NUMBERS nearest)
     _, rows = _decode(np.concatenate([heap.keys, heap.lane], axis=1))
     # each lane is held best first: its first k' columns are what a smaller lane keeps
     grid = {}
-    for k_small in sorted({10, 20, 30, k}):
+    for k_small in sorted({10, 15, 20, 30, k}):
         for lane_small in sorted({0, 5, 10, lane}):
             if k_small > k or lane_small > lane:
                 continue
@@ -109,7 +110,7 @@ def where_lost(
                 "planted_over_threshold_in_candidates": found,
             }
     # what the scan's rerank gets with these K and lane (an item with a numbers lane
-    # sends its 20 nearest only)
+    # sends its NEAREST_WITH_NUMBERS nearest only)
     _, sent = heap.candidates()
     held = [set(sent[e].tolist()) for e in range(len(evals))]
     grid["as_the_scan_sends"] = {

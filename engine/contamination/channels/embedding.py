@@ -310,7 +310,9 @@ def embed_texts(
         if key not in known and key not in missing:
             missing[key] = text
     fresh: dict[str, np.ndarray] = {}
-    todo = list(missing.items())
+    # shortest first: each forward pass then pads its texts to nearly the same length
+    # (sorting only within each call, as the model does, left long and short together)
+    todo = sorted(missing.items(), key=lambda item: len(item[1]))
     step = getattr(embedder, "batch", ENCODE_BATCH) * 4
     for start in range(0, len(todo), step):
         part = todo[start : start + step]

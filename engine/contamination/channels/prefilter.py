@@ -78,10 +78,12 @@ LANE_MIN_SHARE = 0.7
 # long text each
 LANE_MIN_COSINE = 0.6
 # An eval item that states two or more numbers has its numbers lane, so its nearest lane
-# needs fewer documents: at most this many of its K go to the rerank (measured on a
-# million-document pool of look-alikes: 20 nearest and the lane find 99.6% of planted
-# leaks with 29,000 candidates, 50 nearest alone 99.0% with 41,000).
-NEAREST_WITH_NUMBERS = 20
+# needs fewer documents: at most this many of its K go to the rerank. On a public
+# benchmark's rephrased test set among renumbered copies, 15 nearest and the lane hold
+# every rephrased pair over the threshold that 50 nearest hold (1,287), 10 lose 2; on a
+# million-document generated pool of look-alikes each nearest slot costs about 1,300
+# full-model texts.
+NEAREST_WITH_NUMBERS = 15
 # float32 scores may differ from the float64 ones that rank by a few units of
 # 1e-6 for unit vectors; a document within this of an eval item's K-th best is
 # scored again in float64 before the heap decides

@@ -31,7 +31,7 @@ from engine.contamination.channels.ngram import (
     worker_init,
     worker_match,
 )
-from engine.contamination.inputs.canonical_text import ContentHasher
+from engine.contamination.inputs.canonical_text import ContentHasher, canonical
 from engine.contamination.inputs.pool_hash import PieceBuilder, piece_of
 from engine.contamination.inputs.sources import (
     Batch,
@@ -48,7 +48,18 @@ from engine.errors import InputError
 BATCH_SIZE = 2048
 
 
-BatchConsumer = Callable[[Batch, list[Any]], None]
+# sees each checked batch: the batch, its ids and its documents' canonical texts
+BatchConsumer = Callable[[Batch, list[Any], list[str]], None]
+
+
+def canonical_texts(stream: bytes, batch: Batch) -> list[str]:
+    """Gives each text of a batch in canonical form, read from the worker's canonical bytes
+    (each text then a NUL): canonicalising again on the one reading process cost more
+    than the static model's encoding. A text holding a NUL itself is canonicalised again."""
+    parts = stream.decode("utf-8").split("\0")
+    if len(parts) == batch.count + 1:
+        return parts[:-1]
+    return [canonical(text) for text in batch.texts]
 
 
 def _in_process(
@@ -164,7 +175,7 @@ def scan_pool(
 ) -> PoolScan:
     """Gives every exact n-gram pair of the pool, reading it once, in order.
 
-    ``consumer(batch, ids)`` sees each checked batch (the embedding channel
+    ``consumer(batch, ids, canonical_texts)`` sees each checked batch (the embedding channel
     uses it); ``stage`` is a progress stage advanced per document.
     """
     jobs = max(1, jobs or os.cpu_count() or 1)
@@ -240,7 +251,7 @@ def _collect(
             )
             docs[pool_index] = (ids[pair.doc], result.texts[pair.doc])
         if consumer is not None:
-            consumer(batch, ids)
+            consumer(batch, ids, canonical_texts(result.canonical_stream, batch))
         if stage is not None:
             stage.advance(result.count)
     if id_check is not None:

@@ -16,6 +16,8 @@ from engine.contamination.inputs.canonical_text import (
     numbers_only_differ,
     word_offsets,
 )
+from engine.contamination.inputs.sources import Batch
+from engine.contamination.pool.stream import canonical_texts
 
 # Texts drawn from characters where canonicalization is subtle: every kind of
 # whitespace str.isspace() knows, upper case that lower-cases to two chars,
@@ -102,3 +104,13 @@ def test_numbers_only_differ_when_just_the_numbers_change():
 def test_numbers_only_differ_is_false_for_identical_texts_and_for_word_changes():
     assert not numbers_only_differ("Tom has 12 apples.", "tom  has 12 apples.")
     assert not numbers_only_differ("Tom has 12 apples.", "Tom has 12 pears.")
+
+
+@settings(max_examples=300)
+@given(st.lists(_TRICKY.filter(lambda t: bool(t.split())), min_size=1, max_size=6))
+def test_the_reader_takes_each_canonical_text_from_the_workers_bytes(texts):
+    # what the embedding channel is given for a batch: the worker's canonical bytes split
+    # back into texts, or (a text holding a NUL) each text canonicalised again
+    batch = Batch(0, len(texts), list(texts), None, None)
+    stream = word_hashes(encode_for_hashing(texts)[0]).canonical_stream
+    assert canonical_texts(stream, batch) == [seed_canonical(t) for t in texts]

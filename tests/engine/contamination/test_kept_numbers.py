@@ -179,3 +179,28 @@ def test_a_heap_not_yet_full_takes_a_worse_document_and_lists_empty_slots_last()
     scores, rows = heap.candidates()
     assert rows[0].tolist() == [0, 1, -1]
     assert scores[0, 2] == -np.inf and scores[0, 0] > scores[0, 1]
+
+
+def _numbers_whole_text(text: str) -> list[str]:
+    """The numbers as the whole-text pattern reads them, normalised the same way."""
+    import re
+
+    found = re.findall(r"(?<![\d.])(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?", text)
+    normal = []
+    for f in found:
+        plain = f.replace(",", "")
+        if "." in plain:
+            plain = plain.rstrip("0").rstrip(".")
+        plain = plain.lstrip("0") or "0"
+        normal.append("0" + plain if plain.startswith(".") else plain)
+    return list(dict.fromkeys(normal))[:40]
+
+
+def test_reading_numbers_run_by_run_finds_what_reading_the_whole_text_finds():
+    import random
+
+    draw = random.Random(5)
+    alphabet = "0123456789" * 3 + ".,., $a-:"
+    for _ in range(5000):
+        text = "".join(draw.choice(alphabet) for _ in range(draw.randint(0, 30)))
+        assert number_tokens(text) == _numbers_whole_text(text), text
