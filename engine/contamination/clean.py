@@ -105,14 +105,17 @@ def _refuse_keeping_a_confirmed_leak(
 
 
 def confirmed_leakage(
-    flagged: int, accepted: int, rejected: int, undecided: int, n: int
+    flagged: int, accepted: int, rejected: int, undecided: int, n: int, duplicates: int = 0
 ) -> dict[str, Any]:
     """Gives the leakage rate review confirmed, beside what the scan flagged and what is
-    still pending: only an accepted item is a leak; a flagged one is a suspicion."""
+    still pending: only an accepted item is a leak; a flagged one is a suspicion.
+    ``accepted`` counts leaks from the pool (or the probe); ``duplicates`` the accepted
+    items flagged only as duplicates inside the eval set, which are not leaks."""
     return {
         "label": LEAKAGE_LABEL,
         "rate": round(accepted / n, 6) if n else None,
         "confirmed_items": accepted,
+        "internal_duplicates_accepted": duplicates,
         "rejected_items": rejected,
         "pending_review": undecided,
         "eval_items": n,
@@ -121,10 +124,43 @@ def confirmed_leakage(
             "items": flagged,
             "rate": round(flagged / n, 6) if n else None,
         },
-        "definition": "eval items a reviewer accepted as leaks or duplicates / eval items; "
-        "pending_review items were flagged and nobody decided them (kept only with "
-        "--allow-undecided), so the rate is a lower bound while any are pending",
+        "definition": "eval items a reviewer accepted as leaks from the pool (or the "
+        "probe) / eval items; accepted internal duplicates are counted apart, not as "
+        "leaks; pending_review items were flagged and nobody decided them (kept only "
+        "with --allow-undecided), so the rate is a lower bound while any are pending",
     }
+
+
+_POOL_CHANNELS = ("ngram", "containment", "embed", "behavioral_probe")
+
+
+def _against_pool(entry: dict[str, Any]) -> bool:
+    """Whether an accepted item is a leak (a pool channel or the probe flagged it), not
+    only a duplicate of another eval item."""
+    return any(c in _POOL_CHANNELS for c in entry["channels"])
+
+
+def _keep_one_of_each_cluster(
+    items: list[dict[str, Any]], dropped: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """Gives the accepted items that stay in the clean set as the one copy of their
+    duplicate cluster: in a cluster none of whose members is kept otherwise (each
+    accepted), its first member that is a duplicate only, not a leak. A cluster whose
+    every member leaked from the pool keeps none."""
+    accepted = {d["index"]: d for d in dropped}
+    clusters = {
+        tuple(sorted(m["index"] for m in item["payload"]["cluster"]))
+        for item in items
+        if item["payload"].get("cluster")
+    }
+    kept: list[dict[str, Any]] = []
+    for members in sorted(clusters):
+        if not all(i in accepted for i in members):
+            continue  # a member is kept (rejected, undecided or not flagged)
+        duplicates_only = [accepted[i] for i in members if not _against_pool(accepted[i])]
+        if duplicates_only:
+            kept.append(duplicates_only[0])
+    return kept
 
 
 def clean(
@@ -196,6 +232,8 @@ def clean(
             field="decision",
         )
 
+    kept_one = _keep_one_of_each_cluster(items, dropped)
+    dropped = [d for d in dropped if d not in kept_one]
     drop = {d["index"] for d in dropped}
     clean_rows = [r for r in eval_rows if r["index"] not in drop]
     n_before, n_after = len(eval_rows), len(clean_rows)
@@ -203,8 +241,12 @@ def clean(
         n_before, alpha=alpha, power=power, accuracy=accuracy
     )
     mde_after = minimum_detectable_difference(n_after, alpha=alpha, power=power, accuracy=accuracy)
-    leakage = confirmed_leakage(len(items), len(dropped), len(kept), len(undecided), n_before)
-    basis = [(d["item_id"], d["decision"], d["record_hash"]) for d in dropped + kept]
+    accepted = dropped + kept_one
+    leaks = sum(1 for d in accepted if _against_pool(d))
+    leakage = confirmed_leakage(
+        len(items), leaks, len(kept), len(undecided), n_before, len(accepted) - leaks
+    )
+    basis = [(d["item_id"], d["decision"], d["record_hash"]) for d in accepted + kept]
     # Every input of the report names the run: other parameters are another clean run,
     # never a rewrite of one already recorded.
     params = {"alpha": alpha, "power": power, "accuracy": accuracy}
@@ -220,9 +262,11 @@ def clean(
         "content_sha256_after": content_sha256(r["text"] for r in clean_rows),
         "dropped": sorted(dropped, key=lambda d: d["index"]),
         "kept_after_review": sorted(kept, key=lambda d: d["index"]),
+        # accepted duplicates inside the eval set: one copy of each cluster stays
+        "kept_one_of_duplicates": sorted(kept_one, key=lambda d: d["index"]),
         "kept_undecided": sorted(undecided, key=lambda d: d["index"]),
         "carried": {
-            "decisions": sum("carried_from" in d for d in dropped + kept),
+            "decisions": sum("carried_from" in d for d in accepted + kept),
             "reopened": sum("reopened" in u for u in undecided),
             "rule": "a decision on an earlier scan's item about the same eval item: an "
             "accept always, a reject when this scan's evidence adds no match, channel or "

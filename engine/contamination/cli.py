@@ -38,7 +38,8 @@ from engine.terminal_text import json_text, visible
     "--text-field",
     default=None,
     help="Field holding the text (both sets) [default: the first row's only string "
-    "field, or its one conventional text name: question, text, prompt, ...].",
+    "field, or its one conventional text name: question, text, prompt, ...]. Several "
+    "fields joined in order: question,answer.",
 )
 @click.option(
     "--id-field",
@@ -47,7 +48,9 @@ from engine.terminal_text import json_text, visible
     "(id, uid, task_id, ...), else the row index].",
 )
 @click.option(
-    "--pool-text-field", default=None, help="Pool's text field, if it differs (detected alike)."
+    "--pool-text-field",
+    default=None,
+    help="Pool's text field, if it differs (detected alike; several joined: question,answer).",
 )
 @click.option(
     "--pool-id-field", default=None, help="Pool's id field, if it differs (detected alike)."
@@ -309,6 +312,8 @@ def scan_contamination(
       sealdesk scan contamination --eval openai/gsm8k --eval-split test \\
           --eval-revision e53f048856ff4f594e959d75785d2c2d37b678ee \\
           --text-field question --pool corpus.parquet --pool-text-field text
+      sealdesk scan contamination --eval eval.jsonl --pool train.jsonl \\
+          --text-field question --pool-text-field question,answer
       sealdesk scan contamination --eval e.jsonl --pool p.jsonl --no-embed \\
           --probe-endpoint http://127.0.0.1:8000/v1 --probe-model qwen
       sealdesk scan contamination --eval e.jsonl --pool p.jsonl \\
@@ -455,24 +460,14 @@ def scan_contamination(
         click.echo(json_text(outcome.report, indent=1))
         return
     report = outcome.report
-    counts = report["counts"]
     click.echo(
         f"run {outcome.run_id}: {report['test']['n']} eval items, {report['pool']['n']} pool docs"
     )
     # Field names come from the datasets: shown, not obeyed.
     click.echo(visible(describe("eval", eval_fields)))
     click.echo(visible(describe("pool", pool_fields)))
-    flagged = report["flagged"]
-    click.echo(
-        f"  {flagged['label']}: {flagged['items']} of {report['test']['n']} eval items "
-        f"({flagged['rate']:.2%}): ngram "
-        f"{counts['ngram_overlap_items']}, containment "
-        f"{counts['containment_overlap_items']}, embed "
-        f"{counts['paraphrase_overlap_items']}, probe "
-        f"{counts['probe_suspected_items']}; internal pairs "
-        f"{counts['internal_duplicate_pairs']} in {counts['internal_clusters']} "
-        f"cluster(s); numbers-only pairs {counts['numbers_only_pairs']}"
-    )
+    for line in flagged_lines(report):
+        click.echo(line)
     click.echo(
         "  leakage rate: not confirmed until review (decide the flagged_pairs queue, "
         "then run sealdesk contamination clean)"
@@ -535,6 +530,35 @@ def scan_contamination(
         f"already held (queue flagged_pairs)"
     )
     click.echo(f"  artifacts: {outcome.run_dir}")
+
+
+def flagged_lines(report: dict[str, Any]) -> list[str]:
+    """Gives the headline: flagged items split three ways that add up (against the pool,
+    internal duplicates only, the probe only), the pool channels (an item can be caught
+    by several), and how many rest on a paraphrase cosine just above the threshold."""
+    counts = report["counts"]
+    flagged = report["flagged"]
+    lines = [
+        f"  {flagged['label']}: {flagged['items']} of {report['test']['n']} eval items "
+        f"({flagged['rate']:.2%}) = {counts['pool_flagged_items']} against the pool + "
+        f"{counts['internal_only_items']} internal duplicate(s) only + "
+        f"{counts['probe_only_items']} by the probe only",
+        f"    against the pool by channel (an item can be caught by several): ngram "
+        f"{counts['ngram_overlap_items']}, containment {counts['containment_overlap_items']}, "
+        f"embed {counts['paraphrase_overlap_items']}; probe "
+        f"{counts['probe_suspected_items']}; internal pairs "
+        f"{counts['internal_duplicate_pairs']} in {counts['internal_clusters']} cluster(s); "
+        f"numbers-only pairs {counts['numbers_only_pairs']}",
+    ]
+    threshold = report["thresholds"].get("cosine_flag")
+    if threshold is not None and counts["pool_flagged_items"]:
+        lines.append(
+            f"    {counts['near_threshold_items']} of the {counts['pool_flagged_items']} "
+            f"against the pool rest only on a paraphrase cosine within "
+            f"{counts['near_threshold_margin']} above the threshold ({threshold}): "
+            "judgement calls between a rewording and a same-template sibling"
+        )
+    return lines
 
 
 def triage_lines(triage: dict[str, Any]) -> list[str]:
@@ -767,6 +791,12 @@ def clean_command(
         f"({len(r['dropped'])} dropped, {len(r['kept_after_review'])} kept after "
         f"review, {len(r['kept_undecided'])} undecided kept)"
     )
+    if r["kept_one_of_duplicates"]:
+        click.echo(
+            f"  {len(r['kept_one_of_duplicates'])} accepted duplicate(s) kept as the one "
+            "copy of their cluster: "
+            + ", ".join(visible(str(d["id"])) for d in r["kept_one_of_duplicates"][:5])
+        )
     carried = r["carried"]
     if carried["decisions"] or carried["reopened"]:
         click.echo(
@@ -782,7 +812,9 @@ def clean_command(
     flagged_rate = "n/a" if flagged["rate"] is None else f"{flagged['rate']:.2%}"
     click.echo(
         f"  leakage rate {rate} confirmed ({leak['confirmed_items']} of {leak['eval_items']} "
-        f"eval items accepted as leaks), {leak['pending_review']} pending review; "
+        f"eval items accepted as leaks from the pool), "
+        f"{leak['internal_duplicates_accepted']} internal duplicate(s) accepted apart, "
+        f"{leak['pending_review']} pending review; "
         f"{flagged['label']} at the scan: {flagged['items']} ({flagged_rate}), "
         f"{leak['rejected_items']} rejected"
     )

@@ -351,8 +351,16 @@ def queue_list(ctx: Ctx, run_id: str, artifact: Path | None, status: str | None)
     default=None,
     help="Run for the resolved artifact. Default: RUN-resolved-<12 hex>.",
 )
+@click.option(
+    "--partial",
+    is_flag=True,
+    help="Seal even while abstained candidates are undecided or skipped (the artifact "
+    "says PENDING_ADJUDICATION; resolving again later needs another --out-run-id).",
+)
 @click.pass_obj
-def resolve(ctx: Ctx, run_id: str, artifact: Path | None, out_run_id: str | None) -> None:
+def resolve(
+    ctx: Ctx, run_id: str, artifact: Path | None, out_run_id: str | None, partial: bool
+) -> None:
     """Fold the adjudicators' signed decisions into a new sealed artifact.
 
     The whole ledger must verify; only effective decisions signed in the
@@ -361,11 +369,17 @@ def resolve(ctx: Ctx, run_id: str, artifact: Path | None, out_run_id: str | None
     them with its ledger record hash, and is COMPLETE only when nothing
     abstains and every sweep is complete.
 
+    While an abstained candidate is still undecided (or skipped), resolve
+    refuses and writes nothing: a sealed run cannot be sealed again, so an
+    early resolve would hold the run id the finished one needs. --partial
+    seals the unfinished state on purpose.
+
     \b
       sealdesk decide --queue adjudication --item exam-1a2b... --decision accept --key adam
       sealdesk exam resolve --run-id exam-demo --out-run-id exam-demo-final
     """
     from engine.canonical import canonical_json
+    from engine.errors import InputError
     from engine.exam.resolve import resolve as fold
     from engine.exam.resolve import resolved_run_id
     from engine.exam.runs import ARTIFACT, check_run_id
@@ -381,6 +395,15 @@ def resolve(ctx: Ctx, run_id: str, artifact: Path | None, out_run_id: str | None
                 "of this artifact yet; nothing written"
             )
             return
+        waiting = result.undecided + result.skipped
+        if waiting and not partial:
+            raise InputError(
+                f"{waiting} abstained candidate(s) of run {run_id} not decided yet "
+                f"({result.undecided} undecided, {result.skipped} skipped): accept or "
+                "reject them (sealdesk items --queue adjudication), or pass --partial to "
+                "seal a PENDING_ADJUDICATION artifact; nothing written",
+                field="run-id",
+            )
         out_run = out_run_id or resolved_run_id(run_id.split("-resolved-")[0], result.artifact)
         written = write_run(
             ws,

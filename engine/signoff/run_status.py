@@ -334,10 +334,14 @@ def contamination_status(
     sizes = _before_after(clean, _SIZE)
     if sizes and _count(sizes[0]) is not None:
         size_before = _count(sizes[0])
-    confirmed = _count(
-        _first(clean, "dropped", "dropped_items", "n_dropped", "confirmed_leaks", "dropped_ids")
-    )
     leak = _object_at(clean, "leakage")
+    # leaks from the pool as the clean report counts them (accepted internal duplicates
+    # apart), else what it dropped
+    confirmed = _count(leak.get("confirmed_items"))
+    if confirmed is None:
+        confirmed = _count(
+            _first(clean, "dropped", "dropped_items", "n_dropped", "confirmed_leaks", "dropped_ids")
+        )
     rate = _number(leak.get("rate"))
     if rate is None and confirmed is not None and size_before:
         rate = confirmed / size_before  # a clean report that did not state it

@@ -125,8 +125,12 @@ def facts(match: dict[str, Any], thresholds: dict[str, Any]) -> Text:
         if limit is not None:
             _row(out, label, _against(value, get(thresholds, limit)))
     if isinstance(triage, dict):
-        _row(out, "numbers", f"eval {_names(get(triage, 'eval'))}")
-        _row(out, "", f"{get(match, 'kind', default='match')} {_names(get(triage, 'match'))}")
+        # by side: this item's, then the match's (a pool document, or another eval item
+        # for a duplicate inside the eval set, which "eval" alone would not tell apart)
+        kind = get(match, "kind", default="match")
+        side = "other eval" if kind == "eval" else visible(kind)
+        _row(out, "numbers", f"this item {_names(get(triage, 'eval'))}")
+        _row(out, "", f"{side} {_names(get(triage, 'match'))}")
         eval_numbers = as_list(get(triage, "eval"))
         weighted = get(triage, "weighted_kept")
         # rare numbers weigh more than small counts: the share of weight kept says how much

@@ -66,7 +66,7 @@ async def test_the_first_screen_at_80x24_shows_what_decides_an_embedding_only_ma
         "exact Jaccard 0.000 < 0.800",
         "containment   0.000 < 0.500",
         "cosine        0.852 ≥ 0.797 flags",
-        "numbers       eval 50, 4, 2",
+        "numbers       this item 50, 4, 2",
         "pool 50, 4, four days, 2",
         "kept          3 of 3 eval numbers",
         "differ in     words, not only numbers",
@@ -170,3 +170,14 @@ def test_snapshot_after_next_match_at_80x24(snap_compare, evidence):
     assert snap_compare(
         _app(evidence), terminal_size=(80, 24), run_before=_press("full_stop", "full_stop")
     )
+
+
+def test_the_numbers_of_a_duplicate_inside_the_eval_set_are_labelled_by_side():
+    from reviewer.panes.flagged import facts
+    from tests.support.review_payloads import THRESHOLDS, _sibling_match
+
+    twin = {**_sibling_match(), "kind": "eval", "id": "q-computers-copy"}
+    shown = facts(twin, THRESHOLDS).plain
+    assert "numbers       this item 50, 4, 2" in shown
+    assert "other eval 36, 3, 5" in shown
+    assert "pool 36, 3, 5" in facts(_sibling_match(), THRESHOLDS).plain

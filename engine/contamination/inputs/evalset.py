@@ -18,6 +18,7 @@ from engine.contamination.inputs.sources import (
     iter_batches,
     locate,
     row_error,
+    text_fields,
 )
 from engine.contamination.inputs.texts import check_texts
 from engine.errors import InputError
@@ -81,7 +82,9 @@ def load_eval(source: Source, *, require_fields: tuple[str, ...] = ()) -> EvalSe
             if bad is not None:
                 message = bad.message
                 row = rows[bad.row] if bad.row < len(rows) else None
-                if isinstance(row, dict) and row.get(source.text_field) is None:
+                if isinstance(row, dict) and any(
+                    row.get(name) is None for name in text_fields(source.text_field, row)
+                ):
                     # what the row does hold, so the right --text-field is one look away
                     strings = sorted(k for k, v in row.items() if isinstance(v, str))
                     message += f"; the row's string fields are {', '.join(strings) or 'none'}"

@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 
 from engine.canonical import check_nesting
 from engine.contamination.inputs.shards import Shard, ShardedPool, head_bytes, open_raw
-from engine.contamination.inputs.sources import Source, quiet_datasets
+from engine.contamination.inputs.sources import Source, quiet_datasets, text_fields
 from engine.errors import InputError
 
 # An eval set or pool as the CLI resolved it; given back as the same kind.
@@ -109,14 +109,18 @@ def choose_text(
             return FieldChoice(given or fallback, "given" if given else "given for the eval set")
         return FieldChoice("text", "the default (no first row to look at)")
     if given is not None:
-        if given not in row:
-            raise InputError(
-                f"not in the first row, whose string fields are {_listing(row)} "
-                f"(name one with {option})",
-                path=label,
-                line=line,
-                field=given,
-            )
+        parts = text_fields(given, row)
+        for part in parts:
+            if part not in row:
+                raise InputError(
+                    f"not in the first row, whose string fields are {_listing(row)} "
+                    f"(name one with {option}, or several joined: {option} question,answer)",
+                    path=label,
+                    line=line,
+                    field=part,
+                )
+        if len(parts) > 1:
+            return FieldChoice(given, f"given: {' + '.join(parts)}, joined in this order")
         return FieldChoice(given, "given")
     if fallback is not None and isinstance(row.get(fallback), str):
         return FieldChoice(fallback, "given for the eval set")

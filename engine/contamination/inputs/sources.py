@@ -16,7 +16,7 @@ import json
 import logging
 import os
 import re
-from collections.abc import Generator
+from collections.abc import Generator, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -241,8 +241,8 @@ def _open(source: Source) -> Any:
     if source.format == "csv":
         _check_csv_width(source)
         # Every cell as the exact string written: no "NA" -> NaN, no "42" -> int.
-        fields = [f for f in (source.text_field, source.id_field) if f]
-        options = {"na_filter": False, "converters": {f: str for f in fields}}
+        fields = [*text_fields(source.text_field), source.id_field]
+        options = {"na_filter": False, "converters": {f: str for f in fields if f}}
     # data_files is a pattern to datasets: escaped, 'pool[1].jsonl' is that file, not pool1.
     return datasets.load_dataset(
         source.format, data_files=glob.escape(source.name), split="train", streaming=True, **options
@@ -307,18 +307,54 @@ def iter_batches(
         raise diagnose(source, exc) from exc
 
 
-def _texts(table: Any, field: str, count: int) -> tuple[list[Any] | None, TextBlock | None]:
-    """Gives a text column as a TextBlock when it is null-free Arrow strings, else as values."""
-    import pyarrow as pa
+JOIN = "\n"  # between the fields of a joined text (canonical text makes it one space)
 
-    if field not in table.column_names:
+
+def text_fields(field: str, names: Iterable[str] = ()) -> list[str]:
+    """Gives the fields a text is read from: ``field`` itself when the data has a field of
+    that name, else its comma-separated names (``question,answer``: joined in order)."""
+    if field in names or "," not in field:
+        return [field]
+    return [part.strip() for part in field.split(",")]
+
+
+def _texts(table: Any, field: str, count: int) -> tuple[list[Any] | None, TextBlock | None]:
+    """Gives a text column as a TextBlock when it is null-free Arrow strings, else as values.
+    Several fields are joined row by row (a row missing one has no text)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    fields = text_fields(field, table.column_names)
+    if any(name not in table.column_names for name in fields):
         return [None] * count, None
-    column = table.column(field)
-    if column.null_count == 0 and (
-        pa.types.is_string(column.type) or pa.types.is_large_string(column.type)
+    columns = [table.column(name) for name in fields]
+    if all(
+        c.null_count == 0 and (pa.types.is_string(c.type) or pa.types.is_large_string(c.type))
+        for c in columns
     ):
-        return None, TextBlock.from_arrow(column.combine_chunks())
-    return _values(column), None
+        if len(columns) == 1:
+            return None, TextBlock.from_arrow(columns[0].combine_chunks())
+        # one string type for every column and the separator (CSV reads large_string)
+        kind = (
+            pa.large_string()
+            if any(pa.types.is_large_string(c.type) for c in columns)
+            else pa.string()
+        )
+        joined = pc.binary_join_element_wise(
+            *(c.combine_chunks().cast(kind) for c in columns), pa.scalar(JOIN, type=kind)
+        )
+        return None, TextBlock.from_arrow(joined)
+    if len(columns) == 1:
+        return _values(columns[0]), None
+    rows = zip(*(_values(c) for c in columns), strict=True)
+    # a row whose fields are not all strings gives its first other value: the checks
+    # then say what it is (missing, a number, ...)
+    return [
+        JOIN.join(parts)
+        if all(isinstance(p, str) for p in parts)
+        else next(p for p in parts if not isinstance(p, str))
+        for parts in rows
+    ], None
 
 
 def _values(column: Any) -> list[Any]:

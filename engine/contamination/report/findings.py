@@ -38,6 +38,9 @@ if TYPE_CHECKING:
 QUEUE = "flagged_pairs"
 POOL_CHANNELS = ("ngram", "containment", "embed")
 COPIED = {"ngram", "containment"}  # channels that find the text itself copied
+# a paraphrase flag whose cosine is this close above the threshold is a judgement call
+# (a rewording or a same-template sibling): the headline counts the items resting on one
+NEAR_THRESHOLD = 0.05
 FLAGGED_LABEL = "flagged (pending review)"
 LEAKAGE_LABEL = "leakage rate (confirmed by review)"
 RECOMMENDED_ACTION = (
@@ -483,6 +486,24 @@ def _machine() -> dict[str, Any]:
     }
 
 
+def _near_threshold(
+    rows: list[dict[str, Any]], pool_items: set[int], threshold: float | None
+) -> int:
+    """Gives how many items flagged against the pool rest only on paraphrase flags within
+    NEAR_THRESHOLD above the cosine threshold (no copied text, no clearer paraphrase)."""
+    if threshold is None:
+        return 0
+    clear: set[int] = set()
+    bar = round(threshold + NEAR_THRESHOLD, 6)  # cosines are rounded in the rows
+    for row in rows:
+        if row["channel"] in ("internal", "behavioral_probe"):
+            continue
+        cosine = row.get("cosine")
+        if set(row["channels"]) & COPIED or cosine is None or cosine >= bar:
+            clear.add(row["test_idx"])
+    return len(pool_items - clear)
+
+
 def headline(flagged: int, n: int) -> dict[str, Any]:
     """Gives the report's two rates, labelled: what the scan flagged, pending review, and
     the leakage rate, which only review can confirm (``contamination clean`` reports it)."""
@@ -547,6 +568,12 @@ def build_report(
             combos[combo] = combos.get(combo, 0) + 1
         numbers_only += bool(row.get("numbers_only_differ"))
     flagged = set().union(*by_channel.values())
+    # the flagged items split three ways that add up: against the pool, else internal
+    # duplicates only, else the probe only
+    pool_items = by_channel["ngram"] | by_channel["containment"] | by_channel["embed"]
+    internal_only = by_channel["internal"] - pool_items
+    probe_only = by_channel["behavioral_probe"] - pool_items - by_channel["internal"]
+    near = _near_threshold(rows, pool_items, findings.cosine_threshold)
     only = {
         c: len(items - set().union(*(v for k, v in by_channel.items() if k != c)))
         for c, items in by_channel.items()
@@ -567,6 +594,11 @@ def build_report(
             "internal_clusters": len(groups),
             "probe_suspected_items": len(by_channel["behavioral_probe"]),
             "total_flagged_items": len(flagged),
+            "pool_flagged_items": len(pool_items),
+            "internal_only_items": len(internal_only),
+            "probe_only_items": len(probe_only),
+            "near_threshold_items": near,
+            "near_threshold_margin": NEAR_THRESHOLD,
             "flagged_pairs": len(rows),
             "numbers_only_pairs": numbers_only,
         },

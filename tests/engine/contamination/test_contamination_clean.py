@@ -93,13 +93,16 @@ def test_accepted_items_are_dropped_rejected_kept_with_new_hash_and_power(scanne
     assert report["content_sha256_after"] == seed_hash(q["question"] for q in kept)
     assert [d["id"] for d in report["dropped"]] == ["q-clips", "q-babysitting", "q-oneoff-0-copy"]
     assert len(report["kept_after_review"]) == 7 and report["kept_undecided"] == []
-    # 10 of 22 flagged, 3 of them confirmed: the leakage rate is 3 / 22, none pending.
+    # 10 of 22 flagged, 3 accepted: 2 leaks from the pool and q-oneoff-0-copy, a duplicate
+    # of another eval item only (its original is kept), so the leakage rate is 2 / 22
     leakage = report["leakage"]
     assert (leakage["rate"], leakage["confirmed_items"], leakage["pending_review"]) == (
-        round(3 / 22, 6),
-        3,
+        round(2 / 22, 6),
+        2,
         0,
     )
+    assert leakage["internal_duplicates_accepted"] == 1
+    assert report["kept_one_of_duplicates"] == []
     assert (leakage["flagged"]["items"], leakage["flagged"]["rate"]) == (10, round(10 / 22, 6))
     assert leakage["rejected_items"] == 7
     # n = 22: 2.801585 * sqrt(0.5 / 22) = 0.422355; n = 19: 2.801585 * sqrt(0.5 / 19) = 0.454477
@@ -221,3 +224,56 @@ def test_an_eval_item_confirmed_a_leak_on_another_item_is_never_kept_silently(sc
     assert not any("clean" in p.name for p in workspace.artifacts_dir.iterdir())
     decide(workspace, rita, by_eval, accept=["q-clips"])  # decided here too: clean runs
     assert clean(workspace, allow_undecided=True).report["n_after"] == 21
+
+
+def test_accepting_every_copy_of_a_duplicate_cluster_keeps_one_in_the_clean_set(
+    scanned, enrol, sealdesk
+):
+    workspace, outcome, by_eval = scanned
+    rita = enrol("rita", "reviewer")
+    both = ["q-oneoff-0", "q-oneoff-0-copy"]  # one internal cluster, not in the pool
+    decide(workspace, rita, by_eval, accept=both, reject=[e for e in by_eval if e not in both])
+    proc = sealdesk("contamination", "clean", workspace=workspace.root)
+    assert proc.returncode == 0, proc.stderr
+    assert "22 -> 21 items (1 dropped, 8 kept after review, 0 undecided kept)" in proc.stdout
+    assert "1 accepted duplicate(s) kept as the one copy of their cluster: q-oneoff-0" in (
+        proc.stdout
+    )
+    assert "leakage rate 0.00% confirmed (0 of 22 eval items accepted as leaks from the pool)" in (
+        proc.stdout
+    )
+    assert "2 internal duplicate(s) accepted apart" in proc.stdout
+    from engine.contamination.clean import CLEAN_SET
+
+    run = sorted(p for p in workspace.artifacts_dir.iterdir() if ".clean-" in p.name)[-1]
+    ids = [json.loads(line)["id"] for line in (run / CLEAN_SET).read_text().splitlines()]
+    assert "q-oneoff-0" in ids and "q-oneoff-0-copy" not in ids and len(ids) == 21
+
+
+def test_accepting_everything_drops_the_leaks_and_keeps_one_copy_of_each_cluster(scanned, enrol):
+    workspace, outcome, by_eval = scanned
+    rita = enrol("rita", "reviewer")
+    # every flagged item accepted: the pool leaks drop; each internal cluster keeps one
+    decide(workspace, rita, by_eval, accept=list(by_eval))
+    report = clean(workspace).report
+    kept = [d["id"] for d in report["kept_one_of_duplicates"]]
+    assert kept == ["q-oneoff-0", "q-oneoff-1"]
+    assert report["leakage"]["confirmed_items"] == 6  # the items flagged against the pool
+    assert report["leakage"]["internal_duplicates_accepted"] == 4
+    assert report["n_after"] == 22 - 10 + 2
+
+
+def test_a_cluster_whose_copies_all_leaked_from_the_pool_keeps_none():
+    from engine.contamination.clean import _keep_one_of_each_cluster
+
+    def item(index, channels):
+        cluster = [{"index": 1}, {"index": 2}]
+        return {"payload": {"cluster": cluster}}, {"index": index, "channels": channels}
+
+    (a, leak_a), (b, leak_b) = item(1, ["embed", "internal"]), item(2, ["ngram", "internal"])
+    assert _keep_one_of_each_cluster([a, b], [leak_a, leak_b]) == []
+    # one copy only a duplicate: that one stays
+    (_, dup_b) = item(2, ["internal"])
+    assert _keep_one_of_each_cluster([a, b], [leak_a, dup_b]) == [dup_b]
+    # a member not accepted is kept anyway: nothing more to keep
+    assert _keep_one_of_each_cluster([a, b], [dup_b]) == []

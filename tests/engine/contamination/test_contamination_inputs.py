@@ -361,3 +361,70 @@ def test_a_deeply_nested_row_is_refused_naming_file_line_and_field(
         ws,
         f"{named}:{line}: field 'meta': not valid JSON: nested too deeply to parse",
     )
+
+
+ANSWER = "In May she sold 48 / 2 = 24 clips, so 48 + 24 = 72 clips in all."
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "csv", "parquet"])
+def test_several_text_fields_are_joined_in_order_and_the_choice_is_reported(
+    sealdesk, ws, tmp_path, fmt
+):
+    # the eval item is a pool document's answer: only the joined text holds it, so only
+    # the joined scan flags it
+    ev = write_jsonl(tmp_path / "e.jsonl", [{"id": "q1", "text": "Worked answer: " + ANSWER}])
+    rows = {"id": ["d1", "d2"], "question": [QUESTION, "Other."], "answer": [ANSWER, "None."]}
+    if fmt == "jsonl":
+        records = [dict(zip(rows, c, strict=True)) for c in zip(*rows.values(), strict=True)]
+        pool = write_jsonl(tmp_path / "p.jsonl", records)
+    elif fmt == "csv":
+        pool = tmp_path / "p.csv"
+        lines = ["id,question,answer"] + [
+            f'{i},"{q}","{a}"' for i, q, a in zip(*rows.values(), strict=True)
+        ]
+        pool.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    else:
+        pool = tmp_path / "p.parquet"
+        pq.write_table(pa.table(rows), pool)
+    alone = scan(sealdesk, ws, ev, pool, "--text-field", "text", "--pool-text-field", "question")
+    assert alone.returncode == 0, alone.stderr
+    assert "  flagged (pending review): 0 of 1" in alone.stdout
+    joined = scan(
+        sealdesk,
+        ws,
+        ev,
+        pool,
+        "--text-field",
+        "text",
+        "--pool-text-field",
+        "question,answer",
+        "--json",
+    )
+    assert joined.returncode == 0, joined.stderr
+    report = json.loads(joined.stdout)
+    assert report["counts"]["containment_overlap_items"] == 1
+    assert report["fields"]["pool"]["text"] == {
+        "field": "question,answer",
+        "how": "given: question + answer, joined in this order",
+    }
+
+
+def test_a_joined_field_missing_from_the_first_row_is_named(sealdesk, ws, tmp_path, good):
+    pool = write_jsonl(tmp_path / "p.jsonl", [{"id": "d1", "question": QUESTION}])
+    proc = scan(
+        sealdesk, ws, good[0], pool, "--text-field", "text", "--pool-text-field", "question,answer"
+    )
+    assert_refused(
+        proc, ws, f"{pool}:1: field 'answer': not in the first row, whose string fields are"
+    )
+
+
+def test_a_row_missing_one_joined_field_names_its_line(sealdesk, ws, tmp_path, good):
+    pool = write_jsonl(
+        tmp_path / "p.jsonl",
+        [{"id": "d1", "question": "Q?", "answer": "A."}, {"id": "d2", "question": "Q2?"}],
+    )
+    proc = scan(
+        sealdesk, ws, good[0], pool, "--text-field", "text", "--pool-text-field", "question,answer"
+    )
+    assert_refused(proc, ws, f"{pool}:2: field 'question,answer': missing")

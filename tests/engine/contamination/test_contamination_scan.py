@@ -95,6 +95,10 @@ def scanned(tmp_path_factory) -> Path:
     )
     assert proc.returncode == 0, proc.stderr
     assert "flagged (pending review): 10 of 22 eval items" in proc.stdout
+    # the headline adds up: against the pool, internal duplicates only, the probe only
+    assert (
+        "= 6 against the pool + 4 internal duplicate(s) only + 0 by the probe only" in proc.stdout
+    )
     return ws
 
 
@@ -139,6 +143,11 @@ def test_report_has_the_seeds_fields_and_says_which_channel_caught_what(scanned)
     }
     # 2 verbatim + 4 containment-only items, 4 items in 2 internal clusters
     assert report["counts"]["total_flagged_items"] == 10
+    counts = report["counts"]
+    parts = ("pool_flagged", "internal_only", "probe_only")
+    split = tuple(counts[f"{part}_items"] for part in parts)
+    assert split == (6, 4, 0) and sum(split) == counts["total_flagged_items"]
+    assert counts["near_threshold_items"] == 0  # no paraphrase channel in this scan
     assert report["flagged"]["rate"] == round(10 / 22, 4)
     assert [len(c) for c in report["internal"]["clusters"]] == [2, 2]
 
@@ -282,3 +291,22 @@ def test_the_scan_reports_progress_for_the_jobs_panel(scanned):
     pool = [line for line in lines if line["stage"] == "scanning pool"]
     assert pool[0]["total"] == 53 and pool[0]["unit"] == "docs"
     assert pool[-1]["finished"] and pool[-1]["done"] == 53
+
+
+def test_the_near_threshold_count_takes_items_resting_only_on_a_close_paraphrase():
+    from engine.contamination.report.findings import _near_threshold
+
+    def row(item, channels, cosine=None):
+        out = {"test_idx": item, "channel": channels[0], "channels": channels}
+        return out if cosine is None else {**out, "cosine": cosine}
+
+    rows = [
+        row(0, ["embed"], 0.81),  # just above 0.80: a judgement call
+        row(1, ["embed"], 0.81),
+        row(1, ["embed"], 0.93),  # item 1 also has a clear paraphrase
+        row(2, ["containment", "embed"], 0.82),  # copied text is not a judgement call
+        row(3, ["embed"], 0.8499),
+        row(4, ["embed"], 0.85),  # exactly the margin above: clear
+    ]
+    assert _near_threshold(rows, {0, 1, 2, 3, 4}, 0.80) == 2  # items 0 and 3
+    assert _near_threshold(rows, {0, 1, 2, 3, 4}, None) == 0

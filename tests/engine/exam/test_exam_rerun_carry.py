@@ -123,7 +123,7 @@ def test_a_rerun_carries_adjudications_and_reopens_a_candidate_with_a_new_vote(s
     assert (adjudication["total"], adjudication["carried"], adjudication["reopened"]) == (6, 2, 1)
     assert (adjudication["accepted"], adjudication["rejected"]) == (2, 3)
 
-    out = run("exam", "resolve", "--run-id", "ex2").stdout
+    out = run("exam", "resolve", "--run-id", "ex2", "--partial").stdout
     assert "PENDING_ADJUDICATION: applied 2 adjudicator decision(s); 1 undecided" in out
     art = resolved(ws, out)
     humans = {c["candidate_id"]: c["human"] for comp in art["completions"]

@@ -230,16 +230,57 @@ def test_a_human_decision_forged_into_the_artifact_is_refused(pending, workspace
         verified_artifact(workspace, out, digest, exam.input_paths(), exam.rater_files())
 
 
+def test_resolve_refuses_while_a_candidate_is_undecided_and_the_run_id_stays_free(
+    pending, workspace, enrol, sealdesk
+):
+    _, path, items = pending
+    adam = enrol("adam", "adjudicator")
+    workspace.decide(adam, "adjudication", items["The API is live."], "accept")
+    args = ("exam", "resolve", "--run-id", "ex1", "--out-run-id", "ex1-final")
+    early = sealdesk(*args, workspace=workspace.root)
+    assert early.returncode == 2 and early.stderr.count("\n") == 1, early.stderr
+    assert "1 abstained candidate(s) of run ex1 not decided yet (1 undecided, 0 skipped)" in (
+        early.stderr
+    )
+    assert "--partial" in early.stderr and "nothing written" in early.stderr
+    assert not (workspace.artifacts_dir / "ex1-final").exists()
+    # once every candidate is decided, the same command seals under the same run id
+    workspace.decide(adam, "adjudication", items["The cache is warm."], "reject")
+    done = sealdesk(*args, workspace=workspace.root)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("COMPLETE: applied 2 adjudicator decision(s); 0 undecided")
+
+
+def test_resolve_refuses_while_a_candidate_is_only_skipped(pending, workspace, enrol, sealdesk):
+    _, path, items = pending
+    adam = enrol("adam", "adjudicator")
+    workspace.decide(adam, "adjudication", items["The API is live."], "accept")
+    workspace.decide(adam, "adjudication", items["The cache is warm."], "skip")
+    early = sealdesk("exam", "resolve", "--run-id", "ex1", workspace=workspace.root)
+    assert early.returncode == 2, early.stderr
+    assert "(0 undecided, 1 skipped)" in early.stderr
+    assert not [p for p in workspace.artifacts_dir.iterdir() if "resolved" in p.name]
+
+
 def test_resolving_into_a_run_that_holds_another_resolution_changes_nothing(
     pending, workspace, enrol, sealdesk
 ):
     _, path, items = pending
     adam = enrol("adam", "adjudicator")
     workspace.decide(adam, "adjudication", items["The API is live."], "accept")
+    # sealing the unfinished state on purpose
     first = sealdesk(
-        "exam", "resolve", "--run-id", "ex1", "--out-run-id", "ex1-final", workspace=workspace.root
+        "exam",
+        "resolve",
+        "--run-id",
+        "ex1",
+        "--out-run-id",
+        "ex1-final",
+        "--partial",
+        workspace=workspace.root,
     )
     assert first.returncode == 0, first.stderr
+    assert first.stdout.startswith("PENDING_ADJUDICATION: applied 1 adjudicator decision(s)")
     target = workspace.artifacts_dir / "ex1-final" / "exam-adjudication.json"
     held = target.read_bytes()
     workspace.decide(adam, "adjudication", items["The cache is warm."], "reject")
