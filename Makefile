@@ -80,6 +80,7 @@ clean:
 # docs extra, installed from the lock like everything else.
 docs: $(STAMP)
 	$(BIN)/python .ci/key_table.py
+	$(BIN)/python .ci/module_map.py
 	$(BIN)/mkdocs build --strict
 
 # The rules the code holds itself to, each tool from the lock: formatting, lint, types
@@ -93,4 +94,5 @@ lint: $(STAMP)
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 	$(BIN)/python .ci/key_table.py --check
+	$(BIN)/python .ci/module_map.py --check
 	$(BIN)/mkdocs build --strict
