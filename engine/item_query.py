@@ -29,9 +29,12 @@ from typing import Any
 
 from engine import subjects
 from engine.errors import InputError
+
+# the decision words the app reads through this module
+from engine.ledger.records import SETTLING as SETTLING
+from engine.ledger.records import STATUSES as STATUSES
 from engine.roles import QUEUES
 
-STATUSES = ("undecided", "accept", "reject", "skip")
 DECIDED_BY = ("me", "others")
 SORTS = ("score_desc", "score_asc", "id_asc", "id_desc")
 

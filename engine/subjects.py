@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING, Any
 
 from engine.canonical import canonical_json, canonical_sha256, strict_loads
 from engine.ledger import store
+from engine.ledger.records import SETTLING, SETTLING_SQL
 from engine.roles import rank, rank_sql
 from engine.sqlitedb import write_transaction
 
@@ -84,7 +85,7 @@ _SUBJECT_STANDING = (
     "FROM subject_links l JOIN records e ON e.seq = "
     + _STANDING_SEQ.format(q="l.queue", i="l.other_id")
     + " WHERE l.queue = i.queue AND l.item_id = i.item_id "
-    f"AND e.decision IN ('accept', 'reject') ORDER BY {rank_sql('e.role')} DESC, e.seq DESC "
+    f"AND e.decision IN {SETTLING_SQL} ORDER BY {rank_sql('e.role')} DESC, e.seq DESC "
     "LIMIT 1"
 )
 # seq and role rank in one number, so that one MAX() picks the highest role's latest
@@ -100,7 +101,7 @@ STANDING_ROW = (
     f"(SELECT e.decision || char(31) || e.principal || char(31) || l.adds {_SUBJECT_STANDING})"
 )
 SCORES = ("jaccard", "containment", "cosine")
-SIDES = ("accept", "reject")
+SIDES = SETTLING
 
 
 def ensure_schema(conn: sqlite3.Connection) -> None:
@@ -356,7 +357,7 @@ def _best(queue: str | None) -> tuple[str, list[Any]]:
                l.other_id AS other_id, l.adds AS adds, l.new AS new
         FROM own o JOIN records r ON r.seq = o.seq
         JOIN subject_links l ON l.queue = o.queue AND l.other_id = o.item_id
-        WHERE r.decision IN ('accept', 'reject') AND NOT EXISTS (
+        WHERE r.decision IN {SETTLING_SQL} AND NOT EXISTS (
             SELECT 1 FROM own s WHERE s.queue = l.queue AND s.item_id = l.item_id)
         GROUP BY l.queue, l.item_id
     )"""

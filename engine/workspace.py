@@ -40,7 +40,7 @@ from engine.errors import (
 from engine.ledger import store
 from engine.ledger.allowed_signers import AllowedSigners
 from engine.ledger.authority import Authority, authority_mark, load_authority
-from engine.ledger.records import DECISIONS, Record, utc_now
+from engine.ledger.records import DECISIONS, STATUSES, Record, utc_now
 from engine.ledger.signers import Signer
 from engine.roles import QUEUE_ROLES, QUEUES, SIGNOFF_ROLE, outranks
 from engine.sqlitedb import connect, database, storage_error, write_transaction
@@ -763,9 +763,9 @@ class Workspace:
         runs' items); ``newest`` says no later one is held. With ``newest_only``,
         one row per subject: its newest item.
         """
-        if status not in (None, "undecided", "accept", "reject", "skip"):
+        if status not in (None, *STATUSES):
             raise InputError(
-                f"unknown status {status!r} (expected undecided, accept, reject or skip)",
+                f"unknown status {status!r} (expected {', '.join(STATUSES)})",
                 field="status",
             )
         decided = store.effective_decisions(self.conn, queue)

@@ -24,6 +24,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from engine import item_query
+
 if TYPE_CHECKING:
     from textual.binding import BindingType
 
@@ -71,7 +73,7 @@ SORTS = (
     ("id_asc", "id ↑"),
     ("id_desc", "id ↓"),
 )
-STATUSES = ("undecided", "accept", "reject", "skip")
+STATUSES = item_query.STATUSES  # the engine's one list
 
 ACTIONS: tuple[Action, ...] = (
     # -- the review screen ------------------------------------------------------

@@ -41,6 +41,7 @@ from engine.roles import QUEUES
 from engine.terminal_text import visible
 from engine.workspace import Workspace
 from reviewer.actions import SORTS, STATUSES, bindings
+from reviewer.after_decision import Keys, after_decision
 from reviewer.bulk_screen import BulkChoice, BulkScreen, Member, cluster_members
 from reviewer.jobs_screen import JobsScreen
 from reviewer.modals import ConfirmOverrule, FilterScreen, NoteScreen
@@ -626,31 +627,31 @@ class ReviewScreen(Screen):
             lst.replace(
                 index, replace(row, status=decision, principal=self.session.principal, carry=None)
             )
-        if lst.cursor != index or (lst.current and lst.current.item_id != row.item_id):
-            self.show_detail(lst.current)  # the list moved meanwhile: stay where it is
-        elif index + 1 < lst.total:
-            # From an undecided item, on to the next undecided one: what a bulk decision
-            # or a colleague decided meanwhile is not put before this person again.
-            lst.cursor = self._next_undecided(index) if row.status == "undecided" else index + 1
+        keyed = cast(_Keyed, self.app)
+        move = after_decision(
+            index=index,
+            total=lst.total,
+            was_undecided=row.status == "undecided",
+            decision=decision,
+            moved_meanwhile=lst.cursor != index
+            or bool(lst.current and lst.current.item_id != row.item_id),
+            next_undecided=self._next_undecided,
+            left=undecided(self.progress, row.queue),
+            done=self._done(row.queue),
+            message=self.message,
+            keys=Keys(
+                keyed.key_for("review.accept"),
+                keyed.key_for("review.reject"),
+                keyed.key_for("review.next_undecided"),
+            ),
+        )
+        if move.ended:
+            self.ended_at = (row.queue, row.item_id)
+        if move.notice is not None:
+            self.say(move.notice)
+        if move.cursor is not None:
+            lst.cursor = move.cursor
         else:
-            keyed = cast(_Keyed, self.app)
-            key = keyed.key_for("review.next_undecided")
-            left = undecided(self.progress, row.queue)
-            if decision == "skip":
-                # A skip settles nothing: the last item stays open under the cursor, and a
-                # decision key decides it (only a decision ends the queue for the keys).
-                accept, reject = keyed.key_for("review.accept"), keyed.key_for("review.reject")
-                self.say(
-                    f"{self.message} · last item, still open: {accept} or {reject} decides "
-                    f"it; {left:,} undecided: {key} goes to the first"
-                )
-            else:
-                self.ended_at = (row.queue, row.item_id)
-                if not self._done(row.queue):
-                    self.say(
-                        f"{self.message} · end of queue; {left:,} still undecided: {key} "
-                        "goes to the first"
-                    )
             self.show_detail(lst.current)
         if record is not None:
             self._offer_next_step(row.queue)
@@ -686,7 +687,7 @@ class ReviewScreen(Screen):
         yet accepted or rejected (a skip settles nothing)."""
         left: dict[str, int] = {}
         for item in self.ws.items(queue="adjudication"):
-            unsettled = item["status"] not in ("accept", "reject")
+            unsettled = item["status"] not in item_query.SETTLING
             left[item["run_id"]] = left.get(item["run_id"], 0) + unsettled
         return left
 

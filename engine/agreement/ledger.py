@@ -35,9 +35,10 @@ from typing import Any
 
 from engine.agreement.stats import INTERVAL, LEVEL, RESAMPLES, SEED, Agreement, agreement
 from engine.canonical import sha256_hex, strict_loads
+from engine.ledger.records import SETTLING
 from engine.roles import QUEUE_ROLES, QUEUES, rank
 
-JUDGEMENTS = ("accept", "reject")
+JUDGEMENTS = SETTLING
 OUTCOME = "outcome"  # the rater name the outcome takes beside a principal
 
 

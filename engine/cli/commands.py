@@ -33,6 +33,7 @@ import click
 
 from engine import __version__
 from engine.cli_context import Ctx, pass_ctx
+from engine.ledger.records import DECISIONS, STATUSES
 from engine.outputs import InputFile, OutputFile
 from engine.terminal_text import json_text, visible
 
@@ -303,7 +304,7 @@ def ingest(ctx: Ctx, files: tuple[str, ...]) -> None:
 
 @cli.command()
 @click.option("--queue", type=click.Choice(["flagged_pairs", "adjudication", "weak_categories"]))
-@click.option("--status", type=click.Choice(["undecided", "accept", "reject", "skip"]))
+@click.option("--status", type=click.Choice(STATUSES))
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON array (for scripts).")
 @click.option(
     "--payload",
@@ -418,7 +419,7 @@ def _signer(ws, key: str | None, queue: str | None = None, role: str | None = No
     multiple=True,
     help="Item id; repeat for several, or '-' to read ids from stdin.",
 )
-@click.option("--decision", required=True, type=click.Choice(["accept", "reject", "skip"]))
+@click.option("--decision", required=True, type=click.Choice(DECISIONS))
 @click.option("--note", default=None, help="Why; kept in the signed record.")
 @click.option(
     "--key",

@@ -30,6 +30,7 @@ from engine.contamination.report.findings import FLAGGED_LABEL, LEAKAGE_LABEL
 from engine.contamination.report.power import minimum_detectable_difference
 from engine.contamination.scan import EVAL_ITEMS, ITEMS, REPORT
 from engine.errors import InputError, IntegrityError
+from engine.ledger.records import SETTLING
 from engine.ledger.store import effective_decisions
 from engine.subjects import carries, subject_faults
 from engine.workspace import Workspace
@@ -206,7 +207,7 @@ def clean(
         if carry is not None and carry.carried:
             decision = carry.record
             entry["carried_from"] = carry.record["item_id"]
-        if decision is not None and decision["decision"] in ("accept", "reject"):
+        if decision is not None and decision["decision"] in SETTLING:
             entry.update(
                 decision=decision["decision"],
                 principal=decision["principal"],

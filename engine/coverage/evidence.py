@@ -39,6 +39,7 @@ from engine.coverage.findings import FindingSource, load_benchmark
 from engine.coverage.trust import TrustRoot
 from engine.errors import ConflictError, InputError, IntegrityError, PermissionRefused
 from engine.ledger import store
+from engine.ledger.records import SETTLING
 from engine.ledger.signers import Signer
 from engine.run_records import write_run
 from engine.signoff.verify import require_verified
@@ -48,7 +49,7 @@ CLAIM_KIND = "coverage.evidence_claim"
 # v2: the attribution of the reviewed categories is stated.
 SCHEMA = "sealdesk.coverage-evidence.v2"
 APPROVER_ROLE = "lead"
-REVIEW_DECISIONS = ("accept", "reject")
+REVIEW_DECISIONS = SETTLING
 APPROVAL_FIELDS = frozenset({"seq", "record_hash", "principal", "role", "decision", "time"})
 EVIDENCE_FIELDS = frozenset(
     {

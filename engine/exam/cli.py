@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from engine.cli_context import run_key_option
+from engine.ledger.records import STATUSES
 from engine.outputs import InputFile
 from engine.terminal_text import visible
 
@@ -297,7 +298,7 @@ def _artifact_path(ctx_ws: Any, run_id: str, given: Path | None) -> Path:
 )
 @click.option(
     "--status",
-    type=click.Choice(["undecided", "accept", "reject", "skip"]),
+    type=click.Choice(STATUSES),
     default=None,
     help="Only items whose effective decision is this.",
 )

@@ -22,6 +22,7 @@ from engine.errors import IntegrityError
 from engine.exam.artifact import base_sha256, core_of, human_of, parse_artifact, seal
 from engine.exam.queue import QUEUE, abstained_items, without_subject
 from engine.ledger import store
+from engine.ledger.records import SETTLING
 from engine.subjects import carries
 from engine.workspace import BacklogItem
 
@@ -78,7 +79,7 @@ def adjudicator_decisions(
             # local and explicit: only adjudicator records about these bytes count.
             undecided += 1
             continue
-        if eff["decision"] not in ("accept", "reject"):
+        if eff["decision"] not in SETTLING:
             skipped += 1
             continue
         human[cid] = {

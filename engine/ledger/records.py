@@ -19,7 +19,14 @@ _TIME = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-
 RECORD_VERSION = 1
 GENESIS_PREV = "0" * 64
 KINDS = ("decision", "retract", "note", "signoff", "run", "genesis", "enrol", "revoke", "clock")
+# The decision words, in one place: what a decision record may say, the two that settle
+# an item (a skip leaves it for later), and an item's status (its standing decision, or
+# none yet). Every command, query and screen takes them from here.
 DECISIONS = ("accept", "reject", "skip")
+SETTLING = ("accept", "reject")
+UNDECIDED = "undecided"
+STATUSES = (UNDECIDED, *DECISIONS)
+SETTLING_SQL = "(" + ", ".join(f"'{word}'" for word in SETTLING) + ")"  # for IN (...)
 
 # Columns copied out of the body for queries; verify checks each one.
 INDEXED_FIELDS = (
