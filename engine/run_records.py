@@ -71,7 +71,7 @@ def _relative_name(name: object) -> bool:
 
 def recorded_artifacts(conn: Any) -> RunRecords:
     """Gives what every run in the workspace recorded about its artifacts."""
-    from engine.workspace import RUN_ID
+    from engine.backlog import RUN_ID
 
     by_path: dict[str, list[Recording]] = {}
     keys: dict[str, list[str]] = {}
@@ -131,7 +131,7 @@ def write_run(
     recorded, the files this call created are removed again, since a file no
     run recorded is refused at sign-off.
     """
-    from engine.workspace import RUN_ID
+    from engine.backlog import RUN_ID
 
     kind = str(manifest["kind"])
     for name in outputs:

@@ -16,7 +16,6 @@ so that a decision on one bears on the others (``engine.subjects``).
 from __future__ import annotations
 
 import os
-import re
 import sqlite3
 import uuid
 from collections.abc import Callable, Iterable, Mapping
@@ -27,7 +26,28 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from engine import item_query, subjects
-from engine.canonical import canonical_json, canonical_sha256, parse_canonical, sha256_hex
+from engine.backlog import (
+    RUN_ID as RUN_ID,
+)
+from engine.backlog import (
+    RUN_ID_RULE as RUN_ID_RULE,
+)
+from engine.backlog import (
+    BacklogItem as BacklogItem,
+)
+from engine.backlog import (
+    ItemsFile as ItemsFile,
+)
+from engine.backlog import (
+    read_items_files as read_items_files,
+)
+from engine.backlog import (
+    summary_columns,
+)
+from engine.backlog import (
+    validate_item as validate_item,
+)
+from engine.canonical import canonical_json, sha256_hex
 from engine.errors import (
     ConflictError,
     InputError,
@@ -50,25 +70,6 @@ if TYPE_CHECKING:  # imported where a receipt is made: not needed to open a work
 
 SCHEMA_VERSION = "1"
 DB_NAME = "sealdesk.db"
-RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}\Z")
-RUN_ID_RULE = (
-    "must match [A-Za-z0-9][A-Za-z0-9._-]* and be at most 128 characters (it names a directory)"
-)
-_ITEM_FIELDS = {"queue", "item_id", "run_id", "payload", "item_sha256"}
-# Derived from the payload; a file may state it (then it must agree) or leave it out,
-# as files written before subjects existed do.
-_OPTIONAL_ITEM_FIELDS = {"subject"}
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-
-
-def _fits_float(number: int) -> bool:
-    try:
-        float(number)
-    except OverflowError:  # beyond about 1.8e308
-        return False
-    return True
-
-
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (
     key TEXT PRIMARY KEY,
@@ -109,38 +110,6 @@ BEGIN SELECT RAISE(ABORT, 'runs are immutable: DELETE refused'); END;
 
 
 @dataclass(frozen=True)
-class BacklogItem:
-    """One thing a human must decide (docs/reference/workspace.md, "Backlog items")."""
-
-    queue: str
-    item_id: str
-    run_id: str
-    payload: dict[str, Any]
-    item_sha256: str
-
-    @classmethod
-    def make(cls, queue: str, item_id: str, run_id: str, payload: dict[str, Any]) -> BacklogItem:
-        """Gives an item whose hash is computed from its payload."""
-        return cls(queue, item_id, run_id, payload, canonical_sha256(payload))
-
-    @property
-    def subject(self) -> str | None:
-        """Gives what the item asks, independent of its evidence (``engine.subjects``)."""
-        return subjects.subject_of(self.queue, self.payload)
-
-    def to_json(self) -> dict[str, Any]:
-        """Gives the contract's JSON object."""
-        return {
-            "queue": self.queue,
-            "item_id": self.item_id,
-            "run_id": self.run_id,
-            "subject": self.subject,
-            "payload": self.payload,
-            "item_sha256": self.item_sha256,
-        }
-
-
-@dataclass(frozen=True)
 class IngestResult:
     """How many items were new and how many were already held unchanged; ``related``
     counts the new ones about a subject the workspace already held items on."""
@@ -156,109 +125,6 @@ def resolve_path(explicit: str | Path | None) -> Path:
         return Path(explicit)
     env = os.environ.get("SEALDESK_WORKSPACE")
     return Path(env) if env else Path("workspace")
-
-
-def validate_item(obj: Any, *, path: str | None = None, line: int | None = None) -> BacklogItem:
-    """Gives a checked backlog item from its JSON object, or raises naming the field."""
-
-    def bad(message: str, field: str | None = None) -> InputError:
-        return InputError(message, path=path, line=line, field=field)
-
-    if not isinstance(obj, dict):
-        raise bad("a backlog item must be a JSON object")
-    missing = sorted(_ITEM_FIELDS - set(obj))
-    if missing:
-        raise bad("missing", missing[0])
-    extra = sorted(set(obj) - _ITEM_FIELDS - _OPTIONAL_ITEM_FIELDS)
-    if extra:
-        raise bad("unknown field", extra[0])
-    if obj["queue"] not in QUEUES:
-        raise bad(f"unknown queue {obj['queue']!r} (expected {', '.join(QUEUES)})", "queue")
-    if not isinstance(obj["item_id"], str) or not obj["item_id"] or len(obj["item_id"]) > 256:
-        raise bad("must be a non-empty string of at most 256 characters", "item_id")
-    if _CONTROL.search(obj["item_id"]):  # a NUL or an escape would reach terminals and SQL
-        raise bad("must not hold control characters", "item_id")
-    if not isinstance(obj["run_id"], str) or not RUN_ID.match(obj["run_id"]):
-        raise bad(RUN_ID_RULE, "run_id")
-    if not isinstance(obj["payload"], dict):
-        raise bad("must be a JSON object", "payload")
-    summary = obj["payload"].get("summary")
-    score = summary.get("score") if isinstance(summary, dict) else None
-    if isinstance(score, int) and not isinstance(score, bool) and not _fits_float(score):
-        raise bad(
-            "is too large for a score (the backlog sorts by it as a float)", "payload.summary.score"
-        )
-    expected = canonical_sha256(obj["payload"])
-    if obj["item_sha256"] != expected:
-        raise bad(f"is not the SHA-256 of the canonical payload ({expected})", "item_sha256")
-    problem = subjects.subject_problem(obj["payload"])
-    if problem is not None:
-        raise bad(problem, "payload.subject")
-    if "subject" in obj:
-        derived = subjects.subject_of(obj["queue"], obj["payload"])
-        if obj["subject"] != derived:
-            said = "null" if derived is None else derived
-            raise bad(f"is not the subject the payload names ({said})", "subject")
-    return BacklogItem(
-        obj["queue"], obj["item_id"], obj["run_id"], obj["payload"], obj["item_sha256"]
-    )
-
-
-@dataclass(frozen=True)
-class ItemsFile:
-    """One JSONL file of items as read: its path, SHA-256, and each item with ``FILE:LINE``."""
-
-    path: Path
-    sha256: str
-    items: tuple[tuple[BacklogItem, str], ...]
-
-
-def read_items_files(paths: Iterable[str | Path]) -> list[ItemsFile]:
-    """Gives every file's items after checking all of them; all or nothing.
-
-    An item id given twice with different payloads, in one file or across
-    two, is an error naming both places.
-    """
-    out: list[ItemsFile] = []
-    seen: dict[tuple[str, str], tuple[str, str]] = {}
-    for path in map(Path, paths):
-        try:
-            data = path.read_bytes()
-        except OSError as exc:
-            raise InputError(f"cannot read: {exc.strerror}", path=path) from exc
-        found = []
-        for number, raw in enumerate(data.split(b"\n"), start=1):
-            if not raw.strip():
-                continue
-            obj = parse_canonical(raw.rstrip(b"\r"), path=str(path), line=number)
-            item = validate_item(obj, path=str(path), line=number)
-            key, where = (item.queue, item.item_id), f"{path}:{number}"
-            if key in seen and seen[key][0] != item.item_sha256:
-                raise InputError(
-                    f"item {item.item_id} is also given at {seen[key][1]} with a different payload",
-                    path=path,
-                    line=number,
-                    field="item_id",
-                )
-            seen.setdefault(key, (item.item_sha256, where))
-            found.append((item, where))
-        out.append(ItemsFile(path, sha256_hex(data), tuple(found)))
-    return out
-
-
-def _summary(payload: dict[str, Any]) -> tuple[str, float | None, str]:
-    summary = payload.get("summary")
-    if not isinstance(summary, dict):
-        return "", None, ""
-    title = summary.get("title")
-    title = title if isinstance(title, str) else ""
-    score = summary.get("score")
-    score = (
-        float(score) if isinstance(score, (int, float)) and not isinstance(score, bool) else None
-    )
-    tags = summary.get("tags")
-    tags = ",".join(t for t in tags if isinstance(t, str)) if isinstance(tags, list) else ""
-    return title, score, tags
 
 
 @dataclass(frozen=True)
@@ -644,7 +510,7 @@ class Workspace:
                         )
                     unchanged += 1
                     continue
-                title, score, tags = _summary(item.payload)
+                title, score, tags = summary_columns(item.payload)
                 subject = item.subject
                 self.conn.execute(
                     "INSERT INTO items (queue, item_id, run_id, item_sha256, payload, title, "

@@ -273,8 +273,8 @@ def ingest(ctx: Ctx, files: tuple[str, ...]) -> None:
     Every file is checked before anything is written; an item already held
     with the same bytes is skipped, one with different bytes is refused.
     """
+    from engine.backlog import read_items_files
     from engine.progress import reporter
-    from engine.workspace import read_items_files
 
     read = read_items_files(files)
     pairs = [pair for f in read for pair in f.items]

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from engine.artifacts import write_json_artifact, write_jsonl_artifact
+from engine.backlog import BacklogItem
 from engine.canonical import sha256_hex
 from engine.contamination.channels import internal as internal_dups
 from engine.contamination.channels.calibration import (
@@ -84,7 +85,7 @@ from engine.contamination.report.findings import (
 from engine.endpoint.chat import ModelSpec
 from engine.endpoint.preflight import Check
 from engine.errors import InputError
-from engine.workspace import BacklogItem, IngestResult, Workspace
+from engine.workspace import IngestResult, Workspace
 
 REPORT = "contamination_report.json"
 PAIRS = "flagged_pairs.jsonl"

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from engine.backlog import BacklogItem
 from engine.canonical import canonical_sha256
 from engine.coverage.attribution import top_tokens
 from engine.coverage.findings import FindingSource
@@ -25,7 +26,6 @@ from engine.coverage.misses import MissSelection
 from engine.coverage.policy import AttributionPolicy
 from engine.coverage.weak import severity
 from engine.errors import InputError
-from engine.workspace import BacklogItem
 
 QUEUE = "weak_categories"
 ITEM_KIND = "coverage.weak_category"

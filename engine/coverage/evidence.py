@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.artifacts import read_verified
+from engine.backlog import BacklogItem
 from engine.canonical import canonical_json, canonical_sha256, parse_canonical, sha256_hex
 from engine.coverage.backlog import ITEM_KIND, QUEUE
 from engine.coverage.benchmark import check_benchmark_shape
@@ -43,7 +44,7 @@ from engine.ledger.records import SETTLING
 from engine.ledger.signers import Signer
 from engine.run_records import write_run
 from engine.signoff.verify import require_verified
-from engine.workspace import BacklogItem, Workspace
+from engine.workspace import Workspace
 
 CLAIM_KIND = "coverage.evidence_claim"
 # v2: the attribution of the reviewed categories is stated.

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from engine.artifacts import write_sealed
+from engine.backlog import BacklogItem
 from engine.canonical import canonical_json, canonical_jsonl, canonical_sha256
 from engine.coverage.backlog import build_items
 from engine.coverage.findings import FindingSource
@@ -25,7 +26,7 @@ from engine.coverage.policy import load_attribution_policy
 from engine.coverage.tables import DEBUG_COLUMNS, read_table
 from engine.errors import InputError, PermissionRefused
 from engine.progress import reporter
-from engine.workspace import BacklogItem, Workspace
+from engine.workspace import Workspace
 
 
 @dataclass(frozen=True)

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from engine.backlog import BacklogItem
 from engine.canonical import canonical_sha256, sha256_hex
 from engine.endpoint.failures import NOT_RECORDED, Failure, merge, tally
 from engine.exam.protocol import PROTOCOL_VERSION
-from engine.workspace import BacklogItem
 
 QUEUE = "adjudication"
 

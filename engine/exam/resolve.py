@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from engine.artifacts import read_verified
+from engine.backlog import BacklogItem
 from engine.canonical import canonical_json, sha256_hex
 from engine.errors import IntegrityError
 from engine.exam.artifact import base_sha256, core_of, human_of, parse_artifact, seal
@@ -24,7 +25,6 @@ from engine.exam.queue import QUEUE, abstained_items, without_subject
 from engine.ledger import store
 from engine.ledger.records import SETTLING
 from engine.subjects import carries
-from engine.workspace import BacklogItem
 
 ADJUDICATOR_ROLE = "adjudicator"
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from engine.backlog import RUN_ID, RUN_ID_RULE
 from engine.canonical import canonical_json, canonical_jsonl, sha256_hex
 from engine.errors import ConflictError, InputError
 from engine.exam.adjudicate import Raters, build_core
@@ -19,7 +20,6 @@ from engine.exam.inputs import Completion, ExamInputs, InputPaths, load_inputs
 from engine.exam.oracles import NoRater, Recorded, SweepFile, VoteFile
 from engine.exam.queue import QUEUE, abstained_items
 from engine.rows import check_expected, read_bytes
-from engine.workspace import RUN_ID, RUN_ID_RULE
 
 ARTIFACT = "exam-adjudication.json"
 QUEUE_FILE = "adjudication-queue.jsonl"

@@ -26,11 +26,17 @@ from typing import Any
 
 import numpy as np
 
-from engine.contamination.channels.ngram import EvalIndex, PairScore, match_batch, peak_rss_kb
+from engine.contamination.channels.ngram import (
+    BatchResult,
+    EvalIndex,
+    PairScore,
+    match_batch,
+    peak_rss_kb,
+)
 from engine.contamination.inputs.canonical_text import ContentHasher, canonical
 from engine.contamination.inputs.pool_hash import PieceBuilder, TreePiece, id_hashes, piece_of
 from engine.contamination.inputs.shards import Shard, fetched, shard_source
-from engine.contamination.inputs.sources import check_id, iter_batches, row_error
+from engine.contamination.inputs.sources import Batch, check_id, iter_batches, row_error
 from engine.errors import InputError
 
 Report = Callable[[int], None]
@@ -179,6 +185,70 @@ def scan_shard(
         raise ShardAttemptFailed(one_line(exc)) from None
 
 
+def refuse_bad_row(source: Any, batch: Batch, result: BatchResult) -> None:
+    """Raises the one-line error of the first bad text a worker found in a batch."""
+    if result.bad is not None:
+        raise row_error(source, batch.start + result.bad.row, source.text_field, result.bad.message)
+
+
+def checked_ids(batch: Batch, source: Any) -> list[Any]:
+    """Gives a batch's ids, each checked unless the reader knows them all good."""
+    if batch.ids_checked and batch.ids is not None:
+        return batch.ids
+    return [
+        check_id(value, source, batch.start + k)
+        for k, value in enumerate(batch.ids or [None] * batch.count)
+    ]
+
+
+class BatchAccumulator:
+    """What one pass over a stream of matched batches keeps, whether the stream is a
+    whole one-file pool or one shard of a sharded pool: the flat content hash, the
+    pieces of the block hash, every n-gram pair with its document's id and text, and
+    how many candidates the workers checked."""
+
+    def __init__(self) -> None:
+        self.hasher = ContentHasher()
+        self.pieces = PieceBuilder()
+        self.pairs: list[PairScore] = []
+        self.docs: dict[int, tuple[Any, str]] = {}
+        self.candidates = 0
+
+    def add(self, batch: Batch, result: BatchResult, ids: list[Any] | None) -> None:
+        """Takes one matched batch (``ids`` None: the pool has no id field)."""
+        self.hasher.add_stream(result.canonical_stream, result.count)
+        # the worker already split the stream into hash blocks: reuse them
+        self.pieces.add(
+            piece_of(result.canonical_stream, result.count, result.block_ends, result.inner_blocks)
+        )
+        self.candidates += result.candidates
+        for pair in result.pairs:
+            row = batch.start + pair.doc
+            self.pairs.append(
+                PairScore(pair.eval_index, row, pair.shared, pair.eval_shingles, pair.doc_shingles)
+            )
+            self.docs[row] = (ids[pair.doc] if ids is not None else None, result.texts[pair.doc])
+
+    def outcome(
+        self, position: int, url: str, file_sha256: str | None, ids: Any, *rest: Any
+    ) -> ShardOutcome:
+        """Gives what the pass found as a shard's outcome (``rest``: the outcome's later
+        fields, when a worker has them)."""
+        return ShardOutcome(
+            position,
+            url,
+            file_sha256,
+            self.pieces.n,
+            self.hasher.hexdigest(),
+            self.pieces.piece(),
+            tuple(self.pairs),
+            self.docs,
+            self.candidates,
+            ids,
+            *rest,
+        )
+
+
 def _scan_local(
     job: ShardJob,
     shard: Shard,
@@ -188,12 +258,8 @@ def _scan_local(
     embedder: Any,
     started: float,
 ) -> ShardReply:
-    builder = PieceBuilder()
-    hasher = ContentHasher()
-    pairs: list[PairScore] = []
-    docs: dict[int, tuple[Any, str]] = {}
+    taken = BatchAccumulator()
     hashes: list[np.ndarray] = []
-    candidates = 0
     topk: _ShardEmbedding | _ShardPrefilter | None = None
     if job.embed is not None:
         plan = job.embed
@@ -203,60 +269,23 @@ def _scan_local(
     with closing(iter_batches(source, job.batch_size)) as batches:
         for batch in batches:
             result = match_batch(job.index, batch.matchable)
-            if result.bad is not None:
-                raise row_error(
-                    source, batch.start + result.bad.row, source.text_field, result.bad.message
-                )
+            refuse_bad_row(source, batch, result)
             ids: list[Any] | None = None
             if job.id_field:
-                ids = (
-                    batch.ids
-                    if batch.ids_checked and batch.ids is not None
-                    else [
-                        check_id(value, source, batch.start + k)
-                        for k, value in enumerate(batch.ids or [None] * batch.count)
-                    ]
-                )
+                ids = checked_ids(batch, source)
                 hashes.append(id_hashes(ids))
-            hasher.add_stream(result.canonical_stream, result.count)
-            # The worker already split the stream into hash blocks: reuse them.
-            builder.add(
-                piece_of(
-                    result.canonical_stream, result.count, result.block_ends, result.inner_blocks
-                )
-            )
-            candidates += result.candidates
-            for pair in result.pairs:
-                docs[batch.start + pair.doc] = (
-                    ids[pair.doc] if ids is not None else None,
-                    result.texts[pair.doc],
-                )
-                pairs.append(
-                    PairScore(
-                        pair.eval_index,
-                        batch.start + pair.doc,
-                        pair.shared,
-                        pair.eval_shingles,
-                        pair.doc_shingles,
-                    )
-                )
+            taken.add(batch, result, ids)
             if topk is not None:
                 topk.add(batch, ids)
             if report is not None:
                 report(result.count)
-    if builder.n == 0:
+    if taken.pieces.n == 0:
         raise InputError("the shard has no rows", path=shard.url, field="pool")
     all_ids = np.sort(np.concatenate(hashes)) if hashes else None
-    return ShardOutcome(
+    return taken.outcome(
         shard.position,
         shard.url,
         file_sha256,
-        builder.n,
-        hasher.hexdigest(),
-        builder.piece(),
-        tuple(pairs),
-        docs,
-        candidates,
         all_ids,
         topk.result() if topk is not None else None,
         time.perf_counter() - started,

@@ -26,23 +26,24 @@ from engine.canonical import canonical_json
 from engine.contamination.channels.ngram import (
     BatchResult,
     EvalIndex,
-    PairScore,
     match_batch,
     worker_init,
     worker_match,
 )
-from engine.contamination.inputs.canonical_text import ContentHasher, canonical
-from engine.contamination.inputs.pool_hash import PieceBuilder, piece_of
+from engine.contamination.inputs.canonical_text import canonical
 from engine.contamination.inputs.sources import (
     Batch,
     Source,
-    check_id,
     iter_batches,
     locate,
     row_error,
 )
 from engine.contamination.pool.merge import PoolScan, merge
-from engine.contamination.pool.shard_scan import ShardOutcome
+from engine.contamination.pool.shard_scan import (
+    BatchAccumulator,
+    checked_ids,
+    refuse_bad_row,
+)
 from engine.errors import InputError
 
 BATCH_SIZE = 2048
@@ -212,65 +213,28 @@ def _collect(
     stage: Any,
     started: float,
 ) -> PoolScan:
-    hasher = ContentHasher()
-    pieces = PieceBuilder()
+    taken = BatchAccumulator()
     id_check = _IdCheck(source) if source.id_field else None
-    pairs: list[PairScore] = []
-    docs: dict[int, tuple[Any, str]] = {}
     peaks: dict[int, int] = {}
-    candidates = 0
     for batch, result in results:
-        if result.bad is not None:
-            raise row_error(
-                source, batch.start + result.bad.row, source.text_field, result.bad.message
-            )
+        refuse_bad_row(source, batch, result)
         if id_check is not None:
-            ids = (
-                batch.ids
-                if batch.ids_checked and batch.ids is not None
-                else [
-                    check_id(value, source, batch.start + k)
-                    for k, value in enumerate(batch.ids or [None] * batch.count)
-                ]
-            )
+            ids = checked_ids(batch, source)
             id_check.add(ids)
         else:
             ids = list(range(batch.start, batch.start + batch.count))
-        hasher.add_stream(result.canonical_stream, result.count)
-        pieces.add(
-            piece_of(result.canonical_stream, result.count, result.block_ends, result.inner_blocks)
-        )
-        candidates += result.candidates
+        taken.add(batch, result, ids)
         peaks[result.pid] = max(peaks.get(result.pid, 0), result.peak_rss_kb)
-        for pair in result.pairs:
-            pool_index = batch.start + pair.doc
-            pairs.append(
-                PairScore(
-                    pair.eval_index, pool_index, pair.shared, pair.eval_shingles, pair.doc_shingles
-                )
-            )
-            docs[pool_index] = (ids[pair.doc], result.texts[pair.doc])
         if consumer is not None:
             consumer(batch, ids, canonical_texts(result.canonical_stream, batch))
         if stage is not None:
             stage.advance(result.count)
     if id_check is not None:
         id_check.verify()
-    if hasher.n == 0:
+    if taken.hasher.n == 0:
         raise InputError("the pool has no rows", path=source.label)
     # one stream is one shard: the same merge as a sharded pool's gives the same hash
-    outcome = ShardOutcome(
-        0,
-        source.label,
-        None,
-        hasher.n,
-        hasher.hexdigest(),
-        pieces.piece(),
-        tuple(pairs),
-        docs,
-        candidates,
-        None,
-    )
+    outcome = taken.outcome(0, source.label, None, None)
     scan = merge([outcome], source.provenance(), seconds=time.perf_counter() - started, jobs=jobs)
     return PoolScan(
         scan.provenance,

@@ -14,6 +14,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from engine.backlog import BacklogItem
 from engine.canonical import canonical_sha256, sha256_hex
 from engine.contamination.channels.internal import InternalPair, clusters
 from engine.contamination.channels.ngram import NgramSettings
@@ -30,7 +31,6 @@ from engine.contamination.report.triage import (
     rule_report,
     triage,
 )
-from engine.workspace import BacklogItem
 
 if TYPE_CHECKING:
     from engine.contamination.channels.judge import JudgePair, JudgeResult, PairKey
