@@ -41,10 +41,11 @@ from engine.contamination.channels.judge import (
     require_judge_preflight,
     run_judge,
 )
-from engine.contamination.channels.kept_numbers import KeptNumbers
+from engine.contamination.channels.kept_numbers import KeptNumbers, number_tokens
 from engine.contamination.channels.minhash import Signatures
 from engine.contamination.channels.ngram import EvalIndex, NgramSettings
 from engine.contamination.channels.prefilter import (
+    NEAREST_WITH_NUMBERS,
     CandidateHeap,
     StaticEncoder,
     cached_prefilter,
@@ -221,7 +222,17 @@ class SearchCost:
         return int(fixed / (TWO_STAGE_SHARE - STATIC_COST)) + 1
 
 
-def search_method(config: ScanConfig, distilled: bool = False) -> tuple[bool, str]:
+def candidates_bound(eval_texts: list[str], k: int, lane: int) -> int:
+    """Gives the most candidates the rerank can get: an eval item that states two numbers
+    or more sends its NEAREST_WITH_NUMBERS nearest and its numbers lane, any other its K
+    nearest (it has no numbers lane)."""
+    numeric = sum(1 for text in eval_texts if len(number_tokens(text)) >= 2)
+    return numeric * (min(k, NEAREST_WITH_NUMBERS) + lane) + (len(eval_texts) - numeric) * k
+
+
+def search_method(
+    config: ScanConfig, distilled: bool = False, eval_texts: list[str] | None = None
+) -> tuple[bool, str]:
     """Gives (whether the paraphrase search is two-stage, why): an option, else the cost.
 
     Exhaustive embeds every pool document with the full model; two-stage
@@ -237,8 +248,14 @@ def search_method(config: ScanConfig, distilled: bool = False) -> tuple[bool, st
         return True, "--embed-two-stage"
     if config.prefilter_model is not None:
         return True, "--prefilter-model"
-    items = count_rows(config.eval) if isinstance(config.eval, Source) else None
-    bound = items * (config.prefilter_k + config.numbers_lane) if items is not None else None
+    items: int | None
+    bound: int | None
+    if eval_texts is not None:  # the scan has read them: each item's own bound
+        items = len(eval_texts)
+        bound = candidates_bound(eval_texts, config.prefilter_k, config.numbers_lane)
+    else:
+        items = count_rows(config.eval) if isinstance(config.eval, Source) else None
+        bound = items * (config.prefilter_k + config.numbers_lane) if items is not None else None
     cost = SearchCost(None, items, bound, distilled)
     limit = cost.crossover()
     where = ""
@@ -270,6 +287,7 @@ def _prepare_embedding(
     calibration_pairs: Any,
     info: Any,
     rep: Any = None,
+    eval_texts: list[str] | None = None,
 ) -> _Embedding | None:
     if not config.embed:
         return None
@@ -310,7 +328,7 @@ def _prepare_embedding(
     report["device"] = getattr(embedder, "device_description", None)
     found = _Embedding(embedder, cache, threshold, report, counts)
     distilled = prefilter_cached(ws.root / "cache" / "prefilter", embedder.info)
-    two_stage, why = search_method(config, distilled)
+    two_stage, why = search_method(config, distilled, eval_texts)
     if not two_stage:
         report["search"] = {"method": "exhaustive", "chosen": why}
         return found
@@ -729,7 +747,7 @@ def run_scan(
     timing["eval_and_index"] = time.perf_counter() - clock
 
     clock = time.perf_counter()
-    emb = _prepare_embedding(config, ws, embedder, calibration_pairs, model_info, rep)
+    emb = _prepare_embedding(config, ws, embedder, calibration_pairs, model_info, rep, texts)
     timing["embedding_setup"] = time.perf_counter() - clock
     try:
         if emb is not None:

@@ -375,7 +375,7 @@ def bench_sizes(
     """Runs both searches at each pool size (the prefilter cached, as on a second scan)
     and prints their times, where two-stage became the faster, and the scan's estimate."""
     from engine.contamination.bench.paraphrase_data import make_paraphrase_data
-    from engine.contamination.scan import SearchCost
+    from engine.contamination.scan import SearchCost, candidates_bound
     from engine.workspace import Workspace
 
     root = Path(data_dir) if data_dir else Path(tempfile.gettempdir()) / "sealdesk-bench-paraphrase"
@@ -407,7 +407,9 @@ def bench_sizes(
             timed[side] = round(got["seconds"], 1)
         rows.append({"pool_docs": size, **timed})
     faster = [r["pool_docs"] for r in rows if r["two-stage"] < r["exhaustive"]]
-    estimate = SearchCost(None, eval_size, eval_size * (50 + 20), True).crossover()
+    with open(data.eval_path, encoding="utf-8") as handle:
+        questions = [json.loads(line)["question"] for line in handle if line.strip()]
+    estimate = SearchCost(None, eval_size, candidates_bound(questions, 50, 20), True).crossover()
     result = {
         "date": time.strftime("%Y-%m-%d", time.gmtime()),
         "cpus": os.cpu_count(),

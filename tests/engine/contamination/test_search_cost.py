@@ -97,3 +97,26 @@ def test_an_option_overrides_the_estimate(tmp_path):
         False,
         "--embed-exhaustive",
     )
+
+
+def test_read_eval_items_that_state_numbers_lower_the_bound_and_the_crossover(tmp_path):
+    from engine.contamination.channels.prefilter import NEAREST_WITH_NUMBERS
+    from engine.contamination.scan import candidates_bound
+
+    k, lane = 50, 20
+    word_problems = [f"Mia had {n + 100} beads and gave 7 to Leo." for n in range(30)]
+    prose = [f"A question without figures, number {n}." for n in range(10)]
+    # an item with two numbers or more sends its nearest few and its lane; any other
+    # its K nearest (it has no lane)
+    bound = candidates_bound(word_problems + prose, k, lane)
+    assert bound == 30 * (NEAREST_WITH_NUMBERS + lane) + 10 * k
+    pool_file = _jsonl(tmp_path / "pool.jsonl", 3000)
+    pool = resolve_source("pool", str(pool_file), text_field="text", id_field=None)
+    config = _config(tmp_path, 40, pool)
+    counted, why_counted = search_method(config, distilled=True)
+    read, why_read = search_method(config, True, word_problems + prose)
+    assert f"two-stage from {SearchCost(None, 40, 40 * (k + lane), True).crossover():,}" in (
+        why_counted
+    )
+    assert f"two-stage from {SearchCost(None, 40, bound, True).crossover():,}" in why_read
+    assert (counted, read) == (False, True)  # 3,000 documents: between the two crossovers
