@@ -1,7 +1,7 @@
 """``sealdesk ssh-gate``: what a forced-command key may and may not run.
 
 These check the gate's decision on SSH_ORIGINAL_COMMAND strings; the same
-gate behind a real sshd is exercised in test_signoff_ssh.py.
+gate behind a real sshd is exercised in signoff/test_ssh.py.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ import engine.signoff.summary as summary_module
 from engine.artifacts import write_json_artifact
 from engine.canonical import canonical_json, sha256_hex
 from engine.signoff.summary import sign_off
-from tests.engine.signoff.test_signoff_artifacts import (
+from tests.engine.signoff.test_artifacts import (
     LANE,
     TEXTS,
     assert_refused,

@@ -22,7 +22,7 @@ import pytest
 from engine.ledger.clock import CLOCK_TYPE, SKEW_S
 from engine.ledger.records import time_text, utc_now
 from tests.conftest import FOUNDER, SEALDESK, require_tool
-from tests.engine.ledger.test_ledger_authority import forge
+from tests.engine.ledger.test_authority import forge
 
 FAR_AHEAD = "2099-01-01 00:00:00"
 

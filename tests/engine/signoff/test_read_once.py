@@ -22,7 +22,7 @@ from engine.artifacts import write_json_artifact
 from engine.canonical import sha256_hex
 from engine.signoff.run_status import run_status
 from engine.signoff.summary import sign_off
-from tests.engine.signoff.test_signoff_artifacts import (
+from tests.engine.signoff.test_artifacts import (
     assert_refused,
     exam_scored,
     records,
