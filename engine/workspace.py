@@ -941,17 +941,15 @@ class Workspace:
         if not note.strip():
             raise InputError("a note must not be empty", field="note")
         principal, role = self.identify(signer, principal, role, queue)
-        return store.append(
-            self.db,
+        return self._append(
             signer,
-            workspace_id=self.workspace_id,
-            principal=principal,
-            role=role,
-            kind="note",
+            "note",
+            principal,
+            role,
+            lambda c: self._item_binding(c, queue, item_id),
             queue=queue,
             item_id=item_id,
             note=note,
-            check=lambda c: self._item_binding(c, queue, item_id),
         )
 
     def retract(
@@ -1005,17 +1003,31 @@ class Workspace:
                 raise InputError(f"record {target[:12]}… is already retracted", field="retracts")
             return {**binding, "retracts": target}
 
+        return self._append(
+            signer, "retract", principal, role, check, queue=queue, item_id=item_id, note=note
+        )
+
+    def _append(
+        self,
+        signer: Signer,
+        kind: str,
+        principal: str,
+        role: str,
+        check: Callable[[sqlite3.Connection], dict[str, Any]] | None,
+        **fields: Any,
+    ) -> Record:
+        """Gives the one record of ``kind`` signed and appended after ``check`` passed inside
+        the append's write transaction (a note, a retract, a sign-off; decisions go in
+        batches through ``decide_many``)."""
         return store.append(
             self.db,
             signer,
             workspace_id=self.workspace_id,
             principal=principal,
             role=role,
-            kind="retract",
-            queue=queue,
-            item_id=item_id,
-            note=note,
+            kind=kind,
             check=check,
+            **fields,
         )
 
     def _item_binding(self, conn: sqlite3.Connection, queue: str, item_id: str) -> dict[str, Any]:
@@ -1055,17 +1067,7 @@ class Workspace:
         (``engine.signoff.summary.sign_off`` binds its tree head this way).
         """
         principal, role = self.identify(signer, principal, SIGNOFF_ROLE)
-        return store.append(
-            self.db,
-            signer,
-            workspace_id=self.workspace_id,
-            principal=principal,
-            role=role,
-            kind="signoff",
-            note=note,
-            data=data,
-            check=check,
-        )
+        return self._append(signer, "signoff", principal, role, check, note=note, data=data)
 
     def history(self, queue: str, item_id: str) -> list[dict[str, Any]]:
         """Gives every record about an item, oldest first, marking retracted ones."""
