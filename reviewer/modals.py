@@ -65,9 +65,11 @@ class ConfirmOverrule(ModalScreen[bool]):
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
             yield Static(Text(visible(self.question)), id="overrule-question")
-            yield Label(
+            # a Static wraps at the dialog's width; a Label would cut the line at 80 columns
+            yield Static(
                 "y overrules (the signed record names the decision it replaces) · "
-                "n or Esc cancels, nothing is signed"
+                "n or Esc cancels, nothing is signed",
+                id="overrule-keys",
             )
 
     def action_answer(self, yes: bool) -> None:

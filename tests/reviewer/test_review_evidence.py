@@ -181,3 +181,14 @@ def test_the_numbers_of_a_duplicate_inside_the_eval_set_are_labelled_by_side():
     assert "numbers       this item 50, 4, 2" in shown
     assert "other eval 36, 3, 5" in shown
     assert "pool 36, 3, 5" in facts(_sibling_match(), THRESHOLDS).plain
+
+
+async def test_the_read_only_banner_is_read_whole_at_80_columns(evidence):
+    from tests.support.review_app import screen_lines
+
+    reason = "the workspace is on a read-only mount (opened by another user's ssh-gate)"
+    app = ReviewApp(evidence, read_only_session(reason))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _on(pilot, TEN)
+        top = " ".join(" ".join(line.split()) for line in screen_lines(app)[:3])
+    assert f"READ-ONLY: {reason}. Browsing works; decisions are refused." in top, top

@@ -18,7 +18,7 @@ from engine.signoff.verify import verify_workspace
 from reviewer.app import ReviewApp, binding_ids
 from reviewer.config import load_config
 from reviewer.session import open_session
-from tests.support.review_app import notices, records, text_of
+from tests.support.review_app import dialog_text, notices, records, text_of
 
 SIZE = (100, 30)
 pytestmark = pytest.mark.anyio
@@ -143,3 +143,30 @@ async def test_a_config_keymap_rebinds_the_overrule_confirmation_by_its_id(desk,
         await pilot.press("o")
         assert cursor_item(app) == "fp-n-0001"
     assert [r[2:5] for r in records(desk.ws)][-1] == ("fp-n-0000", "accept", "rita")
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=["80x24", "120x40"])
+async def test_the_overrule_dialog_is_read_whole_at_80_and_120_columns(desk, size):
+    desk.ws.decide(FileSigner(desk.lena), "flagged_pairs", "fp-n-0000", "reject", role="reviewer")
+    app = rita_app(desk)
+    async with app.run_test(size=size) as pilot:
+        await pilot.press("g", "a")
+        assert isinstance(app.screen, ModalScreen)
+        await pilot.pause()
+        drawn = dialog_text(app)
+        # its last words are on the terminal, not cut at the dialog's edge
+        assert "n or Esc cancels, nothing is signed" in drawn, drawn
+        assert "y overrules (the signed record names the decision it replaces)" in drawn
+        await pilot.press("n")
+
+
+async def test_the_note_dialog_title_is_read_whole_at_80_columns(desk):
+    app = rita_app(desk)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("3", "n")  # weak categories: a long queue name and item id
+        assert isinstance(app.screen, ModalScreen)
+        await pilot.pause()
+        title = f"Note on weak_categories/{cursor_item(app)} (signed; Enter saves, Esc cancels)"
+        assert len(title) > 72  # longer than the dialog is wide
+        assert title in dialog_text(app), dialog_text(app)
+        await pilot.press("escape")

@@ -90,3 +90,35 @@ def detail_on_screen(screen) -> list[str]:
     top = round(pane.scroll_y)
     window = Region(0, top, detail.size.width, pane.scrollable_content_region.height)
     return [strip.text.rstrip() for strip in detail.render_lines(window)]
+
+
+def screen_lines(app) -> list[str]:
+    """Gives the lines of the whole terminal as the app draws it now (every screen on the
+    stack, dialogs over what they cover), as text: what a person can read."""
+    import io
+
+    from rich.console import Console
+
+    width, height = app.size
+    console = Console(
+        width=width,
+        height=height,
+        file=io.StringIO(),
+        force_terminal=True,
+        record=True,
+        legacy_windows=False,
+        safe_box=False,
+    )
+    console.print(
+        app.screen._compositor.render_update(full=True, screen_stack=app._background_screens)
+    )
+    return console.export_text().splitlines()
+
+
+def dialog_text(app) -> str:
+    """Gives the words the open dialog shows on the terminal, its lines joined: a word cut
+    at the dialog's edge is missing from it."""
+    box = app.screen.query_one(".dialog").region
+    lines = screen_lines(app)[box.y : box.bottom]
+    inside = [line[box.x : box.right].strip("│╭╮╰╯─ ") for line in lines]
+    return " ".join(" ".join(line.split()) for line in inside if line)
