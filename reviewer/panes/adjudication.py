@@ -88,14 +88,17 @@ def _votes(payload: dict[str, Any]) -> Table | Text:
         rows = [_vote_row(v) for v in as_list(votes)]
     if not rows:
         return Text("no votes recorded", style="italic")
+    # three columns, the source on its own line under the why: at 80 columns a fourth
+    # column left why and source four characters wide each
     table = Table(box=None, show_edge=False, pad_edge=False, expand=False)
     table.add_column("voter", style="bold", no_wrap=True)
     table.add_column("vote", no_wrap=True)
-    table.add_column("why", overflow="fold")
-    if any(row[3] for row in rows):
-        table.add_column("source", overflow="fold")
-    for row in rows:
-        add_row(table, *(row if any(r[3] for r in rows) else row[:3]))
+    table.add_column("why (source)", overflow="fold")
+    for voter, vote, why, origin in rows:
+        cell = Text(why)
+        if origin:
+            cell.append(("\n" if why else "") + f"({origin})", style="dim")
+        add_row(table, voter, vote, cell)
     return table
 
 
@@ -138,8 +141,29 @@ def rubric_section(payload: dict[str, Any]) -> Group:
             style="bold reverse",
         )
     body.append(f"sha256 {rubric_sha256()} (sealdesk exam rubric)\n", style="italic")
-    body.append(RUBRIC_TEXT.rstrip("\n"))
+    body.append(reflowed(RUBRIC_TEXT))
     return section(f"rubric {RUBRIC_ID}", body)
+
+
+def reflowed(text: str) -> str:
+    """Gives a hard-wrapped text with its wrapped lines joined again, so that a pane
+    narrower than the text was wrapped for wraps it once, not each line twice: an
+    indented line (an entry of a list) keeps its own line; a blank one ends a paragraph."""
+    out: list[str] = []
+    joinable = False
+    for line in text.rstrip("\n").split("\n"):
+        if not line.strip():
+            out.append("")
+            joinable = False
+        elif line[0].isspace():
+            out.append(line.rstrip())
+            joinable = False
+        elif joinable:
+            out[-1] += " " + line.strip()
+        else:
+            out.append(line.strip())
+            joinable = True
+    return "\n".join(out)
 
 
 def render(payload: dict[str, Any]) -> RenderableType:

@@ -242,3 +242,21 @@ def test_each_score_is_shown_against_the_threshold_it_flags_at():
     del payload["thresholds"]["jaccard"]
     text = plain(render_payload("flagged_pairs", payload), width=80)
     assert "exact Jaccard 0.000" in [line.strip() for line in text.splitlines()]
+
+
+def test_at_a_narrow_pane_each_vote_reads_on_whole_lines_with_its_source_under_it():
+    import io
+
+    from rich.console import Console
+
+    from reviewer.panes.adjudication import _votes
+
+    console = Console(width=46, file=io.StringIO(), record=True, color_system=None)
+    console.print(_votes(P.exam_producer_candidate()))
+    lines = [line.rstrip() for line in console.export_text().splitlines()]
+    # three columns: the why and its source each on whole lines, never folded to a few
+    # characters a line
+    assert any(line.endswith("HTTP 503") for line in lines), lines
+    assert any(line.endswith("(model-x)") for line in lines), lines
+    assert any(line.endswith("no label") for line in lines), lines
+    assert len(lines) <= 1 + 2 * 3  # a header and at most two lines a vote
