@@ -190,11 +190,13 @@ class QueueList(ScrollView, can_focus=True):
         # Drawn as segments, never parsed as markup; what would act on the terminal is shown.
         title = " ".join(visible(row.title or row.item_id).split())
         mark = "●" if row.item_id in self.marks else " "
-        glyph = f"{STATUS_GLYPH.get(row.status, '?')} "
+        # three columns before the score, whatever the state: the carried mark has its own
+        # (it ran into the score, "✓ᶜ1.000", when it took the space)
+        glyph = f"{STATUS_GLYPH.get(row.status, '?')}  "
         if row.carry == "carried":
-            glyph = f"{glyph[0]}{CARRIED_MARK}"
+            glyph = f"{glyph[0]}{CARRIED_MARK} "
         elif row.carry == "reopened":
-            glyph = f"{REOPENED_GLYPH} "
+            glyph = f"{REOPENED_GLYPH}  "
         segments = [
             Segment(f"{mark}{glyph}", status_style),
             Segment(score, score_style),

@@ -103,7 +103,7 @@ async def test_x_on_a_peers_carried_decision_asks_and_y_records_the_overrule(rer
         assert f"accept by ravi as reviewer (#{peer.seq}, carried from wc-1)" in question
         await pilot.press("y")
         await settle(pilot, lambda: len(records(ws)) == 3)
-        await settle(pilot, lambda: lines(app)["wc-1b"].startswith(" ✗ "))
+        await settle(pilot, lambda: lines(app)["wc-1b"].startswith(" ✗  "))
     assert records(ws)[-1][2:6] == ("wc-1b", "reject", "rita", "reviewer")
     assert data_of(ws, peer.seq + 1) == f'{{"overrules":"{peer.record_hash}"}}'
     assert verify_workspace(ws).ok

@@ -67,10 +67,10 @@ async def test_the_list_marks_carried_decisions_and_reopened_items(rescanned):
         await pilot.press("v")  # every run's items: the decided ones and their re-runs
         await settle(pilot, lambda: app.review.queue_list.total == 6)
         drawn = lines(app)
-        assert drawn["a2"].startswith(" ↺ 0.900 q-1 in run-2")
-        assert drawn["b2"].startswith(" ✗ᶜ0.500 q-2 in run-2")
-        assert drawn["c2"].startswith(" ✓ᶜ0.700 q-3 in run-2")
-        assert drawn["a1"].startswith(" ✗ 0.600 q-1 in run-1")  # decided on itself: no mark
+        assert drawn["a2"].startswith(" ↺  0.900 q-1 in run-2")
+        assert drawn["b2"].startswith(" ✗ᶜ 0.500 q-2 in run-2")
+        assert drawn["c2"].startswith(" ✓ᶜ 0.700 q-3 in run-2")
+        assert drawn["a1"].startswith(" ✗  0.600 q-1 in run-1")  # decided on itself: no mark
 
         await go_to(pilot, app, "a2")
         header = shown(app)
@@ -92,10 +92,10 @@ async def test_changing_the_decided_item_re_reads_what_carries_to_its_subject(re
         await settle(pilot, lambda: app.review.queue_list.total == 6)
         await go_to(pilot, app, "a1")
         await pilot.press("a")
-        await settle(pilot, lambda: lines(app)["a2"].startswith(" ✓ᶜ0.900"))
+        await settle(pilot, lambda: lines(app)["a2"].startswith(" ✓ᶜ 0.900"))
         # The re-opened item's own decision, once made, is shown without the mark.
         await go_to(pilot, app, "b2")
         await pilot.press("a")
-        await settle(pilot, lambda: lines(app)["b2"].startswith(" ✓ 0.500"))
+        await settle(pilot, lambda: lines(app)["b2"].startswith(" ✓  0.500"))
     assert [r[2:5] for r in records(ws)][3:] == [("a1", "accept", "rita"), ("b2", "accept", "rita")]
     assert ws.item(QUEUE, "a2")["carried_from"]["item_id"] == "a1"

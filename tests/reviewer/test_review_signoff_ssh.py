@@ -124,7 +124,7 @@ def scored_pair(n: int) -> BacklogItem:
 
 def row_shows(screen: str, glyph: str, n: int) -> bool:
     """Says whether the queue list shows pair n (score 0.9 - n/10) with a status glyph."""
-    return re.search(rf"{glyph} {0.9 - n / 10:.3f} pair {n}\b", screen) is not None
+    return re.search(rf"{glyph}  {0.9 - n / 10:.3f} pair {n}\b", screen) is not None
 
 
 def test_two_reviewers_and_the_lead_in_their_own_apps_over_ssh_see_each_others_decisions(
