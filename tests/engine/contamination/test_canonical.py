@@ -50,13 +50,13 @@ _TRICKY = st.text(
 )
 
 
-def seed_canonical(text: str) -> str:
+def regex_canonical(text: str) -> str:
     return re.sub(r"\s+", " ", text.strip().lower())
 
 
 @given(_TRICKY)
-def test_canonical_is_the_seeds_formula(text):
-    assert canonical(text) == seed_canonical(text)
+def test_canonical_is_the_whitespace_regex_formula(text):
+    assert canonical(text) == regex_canonical(text)
 
 
 def test_content_hash_is_sha256_of_canonical_items_each_followed_by_nul():
@@ -70,19 +70,19 @@ def test_content_hash_depends_on_order():
 
 @settings(max_examples=300)
 @given(st.lists(_TRICKY.filter(lambda t: bool(t.split())), min_size=1, max_size=6))
-def test_fast_path_gives_the_seeds_canonical_bytes_for_the_content_hash(texts):
+def test_fast_path_gives_the_regex_canonical_bytes_for_the_content_hash(texts):
     batch, _ = encode_for_hashing(texts)
     stream = word_hashes(batch).canonical_stream
-    assert stream == b"".join(seed_canonical(t).encode("utf-8") + b"\x00" for t in texts)
+    assert stream == b"".join(regex_canonical(t).encode("utf-8") + b"\x00" for t in texts)
 
 
 @settings(max_examples=300)
 @given(st.lists(_TRICKY.filter(lambda t: bool(t.split())), min_size=1, max_size=6))
 def test_fast_path_hashes_a_word_the_same_whatever_its_spelling_before_canonicalization(texts):
     raw = word_hashes(encode_for_hashing(texts)[0])
-    canon = word_hashes(encode_for_hashing([seed_canonical(t) for t in texts])[0])
+    canon = word_hashes(encode_for_hashing([regex_canonical(t) for t in texts])[0])
     assert raw.hashes.tolist() == canon.hashes.tolist()
-    assert raw.counts.tolist() == [len(seed_canonical(t).split(" ")) for t in texts]
+    assert raw.counts.tolist() == [len(regex_canonical(t).split(" ")) for t in texts]
 
 
 def test_equal_words_get_equal_hashes_and_different_words_differ():
@@ -113,4 +113,4 @@ def test_the_reader_takes_each_canonical_text_from_the_workers_bytes(texts):
     # back into texts, or (a text holding a NUL) each text canonicalised again
     batch = Batch(0, len(texts), list(texts), None, None)
     stream = word_hashes(encode_for_hashing(texts)[0]).canonical_stream
-    assert canonical_texts(stream, batch) == [seed_canonical(t) for t in texts]
+    assert canonical_texts(stream, batch) == [regex_canonical(t) for t in texts]

@@ -144,7 +144,7 @@ def near_threshold_corpus():
     return evals, docs
 
 
-def test_every_pair_the_seeds_datasketch_reference_flags_is_flagged_by_sealdesk():
+def test_every_pair_the_datasketch_reference_flags_is_flagged_by_sealdesk():
     evals, docs = near_threshold_corpus()
     canon = [re.sub(r"\s+", " ", t.strip().lower()) for t in evals]
     reference = reference_scan(canon, [re.sub(r"\s+", " ", d.strip().lower()) for d in docs])

@@ -102,7 +102,7 @@ def scanned(tmp_path_factory) -> Path:
     return ws
 
 
-def test_report_records_both_datasets_provenance_with_the_seeds_content_hash(scanned):
+def test_report_records_both_datasets_provenance_with_the_flat_content_hash(scanned):
     report = json.loads(read_verified(run_dir(scanned) / "contamination_report.json"))
     questions = [r["question"] for r in read_jsonl(SAMPLE / "eval.jsonl")]
     texts = [r["text"] for r in read_jsonl(SAMPLE / "pool.jsonl")]
@@ -122,7 +122,7 @@ def test_report_records_both_datasets_provenance_with_the_seeds_content_hash(sca
         assert key in report["test"] and key in report["pool"]
 
 
-def test_report_has_the_seeds_fields_and_says_which_channel_caught_what(scanned):
+def test_report_has_the_contract_fields_and_says_which_channel_caught_what(scanned):
     report = json.loads(read_verified(run_dir(scanned) / "contamination_report.json"))
     for key in (
         "counts",
@@ -166,7 +166,7 @@ def test_every_artifact_has_a_matching_sidecar_and_is_private(scanned):
         assert stat.S_IMODE((directory / name).stat().st_mode) == 0o600
 
 
-def test_flagged_rows_keep_the_seeds_fields_plus_ids_and_measures(scanned):
+def test_flagged_rows_keep_the_contract_fields_plus_ids_and_measures(scanned):
     rows = read_jsonl(run_dir(scanned) / "flagged_pairs.jsonl")
     pool_rows = [r for r in rows if r["channel"] != "internal"]
     internal_rows = [r for r in rows if r["channel"] == "internal"]

@@ -73,7 +73,7 @@ def cut_text(prefix: str) -> str:
     raise AssertionError("no cut text found")
 
 
-def test_with_no_item_ending_a_block_the_pool_hash_is_the_seeds_digest_hashed_once_more():
+def test_with_no_item_ending_a_block_the_pool_hash_is_the_flat_digest_hashed_once_more():
     texts = [
         t for t in (f"document number {k}" for k in range(50)) if zlib.crc32(t.encode()) & 0x3FF
     ][:20]

@@ -341,7 +341,7 @@ def test_an_eligible_benchmark_has_no_backlog_to_build(workspace, hold):
         backlog_in(workspace, (auth, path.parent / "baseline.json"))
 
 
-def test_a_g001_report_becomes_a_backlog_bound_to_its_detector(workspace, tmp_path):
+def test_an_unsealed_report_becomes_a_backlog_bound_to_its_detector(workspace, tmp_path):
     from engine.artifacts import write_json_artifact
     from engine.coverage.findings import load_report_document, report_document
     from engine.coverage.policy import load_gate_policy
