@@ -41,7 +41,7 @@ from engine.contamination.channels.judge import (
     require_judge_preflight,
     run_judge,
 )
-from engine.contamination.channels.kept_numbers import KeptNumbers, number_tokens
+from engine.contamination.channels.kept_numbers import LANE_NUMBERS, KeptNumbers, number_tokens
 from engine.contamination.channels.minhash import Signatures
 from engine.contamination.channels.ngram import EvalIndex, NgramSettings
 from engine.contamination.channels.prefilter import (
@@ -226,7 +226,7 @@ def candidates_bound(eval_texts: list[str], k: int, lane: int) -> int:
     """Gives the most candidates the rerank can get: an eval item that states two numbers
     or more sends its NEAREST_WITH_NUMBERS nearest and its numbers lane, any other its K
     nearest (it has no numbers lane)."""
-    numeric = sum(1 for text in eval_texts if len(number_tokens(text)) >= 2)
+    numeric = sum(1 for text in eval_texts if len(number_tokens(text)) >= LANE_NUMBERS)
     return numeric * (min(k, NEAREST_WITH_NUMBERS) + lane) + (len(eval_texts) - numeric) * k
 
 

@@ -37,6 +37,7 @@ _RUNS = re.compile(r"[\d.][\d,.]*")
 MAX_NUMBERS = 40  # numbers of one text read: pairs grow as their square
 SMALL_WEIGHT = 0.3  # an integer up to ten says little on its own
 SMALL_LIMIT = 10
+LANE_NUMBERS = 2  # an item stating this many distinct numbers or more has a numbers lane
 
 
 def _normal(found: str) -> str:

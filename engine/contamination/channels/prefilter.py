@@ -47,6 +47,7 @@ from engine.contamination.channels.embedding import (
     TopK,
     model_files,
 )
+from engine.contamination.channels.kept_numbers import LANE_NUMBERS
 from engine.contamination.inputs.canonical_text import canonical
 from engine.errors import InputError, IntegrityError
 
@@ -439,7 +440,7 @@ class CandidateHeap:
         self.k_numbers = k_numbers if kept is not None else 0
         # the items whose nearest lane is cut to NEAREST_WITH_NUMBERS at the rerank
         self._numeric = (
-            np.asarray([len(n) >= 2 for n in kept.numbers], dtype=bool)
+            np.asarray([len(n) >= LANE_NUMBERS for n in kept.numbers], dtype=bool)
             if self.kept is not None
             else np.zeros(len(self.eval), dtype=bool)
         )
