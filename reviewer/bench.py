@@ -283,6 +283,27 @@ def _p95(values: list[float]) -> float:
     type=click.IntRange(min=20),
     help="Items of the --throughput queue.",
 )
+@click.option(
+    "--reading",
+    is_flag=True,
+    help="With --throughput: also read every pair of a near-duplicate queue to the end "
+    "of its texts at 80x24 before deciding it (scrolling counted), whole and as one word "
+    "diff.",
+)
+@click.option(
+    "--reading-items",
+    default=200,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Pairs of the --reading queue.",
+)
+@click.option(
+    "--reading-from",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=None,
+    help="Read a seeded sample of this workspace's flagged pairs instead of the made "
+    "queue (one item per subject; its database is only read).",
+)
 def bench_review(
     n_items: int,
     decisions: int,
@@ -291,6 +312,9 @@ def bench_review(
     runs: int,
     throughput: bool,
     queue_items: int,
+    reading: bool,
+    reading_items: int,
+    reading_from: Path | None,
 ) -> None:
     """Time the review app against the reference approaches; print ratios.
 
@@ -308,10 +332,20 @@ def bench_review(
     from row 1 (the key sequence before bulk decisions), once deciding each
     cluster at once. Goal: at most 1.2 keys per decision, navigation included.
 
+    With --reading too, the scripted reviewer reads each pair of a queue of
+    near-duplicates (new numbers, paraphrases, copies inside longer documents,
+    template siblings) at 80x24 to the end of its texts before deciding it,
+    each Ctrl+D counted: with the texts whole (the reference), as one word diff,
+    each with the detail zoomed (z) or not. Goal: at most 1.2 keys per decision
+    for the best way of reading.
+
     \b
       sealdesk bench review                    # 100,000 items, 200 decisions
       sealdesk bench review --items 10000 --runs 1
       sealdesk bench review --throughput       # and the 300-item queue
+      sealdesk bench review --items 1000 --throughput --reading
+      sealdesk bench review --items 1000 --throughput --reading \\
+          --reading-from my-workspace --reading-items 400
     """
     ref_rows = n_items if reference_rows is None else min(reference_rows, n_items)
     with tempfile.TemporaryDirectory(prefix="sealdesk-bench-review-") as tmp:
@@ -344,6 +378,15 @@ def bench_review(
 
             click.echo(f"working a {queue_items}-item queue twice by script…", err=True)
             worked = measure(root / "throughput", queue_items)
+        read = None
+        if throughput and reading:
+            from reviewer.scripted_reviewer import READING_RUNS, measure_reading
+
+            click.echo(
+                f"reading {reading_items} pairs at 80x24, {len(READING_RUNS)} ways, by script…",
+                err=True,
+            )
+            read = measure_reading(root / "reading", reading_items, source=reading_from)
 
     import textual
 
@@ -394,6 +437,8 @@ def bench_review(
     ]
     if worked is not None:
         goals.append(_echo_throughput(*worked))
+    if read is not None:
+        goals.append(_echo_reading(*read, reading_from))
     click.echo("")
     click.echo("goals: " + "; ".join(goals))
 
@@ -422,6 +467,33 @@ def _echo_throughput(queue, before, bulk) -> str:
         raise click.ClickException("a scripted run signed a verdict it was not given")
     ok = bulk.keys_per_decision <= GOAL_KEYS_PER_DECISION
     return f"keys per decision <= {GOAL_KEYS_PER_DECISION}: {_verdict(ok)}"
+
+
+def _echo_reading(queue, runs, source: Path | None) -> str:
+    """Prints the reading runs against the first (texts whole); gives the verdict of the
+    best one."""
+    made = "made near-duplicates" if source is None else f"flagged pairs of {source}"
+    click.echo(
+        f"reading at 80x24      {len(queue.verdicts)} {made}, each read to the end of its "
+        "texts (Ctrl+D counted) before its verdict"
+    )
+    reference = runs[0]
+    click.echo(
+        f"                      ratio: keys per decision of the {reference.mode} run over "
+        "this run's"
+    )
+    for run in runs:
+        fewer = reference.keys_per_decision / run.keys_per_decision
+        click.echo(
+            f"                      {run.mode:<19}  {run.keys_per_decision:5.2f} keys/decision "
+            f"({run.navigation} deciding nothing)  ratio {fewer:5.2f}x  "
+            f"{'every verdict as scripted' if run.correct else 'WRONG VERDICTS SIGNED'}"
+        )
+    if not all(run.correct for run in runs):
+        raise click.ClickException("a scripted run signed a verdict it was not given")
+    best = min(runs, key=lambda run: run.keys_per_decision)
+    ok = best.keys_per_decision <= GOAL_KEYS_PER_DECISION
+    return f"reading keys per decision <= {GOAL_KEYS_PER_DECISION} ({best.mode}): {_verdict(ok)}"
 
 
 def _verdict(ok: bool) -> str:

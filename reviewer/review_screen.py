@@ -166,6 +166,11 @@ class ReviewScreen(Screen):
         # nothing until the cursor moves (a held key must not re-sign it).
         self.ended_at: tuple[str, str] | None = None
         self._triage_first = False  # the score order ranks by triage first here
+        # A flagged pair's texts: one word diff (False) or both whole (True), for every
+        # item until switched back.
+        self.full_texts = False
+        # The item the detail pane shows: another one starts at the pane's top.
+        self._shown: tuple[str, str] | None = None
         # (detail drawn, width, line of each anchor in it): the jump keys' last reading
         self._anchors: tuple[Any, int, dict[str, int]] | None = None
         # Marked items per queue, in the order marked (a dict keeps it), for one bulk
@@ -459,6 +464,7 @@ class ReviewScreen(Screen):
                 filtered = self.view.filters != self.unfiltered()
                 empty = "nothing here under this filter" if filtered else "this queue is empty"
             detail.update(Text(empty))
+            self._shown = None
             return
         item: dict[str, Any] | None = self.ws.item(row.queue, row.item_id)
         history = []
@@ -470,7 +476,12 @@ class ReviewScreen(Screen):
                 + self.ws.subject_history(row.queue, row.item_id),
                 key=lambda rec: rec["seq"],
             )
-        shown = render_detail(item, history)
+        shown = render_detail(
+            item,
+            history,
+            full_texts=self.full_texts,
+            toggle_key=cast(_Keyed, self.app).key_for("review.texts"),
+        )
         members = cluster_members(item["payload"]) if item else []
         if members:
             # The cluster's members are listed at the bottom as text: say, on top, which
@@ -482,13 +493,17 @@ class ReviewScreen(Screen):
             shown = Group(hint, shown)
         detail.update(shown)
         self.view.item_id = row.item_id
+        if self._shown != (row.queue, row.item_id):
+            # Another item opens at its top, in the same step as it is drawn: a reader
+            # scrolling it never races a later reset (drawn again, it stays where it is).
+            self._shown = (row.queue, row.item_id)
+            self.query_one("#detail-pane").scroll_home(animate=False, immediate=True)
 
     @on(QueueList.Highlighted)
     def _highlighted(self, event: QueueList.Highlighted) -> None:
         if event.row is None or (event.row.queue, event.row.item_id) != self.ended_at:
             self.ended_at = None  # the cursor left the last item: the queue goes on
         self.show_detail(event.row)
-        self.query_one("#detail-pane").scroll_home(animate=False)
 
     # -- deciding ---------------------------------------------------------------
     def refuse(self, why: str) -> None:
@@ -925,6 +940,19 @@ class ReviewScreen(Screen):
     def action_detail_scroll(self, direction: int) -> None:
         pane = self.query_one("#detail-pane")
         pane.scroll_relative(y=direction * max(1, pane.size.height // 2), animate=False)
+
+    def action_toggle_texts(self) -> None:
+        """Shows a flagged pair's texts whole, or again as one word diff."""
+        self.full_texts = not self.full_texts
+        self.show_detail(self.queue_list.current)
+        self.say("texts shown whole" if self.full_texts else "texts shown as one word diff")
+
+    def action_toggle_zoom(self) -> None:
+        """Narrows the queue list to each row's status and score, or widens it again: at
+        80 columns the detail then takes 66 instead of 47, and a pair's texts fit."""
+        self.toggle_class("zoomed")
+        zoomed = self.has_class("zoomed")
+        self.say("detail zoomed" if zoomed else "list back")
 
     def action_detail_jump(self, where: str) -> None:
         """Scrolls the detail to its top, its end, its history or the next/previous match."""

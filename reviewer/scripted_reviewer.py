@@ -158,6 +158,46 @@ def realistic_queue(n_items: int = 300, seed: int = 20261201) -> Queue:
     return Queue(items, verdicts, cluster_of, [payloads[n][0] for n in colleague])
 
 
+def reading_queue(n_items: int = 100, source: Path | None = None) -> Queue:
+    """Gives the reading bench's queue, none decided before the session: near-duplicate
+    pairs made here (``reviewer.reading_queue``), or, from a ``source`` workspace, a
+    seeded sample of its flagged pairs (the verdict scripted from each first match's
+    triage: a likely leak accepted, anything else rejected)."""
+    from engine.workspace import BacklogItem
+    from reviewer.reading_queue import pairs
+
+    made = pairs(n_items) if source is None else _sampled_pairs(source, n_items)
+    items = [BacklogItem.make(QUEUE, i, "bench-throughput", p) for i, p, _ in made]
+    return Queue(items, {i: v for i, _, v in made}, {}, [])
+
+
+def _sampled_pairs(source: Path, n_items: int) -> list[tuple[str, dict[str, Any], str]]:
+    import json
+
+    from engine.workspace import Workspace
+
+    with Workspace.open(source, read_only=True) as ws:
+        rows = ws.conn.execute(
+            "SELECT item_id, payload FROM items WHERE queue = ? ORDER BY item_id", (QUEUE,)
+        ).fetchall()
+    # one item per subject: several runs' items of one eval item would fold into one row
+    # and share its decision
+    by_subject: dict[str, tuple[str, dict[str, Any]]] = {}
+    for item_id, raw in rows:
+        payload = json.loads(raw)
+        by_subject.setdefault(json.dumps(payload.get("subject", item_id)), (item_id, payload))
+    if not by_subject:
+        raise SealdeskError(f"{source}: no flagged pairs to read")
+    kept = list(by_subject.values())
+    picked = random.Random(20261206).sample(kept, min(n_items, len(kept)))
+    out = []
+    for item_id, payload in picked:
+        first = (payload.get("matches") or [{}])[0]
+        label = (first.get("triage") or {}).get("label")
+        out.append((item_id, payload, "accept" if label == "likely_leak" else "reject"))
+    return out
+
+
 def build(root: Path, queue: Queue) -> tuple[Path, Path]:
     """Gives (workspace, the scripted reviewer's key) after founding a workspace, enrolling
     a colleague and recording the colleague's decisions."""
@@ -220,8 +260,53 @@ def _press(app, key: str) -> None:
     app._driver.send_message(event)
 
 
-async def work(ws_root: Path, key: Path, queue: Queue, bulk: bool) -> Run:
-    """Gives what working the whole queue cost, pressing keys the way ``bulk`` says."""
+_ALL = "the whole detail"
+
+
+async def _read(app, review, pilot) -> int:
+    """Scrolls the detail (Ctrl+D, half a pane a key) until the line after the current
+    pair's texts is on screen, as a person reading both to the end would; gives the
+    keys pressed."""
+    from rich.console import Group
+    from textual.containers import VerticalScroll
+    from textual.widgets import Static
+
+    from reviewer.panes.anchors import TEXTS_END, Anchor, anchor_lines
+
+    pane = review.query_one("#detail-pane", VerticalScroll)
+    detail = review.query_one("#detail", Static)
+    await pilot.pause()  # the item just drawn is laid out before its height is read
+    drawn = detail.content
+    lines = anchor_lines(Group(drawn, Anchor(_ALL)), detail.content_size.width)
+    end = lines.get(f"{TEXTS_END}1")
+    if end is None:
+        raise SealdeskError("the pair's texts are not in the detail pane")
+    # laid out: the pane is as tall as the item drawn, so it scrolls as far as it reaches
+    await _until(lambda: detail.content is drawn and detail.content_size.height == lines[_ALL])
+    pressed = 0
+    while end > pane.scroll_y + pane.scrollable_content_region.height:
+        at = pane.scroll_y
+        _press(app, "ctrl+d")
+        pressed += 1
+        await _until(lambda at=at: pane.scroll_y > at)
+    return pressed
+
+
+async def work(
+    ws_root: Path,
+    key: Path,
+    queue: Queue,
+    bulk: bool,
+    *,
+    size: tuple[int, int] = (120, 36),
+    reading: bool = False,
+    whole: bool = False,
+    zoom: bool = False,
+) -> Run:
+    """Gives what working the whole queue cost, pressing keys the way ``bulk`` says.
+    With ``reading``, each pair's texts are read to their end before its verdict (the
+    scrolling counted), shown as one word diff, or whole with ``whole``; with ``zoom``
+    the detail is zoomed first (one key for the session)."""
     from textual.widgets import OptionList
 
     from engine.sqlitedb import connect
@@ -242,12 +327,20 @@ async def work(ws_root: Path, key: Path, queue: Queue, bulk: bool) -> Run:
 
     app = ReviewApp(ws, open_session(ws, key=str(key)))
     keys = navigation = 0
-    async with app.run_test(size=(120, 36)) as pilot:
+    async with app.run_test(size=size) as pilot:
         review = app.review
         listed = review.queue_list
         await _until(lambda: review.first_ready is not None)
         await pilot.pause()
         start = time.perf_counter()
+        if whole:
+            _press(app, "w")
+            keys, navigation = keys + 1, navigation + 1
+            await _until(lambda: review.full_texts)
+        if zoom:
+            _press(app, "z")
+            keys, navigation = keys + 1, navigation + 1
+            await _until(lambda: review.has_class("zoomed"))
         while signed() < todo:
             row = listed.current
             if row is None:
@@ -259,6 +352,10 @@ async def work(ws_root: Path, key: Path, queue: Queue, bulk: bool) -> Run:
                 await _until(lambda at=at: listed.cursor == at + 1)
                 continue
             verdict_key = "a" if queue.verdicts[row.item_id] == "accept" else "x"
+            if reading:
+                await _until(lambda row=row: review.view.item_id == row.item_id)
+                scrolled = await _read(app, review, pilot)
+                keys, navigation = keys + scrolled, navigation + scrolled
             before = signed()
             if bulk and row.item_id in queue.cluster_of:
                 _press(app, "c")
@@ -287,14 +384,68 @@ async def work(ws_root: Path, key: Path, queue: Queue, bulk: bool) -> Run:
     watcher.close()
     ws.close()
     expected = {i: v for i, v in queue.verdicts.items() if i not in set(queue.colleague)}
+    mode = "with bulk" if bulk else "one at a time"
+    if reading:
+        mode = ("whole texts" if whole else "word diff") + (", zoomed" if zoom else "")
     return Run(
-        "with bulk" if bulk else "one at a time",
+        mode,
         keys,
         navigation,
         len(decided),
         seconds,
         decided == expected,
     )
+
+
+def _on_copy(root: Path, name: str, ws_root: Path, run):
+    """Runs ``run(copy)`` on a fresh copy of the built workspace, with the app's receipts
+    in a state directory of the copy's own (both copies share a workspace id)."""
+    from engine.backup import backup_workspace
+    from engine.workspace import Workspace
+
+    copy = root / name
+    with Workspace.open(ws_root, read_only=True) as built:
+        backup_workspace(built, copy)  # a database is copied only through SQLite
+    saved = os.environ.get("XDG_STATE_HOME")
+    os.environ["XDG_STATE_HOME"] = str(root / f"state-{name}")
+    try:
+        return run(copy)
+    finally:
+        if saved is None:
+            os.environ.pop("XDG_STATE_HOME", None)
+        else:
+            os.environ["XDG_STATE_HOME"] = saved
+
+
+# The reading runs: (copy's name, texts whole, detail zoomed). The first is the
+# reference: how a pair was read before the word diff.
+READING_RUNS = (
+    ("whole", True, False),
+    ("whole-zoomed", True, True),
+    ("diff", False, False),
+    ("diff-zoomed", False, True),
+)
+
+
+def measure_reading(
+    root: Path, n_items: int, size: tuple[int, int] = (80, 24), source: Path | None = None
+) -> tuple[Queue, list[Run]]:
+    """Gives the reading queue (``reading_queue``) and its runs at ``size``
+    (``READING_RUNS``), each reading every pair's texts to their end before deciding it."""
+    queue = reading_queue(n_items, source)
+    ws_root, key = build(root / "built", queue)
+    runs = [
+        _on_copy(
+            root,
+            name,
+            ws_root,
+            lambda copy, whole=whole, zoom=zoom: asyncio.run(
+                work(copy, key, queue, False, size=size, reading=True, whole=whole, zoom=zoom)
+            ),
+        )
+        for name, whole, zoom in READING_RUNS
+    ]
+    return queue, runs
 
 
 def measure(root: Path, n_items: int) -> tuple[Queue, Run, Run]:

@@ -65,7 +65,6 @@ def header(item: dict[str, Any]) -> RenderableType:
         out.append(f"\n{REOPENED_GLYPH} {visible(item['reopened'].get('text', ''))}", style="bold")
     else:
         out.append("\n· undecided", style="bold")
-    out.append("\n")
     # The title and the id line are cut at the pane's edge rather than wrapped: wrapped,
     # they took six lines of an 80-column screen, above the evidence the item is about.
     lines = out.split("\n", allow_blank=True)
@@ -74,8 +73,12 @@ def header(item: dict[str, Any]) -> RenderableType:
     return Group(identity, Text("\n").join(lines[2:]))
 
 
-def render_payload(queue: str, payload: Any) -> RenderableType:
-    """Gives the queue's pane for a payload, or its JSON when the pane cannot show it."""
+def render_payload(
+    queue: str, payload: Any, *, full_texts: bool = False, toggle_key: str = "w"
+) -> RenderableType:
+    """Gives the queue's pane for a payload, or its JSON when the pane cannot show it.
+    A flagged pair's texts are one word diff, or whole with ``full_texts`` (``toggle_key``
+    switches, and the pane says so)."""
     pane = PANES.get(queue)
     if pane is None or not isinstance(payload, dict):
         return Group(
@@ -95,6 +98,8 @@ def render_payload(queue: str, payload: Any) -> RenderableType:
             raw_json(payload),
         )
     try:
+        if pane is flagged:
+            return flagged.render(payload, full_texts=full_texts, toggle_key=toggle_key)
         return pane.render(payload)
     except Exception as exc:  # noqa: BLE001 - same: show it rather than crash
         return Group(
@@ -139,13 +144,24 @@ def render_history(history: list[dict[str, Any]]) -> RenderableType:
     return section("history", lines)
 
 
-def render_detail(item: dict[str, Any] | None, history: list[dict[str, Any]]) -> RenderableType:
+def render_detail(
+    item: dict[str, Any] | None,
+    history: list[dict[str, Any]],
+    *,
+    full_texts: bool = False,
+    toggle_key: str = "w",
+) -> RenderableType:
     """Gives the whole detail pane of an item: header, its queue's pane, its history."""
     if item is None:
         return Text("no item selected", style="italic")
     return Group(
         header(item),
-        render_payload(item.get("queue", ""), item.get("payload")),
+        render_payload(
+            item.get("queue", ""),
+            item.get("payload"),
+            full_texts=full_texts,
+            toggle_key=toggle_key,
+        ),
         Text(""),
         Anchor(HISTORY),
         render_history(history),

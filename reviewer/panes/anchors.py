@@ -15,6 +15,7 @@ from rich.console import Console, ConsoleOptions, Group, RenderResult
 
 HISTORY = "history"
 MATCH = "match:"
+TEXTS_END = "texts-end:"
 
 
 class Anchor:
@@ -30,6 +31,12 @@ class Anchor:
 def match_anchor(n: int) -> Anchor:
     """Gives the anchor of match n (1-based)."""
     return Anchor(f"{MATCH}{n}")
+
+
+def texts_end_anchor(n: int) -> Anchor:
+    """Gives the anchor just after match n's texts (1-based): reading them whole means
+    scrolling until this line is on screen."""
+    return Anchor(f"{TEXTS_END}{n}")
 
 
 def anchor_lines(renderable: Any, width: int) -> dict[str, int]:

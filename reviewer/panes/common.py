@@ -13,6 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from engine.terminal_text import visible
+from reviewer.panes.anchors import Anchor
 
 MAX_JSON_CHARS = 40_000
 MAX_TEXT_CHARS = 20_000
@@ -148,5 +149,8 @@ def indent(body: RenderableType) -> Padding:
 
 
 def section(title: str, *body: RenderableType) -> Group:
-    """Gives a heading followed by its indented body and a blank line."""
-    return Group(heading(title), *(indent(b) for b in body), Text(""))
+    """Gives a heading followed by its indented body and a blank line (an anchor among
+    the body stays as it is, so the jump keys still find it)."""
+    return Group(
+        heading(title), *(b if isinstance(b, Anchor) else indent(b) for b in body), Text("")
+    )

@@ -2,10 +2,11 @@
 
 The pane opens on the verdict-relevant facts (the triage, the channels, each
 score against the threshold that flags it, the numbers of both texts), so they
-are on the first screen even at 80x24; the two texts follow, side by side from
-a 100-column terminal. A pair the scan's judge was asked about shows what it
-suggests last among the facts, marked as a suggestion: it is a model's
-reading, never the label or the decision.
+are on the first screen even at 80x24; the two texts follow as one word diff
+(shared runs folded, differing words marked: ``reviewer.panes.word_diff``), or,
+one key away, whole and side by side from a 100-column terminal. A pair the
+scan's judge was asked about shows what it suggests last among the facts,
+marked as a suggestion: it is a model's reading, never the label or the decision.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from rich.console import Group, RenderableType
 from rich.text import Text
 
 from engine.terminal_text import visible
-from reviewer.panes.anchors import match_anchor
+from reviewer.panes import word_diff
+from reviewer.panes.anchors import match_anchor, texts_end_anchor
 from reviewer.panes.common import (
     SideBySide,
     as_list,
@@ -44,6 +46,8 @@ _SCORES = (
 _LABEL_WIDTH = 14
 # Side by side once the pane is this wide: a 100-column terminal gives it ~56.
 _SIDE_BY_SIDE = 52
+# Numbers listed per side before "… n more".
+_NUMBERS_SHOWN = 8
 # A judge's reason is a model's text: shown whole up to here.
 _REASON_CHARS = 400
 _SUGGESTS = {"same_problem": "same problem", "different_problem": "different problem"}
@@ -105,52 +109,65 @@ def _against(value: Any, limit: Any) -> str:
     return f"{shown} < {number(limit)}"
 
 
-def _names(values: Any) -> str:
-    return ", ".join(visible(v) for v in as_list(values)) or "none"
+def _names(values: Any, most: int | None = None) -> str:
+    """Gives values comma-separated, after the first ``most`` only how many more."""
+    shown = [visible(v) for v in as_list(values)]
+    if most is not None and len(shown) > most:
+        return ", ".join(shown[:most]) + f" … {len(shown) - most} more"
+    return ", ".join(shown) or "none"
 
 
-def facts(match: dict[str, Any], thresholds: dict[str, Any]) -> Text:
+def facts(match: dict[str, Any], thresholds: dict[str, Any], *, lists: bool = True) -> Text:
     """Gives what decides a match, first: its triage, channels, each score against the
-    threshold that flags it, the numbers of both texts, and whether only numbers differ."""
+    threshold that flags it, the numbers of both texts, and whether only numbers differ.
+    Without ``lists`` (the texts shown as one word diff, which marks every number and
+    word that differs, by side) the numbers of each side and the "differ in" row are
+    left out and only how many numbers the match keeps is said."""
     out = Text()
     triage = get(match, "triage")
     if isinstance(triage, dict):
         word, style = _TRIAGE.get(str(get(triage, "label")), (visible(get(triage, "label")), ""))
         _row(out, "triage", "")
         out.append(word, style=style)
+        if not lists:
+            # what the triage rests on, beside it: the diff shows the numbers themselves
+            out.append(f" · kept {_kept(triage)}")
     channels = as_list(get(match, "channels", "channel"))
     via = as_list(get(match, "via"))
     _row(out, "channels", _names(channels) + (f" via {_names(via)}" if via else ""))
     for label, value, limit in _scores(match):
         if limit is not None:
             _row(out, label, _against(value, get(thresholds, limit)))
-    if isinstance(triage, dict):
+    if isinstance(triage, dict) and lists:
         # by side: this item's, then the match's (a pool document, or another eval item
         # for a duplicate inside the eval set, which "eval" alone would not tell apart)
         kind = get(match, "kind", default="match")
         side = "other eval" if kind == "eval" else visible(kind)
-        _row(out, "numbers", f"this item {_names(get(triage, 'eval'))}")
-        _row(out, "", f"{side} {_names(get(triage, 'match'))}")
-        eval_numbers = as_list(get(triage, "eval"))
-        weighted = get(triage, "weighted_kept")
-        # rare numbers weigh more than small counts: the share of weight kept says how much
-        weight = ""
-        if isinstance(weighted, int | float) and not isinstance(weighted, bool):
-            weight = f", {round(weighted * 100)}% of their weight"
-        _row(
-            out,
-            "kept",
-            f"{number(get(triage, 'shared'))} of {len(eval_numbers)} eval numbers{weight}"
-            if eval_numbers
-            else "no numbers in the eval text",
-        )
+        # a long list (a pool document's worked answer) is cut to its first numbers: the
+        # kept count below says how many the match keeps, the texts show where
+        _row(out, "numbers", f"this item {_names(get(triage, 'eval'), _NUMBERS_SHOWN)}")
+        _row(out, "", f"{side} {_names(get(triage, 'match'), _NUMBERS_SHOWN)}")
+        _row(out, "kept", _kept(triage))
     numbers_only = get(match, "numbers_only", "only_numbers_differ", "numbers_only_differ")
-    if numbers_only is not None:
+    if numbers_only is not None and lists:
         _row(out, "differ in", "numbers only" if numbers_only else "words, not only numbers")
     judge = get(match, "judge")
     if isinstance(judge, dict):
         suggestion(out, judge)
     return out
+
+
+def _kept(triage: dict[str, Any]) -> str:
+    """Gives how many of the eval text's numbers the match keeps, and how much of their
+    weight (rare numbers weigh more than small counts), when the scan said."""
+    eval_numbers = as_list(get(triage, "eval"))
+    if not eval_numbers:
+        return "no numbers in the eval text"
+    weighted = get(triage, "weighted_kept")
+    weight = ""
+    if isinstance(weighted, int | float) and not isinstance(weighted, bool):
+        weight = f", {round(weighted * 100)}% by weight"
+    return f"{number(get(triage, 'shared'))}/{len(eval_numbers)} numbers{weight}"
 
 
 def suggestion(out: Text, judge: dict[str, Any]) -> None:
@@ -186,23 +203,45 @@ def _more_scores(match: dict[str, Any], thresholds: dict[str, Any]) -> list[tupl
     return out
 
 
+def _diff(ev: dict[str, Any], match: dict[str, Any], toggle_key: str) -> tuple[Text, Text]:
+    """Gives the pair's two texts as one word diff, and the line under it saying which
+    marker is which text, how many words they share and which key shows them whole."""
+    a, b = get(ev, "text", default=""), get(match, "text", default="")
+    kind = get(match, "kind", default="pool")
+    key = word_diff.legend("eval", "other eval" if kind == "eval" else visible(kind))
+    shared = word_diff.counts(a, b).shared
+    key.append(f" · {shared} word{'' if shared == 1 else 's'} shared", style="bold")
+    key.append(f" · {toggle_key} whole texts", style="italic")
+    return word_diff.render(a, b), key
+
+
 def render_match(
     ev: dict[str, Any],
     match: dict[str, Any],
     n: int,
     total: int,
     thresholds: dict[str, Any] | None = None,
+    *,
+    full_texts: bool = False,
+    toggle_key: str = "w",
 ) -> Group:
-    """Gives one match: the facts that decide it, then both texts side by side with the
-    spans they share marked."""
-    eval_spans, match_spans = shared_spans(get(match, "shared_spans", "spans", "overlaps"))
-    left = cut(highlight(get(ev, "text", default=""), eval_spans))
-    right = cut(highlight(get(match, "text", default=""), match_spans))
+    """Gives one match: the facts that decide it, then the two texts as one word diff
+    (or, with ``full_texts``, both whole and side by side with the spans they share
+    marked)."""
     title = f"match {n} of {total}: {_who(match, 'pool')}"
-    body: list[RenderableType] = [
-        facts(match, thresholds or {}),
-        SideBySide((_who(ev, "eval"), left), (_who(match, "pool"), right), _SIDE_BY_SIDE),
-    ]
+    body: list[RenderableType] = [facts(match, thresholds or {}, lists=full_texts)]
+    eval_spans, match_spans = shared_spans(get(match, "shared_spans", "spans", "overlaps"))
+    if full_texts:
+        left = cut(highlight(get(ev, "text", default=""), eval_spans))
+        right = cut(highlight(get(match, "text", default=""), match_spans))
+        body.append(
+            SideBySide((_who(ev, "eval"), left), (_who(match, "pool"), right), _SIDE_BY_SIDE)
+        )
+        body.append(texts_end_anchor(n))
+        body.append(Text(f"{toggle_key} word diff", style="italic"))
+    else:
+        diff, key = _diff(ev, match, toggle_key)
+        body += [diff, texts_end_anchor(n), key]
     extra = fields(
         [
             *_more_scores(match, thresholds or {}),
@@ -285,9 +324,12 @@ def _verdict(payload: dict[str, Any], matches: list[dict[str, Any]]) -> Text | N
     return out
 
 
-def render(payload: dict[str, Any]) -> RenderableType:
+def render(
+    payload: dict[str, Any], *, full_texts: bool = False, toggle_key: str = "w"
+) -> RenderableType:
     """Gives the flagged-pair pane for a payload this module understands: the verdict
-    and the first match's facts open it, then each match, each after its anchor."""
+    and the first match's facts open it, then each match, each after its anchor; each
+    match's texts as one word diff, or whole with ``full_texts``."""
     ev = payload["eval"]
     matches = _matches(payload)
     thresholds = get(payload, "thresholds", default={})
@@ -298,7 +340,11 @@ def render(payload: dict[str, Any]) -> RenderableType:
         parts.append(verdict)
     for n, match in enumerate(matches, start=1):
         parts.append(match_anchor(n))
-        parts.append(render_match(ev, match, n, len(matches), thresholds))
+        parts.append(
+            render_match(
+                ev, match, n, len(matches), thresholds, full_texts=full_texts, toggle_key=toggle_key
+            )
+        )
     if not matches:
         parts.append(
             section(
@@ -308,7 +354,8 @@ def render(payload: dict[str, Any]) -> RenderableType:
     for extra in (render_cluster(payload), _probe(payload), _provenance(payload)):
         if extra is not None:
             parts.append(extra)
-    legend = Text("shared n-gram spans are shown ", style="italic")
-    legend.append("like this", style=SHARED_STYLE)
-    parts.append(legend)
+    if full_texts or not matches:
+        legend = Text("shared n-gram spans are shown ", style="italic")
+        legend.append("like this", style=SHARED_STYLE)
+        parts.append(legend)
     return Group(*parts)

@@ -53,3 +53,43 @@ def test_bench_review_throughput_works_the_queue_both_ways_and_bulk_takes_fewer_
     assert bulk < before, out
     assert re.search(r"with bulk\s+.*\s+\d+ decisions/min", out), out
     assert "keys per decision <= 1.2: met" in out
+
+
+def _reading(out: str, mode: str) -> tuple[float, int]:
+    match = re.search(rf"{mode}\s+([\d.]+) keys/decision \((\d+) deciding nothing\)", out)
+    assert match, out
+    return float(match.group(1)), int(match.group(2))
+
+
+@pytest.mark.slow
+def test_bench_review_reading_reads_every_pair_to_its_end_and_the_diff_needs_fewer_keys(
+    sealdesk,
+):
+    proc = sealdesk(
+        "bench",
+        "review",
+        "--items",
+        "100",
+        "--decisions",
+        "3",
+        "--runs",
+        "1",
+        "--throughput",
+        "--queue-items",
+        "20",
+        "--reading",
+        "--reading-items",
+        "40",
+        check=True,
+    )
+    out = proc.stdout
+    assert re.search(r"reading at 80x24\s+40 made near-duplicates", out), out
+    # every run signed the script's verdict on every pair (the ledger checked after it)
+    assert out.count("every verdict as scripted") == 2 + 4, out
+    whole, whole_scrolled = _reading(out, "whole texts  ")
+    diff, diff_scrolled = _reading(out, "word diff  ")
+    zoomed, _ = _reading(out, "word diff, zoomed")
+    # whole 40-to-120-word texts stacked at 80x24 do not fit: reading them scrolls
+    assert whole_scrolled > 40, out
+    assert diff_scrolled < whole_scrolled and diff < whole and zoomed <= diff, out
+    assert re.search(r"reading keys per decision <= 1.2 \(word diff, zoomed\): (met|MISSED)", out)

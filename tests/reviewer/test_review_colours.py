@@ -4,8 +4,9 @@ The app runs in tmux (as people run it), and the screen is read back with its
 colours and attributes (``capture-pane -e``): on every built-in theme, at 16
 colours, 256 and truecolor, with and without NO_COLOR, no text is drawn in its
 own background's colour (on a dark or a light terminal profile alike), and
-each highlight (the cursor row, the shared spans of a pair, the field being
-edited in a dialog) differs from plain text by an attribute or a colour.
+each highlight (the cursor row, each side's own words in a pair's word diff,
+the shared spans of its whole texts, the field being edited in a dialog)
+differs from plain text by an attribute or a colour.
 """
 
 from __future__ import annotations
@@ -79,15 +80,23 @@ def marked(highlight: set[Pen], plain: set[Pen]) -> bool:
 def test_text_and_highlights_are_visible(tmux, desk, tmp_path, theme, terminal, no_color):
     _start(tmux, desk, tmp_path, theme, terminal, no_color)
     review = _capture(tmux)
+    tmux.keys("app", "w")  # the pair's texts whole, with their shared spans marked
+    tmux.wait_for("app", "spans are shown")
+    whole = _capture(tmux)
     tmux.keys("app", "f")
     tmux.wait_for("app", "decided by")
     dialog = _capture(tmux)
 
     assert unreadable(review) == []
+    assert unreadable(whole) == []
     assert unreadable(dialog) == []
     # The cursor row (the first undecided pair) against the row below it.
     assert marked(pens(review, "1.000 pair 0"), pens(review, "0.968 pair 1"))
+    # The word diff ("eval text 0" against "pool text 0"): each side's own word against
+    # the words both share.
+    assert marked(pens(review, "[-eval-]"), pens(review, "text 0"))
+    assert marked(pens(review, "{+pool+}"), pens(review, "text 0"))
     # The spans a pair shares, against the sentence around the legend's sample.
-    assert marked(pens(review, "like this"), pens(review, "spans are shown"))
+    assert marked(pens(whole, "like this"), pens(whole, "spans are shown"))
     # The filter field being edited (status) against one that is not (decided by).
     assert marked(pens(dialog, "any status"), pens(dialog, "anyone"))

@@ -13,7 +13,7 @@ import pytest
 from engine.workspace import Workspace
 from reviewer.app import ReviewApp
 from reviewer.session import read_only_session
-from tests.support.review_app import detail_on_screen, settle
+from tests.support.review_app import detail_on_screen, screen_lines, settle
 from tests.support.review_payloads import evidence_items
 
 # In the queue's default order: the ten-match item (a containment copy scores 1.0)
@@ -59,26 +59,54 @@ async def test_the_first_screen_at_80x24_shows_what_decides_an_embedding_only_ma
     async with app.run_test(size=(80, 24)) as pilot:
         await _on(pilot, EMBEDDED)
         seen = _seen(app)
+        await pilot.press("w")
+        await settle(pilot, lambda: "numbers       this item 50, 4, 2" in _seen(app))
+        whole = _seen(app)
     for fact in (
-        "triage        likely leak",
+        "triage        likely leak · kept 3/3 numbers",
         "channels      embed",
         # every score against the threshold it is flagged at: only the cosine flags it
         "exact Jaccard 0.000 < 0.800",
         "containment   0.000 < 0.500",
         "cosine        0.852 ≥ 0.797 flags",
+        # the pair as one word diff, first word to last: the whole pair on one screen
+        "[-There were-] {+The server room began the",
+        "{+week closes?+}",
+    ):
+        assert fact in seen, f"{fact!r} is not on the first screen:\n{seen}"
+    for fact in (
         "numbers       this item 50, 4, 2",
         "pool 50, 4, four days, 2",
-        "kept          3 of 3 eval numbers",
+        "kept          3/3 numbers",
         "differ in     words, not only numbers",
         "There were 50 computers in the server",
     ):
-        assert fact in seen, f"{fact!r} is not on the first screen:\n{seen}"
+        assert fact in whole, f"{fact!r} is not on the first screen of the whole texts:\n{whole}"
+
+
+async def test_w_shows_the_texts_whole_and_again_as_one_word_diff(evidence):
+    app = _app(evidence)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _on(pilot, EMBEDDED)
+        assert "[-There were-]" in _seen(app) and "╭─ eval" not in _seen(app)
+        await pilot.press("w")
+        await settle(pilot, lambda: "╭─ eval q-computers" in _seen(app))
+        assert app.review.message == "texts shown whole"
+        # the choice holds for the next item until switched back
+        await pilot.press("k")
+        await settle(pilot, lambda: app.review.queue_list.current.item_id == TEN)
+        assert "╭─ eval q-computers" in _seen(app)
+        await pilot.press("w")
+        await settle(pilot, lambda: "╭─ eval" not in _seen(app))
+        assert app.review.message == "texts shown as one word diff"
 
 
 async def test_from_100_columns_the_two_texts_stand_side_by_side(evidence):
     app = _app(evidence)
     async with app.run_test(size=(100, 32)) as pilot:
         await _on(pilot, EMBEDDED)
+        await pilot.press("w")
+        await settle(pilot, lambda: any("╭─ eval" in line for line in detail_on_screen(app.review)))
         lines = detail_on_screen(app.review)
     both = [line for line in lines if "eval q-computers" in line and "pool doc-016" in line]
     assert both, "\n".join(lines)
@@ -123,8 +151,7 @@ async def test_the_last_match_and_the_history_are_one_key_away(evidence):
         for _ in range(9):
             await pilot.press("full_stop")
         await settle(pilot, lambda: _first_line(app).startswith("match 10 of 10: pool doc-044"))
-        assert "triage        template sibling" in _seen(app)
-        assert "kept          0 of 3 eval numbers" in _seen(app)
+        assert "triage        template sibling · kept 0/3" in _seen(app)
         await pilot.press("full_stop")
         await settle(
             pilot, lambda: app.review.message == "fp-ten: no match after this one (10 in all)"
@@ -192,3 +219,25 @@ async def test_the_read_only_banner_is_read_whole_at_80_columns(evidence):
         await _on(pilot, TEN)
         top = " ".join(" ".join(line.split()) for line in screen_lines(app)[:3])
     assert f"READ-ONLY: {reason}. Browsing works; decisions are refused." in top, top
+
+
+async def test_z_zooms_the_detail_and_the_list_still_moves_by_j(evidence):
+    app = _app(evidence)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _on(pilot, TEN)
+        pane = app.review.query_one("#detail-pane")
+        narrow = pane.region.width
+        await pilot.press("z")
+        await settle(pilot, lambda: pane.region.width > narrow)
+        assert app.review.message == "detail zoomed"
+        # the list keeps each row's status and score at the left edge, and the focus
+        rows = [line[:9] for line in screen_lines(app)[1:4]]
+        assert rows == [" ·  1.000", " ·  0.852", "         "], rows
+        assert pane.region.width >= 64 > narrow
+        await pilot.press("j")
+        await settle(pilot, lambda: app.review.queue_list.current.item_id == EMBEDDED)
+        # the pair of the embedded match, whole, on the zoomed first screen
+        assert "{+week closes?+}" in _seen(app)
+        await pilot.press("z")
+        await settle(pilot, lambda: pane.region.width == narrow)
+        assert app.review.message == "list back"

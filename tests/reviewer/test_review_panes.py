@@ -66,7 +66,7 @@ def test_the_eval_and_match_texts_are_highlighted_at_the_producers_offsets():
 
 
 def test_flagged_pair_pane_shows_scores_channels_probe_and_provenance():
-    text = plain(render_payload("flagged_pairs", P.flagged_pair()))
+    text = plain(render_payload("flagged_pairs", P.flagged_pair(), full_texts=True))
     for shown in (
         "channels      ngram, embedding",
         "MinHash Jaccard (estimate): 0.620",
@@ -83,7 +83,7 @@ def test_flagged_pair_pane_shows_scores_channels_probe_and_provenance():
 def test_a_cluster_lists_every_member_in_either_shape():
     text = plain(render_payload("flagged_pairs", P.duplicate_cluster()))
     assert "cluster: 3 members" in text and "eval q-305 (#305): What is 12 times 14?" in text
-    text = plain(render_payload("flagged_pairs", P.contamination_producer_pair()))
+    text = plain(render_payload("flagged_pairs", P.contamination_producer_pair(), full_texts=True))
     assert "cluster: 2 members" in text and "eval q-91 (#91)" in text
     assert "differ in     numbers only" in text and "containment   0.600" in text
 
