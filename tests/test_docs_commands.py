@@ -287,12 +287,13 @@ class Page:
         raise AssertionError(f"{command.id} is not a command of its page")
 
     def _run(self, command: Command) -> subprocess.CompletedProcess:
+        state, cwd = shlex.quote(str(self.state)), shlex.quote(str(self.cwd))
         script = (
-            f'. {shlex.quote(str(self.state))} 2>/dev/null; cd "$(cat {shlex.quote(str(self.cwd))})"\n'
+            f'. {state} 2>/dev/null; cd "$(cat {cwd})"\n'
             "set -o pipefail\n"
             f"eval {shlex.quote(command.text)}\n"
             "rc=$?\n"
-            f"export -p > {shlex.quote(str(self.state))}; pwd > {shlex.quote(str(self.cwd))}\n"
+            f"export -p > {state}; pwd > {cwd}\n"
             "exit $rc\n"
         )
         return subprocess.run(
@@ -354,21 +355,30 @@ def sealdesk_argv(text: str) -> list[list[str]]:
 
 
 def parses(argv: list[str]) -> None:
-    """Resolves a sealdesk command line with click, calling nothing: an unknown command or
-    option, or a wrong number of arguments, raises a click error."""
+    """Resolves a sealdesk command line with click's own parser, calling nothing and
+    converting no value (a file may be on another host): an unknown command or option, an
+    option without its value, or a word left over raises a click error."""
     from reviewer.main import tree
 
     cmd: click.Command = tree()
-    ctx = cmd.make_context("sealdesk", list(argv), resilient_parsing=True)
-    args = [*ctx._protected_args, *ctx.args] if hasattr(ctx, "_protected_args") else ctx.args
-    while isinstance(cmd, click.Group) and args:
-        name, sub, rest = cmd.resolve_command(ctx, args)
-        assert sub is not None, f"no command {name!r}"
-        ctx = sub.make_context(name, rest, parent=ctx, resilient_parsing=True)
-        cmd = sub
-        args = [*getattr(ctx, "_protected_args", []), *ctx.args] if isinstance(sub, click.Group) else []
-    if ctx.args and not isinstance(cmd, click.Group):
-        raise click.UsageError(f"unexpected extra argument(s) {ctx.args}")
+    ctx = click.Context(cmd, info_name="sealdesk")
+    words = list(argv)
+    while True:
+        _, rest, _ = cmd.make_parser(ctx).parse_args(args=words)
+        if not isinstance(cmd, click.Group):
+            if rest:
+                raise click.UsageError(f"unexpected extra argument(s) {rest}", ctx)
+            return
+        default = getattr(cmd, "default_cmd_name", None)
+        if rest and cmd.get_command(ctx, rest[0]) is None and default:
+            rest.insert(0, default)
+        if not rest:
+            raise click.UsageError(f"{ctx.command_path}: no command given", ctx)
+        sub = cmd.get_command(ctx, rest[0])
+        if sub is None:
+            raise click.UsageError(f"{ctx.command_path}: no command {rest[0]!r}", ctx)
+        ctx = click.Context(sub, info_name=rest[0], parent=ctx)
+        cmd, words = sub, rest[1:]
 
 
 @pytest.mark.parametrize("command", COMMANDS, ids=[c.id for c in COMMANDS])
