@@ -415,3 +415,21 @@ def test_pages_have_commands() -> None:
     """The extraction finds each page's commands (an empty list would pass everything)."""
     for page in PAGES:
         assert COLLECTED[page][0], f"no command found in {page}"
+
+
+def test_shown_output_matches_only_what_was_printed() -> None:
+    """Volatile values match any value of their shape; everything else must be as shown,
+    in order."""
+    printed = (
+        "#39 accept flagged_pairs/fp-1edd3a7ee37c92fb by rita as reviewer 7884e6632ab6\n"
+        "receipt: #39 tree 39 root 14ab073cde27ef14 (1 kept in /h/r/b102bda7-61.jsonl)\n"
+    )
+    shown = [
+        "#39 accept flagged_pairs/fp-0123456789abcdef by rita as reviewer 0123456789ab",
+        "…",
+        "receipt: #39 tree 39 root 0123456789abcdef (1 kept in …)",
+    ]
+    assert missing_lines(shown, printed) == []
+    assert missing_lines(["#40 accept flagged_pairs/fp-1edd3a7ee37c92fb …"], printed)
+    assert missing_lines(["… as adjudicator …"], printed)
+    assert missing_lines(list(reversed(shown)), printed)  # order counts
