@@ -230,7 +230,8 @@ class DemoDir:
 def demo_dir(tmp_path_factory) -> DemoDir:
     """Gives the directory ``make demo`` leaves: sample_data/, .venv/bin/sealdesk (this
     checkout), demo-workspace/ and demo-workspace-receipts/ made by .ci/demo."""
-    require_tool("ssh-keygen")
+    for tool in ("ssh-keygen", "ssh-agent", "jq"):  # what .ci/demo and the pages call
+        require_tool(tool)
     root = tmp_path_factory.mktemp("demo-dir")
     shutil.copytree(REPO / "sample_data", root / "sample_data")
     bin_dir = root / ".venv" / "bin"
