@@ -1,0 +1,72 @@
+"""Nothing cut at 80 columns, driven by keys at 80x24: the status bar, the filter line
+and the jobs panel's header read whole on the terminal as drawn (screen_lines)."""
+
+from __future__ import annotations
+
+import pytest
+
+from reviewer.app import ReviewApp
+from reviewer.jobs_screen import JobsScreen
+from reviewer.session import open_session
+from tests.support.review_app import dialog_text, screen_lines, settle, text_of
+
+SIZE = (80, 24)
+pytestmark = pytest.mark.anyio
+
+
+def drawn(app, selector: str) -> str:
+    """Gives the words a widget of the current screen shows on the terminal, its lines
+    joined: a word cut at the widget's edge, or a line it has no room for, is missing."""
+    box = app.screen.query_one(selector).region
+    lines = screen_lines(app)[box.y : box.bottom]
+    return " ".join(" ".join(line[box.x : box.right].split()) for line in lines)
+
+
+def words(widget) -> str:
+    return " ".join(text_of(widget).split())
+
+
+def rita_app(desk) -> ReviewApp:
+    return ReviewApp(desk.ws, open_session(desk.ws, key=str(desk.rita)))
+
+
+async def test_a_status_message_longer_than_the_bar_leaves_is_read_whole(desk):
+    app = rita_app(desk)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, lambda: app.review.queue_list.current is not None)
+        # status filter "accept" (nothing accepted yet), then Enter: the undecided items
+        # are all outside the filter, and the status bar says how to clear it
+        await pilot.press("s", "s")
+        await settle(pilot, lambda: app.review.view.filters.status == "accept")
+        await pilot.press("enter")
+        await settle(pilot, lambda: "outside the filter" in app.review.message)
+        bar = app.review.query_one("#status-bar")
+        assert len(words(bar)) > 80  # longer than one line of the terminal
+        assert words(bar) == drawn(app, "#status-bar")
+        assert app.review.message in drawn(app, "#status-bar")
+
+
+async def test_the_filter_line_shows_every_filter_in_force(desk):
+    app = rita_app(desk)
+    search = "pair 1 of the numbered pairs"
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, lambda: app.review.queue_list.current is not None)
+        # every run's items, two marked, a search and a status filter: more than three
+        # lines of the queue pane
+        await pilot.press("v", "m", "m", "slash", *search, "enter", "s")
+        line = app.review.query_one("#filter-line")
+        await settle(pilot, lambda: "undecided" in text_of(line) and "shown" in text_of(line))
+        for part in (f"/{search}", "all runs", "2 marked", "status undecided"):
+            assert part in words(line)
+        assert line.size.height > 3
+        assert words(line) == drawn(app, "#filter-line")
+
+
+async def test_the_jobs_panel_header_is_read_whole(desk):
+    app = rita_app(desk)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, lambda: app.review.queue_list.current is not None)
+        await pilot.press("b")
+        await settle(pilot, lambda: isinstance(app.screen, JobsScreen))
+        shown = dialog_text(app)
+    assert "Engine runs · Enter starts one · Ctrl+K cancels the newest · Esc closes" in shown
