@@ -18,6 +18,7 @@ from rich.text import Text
 from engine.terminal_text import visible
 from reviewer.panes.anchors import match_anchor
 from reviewer.panes.common import (
+    Facts,
     SideBySide,
     as_list,
     boxed,
@@ -86,11 +87,8 @@ def _scores(match: dict[str, Any]) -> list[tuple[str, Any, str | None]]:
     return out
 
 
-def _row(out: Text, label: str, value: str, style: str = "") -> None:
-    if out:
-        out.append("\n")
-    out.append(f"{label:<{_LABEL_WIDTH}}", style="bold")
-    out.append(value, style=style)
+def _row(out: Facts, label: str, value: str, style: str = "") -> None:
+    out.row(f"{label:<{_LABEL_WIDTH}}", value, style)
 
 
 def _against(value: Any, limit: Any) -> str:
@@ -109,10 +107,11 @@ def _names(values: Any) -> str:
     return ", ".join(visible(v) for v in as_list(values)) or "none"
 
 
-def facts(match: dict[str, Any], thresholds: dict[str, Any]) -> Text:
+def facts(match: dict[str, Any], thresholds: dict[str, Any]) -> Facts:
     """Gives what decides a match, first: its triage, channels, each score against the
-    threshold that flags it, the numbers of both texts, and whether only numbers differ."""
-    out = Text()
+    threshold that flags it, the numbers of both texts, and whether only numbers differ.
+    A value too long for the pane wraps under itself (Facts)."""
+    out = Facts()
     triage = get(match, "triage")
     if isinstance(triage, dict):
         word, style = _TRIAGE.get(str(get(triage, "label")), (visible(get(triage, "label")), ""))
@@ -153,7 +152,7 @@ def facts(match: dict[str, Any], thresholds: dict[str, Any]) -> Text:
     return out
 
 
-def suggestion(out: Text, judge: dict[str, Any]) -> None:
+def suggestion(out: Facts, judge: dict[str, Any]) -> None:
     """Adds the judge's rows: what it suggests and why, or why it could not say, and that
     this is a model's suggestion (every string from the endpoint shown, not obeyed)."""
     model = visible(get(judge, "model", default="the judge"))
@@ -247,6 +246,7 @@ def _probe(payload: dict[str, Any]) -> Group | None:
     probe = get(payload, "probe")
     if probe is None:
         return None
+    body: Text
     if isinstance(probe, dict):
         body = fields([(k, v) for k, v in sorted(probe.items())])
     else:

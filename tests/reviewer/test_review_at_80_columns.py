@@ -1,14 +1,23 @@
 """Nothing cut at 80 columns, driven by keys at 80x24: the status bar, the filter line
-and the jobs panel's header read whole on the terminal as drawn (screen_lines)."""
+and the jobs panel's header read whole on the terminal as drawn (screen_lines), and a
+wrapped value of a match's facts keeps its column."""
 
 from __future__ import annotations
 
 import pytest
 
+from engine.workspace import BacklogItem, Workspace
 from reviewer.app import ReviewApp
 from reviewer.jobs_screen import JobsScreen
-from reviewer.session import open_session
-from tests.support.review_app import dialog_text, screen_lines, settle, text_of
+from reviewer.session import open_session, read_only_session
+from tests.support.review_app import (
+    detail_on_screen,
+    dialog_text,
+    screen_lines,
+    settle,
+    text_of,
+)
+from tests.support.review_payloads import JUDGE_REASON, evidence_pair, judged_pair
 
 SIZE = (80, 24)
 pytestmark = pytest.mark.anyio
@@ -70,3 +79,42 @@ async def test_the_jobs_panel_header_is_read_whole(desk):
         await settle(pilot, lambda: isinstance(app.screen, JobsScreen))
         shown = dialog_text(app)
     assert "Engine runs · Enter starts one · Ctrl+K cancels the newest · Esc closes" in shown
+
+
+@pytest.fixture
+def judged(tmp_path):
+    ws = Workspace.init(tmp_path / "ws")
+    ws.ingest(
+        [
+            BacklogItem.make("flagged_pairs", "fp-embedded", "run-test", evidence_pair()),
+            BacklogItem.make("flagged_pairs", "fp-judged", "run-test", judged_pair()),
+        ]
+    )
+    yield ws
+    ws.close()
+
+
+async def test_a_wrapped_fact_keeps_the_column_of_its_value(judged):
+    app = ReviewApp(judged, read_only_session("judge"))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, lambda: app.review.queue_list.current is not None)
+        await pilot.press("j")
+        await settle(pilot, lambda: app.review.queue_list.current.item_id == "fp-judged")
+        await settle(pilot, lambda: "not a decision" in " ".join(_detail_words(app)))
+        seen = detail_on_screen(app.review)
+    first = next(n for n, line in enumerate(seen) if line.lstrip().startswith("triage"))
+    last = max(n for n, line in enumerate(seen) if line.rstrip().endswith("decision"))
+    column = seen[first].index("unclear")  # where every value of the facts starts
+    labels = {"triage", "channels", "exact Jaccard", "containment", "cosine", "numbers"}
+    labels |= {"kept", "differ in", "judge", ""}  # "": a value's next line
+    for line in seen[first : last + 1]:
+        label, value = line[:column], line[column:]
+        assert label.strip() in labels and value[:1] not in ("", " "), line
+    facts = " ".join(" ".join(line.split()) for line in seen[first : last + 1])
+    reason = JUDGE_REASON.replace("\u202e", "⟨U+202E⟩").replace("\x1b", "␛")
+    assert f"— {reason}" in facts  # wrapped, every word of it, under the value
+    assert "a suggestion from judge-model-2025-01, not a decision" in facts
+
+
+def _detail_words(app) -> list[str]:
+    return " ".join(detail_on_screen(app.review)).split()
