@@ -1,6 +1,6 @@
-"""Nothing cut at 80 columns, driven by keys at 80x24: the status bar, the filter line
-and the jobs panel's header read whole on the terminal as drawn (screen_lines), and a
-wrapped value of a match's facts keeps its column."""
+"""Nothing cut at 80 columns, driven by keys at 80x24: the status bar, the filter line,
+the jobs panel's header, the facts of a match and the bulk list read whole on the
+terminal as drawn (screen_lines), and a wrapped value keeps its column."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import pytest
 
 from engine.workspace import BacklogItem, Workspace
 from reviewer.app import ReviewApp
+from reviewer.bulk_screen import BulkScreen
 from reviewer.jobs_screen import JobsScreen
 from reviewer.session import open_session, read_only_session
 from tests.support.review_app import (
@@ -118,3 +119,55 @@ async def test_a_wrapped_fact_keeps_the_column_of_its_value(judged):
 
 def _detail_words(app) -> list[str]:
     return " ".join(detail_on_screen(app.review)).split()
+
+
+LONG = (
+    "Natalia sold clips to forty-eight of her friends in April, and then she sold half "
+    "as many clips in May. How many clips did she sell?"
+)
+
+
+def _long_titled(n: int) -> BacklogItem:
+    text = f"{LONG} ({n})"
+    members = [{"id": f"q-{k}", "index": k, "text": f"{LONG} ({k})"} for k in range(3)]
+    return BacklogItem.make(
+        "flagged_pairs",
+        f"fp-long-{n}",
+        "run-1",
+        {
+            "eval": {"id": f"q-{n}", "index": n, "text": text},
+            "matches": [],
+            "cluster": members,
+            "summary": {"title": f"q-{n}: {text}", "score": 0.9 - n / 10, "tags": ["internal"]},
+        },
+    )
+
+
+def _list_lines(app) -> list[str]:
+    """Gives the bulk list's lines as drawn, inside its frame."""
+    box = app.screen.query_one("#bulk-items").region
+    inside = [line[box.x : box.right] for line in screen_lines(app)[box.y : box.bottom]]
+    return [line.strip("▊▎▔▁ ") for line in inside if line.strip("▊▎▔▁ ")]
+
+
+@pytest.mark.parametrize("keys", [("c",), ("m", "m", "D")], ids=["cluster", "marked"])
+async def test_bulk_list_titles_stay_on_their_line(workspace, enrol, keys):
+    workspace.ingest(
+        [_long_titled(n) for n in range(3)],
+        runs={"run-1": {"kind": "test", "artifacts": {}, "inputs": {}}},
+    )
+    lena = enrol("lena", "lead", "reviewer")
+    app = ReviewApp(workspace, open_session(workspace, key=str(lena.path)))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, lambda: app.review.queue_list.current is not None)
+        await pilot.press(*keys)
+        await settle(pilot, lambda: isinstance(app.screen, BulkScreen))
+        await settle(pilot, lambda: len(_list_lines(app)) >= 4)
+        lines = _list_lines(app)
+    # Each line is a title (an eval item's, an item's) cut with an ellipsis at the
+    # list's edge, or what stands on an item: no piece of a title on a line of its own.
+    for line in lines:
+        if line.startswith(("eval q-", "· fp-long-")):
+            assert "Natalia sold clips to forty-eight" in line and line.endswith("…"), line
+        else:
+            assert line.startswith("undecided · sha256"), line
