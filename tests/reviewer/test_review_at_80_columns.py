@@ -1,6 +1,7 @@
 """Nothing cut at 80 columns, driven by keys at 80x24: the status bar, the filter line,
-the jobs panel's header, the facts of a match and the bulk list read whole on the
-terminal as drawn (screen_lines), and a wrapped value keeps its column."""
+the jobs panel's header and the bulk list read whole on the terminal as drawn
+(screen_lines), a wrapped value of a match's facts keeps its column, and the queue's
+titles end before its scrollbar."""
 
 from __future__ import annotations
 
@@ -171,3 +172,36 @@ async def test_bulk_list_titles_stay_on_their_line(workspace, enrol, keys):
             assert "Natalia sold clips to forty-eight" in line and line.endswith("…"), line
         else:
             assert line.startswith("undecided · sha256"), line
+
+
+def _list_rows(app) -> tuple[list[str], list[str]]:
+    """Gives the queue list's rows as drawn on the terminal, without and with the
+    scrollbar's column (the list's last)."""
+    box = app.review.queue_list.region
+    lines = screen_lines(app)[box.y : box.bottom]
+    return [line[box.x : box.right - 1] for line in lines], [line[box.right - 1] for line in lines]
+
+
+async def test_queue_titles_end_before_the_scrollbar_whether_or_not_the_list_scrolls(desk):
+    app = rita_app(desk)
+    async with app.run_test(size=SIZE) as pilot:
+        ql = app.review.queue_list
+        await settle(pilot, lambda: ql.current is not None)
+        # 34 rows: the list scrolls, its bar in the last column, beside the titles
+        rows, bar = _list_rows(app)
+        assert ql.show_vertical_scrollbar and any(c.strip() for c in bar)
+        assert any("cluster of 3: What" in row for row in rows)
+        # another queue and back: the list is no wider than its rows, so nothing
+        # scrolls sideways under the bar
+        await pilot.press("2")
+        await settle(pilot, lambda: app.review.queue == "adjudication")
+        await pilot.press("1")
+        await settle(pilot, lambda: app.review.queue == "flagged_pairs" and ql.total == 34)
+        assert ql.max_scroll_x == 0
+        # one row: no bar to draw, and the title still ends where it ends beside one
+        await pilot.press("slash", *"cluster", "enter")
+        await settle(pilot, lambda: ql.total == 1)
+        rows, bar = _list_rows(app)
+        assert not ql.show_vertical_scrollbar
+        assert any(row.rstrip().endswith("cluster of 3: What") for row in rows), rows
+        assert "".join(bar).strip() == ""
