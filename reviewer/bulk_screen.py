@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from rich.console import Console, ConsoleOptions, RenderResult
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
@@ -74,19 +75,64 @@ _EFFECT = {
 }
 
 
-def _row(p: Planned) -> Text:
+# A title longer than this is not kept whole anyway: the list shows it on one line.
+_TITLE_CHARS = 200
+
+
+def _title(text: str) -> str:
+    """Gives a title (or an eval text) as one line of words, at most _TITLE_CHARS."""
+    line = " ".join(visible(text).split())
+    return line if len(line) <= _TITLE_CHARS else line[: _TITLE_CHARS - 1] + "…"
+
+
+class Prompt:
+    """An option of the bulk list, the same way for every row: a title line stays on one
+    line, cut with an ellipsis at the list's width (never broken mid-word onto a line of
+    its own); any other line wraps at word boundaries under its own indent, so nothing
+    it says (an overrule above all) is cut. ``str()`` gives its whole text."""
+
+    def __init__(self) -> None:
+        self.lines: list[tuple[Text, bool]] = []  # (line, whether it is a title)
+
+    def title(self, line: Text) -> Prompt:
+        self.lines.append((line, True))
+        return self
+
+    def line(self, line: Text) -> Prompt:
+        self.lines.append((line, False))
+        return self
+
+    def __str__(self) -> str:
+        return "\n".join(line.plain for line, _ in self.lines)
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        width = options.max_width
+        for line, is_title in self.lines:
+            indent = len(line.plain) - len(line.plain.lstrip(" "))
+            if is_title or width - indent < 10:
+                one = line.copy()
+                one.no_wrap, one.overflow = True, "ellipsis"
+                yield one
+                continue
+            for part in line[indent:].wrap(console, width - indent):
+                yield Text(" " * indent) + part
+
+
+def _rows(p: Planned, prompt: Prompt, indent: str = "") -> Prompt:
+    """Adds an item's lines to a prompt: its title, then the decision standing on it and
+    what deciding would do to it."""
     status = p.standing["decision"] if p.standing else "undecided"
     carried = CARRIED_MARK if p.standing and p.standing.get("carried_from") else ""
-    out = Text(f"{STATUS_GLYPH.get(status, '?')}{carried} ")
-    out.append(visible(p.item_id), style="bold")
-    out.append(f"  {' '.join(visible(p.title).split())[:60]}")
-    out.append(f"\n    {_standing(p)}")
+    head = Text(f"{indent}{STATUS_GLYPH.get(status, '?')}{carried} ")
+    head.append(visible(p.item_id), style="bold")
+    head.append(f"  {_title(p.title)}")
+    standing = Text(f"    {_standing(p)}")
     if p.item_sha256:
-        out.append(f" · sha256 {p.item_sha256[:12]}")
+        standing.append(f" · sha256 {p.item_sha256[:12]}")
     effect = _EFFECT[p.effect]
     if effect:
-        out.append(effect, style="bold reverse" if p.effect != "decide" else "")
-    return out
+        standing.append(effect, style="bold reverse" if p.effect != "decide" else "")
+    return prompt.title(head).line(standing)
 
 
 def summary_line(plan: BulkPlan) -> Text:
@@ -120,17 +166,19 @@ class BulkScreen(ModalScreen[BulkChoice | None]):
         if self.members:
             for m in self.members:
                 planned = by_id.get(m.item_id) if m.item_id else None
-                row = Text(visible(m.label), style="bold")
+                head = Text(visible(m.label), style="bold")
                 if m.text:
-                    row.append(f": {' '.join(visible(m.text).split())[:70]}")
-                row.append("\n  ")
+                    head.append(f": {_title(m.text)}")
+                prompt = Prompt().title(head)
                 if planned is not None:
-                    row.append_text(_row(planned))
+                    _rows(planned, prompt, indent="  ")
                 else:
-                    row.append("no item of this queue and run: not decided here", style="italic")
-                options.append(Option(row, id=m.item_id, disabled=planned is None))
+                    prompt.line(
+                        Text("  no item of this queue and run: not decided here", style="italic")
+                    )
+                options.append(Option(prompt, id=m.item_id, disabled=planned is None))
         else:
-            options = [Option(_row(p), id=p.item_id) for p in self.plan.items]
+            options = [Option(_rows(p, Prompt()), id=p.item_id) for p in self.plan.items]
         with Vertical(classes="dialog bulk"):
             yield Label(Text(visible(self.title_text), style="bold"))
             yield Static(summary_line(self.plan), id="bulk-summary")

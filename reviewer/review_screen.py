@@ -949,7 +949,7 @@ class ReviewScreen(Screen):
 
     def action_toggle_zoom(self) -> None:
         """Narrows the queue list to each row's status and score, or widens it again: at
-        80 columns the detail then takes 66 instead of 47, and a pair's texts fit."""
+        80 columns the detail then takes 65 columns instead of 47, and most pairs fit."""
         self.toggle_class("zoomed")
         zoomed = self.has_class("zoomed")
         self.say("detail zoomed" if zoomed else "list back")

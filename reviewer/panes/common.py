@@ -42,15 +42,54 @@ def number(value: Any, digits: int = 3) -> str:
     return visible(value, multiline=True)
 
 
-def fields(pairs: Iterable[tuple[str, Any]], *, digits: int = 3) -> Text:
-    """Gives 'label value' lines for the pairs whose value is present."""
-    out = Text()
+class Facts(Text):
+    """Label/value lines (a Text, so its plain text and appends work as on any) drawn
+    with a hanging indent: a value too long for the pane wraps under itself, its
+    continuation lines at the value's column rather than at column 0 under the label.
+
+    ``row`` starts a line; what is appended after it belongs to that line's value.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rows: list[tuple[int, int]] = []  # (offset of the line's start, label length)
+
+    def row(self, label: str, value: str = "", style: str = "") -> None:
+        """Starts a line: a bold label (its width is the value's column), then a value."""
+        if self:
+            self.append("\n")
+        self.rows.append((len(self), len(label)))
+        self.append(label, style="bold")
+        self.append(value, style=style)
+
+    def __rich_console__(  # type: ignore[override]  # yields Texts, not only Segments
+        self, console: Console, options: ConsoleOptions
+    ) -> RenderResult:
+        if not self.rows:
+            yield from super().__rich_console__(console, options)  # no line: drawn as empty
+            return
+        width = options.max_width
+        ends = [start for start, _ in self.rows[1:]] + [len(self) + 1]
+        for (start, label_chars), end in zip(self.rows, ends, strict=True):
+            line = self[start : end - 1]  # without the newline that ends it
+            label, value = line[:label_chars], line[label_chars:]
+            column = label.cell_len
+            if width - column < 10:
+                # too narrow to hang anything: the line wraps as plain text does
+                yield line
+                continue
+            for n, part in enumerate(value.wrap(console, width - column)):
+                yield (label if n == 0 else Text(" " * column)) + part
+
+
+def fields(pairs: Iterable[tuple[str, Any]], *, digits: int = 3) -> Facts:
+    """Gives 'label: value' lines for the pairs whose value is present, each value's
+    continuation lines under the value (Facts)."""
+    out = Facts()
     for label, value in pairs:
         if value is None or value == "" or value == [] or value == {}:
             continue
-        if out:
-            out.append("\n")
-        out.append(f"{label}: ", style="bold")
+        out.row(f"{label}: ")
         if isinstance(value, (list, tuple)):
             out.append(", ".join(number(v, digits) for v in value))
         elif isinstance(value, dict):

@@ -20,6 +20,7 @@ from engine.terminal_text import visible
 from reviewer.panes import word_diff
 from reviewer.panes.anchors import match_anchor, texts_end_anchor
 from reviewer.panes.common import (
+    Facts,
     SideBySide,
     as_list,
     boxed,
@@ -90,11 +91,8 @@ def _scores(match: dict[str, Any]) -> list[tuple[str, Any, str | None]]:
     return out
 
 
-def _row(out: Text, label: str, value: str, style: str = "") -> None:
-    if out:
-        out.append("\n")
-    out.append(f"{label:<{_LABEL_WIDTH}}", style="bold")
-    out.append(value, style=style)
+def _row(out: Facts, label: str, value: str, style: str = "") -> None:
+    out.row(f"{label:<{_LABEL_WIDTH}}", value, style)
 
 
 def _against(value: Any, limit: Any) -> str:
@@ -109,6 +107,12 @@ def _against(value: Any, limit: Any) -> str:
     return f"{shown} < {number(limit)}"
 
 
+def _flags(value: Any, limit: Any) -> bool:
+    """Says whether a score reaches the threshold that flags a pair."""
+    numbers = [x for x in (value, limit) if isinstance(x, int | float) and not isinstance(x, bool)]
+    return len(numbers) == 2 and value >= limit
+
+
 def _names(values: Any, most: int | None = None) -> str:
     """Gives values comma-separated, after the first ``most`` only how many more."""
     shown = [visible(v) for v in as_list(values)]
@@ -117,13 +121,14 @@ def _names(values: Any, most: int | None = None) -> str:
     return ", ".join(shown) or "none"
 
 
-def facts(match: dict[str, Any], thresholds: dict[str, Any], *, lists: bool = True) -> Text:
+def facts(match: dict[str, Any], thresholds: dict[str, Any], *, lists: bool = True) -> Facts:
     """Gives what decides a match, first: its triage, channels, each score against the
     threshold that flags it, the numbers of both texts, and whether only numbers differ.
     Without ``lists`` (the texts shown as one word diff, which marks every number and
     word that differs, by side) the numbers of each side and the "differ in" row are
-    left out and only how many numbers the match keeps is said."""
-    out = Text()
+    left out and only how many numbers the match keeps is said. A value too long for
+    the pane wraps under itself (Facts)."""
+    out = Facts()
     triage = get(match, "triage")
     if isinstance(triage, dict):
         word, style = _TRIAGE.get(str(get(triage, "label")), (visible(get(triage, "label")), ""))
@@ -135,9 +140,26 @@ def facts(match: dict[str, Any], thresholds: dict[str, Any], *, lists: bool = Tr
     channels = as_list(get(match, "channels", "channel"))
     via = as_list(get(match, "via"))
     _row(out, "channels", _names(channels) + (f" via {_names(via)}" if via else ""))
-    for label, value, limit in _scores(match):
-        if limit is not None:
-            _row(out, label, _against(value, get(thresholds, limit)))
+    scored = [
+        (label, value, get(thresholds, limit))
+        for label, value, limit in _scores(match)
+        if limit is not None
+    ]
+    if lists:
+        for label, value, limit in scored:
+            _row(out, label, _against(value, limit))
+    else:
+        # two rows, not one a score: the scores that flag the pair, then those under
+        # their thresholds (each still beside its threshold)
+        flagging = [(label, v, t) for label, v, t in scored if _flags(v, t)]
+        under = [(label, v, t) for label, v, t in scored if not _flags(v, t)]
+        for row, chosen in (("flagged by", flagging), ("not by", under)):
+            if chosen:
+                # "exact" goes: the estimate (MinHash) is only shown after the texts
+                shown = ", ".join(
+                    f"{label.removeprefix('exact ')} {_against(v, t)}" for label, v, t in chosen
+                )
+                _row(out, row, shown.replace(" flags", ""))
     if isinstance(triage, dict) and lists:
         # by side: this item's, then the match's (a pool document, or another eval item
         # for a duplicate inside the eval set, which "eval" alone would not tell apart)
@@ -170,7 +192,7 @@ def _kept(triage: dict[str, Any]) -> str:
     return f"{number(get(triage, 'shared'))}/{len(eval_numbers)} numbers{weight}"
 
 
-def suggestion(out: Text, judge: dict[str, Any]) -> None:
+def suggestion(out: Facts, judge: dict[str, Any]) -> None:
     """Adds the judge's rows: what it suggests and why, or why it could not say, and that
     this is a model's suggestion (every string from the endpoint shown, not obeyed)."""
     model = visible(get(judge, "model", default="the judge"))
@@ -286,6 +308,7 @@ def _probe(payload: dict[str, Any]) -> Group | None:
     probe = get(payload, "probe")
     if probe is None:
         return None
+    body: Text
     if isinstance(probe, dict):
         body = fields([(k, v) for k, v in sorted(probe.items())])
     else:

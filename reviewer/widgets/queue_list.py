@@ -44,7 +44,9 @@ class QueueList(ScrollView, can_focus=True):
         "queue-list--score",
     }
     DEFAULT_CSS = """
-    QueueList { background: $surface; overflow-x: hidden; }
+    /* The scrollbar's column is kept whether or not the list scrolls: titles end before
+       it, at the same column in a short list as in a long one, and never under it. */
+    QueueList { background: $surface; overflow-x: hidden; scrollbar-gutter: stable; }
     QueueList > .queue-list--cursor { background: $block-cursor-blurred-background; }
     QueueList:focus > .queue-list--cursor {
         background: $block-cursor-background; color: $block-cursor-foreground;
@@ -81,7 +83,9 @@ class QueueList(ScrollView, can_focus=True):
             self._fetch = fetch
         self._pages.clear()
         self.total = total
-        self.virtual_size = Size(self.size.width, total)
+        # As wide as the rows are drawn (the scrollbar's column left out): a width
+        # counting that column let the list scroll sideways by one, under the bar.
+        self.virtual_size = Size(self.scrollable_content_region.width, total)
         self.cursor = max(0, min(cursor, total - 1)) if total else 0
         # The new height applies on the next layout; scroll to the cursor after it.
         self.call_after_refresh(self._scroll_to_cursor)

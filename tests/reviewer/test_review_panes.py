@@ -232,16 +232,24 @@ def test_no_payload_makes_a_pane_raise(queue, payload):
 def test_each_score_is_shown_against_the_threshold_it_flags_at():
     payload = P.evidence_pair(sibling=True)
     payload["thresholds"]["cosine"] = 0.93
-    text = plain(render_payload("flagged_pairs", payload), width=80)
+    text = plain(render_payload("flagged_pairs", payload, full_texts=True), width=80)
     # the rephrased leak: under every threshold now; the sibling too, whatever its cosine
     assert "cosine        0.852 < 0.930" in text
     assert "cosine        0.910 < 0.930" in text
     assert "containment   0.025 < 0.500" in text
     assert "flags" not in text
+    # beside the word diff the same scores stand on one row: none flags
+    compact = plain(render_payload("flagged_pairs", payload), width=80)
+    assert "flagged by" not in compact
+    assert "not by        Jaccard 0.000 < 0.800, containment 0.000 < 0.500, cosine 0.852 <" in (
+        compact
+    )
     # a threshold the producer did not write is never made up
     del payload["thresholds"]["jaccard"]
-    text = plain(render_payload("flagged_pairs", payload), width=80)
+    text = plain(render_payload("flagged_pairs", payload, full_texts=True), width=80)
     assert "exact Jaccard 0.000" in [line.strip() for line in text.splitlines()]
+    compact = plain(render_payload("flagged_pairs", payload), width=80)
+    assert "not by        Jaccard 0.000, containment 0.000 < 0.500" in compact
 
 
 def test_at_a_narrow_pane_each_vote_reads_on_whole_lines_with_its_source_under_it():

@@ -10,6 +10,7 @@ import os
 import shlex
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 
@@ -102,3 +103,18 @@ class Tmux:
             f"{text!r} never appeared in {name} (pane {self.size(name)}); screen was:\n"
             f"{self.screen(name)}"
         )
+
+    def wait_until(
+        self, name: str, holds: Callable[[str], bool], what: str, timeout: float = 60.0
+    ) -> str:
+        """Gives the screen once holds(screen) is true of one capture of it; fails showing
+        the screen if it never is. For a state made of several parts drawn apart (two
+        queues' counts, rows of a list): waiting for one part and then reading the others
+        reads them before they are drawn."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            shown = self.screen(name)
+            if holds(shown):
+                return shown
+            time.sleep(0.1)
+        raise AssertionError(f"{name} never showed {what}; screen was:\n{self.screen(name)}")
