@@ -160,8 +160,8 @@ def review(
             # Behind the gate this host's state directory is no place for the signer's
             # receipts alone: its insiders could empty it. Each is printed, whole, for
             # the signer to keep on their own machine (sealdesk receipts keep).
+            from engine.desk import kept_of, receipt_line
             from engine.errors import SealdeskError
-            from engine.ledger.receipts import kept_of, receipt_line
 
             try:
                 mine = kept_of(ws.workspace_id, app.review.own_records, session.principal)

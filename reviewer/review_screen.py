@@ -27,6 +27,7 @@ from textual.worker import Worker, WorkerState
 
 from engine import item_query, jobs, subjects
 from engine.bulk import BulkPlan, plan
+from engine.desk import Record
 from engine.errors import OverruleRequired, SealdeskError
 from engine.item_query import (
     ItemFilter,
@@ -36,7 +37,6 @@ from engine.item_query import (
     Watermark,
     last_signoff,
 )
-from engine.ledger.records import Record
 from engine.roles import QUEUES
 from engine.terminal_text import visible
 from engine.workspace import Workspace
@@ -525,7 +525,7 @@ class ReviewScreen(Screen):
 
     def _keep_receipt(self, record) -> None:
         """Keeps the receipt of an acknowledged record in the signer's own state directory."""
-        from engine.ledger.receipts import keep
+        from engine.desk import keep
 
         try:
             keep([self.ws.receipt(record)])

@@ -14,9 +14,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from engine.cli.gate_policy import ENV_VAR as GATE_VARIABLE
+from engine.desk import FileSigner, Signer
 from engine.errors import AgentError, PermissionRefused
 from engine.identity import choose_signer
-from engine.ledger.signers import FileSigner, Signer
 from engine.roles import QUEUE_ROLES, SIGNOFF_ROLE
 
 

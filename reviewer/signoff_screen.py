@@ -25,10 +25,9 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Input, Label, Static
 from textual.worker import Worker, WorkerState
 
+from engine.desk import Record, push_latest
 from engine.errors import SealdeskError
 from engine.item_query import last_signoff
-from engine.ledger.records import Record
-from engine.ledger.witness import push_latest
 from engine.roles import SIGNOFF_ROLE
 from engine.signoff.summary import SignoffSummary, pending_text, sign_off, signoff_summary
 from engine.terminal_text import visible
