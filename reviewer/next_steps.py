@@ -8,7 +8,8 @@ rejected before the exam resolves (once all are, the review offers the key
 that resolves it); once no queue has work left, the sign-off (for a lead;
 anyone else is told it is the lead's), but only when it is READY: while
 anything holds it (an exam still PENDING_ADJUDICATION, an engine run still
-running that changes what it binds), that is said instead.
+running that changes what it binds), that is said instead; and when the
+ledger's newest record is a sign-off, that it is signed off, by whom.
 """
 
 from __future__ import annotations
@@ -79,10 +80,13 @@ def after_queue(
     progress: dict[str, QueueProgress],
     session: Session,
     holds: Callable[[], list[str]] = list,
+    signed_off_by: str | None = None,
 ) -> list[Step]:
     """Gives the steps to offer once ``queue`` has nothing undecided, best first.
     ``holds`` gives what keeps the sign-off from being READY (asked only once every
-    queue is decided: it reads the artifacts)."""
+    queue is decided: it reads the artifacts); ``signed_off_by`` names who signed off
+    when the ledger's newest record is that sign-off (nothing was decided since, so
+    nobody signs off next)."""
     steps = []
     then = next_queue(queue, progress, session)
     if then is not None:
@@ -102,6 +106,9 @@ def after_queue(
             )
         )
     if not any(undecided(progress, q) for q in QUEUES):
+        if signed_off_by is not None:
+            steps.append(Step(None, f"every queue is decided and signed off by {signed_off_by}"))
+            return steps
         held = holds()
         if held:
             steps.append(

@@ -999,6 +999,8 @@ class ReviewScreen(Screen):
             self.last_signoff = SignoffMark(
                 record.seq, record.record_hash, record.body["principal"]
             )
+            # the offer to sign off, said before, is done with: say what was signed
+            self.message = f"signed off: #{record.seq} by {visible(record.body['principal'])}"
         self._show_status()
 
     def action_calibration(self) -> None:
@@ -1069,7 +1071,14 @@ class ReviewScreen(Screen):
     def _say_done(self, queue: str) -> None:
         """Says a queue is done, and what comes next, with the keys that do it."""
         total = self.progress[queue].total
-        steps = after_queue(queue, self.progress, self.session, lambda: signoff_holds(self.ws))
+        mark, (head, _) = self.last_signoff, self.ws.head()
+        steps = after_queue(
+            queue,
+            self.progress,
+            self.session,
+            lambda: signoff_holds(self.ws),
+            signed_off_by=visible(mark.principal) if mark and mark.seq == head else None,
+        )
         p = self.progress[queue]
         if queue == EXAM_QUEUE and p.accept + p.reject == p.total and not steps:
             return  # _offer_next_step says it, with the key that resolves the exam

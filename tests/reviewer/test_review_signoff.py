@@ -470,6 +470,28 @@ async def test_after_signing_the_screen_no_longer_says_ready(team):
     assert f"SIGNED OFF: #{signed} by lena is the newest record; nothing new to sign" in shown
 
 
+async def test_once_signed_off_the_review_no_longer_offers_the_sign_off(team):
+    team.decide_all_but(WEAK.item_id)
+    app = team.app(team.lena)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("x")  # the last undecided item: the sign-off is offered
+        assert "S: every queue is decided: sign off" in app.review.message
+        screen = await open_signoff(app, pilot)
+        await pilot.press("s", "enter")
+        await settle(pilot, lambda: screen.signed is not None)
+        signed = screen.signed.seq
+        await pilot.press("escape")
+        await settle(pilot, lambda: app.screen is app.review)
+        assert app.review.message == f"signed off: #{signed} by lena"
+    # opened again: every queue decided, and the newest record is that sign-off
+    again = team.app(team.rita)
+    async with again.run_test(size=SIZE) as pilot:
+        await settle(pilot, lambda: "decided" in again.review.message)
+        said = again.review.message
+    assert "every queue is decided and signed off by lena" in said, said
+    assert "signs off next" not in said and "sign off" not in said, said
+
+
 async def test_deciding_the_last_item_while_the_exam_is_pending_does_not_offer_the_sign_off(
     team,
 ):
