@@ -1,7 +1,8 @@
 """One contamination scan, end to end: check, find, write, ingest.
 
-Order matters for "bad input writes nothing": the cheap checks (calibration
-file, model weights, probe flags) come first, then the eval set, then the
+Order matters for "bad input writes nothing": every option is checked first
+(``options.check``, from ``scan_config``), then the cheap reads (the judge's
+config, the calibration file, the model weights), then the eval set, then the
 pool is streamed; only when every channel is done are the artifacts
 written (atomically, with sidecars) and the items ingested.
 """
