@@ -19,6 +19,8 @@ those below it (a ``layers`` contract in ``pyproject.toml``):
                one-stream path, resume records, the merge into one pool
 ``report/``    what was found, as the report, the flagged rows, the
                backlog items, the shared spans and the power a drop costs
+``options.py`` the scan's options, each declared once (flag, type, default,
+               help, check): the command's click options and ``check``
 ``scan.py``    one scan end to end: check, find, write, ingest
 ``clean.py``   after review: the clean eval set, its hash and power check
 ``cli.py``     ``sealdesk scan contamination`` and ``sealdesk contamination``

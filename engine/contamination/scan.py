@@ -1,7 +1,8 @@
 """One contamination scan, end to end: check, find, write, ingest.
 
-Order matters for "bad input writes nothing": the cheap checks (calibration
-file, model weights, probe flags) come first, then the eval set, then the
+Order matters for "bad input writes nothing": every option is checked first
+(``options.check``, from ``scan_config``), then the cheap reads (the judge's
+config, the calibration file, the model weights), then the eval set, then the
 pool is streamed; only when every channel is done are the artifacts
 written (atomically, with sidecars) and the items ingested.
 """
@@ -11,7 +12,7 @@ from __future__ import annotations
 import shutil
 import sqlite3
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -49,7 +50,6 @@ from engine.contamination.channels.prefilter import (
     CandidateHeap,
     StaticEncoder,
     cached_prefilter,
-    check_static_dir,
     eval_vectors_sha256,
     given_prefilter,
     load_static,
@@ -59,16 +59,22 @@ from engine.contamination.channels.prefilter import (
 from engine.contamination.channels.probe import (
     ChatClient,
     ProbeItem,
-    completions_url,
     run_probe,
     sample_indexes,
 )
 from engine.contamination.channels.shingles import shingle_set
 from engine.contamination.inputs.canonical_text import canonical
 from engine.contamination.inputs.evalset import EvalSet, load_eval
+from engine.contamination.inputs.fields import with_fields
 from engine.contamination.inputs.pool_hash import ID_HASH_METHOD
-from engine.contamination.inputs.shards import ShardedPool, count_rows_up_to
-from engine.contamination.inputs.sources import Source, count_rows
+from engine.contamination.inputs.shards import (
+    ShardedPool,
+    count_rows_up_to,
+    is_sharded,
+    sharded_pool,
+)
+from engine.contamination.inputs.sources import Source, count_rows, resolve_source
+from engine.contamination.options import ScanOptions, check
 from engine.contamination.pool.base import Backend, run_shards
 from engine.contamination.pool.local import LocalBackend
 from engine.contamination.pool.merge import PoolDoc, PoolScan, check_ids, merge
@@ -138,6 +144,67 @@ class ScanConfig:
     judge_dry_run: bool = False  # count what would be sent; send nothing
 
 
+def scan_config(options: ScanOptions) -> ScanConfig:
+    """Gives the scan's config from the options: every option checked (``check``) before
+    anything is read, then the eval set and the pool resolved and their fields chosen
+    (the first rows are read last). An option left out (None) takes ScanConfig's default."""
+    check(options)
+    o = options
+    eval_source = resolve_source(
+        "eval",
+        o.eval_spec,
+        text_field=o.text_field or "text",
+        id_field=o.id_field,
+        split=o.eval_split,
+        revision=o.eval_revision,
+        config=o.eval_config,
+    )
+    pool_text, pool_id = o.pool_text_field or o.text_field or "text", o.pool_id_field or o.id_field
+    pool_source: Any  # a Source or a ShardedPool (with_fields takes either, not the union)
+    if is_sharded(o.pool_spec) or (o.backend == "ray" and Path(o.pool_spec).is_file()):
+        pool_source = sharded_pool(o.pool_spec, text_field=pool_text, id_field=pool_id)
+    else:
+        pool_source = resolve_source(
+            "pool",
+            o.pool_spec,
+            text_field=pool_text,
+            id_field=pool_id,
+            split=o.pool_split,
+            revision=o.pool_revision,
+            config=o.pool_config,
+        )
+        if o.backend == "ray":
+            raise InputError(
+                "a hub dataset is read as one stream; --backend ray scans "
+                "files: download its Parquet files and pass them as a pattern",
+                path=o.pool_spec,
+                field="backend",
+            )
+    # Fields last: every cheaper check of the options has passed before a row is read.
+    eval_source, eval_fields = with_fields(
+        eval_source, o.text_field, o.id_field, options=("--text-field", "--id-field")
+    )
+    pool_source, pool_fields = with_fields(
+        pool_source,
+        o.pool_text_field,
+        o.pool_id_field,
+        options=("--pool-text-field", "--pool-id-field"),
+        fallback=(o.text_field, o.id_field),
+    )
+    # The options the scan reads by the same name, as given (None: the scan's default).
+    same = {f.name for f in fields(ScanConfig)} & {f.name for f in fields(ScanOptions)}
+    given = {name: getattr(o, name) for name in same if getattr(o, name) is not None}
+    return ScanConfig(
+        eval=eval_source,
+        pool=pool_source,
+        fields={"eval": eval_fields, "pool": pool_fields},
+        ngram=NgramSettings(
+            n=o.ngram_n, jaccard=o.jaccard, containment=o.containment, num_perm=o.num_perm
+        ),
+        **given,
+    )
+
+
 @dataclass(frozen=True)
 class ScanOutcome:
     """What a scan wrote and ingested."""
@@ -164,18 +231,14 @@ class _Embedding:
     prefilter_eval: Any = None  # the eval set under the static model
 
 
-def _check_embedding(config: ScanConfig, embedder: Embedder | None) -> tuple[Any, Any]:
-    """Gives (calibration pairs or None, model identity): the cheap checks, done first."""
+def _embedding_inputs(config: ScanConfig, embedder: Embedder | None) -> tuple[Any, Any]:
+    """Gives (calibration pairs or None, model identity): read before the eval set."""
     if not config.embed:
         return None, None
     calibration = None
     if config.cosine_threshold is None:
         path = config.calibration or DEFAULT_CALIBRATION
         calibration = (read_calibration(path), path)
-    elif not 0 < config.cosine_threshold <= 1:
-        raise InputError("must lie in (0, 1]", field="cosine-threshold")
-    if config.prefilter_model is not None:
-        check_static_dir(config.prefilter_model)
     info = (
         embedder.info
         if embedder is not None
@@ -319,7 +382,7 @@ def _prepare_embedding(
             "calibration": result.to_json(),
         }
     else:
-        # _check_embedding reads calibration pairs whenever no threshold is given
+        # _embedding_inputs reads calibration pairs whenever no threshold is given
         assert config.cosine_threshold is not None
         threshold = float(config.cosine_threshold)
         report = {"enabled": True, "model": described, "threshold_source": "given"}
@@ -709,30 +772,15 @@ def _scan_shards(
 def run_scan(
     ws: Workspace, config: ScanConfig, *, embedder: Embedder | None = None, rep: Any = None
 ) -> ScanOutcome:
-    """Gives the outcome of a full scan: artifacts written, items ingested."""
-    if config.probe_endpoint and not config.probe_model:
-        raise InputError("--probe-endpoint needs --probe-model", field="probe-model")
-    if config.probe_endpoint:
-        completions_url(config.probe_endpoint)  # a malformed URL is said before any reading
-    if config.top_k < 1:
-        raise InputError("must be at least 1", field="top-k")
-    if config.shard_retries < 0:
-        raise InputError("must be 0 or more", field="shard-retries")
-    if config.judge_max_pairs < 0:
-        raise InputError("must be 0 or more", field="judge-max-pairs")
-    judge = load_judge(config.judge_config) if config.judge_config is not None else None
-    if config.backend not in ("local", "ray"):
-        raise InputError(f"unknown backend {config.backend!r}: local or ray", field="backend")
-    if config.backend == "ray":
-        from engine.contamination.pool.ray import check_reachable, import_ray
+    """Gives the outcome of a full scan: artifacts written, items ingested.
 
-        import_ray()  # a missing extra, or a cluster nobody runs, is said before any reading
-        if config.ray_address and config.ray_address != "auto":
-            check_reachable(config.ray_address)
+    The options were checked when the config was made (``scan_config``); this reads
+    the judge's config, the calibration pairs and the model first, then the data."""
+    judge = load_judge(config.judge_config) if config.judge_config is not None else None
     sharded = isinstance(config.pool, ShardedPool)
     timing: dict[str, float] = {}
     clock = time.perf_counter()
-    calibration_pairs, model_info = _check_embedding(config, embedder)
+    calibration_pairs, model_info = _embedding_inputs(config, embedder)
     # the exam's preflight, before the first row is read; a dry run sends nothing at all
     judge_checks = (
         require_judge_preflight(judge) if judge is not None and not config.judge_dry_run else []
