@@ -151,6 +151,7 @@ NAMED: dict[str, ParamKind] = {
     "--consistency": ParamKind(INPUT, stream=True),  # prove: the older checkpoint
     "--receipts": ParamKind(INPUT, stream=True),  # verify: receipts; '-' reads stdin
     "--witness": ParamKind(INPUT),  # verify: a witness directory
+    "--reading-from": ParamKind(INPUT),  # bench review: a workspace whose pairs are read
     "--model": ParamKind(INPUT),  # a model directory
     "--prefilter-model": ParamKind(INPUT),  # a static model directory
     "--eval": ParamKind(DATASET),
