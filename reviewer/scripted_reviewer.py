@@ -398,8 +398,9 @@ async def work(
 
 
 def _on_copy(root: Path, name: str, ws_root: Path, run):
-    """Runs ``run(copy)`` on a fresh copy of the built workspace, with the app's receipts
-    in a state directory of the copy's own (both copies share a workspace id)."""
+    """Runs ``run(copy)`` on a fresh copy of the built workspace. The app keeps each
+    record's receipt in the signer's state directory: the bench's go to the copy's own,
+    not the person's running it (every copy shares a workspace id)."""
     from engine.backup import backup_workspace
     from engine.workspace import Workspace
 
@@ -451,25 +452,15 @@ def measure_reading(
 def measure(root: Path, n_items: int) -> tuple[Queue, Run, Run]:
     """Gives the queue and its two runs (one at a time, then with bulk), each on its own
     copy of the same workspace."""
-    from engine.backup import backup_workspace
-    from engine.workspace import Workspace
-
     queue = realistic_queue(n_items)
     ws_root, key = build(root / "built", queue)
-    runs = []
-    # The app keeps each record's receipt in the signer's state directory: the bench's
-    # go to its own, not the person's running it (both copies share a workspace id).
-    saved = os.environ.get("XDG_STATE_HOME")
-    try:
-        for bulk in (False, True):
-            copy = root / ("bulk" if bulk else "one")
-            with Workspace.open(ws_root, read_only=True) as built:
-                backup_workspace(built, copy)  # a database is copied only through SQLite
-            os.environ["XDG_STATE_HOME"] = str(root / f"state-{copy.name}")
-            runs.append(asyncio.run(work(copy, key, queue, bulk)))
-    finally:
-        if saved is None:
-            os.environ.pop("XDG_STATE_HOME", None)
-        else:
-            os.environ["XDG_STATE_HOME"] = saved
-    return queue, runs[0], runs[1]
+    one, bulk = (
+        _on_copy(
+            root,
+            name,
+            ws_root,
+            lambda copy, bulk=bulk: asyncio.run(work(copy, key, queue, bulk)),
+        )
+        for name, bulk in (("one", False), ("bulk", True))
+    )
+    return queue, one, bulk

@@ -2,7 +2,7 @@
 
 Everything an artifact's meaning depends on is in ``protocol()``; its
 canonical SHA-256 is bound into every sealed artifact and checked by the
-scorer, so changing a threshold or the seed cannot go unnoticed.
+scorer, so changing a threshold or the random seed cannot go unnoticed.
 """
 
 from __future__ import annotations

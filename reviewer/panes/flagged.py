@@ -230,11 +230,12 @@ def _diff(ev: dict[str, Any], match: dict[str, Any], toggle_key: str) -> tuple[T
     marker is which text, how many words they share and which key shows them whole."""
     a, b = get(ev, "text", default=""), get(match, "text", default="")
     kind = get(match, "kind", default="pool")
+    shown, counted = word_diff.diff(a, b)
     key = word_diff.legend("eval", "other eval" if kind == "eval" else visible(kind))
-    shared = word_diff.counts(a, b).shared
+    shared = counted.shared
     key.append(f" · {shared} word{'' if shared == 1 else 's'} shared", style="bold")
     key.append(f" · {toggle_key} whole texts", style="italic")
-    return word_diff.render(a, b), key
+    return shown, key
 
 
 def render_match(

@@ -58,11 +58,15 @@ def _ops(a: list[str], b: list[str]) -> Sequence[tuple[str, int, int, int, int]]
     return SequenceMatcher(None, a, b, autojunk=False).get_opcodes()
 
 
+def _counts(wa: list[str], wb: list[str], ops: Sequence[tuple[str, int, int, int, int]]) -> Counts:
+    shared = sum(i2 - i1 for tag, i1, i2, _, _ in ops if tag == "equal")
+    return Counts(shared, len(wa) - shared, len(wb) - shared)
+
+
 def counts(a: Any, b: Any) -> Counts:
     """Gives the shared and one-sided word counts of two texts."""
     wa, wb = words(a), words(b)
-    shared = sum(i2 - i1 for tag, i1, i2, _, _ in _ops(wa, wb) if tag == "equal")
-    return Counts(shared, len(wa) - shared, len(wb) - shared)
+    return _counts(wa, wb, _ops(wa, wb))
 
 
 def _fold(out: Text, n: int) -> None:
@@ -114,12 +118,18 @@ def _one_side(out: Text, run: list[str], side: str) -> None:
 
 def render(a: Any, b: Any) -> Text:
     """Gives texts ``a`` (the eval item) and ``b`` (its match) as one word diff."""
+    return diff(a, b)[0]
+
+
+def diff(a: Any, b: Any) -> tuple[Text, Counts]:
+    """Gives the word diff of ``a`` (the eval item) and ``b`` (its match) and their word
+    counts, from one alignment of the two texts."""
     wa, wb = words(a), words(b)
     out = Text()
     ops = _ops(wa, wb)
     if all(tag == "equal" for tag, *_ in ops):
         out.append(f"the same {len(wa)} words, in the same order", style=FOLD_STYLE)
-        return out
+        return out, _counts(wa, wb, ops)
     for n, (tag, i1, i2, j1, j2) in enumerate(ops):
         if n:
             out.append(" ")
@@ -132,7 +142,7 @@ def render(a: Any, b: Any) -> Text:
             if i2 > i1:
                 out.append(" ")
             _one_side(out, wb[j1:j2], "match")
-    return out
+    return out, _counts(wa, wb, ops)
 
 
 def legend(eval_name: str, match_name: str) -> Text:
