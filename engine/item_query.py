@@ -80,6 +80,56 @@ _EFFECTIVE_SEQ = (
     "WHERE x.retracts = d.record_hash AND x.kind = 'retract') "
     "ORDER BY d.seq DESC LIMIT 1)"
 )
+# The same where a review plan leaves items unsettled (engine.agreement.plan): on each
+# item of the connection's plan view, the decision shown is the view's (its viewer's own
+# rating, or none), not the latest.
+_VIEWED_SEQ = (
+    "(CASE WHEN in_plan_view(i.queue, i.item_id) THEN plan_view_seq(i.queue, i.item_id) "
+    f"ELSE {_EFFECTIVE_SEQ} END)"
+)
+# seq of every effective decision (of one queue when "{queue}" says so).
+_LATEST = (
+    "(SELECT MAX(d.seq) AS seq FROM records d WHERE d.kind = 'decision' {queue} "
+    "AND NOT EXISTS (SELECT 1 FROM records x WHERE x.kind = 'retract' "
+    "AND x.retracts = d.record_hash) {viewed} GROUP BY d.queue, d.item_id {shown})"
+)
+
+
+def set_view(conn: sqlite3.Connection, rows: list[tuple[str, str, int | None]]) -> None:
+    """Gives the connection a plan view: (queue, item, the seq its listings show or None)
+    per item a review plan leaves unsettled. Functions, not a table: a read-only
+    connection writes nothing, not even a temporary table."""
+    view = {(queue, item_id): seq for queue, item_id, seq in rows}
+    conn.plan_view = view  # type: ignore[attr-defined]  # sealdesk's connection class
+
+    def seqs(queue: str | None) -> str:
+        shown = [s for (q, _), s in view.items() if s is not None and queue in (None, q)]
+        return json.dumps(shown)
+
+    conn.create_function("in_plan_view", 2, lambda q, i: (q, i) in view, deterministic=True)
+    conn.create_function("plan_view_seq", 2, lambda q, i: view.get((q, i)), deterministic=True)
+    conn.create_function("plan_view_seqs", 1, seqs)
+
+
+def _viewing(conn: sqlite3.Connection) -> bool:
+    return bool(getattr(conn, "plan_view", None))
+
+
+def _effective_seq(conn: sqlite3.Connection) -> str:
+    return _VIEWED_SEQ if _viewing(conn) else _EFFECTIVE_SEQ
+
+
+def _latest(conn: sqlite3.Connection, queue: bool) -> str:
+    """Gives the subquery of every effective decision's seq (of the queue bound first)."""
+    if not _viewing(conn):
+        return _LATEST.format(queue="AND d.queue = ?" if queue else "", viewed="", shown="")
+    return _LATEST.format(
+        queue="AND d.queue = ?" if queue else "",
+        viewed="AND NOT in_plan_view(d.queue, d.item_id)",
+        shown="UNION ALL SELECT value FROM json_each(plan_view_seqs(?))",
+    )
+
+
 _ORDER = {
     # Triage priority first, then the score. NULL scores sort as the smallest
     # value, so they come last when descending; every key runs in the same
@@ -196,6 +246,7 @@ def _where(conn: sqlite3.Connection, queue: str, f: ItemFilter) -> tuple[str, li
     if queue not in QUEUES:
         raise InputError(f"unknown queue {queue!r}", field="queue")
     f.validate()
+    effective = _effective_seq(conn)
     clauses = ["i.queue = ?"]
     args: list[Any] = [queue]
     if f.tag:
@@ -221,8 +272,8 @@ def _where(conn: sqlite3.Connection, queue: str, f: ItemFilter) -> tuple[str, li
     carrying = subjects.enabled(conn)
     if _folds(conn, f):
         clauses.append(f"NOT {_SUPERSEDED}")
-    own_decision = f"(SELECT r.decision FROM records r WHERE r.seq = {_EFFECTIVE_SEQ})"
-    own_principal = f"(SELECT r.principal FROM records r WHERE r.seq = {_EFFECTIVE_SEQ})"
+    own_decision = f"(SELECT r.decision FROM records r WHERE r.seq = {effective})"
+    own_principal = f"(SELECT r.principal FROM records r WHERE r.seq = {effective})"
     if carrying:
         # An item's own decision wins; only an item without one takes its subject's.
         decision = f"COALESCE({own_decision}, {subjects.CARRIED_DECISION})"
@@ -231,7 +282,7 @@ def _where(conn: sqlite3.Connection, queue: str, f: ItemFilter) -> tuple[str, li
         decision, principal = own_decision, own_principal
     if f.status == "undecided":
         clauses.append(
-            f"{_EFFECTIVE_SEQ} IS NULL"
+            f"{effective} IS NULL"
             + (f" AND {subjects.CARRIED_DECISION} IS NULL" if carrying else "")
         )
     elif f.status:
@@ -260,11 +311,12 @@ def page(
         _ensure_priority_index(conn)
     standing = subjects.STANDING_ROW if subjects.enabled(conn) else "NULL"
     earlier = _EARLIER if subjects.enabled(conn) else "0"
+    effective = _effective_seq(conn)
     sql = (
         f"SELECT i.rowid, i.item_id, i.title, i.score, i.tags, {earlier}, "
         f"(SELECT r.decision || char(31) || r.principal FROM records r "
-        f"WHERE r.seq = {_EFFECTIVE_SEQ}), "
-        f"CASE WHEN {_EFFECTIVE_SEQ} IS NULL THEN {standing} END "
+        f"WHERE r.seq = {effective}), "
+        f"CASE WHEN {effective} IS NULL THEN {standing} END "
         f"FROM items i WHERE {where} ORDER BY {_ORDER[sort]} LIMIT ? OFFSET ?"
     )
     rows = []
@@ -349,14 +401,11 @@ def _count_by_decision(conn: sqlite3.Connection, queue: str, f: ItemFilter) -> i
     if f.decided_by:
         conds.append("r.principal = ?" if f.decided_by == "me" else "r.principal <> ?")
         args.append(f.principal)
+    viewing = _viewing(conn)
     decided = conn.execute(
-        f"""SELECT COUNT(*) FROM records r
-        JOIN (SELECT MAX(d.seq) AS seq FROM records d WHERE d.queue = ? AND d.kind = 'decision'
-              AND NOT EXISTS (SELECT 1 FROM records x WHERE x.kind = 'retract'
-                              AND x.retracts = d.record_hash)
-              GROUP BY d.item_id) latest ON latest.seq = r.seq
-        WHERE {" AND ".join(conds)}""",
-        [queue, *args],
+        f"""SELECT COUNT(*) FROM records r JOIN {_latest(conn, True)} latest
+        ON latest.seq = r.seq WHERE {" AND ".join(conds)}""",
+        [queue, *([queue] if viewing else []), *args],
     ).fetchone()[0]
     carried = sum(
         n
@@ -476,15 +525,11 @@ def progress(conn: sqlite3.Connection) -> dict[str, QueueProgress]:
     for queue, n in conn.execute("SELECT queue, COUNT(*) FROM items GROUP BY queue"):
         totals[queue] = n
     decided = {q: {"accept": 0, "reject": 0, "skip": 0} for q in QUEUES}
-    sql = """
-    SELECT r.queue, r.decision, COUNT(*) FROM records r
-    JOIN (SELECT MAX(d.seq) AS seq FROM records d WHERE d.kind = 'decision'
-          AND NOT EXISTS (SELECT 1 FROM records x WHERE x.kind = 'retract'
-                          AND x.retracts = d.record_hash)
-          GROUP BY d.queue, d.item_id) latest ON latest.seq = r.seq
-    GROUP BY r.queue, r.decision
+    sql = f"""
+    SELECT r.queue, r.decision, COUNT(*) FROM records r JOIN {_latest(conn, False)} latest
+    ON latest.seq = r.seq GROUP BY r.queue, r.decision
     """
-    for queue, decision, n in conn.execute(sql):
+    for queue, decision, n in conn.execute(sql, [None] if _viewing(conn) else []):
         if queue in decided and decision in decided[queue]:
             decided[queue][decision] = n
     carried = dict.fromkeys(QUEUES, 0)

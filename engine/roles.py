@@ -16,10 +16,12 @@ NAMESPACE_BY_ROLE = {role: f"{role}@sealdesk" for role in ROLES}
 ROLE_BY_NAMESPACE = {ns: role for role, ns in NAMESPACE_BY_ROLE.items()}
 
 # Who may record a decision on an item of each queue (first is the default).
+# An adjudicator also settles the items of the reviewers' queues (a review plan sends
+# them those whose independent decisions disagree).
 QUEUE_ROLES: dict[str, tuple[str, ...]] = {
-    "flagged_pairs": ("reviewer",),
+    "flagged_pairs": ("reviewer", "adjudicator"),
     "adjudication": ("adjudicator",),
-    "weak_categories": ("reviewer", "lead"),
+    "weak_categories": ("reviewer", "adjudicator", "lead"),
 }
 SIGNOFF_ROLE = "lead"
 

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from engine import item_query, subjects
+from engine.agreement import plan as review_plan
 from engine.backlog import (
     RUN_ID as RUN_ID,
 )
@@ -253,6 +254,11 @@ class Workspace:
         # ingest registers, gives what signs them afterwards, or None. A layer above
         # this one signs them, so it is handed in rather than imported.
         self.run_signing: Callable[[Workspace, dict], Callable[[], None] | None] | None = None
+        # Who reads: under a review plan, an item no decision settles yet shows them their
+        # own rating or none, and others' decisions on it only once they rated it (None:
+        # nobody known, who sees none).
+        self.viewer: str | None = None
+        self._view_mark: tuple[Any, ...] | None = None
 
     @cached_property
     def db(self):
@@ -592,7 +598,7 @@ class Workspace:
             return None
         from engine.canonical import strict_loads
 
-        effective = store.effective_decisions_for(self.conn, queue, item_id)
+        effective = self._shown(queue, item_id, store.effective_decisions_for)
         payload = strict_loads(row[4])
         carry = (
             None if effective else subjects.carries(self.conn, queue, item_id).get((queue, item_id))
@@ -635,6 +641,11 @@ class Workspace:
                 field="status",
             )
         decided = store.effective_decisions(self.conn, queue)
+        planned = self._planned_states(queue)
+        for q, iid, seq in self._plan_view():
+            decided.pop((q, iid), None)
+            if seq is not None:
+                decided[(q, iid)] = self._decision_at(seq)
         carried = subjects.carries(self.conn, queue)
         with_subjects = subjects.enabled(self.conn)
         subject = "subject" if with_subjects else "NULL"
@@ -680,6 +691,7 @@ class Workspace:
                     **fields,
                     "earlier": before,
                     "newest": not after,
+                    **({"review": planned[(q, iid)].to_json()} if (q, iid) in planned else {}),
                 }
             )
         return out[offset : None if limit is None else offset + limit]
@@ -694,12 +706,14 @@ class Workspace:
         limit: int = 100,
     ) -> list[item_query.ItemRow]:
         """Gives one page of a queue's rows, filtered and sorted, with their status."""
+        self._plan_view()
         return item_query.page(
             self.conn, queue, filters or item_query.ItemFilter(), sort, offset, limit
         )
 
     def count(self, queue: str, filters: item_query.ItemFilter | None = None) -> int:
         """Gives how many items of a queue pass the filters."""
+        self._plan_view()
         return item_query.count(self.conn, queue, filters or item_query.ItemFilter())
 
     def position(
@@ -710,13 +724,50 @@ class Workspace:
         sort: str = "score_desc",
     ) -> int | None:
         """Gives an item's index in the filtered, sorted listing, or None if absent."""
+        self._plan_view()
         return item_query.position(
             self.conn, queue, filters or item_query.ItemFilter(), sort, item_id
         )
 
     def progress(self) -> dict[str, item_query.QueueProgress]:
         """Gives per queue: total items and effective decisions by kind."""
+        self._plan_view()
         return item_query.progress(self.conn)
+
+    # -- the review plan ---------------------------------------------------------
+    def plan(self) -> review_plan.Plan | None:
+        """Gives the newest signed review plan, or None."""
+        return review_plan.current(self.conn)
+
+    def _plan_view(self) -> list[tuple[str, str, int | None]]:
+        """Gives (and hands the connection's listings) what the plan leaves unsettled, as
+        ``self.viewer`` sees it; recomputed only when the ledger or the viewer changed."""
+        mark = (self.watermark(), self.viewer)
+        if mark != self._view_mark:
+            rows = review_plan.hidden(self.conn, self.viewer)
+            item_query.set_view(self.conn, rows)
+            self._view_mark, self._view_rows = mark, rows
+        return self._view_rows
+
+    def set_plan(
+        self,
+        signer: Signer,
+        queues: dict[str, dict[str, Any]],
+        *,
+        note: str | None = None,
+        principal: str | None = None,
+    ) -> Record:
+        """Gives the lead's signed plan record: per queue, k independent decisions on a
+        seeded share of the items, by the principals named (``engine.ledger.plan``)."""
+        from engine.ledger.plan import PLAN_KIND, plan_fault
+
+        fault = plan_fault({"queues": queues}, QUEUES)
+        if fault is not None:
+            raise InputError(fault, field="plan")
+        principal, role = self.identify(signer, principal, SIGNOFF_ROLE)
+        return self._append(
+            signer, PLAN_KIND, principal, role, None, note=note, data={"queues": queues}
+        )
 
     def carries_to_others(self, queue: str, item_id: str) -> bool:
         """Says whether a decision on this item may carry to, or re-open, other items of
@@ -897,12 +948,19 @@ class Workspace:
                 )
                 if standing[index] is None and allowed in overruled_here:
                     allowed = False
-                extra = _replacing(
-                    standing[index], queue, ids[index], decision, principal, role, allowed
+                extra = review_plan.decision_extra(
+                    conn, queue, ids[index], decision, principal, role, standing[index]
                 )
+                if extra is False:
+                    extra = _replacing(
+                        standing[index], queue, ids[index], decision, principal, role, allowed
+                    )
                 if extra is None:
                     return None
-                overruled_here.update(extra.get("data", {}).values())
+                assert isinstance(extra, dict)
+                overrules = extra.get("data", {}).get("overrules")
+                if overrules is not None:
+                    overruled_here.add(overrules)
                 return {**binding, **extra}
 
             return check
@@ -1069,13 +1127,53 @@ class Workspace:
         principal, role = self.identify(signer, principal, SIGNOFF_ROLE)
         return self._append(signer, "signoff", principal, role, check, note=note, data=data)
 
+    def _planned_states(self, queue: str | None = None) -> dict[tuple[str, str], Any]:
+        """Gives the plan's state of each planned item (of one queue, or all)."""
+        current = self.plan()
+        if current is None:
+            return {}
+        return {
+            (q, i): state
+            for q in current.queues
+            if queue in (None, q)
+            for i, state in review_plan.states(self.conn, current, q).items()
+        }
+
+    def _decision_at(self, seq: int) -> dict[str, Any]:
+        row = self.conn.execute(
+            "SELECT seq, decision, principal, role, time, record_hash FROM records WHERE seq=?",
+            (seq,),
+        ).fetchone()
+        keys = ("seq", "decision", "principal", "role", "time", "record_hash")
+        return dict(zip(keys, row, strict=True))
+
+    def _shown(self, queue: str, item_id: str, latest: Callable[..., Any]) -> Any:
+        """Gives the decision shown on an item: under the plan view, the viewer's own rating
+        or None; elsewhere ``latest(conn, queue, item_id)``."""
+        for q, i, seq in self._plan_view():
+            if (q, i) == (queue, item_id):
+                return None if seq is None else self._decision_at(seq)
+        return latest(self.conn, queue, item_id)
+
+    def blind(self, queue: str, item_id: str) -> bool:
+        """Says whether the viewer may not yet see others' decisions on the item (a plan
+        asks them for an independent one and they have not given it)."""
+        current = self.plan()
+        if current is None or not current.planned(queue, item_id):
+            return False
+        state = review_plan.states(self.conn, current, queue, [item_id])[item_id]
+        return review_plan.blind_to(state, self.viewer)
+
     def history(self, queue: str, item_id: str) -> list[dict[str, Any]]:
-        """Gives every record about an item, oldest first, marking retracted ones."""
+        """Gives every record about an item, oldest first, marking retracted ones; to a
+        viewer the plan keeps blind, only their own records on it."""
         rows = self.conn.execute(
             "SELECT seq, kind, decision, principal, role, time, record_hash, retracts, message "
             "FROM records WHERE queue=? AND item_id=? ORDER BY seq",
             (queue, item_id),
         ).fetchall()
+        if self.blind(queue, item_id):
+            rows = [r for r in rows if r[3] == self.viewer]
         retracted = {r[7] for r in rows if r[1] == "retract"}
         from engine.canonical import strict_loads
 

@@ -66,14 +66,19 @@ def rating_role(queue: str) -> str:
     return min(QUEUE_ROLES[queue], key=rank)
 
 
-def standing(conn: sqlite3.Connection, queues: Iterable[str] = QUEUES) -> dict[str, Standing]:
+def standing(
+    conn: sqlite3.Connection, queues: Iterable[str] = QUEUES, *, before: int | None = None
+) -> dict[str, Standing]:
     """Gives, per queue, the standing decisions of each principal and of each item, read
-    from the signed bodies of the decision and retract records."""
+    from the signed bodies of the decision and retract records (those before record
+    ``before`` when given: as the ledger stood when it was appended)."""
     wanted = set(queues)
     retracted: set[str] = set()
     decisions: list[tuple[dict[str, Any], str]] = []
     for (message,) in conn.execute(
-        "SELECT message FROM records WHERE kind IN ('decision', 'retract') ORDER BY seq"
+        "SELECT message FROM records WHERE kind IN ('decision', 'retract') AND seq < ? "
+        "ORDER BY seq",
+        (2**63 - 1 if before is None else before,),
     ):
         body = strict_loads(message)
         if body["kind"] == "retract":
@@ -161,11 +166,12 @@ def workspace_agreement(
     *,
     resamples: int = RESAMPLES,
     seed: int = SEED,
+    before: int | None = None,
 ) -> dict[str, Any]:
     """Gives the agreement figures of one queue, or of every queue holding a rating,
-    with how the intervals were drawn."""
+    with how the intervals were drawn (as of before record ``before`` when given)."""
     queues = [queue] if queue is not None else list(QUEUES)
-    held = standing(conn, queues)
+    held = standing(conn, queues, before=before)
     out = []
     for q in queues:
         ratings, outcomes = queue_ratings(held[q], q)

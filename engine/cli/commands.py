@@ -53,6 +53,10 @@ TOP_LEVEL_LAZY = {
         "engine.cli.agreement:agreement",
         "How far reviewers agree (kappa, alpha, AC1 with intervals), from signed decisions.",
     ),
+    "plan": (
+        "engine.cli.plan:plan",
+        "Review plan (lead-signed): k blind decisions on a seeded share; progress, disputes.",
+    ),
     "contamination": (
         "engine.contamination.cli:contamination",
         "After review: write the clean eval set and its power check.",
@@ -317,6 +321,13 @@ def ingest(ctx: Ctx, files: tuple[str, ...]) -> None:
     is_flag=True,
     help="List every run's items; by default one row per subject, its newest item.",
 )
+@click.option(
+    "--mine",
+    is_flag=True,
+    help="Under a review plan: the items assigned to you first (who you are: --key or "
+    "the agent's key).",
+)
+@click.option("--key", default=None, type=InputFile(), help="Who is reading (default: agent).")
 @pass_ctx
 def items(
     ctx: Ctx,
@@ -325,6 +336,8 @@ def items(
     as_json: bool,
     with_payload: bool,
     all_runs: bool,
+    mine: bool,
+    key: str | None,
 ) -> None:
     """List backlog items and their effective decision.
 
@@ -344,7 +357,15 @@ def items(
             "--payload needs --json: payloads are printed as JSON only", field="payload"
         )
     with ctx.open(read_only=True) as ws:
+        current = ws.plan()
+        if current is not None or mine:
+            from engine.cli.plan import viewer_of
+
+            ws.viewer = viewer_of(ws, key)
         rows = ws.items(queue=queue, status=status, newest_only=not all_runs)
+        if mine and current is not None and ws.viewer is not None:
+            me = ws.viewer
+            rows.sort(key=lambda r: me not in current.assigned(r["queue"], r["item_id"]))
         held = len(ws.items(queue=queue, status=status)) if not all_runs else len(rows)
         if with_payload:
             for row in rows:

@@ -18,7 +18,18 @@ from engine.canonical import canonical_json, sha256_hex
 _TIME = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z\Z")
 RECORD_VERSION = 1
 GENESIS_PREV = "0" * 64
-KINDS = ("decision", "retract", "note", "signoff", "run", "genesis", "enrol", "revoke", "clock")
+KINDS = (
+    "decision",
+    "retract",
+    "note",
+    "signoff",
+    "run",
+    "plan",
+    "genesis",
+    "enrol",
+    "revoke",
+    "clock",
+)
 # The decision words, in one place: what a decision record may say, the two that settle
 # an item (a skip leaves it for later), and an item's status (its standing decision, or
 # none yet). Every command, query and screen takes them from here.

@@ -36,6 +36,7 @@ from engine.errors import SealdeskError
 from engine.ledger import clock, sshsig
 from engine.ledger.authority import AUTHORITY_KINDS, SignerPolicy
 from engine.ledger.fastbody import COMMON_FIELDS, common_fields
+from engine.ledger.plan import PLAN_KIND, plan_fault, sampled
 from engine.ledger.records import (
     BODY_FIELDS,
     DECISIONS,
@@ -46,7 +47,7 @@ from engine.ledger.records import (
     parse_time,
     time_text,
 )
-from engine.roles import NAMESPACE_BY_ROLE, QUEUE_ROLES, SIGNOFF_ROLE, outranks
+from engine.roles import NAMESPACE_BY_ROLE, QUEUE_ROLES, QUEUES, SIGNOFF_ROLE, outranks, rank
 from engine.sqlitedb import open_read_only
 
 if TYPE_CHECKING:  # annotations only: multiprocessing.connection costs start-up time
@@ -355,6 +356,10 @@ class RecordChecker:
             if role != SIGNOFF_ROLE:
                 return f"clock record made in role {role}: only a {SIGNOFF_ROLE} resets time"
             return None
+        if kind == PLAN_KIND:
+            if role != SIGNOFF_ROLE:
+                return f"review plan signed in role {role}: only a {SIGNOFF_ROLE} sets one"
+            return None
         if kind == "run":
             return None  # whoever ran a producer signs its run, in a role they hold
         queue = body["queue"]
@@ -467,30 +472,70 @@ def _field_of_another_kind(body: dict) -> str | None:
         if named:
             return f"a clock record carries '{named[0]}': it is about the ledger's time only"
         return clock.data_fault(data)
-    if data is not None and kind not in ("signoff", "decision", "run"):
+    if data is not None and kind not in ("signoff", "decision", "run", PLAN_KIND):
         return (
-            f"a {kind} record carries 'data', which only a signoff, decision, run, clock or "
-            "authority record has"
+            f"a {kind} record carries 'data', which only a signoff, decision, run, plan, "
+            "clock or authority record has"
         )
     if kind == "run":
         return _run_fault(body)
-    if (
-        kind == "decision"
-        and data is not None
-        and (
-            type(data) is not dict
-            or data.keys() != {"overrules"}
-            or type(data["overrules"]) is not str
-            or not _RECORD_HASH.fullmatch(data["overrules"])
-        )
-    ):
-        return "a decision record's 'data' is not {\"overrules\": <a record hash>}"
+    if kind == PLAN_KIND:
+        named = [name for name in (*_ITEM_FIELDS, "note") if body[name] is not None]
+        if named:
+            return f"a plan record carries '{named[0]}': a plan is about queues, not one item"
+        return plan_fault(data, QUEUES)
+    if kind == "decision" and data is not None:
+        return _decision_data_fault(data)
     if kind == "signoff":
         named = [name for name in _ITEM_FIELDS if body[name] is not None]
         if named:
             return f"a signoff record carries '{named[0]}': a sign-off is about no one item"
     if kind == "note" and not body["note"]:
         return "a note record carries no 'note'"
+    return None
+
+
+def _is_hash(value: object) -> bool:
+    return type(value) is str and _RECORD_HASH.fullmatch(value) is not None
+
+
+def _plan_fault(value: object) -> str | None:
+    """Gives why a decision's ``plan`` is neither a blind rating under a plan record
+    ({"blind": true, "record": <hash>}) nor a resolution of its ratings ({"record":
+    <hash>, "resolves": [<hash>, ...]}), or None."""
+    if type(value) is not dict or not _is_hash(value.get("record")):
+        return "a decision's 'plan' does not name the plan record it was made under"
+    if value.keys() == {"record", "blind"} and value["blind"] is True:
+        return None
+    resolves = value.get("resolves")
+    if (
+        value.keys() == {"record", "resolves"}
+        and type(resolves) is list
+        and resolves
+        and all(_is_hash(h) for h in resolves)
+    ):
+        return None
+    return "a decision's 'plan' is neither {blind: true, record} nor {record, resolves: [...]}"
+
+
+# What a decision's "data" may hold, key by key: the check of each value (None: fine).
+_DECISION_DATA: dict[str, Callable[[object], str | None]] = {
+    "overrules": lambda v: None if _is_hash(v) else "'overrules' is not a record hash",
+    "plan": _plan_fault,
+}
+
+
+def _decision_data_fault(data: object) -> str | None:
+    """Gives why a decision record's ``data`` is not what sealdesk writes there, or None."""
+    if type(data) is not dict or not data:
+        return "a decision record's 'data' is not a non-empty object"
+    stray = sorted(set(data) - set(_DECISION_DATA))
+    if stray:
+        return f"a decision record's 'data' carries {stray[0]!r}, which sealdesk never writes"
+    for name, value in data.items():
+        fault = _DECISION_DATA[name](value)
+        if fault is not None:
+            return f"a decision record's 'data': {fault}"
     return None
 
 
@@ -756,6 +801,7 @@ def verify_ledger(
     retracts = _join(results, report)
     _check_retractions(conn, report, retracts)
     _check_overrules(conn, report, elsewhere)
+    _check_plans(conn, report)
     _check_clocks(
         conn,
         report,
@@ -1013,7 +1059,9 @@ WITH contested AS (
 )
 SELECT r.queue, r.item_id, r.seq, r.kind, r.principal, r.role, r.retracts, r.record_hash,
        CASE WHEN substr(r.message, 1, {len(_OVERRULES)}) = '{_OVERRULES}'
-            THEN substr(r.message, {len(_OVERRULES) + 1}, 64) END
+            THEN substr(r.message, {len(_OVERRULES) + 1}, 64) END,
+       CASE WHEN substr(r.message, 1, {len(_NO_DATA)}) <> '{_NO_DATA}'
+            THEN json_extract(r.message, '$.data.plan.blind') END
 FROM contested c JOIN records r ON r.queue = c.queue AND r.item_id = c.item_id
 WHERE r.kind IN ('decision', 'retract')
 ORDER BY r.queue, r.item_id, r.seq
@@ -1041,6 +1089,7 @@ def _check_overrules(
     item: tuple | None = None
     # unretracted: (seq, hash, principal, role, the item it was made on if another)
     standing: list[tuple[int, str, str, str, str | None]] = []
+    ratings: set[str] = set()  # the blind ratings under a plan among them
     more = f"UNION {elsewhere.contested_sql}" if elsewhere is not None else ""
     for (
         queue,
@@ -1052,6 +1101,7 @@ def _check_overrules(
         retracts,
         record_hash,
         overrules,
+        blind,
     ) in conn.execute(_CONTESTED_SQL.replace(_ELSEWHERE, more)):
         if (queue, item_id) != item:
             item, standing = (queue, item_id), []
@@ -1071,12 +1121,90 @@ def _check_overrules(
                     found["role"],
                     found["carried_from"],
                 )
+        if blind == 1:
+            # An independent rating under a plan replaces nobody: what stands beside it is
+            # at most other principals' ratings in the same role (check_plans judges it).
+            if stood is not None and (stood[1] not in ratings or stood[3] != role):
+                report.faults.append(
+                    Fault(seq, f"a blind rating made after record {stood[0]}, which is no rating")
+                )
+            ratings.add(record_hash)
+            standing.append((seq, record_hash, principal, role, None))
+            continue
         reason = _overrule_fault(stood, principal, role, overrules)
         if reason is not None:
             report.faults.append(Fault(seq, reason))
         # It stood from then on whatever its fault: a later decision is judged against
         # what the ledger showed its signer, not against a replay that skips it.
         standing.append((seq, record_hash, principal, role, None))
+
+
+_PLANNED_SQL = f"""
+SELECT seq, queue, item_id, principal, role, json_extract(message, '$.data.plan')
+FROM records WHERE kind = 'decision' AND substr(message, 1, {len(_NO_DATA)}) <> '{_NO_DATA}'
+    AND json_extract(message, '$.data.plan') IS NOT NULL
+ORDER BY seq
+"""
+
+
+def _check_plans(conn: sqlite3.Connection, report: Report) -> None:
+    """Adds faults for decisions made under a plan that the plan does not allow: a blind
+    rating on an item its plan does not sample, by someone not in it or in another role
+    than the queue's rating role, or under a plan signed after it; a resolution from a
+    role not above the rating role, or naming records that are not ratings on the item."""
+    bad = {f.seq for f in report.faults}
+    plans: dict[str, tuple[int, dict]] = {}
+    for seq, queue, item_id, principal, role, text in conn.execute(_PLANNED_SQL):
+        if type(seq) is not int or seq in bad:
+            continue
+        under = json.loads(text)
+        reason = _planned_fault(conn, plans, seq, queue, item_id, principal, role, under)
+        if reason is not None:
+            report.faults.append(Fault(seq, reason))
+
+
+def _planned_fault(
+    conn: sqlite3.Connection,
+    plans: dict[str, tuple[int, dict]],
+    seq: int,
+    queue: str,
+    item_id: str,
+    principal: str,
+    role: str,
+    under: dict,
+) -> str | None:
+    if under["record"] not in plans:
+        row = conn.execute(
+            "SELECT seq, message FROM records WHERE record_hash = ? AND kind = ?",
+            (under["record"], PLAN_KIND),
+        ).fetchone()
+        if row is None:
+            return f"made under plan {under['record'][:12]}…, which is no plan record"
+        plans[under["record"]] = (row[0], json.loads(row[1])["data"]["queues"])
+    plan_seq, queues = plans[under["record"]]
+    if plan_seq >= seq:
+        return f"made under plan record {plan_seq}, signed after it"
+    rating_role = min(QUEUE_ROLES[queue], key=rank)
+    if "resolves" in under:
+        if not outranks(role, rating_role):
+            return f"resolves ratings from role {role}, which is not above {rating_role}"
+        for h in under["resolves"]:
+            row = conn.execute(
+                "SELECT queue, item_id, seq, json_extract(message, '$.data.plan.blind') "
+                "FROM records WHERE record_hash = ? AND kind = 'decision'",
+                (h,),
+            ).fetchone()
+            if row is None or (row[0], row[1]) != (queue, item_id) or row[2] >= seq or row[3] != 1:
+                return f"resolves record {h[:12]}…, which is no earlier rating on the item"
+        return None
+    q = queues.get(queue)
+    if q is None or not sampled(q, queue, item_id):
+        return f"a blind rating on {queue}/{item_id}, which its plan does not sample"
+    if principal not in q["principals"]:
+        return f"a blind rating by {principal}, who is not in the plan for {queue}"
+    if role != rating_role:
+        return f"a blind rating made as {role}; {queue} is rated as {rating_role}"
+    return None
 
 
 def _overrule_fault(

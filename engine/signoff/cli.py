@@ -18,6 +18,7 @@ from engine.cli_context import GATE_ENV_VAR
 from engine.errors import InputError, IntegrityError, NotReadyError
 from engine.ledger.witness import Pushed, push_latest
 from engine.outputs import InputFile, OutputFile
+from engine.signoff.review import review_lines
 from engine.signoff.run_status import contamination_words
 from engine.signoff.summary import SignoffSummary, lead_signer, sign_off, signoff_summary
 from engine.terminal_text import json_text, visible
@@ -120,6 +121,9 @@ def summary_lines(s: SignoffSummary) -> list[str]:
         flag = "" if a.sidecar == "ok" else f"  [sidecar {a.sidecar}]"
         by = s.author_of(a.path) or "NO AUTHOR: no signed run record"
         out.append(f"  {a.path}  {a.sha256[:16]}  by {by}{flag}")
+    reviewed = review_lines(s.review)
+    if reviewed:
+        out += ["", *reviewed]
     if s.pending:
         out += ["", f"Undecided: {len(s.pending)} item(s)"]
         for item in s.pending[:_PENDING_LISTED]:
@@ -192,8 +196,9 @@ def signoff(
         if summary.problems:
             raise IntegrityError(f"will not sign off: {summary.problems[0]}")
         if summary.pending and not with_exceptions:
+            also = f" ({'; '.join(summary.holds)})" if summary.holds else ""
             raise NotReadyError(
-                f"{len(summary.pending)} item(s) are undecided; decide them, "
+                f"{len(summary.pending)} item(s) are undecided{also}; decide them, "
                 "or sign off with --with-exceptions to list them in the record"
             )
         if summary.holds and not with_exceptions:

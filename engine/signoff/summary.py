@@ -35,6 +35,7 @@ from engine.ledger.treehead import (
 from engine.roles import QUEUES, SIGNOFF_ROLE
 from engine.run_records import RunAuthor
 from engine.signoff.artifact_checks import artifact_problems, authors_of, latest_signoff_problems
+from engine.signoff.review import review_data, review_holds
 from engine.signoff.run_status import (
     ArtifactRef,
     ContaminationStatus,
@@ -138,6 +139,8 @@ class SignoffSummary:
     multi_key: tuple[tuple[str, tuple[str, ...]], ...] = ()  # principals who signed with 2+ keys
     # artifact path -> who produced it: the signer of the run record binding its bytes
     authors: tuple[tuple[str, str], ...] = ()
+    # the review plan, its progress and the agreement figures (engine.signoff.review)
+    review: dict[str, Any] | None = None
 
     def author_of(self, path: str) -> str | None:
         """Gives who produced an artifact (principal, role and run record), or None."""
@@ -146,7 +149,7 @@ class SignoffSummary:
     @property
     def holds(self) -> list[str]:
         """Gives what keeps a plain sign-off from being ready besides undecided items."""
-        return readiness_holds(self.exam)
+        return readiness_holds(self.exam) + review_holds(self.review)
 
     @property
     def ready(self) -> bool:
@@ -275,6 +278,7 @@ def signoff_summary(ws) -> SignoffSummary:
             (path, author_text(a))
             for path, a in sorted(authors_of(status.artifacts, ws.conn).items())
         ),
+        review_data(ws.conn),
     )
 
 
@@ -401,6 +405,13 @@ def sign_off(
                 f"{head.size} records); look at the new summary and sign again"
             )
         queues, pending = _queues_and_pending(ws)
+        review = review_data(conn)
+        unreviewed = review_holds(review)
+        if unreviewed and not with_exceptions:
+            raise NotReadyError(
+                f"not reviewed as planned: {'; '.join(unreviewed)}; or sign off with "
+                "--with-exceptions, which binds the plan's progress as it stands"
+            )
         if pending and not with_exceptions:
             raise NotReadyError(
                 f"{len(pending)} item(s) are undecided: {pending_text(pending)}; "
@@ -442,6 +453,8 @@ def sign_off(
             "status": status,
             "authority": authority_data(auth),
         }
+        if review is not None:
+            data["review"] = review
         return {"data": data}
 
     return ws.signoff(signer, None, note=note, principal=principal, check=bind)

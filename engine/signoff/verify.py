@@ -24,6 +24,7 @@ from engine.signoff.artifact_checks import (
     unvouched_signoff_faults,
     verify_signed_artifacts,
 )
+from engine.signoff.review import review_faults
 from engine.subjects import carried_elsewhere, subject_faults
 
 
@@ -64,6 +65,7 @@ def verify_workspace(
             Fault(0, why) for why in recorded_artifact_faults(ws.artifacts_dir, ws.conn)
         ]
         report.faults += [Fault(0, why) for why in subject_faults(ws.conn)]
+        report.faults += review_faults(ws.conn)
         audit_outside(
             ws,
             report,
