@@ -259,6 +259,9 @@ class Workspace:
         # nobody known, who sees none).
         self.viewer: str | None = None
         self._view_mark: tuple[Any, ...] | None = None
+        self._view_rows: list[tuple[str, str, int | None]] = []
+        self._progress_mark: item_query.Watermark | None = None
+        self._plan_progress: dict[str, dict[str, Any]] = {}
 
     @cached_property
     def db(self):
@@ -405,7 +408,9 @@ class Workspace:
             read_only=self.read_only,
             before_writing=lambda c: _refuse_foreign(c, self.db_path),
         )
-        return type(self)(self.root, conn, read_only=self.read_only)
+        again = type(self)(self.root, conn, read_only=self.read_only)
+        again.viewer = self.viewer
+        return again
 
     def close(self) -> None:
         self.conn.close()
@@ -1154,6 +1159,37 @@ class Workspace:
             if (q, i) == (queue, item_id):
                 return None if seq is None else self._decision_at(seq)
         return latest(self.conn, queue, item_id)
+
+    def plan_note(self, queue: str, item_id: str) -> str | None:
+        """Gives one line on where a planned item stands for the viewer (how many of its
+        decisions are in, whether they are kept from the viewer, the viewer's share of
+        the plan), or None for an item no plan asks several decisions on."""
+        current = self.plan()
+        if current is None or not current.planned(queue, item_id):
+            return None
+        state = review_plan.states(self.conn, current, queue, [item_id])[item_id]
+        said = f"double review (plan #{current.seq}): {len(state.ratings)} of {state.k} in"
+        if state.outcome != review_plan.PENDING:
+            said += f", {state.outcome}"
+        if review_plan.blind_to(state, self.viewer):
+            said += "; blind: others' decisions show once you decide"
+        mine = self.plan_progress().get(queue, {}).get("principals_progress", {})
+        if self.viewer in mine:
+            n = mine[self.viewer]
+            said += f" · you: {n['rated']}/{n['assigned']} assigned rated"
+        return said
+
+    def plan_progress(self) -> dict[str, dict[str, Any]]:
+        """Gives the plan's progress per queue (``engine.agreement.plan.progress``), read
+        again only when the ledger or the items changed."""
+        mark = self.watermark()
+        if self._progress_mark != mark:
+            current = self.plan()
+            self._plan_progress = (
+                review_plan.progress(self.conn, current) if current is not None else {}
+            )
+            self._progress_mark = mark
+        return self._plan_progress
 
     def blind(self, queue: str, item_id: str) -> bool:
         """Says whether the viewer may not yet see others' decisions on the item (a plan

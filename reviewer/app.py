@@ -70,6 +70,8 @@ class ReviewApp(App):
         super().__init__(ansi_color=True if "NO_COLOR" in os.environ else None)
         self.ws = ws
         self.session = session
+        # Under a review plan, what the lists and the history show depends on who reads.
+        ws.viewer = session.principal
         self._start_keymap = dict(keymap or {})
         clashes = keymap_clashes(self._start_keymap)
         if clashes:

@@ -482,6 +482,9 @@ class ReviewScreen(Screen):
             full_texts=self.full_texts,
             toggle_key=cast(_Keyed, self.app).key_for("review.texts"),
         )
+        planned = self.ws.plan_note(row.queue, row.item_id) if item else None
+        if planned is not None:
+            shown = Group(Text(visible(planned), style="bold"), shown)
         members = cluster_members(item["payload"]) if item else []
         if members:
             # The cluster's members are listed at the bottom as text: say, on top, which

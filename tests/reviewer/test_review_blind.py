@@ -1,0 +1,72 @@
+"""Blind double review in the app, by key presses: under a plan asking two decisions on
+every flagged pair, the second reviewer sees neither the first one's decision nor who
+made it until they have decided, decides without being asked to overrule, and then sees
+the disagreement; what is checked is the screen and the signed ledger."""
+
+from __future__ import annotations
+
+import pytest
+from textual.screen import ModalScreen
+
+from engine.canonical import strict_loads
+from engine.ledger.signers import FileSigner
+from reviewer.app import ReviewApp
+from reviewer.session import open_session
+from tests.support.review_app import settle, text_of
+
+SIZE = (100, 30)
+PAIRS = "flagged_pairs"
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def planned(desk, enrol):
+    sam = enrol("sam", "reviewer")
+    desk.ws.set_plan(
+        FileSigner(desk.lena),
+        {PAIRS: {"k": 2, "share": 1.0, "seed": 1, "principals": ["rita", "sam"]}},
+    )
+    return desk, sam.path
+
+
+def detail(app: ReviewApp) -> str:
+    return text_of(app.review.query_one("#detail"))
+
+
+def bodies(ws, item_id: str) -> list[dict]:
+    return [
+        strict_loads(m)
+        for (m,) in ws.conn.execute(
+            "SELECT message FROM records WHERE kind='decision' AND item_id=? ORDER BY seq",
+            (item_id,),
+        )
+    ]
+
+
+async def test_the_second_reviewer_decides_blind_and_then_sees_the_disagreement(planned):
+    desk, sam_key = planned
+    rita = ReviewApp(desk.ws, open_session(desk.ws, key=str(desk.rita)))
+    async with rita.run_test(size=SIZE) as pilot:
+        await pilot.press("1")  # the flagged pairs
+        item = rita.review.queue_list.current.item_id
+        assert "double review" in detail(rita) and "blind" in detail(rita)
+        await pilot.press("a")
+        await settle(pilot, lambda: len(bodies(desk.ws, item)) == 1)
+    with desk.ws.another() as ws:
+        sam = ReviewApp(ws, open_session(ws, key=str(sam_key)))
+        async with sam.run_test(size=SIZE) as pilot:
+            await pilot.press("1")
+            await settle(pilot, lambda: sam.review.queue_list.current is not None)
+            assert sam.review.queue_list.current.item_id == item  # still undecided to sam
+            shown = detail(sam)
+            assert "1 of 2 in" in shown and "blind" in shown
+            assert "rita" not in shown and "accept" not in shown.split("history")[-1]
+            await pilot.press("x")
+            assert not isinstance(sam.screen, ModalScreen)  # nobody is overruled
+            await settle(pilot, lambda: len(bodies(ws, item)) == 2)
+            await pilot.press("k")  # back to the item just decided
+            await settle(pilot, lambda: "unresolved" in detail(sam))
+            assert "rita (reviewer) accept" in detail(sam)
+    said = bodies(desk.ws, item)
+    assert [(b["principal"], b["decision"]) for b in said] == [("rita", "accept"), ("sam", "reject")]
+    assert all(b["data"]["plan"]["blind"] is True for b in said)
