@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from engine.agreement import plan as review_plan
 from engine.artifacts import atomic_write, read_verified, write_sealed
 from engine.canonical import (
     canonical_json,
@@ -191,6 +192,13 @@ def clean(
     if faults:  # a carried decision is only as sound as the links it is read through
         raise IntegrityError(f"{faults[0]}; nothing was written")
     decided = effective_decisions(ws.conn, "flagged_pairs")
+    # Under a review plan one reviewer's rating does not settle a planned item: only
+    # agreeing ratings or an adjudicator's decision do (the outcome is said per item).
+    plan = review_plan.current(ws.conn)
+    reviewed = review_plan.states(ws.conn, plan, "flagged_pairs") if plan is not None else {}
+    for item_id, state in reviewed.items():
+        if not state.settled:
+            decided.pop(("flagged_pairs", item_id), None)
     carried = carries(ws.conn, "flagged_pairs")
     dropped: list[dict[str, Any]] = []
     kept: list[dict[str, Any]] = []
@@ -214,6 +222,8 @@ def clean(
                 principal=decision["principal"],
                 record_hash=decision["record_hash"],
             )
+            if item["item_id"] in reviewed:
+                entry["review"] = reviewed[item["item_id"]].outcome
             (dropped if decision["decision"] == "accept" else kept).append(entry)
         else:
             if carry is not None:

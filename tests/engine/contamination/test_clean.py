@@ -277,3 +277,21 @@ def test_a_cluster_whose_copies_all_leaked_from_the_pool_keeps_none():
     assert _keep_one_of_each_cluster([a, b], [leak_a, dup_b]) == [dup_b]
     # a member not accepted is kept anyway: nothing more to keep
     assert _keep_one_of_each_cluster([a, b], [dup_b]) == []
+
+
+def test_under_a_review_plan_only_agreeing_or_adjudicated_decisions_clean(scanned, enrol):
+    """One reviewer's rating on a double-reviewed pair settles nothing: the pair stays in
+    the set, pending; once a second agrees it is dropped, and the report says how each
+    planned item was settled."""
+    workspace, outcome, by_eval = scanned
+    rita, sam = enrol("rita", "reviewer"), enrol("sam", "reviewer")
+    lead = enrol("lena", "lead")
+    plan = {"k": 2, "share": 1.0, "seed": 5, "principals": ["rita", "sam"]}
+    workspace.set_plan(lead, {"flagged_pairs": plan})
+    decide(workspace, rita, by_eval, accept=["q-clips"])
+    report = clean(workspace, allow_undecided=True).report
+    assert report["n_after"] == 22 and len(report["kept_undecided"]) == 10
+    decide(workspace, sam, by_eval, accept=["q-clips"])
+    report = clean(workspace, allow_undecided=True).report
+    assert report["n_after"] == 21
+    assert [(d["id"], d["review"]) for d in report["dropped"]] == [("q-clips", "unanimous")]
