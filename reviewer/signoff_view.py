@@ -14,6 +14,7 @@ from rich.console import Group, JustifyMethod, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from engine.signoff.review import review_lines
 from engine.signoff.run_status import (
     ContaminationStatus,
     CoverageStatus,
@@ -292,6 +293,18 @@ def signers_section(s: SignoffSummary) -> Text:
     return out
 
 
+def review_section(s: SignoffSummary) -> Text | None:
+    """Gives how the items were reviewed: the plan's progress and the agreement figures
+    with their intervals (what the sign-off binds), or None when there is neither."""
+    lines = review_lines(s.review)
+    if not lines:
+        return None
+    out = _head("Review")
+    for line in lines:
+        out.append("\n" + visible(line))
+    return out
+
+
 def problems_section(s: SignoffSummary) -> Text | None:
     """Gives integrity problems (they block signing) and warnings, or None when there are none."""
     if not s.problems and not s.warnings:
@@ -333,6 +346,9 @@ def render_summary(
     if problems is not None:
         status = [problems, blank, *status]
     lists = [pending_section(s), blank, signers_section(s), blank, artifacts_section(s)]
+    reviewed = review_section(s)
+    if reviewed is not None:
+        lists = [reviewed, blank, *lists]
     top = [readiness(s, sign_key, exceptions_key, holds), blank, tree_section(s), blank]
     if width < WIDE:
         return Group(*top, *status, blank, *lists)

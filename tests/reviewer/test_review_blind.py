@@ -12,6 +12,7 @@ from engine.canonical import strict_loads
 from engine.ledger.signers import FileSigner
 from reviewer.app import ReviewApp
 from reviewer.session import open_session
+from reviewer.signoff_screen import SignoffScreen
 from tests.support.review_app import settle, text_of
 
 SIZE = (100, 30)
@@ -68,5 +69,32 @@ async def test_the_second_reviewer_decides_blind_and_then_sees_the_disagreement(
             await settle(pilot, lambda: "unresolved" in detail(sam))
             assert "rita (reviewer) accept" in detail(sam)
     said = bodies(desk.ws, item)
-    assert [(b["principal"], b["decision"]) for b in said] == [("rita", "accept"), ("sam", "reject")]
+    assert [(b["principal"], b["decision"]) for b in said] == [
+        ("rita", "accept"),
+        ("sam", "reject"),
+    ]
     assert all(b["data"]["plan"]["blind"] is True for b in said)
+
+
+async def test_the_leads_sign_off_shows_the_plan_and_the_agreement_and_waits_for_it(planned):
+    desk, sam_key = planned
+    ids = [r[0] for r in desk.ws.conn.execute(
+        "SELECT item_id FROM items WHERE queue = ? ORDER BY item_id", (PAIRS,)
+    )]  # fmt: skip
+    rita, sam = FileSigner(desk.rita), FileSigner(sam_key)
+    for n, item in enumerate(ids):
+        desk.ws.decide(rita, PAIRS, item, "accept" if n % 3 else "reject")
+        desk.ws.decide(sam, PAIRS, item, "accept" if n % 3 or n == 0 else "reject")
+    lead = ReviewApp(desk.ws, open_session(desk.ws, key=str(desk.lena)))
+    async with lead.run_test(size=(120, 60)) as pilot:
+        await pilot.press("S")
+        await settle(
+            pilot,
+            lambda: isinstance(lead.screen, SignoffScreen) and lead.screen.summary is not None,
+        )
+        shown = text_of(lead.screen.query_one("#signoff-body"))
+        assert f"{len(ids) - 1} unanimous, 0 adjudicated, 1 unresolved, 0 pending" in shown
+        assert "Gwet's AC1" in shown and "rita vs sam" in shown
+        assert "1 disagreement(s) unresolved" in shown and "READY" not in shown.replace(
+            "NOT READY", ""
+        )
