@@ -142,8 +142,9 @@ class DecisionOutcome:
     @property
     def overruled(self) -> dict[str, Any] | None:
         """Gives the standing decision this record overrules, or None."""
-        if self.record is None or self.record.body["data"] is None:
-            return None
+        data = self.record.body["data"] if self.record is not None else None
+        if not isinstance(data, dict) or "overrules" not in data:
+            return None  # none, or an independent rating under a review plan
         return self.standing
 
 

@@ -541,7 +541,13 @@ def decide(
             f"{rec.body['role']} {rec.record_hash[:12]}"
         )
         over = outcome.overruled
-        if over is not None:
+        under = (rec.body["data"] or {}).get("plan")
+        if under is not None and "resolves" in under:
+            n = len(under["resolves"])
+            signed += f" (resolves the {n} disagreeing decision(s) of the review plan)"
+        elif under is not None:
+            signed += " (blind, under the review plan)"
+        elif over is not None:
             made_on = f" on {over['carried_from']}" if over.get("carried_from") else ""
             signed += (
                 f" (overrules {over['decision']} by {over['principal']} as "
