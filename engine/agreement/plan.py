@@ -73,10 +73,11 @@ class Plan:
 def current(conn: sqlite3.Connection, before: int | None = None) -> Plan | None:
     """Gives the newest plan record (before record ``before`` when given), or None."""
     limit = 2**63 - 1 if before is None else before
+    # The kind is written out, not bound: SQLite then reads the partial index records_plan.
     row = conn.execute(
         "SELECT seq, record_hash, principal, message FROM records "
-        "WHERE kind = ? AND seq < ? ORDER BY seq DESC LIMIT 1",
-        (plan_shape.PLAN_KIND, limit),
+        "WHERE kind = 'plan' AND seq < ? ORDER BY seq DESC LIMIT 1",
+        (limit,),
     ).fetchone()
     if row is None:
         return None

@@ -50,6 +50,7 @@ CREATE INDEX IF NOT EXISTS records_item ON records(queue, item_id, seq);
 CREATE INDEX IF NOT EXISTS records_retracts ON records(retracts) WHERE retracts IS NOT NULL;
 CREATE INDEX IF NOT EXISTS records_authority ON records(seq)
   WHERE kind IN ('genesis', 'enrol', 'revoke');
+CREATE INDEX IF NOT EXISTS records_plan ON records(seq) WHERE kind = 'plan';
 CREATE TRIGGER IF NOT EXISTS records_no_update BEFORE UPDATE ON records
 BEGIN SELECT RAISE(ABORT, 'ledger records are append-only: UPDATE refused'); END;
 CREATE TRIGGER IF NOT EXISTS records_no_delete BEFORE DELETE ON records
@@ -67,22 +68,26 @@ def create_schema(conn: sqlite3.Connection) -> None:
     conn.executescript(SCHEMA)
 
 
-AUTHORITY_INDEX = (
-    "CREATE INDEX IF NOT EXISTS records_authority ON records(seq) "
-    "WHERE kind IN ('genesis', 'enrol', 'revoke')"
-)
+# Indexes a database made before them lacks: the replay and every signer check look the
+# authority records up through the first, every decision and listing the newest review
+# plan through the second.
+LATER_INDEXES = {
+    "records_authority": (
+        "CREATE INDEX IF NOT EXISTS records_authority ON records(seq) "
+        "WHERE kind IN ('genesis', 'enrol', 'revoke')"
+    ),
+    "records_plan": "CREATE INDEX IF NOT EXISTS records_plan ON records(seq) WHERE kind = 'plan'",
+}
 
 
 def add_missing_indexes(conn: sqlite3.Connection) -> None:
-    """Adds the authority-record index to a database made before it existed (the replay
-    and every signer check look the authority records up through it)."""
-    if (
-        conn.execute(
-            "SELECT 1 FROM sqlite_schema WHERE type='index' AND name='records_authority'"
+    """Adds the indexes added since a database was made (``LATER_INDEXES``)."""
+    for name, ddl in LATER_INDEXES.items():
+        found = conn.execute(
+            "SELECT 1 FROM sqlite_schema WHERE type='index' AND name=?", (name,)
         ).fetchone()
-        is None
-    ):
-        conn.execute(AUTHORITY_INDEX)
+        if found is None:
+            conn.execute(ddl)
 
 
 def head(conn: sqlite3.Connection) -> tuple[int, str]:

@@ -801,7 +801,6 @@ def verify_ledger(
     retracts = _join(results, report)
     _check_retractions(conn, report, retracts)
     _check_overrules(conn, report, elsewhere)
-    _check_plans(conn, report)
     _check_clocks(
         conn,
         report,
@@ -1061,7 +1060,7 @@ SELECT r.queue, r.item_id, r.seq, r.kind, r.principal, r.role, r.retracts, r.rec
        CASE WHEN substr(r.message, 1, {len(_OVERRULES)}) = '{_OVERRULES}'
             THEN substr(r.message, {len(_OVERRULES) + 1}, 64) END,
        CASE WHEN substr(r.message, 1, {len(_NO_DATA)}) <> '{_NO_DATA}'
-            THEN json_extract(r.message, '$.data.plan.blind') END
+            THEN json_extract(r.message, '$.data.plan') END
 FROM contested c JOIN records r ON r.queue = c.queue AND r.item_id = c.item_id
 WHERE r.kind IN ('decision', 'retract')
 ORDER BY r.queue, r.item_id, r.seq
@@ -1084,12 +1083,17 @@ def _check_overrules(
     retracts that passed that check too) and skips the rest; ``overrules`` is
     read from the signed message, whose shape ``_field_of_another_kind`` has
     checked.
+
+    A decision made under a review plan (every one carries data, so every one is
+    replayed here) is also judged against its plan (``_planned_fault``), and a
+    blind rating replaces nobody: only other ratings may stand before it.
     """
     bad = {f.seq for f in report.faults}
     item: tuple | None = None
     # unretracted: (seq, hash, principal, role, the item it was made on if another)
     standing: list[tuple[int, str, str, str, str | None]] = []
     ratings: set[str] = set()  # the blind ratings under a plan among them
+    plans: dict[str, tuple[int, dict]] = {}  # plan record hash -> (seq, its queues)
     more = f"UNION {elsewhere.contested_sql}" if elsewhere is not None else ""
     for (
         queue,
@@ -1101,7 +1105,7 @@ def _check_overrules(
         retracts,
         record_hash,
         overrules,
-        blind,
+        planned,
     ) in conn.execute(_CONTESTED_SQL.replace(_ELSEWHERE, more)):
         if (queue, item_id) != item:
             item, standing = (queue, item_id), []
@@ -1121,7 +1125,12 @@ def _check_overrules(
                     found["role"],
                     found["carried_from"],
                 )
-        if blind == 1:
+        under = json.loads(planned) if kind == "decision" and planned is not None else None
+        if under is not None:
+            reason = _planned_fault(conn, plans, seq, queue, item_id, principal, role, under)
+            if reason is not None:
+                report.faults.append(Fault(seq, reason))
+        if under is not None and under.get("blind") is True:
             # An independent rating under a plan replaces nobody: what stands beside it is
             # at most other principals' ratings in the same role (check_plans judges it).
             if stood is not None and (stood[1] not in ratings or stood[3] != role):
@@ -1139,30 +1148,6 @@ def _check_overrules(
         standing.append((seq, record_hash, principal, role, None))
 
 
-_PLANNED_SQL = f"""
-SELECT seq, queue, item_id, principal, role, json_extract(message, '$.data.plan')
-FROM records WHERE kind = 'decision' AND substr(message, 1, {len(_NO_DATA)}) <> '{_NO_DATA}'
-    AND json_extract(message, '$.data.plan') IS NOT NULL
-ORDER BY seq
-"""
-
-
-def _check_plans(conn: sqlite3.Connection, report: Report) -> None:
-    """Adds faults for decisions made under a plan that the plan does not allow: a blind
-    rating on an item its plan does not sample, by someone not in it or in another role
-    than the queue's rating role, or under a plan signed after it; a resolution from a
-    role not above the rating role, or naming records that are not ratings on the item."""
-    bad = {f.seq for f in report.faults}
-    plans: dict[str, tuple[int, dict]] = {}
-    for seq, queue, item_id, principal, role, text in conn.execute(_PLANNED_SQL):
-        if type(seq) is not int or seq in bad:
-            continue
-        under = json.loads(text)
-        reason = _planned_fault(conn, plans, seq, queue, item_id, principal, role, under)
-        if reason is not None:
-            report.faults.append(Fault(seq, reason))
-
-
 def _planned_fault(
     conn: sqlite3.Connection,
     plans: dict[str, tuple[int, dict]],
@@ -1173,6 +1158,12 @@ def _planned_fault(
     role: str,
     under: dict,
 ) -> str | None:
+    """Gives why a decision made under a plan (``under``: its signed ``data.plan``) is one
+    the plan does not allow, or None: a blind rating on an item its plan does not sample,
+    by someone not in it, in another role than the queue's rating role, or under a plan
+    signed after it; a resolution from a role not above the rating role, or naming
+    records that are not earlier ratings on the item. ``plans`` caches the plan records
+    read."""
     if under["record"] not in plans:
         row = conn.execute(
             "SELECT seq, message FROM records WHERE record_hash = ? AND kind = ?",

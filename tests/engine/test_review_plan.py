@@ -246,12 +246,17 @@ def test_verify_catches_a_blind_rating_the_plan_does_not_allow(
 
 
 def test_verify_catches_a_silent_overrule_dressed_as_a_rating(desk, sealdesk_main):
-    """A rating replaces only other ratings: one after a settled decision is a fault."""
+    """A rating replaces only other ratings: one after the adjudicator settled the item is
+    a fault, though the plan samples the item and names its signer."""
     ws, keys, planned, single = desk
-    decide(sealdesk_main, ws, keys["rita"], "reject", single[0])
+    item = planned[0]
+    decide(sealdesk_main, ws, keys["rita"], "reject", item)
+    decide(sealdesk_main, ws, keys["ben"], "accept", item)
+    decide(sealdesk_main, ws, keys["ada"], "reject", item)
+    assert sealdesk_main("verify", workspace=ws).returncode == 0
     with Workspace.open(ws, read_only=True) as w:
         plan_hash = w.plan().record_hash
-    _forge(ws, keys["ben"], single[0], {"plan": {"blind": True, "record": plan_hash}})
+    _forge(ws, keys["ben"], item, {"plan": {"blind": True, "record": plan_hash}})
     out = sealdesk_main("verify", workspace=ws)
     assert out.returncode != 0
     assert "which is no rating" in out.stdout + out.stderr
