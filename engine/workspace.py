@@ -1133,6 +1133,82 @@ class Workspace:
         principal, role = self.identify(signer, principal, SIGNOFF_ROLE)
         return self._append(signer, "signoff", principal, role, check, note=note, data=data)
 
+    # -- gold items --------------------------------------------------------------
+    def commit_gold(
+        self, signer: Signer, queue: str, answers: dict[str, str], *, principal: str | None = None
+    ) -> tuple[Record, str]:
+        """Gives the lead's signed gold commit and the salt it was made with (kept by the
+        lead with the answers until the reveal): refused for an item the queue does not
+        hold or that someone has decided already."""
+        import secrets
+
+        from engine.ledger.gold import GOLD_KIND, answers_fault, commitment
+
+        fault = answers_fault(answers)
+        if fault is not None:
+            raise InputError(f"gold answers: {fault}", field="answers")
+        if queue not in QUEUES:
+            raise InputError(f"unknown queue {queue!r}", field="queue")
+        salt = secrets.token_hex(16)
+
+        def check(conn: sqlite3.Connection) -> dict[str, Any]:
+            for item_id in sorted(answers):
+                self._item_binding(conn, queue, item_id)
+                if store.effective_decisions_for(conn, queue, item_id) is not None:
+                    raise ConflictError(
+                        f"{queue}/{item_id} is decided already: gold is committed before "
+                        "anyone decides it; nothing was signed"
+                    )
+            return {}
+
+        principal, role = self.identify(signer, principal, SIGNOFF_ROLE)
+        data = {
+            "type": "commit",
+            "queue": queue,
+            "count": len(answers),
+            "sha256": commitment(queue, answers, salt),
+        }
+        return self._append(signer, GOLD_KIND, principal, role, check, data=data), salt
+
+    def reveal_gold(
+        self,
+        signer: Signer,
+        commit_hash: str,
+        answers: dict[str, str],
+        salt: str,
+        *,
+        principal: str | None = None,
+    ) -> Record:
+        """Gives the lead's signed gold reveal of a commit's answers: refused unless they
+        and the salt hash to what the commit bound, and the commit is not revealed yet."""
+        from engine.canonical import strict_loads
+        from engine.ledger.gold import GOLD_KIND, reveal_fault
+
+        data = {"type": "reveal", "commit": commit_hash, "answers": answers, "salt": salt}
+
+        def check(conn: sqlite3.Connection) -> dict[str, Any]:
+            row = conn.execute(
+                "SELECT message FROM records WHERE record_hash = ? AND kind = 'gold'",
+                (commit_hash,),
+            ).fetchone()
+            commit = strict_loads(row[0])["data"] if row is not None else None
+            if commit is None or commit["type"] != "commit":
+                raise InputError(
+                    f"no gold commit {commit_hash[:12]}… in this ledger", field="commit"
+                )
+            for (message,) in conn.execute(
+                "SELECT message FROM records WHERE kind = 'gold' AND seq > 0"
+            ):
+                if strict_loads(message)["data"].get("commit") == commit_hash:
+                    raise ConflictError("that gold commit is revealed already; nothing was signed")
+            fault = reveal_fault(commit, data)
+            if fault is not None:
+                raise InputError(f"gold reveal: {fault}; nothing was signed", field="answers")
+            return {}
+
+        principal, role = self.identify(signer, principal, SIGNOFF_ROLE)
+        return self._append(signer, GOLD_KIND, principal, role, check, data=data)
+
     def _planned_states(self, queue: str | None = None) -> dict[tuple[str, str], Any]:
         """Gives the plan's state of each planned item (of one queue, or all)."""
         current = self.plan()

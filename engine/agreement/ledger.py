@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from itertools import combinations
 from typing import Any
 
+from engine.agreement.gold import revealed
 from engine.agreement.stats import INTERVAL, LEVEL, RESAMPLES, SEED, Agreement, agreement
 from engine.canonical import sha256_hex, strict_loads
 from engine.ledger.records import SETTLING
@@ -67,11 +68,16 @@ def rating_role(queue: str) -> str:
 
 
 def standing(
-    conn: sqlite3.Connection, queues: Iterable[str] = QUEUES, *, before: int | None = None
+    conn: sqlite3.Connection,
+    queues: Iterable[str] = QUEUES,
+    *,
+    before: int | None = None,
 ) -> dict[str, Standing]:
     """Gives, per queue, the standing decisions of each principal and of each item, read
     from the signed bodies of the decision and retract records (those before record
-    ``before`` when given: as the ledger stood when it was appended)."""
+    ``before`` when given: as the ledger stood when it was appended). Revealed gold
+    items are left out: they are no measure of agreement."""
+    gold = set(revealed(conn, before))
     wanted = set(queues)
     retracted: set[str] = set()
     decisions: list[tuple[dict[str, Any], str]] = []
@@ -83,7 +89,11 @@ def standing(
         body = strict_loads(message)
         if body["kind"] == "retract":
             retracted.add(body["retracts"])
-        elif body["kind"] == "decision" and body["queue"] in wanted:
+        elif (
+            body["kind"] == "decision"
+            and body["queue"] in wanted
+            and (body["queue"], body["item_id"]) not in gold
+        ):
             decisions.append((body, sha256_hex(message.encode("utf-8"))))
     out = {q: Standing({}, {}) for q in sorted(wanted)}
     for body, record_hash in decisions:

@@ -57,6 +57,10 @@ TOP_LEVEL_LAZY = {
         "engine.cli.plan:plan",
         "Review plan (lead-signed): k blind decisions on a seeded share; progress, disputes.",
     ),
+    "gold": (
+        "engine.cli.gold:gold",
+        "Gold items: known answers committed by hash before review, revealed after.",
+    ),
     "contamination": (
         "engine.contamination.cli:contamination",
         "After review: write the clean eval set and its power check.",

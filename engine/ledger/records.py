@@ -25,6 +25,7 @@ KINDS = (
     "signoff",
     "run",
     "plan",
+    "gold",
     "genesis",
     "enrol",
     "revoke",

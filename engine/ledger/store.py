@@ -51,6 +51,7 @@ CREATE INDEX IF NOT EXISTS records_retracts ON records(retracts) WHERE retracts 
 CREATE INDEX IF NOT EXISTS records_authority ON records(seq)
   WHERE kind IN ('genesis', 'enrol', 'revoke');
 CREATE INDEX IF NOT EXISTS records_plan ON records(seq) WHERE kind = 'plan';
+CREATE INDEX IF NOT EXISTS records_gold ON records(seq) WHERE kind = 'gold';
 CREATE TRIGGER IF NOT EXISTS records_no_update BEFORE UPDATE ON records
 BEGIN SELECT RAISE(ABORT, 'ledger records are append-only: UPDATE refused'); END;
 CREATE TRIGGER IF NOT EXISTS records_no_delete BEFORE DELETE ON records
@@ -70,13 +71,14 @@ def create_schema(conn: sqlite3.Connection) -> None:
 
 # Indexes a database made before them lacks: the replay and every signer check look the
 # authority records up through the first, every decision and listing the newest review
-# plan through the second.
+# plan through the second, verify and the sign-off the gold answers through the third.
 LATER_INDEXES = {
     "records_authority": (
         "CREATE INDEX IF NOT EXISTS records_authority ON records(seq) "
         "WHERE kind IN ('genesis', 'enrol', 'revoke')"
     ),
     "records_plan": "CREATE INDEX IF NOT EXISTS records_plan ON records(seq) WHERE kind = 'plan'",
+    "records_gold": "CREATE INDEX IF NOT EXISTS records_gold ON records(seq) WHERE kind = 'gold'",
 }
 
 

@@ -36,6 +36,7 @@ from engine.errors import SealdeskError
 from engine.ledger import clock, sshsig
 from engine.ledger.authority import AUTHORITY_KINDS, SignerPolicy
 from engine.ledger.fastbody import COMMON_FIELDS, common_fields
+from engine.ledger.gold import GOLD_KIND, gold_fault, reveal_fault
 from engine.ledger.plan import PLAN_KIND, plan_fault, sampled
 from engine.ledger.records import (
     BODY_FIELDS,
@@ -356,9 +357,9 @@ class RecordChecker:
             if role != SIGNOFF_ROLE:
                 return f"clock record made in role {role}: only a {SIGNOFF_ROLE} resets time"
             return None
-        if kind == PLAN_KIND:
+        if kind in (PLAN_KIND, GOLD_KIND):
             if role != SIGNOFF_ROLE:
-                return f"review plan signed in role {role}: only a {SIGNOFF_ROLE} sets one"
+                return f"a {kind} record signed in role {role}: only a {SIGNOFF_ROLE} signs one"
             return None
         if kind == "run":
             return None  # whoever ran a producer signs its run, in a role they hold
@@ -472,18 +473,18 @@ def _field_of_another_kind(body: dict) -> str | None:
         if named:
             return f"a clock record carries '{named[0]}': it is about the ledger's time only"
         return clock.data_fault(data)
-    if data is not None and kind not in ("signoff", "decision", "run", PLAN_KIND):
+    if data is not None and kind not in ("signoff", "decision", "run", PLAN_KIND, GOLD_KIND):
         return (
             f"a {kind} record carries 'data', which only a signoff, decision, run, plan, "
-            "clock or authority record has"
+            "gold, clock or authority record has"
         )
     if kind == "run":
         return _run_fault(body)
-    if kind == PLAN_KIND:
+    if kind in (PLAN_KIND, GOLD_KIND):
         named = [name for name in (*_ITEM_FIELDS, "note") if body[name] is not None]
         if named:
-            return f"a plan record carries '{named[0]}': a plan is about queues, not one item"
-        return plan_fault(data, QUEUES)
+            return f"a {kind} record carries '{named[0]}': it is about a queue, not one item"
+        return plan_fault(data, QUEUES) if kind == PLAN_KIND else gold_fault(data, QUEUES)
     if kind == "decision" and data is not None:
         return _decision_data_fault(data)
     if kind == "signoff":
@@ -801,6 +802,7 @@ def verify_ledger(
     retracts = _join(results, report)
     _check_retractions(conn, report, retracts)
     _check_overrules(conn, report, elsewhere)
+    _check_gold(conn, report)
     _check_clocks(
         conn,
         report,
@@ -1146,6 +1148,64 @@ def _check_overrules(
         # It stood from then on whatever its fault: a later decision is judged against
         # what the ledger showed its signer, not against a replay that skips it.
         standing.append((seq, record_hash, principal, role, None))
+
+
+def _check_gold(conn: sqlite3.Connection, report: Report) -> None:
+    """Adds faults for gold reveals that are not what their commit bound, that name no
+    earlier commit or one revealed already, or whose items someone decided before the
+    commit (gold chosen after seeing decisions); and for a commit naming an item its
+    queue does not hold."""
+    bad = {f.seq for f in report.faults}
+    commits: dict[str, tuple[int, dict]] = {}
+    revealed: set[str] = set()
+    for seq, record_hash, message in conn.execute(
+        "SELECT seq, record_hash, message FROM records WHERE kind = 'gold' ORDER BY seq"
+    ):
+        if type(seq) is not int or seq in bad:
+            continue
+        data = json.loads(message)["data"]
+        if data["type"] == "commit":
+            commits[record_hash] = (seq, data)
+            continue
+        found = commits.get(data["commit"])
+        reason = None
+        if found is None:
+            reason = f"reveals gold for {data['commit'][:12]}…, which is no earlier gold commit"
+        elif data["commit"] in revealed:
+            reason = f"reveals gold commit record {found[0]} a second time"
+        else:
+            commit_seq, commit = found
+            reason = reveal_fault(commit, data) or _decided_before(
+                conn, commit["queue"], data["answers"], commit_seq
+            )
+            revealed.add(data["commit"])
+        if reason is not None:
+            report.faults.append(Fault(seq, reason))
+
+
+def _decided_before(
+    conn: sqlite3.Connection, queue: str, answers: dict[str, str], commit_seq: int
+) -> str | None:
+    """Gives why the gold answered is not a queue's items undecided at its commit, or None."""
+    for item_id in sorted(answers):
+        if (
+            conn.execute(
+                "SELECT 1 FROM items WHERE queue = ? AND item_id = ?", (queue, item_id)
+            ).fetchone()
+            is None
+        ):
+            return f"reveals gold for {queue}/{item_id}, which the workspace does not hold"
+        early = conn.execute(
+            "SELECT seq FROM records WHERE queue = ? AND item_id = ? AND kind = 'decision' "
+            "AND seq < ? ORDER BY seq LIMIT 1",
+            (queue, item_id, commit_seq),
+        ).fetchone()
+        if early is not None:
+            return (
+                f"gold item {queue}/{item_id} was decided (record {early[0]}) before its "
+                f"answer was committed (record {commit_seq}): gold chosen after a decision"
+            )
+    return None
 
 
 def _planned_fault(

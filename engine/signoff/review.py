@@ -20,6 +20,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
+from engine.agreement.gold import accuracy, waiting
 from engine.agreement.ledger import workspace_agreement
 from engine.agreement.plan import current, progress
 from engine.canonical import strict_loads
@@ -32,12 +33,14 @@ def review_data(conn: sqlite3.Connection, *, before: int | None = None) -> dict[
     plan = current(conn, before)
     agreement = workspace_agreement(conn, before=before)
     rated_twice = any(q["pairs"] for q in agreement["queues"])
-    if plan is None and not rated_twice:
+    gold = {"accuracy": accuracy(conn, before), "waiting": waiting(conn, before)}
+    if plan is None and not rated_twice and not (gold["accuracy"] or gold["waiting"]):
         return None
     return {
         "plan": plan.record_hash if plan is not None else None,
         "progress": progress(conn, plan, before=before) if plan is not None else {},
         "agreement": agreement,
+        "gold": gold,
     }
 
 
@@ -46,7 +49,11 @@ def review_holds(review: dict[str, Any] | None) -> list[str]:
     planned decisions still missing, and disagreements nobody resolved."""
     if review is None:
         return []
-    out = []
+    out = [
+        f"gold committed in record {w['seq']} ({w['count']} on {w['queue']}) is not revealed: "
+        "reveal it after the review (sealdesk gold reveal)"
+        for w in review["gold"]["waiting"]
+    ]
     for queue, p in review["progress"].items():
         missing, disputed = p["missing_decisions"], p["outcomes"]["unresolved"]
         if missing:
@@ -80,7 +87,7 @@ def review_faults(conn: sqlite3.Connection) -> list[Fault]:
             faults.append(
                 Fault(
                     seq,
-                    f"the sign-off's review figures ({', '.join(which) or 'all'}) are not "
+                    f"the sign-off's review figures ({', '.join(which) or 'gold'}) are not "
                     "those the signed decisions before it give",
                 )
             )
@@ -135,4 +142,19 @@ def review_lines(review: dict[str, Any] | None) -> list[str]:
                 f"  {rater['principal']} vs the adjudicated outcome: agree {_figure(e)} "
                 f"over {e['items']}"
             )
+    found, left = review["gold"]["accuracy"], review["gold"]["waiting"]
+    if found or left:
+        out += accuracy_lines(found, left)
     return out
+
+
+def accuracy_lines(found: dict[str, Any], left: list[dict[str, Any]]) -> list[str]:
+    """Gives the accuracy on gold as text lines (also the sign-off summary's)."""
+    out = []
+    for queue, per in found.items():
+        out.append(f"Gold on {queue}: {per['gold_items']} item(s) with a revealed answer")
+        for who, n in sorted(per["principals"].items()):
+            out.append(f"  {who}: {n['correct']}/{n['decided']} decided as the answer")
+    for w in left:
+        out.append(f"Gold committed, not revealed: #{w['seq']}, {w['count']} on {w['queue']}")
+    return out or ["no gold items"]
