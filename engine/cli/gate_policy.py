@@ -69,7 +69,18 @@ SCOPES = ("request", "job")
 INPUTS_DIR = "inputs"
 # Where a gated command may read: the operator's inputs and sealdesk's own sealed artifacts.
 READABLE_DIRS = (INPUTS_DIR, "artifacts")
-DEFAULT_ALLOWED = ("review", "signoff", "verify", "items", "decide", "undo", "prove", "checkpoint")
+DEFAULT_ALLOWED = (
+    "review",
+    "signoff",
+    "verify",
+    "items",
+    "decide",
+    "undo",
+    "prove",
+    "checkpoint",
+    "plan",
+    "gold",
+)
 # Groups of which only these subcommands may be reached through the gate.
 NESTED_ALLOWED = {"checkpoint": ("export",)}
 # Never reachable through the gate, whatever --allow says.
@@ -151,6 +162,8 @@ NAMED: dict[str, ParamKind] = {
     "--consistency": ParamKind(INPUT, stream=True),  # prove: the older checkpoint
     "--receipts": ParamKind(INPUT, stream=True),  # verify: receipts; '-' reads stdin
     "--witness": ParamKind(INPUT),  # verify: a witness directory
+    "--answers": ParamKind(INPUT, stream=True),  # gold commit: '-' reads stdin
+    "--sealed": ParamKind(INPUT, stream=True),  # gold reveal: '-' reads stdin
     "--reading-from": ParamKind(INPUT),  # bench review: a workspace whose pairs are read
     "--model": ParamKind(INPUT),  # a model directory
     "--prefilter-model": ParamKind(INPUT),  # a static model directory

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +17,10 @@ from engine.terminal_text import json_text, visible
 
 
 def _read_json(path: str, what: str) -> Any:
+    """Gives the JSON a file (or ``-``, standard input) holds; an error names the file."""
     try:
-        return json.loads(Path(path).read_text(encoding="utf-8"))
+        text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
+        return json.loads(text)
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise InputError(f"{path}: not {what} ({exc})", field=what) from None
 
@@ -47,14 +50,15 @@ def gold() -> None:
     "--answers",
     required=True,
     type=InputFile(),
-    help='A JSON object of item id to its answer: {"fp-…": "accept", "fp-…": "reject"}.',
+    help='A JSON object of item id to its answer: {"fp-…": "accept", "fp-…": "reject"} '
+    "(- reads stdin).",
 )
 @click.option(
     "--out",
     required=True,
-    type=OutputFile(),
-    help="Where the sealed answers go (answers, salt, the commit's hash): keep it private "
-    "until the reveal.",
+    type=OutputFile(allow_stdout=True),
+    help="Where the sealed answers go (answers, salt, the commit's hash; - for stdout): keep "
+    "them private until the reveal.",
 )
 @click.option("--key", default=None, type=InputFile(), help="The lead's key (default: agent).")
 @pass_ctx
@@ -77,17 +81,26 @@ def commit(ctx: Ctx, queue: str, answers: str, out: str, key: str | None) -> Non
         "answers": known,
         "salt": salt,
     }
-    atomic_write(Path(out), canonical_json(sealed) + b"\n")
+    if out == "-":  # through the ssh gate: the sealed answers go back to the lead's machine
+        click.echo(canonical_json(sealed).decode("utf-8"))
+    else:
+        atomic_write(Path(out), canonical_json(sealed) + b"\n")
     click.echo(
-        visible(
+        err=out == "-",
+        message=visible(
             f"gold committed: #{record.body['seq']} {len(known)} answer(s) on {queue}, "
             f"sealed in {out} (reveal it after the review: sealdesk gold reveal --sealed {out})"
-        )
+        ),
     )
 
 
 @gold.command("reveal")
-@click.option("--sealed", required=True, type=InputFile(), help="What gold commit --out wrote.")
+@click.option(
+    "--sealed",
+    required=True,
+    type=InputFile(),
+    help="What gold commit --out wrote (- reads stdin).",
+)
 @click.option("--key", default=None, type=InputFile(), help="The lead's key (default: agent).")
 @pass_ctx
 def reveal(ctx: Ctx, sealed: str, key: str | None) -> None:

@@ -1,0 +1,78 @@
+"""A review plan and gold items over the ssh gate: a real sshd, each person's key only in
+their own ssh-agent. The lead signs the plan and commits gold through the gate; two
+reviewers decide the same item at once, each blind to the other until they have
+decided; the disagreement is listed for the adjudicator; the sealed gold answers go back
+to the lead's machine and come back for the reveal."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from engine.workspace import Workspace
+from tests.support.ssh import gate_command, items, people_with_agents
+
+pytestmark = [pytest.mark.needs_sshd, pytest.mark.slow]
+PAIRS = "flagged_pairs"
+
+
+def listed(sshd, sock) -> dict[str, dict]:
+    proc = sshd.run(f"sealdesk items --queue {PAIRS} --json", sock)
+    assert proc.returncode == 0, proc.stderr
+    return {row["item_id"]: row for row in json.loads(proc.stdout)}
+
+
+def test_two_reviewers_over_the_gate_decide_blind_and_the_lead_sees_the_dispute(
+    tmp_path, keygen, agents, sshd
+):
+    ws = Workspace.init(tmp_path / "review" / "ws")
+    socks = people_with_agents(
+        ws, {"lena": "lead", "rita": "reviewer", "sam": "reviewer"},
+        keygen=keygen, agents=agents, sshd=sshd, command=gate_command(ws),
+    )  # fmt: skip
+    ws.ingest(
+        items(PAIRS, "fp", 4), runs={"run-1": {"kind": "test", "artifacts": {}, "inputs": {}}}
+    )
+    lena, rita, sam = socks["lena"], socks["rita"], socks["sam"]
+    plan = sshd.run(
+        f"sealdesk plan set --queue {PAIRS} --k 2 --share 1 --seed 1 "
+        "--principal rita --principal sam",
+        lena,
+    )
+    assert plan.returncode == 0, plan.stderr
+    # lena commits gold on fp-3 before anyone decides it; the sealed answers come back
+    gold = sshd.run(
+        f"sealdesk gold commit --queue {PAIRS} --answers - --out -", lena,
+        input=json.dumps({"fp-3": "reject"}),
+    )  # fmt: skip
+    assert gold.returncode == 0, gold.stderr
+    sealed = gold.stdout
+    assert json.loads(sealed)["answers"] == {"fp-3": "reject"}
+
+    assert sshd.run(f"sealdesk decide --queue {PAIRS} --item fp-0 --decision accept", rita
+                    ).returncode == 0  # fmt: skip
+    assert listed(sshd, rita)["fp-0"]["status"] == "accept"
+    seen = listed(sshd, sam)["fp-0"]
+    assert seen["status"] == "undecided" and seen["decision"] is None
+    assert seen["review"] == {"k": 2, "ratings": 1, "outcome": "pending"}
+    # sam's decision is his own: no overrule asked for, none recorded
+    proc = sshd.run(f"sealdesk decide --queue {PAIRS} --item fp-0 --decision reject", sam)
+    assert proc.returncode == 0, proc.stderr
+    assert "blind, under the review plan" in proc.stdout
+    assert listed(sshd, sam)["fp-0"]["review"]["outcome"] == "unresolved"
+    disputed = sshd.run("sealdesk plan disputed --json", lena)
+    assert json.loads(disputed.stdout) == [
+        {"queue": PAIRS, "item_id": "fp-0", "ratings": {"rita": "accept", "sam": "reject"}}
+    ]
+    for who in (rita, sam):
+        assert sshd.run(f"sealdesk decide --queue {PAIRS} --item fp-3 --decision reject", who
+                        ).returncode == 0  # fmt: skip
+    shown = sshd.run("sealdesk gold reveal --sealed -", lena, input=sealed)
+    assert shown.returncode == 0, shown.stderr
+    accuracy = json.loads(sshd.run("sealdesk gold accuracy --json", lena).stdout)["accuracy"]
+    assert accuracy[PAIRS]["principals"] == {
+        "rita": {"decided": 1, "correct": 1},
+        "sam": {"decided": 1, "correct": 1},
+    }
+    assert sshd.run("sealdesk verify", lena).returncode == 0
