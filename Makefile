@@ -67,7 +67,8 @@ test: $(STAMP) system-deps
 LOAD_PROCS ?= 3
 LOAD_TESTS ?= tests/reviewer tests/engine/test_gate_policy.py \
     tests/engine/test_signoff_ssh_gate.py tests/engine/test_gate_receipts.py \
-    tests/engine/test_readonly_audit.py tests/engine/signoff/test_ssh.py
+    tests/engine/test_readonly_audit.py tests/engine/signoff/test_ssh.py \
+    tests/engine/test_plan_over_gate.py
 test-under-load: $(STAMP) system-deps
 	sh .ci/under-load $(LOAD_PROCS) $(BIN)/python \
 	    $(BIN)/python -m pytest -n 2 --dist loadgroup $(PYTEST_ARGS) $(LOAD_TESTS)

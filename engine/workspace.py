@@ -1256,6 +1256,15 @@ class Workspace:
             said += f" · you: {n['rated']}/{n['assigned']} assigned rated"
         return said
 
+    def assigned_to_viewer(self, queue: str) -> tuple[str, ...]:
+        """Gives the items of a queue the newest review plan assigns to the viewer (none
+        without a plan for it, or without a viewer)."""
+        current = self.plan()
+        if current is None or self.viewer is None or current.for_queue(queue) is None:
+            return ()
+        ids = self.conn.execute("SELECT item_id FROM items WHERE queue = ?", (queue,))
+        return tuple(i for (i,) in ids if self.viewer in current.assigned(queue, i))
+
     def plan_progress(self) -> dict[str, dict[str, Any]]:
         """Gives the plan's progress per queue (``engine.agreement.plan.progress``), read
         again only when the ledger or the items changed."""

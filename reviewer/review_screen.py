@@ -1360,5 +1360,11 @@ def first_undecided_index(ws: Workspace, queue: str, filters: ItemFilter, sort: 
     when the filter shows no undecided item."""
     if filters.status not in (None, "undecided") or filters.decided_by:
         return None  # every item listed has a decision
+    mine = ws.assigned_to_viewer(queue)
+    if mine and filters.items is None:
+        # Under a review plan the reviewer's own share comes first.
+        rows = ws.page(queue, replace(filters, status="undecided", items=mine), sort, 0, 1)
+        if rows:
+            return ws.position(queue, rows[0].item_id, filters, sort)
     rows = ws.page(queue, replace(filters, status="undecided"), sort, 0, 1)
     return ws.position(queue, rows[0].item_id, filters, sort) if rows else None

@@ -98,3 +98,27 @@ async def test_the_leads_sign_off_shows_the_plan_and_the_agreement_and_waits_for
         assert "1 disagreement(s) unresolved" in shown and "READY" not in shown.replace(
             "NOT READY", ""
         )
+
+
+async def test_a_reviewer_opens_on_their_own_share_of_the_plan_first(desk, enrol):
+    """With three people asked for two decisions each, the app opens the queue on the first
+    item the plan assigns to the reviewer, not on the first item listed."""
+    from engine.ledger.plan import assigned
+
+    enrol("sam", "reviewer")
+    enrol("tom", "reviewer")
+    ws = desk.ws
+    listed = [r.item_id for r in ws.page(PAIRS, sort="score_desc", limit=1000)]
+    for seed in range(50):  # a seed whose first listed item is not rita's
+        plan = {"k": 2, "share": 1.0, "seed": seed, "principals": ["rita", "sam", "tom"]}
+        if "rita" not in assigned(plan, PAIRS, listed[0]):
+            break
+    ws.set_plan(FileSigner(desk.lena), {PAIRS: plan})
+    first_mine = next(i for i in listed if "rita" in assigned(plan, PAIRS, i))
+    rita = ReviewApp(ws, open_session(ws, key=str(desk.rita)))
+    async with rita.run_test(size=SIZE) as pilot:
+        await pilot.press("1")
+        await settle(pilot, lambda: rita.review.queue_list.current is not None)
+        assert listed[0] != first_mine
+        assert rita.review.queue_list.current.item_id == first_mine
+        assert "you: 0/" in detail(rita)
