@@ -1256,12 +1256,17 @@ class Workspace:
             said += f" · you: {n['rated']}/{n['assigned']} assigned rated"
         return said
 
-    def assigned_to_viewer(self, queue: str) -> tuple[str, ...]:
-        """Gives the items of a queue the newest review plan assigns to the viewer (none
-        without a plan for it, or without a viewer)."""
+    def own_work(self, queue: str) -> tuple[str, ...]:
+        """Gives the items of a queue that are the viewer's work first under the newest
+        review plan: those it assigns to them, or, to someone outside the plan (an
+        adjudicator), the unresolved ones. None without a plan for the queue or a viewer."""
         current = self.plan()
-        if current is None or self.viewer is None or current.for_queue(queue) is None:
+        planned = current.for_queue(queue) if current is not None else None
+        if current is None or planned is None or self.viewer is None:
             return ()
+        if self.viewer not in planned["principals"]:
+            held = review_plan.states(self.conn, current, queue)
+            return tuple(i for i, s in held.items() if s.outcome == review_plan.UNRESOLVED)
         ids = self.conn.execute("SELECT item_id FROM items WHERE queue = ?", (queue,))
         return tuple(i for (i,) in ids if self.viewer in current.assigned(queue, i))
 

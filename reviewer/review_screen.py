@@ -1360,9 +1360,10 @@ def first_undecided_index(ws: Workspace, queue: str, filters: ItemFilter, sort: 
     when the filter shows no undecided item."""
     if filters.status not in (None, "undecided") or filters.decided_by:
         return None  # every item listed has a decision
-    mine = ws.assigned_to_viewer(queue)
+    mine = ws.own_work(queue)
     if mine and filters.items is None:
-        # Under a review plan the reviewer's own share comes first.
+        # Under a review plan the reviewer's own share comes first (an adjudicator's: the
+        # disagreements).
         rows = ws.page(queue, replace(filters, status="undecided", items=mine), sort, 0, 1)
         if rows:
             return ws.position(queue, rows[0].item_id, filters, sort)

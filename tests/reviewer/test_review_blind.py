@@ -122,3 +122,26 @@ async def test_a_reviewer_opens_on_their_own_share_of_the_plan_first(desk, enrol
         assert listed[0] != first_mine
         assert rita.review.queue_list.current.item_id == first_mine
         assert "you: 0/" in detail(rita)
+
+
+async def test_the_adjudicator_opens_on_the_disagreement(planned):
+    """Items the two reviewers agree on come first in the list; the adjudicator's app opens
+    on the one they disagree on."""
+    desk, sam_key = planned
+    ws = desk.ws
+    listed = [r.item_id for r in ws.page(PAIRS, sort="score_desc", limit=1000)]
+    rita, sam = FileSigner(desk.rita), FileSigner(sam_key)
+    for item in listed[:3]:
+        ws.decide(rita, PAIRS, item, "accept")
+        ws.decide(sam, PAIRS, item, "accept" if item != listed[2] else "reject")
+    adam = ReviewApp(ws, open_session(ws, key=str(desk.adam)))
+    async with adam.run_test(size=SIZE) as pilot:
+        await pilot.press("1")
+        await settle(pilot, lambda: adam.review.queue_list.current is not None)
+        assert adam.review.queue_list.current.item_id == listed[2]
+        assert "unresolved" in detail(adam)
+        await pilot.press("x")
+        await settle(pilot, lambda: len(bodies(ws, listed[2])) == 3)
+    body = bodies(ws, listed[2])[-1]
+    assert body["principal"] == "adam" and body["role"] == "adjudicator"
+    assert len(body["data"]["plan"]["resolves"]) == 2
