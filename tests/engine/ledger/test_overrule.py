@@ -448,12 +448,16 @@ def test_an_overrule_naming_a_record_that_does_not_stand_is_faulted(desk):
 @pytest.mark.parametrize(
     "data, reason",
     [
-        ({"overrules": "nothex"}, "'data' is not {\"overrules\": <a record hash>}"),
-        ({"overrules": "ab" * 32, "also": 1}, "'data' is not {\"overrules\": <a record hash>}"),
-        (["ab" * 32], "'data' is not {\"overrules\": <a record hash>}"),
+        ({"overrules": "nothex"}, "'overrules' is not a record hash"),
+        ({"overrules": "ab" * 32, "also": 1}, "carries 'also', which sealdesk never writes"),
+        (["ab" * 32], "'data' is not a non-empty object"),
+        ({}, "'data' is not a non-empty object"),
+        ({"plan": {"blind": "yes", "record": "ab" * 32}}, "'plan' is neither {blind: true"),
+        ({"plan": {"record": "ab" * 32, "resolves": []}}, "'plan' is neither {blind: true"),
+        ({"plan": {"blind": True}}, "does not name the plan record it was made under"),
     ],
 )
-def test_a_decision_carries_data_of_exactly_one_shape(desk, data, reason):
+def test_a_decision_carries_data_of_the_shapes_sealdesk_writes(desk, data, reason):
     ws, rita, ravi, _ = desk
     ws.decide(rita, PAIRS, "item-0", "accept")
     forged(ws, ravi, "ravi", "reviewer", PAIRS, "item-0", "reject", data=data)
