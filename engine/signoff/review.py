@@ -24,6 +24,7 @@ from engine.agreement.gold import accuracy, waiting
 from engine.agreement.ledger import workspace_agreement
 from engine.agreement.plan import current, progress
 from engine.canonical import strict_loads
+from engine.errors import SealdeskError
 from engine.ledger.verify import Fault
 
 
@@ -73,7 +74,11 @@ def review_faults(conn: sqlite3.Connection) -> list[Fault]:
     for seq, message in conn.execute(
         "SELECT seq, message FROM records WHERE kind = 'signoff' ORDER BY seq"
     ):
-        data = strict_loads(message).get("data")
+        try:
+            body = strict_loads(message)
+        except (ValueError, TypeError, SealdeskError):
+            continue  # not a record body: the audit of the records reports it
+        data = body.get("data") if isinstance(body, dict) else None
         if not isinstance(data, dict) or "review" not in data:
             continue
         bound, again = data["review"], review_data(conn, before=seq)

@@ -484,8 +484,8 @@ def test_a_note_may_not_carry_overrules(desk):
     assert faults(ws) == [
         (
             B + 2,
-            "a note record carries 'data', which only a signoff, decision, run, clock or "
-            "authority record has",
+            "a note record carries 'data', which only a signoff, decision, run, plan, gold, "
+            "clock or authority record has",
         )
     ]
 
