@@ -43,6 +43,7 @@ from engine.ledger.records import (
     INDEXED_FIELDS,
     KINDS,
     RECORD_VERSION,
+    decision_data_fault,
     parse_time,
     time_text,
 )
@@ -445,7 +446,8 @@ def _wrong_type(body: dict) -> str | None:
 
 # A field only one kind of record carries; anywhere else it must be null, so the
 # signed bytes say one thing (a note cannot also read as an accept). "data" is a
-# sign-off's and an authority record's, and on a decision exactly {"overrules": <hash>}.
+# sign-off's and an authority record's, and on a decision null or an object of the keys
+# records.DECISION_DATA names (what it overrules, its reason, ...).
 _KIND_OF_FIELD = {"decision": ("decision",), "retracts": ("retract",)}
 _ITEM_FIELDS = ("queue", "item_id", "item_sha256", "run_sha256")
 _RECORD_HASH = re.compile(r"[0-9a-f]{64}")
@@ -474,17 +476,10 @@ def _field_of_another_kind(body: dict) -> str | None:
         )
     if kind == "run":
         return _run_fault(body)
-    if (
-        kind == "decision"
-        and data is not None
-        and (
-            type(data) is not dict
-            or data.keys() != {"overrules"}
-            or type(data["overrules"]) is not str
-            or not _RECORD_HASH.fullmatch(data["overrules"])
-        )
-    ):
-        return "a decision record's 'data' is not {\"overrules\": <a record hash>}"
+    if kind == "decision":
+        fault = decision_data_fault(data)
+        if fault is not None:
+            return fault
     if kind == "signoff":
         named = [name for name in _ITEM_FIELDS if body[name] is not None]
         if named:
@@ -997,23 +992,28 @@ def _check_retractions(conn: sqlite3.Connection, report: Report, retracts: list[
 # Every decision and retract on each item where deciding was contested: decisions by
 # more than one principal or in more than one role, or one naming what it overrules.
 # "data" sorts first in a canonical body, so a version-1 record with "data" null starts
-# with exactly _NO_DATA, and a decision that passed its check with any other "data"
-# starts with _OVERRULES and the 64 hex digits of the hash it names: the query reads
-# the head of each message and parses none.
+# with exactly _NO_DATA; in any other decision that passed its check, _OVERRULES occurs
+# only as the key of "data.overrules" (a '"' inside any string is escaped with a
+# backslash there, so no text a person typed can spell it), followed by the 64 hex
+# digits of the hash it names:
+# the query reads the messages and parses none.
 _NO_DATA = '{"data":null,'
-_OVERRULES = '{"data":{"overrules":"'
+_OVERRULES = '"overrules":"'
 _ELSEWHERE = "-- and the items decided elsewhere"
+_NAMES_OVERRULE = (
+    f"(substr(message, 1, {len(_NO_DATA)}) <> '{_NO_DATA}' AND instr(message, '{_OVERRULES}') > 0)"
+)
 _CONTESTED_SQL = f"""
 WITH contested AS (
     SELECT queue, item_id FROM records WHERE kind = 'decision'
     GROUP BY queue, item_id
     HAVING MIN(principal) <> MAX(principal) OR MIN(role) <> MAX(role)
-        OR MAX(substr(message, 1, {len(_NO_DATA)}) <> '{_NO_DATA}')
+        OR MAX({_NAMES_OVERRULE})
     {_ELSEWHERE}
 )
 SELECT r.queue, r.item_id, r.seq, r.kind, r.principal, r.role, r.retracts, r.record_hash,
-       CASE WHEN substr(r.message, 1, {len(_OVERRULES)}) = '{_OVERRULES}'
-            THEN substr(r.message, {len(_OVERRULES) + 1}, 64) END
+       CASE WHEN {_NAMES_OVERRULE.replace("message", "r.message")}
+            THEN substr(r.message, instr(r.message, '{_OVERRULES}') + {len(_OVERRULES)}, 64) END
 FROM contested c JOIN records r ON r.queue = c.queue AND r.item_id = c.item_id
 WHERE r.kind IN ('decision', 'retract')
 ORDER BY r.queue, r.item_id, r.seq
