@@ -4,13 +4,13 @@ the text a reviewer decides under.
 Each queue has reason codes by default (``DEFAULTS``): a short stable code word
 that the signed decision carries (``exact-copy``) and a label people read. The
 lead may replace a queue's codes with a file of their own (``sealdesk reasons set
-QUEUE FILE``), one reason a line::
+--queue QUEUE FILE``), one reason a line::
 
     # code          label
     exact-copy      Exact copy of a training item
     paraphrase      Paraphrase
 
-and set the queue's guidelines (``sealdesk guidelines set QUEUE FILE``): UTF-8
+and set the queue's guidelines (``sealdesk guidelines set --queue QUEUE FILE``): UTF-8
 text shown in the review pane, whose SHA-256 every decision made while they are
 set carries (``guidelines_sha256``), so that a decision says which guidelines
 it was made under. Both are copied into the workspace (``reasons/<queue>.txt``,

@@ -434,7 +434,7 @@ def _signer(ws, key: str | None, queue: str | None = None, role: str | None = No
     "reason",
     default=None,
     metavar="CODE",
-    help="One of the queue's reason codes (sealdesk reasons list QUEUE); signed in the record.",
+    help="One of the queue's reason codes (sealdesk reasons list); signed in the record.",
 )
 @click.option(
     "--rationale",
@@ -476,9 +476,9 @@ def decide(
     An item whose standing decision is another principal's is refused unless
     --overrule is given; the record then names the decision it overrules.
     Your own standing decision is changed freely, and deciding it the same
-    again signs nothing. --reason (a code of the queue's, see sealdesk
-    reasons list) and --rationale go into the signed record, and so does the
-    SHA-256 of the queue's guidelines while a lead has set them.
+    again signs nothing. --reason (a code of the queue's: sealdesk reasons
+    list --queue QUEUE) and --rationale go into the signed record, and so
+    does the SHA-256 of the queue's guidelines while a lead has set them.
 
     \b
       sealdesk decide --queue flagged_pairs --item fp-1a2b --decision accept

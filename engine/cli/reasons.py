@@ -41,13 +41,13 @@ def reasons() -> None:
 
 
 @reasons.command("list")
-@click.argument("queue", type=_QUEUE)
+@click.option("--queue", required=True, type=_QUEUE)
 @pass_ctx
 def reasons_list(ctx: Ctx, queue: str) -> None:
     """List a queue's reason codes, numbered as the review app's keys pick them.
 
     \b
-      sealdesk reasons list flagged_pairs
+      sealdesk reasons list --queue flagged_pairs
     """
     with ctx.open(read_only=True) as ws:
         found = ws.reasons(queue)
@@ -55,7 +55,7 @@ def reasons_list(ctx: Ctx, queue: str) -> None:
 
 
 @reasons.command("set")
-@click.argument("queue", type=_QUEUE)
+@click.option("--queue", required=True, type=_QUEUE)
 @click.argument("file", type=InputFile())
 @click.option("--lead-key", default=None, type=InputFile(), help=_LEAD_KEY_HELP)
 @click.option("--lead", "lead_principal", default=None, help=_LEAD_HELP)
@@ -74,7 +74,7 @@ def reasons_set(
 
 
 @reasons.command("reset")
-@click.argument("queue", type=_QUEUE)
+@click.option("--queue", required=True, type=_QUEUE)
 @click.option("--lead-key", default=None, type=InputFile(), help=_LEAD_KEY_HELP)
 @click.option("--lead", "lead_principal", default=None, help=_LEAD_HELP)
 @pass_ctx
@@ -91,13 +91,13 @@ def guidelines() -> None:
 
 
 @guidelines.command("show")
-@click.argument("queue", type=_QUEUE)
+@click.option("--queue", required=True, type=_QUEUE)
 @pass_ctx
 def guidelines_show(ctx: Ctx, queue: str) -> None:
     """Print a queue's guidelines and their SHA-256.
 
     \b
-      sealdesk guidelines show flagged_pairs
+      sealdesk guidelines show --queue flagged_pairs
     """
     with ctx.open(read_only=True) as ws:
         found = ws.guidelines(queue)
@@ -109,7 +109,7 @@ def guidelines_show(ctx: Ctx, queue: str) -> None:
 
 
 @guidelines.command("set")
-@click.argument("queue", type=_QUEUE)
+@click.option("--queue", required=True, type=_QUEUE)
 @click.argument("file", type=InputFile())
 @click.option("--lead-key", default=None, type=InputFile(), help=_LEAD_KEY_HELP)
 @click.option("--lead", "lead_principal", default=None, help=_LEAD_HELP)
@@ -128,7 +128,7 @@ def guidelines_set(
 
 
 @guidelines.command("clear")
-@click.argument("queue", type=_QUEUE)
+@click.option("--queue", required=True, type=_QUEUE)
 @click.option("--lead-key", default=None, type=InputFile(), help=_LEAD_KEY_HELP)
 @click.option("--lead", "lead_principal", default=None, help=_LEAD_HELP)
 @pass_ctx

@@ -133,17 +133,32 @@ def test_a_lead_sets_a_queues_codes_and_decisions_check_against_them(
     mine = tmp_path / "pairs-reasons.txt"
     mine.write_text("# ours\nverbatim   Copied word for word\nrenamed    Names changed\n")
     out = sealdesk_main(
-        "reasons", "set", PAIRS, mine, "--lead-key", keys["founder"], workspace=ws, check=True
+        "reasons",
+        "set",
+        "--queue",
+        PAIRS,
+        mine,
+        "--lead-key",
+        keys["founder"],
+        workspace=ws,
+        check=True,
     )
     assert "2 reason(s) set" in out.stdout
-    listed = sealdesk_main("reasons", "list", PAIRS, workspace=ws, check=True).stdout
+    listed = sealdesk_main("reasons", "list", "--queue", PAIRS, workspace=ws, check=True).stdout
     assert listed.splitlines()[0].split()[:2] == ["1", "verbatim"]
     assert decide(sealdesk_main, ws, keys, "--reason", "exact-copy").returncode != 0
     assert decide(sealdesk_main, ws, keys, "--reason", "renamed").returncode == 0
     sealdesk_main(
-        "reasons", "reset", PAIRS, "--lead-key", keys["founder"], workspace=ws, check=True
+        "reasons",
+        "reset",
+        "--queue",
+        PAIRS,
+        "--lead-key",
+        keys["founder"],
+        workspace=ws,
+        check=True,
     )
-    assert "exact-copy" in sealdesk_main("reasons", "list", PAIRS, workspace=ws).stdout
+    assert "exact-copy" in sealdesk_main("reasons", "list", "--queue", PAIRS, workspace=ws).stdout
 
 
 def test_a_bad_reasons_file_is_refused_naming_its_line_and_field_and_writes_nothing(
@@ -152,7 +167,9 @@ def test_a_bad_reasons_file_is_refused_naming_its_line_and_field_and_writes_noth
     ws, keys = cli_ws
     bad = tmp_path / "bad.txt"
     bad.write_text("verbatim  Copied\nNot-A-Code  Shouty\n")
-    out = sealdesk_main("reasons", "set", PAIRS, bad, "--lead-key", keys["founder"], workspace=ws)
+    out = sealdesk_main(
+        "reasons", "set", "--queue", PAIRS, bad, "--lead-key", keys["founder"], workspace=ws
+    )
     assert out.returncode != 0
     (line,) = out.stderr.strip().splitlines()
     assert f"{bad}:2" in line and "code" in line
@@ -160,7 +177,7 @@ def test_a_bad_reasons_file_is_refused_naming_its_line_and_field_and_writes_noth
     nolabel = tmp_path / "nolabel.txt"
     nolabel.write_text("verbatim\n")
     out = sealdesk_main(
-        "reasons", "set", PAIRS, nolabel, "--lead-key", keys["founder"], workspace=ws
+        "reasons", "set", "--queue", PAIRS, nolabel, "--lead-key", keys["founder"], workspace=ws
     )
     assert f"{nolabel}:1" in out.stderr and "label" in out.stderr
 
@@ -170,7 +187,9 @@ def test_only_a_lead_sets_codes_or_guidelines(cli_ws, sealdesk_main, tmp_path):
     mine = tmp_path / "g.md"
     mine.write_text("Reject only what is copied.\n")
     for group in ("reasons", "guidelines"):
-        out = sealdesk_main(group, "set", PAIRS, mine, "--lead-key", keys["rita"], workspace=ws)
+        out = sealdesk_main(
+            group, "set", "--queue", PAIRS, mine, "--lead-key", keys["rita"], workspace=ws
+        )
         assert out.returncode != 0 and "lead" in out.stderr
     assert not (ws / "guidelines").exists() and not (ws / "reasons").exists()
 
@@ -180,7 +199,15 @@ def test_decisions_made_under_guidelines_carry_their_sha256(cli_ws, sealdesk_mai
     text = tmp_path / "pairs.md"
     text.write_text("Reject a pair only when the problem is the same.\n")
     out = sealdesk_main(
-        "guidelines", "set", PAIRS, text, "--lead-key", keys["founder"], workspace=ws, check=True
+        "guidelines",
+        "set",
+        "--queue",
+        PAIRS,
+        text,
+        "--lead-key",
+        keys["founder"],
+        workspace=ws,
+        check=True,
     )
     digest = sha256_hex(text.read_bytes())
     assert digest in out.stdout
@@ -188,7 +215,9 @@ def test_decisions_made_under_guidelines_carry_their_sha256(cli_ws, sealdesk_mai
     assert last_data(ws) == {"guidelines_sha256": digest, "reason": "exact-copy"}
     decide(sealdesk_main, ws, keys, item="item-1", decision="accept")
     assert last_data(ws) == {"guidelines_sha256": digest}
-    sealdesk_main("guidelines", "clear", PAIRS, "--lead-key", keys["founder"], workspace=ws)
+    sealdesk_main(
+        "guidelines", "clear", "--queue", PAIRS, "--lead-key", keys["founder"], workspace=ws
+    )
     decide(sealdesk_main, ws, keys, item="item-2", decision="accept")
     assert last_data(ws) is None
     with Workspace.open(ws) as opened:
@@ -202,9 +231,17 @@ def test_guidelines_with_an_escape_sequence_are_shown_never_interpreted(
     hostile = tmp_path / "hostile.md"
     hostile.write_text("Be careful\x1b]52;c;cGF3bmVk\x07 and \x1b[2J here\u202e.\n")
     sealdesk_main(
-        "guidelines", "set", PAIRS, hostile, "--lead-key", keys["founder"], workspace=ws, check=True
+        "guidelines",
+        "set",
+        "--queue",
+        PAIRS,
+        hostile,
+        "--lead-key",
+        keys["founder"],
+        workspace=ws,
+        check=True,
     )
-    shown = sealdesk_main("guidelines", "show", PAIRS, workspace=ws, check=True).stdout
+    shown = sealdesk_main("guidelines", "show", "--queue", PAIRS, workspace=ws, check=True).stdout
     assert "\x1b" not in shown and "\x07" not in shown and "\u202e" not in shown
     assert "␛]52;c;cGF3bmVk␇" in shown and "⟨U+202E⟩" in shown
 
@@ -216,7 +253,7 @@ def test_guidelines_that_are_not_utf8_are_refused_and_write_nothing(
     bad = tmp_path / "latin1.md"
     bad.write_bytes(b"line one\nna\xefve\n")
     out = sealdesk_main(
-        "guidelines", "set", PAIRS, bad, "--lead-key", keys["founder"], workspace=ws
+        "guidelines", "set", "--queue", PAIRS, bad, "--lead-key", keys["founder"], workspace=ws
     )
     assert out.returncode != 0 and f"{bad}:2" in out.stderr
     assert not (ws / "guidelines" / f"{PAIRS}.md").exists()

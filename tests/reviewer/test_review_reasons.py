@@ -29,7 +29,9 @@ def app_for(desk, **kw) -> ReviewApp:
 def data_of_last(ws):
     conn = sqlite3.connect(ws.db_path)
     try:
-        (message,) = conn.execute("SELECT message FROM records ORDER BY seq DESC LIMIT 1").fetchone()
+        (message,) = conn.execute(
+            "SELECT message FROM records ORDER BY seq DESC LIMIT 1"
+        ).fetchone()
     finally:
         conn.close()
     return strict_loads(message)["data"]
@@ -110,9 +112,7 @@ async def test_the_history_shows_the_reason(desk):
     assert "reject · exact-copy" in shown
 
 
-async def test_the_pane_shows_guidelines_sanitised_and_decisions_carry_their_sha256(
-    desk, tmp_path
-):
+async def test_the_pane_shows_guidelines_sanitised_and_decisions_carry_their_sha256(desk, tmp_path):
     hostile = tmp_path / "pairs.md"
     hostile.write_bytes("Reject copies.\x1b[2J\x1b]52;c;cGF3bmVk\x07 Fake\u202e.\n".encode())
     desk.ws.set_guidelines(FileSigner(desk.lena), PAIRS, hostile)
