@@ -21,6 +21,7 @@ Text from these files is shown only through ``engine.terminal_text.visible``.
 
 from __future__ import annotations
 
+import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -256,3 +257,26 @@ def clear_guidelines(root: Path, queue: str) -> bool:
     existed = path.exists()
     path.unlink(missing_ok=True)
     return existed
+
+
+_DATA_NULL = '{"data":null,'
+
+
+def given(conn: sqlite3.Connection, queue: str | None = None) -> dict[str, tuple[str, str | None]]:
+    """Gives, per record hash of each decision (on ``queue``) that gives a reason or a
+    rationale, its (reason, rationale) as signed; read from the messages, none parsed
+    in Python (most decisions carry no data and are passed over by their first bytes)."""
+    sql = (
+        "SELECT record_hash, json_extract(message, '$.data.reason'), "
+        "json_extract(message, '$.data.rationale') FROM records "
+        f"WHERE kind = 'decision' AND substr(message, 1, {len(_DATA_NULL)}) <> ?"
+    )
+    args: list[object] = [_DATA_NULL]
+    if queue:
+        sql += " AND queue = ?"
+        args.append(queue)
+    return {
+        record_hash: (reason, rationale)
+        for record_hash, reason, rationale in conn.execute(sql, args)
+        if reason is not None or rationale is not None
+    }

@@ -204,31 +204,17 @@ def _replacing(
     return {"data": {"overrules": standing["record_hash"]}}
 
 
-_DATA_NULL = '{"data":null,'
-
-
 def _with_reasons(
     conn: sqlite3.Connection, decided: dict[tuple[str, str], dict[str, Any]], queue: str | None
 ) -> dict[tuple[str, str], dict[str, Any]]:
     """Gives the standing decisions with the ``reason`` and ``rationale`` their signed
     records give (None where they give none)."""
-    said: dict[int, tuple[str | None, str | None]] = {}
-    if decided:
-        sql = (
-            "SELECT seq, json_extract(message, '$.data.reason'), "
-            "json_extract(message, '$.data.rationale') FROM records "
-            f"WHERE kind = 'decision' AND substr(message, 1, {len(_DATA_NULL)}) <> ?"
-        )
-        args: list[Any] = [_DATA_NULL]
-        if queue:
-            sql += " AND queue = ?"
-            args.append(queue)
-        said = {seq: (reason, why) for seq, reason, why in conn.execute(sql, args)}
+    said = reasons.given(conn, queue) if decided else {}
     return {
         key: {
             **eff,
-            "reason": said.get(eff["seq"], (None, None))[0],
-            "rationale": said.get(eff["seq"], (None, None))[1],
+            "reason": said.get(eff["record_hash"], (None, None))[0],
+            "rationale": said.get(eff["record_hash"], (None, None))[1],
         }
         for key, eff in decided.items()
     }

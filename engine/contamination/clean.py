@@ -32,6 +32,7 @@ from engine.contamination.scan import EVAL_ITEMS, ITEMS, REPORT
 from engine.errors import InputError, IntegrityError
 from engine.ledger.records import SETTLING
 from engine.ledger.store import effective_decisions
+from engine.reasons import given
 from engine.subjects import carries, subject_faults
 from engine.workspace import Workspace
 
@@ -191,6 +192,7 @@ def clean(
     if faults:  # a carried decision is only as sound as the links it is read through
         raise IntegrityError(f"{faults[0]}; nothing was written")
     decided = effective_decisions(ws.conn, "flagged_pairs")
+    reasons_given = given(ws.conn, "flagged_pairs")  # the report says why, where a decision did
     carried = carries(ws.conn, "flagged_pairs")
     dropped: list[dict[str, Any]] = []
     kept: list[dict[str, Any]] = []
@@ -214,6 +216,8 @@ def clean(
                 principal=decision["principal"],
                 record_hash=decision["record_hash"],
             )
+            if decision["record_hash"] in reasons_given:
+                entry["reason"], entry["rationale"] = reasons_given[decision["record_hash"]]
             (dropped if decision["decision"] == "accept" else kept).append(entry)
         else:
             if carry is not None:
