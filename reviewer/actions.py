@@ -103,9 +103,9 @@ ACTIONS: tuple[Action, ...] = (
         "decide_with_reason('accept')",
         "Accept, why",
         "review",
+        show=False,  # in help and the palette; the key line keeps its room for a, x, space
         title="Accept item, with a reason",
         palette_help="pick the reason (1-9) and sign the accept",
-        rank=3,
     ),
     Action(
         "review.reject_reason",
@@ -113,9 +113,9 @@ ACTIONS: tuple[Action, ...] = (
         "decide_with_reason('reject')",
         "Reject, why",
         "review",
+        show=False,  # in help and the palette; the key line keeps its room for a, x, space
         title="Reject item, with a reason",
         palette_help="pick the reason (1-9) and sign the reject",
-        rank=2,
     ),
     Action(
         "review.skip",

@@ -154,7 +154,7 @@ def render_guidelines(guidelines: Guidelines | Exception | None) -> RenderableTy
     decision made now carries it), or what is wrong with them; nothing when none are
     set. Their text is shown through the sanitiser: a file is hostile."""
     if guidelines is None:
-        return Text("")
+        return Group()
     if isinstance(guidelines, Exception):
         return section("guidelines", Text(visible(f"cannot read them: {guidelines}")))
     body = Text()
@@ -175,7 +175,7 @@ def render_detail(
     guidelines when set, its history."""
     if item is None:
         return Text("no item selected", style="italic")
-    return Group(
+    parts: list[RenderableType] = [
         header(item),
         render_payload(
             item.get("queue", ""),
@@ -184,10 +184,10 @@ def render_detail(
             toggle_key=toggle_key,
         ),
         Text(""),
-        render_guidelines(guidelines),
-        Anchor(HISTORY),
-        render_history(history),
-    )
+    ]
+    if guidelines is not None:
+        parts.append(render_guidelines(guidelines))
+    return Group(*parts, Anchor(HISTORY), render_history(history))
 
 
 __all__ = [
