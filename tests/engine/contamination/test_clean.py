@@ -277,3 +277,21 @@ def test_a_cluster_whose_copies_all_leaked_from_the_pool_keeps_none():
     assert _keep_one_of_each_cluster([a, b], [leak_a, dup_b]) == [dup_b]
     # a member not accepted is kept anyway: nothing more to keep
     assert _keep_one_of_each_cluster([a, b], [dup_b]) == []
+
+
+def test_the_clean_report_lists_each_decisions_reason_where_it_gave_one(scanned, enrol):
+    workspace, outcome, by_eval = scanned
+    rita = enrol("rita", "reviewer")
+    workspace.decide(
+        rita,
+        "flagged_pairs",
+        by_eval["q-clips"],
+        "accept",
+        reason="exact-copy",
+        rationale="word for word",
+    )
+    decide(workspace, rita, by_eval, reject=[e for e in by_eval if e != "q-clips"])
+    report = clean(workspace).report
+    (dropped,) = report["dropped"]
+    assert (dropped["reason"], dropped["rationale"]) == ("exact-copy", "word for word")
+    assert all("reason" not in k for k in report["kept_after_review"])
