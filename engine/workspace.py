@@ -25,7 +25,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from engine import item_query, subjects
+from engine import item_query, reasons, subjects
 from engine.agreement import plan as review_plan
 from engine.backlog import (
     RUN_ID as RUN_ID,
@@ -63,6 +63,7 @@ from engine.ledger.allowed_signers import AllowedSigners
 from engine.ledger.authority import Authority, authority_mark, load_authority
 from engine.ledger.records import DECISIONS, STATUSES, Record, utc_now
 from engine.ledger.signers import Signer
+from engine.reasons import Guidelines, Reason
 from engine.roles import QUEUE_ROLES, QUEUES, SIGNOFF_ROLE, outranks
 from engine.sqlitedb import connect, database, storage_error, write_transaction
 
@@ -142,10 +143,16 @@ class DecisionOutcome:
     @property
     def overruled(self) -> dict[str, Any] | None:
         """Gives the standing decision this record overrules, or None."""
-        data = self.record.body["data"] if self.record is not None else None
-        if not isinstance(data, dict) or "overrules" not in data:
+        if self.record is None or "overrules" not in (self.record.body["data"] or {}):
             return None  # none, or an independent rating under a review plan
         return self.standing
+
+    @property
+    def reason(self) -> str | None:
+        """Gives the reason code the record appended carries, or None."""
+        if self.record is None:
+            return None
+        return (self.record.body["data"] or {}).get("reason")
 
 
 def _replacing(
@@ -196,6 +203,38 @@ def _replacing(
             f"{what}, not the decision you chose to overrule ({overrule[:12]}…); nothing was signed"
         )
     return {"data": {"overrules": standing["record_hash"]}}
+
+
+def _with_reasons(
+    conn: sqlite3.Connection, decided: dict[tuple[str, str], dict[str, Any]], queue: str | None
+) -> dict[tuple[str, str], dict[str, Any]]:
+    """Gives the standing decisions with the ``reason`` and ``rationale`` their signed
+    records give (None where they give none)."""
+    said = reasons.given(conn, queue) if decided else {}
+    return {
+        key: {
+            **eff,
+            "reason": said.get(eff["record_hash"], (None, None))[0],
+            "rationale": said.get(eff["record_hash"], (None, None))[1],
+        }
+        for key, eff in decided.items()
+    }
+
+
+def _says(conn: sqlite3.Connection, standing: dict[str, Any] | None, said: dict[str, str]) -> bool:
+    """Says whether the standing decision's record gives the very reason and rationale
+    ``said`` gives (then signing the same decision again would say nothing new)."""
+    if standing is None:
+        return False
+    row = conn.execute(
+        "SELECT message FROM records WHERE record_hash = ?", (standing["record_hash"],)
+    ).fetchone()
+    if row is None:
+        return False
+    from engine.canonical import strict_loads
+
+    data = strict_loads(row[0]).get("data") or {}
+    return all(data.get(name) == said.get(name) for name in ("reason", "rationale"))
 
 
 def _status_fields(own: dict[str, Any] | None, carry: subjects.Carry | None) -> dict[str, Any]:
@@ -605,6 +644,10 @@ class Workspace:
         from engine.canonical import strict_loads
 
         effective = self._shown(queue, item_id, store.effective_decisions_for)
+        if effective is not None:
+            effective = _with_reasons(self.conn, {(queue, item_id): effective}, queue)[
+                (queue, item_id)
+            ]
         payload = strict_loads(row[4])
         carry = (
             None if effective else subjects.carries(self.conn, queue, item_id).get((queue, item_id))
@@ -652,6 +695,7 @@ class Workspace:
             decided.pop((q, iid), None)
             if seq is not None:
                 decided[(q, iid)] = self._decision_at(seq)
+        decided = _with_reasons(self.conn, decided, queue)
         carried = subjects.carries(self.conn, queue)
         with_subjects = subjects.enabled(self.conn)
         subject = "subject" if with_subjects else "NULL"
@@ -796,6 +840,36 @@ class Workspace:
         """Gives the ledger head: (last seq, its record hash)."""
         return store.head(self.conn)
 
+    # -- reasons and guidelines (engine.reasons) ----------------------------
+    def reasons(self, queue: str) -> tuple[Reason, ...]:
+        """Gives the reason codes a decision on the queue may give, in order."""
+        return reasons.reasons_for(self.root, queue)
+
+    def guidelines(self, queue: str) -> Guidelines | None:
+        """Gives the queue's guidelines as the lead set them, or None."""
+        return reasons.guidelines_for(self.root, queue)
+
+    def set_reasons(
+        self, signer: Signer, queue: str, source: Path | None, *, principal: str | None = None
+    ) -> tuple[Reason, ...]:
+        """Gives the queue's reasons after the lead set them from ``source`` (None: back to
+        the defaults); refused unless the signer's key is enrolled as lead."""
+        self.identify(signer, principal, "lead")
+        if source is None:
+            return reasons.reset_reasons(self.root, queue)
+        return reasons.set_reasons(self.root, queue, source)
+
+    def set_guidelines(
+        self, signer: Signer, queue: str, source: Path | None, *, principal: str | None = None
+    ) -> Guidelines | None:
+        """Gives the queue's guidelines after the lead set them from ``source`` (None:
+        removed); refused unless the signer's key is enrolled as lead."""
+        self.identify(signer, principal, "lead")
+        if source is None:
+            reasons.clear_guidelines(self.root, queue)
+            return None
+        return reasons.set_guidelines(self.root, queue, source)
+
     # -- decisions ----------------------------------------------------------
     def identify(
         self,
@@ -861,12 +935,14 @@ class Workspace:
         principal: str | None = None,
         role: str | None = None,
         overrule: bool | str = False,
+        reason: str | None = None,
+        rationale: str | None = None,
     ) -> Record:
         """Gives the record that now states the decision on an item: the one just
         durably appended, or the signer's own standing one when it already said so.
 
-        ``overrule`` is ``decide_many``'s: without it, replacing another
-        principal's standing decision is refused.
+        ``overrule``, ``reason`` and ``rationale`` are ``decide_many``'s: without
+        ``overrule``, replacing another principal's standing decision is refused.
         """
         (outcome,) = self.decide_many(
             signer,
@@ -877,6 +953,8 @@ class Workspace:
             principal=principal,
             role=role,
             overrule=overrule,
+            reason=reason,
+            rationale=rationale,
         )
         if outcome.record is not None:
             return outcome.record
@@ -897,6 +975,8 @@ class Workspace:
         principal: str | None = None,
         role: str | None = None,
         overrule: bool | str | Mapping[str, str] = False,
+        reason: str | None = None,
+        rationale: str | None = None,
     ) -> list[DecisionOutcome]:
         """Gives what deciding each item did, after signing and durably appending every
         needed record in one write transaction: all or nothing.
@@ -919,6 +999,13 @@ class Workspace:
         ``overrule`` as a mapping names, per item, the record hash of the decision
         the person agreed to overrule on it (a bulk decision shows every one and
         takes one confirmation); an item it does not name is not overruled.
+
+        ``reason`` (one of the queue's reason codes, ``engine.reasons``) and
+        ``rationale`` (free text) go into each record's signed ``data``, and so
+        does the SHA-256 of the queue's guidelines while the lead has set them.
+        An unknown code or a blank rationale is refused before anything is
+        signed. The signer's own standing decision that says the same but gives
+        another reason or rationale is signed again, with the new ones.
         """
         if decision not in DECISIONS:
             raise InputError(
@@ -937,6 +1024,15 @@ class Workspace:
             raise InputError(
                 f"an overrule names item {stray!r}, which is not being decided", field="overrule"
             )
+        said: dict[str, str] = {}
+        if reason is not None:
+            said["reason"] = reasons.reason_code(self.root, queue, reason)
+        if rationale is not None:
+            said["rationale"] = reasons.rationale_text(rationale)
+        guidelines = reasons.guidelines_for(self.root, queue)
+        bound = {**said}
+        if guidelines is not None:
+            bound["guidelines_sha256"] = guidelines.sha256
         principal, role = self.identify(signer, principal, role, queue)
         standing: list[dict[str, Any] | None] = [None] * len(ids)
         # The decisions this batch has overruled so far. Deciding one item of a subject
@@ -955,19 +1051,29 @@ class Workspace:
                 if standing[index] is None and allowed in overruled_here:
                     allowed = False
                 extra = review_plan.decision_extra(
-                    conn, queue, ids[index], decision, principal, role, standing[index]
+                    conn,
+                    queue,
+                    ids[index],
+                    decision,
+                    principal,
+                    role,
+                    standing[index],
+                    again=bool(said),
                 )
                 if extra is False:
                     extra = _replacing(
                         standing[index], queue, ids[index], decision, principal, role, allowed
                     )
                 if extra is None:
-                    return None
+                    if not said or _says(conn, standing[index], said):
+                        return None
+                    extra = {}
                 assert isinstance(extra, dict)
                 overrules = extra.get("data", {}).get("overrules")
                 if overrules is not None:
                     overruled_here.add(overrules)
-                return {**binding, **extra}
+                data = {**bound, **extra.get("data", {})}
+                return {**binding, **extra, "data": data or None}
 
             return check
 
@@ -1304,21 +1410,29 @@ class Workspace:
         retracted = {r[7] for r in rows if r[1] == "retract"}
         from engine.canonical import strict_loads
 
-        return [
-            {
-                "seq": r[0],
-                "kind": r[1],
-                "decision": r[2],
-                "principal": r[3],
-                "role": r[4],
-                "time": r[5],
-                "record_hash": r[6],
-                "retracts": r[7],
-                "note": strict_loads(r[8]).get("note"),
-                "retracted": r[6] in retracted,
-            }
-            for r in rows
-        ]
+        out = []
+        for r in rows:
+            body = strict_loads(r[8])
+            # a decision's reason and rationale; another kind's "data" is not shown here
+            data = (body.get("data") or {}) if r[1] == "decision" else {}
+            out.append(
+                {
+                    "seq": r[0],
+                    "kind": r[1],
+                    "decision": r[2],
+                    "principal": r[3],
+                    "role": r[4],
+                    "time": r[5],
+                    "record_hash": r[6],
+                    "retracts": r[7],
+                    "note": body.get("note"),
+                    "reason": data.get("reason"),
+                    "rationale": data.get("rationale"),
+                    "guidelines_sha256": data.get("guidelines_sha256"),
+                    "retracted": r[6] in retracted,
+                }
+            )
+        return out
 
     def subject_history(self, queue: str, item_id: str) -> list[dict[str, Any]]:
         """Gives every record about the other items of an item's subject (its earlier and

@@ -98,6 +98,26 @@ ACTIONS: tuple[Action, ...] = (
         rank=1,
     ),
     Action(
+        "review.accept_reason",
+        "A",
+        "decide_with_reason('accept')",
+        "Accept, why",
+        "review",
+        show=False,  # in help and the palette; the key line keeps its room for a, x, space
+        title="Accept item, with a reason",
+        palette_help="pick the reason (1-9) and sign the accept",
+    ),
+    Action(
+        "review.reject_reason",
+        "X",
+        "decide_with_reason('reject')",
+        "Reject, why",
+        "review",
+        show=False,  # in help and the palette; the key line keeps its room for a, x, space
+        title="Reject item, with a reason",
+        palette_help="pick the reason (1-9) and sign the reject",
+    ),
+    Action(
         "review.skip",
         "space",
         "decide('skip')",
@@ -400,6 +420,27 @@ ACTIONS: tuple[Action, ...] = (
     Action("overrule.yes", "y", "answer(True)", "Overrule", "overrule"),
     Action("overrule.no", "n,escape", "answer(False)", "Cancel", "overrule"),
     Action("note.cancel", "escape", "cancel", "Cancel", "note"),
+    *(
+        Action(
+            f"reason.pick_{n}",
+            str(n),
+            f"pick({n})",
+            f"Reason {n}",
+            "reason",
+            show=False,
+            palette_help="sign the decision with the reason listed under this number",
+        )
+        for n in range(1, 10)
+    ),
+    Action(
+        "reason.none",
+        "enter",
+        "none",
+        "No reason",
+        "reason",
+        palette_help="sign the decision without a reason (so does its own key again)",
+    ),
+    Action("reason.cancel", "escape", "cancel", "Cancel", "reason"),
     Action("filter.cancel", "escape", "cancel", "Cancel", "filter"),
     Action("filter.clear", "ctrl+r", "clear", "Clear all", "filter"),
     Action("bulk.accept", "a", "decide('accept')", "Accept all", "bulk"),
@@ -506,7 +547,9 @@ def in_palette(scope: str) -> list[Action]:
 # dialog may reuse those keys; a dialog with a text field takes every printable
 # key as text.
 FOCUS_SCOPES: dict[str, tuple[str, ...]] = {"review": ("queue",)}
-DIALOGS = frozenset({"overrule", "note", "filter", "jobs", "signoff.confirm", "help", "bulk"})
+DIALOGS = frozenset(
+    {"overrule", "note", "reason", "filter", "jobs", "signoff.confirm", "help", "bulk"}
+)
 OFF_OVER_DIALOGS = frozenset({"quit", "cycle_theme", "help"})
 TEXT_FIELDS = frozenset({"note", "filter", "jobs", "signoff.confirm"})
 
@@ -594,6 +637,7 @@ SCOPE_NAMES = {
     "queue": "queue list",
     "overrule": "overrule dialog",
     "note": "note dialog",
+    "reason": "reason picker",
     "filter": "filter dialog",
     "bulk": "bulk decision",
     "jobs": "jobs panel",

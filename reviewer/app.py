@@ -59,6 +59,7 @@ class ReviewApp(App):
         theme: str | None = None,
         keymap: dict[str, str] | None = None,
         saved: ReviewState | None = None,
+        ask_reason: Iterable[str] = (),
     ) -> None:
         """``theme`` None starts in the theme last chosen in the app (``saved``, read from
         the user's state file when not given), else the default."""
@@ -72,6 +73,7 @@ class ReviewApp(App):
         self.session = session
         # Under a review plan, what the lists and the history show depends on who reads.
         ws.viewer = session.principal
+        self.ask_reason = frozenset(ask_reason)  # queues whose a and x ask for a reason
         self._start_keymap = dict(keymap or {})
         clashes = keymap_clashes(self._start_keymap)
         if clashes:
@@ -181,6 +183,19 @@ class ReviewApp(App):
             if bid == binding_id:
                 return keys.split(",")[0].strip()
         return "?"
+
+    def keys_of(self, binding_id: str) -> frozenset[str]:
+        """Gives every key a binding id is bound to now, as Textual names keys."""
+        for action in keyed():
+            if action.id == binding_id:
+                keys = self._keymap.get(action.id, action.key or "")
+                return frozenset(k.strip() for k in keys.split(",") if k.strip())
+        return frozenset()
+
+    def asks_reason(self, queue: str) -> bool:
+        """Says whether accept and reject on the queue ask for a reason (config
+        ``ask_reason``); A and X ask on every queue."""
+        return queue in self.ask_reason
 
     def key_hints(self, screen: Screen) -> list[tuple[str, str, int, str]]:
         """Gives (key, description, rank, id) for the actions a screen and the app show in

@@ -33,6 +33,7 @@ import click
 GOAL_FIRST_SCREEN_S = 1.5
 GOAL_DECISION_MS = 30.0
 GOAL_KEYS_PER_DECISION = 1.2
+GOAL_KEYS_WITH_REASON = 2.0
 _WORDS = (
     "natalia sold clips to her friends in april and then half as many in may how "
     "many did she sell altogether weng earns an hour for babysitting yesterday she "
@@ -291,6 +292,13 @@ def _p95(values: list[float]) -> float:
     "diff.",
 )
 @click.option(
+    "--reasons",
+    is_flag=True,
+    help="With --throughput: also give every decision a reason, as a note before it (the "
+    "way before reasons: n, the reason typed, Enter, the decision key) and picked in the "
+    "decision (X or A, then its digit), on the same queue.",
+)
+@click.option(
     "--reading-items",
     default=200,
     show_default=True,
@@ -313,6 +321,7 @@ def bench_review(
     throughput: bool,
     queue_items: int,
     reading: bool,
+    reasons: bool,
     reading_items: int,
     reading_from: Path | None,
 ) -> None:
@@ -332,6 +341,11 @@ def bench_review(
     from row 1 (the key sequence before bulk decisions), once deciding each
     cluster at once. Goal: at most 1.2 keys per decision, navigation included.
 
+    With --reasons too, the scripted reviewer works the same queue (none of it
+    decided before) twice more, giving every decision one of the queue's reason
+    codes: as a note typed before it, then picked inside the decision. Goal: at
+    most 2.0 keys per decision with a reason.
+
     With --reading too, the scripted reviewer reads each pair of a queue of
     near-duplicates (new numbers, paraphrases, copies inside longer documents,
     template siblings) at 80x24 to the end of its texts before deciding it,
@@ -343,6 +357,7 @@ def bench_review(
       sealdesk bench review                    # 100,000 items, 200 decisions
       sealdesk bench review --items 10000 --runs 1
       sealdesk bench review --throughput       # and the 300-item queue
+      sealdesk bench review --items 1000 --throughput --reasons
       sealdesk bench review --items 1000 --throughput --reading
       sealdesk bench review --items 1000 --throughput --reading \\
           --reading-from my-workspace --reading-items 400
@@ -378,6 +393,12 @@ def bench_review(
 
             click.echo(f"working a {queue_items}-item queue twice by script…", err=True)
             worked = measure(root / "throughput", queue_items)
+        given = None
+        if throughput and reasons:
+            from reviewer.scripted_reviewer import measure_reasons
+
+            click.echo(f"giving reasons on a {queue_items}-item queue twice by script…", err=True)
+            given = measure_reasons(root / "reasons", queue_items)
         read = None
         if throughput and reading:
             from reviewer.scripted_reviewer import READING_RUNS, measure_reading
@@ -437,6 +458,8 @@ def bench_review(
     ]
     if worked is not None:
         goals.append(_echo_throughput(*worked))
+    if given is not None:
+        goals.append(_echo_reasons(*given))
     if read is not None:
         goals.append(_echo_reading(*read, reading_from))
     click.echo("")
@@ -467,6 +490,30 @@ def _echo_throughput(queue, before, bulk) -> str:
         raise click.ClickException("a scripted run signed a verdict it was not given")
     ok = bulk.keys_per_decision <= GOAL_KEYS_PER_DECISION
     return f"keys per decision <= {GOAL_KEYS_PER_DECISION}: {_verdict(ok)}"
+
+
+def _echo_reasons(queue, note, picked) -> str:
+    """Prints the two ways of giving each decision a reason side by side; gives the
+    keys-per-decision verdict of the picked one."""
+    click.echo(
+        f"reasons               {len(queue.verdicts)} flagged pairs, none decided before, "
+        "each decision with its scripted reason; reading time left out"
+    )
+    for run in (note, picked):
+        click.echo(
+            f"                      {run.mode:<19}  {run.keys_per_decision:5.2f} keys/decision "
+            f"({run.keys} keys, {run.decisions} decisions)  {run.per_minute:6.0f} decisions/min  "
+            f"{'every verdict and reason as scripted' if run.correct else 'WRONG RECORDS SIGNED'}"
+        )
+    click.echo(
+        f"                      ratio picked/note      keys/decision "
+        f"{picked.keys_per_decision / note.keys_per_decision:5.2f}x  decisions/min "
+        f"{picked.per_minute / note.per_minute:5.2f}x"
+    )
+    if not (note.correct and picked.correct):
+        raise click.ClickException("a scripted run signed a verdict or reason it was not given")
+    ok = picked.keys_per_decision <= GOAL_KEYS_WITH_REASON
+    return f"keys per decision with a reason <= {GOAL_KEYS_WITH_REASON}: {_verdict(ok)}"
 
 
 def _echo_reading(queue, runs, source: Path | None) -> str:

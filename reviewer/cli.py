@@ -152,6 +152,7 @@ def review(
             theme=choose_theme(theme, config.theme, saved.theme),
             keymap=config.keymap,
             saved=saved,
+            ask_reason=config.ask_reason,
         )
         app.run()
     if session.principal:

@@ -5,6 +5,7 @@ Read from ``$SEALDESK_CONFIG``, else ``~/.config/sealdesk/config.toml``::
     theme = "sealdesk-light"          # or dark, light, high-contrast, any Textual theme
     key = "~/.ssh/id_ed25519"         # used when ssh-agent is not available
     principal = "rita"                # when the key is enrolled under several names
+    ask_reason = true                 # a and x ask for a reason (or a list of queues)
 
     [keymap]                          # binding id = key(s), comma-separated
     "review.accept" = "y"
@@ -26,9 +27,10 @@ from pathlib import Path
 from typing import Any
 
 from engine.errors import InputError, Location
+from engine.roles import QUEUES
 from reviewer.actions import keymap_clashes
 
-_KNOWN = {"theme", "key", "principal", "keymap"}
+_KNOWN = {"theme", "key", "principal", "keymap", "ask_reason"}
 
 
 @dataclass(frozen=True)
@@ -40,6 +42,8 @@ class Config:
     key: str | None = None
     principal: str | None = None
     keymap: dict[str, str] = field(default_factory=dict)
+    # queues whose accept and reject keys ask for a reason first (A and X always ask)
+    ask_reason: tuple[str, ...] = ()
 
 
 def config_path() -> Path:
@@ -90,6 +94,18 @@ def load_config(path: Path | None = None, *, known_binding_ids: set[str] | None 
     for key in ("theme", "key", "principal"):
         if key in data and not isinstance(data[key], str):
             raise InputError("must be a string", path=path, line=_line_of(text, key), field=key)
+    ask = data.get("ask_reason", False)
+    if isinstance(ask, bool):
+        ask_reason = QUEUES if ask else ()
+    elif isinstance(ask, list) and all(q in QUEUES for q in ask):
+        ask_reason = tuple(ask)
+    else:
+        raise InputError(
+            f"must be true, false or a list of queues ({', '.join(QUEUES)})",
+            path=path,
+            line=_line_of(text, "ask_reason"),
+            field="ask_reason",
+        )
     keymap = data.get("keymap", {})
     if not isinstance(keymap, dict):
         raise InputError(
@@ -128,4 +144,5 @@ def load_config(path: Path | None = None, *, known_binding_ids: set[str] | None 
         key=str(Path(data["key"]).expanduser()) if data.get("key") else None,
         principal=data.get("principal"),
         keymap=dict(keymap),
+        ask_reason=ask_reason,
     )

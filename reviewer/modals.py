@@ -1,4 +1,5 @@
-"""Small screens over the review: a note, an overrule to confirm, the filters, the help."""
+"""Small screens over the review: a note, a reason, an overrule to confirm, the filters, the
+help."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Input, Label, Select, Static
 
 from engine.item_query import ItemFilter
+from engine.reasons import Reason
 from engine.terminal_text import visible
 from reviewer.actions import bindings
 
@@ -47,6 +49,66 @@ class NoteScreen(ModalScreen[str | None]):
     @on(Input.Submitted)
     def save(self, event: Input.Submitted) -> None:
         self.dismiss(event.value if event.value.strip() else None)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class ReasonScreen(ModalScreen[str | None]):
+    """Asks for a decision's reason: gives its code, "" for none (Enter, or the decision's
+    own key again), or None when cancelled (Esc: nothing is signed)."""
+
+    SCOPE = "reason"
+    BINDINGS = bindings(SCOPE)
+
+    def __init__(
+        self,
+        decision: str,
+        item_label: str,
+        reasons: tuple[Reason, ...],
+        again: frozenset[str],
+        guidelines_sha256: str | None = None,
+    ) -> None:
+        super().__init__()
+        self.decision = decision
+        self.item_label = item_label
+        self.reasons = reasons
+        self.again = again  # the keys of the decision itself: no reason
+        self.guidelines_sha256 = guidelines_sha256
+
+    def compose(self) -> ComposeResult:
+        listed = Text()
+        for number, reason in enumerate(self.reasons, start=1):
+            listed.append(f"{number} ", style="bold")
+            listed.append(visible(f"{reason.code:<20}{reason.label}") + "\n")
+        under = (
+            f"under guidelines {self.guidelines_sha256[:12]}…"
+            if self.guidelines_sha256
+            else "no guidelines set"
+        )
+        with Vertical(classes="dialog"):
+            yield Label(Text(f"{self.decision.capitalize()} {visible(self.item_label)}: why?"))
+            yield Static(listed, id="reason-list")
+            # a Static wraps at the dialog's width; a Label would cut the line at 80 columns
+            yield Static(
+                f"1-{len(self.reasons)} signs with that reason · Enter or the same key again: "
+                f"no reason · Esc cancels, nothing is signed · {under}",
+                id="reason-keys",
+            )
+
+    def on_key(self, event: events.Key) -> None:
+        if event.key in self.again:
+            event.stop()
+            self.dismiss("")
+
+    def action_pick(self, number: int) -> None:
+        if 1 <= number <= len(self.reasons):
+            self.dismiss(self.reasons[number - 1].code)
+        else:
+            self.app.bell()
+
+    def action_none(self) -> None:
+        self.dismiss("")
 
     def action_cancel(self) -> None:
         self.dismiss(None)

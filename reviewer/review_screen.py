@@ -37,6 +37,7 @@ from engine.item_query import (
     Watermark,
     last_signoff,
 )
+from engine.reasons import Guidelines
 from engine.roles import QUEUES
 from engine.terminal_text import visible
 from engine.workspace import Workspace
@@ -44,7 +45,7 @@ from reviewer.actions import SORTS, STATUSES, bindings
 from reviewer.after_decision import Keys, after_decision
 from reviewer.bulk_screen import BulkChoice, BulkScreen, Member, cluster_members
 from reviewer.jobs_screen import JobsScreen
-from reviewer.modals import ConfirmOverrule, FilterScreen, NoteScreen
+from reviewer.modals import ConfirmOverrule, FilterScreen, NoteScreen, ReasonScreen
 from reviewer.next_steps import EXAM_QUEUE, after_queue, next_queue, signoff_holds, undecided
 from reviewer.panes import render_detail
 from reviewer.panes.anchors import anchor_lines, jump_target
@@ -81,6 +82,10 @@ class _Keyed(Protocol):
     def key_hints(self, screen: Screen) -> list[tuple[str, str, int, str]]: ...
 
     def remember_view(self, queue: str, filters: ItemFilter, sort: str) -> None: ...
+
+    def keys_of(self, binding_id: str) -> frozenset[str]: ...
+
+    def asks_reason(self, queue: str) -> bool: ...
 
 
 @dataclass
@@ -476,9 +481,15 @@ class ReviewScreen(Screen):
                 + self.ws.subject_history(row.queue, row.item_id),
                 key=lambda rec: rec["seq"],
             )
+        guidelines: Guidelines | SealdeskError | None
+        try:
+            guidelines = self.ws.guidelines(row.queue)
+        except SealdeskError as exc:  # shown where they would be, not raised
+            guidelines = exc
         shown = render_detail(
             item,
             history,
+            guidelines=guidelines,
             full_texts=self.full_texts,
             toggle_key=cast(_Keyed, self.app).key_for("review.texts"),
         )
@@ -551,21 +562,69 @@ class ReviewScreen(Screen):
         last item the queue is at its end: decision keys say so and sign nothing
         until the cursor moves (a skip settles nothing, so it does not end it).
         """
+        found = self._decidable()
+        if found is None:
+            return
+        row, args = found
+        if decision != "skip" and cast(_Keyed, self.app).asks_reason(row.queue):
+            self._ask_reason(row, self.queue_list.cursor, decision, args)
+            return
+        self._sign(row, self.queue_list.cursor, decision, args, overrule=False)
+
+    def action_decide_with_reason(self, decision: str) -> None:
+        """Asks for the reason of a decision on the highlighted item (one key, 1-9, picks
+        it and signs; Enter signs none; Esc signs nothing), then signs as ``decide``."""
+        found = self._decidable()
+        if found is None:
+            return
+        row, args = found
+        self._ask_reason(row, self.queue_list.cursor, decision, args)
+
+    def _decidable(self) -> tuple[ItemRow, dict[str, Any]] | None:
+        """Gives the highlighted row and the signing arguments for it, or None after
+        saying why it cannot be decided now."""
         lst = self.queue_list
         row = lst.current
         if row is None:
             self.refuse("no item is highlighted")
-            return
+            return None
         if self.ended_at == (row.queue, row.item_id):
             self.say(
                 f"end of queue: {row.item_id} was the last item here; nothing signed "
                 "(move the cursor to decide an item again)"
             )
-            return
+            return None
         args = self._signing_args(row.queue)
         if args is None:
+            return None
+        return row, args
+
+    def _ask_reason(self, row: ItemRow, index: int, decision: str, args: dict[str, Any]) -> None:
+        """Asks which of the queue's reasons the decision gives, then signs it with it."""
+        try:
+            reasons = self.ws.reasons(row.queue)
+            guidelines = self.ws.guidelines(row.queue)
+        except SealdeskError as exc:
+            self.refuse(why_not_written(exc))
             return
-        self._sign(row, lst.cursor, decision, args, overrule=False)
+
+        def chosen(code: str | None) -> None:
+            if code is None:
+                self.say(f"not decided: {row.item_id} is as it was; nothing signed")
+                return
+            self._sign(row, index, decision, args, overrule=False, reason=code or None)
+
+        keyed = cast(_Keyed, self.app)
+        self.app.push_screen(
+            ReasonScreen(
+                decision,
+                f"{row.queue}/{row.item_id}",
+                reasons,
+                keyed.keys_of(f"review.{decision}") | keyed.keys_of(f"review.{decision}_reason"),
+                guidelines.sha256 if guidelines is not None else None,
+            ),
+            chosen,
+        )
 
     def _ask_to_overrule(
         self,
@@ -574,6 +633,7 @@ class ReviewScreen(Screen):
         decision: str,
         args: dict[str, Any],
         standing: dict[str, Any],
+        reason: str | None = None,
     ) -> None:
         """Asks whether to overrule another's standing decision; signs only on ``y``."""
 
@@ -581,7 +641,9 @@ class ReviewScreen(Screen):
             if yes:
                 # The hash of exactly the decision shown: should another land meanwhile,
                 # the workspace refuses rather than overrule what was not confirmed.
-                self._sign(row, index, decision, args, overrule=standing["record_hash"])
+                self._sign(
+                    row, index, decision, args, overrule=standing["record_hash"], reason=reason
+                )
             else:
                 self.say(
                     f"not overruled: {row.item_id} still stands at "
@@ -597,10 +659,17 @@ class ReviewScreen(Screen):
         )
 
     def _sign(
-        self, row: ItemRow, index: int, decision: str, args: dict[str, Any], overrule: bool | str
+        self,
+        row: ItemRow,
+        index: int,
+        decision: str,
+        args: dict[str, Any],
+        overrule: bool | str,
+        reason: str | None = None,
     ) -> None:
-        """Signs a decision on the row at ``index`` (unless it already stands, said by this
-        person), then moves to the next row or marks the end of the queue."""
+        """Signs a decision (with ``reason``, a code of the queue's) on the row at
+        ``index`` (unless it already stands, said by this person), then moves to the
+        next row or marks the end of the queue."""
         lst = self.queue_list
         try:
             (outcome,) = self.ws.decide_many(
@@ -609,11 +678,12 @@ class ReviewScreen(Screen):
                 [row.item_id],
                 decision,
                 overrule=overrule,
+                reason=reason,
                 **args,
             )
         except OverruleRequired as exc:
             if overrule is False:
-                self._ask_to_overrule(row, index, decision, args, exc.standing)
+                self._ask_to_overrule(row, index, decision, args, exc.standing, reason)
             else:
                 self.refuse(why_not_written(exc))
             return
@@ -630,8 +700,10 @@ class ReviewScreen(Screen):
             # The record is durably in the ledger now; only now does the screen move on.
             self.decided_here.append(Decided(row.queue, row.item_id, record.seq, index))
             over = outcome.overruled
-            self.message = f"{decision} {row.item_id}" + (
-                f" (overruled {over['principal']})" if over else ""
+            self.message = (
+                f"{decision} {row.item_id}"
+                + (f" · {reason}" if reason else "")
+                + (f" (overruled {over['principal']})" if over else "")
             )
             self._appended(record)
             self._bump_progress(row.queue, row.status, decision)

@@ -15,6 +15,13 @@ is timed is the app between keys. It works the queue twice from the same start:
 
 Each run counts keys pressed (navigation included) and decisions signed, and checks at
 the end that the ledger holds exactly the scripted verdict on every item it decided.
+
+With reasons (``measure_reasons``), every decision also gives one of the queue's reason
+codes, scripted per item, on a copy of the queue none of which is decided before:
+
+- **as a note** (the way before reasons): ``n``, the code typed, Enter (a signed note
+  record), then the decision key;
+- **picked**: ``A`` or ``X`` then the reason's digit, one signed decision carrying it.
 """
 
 from __future__ import annotations
@@ -232,6 +239,22 @@ def build(root: Path, queue: Queue) -> tuple[Path, Path]:
     return ws_root, key
 
 
+def _own_reasons(conn: sqlite3.Connection, how: str) -> dict[str, str]:
+    """Gives each item's reason as the ledger holds it: the note's text, or the code in
+    the decision's signed data."""
+    if how == "note":
+        sql = (
+            "SELECT item_id, json_extract(message, '$.note') FROM records "
+            "WHERE kind = 'note' AND principal = ?"
+        )
+    else:
+        sql = (
+            "SELECT item_id, json_extract(message, '$.data.reason') FROM records "
+            "WHERE kind = 'decision' AND principal = ?"
+        )
+    return dict(conn.execute(sql, (PRINCIPAL,)))
+
+
 def _own_decisions(conn: sqlite3.Connection) -> dict[str, str]:
     return dict(
         conn.execute(
@@ -251,13 +274,29 @@ async def _until(predicate, timeout: float = 60.0) -> None:
         await asyncio.sleep(0.001)
 
 
-def _press(app, key: str) -> None:
+def _press(app, key: str, character: str | None = None) -> None:
     """Puts a key event where a terminal's key arrives (the driver), as a person's would."""
     from textual import events
 
-    event = events.Key(key, key if len(key) == 1 else None)
+    event = events.Key(key, character if character is not None else key if len(key) == 1 else None)
     event.set_sender(app)
     app._driver.send_message(event)
+
+
+def _type(app, text: str) -> int:
+    """Types ``text`` one key a character, as a person would; gives the keys pressed."""
+    from textual.keys import _character_to_key
+
+    for character in text:
+        _press(app, _character_to_key(character), character)
+    return len(text)
+
+
+def scripted_reason(item_id: str, codes: tuple[str, ...]) -> int:
+    """Gives the index of the reason the script gives an item (fixed by its id)."""
+    import zlib
+
+    return zlib.crc32(item_id.encode()) % len(codes)
 
 
 _ALL = "the whole detail"
@@ -302,17 +341,20 @@ async def work(
     reading: bool = False,
     whole: bool = False,
     zoom: bool = False,
+    reasons: str | None = None,
 ) -> Run:
     """Gives what working the whole queue cost, pressing keys the way ``bulk`` says.
     With ``reading``, each pair's texts are read to their end before its verdict (the
     scrolling counted), shown as one word diff, or whole with ``whole``; with ``zoom``
-    the detail is zoomed first (one key for the session)."""
-    from textual.widgets import OptionList
+    the detail is zoomed first (one key for the session). With ``reasons`` each decision
+    gives its scripted reason: ``"note"`` as a note before it, ``"picked"`` in it."""
+    from textual.widgets import Input, OptionList
 
     from engine.sqlitedb import connect
     from engine.workspace import Workspace
     from reviewer.app import ReviewApp
     from reviewer.bulk_screen import BulkScreen
+    from reviewer.modals import NoteScreen, ReasonScreen
     from reviewer.session import open_session
 
     todo = len(queue.verdicts) - len(queue.colleague)
@@ -325,6 +367,12 @@ async def work(
             (PRINCIPAL,),
         ).fetchone()[0]
 
+    def notes() -> int:
+        return watcher.execute(
+            "SELECT COUNT(*) FROM records WHERE kind = 'note' AND principal = ?", (PRINCIPAL,)
+        ).fetchone()[0]
+
+    codes = tuple(r.code for r in ws.reasons(QUEUE))
     app = ReviewApp(ws, open_session(ws, key=str(key)))
     keys = navigation = 0
     async with app.run_test(size=size) as pilot:
@@ -374,17 +422,42 @@ async def work(
                         signed() == want and app.screen is review and not review.bulk_signing
                     )
                 )
+            elif reasons == "picked":
+                _press(app, verdict_key.upper())
+                await _until(lambda: isinstance(app.screen, ReasonScreen))
+                _press(app, str(scripted_reason(row.item_id, codes) + 1))
+                keys += 2
+                await _until(lambda want=before + 1: signed() == want and app.screen is review)
             else:
+                if reasons == "note":
+                    noted = notes()
+                    _press(app, "n")
+                    await _until(
+                        lambda: (
+                            isinstance(app.screen, NoteScreen) and isinstance(app.focused, Input)
+                        )
+                    )
+                    typed = _type(app, codes[scripted_reason(row.item_id, codes)])
+                    _press(app, "enter")
+                    keys += typed + 2
+                    await _until(lambda want=noted + 1: notes() == want and app.screen is review)
                 _press(app, verdict_key)
                 keys += 1
                 # The record is durable before the handler moves the cursor, in one go.
                 await _until(lambda want=before + 1: signed() == want)
         seconds = time.perf_counter() - start
     decided = _own_decisions(watcher)
+    expected = {i: v for i, v in queue.verdicts.items() if i not in set(queue.colleague)}
+    if reasons is not None:
+        given = _own_reasons(watcher, reasons)
+        wanted = {i: codes[scripted_reason(i, codes)] for i in expected}
+        if given != wanted:
+            decided = {}  # a reason other than the scripted one is a wrong record
     watcher.close()
     ws.close()
-    expected = {i: v for i, v in queue.verdicts.items() if i not in set(queue.colleague)}
     mode = "with bulk" if bulk else "one at a time"
+    if reasons is not None:
+        mode = {"note": "note, then decision", "picked": "reason picked"}[reasons]
     if reading:
         mode = ("whole texts" if whole else "word diff") + (", zoomed" if zoom else "")
     return Run(
@@ -464,3 +537,22 @@ def measure(root: Path, n_items: int) -> tuple[Queue, Run, Run]:
         for name, bulk in (("one", False), ("bulk", True))
     )
     return queue, one, bulk
+
+
+def measure_reasons(root: Path, n_items: int) -> tuple[Queue, Run, Run]:
+    """Gives the queue (``realistic_queue``'s, none decided before) and its two runs giving
+    every decision a reason: as a note before it (the way before reasons), then picked
+    in the decision, each on its own copy of the same workspace."""
+    full = realistic_queue(n_items)
+    queue = Queue(full.items, full.verdicts, {}, [])
+    ws_root, key = build(root / "built", queue)
+    note, picked = (
+        _on_copy(
+            root,
+            name,
+            ws_root,
+            lambda copy, how=how: asyncio.run(work(copy, key, queue, False, reasons=how)),
+        )
+        for name, how in (("note", "note"), ("picked", "picked"))
+    )
+    return queue, note, picked

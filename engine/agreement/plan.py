@@ -276,10 +276,14 @@ def decision_extra(
     principal: str,
     role: str,
     standing: dict[str, Any] | None,
+    *,
+    again: bool = False,
 ) -> dict[str, Any] | None | bool:
     """Gives what a decision on a planned item signs beside its fields (``{"data": ...}``),
     None when the signer's own rating already says it, or False when the item is not
-    planned (the usual rules then apply). Raises when the plan does not allow it.
+    planned (the usual rules then apply). Raises when the plan does not allow it. With
+    ``again`` (the decision gives a reason of its own), an own rating saying the same
+    decision is signed again all the same.
 
     - In the rating role, only the plan's principals decide a planned item, each once
       (changing their own rating is allowed); the decision is a blind rating, and it
@@ -308,7 +312,7 @@ def decision_extra(
                 "a rating no longer changes it; nothing was signed"
             )
         own = state.ratings.get(principal)
-        if own is not None and own.decision == decision:
+        if own is not None and own.decision == decision and not again:
             return None
         return {"data": {"plan": {"blind": True, "record": plan.record_hash}}}
     if rank(role) > rank(rated_as) and not state.settled and state.ratings and standing:

@@ -49,6 +49,14 @@ TOP_LEVEL_LAZY = {
         "engine.cli.keys:keys",
         "Who may sign, in which role: enrol, revoke, list, migrate (lead-signed).",
     ),
+    "reasons": (
+        "engine.cli.reasons:reasons",
+        "Reason codes a decision may give, per queue: list; a lead sets them.",
+    ),
+    "guidelines": (
+        "engine.cli.reasons:guidelines",
+        "Guidelines per queue, bound into each decision: show; a lead sets them.",
+    ),
     "agreement": (
         "engine.cli.agreement:agreement",
         "How far reviewers agree (kappa, alpha, AC1 with intervals), from signed decisions.",
@@ -447,6 +455,19 @@ def _signer(ws, key: str | None, queue: str | None = None, role: str | None = No
 @click.option("--decision", required=True, type=click.Choice(DECISIONS))
 @click.option("--note", default=None, help="Why; kept in the signed record.")
 @click.option(
+    "--reason",
+    "reason",
+    default=None,
+    metavar="CODE",
+    help="One of the queue's reason codes (sealdesk reasons list); signed in the record.",
+)
+@click.option(
+    "--rationale",
+    default=None,
+    metavar="TEXT",
+    help="Why, in your words; signed in the record with the reason.",
+)
+@click.option(
     "--key",
     default=None,
     type=InputFile(),
@@ -467,6 +488,8 @@ def decide(
     item_ids: tuple[str, ...],
     decision: str,
     note: str | None,
+    reason: str | None,
+    rationale: str | None,
     key: str | None,
     principal: str | None,
     role: str | None,
@@ -478,10 +501,14 @@ def decide(
     An item whose standing decision is another principal's is refused unless
     --overrule is given; the record then names the decision it overrules.
     Your own standing decision is changed freely, and deciding it the same
-    again signs nothing.
+    again signs nothing. --reason (a code of the queue's: sealdesk reasons
+    list --queue QUEUE) and --rationale go into the signed record, and so
+    does the SHA-256 of the queue's guidelines while a lead has set them.
 
     \b
       sealdesk decide --queue flagged_pairs --item fp-1a2b --decision accept
+      sealdesk decide --queue flagged_pairs --item fp-1a2b --decision reject \\
+        --reason different-problem --rationale "only the topic is shared"
       sealdesk items --queue flagged_pairs --status undecided --json \\
         | jq -r '.[].item_id' | sealdesk decide --queue flagged_pairs --item - --decision reject
     """
@@ -507,6 +534,10 @@ def decide(
             )
         first_at[item_id] = line if line else number
     with ctx.open() as ws:
+        if reason is not None:
+            from engine.reasons import reason_code
+
+            reason_code(ws.root, queue, reason)  # before any key is asked for
         # Every id is checked before the first signature, naming its line; the
         # batch below is one transaction, so any later refusal signs nothing either.
         for item_id, line in ids:
@@ -527,6 +558,8 @@ def decide(
             principal=principal,
             role=role,
             overrule=overrule,
+            reason=reason,
+            rationale=rationale,
         )
         kept = [ws.receipt(o.record) for o in outcomes if o.record is not None]
     for outcome in outcomes:
@@ -557,6 +590,8 @@ def decide(
                 f" (overrules {over['decision']} by {over['principal']} as "
                 f"{over['role']}, #{over['seq']}{made_on})"
             )
+        if outcome.reason is not None:
+            signed += f" reason {outcome.reason}"
         click.echo(visible(signed))
     _keep_receipts(kept)
 

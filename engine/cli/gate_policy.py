@@ -155,7 +155,10 @@ NAMED: dict[str, ParamKind] = {
         )
     },
     "--note": ParamKind(NOTE),
-    "--reason": ParamKind(NOTE),  # keys revoke: why, kept in the record
+    # keys revoke: why, kept in the record; decide: a reason code, checked against the
+    # queue's codes before anything is signed
+    "--reason": ParamKind(NOTE),
+    "--rationale": ParamKind(NOTE),  # decide: why, signed in the decision
     "--workspace": ParamKind(WORKSPACE),
     # read
     "--checkpoint": ParamKind(INPUT, stream=True),  # verify, prove: '-' reads stdin

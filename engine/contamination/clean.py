@@ -33,6 +33,7 @@ from engine.contamination.scan import EVAL_ITEMS, ITEMS, REPORT
 from engine.errors import InputError, IntegrityError
 from engine.ledger.records import SETTLING
 from engine.ledger.store import effective_decisions
+from engine.reasons import given
 from engine.subjects import carries, subject_faults
 from engine.workspace import Workspace
 
@@ -199,6 +200,7 @@ def clean(
     for item_id, state in reviewed.items():
         if not state.settled:
             decided.pop(("flagged_pairs", item_id), None)
+    reasons_given = given(ws.conn, "flagged_pairs")  # the report says why, where a decision did
     carried = carries(ws.conn, "flagged_pairs")
     dropped: list[dict[str, Any]] = []
     kept: list[dict[str, Any]] = []
@@ -224,6 +226,8 @@ def clean(
             )
             if item["item_id"] in reviewed:
                 entry["review"] = reviewed[item["item_id"]].outcome
+            if decision["record_hash"] in reasons_given:
+                entry["reason"], entry["rationale"] = reasons_given[decision["record_hash"]]
             (dropped if decision["decision"] == "accept" else kept).append(entry)
         else:
             if carry is not None:

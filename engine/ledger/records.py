@@ -76,6 +76,80 @@ BODY_FIELDS = frozenset(
 )
 
 
+# What a decision's "data" may hold: an object with any of these keys, each checked by
+# its own rule (and none other). A new key is one row here; verify and the workspace
+# read this table, so they cannot disagree.
+RECORD_HASH = re.compile(r"[0-9a-f]{64}\Z")
+REASON_CODE = re.compile(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)*\Z")
+REASON_CODE_MAX = 32
+RATIONALE_MAX = 2000
+
+
+def _is_hash(value: object) -> bool:
+    return type(value) is str and RECORD_HASH.match(value) is not None
+
+
+def _is_code(value: object) -> bool:
+    return (
+        type(value) is str
+        and len(value) <= REASON_CODE_MAX
+        and REASON_CODE.match(value) is not None
+    )
+
+
+def _is_rationale(value: object) -> bool:
+    return type(value) is str and 0 < len(value) <= RATIONALE_MAX and bool(value.strip())
+
+
+def _is_plan(value: object) -> bool:
+    """A rating under a review plan ({"blind": true, "record": <the plan's hash>}), or a
+    resolution of its ratings ({"record": <hash>, "resolves": [<hash>, ...]})."""
+    if type(value) is not dict or not _is_hash(value.get("record")):
+        return False
+    if value.keys() == {"record", "blind"}:
+        return value["blind"] is True
+    resolves = value.get("resolves")
+    return (
+        value.keys() == {"record", "resolves"}
+        and type(resolves) is list
+        and bool(resolves)
+        and all(_is_hash(h) for h in resolves)
+    )
+
+
+DECISION_DATA: dict[str, tuple[Any, str]] = {
+    "overrules": (_is_hash, "the record hash of the decision it replaces"),
+    "reason": (
+        _is_code,
+        f"a reason code (lower-case words joined by '-', at most {REASON_CODE_MAX})",
+    ),
+    "rationale": (_is_rationale, f"non-blank text of at most {RATIONALE_MAX} characters"),
+    "guidelines_sha256": (_is_hash, "the SHA-256 (hex) of the queue's guidelines"),
+    "plan": (
+        _is_plan,
+        "{blind: true, record} (a rating under the review plan record) or {record, "
+        "resolves: [...]} (an adjudicator's resolution of its ratings)",
+    ),
+}
+
+
+def decision_data_fault(data: object) -> str | None:
+    """Gives why a decision's ``data`` is not null or an object of ``DECISION_DATA``'s
+    keys, each of its shape, or None."""
+    if data is None:
+        return None
+    if type(data) is not dict or not data:
+        return "a decision record's 'data' is neither null nor an object of its known keys"
+    for name, value in data.items():
+        rule = DECISION_DATA.get(name)
+        if rule is None:
+            known = ", ".join(DECISION_DATA)
+            return f"a decision record's 'data' carries {name!r}, not one of {known}"
+        if not rule[0](value):
+            return f"a decision record's 'data.{name}' is not {rule[1]}"
+    return None
+
+
 def utc_now() -> str:
     """Gives the current UTC time as ISO 8601 with microseconds and ``Z``."""
     return time_text(datetime.now(UTC))

@@ -45,6 +45,7 @@ from engine.ledger.records import (
     INDEXED_FIELDS,
     KINDS,
     RECORD_VERSION,
+    decision_data_fault,
     parse_time,
     time_text,
 )
@@ -451,7 +452,8 @@ def _wrong_type(body: dict) -> str | None:
 
 # A field only one kind of record carries; anywhere else it must be null, so the
 # signed bytes say one thing (a note cannot also read as an accept). "data" is a
-# sign-off's and an authority record's, and on a decision exactly {"overrules": <hash>}.
+# sign-off's and an authority record's, and on a decision null or an object of the keys
+# records.DECISION_DATA names (what it overrules, its reason, ...).
 _KIND_OF_FIELD = {"decision": ("decision",), "retracts": ("retract",)}
 _ITEM_FIELDS = ("queue", "item_id", "item_sha256", "run_sha256")
 _RECORD_HASH = re.compile(r"[0-9a-f]{64}")
@@ -485,58 +487,16 @@ def _field_of_another_kind(body: dict) -> str | None:
         if named:
             return f"a {kind} record carries '{named[0]}': it is about a queue, not one item"
         return plan_fault(data, QUEUES) if kind == PLAN_KIND else gold_fault(data, QUEUES)
-    if kind == "decision" and data is not None:
-        return _decision_data_fault(data)
+    if kind == "decision":
+        fault = decision_data_fault(data)
+        if fault is not None:
+            return fault
     if kind == "signoff":
         named = [name for name in _ITEM_FIELDS if body[name] is not None]
         if named:
             return f"a signoff record carries '{named[0]}': a sign-off is about no one item"
     if kind == "note" and not body["note"]:
         return "a note record carries no 'note'"
-    return None
-
-
-def _is_hash(value: object) -> bool:
-    return type(value) is str and _RECORD_HASH.fullmatch(value) is not None
-
-
-def _plan_fault(value: object) -> str | None:
-    """Gives why a decision's ``plan`` is neither a blind rating under a plan record
-    ({"blind": true, "record": <hash>}) nor a resolution of its ratings ({"record":
-    <hash>, "resolves": [<hash>, ...]}), or None."""
-    if type(value) is not dict or not _is_hash(value.get("record")):
-        return "a decision's 'plan' does not name the plan record it was made under"
-    if value.keys() == {"record", "blind"} and value["blind"] is True:
-        return None
-    resolves = value.get("resolves")
-    if (
-        value.keys() == {"record", "resolves"}
-        and type(resolves) is list
-        and resolves
-        and all(_is_hash(h) for h in resolves)
-    ):
-        return None
-    return "a decision's 'plan' is neither {blind: true, record} nor {record, resolves: [...]}"
-
-
-# What a decision's "data" may hold, key by key: the check of each value (None: fine).
-_DECISION_DATA: dict[str, Callable[[object], str | None]] = {
-    "overrules": lambda v: None if _is_hash(v) else "'overrules' is not a record hash",
-    "plan": _plan_fault,
-}
-
-
-def _decision_data_fault(data: object) -> str | None:
-    """Gives why a decision record's ``data`` is not what sealdesk writes there, or None."""
-    if type(data) is not dict or not data:
-        return "a decision record's 'data' is not a non-empty object"
-    stray = sorted(set(data) - set(_DECISION_DATA))
-    if stray:
-        return f"a decision record's 'data' carries {stray[0]!r}, which sealdesk never writes"
-    for name, value in data.items():
-        fault = _DECISION_DATA[name](value)
-        if fault is not None:
-            return f"a decision record's 'data': {fault}"
     return None
 
 
@@ -1044,24 +1004,34 @@ def _check_retractions(conn: sqlite3.Connection, report: Report, retracts: list[
 # Every decision and retract on each item where deciding was contested: decisions by
 # more than one principal or in more than one role, or one naming what it overrules.
 # "data" sorts first in a canonical body, so a version-1 record with "data" null starts
-# with exactly _NO_DATA, and a decision that passed its check with any other "data"
-# starts with _OVERRULES and the 64 hex digits of the hash it names: the query reads
-# the head of each message and parses none.
+# with exactly _NO_DATA; in any other decision that passed its check, _OVERRULES occurs
+# only as the key of "data.overrules" (a '"' inside any string is escaped with a
+# backslash there, so no text a person typed can spell it), followed by the 64 hex
+# digits of the hash it names:
+# the query reads the messages and parses none.
 _NO_DATA = '{"data":null,'
-_OVERRULES = '{"data":{"overrules":"'
+_OVERRULES = '"overrules":"'
 _ELSEWHERE = "-- and the items decided elsewhere"
+_NAMES_OVERRULE = (
+    f"(substr(message, 1, {len(_NO_DATA)}) <> '{_NO_DATA}' AND instr(message, '{_OVERRULES}') > 0)"
+)
+# A decision made under a review plan: replayed too, so that the plan judges it.
+_PLAN = '"plan":{"'
+_NAMES_PLAN = (
+    f"(substr(message, 1, {len(_NO_DATA)}) <> '{_NO_DATA}' AND instr(message, '{_PLAN}') > 0)"
+)
 _CONTESTED_SQL = f"""
 WITH contested AS (
     SELECT queue, item_id FROM records WHERE kind = 'decision'
     GROUP BY queue, item_id
     HAVING MIN(principal) <> MAX(principal) OR MIN(role) <> MAX(role)
-        OR MAX(substr(message, 1, {len(_NO_DATA)}) <> '{_NO_DATA}')
+        OR MAX({_NAMES_OVERRULE}) OR MAX({_NAMES_PLAN})
     {_ELSEWHERE}
 )
 SELECT r.queue, r.item_id, r.seq, r.kind, r.principal, r.role, r.retracts, r.record_hash,
-       CASE WHEN substr(r.message, 1, {len(_OVERRULES)}) = '{_OVERRULES}'
-            THEN substr(r.message, {len(_OVERRULES) + 1}, 64) END,
-       CASE WHEN substr(r.message, 1, {len(_NO_DATA)}) <> '{_NO_DATA}'
+       CASE WHEN {_NAMES_OVERRULE.replace("message", "r.message")}
+            THEN substr(r.message, instr(r.message, '{_OVERRULES}') + {len(_OVERRULES)}, 64) END,
+       CASE WHEN {_NAMES_PLAN.replace("message", "r.message")}
             THEN json_extract(r.message, '$.data.plan') END
 FROM contested c JOIN records r ON r.queue = c.queue AND r.item_id = c.item_id
 WHERE r.kind IN ('decision', 'retract')

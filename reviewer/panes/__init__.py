@@ -13,6 +13,7 @@ from typing import Any
 from rich.console import Group, RenderableType
 from rich.text import Text
 
+from engine.reasons import Guidelines
 from engine.terminal_text import visible
 from reviewer.panes import adjudication, flagged, weak
 from reviewer.panes.anchors import HISTORY, Anchor
@@ -139,22 +140,42 @@ def render_history(history: list[dict[str, Any]]) -> RenderableType:
             lines.append(
                 visible(f" on {rec['item_id']} ({run}: {rec.get('run_id')})"), style="italic"
             )
+        if rec.get("reason"):
+            lines.append(visible(f" · {rec['reason']}"), style=("bold " + style).strip())
+        if rec.get("rationale"):
+            lines.append(f"  “{visible(rec['rationale'])}”", style="italic")
         if rec.get("note"):
             lines.append(f"  “{visible(rec['note'])}”", style="italic")
     return section("history", lines)
+
+
+def render_guidelines(guidelines: Guidelines | Exception | None) -> RenderableType:
+    """Gives the queue's guidelines as the lead set them, with their SHA-256 (each
+    decision made now carries it), or what is wrong with them; nothing when none are
+    set. Their text is shown through the sanitiser: a file is hostile."""
+    if guidelines is None:
+        return Group()
+    if isinstance(guidelines, Exception):
+        return section("guidelines", Text(visible(f"cannot read them: {guidelines}")))
+    body = Text()
+    body.append(f"sha256 {guidelines.sha256} (sealdesk guidelines show)\n", style="italic")
+    body.append(visible(guidelines.text.rstrip("\n"), multiline=True))
+    return section("guidelines", body)
 
 
 def render_detail(
     item: dict[str, Any] | None,
     history: list[dict[str, Any]],
     *,
+    guidelines: Guidelines | Exception | None = None,
     full_texts: bool = False,
     toggle_key: str = "w",
 ) -> RenderableType:
-    """Gives the whole detail pane of an item: header, its queue's pane, its history."""
+    """Gives the whole detail pane of an item: header, its queue's pane, the queue's
+    guidelines when set, its history."""
     if item is None:
         return Text("no item selected", style="italic")
-    return Group(
+    parts: list[RenderableType] = [
         header(item),
         render_payload(
             item.get("queue", ""),
@@ -163,9 +184,17 @@ def render_detail(
             toggle_key=toggle_key,
         ),
         Text(""),
-        Anchor(HISTORY),
-        render_history(history),
-    )
+    ]
+    if guidelines is not None:
+        parts.append(render_guidelines(guidelines))
+    return Group(*parts, Anchor(HISTORY), render_history(history))
 
 
-__all__ = ["render_detail", "render_payload", "render_history", "header", "number"]
+__all__ = [
+    "render_detail",
+    "render_payload",
+    "render_history",
+    "render_guidelines",
+    "header",
+    "number",
+]

@@ -93,3 +93,33 @@ def test_bench_review_reading_reads_every_pair_to_its_end_and_the_diff_needs_few
     assert whole_scrolled > 40, out
     assert diff_scrolled < whole_scrolled and diff < whole and zoomed <= diff, out
     assert re.search(r"reading keys per decision <= 1.2 \(word diff, zoomed\): (met|MISSED)", out)
+
+
+@pytest.mark.slow
+def test_bench_review_reasons_gives_each_decision_its_reason_both_ways_and_prints_the_ratio(
+    sealdesk,
+):
+    proc = sealdesk(
+        "bench",
+        "review",
+        "--items",
+        "300",
+        "--decisions",
+        "5",
+        "--runs",
+        "1",
+        "--throughput",
+        "--queue-items",
+        "20",
+        "--reasons",
+        check=True,
+    )
+    out = proc.stdout
+    # The bench checks the ledger after each run: every verdict and reason as scripted.
+    assert out.count("every verdict and reason as scripted") == 2, out
+    picked = re.search(r"reason picked\s+([\d.]+) keys/decision \(\d+ keys, 20 decisions\)", out)
+    note = re.search(r"note, then decision\s+([\d.]+) keys/decision", out)
+    assert picked and note, out
+    assert float(picked.group(1)) == 2.0 < float(note.group(1)), out
+    assert re.search(r"ratio picked/note\s+keys/decision\s+[\d.]+x", out), out
+    assert "keys per decision with a reason <= 2.0: met" in out

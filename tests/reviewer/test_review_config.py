@@ -172,3 +172,26 @@ def test_a_refused_review_start_leaves_an_old_workspace_unmigrated(sealdesk, wor
     assert "needs a terminal" in proc.stderr
     assert conn.execute("SELECT name, sql FROM sqlite_master ORDER BY name").fetchall() == schema
     conn.close()
+
+
+@pytest.mark.parametrize(
+    "setting, queues",
+    [
+        ("", ()),
+        ("ask_reason = false", ()),
+        ("ask_reason = true", ("flagged_pairs", "adjudication", "weak_categories")),
+        ('ask_reason = ["adjudication"]', ("adjudication",)),
+    ],
+)
+def test_ask_reason_names_the_queues_whose_decision_keys_ask(tmp_path, setting, queues):
+    path = tmp_path / "config.toml"
+    path.write_text(f'theme = "light"\n{setting}\n')
+    assert load_config(path).ask_reason == queues
+
+
+def test_an_ask_reason_naming_no_queue_names_its_line_and_field(tmp_path):
+    path = tmp_path / "config.toml"
+    path.write_text('theme = "light"\nask_reason = ["pairs"]\n')
+    with pytest.raises(InputError) as err:
+        load_config(path)
+    assert err.value.line == 2 and err.value.field == "ask_reason"

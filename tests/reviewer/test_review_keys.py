@@ -111,7 +111,13 @@ def test_every_dialog_is_known_to_the_clash_check_as_one():
     from reviewer.bulk_screen import BulkScreen
     from reviewer.calibration_screen import CalibrationScreen, RatesScreen
     from reviewer.jobs_screen import JobsScreen
-    from reviewer.modals import ConfirmOverrule, FilterScreen, HelpScreen, NoteScreen
+    from reviewer.modals import (
+        ConfirmOverrule,
+        FilterScreen,
+        HelpScreen,
+        NoteScreen,
+        ReasonScreen,
+    )
     from reviewer.signoff_screen import ConfirmSignoff, SignoffScreen
 
     screens = (
@@ -123,6 +129,7 @@ def test_every_dialog_is_known_to_the_clash_check_as_one():
         FilterScreen,
         HelpScreen,
         NoteScreen,
+        ReasonScreen,
         ConfirmSignoff,
         SignoffScreen,
     )

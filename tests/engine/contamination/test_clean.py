@@ -295,3 +295,21 @@ def test_under_a_review_plan_only_agreeing_or_adjudicated_decisions_clean(scanne
     report = clean(workspace, allow_undecided=True).report
     assert report["n_after"] == 21
     assert [(d["id"], d["review"]) for d in report["dropped"]] == [("q-clips", "unanimous")]
+
+
+def test_the_clean_report_lists_each_decisions_reason_where_it_gave_one(scanned, enrol):
+    workspace, outcome, by_eval = scanned
+    rita = enrol("rita", "reviewer")
+    workspace.decide(
+        rita,
+        "flagged_pairs",
+        by_eval["q-clips"],
+        "accept",
+        reason="exact-copy",
+        rationale="word for word",
+    )
+    decide(workspace, rita, by_eval, reject=[e for e in by_eval if e != "q-clips"])
+    report = clean(workspace).report
+    (dropped,) = report["dropped"]
+    assert (dropped["reason"], dropped["rationale"]) == ("exact-copy", "word for word")
+    assert all("reason" not in k for k in report["kept_after_review"])

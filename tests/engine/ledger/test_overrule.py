@@ -448,21 +448,56 @@ def test_an_overrule_naming_a_record_that_does_not_stand_is_faulted(desk):
 @pytest.mark.parametrize(
     "data, reason",
     [
-        ({"overrules": "nothex"}, "'overrules' is not a record hash"),
-        ({"overrules": "ab" * 32, "also": 1}, "carries 'also', which sealdesk never writes"),
-        (["ab" * 32], "'data' is not a non-empty object"),
-        ({}, "'data' is not a non-empty object"),
-        ({"plan": {"blind": "yes", "record": "ab" * 32}}, "'plan' is neither {blind: true"),
-        ({"plan": {"record": "ab" * 32, "resolves": []}}, "'plan' is neither {blind: true"),
-        ({"plan": {"blind": True}}, "does not name the plan record it was made under"),
+        ({"overrules": "nothex"}, "'data.overrules' is not the record hash"),
+        ({"overrules": "ab" * 32, "also": 1}, "'data' carries 'also', not one of overrules"),
+        (["ab" * 32], "'data' is neither null nor an object"),
+        ({}, "'data' is neither null nor an object"),
+        ({"reason": "Exact Copy"}, "'data.reason' is not a reason code"),
+        ({"reason": 1}, "'data.reason' is not a reason code"),
+        ({"rationale": "  "}, "'data.rationale' is not non-blank text"),
+        ({"rationale": "x" * 2001}, "'data.rationale' is not non-blank text"),
+        ({"guidelines_sha256": "AB" * 32}, "'data.guidelines_sha256' is not the SHA-256"),
+        ({"plan": {"blind": "yes", "record": "ab" * 32}}, "'data.plan' is not {blind: true"),
+        ({"plan": {"record": "ab" * 32, "resolves": []}}, "'data.plan' is not {blind: true"),
+        ({"plan": {"blind": True}}, "'data.plan' is not {blind: true"),
     ],
 )
-def test_a_decision_carries_data_of_the_shapes_sealdesk_writes(desk, data, reason):
+def test_a_decision_carries_data_of_known_keys_each_of_its_shape(desk, data, reason):
     ws, rita, ravi, _ = desk
     ws.decide(rita, PAIRS, "item-0", "accept")
     forged(ws, ravi, "ravi", "reviewer", PAIRS, "item-0", "reject", data=data)
     found = faults(ws)
     assert [seq for seq, _ in found] == [B + 2] and reason in found[0][1], found
+
+
+def test_an_overrule_is_found_behind_a_reason_and_guidelines(desk):
+    """The replay reads "overrules" wherever the sorted keys put it in "data", and a
+    decision that only carries a reason makes no item contested."""
+    ws, rita, ravi, _ = desk
+    first = ws.decide(rita, PAIRS, "item-0", "accept", reason="exact-copy")
+    forged(
+        ws,
+        ravi,
+        "ravi",
+        "reviewer",
+        PAIRS,
+        "item-0",
+        "reject",
+        data={"guidelines_sha256": "ab" * 32, "overrules": first.record_hash, "reason": "x"},
+    )
+    forged(
+        ws,
+        ravi,
+        "ravi",
+        "reviewer",
+        PAIRS,
+        "item-1",
+        "reject",
+        data={"guidelines_sha256": "ab" * 32, "overrules": first.record_hash},
+    )
+    assert faults(ws) == [
+        (B + 3, f"overrules record {first.record_hash[:12]}…, but no decision stood on the item")
+    ]
 
 
 def test_a_note_may_not_carry_overrules(desk):
