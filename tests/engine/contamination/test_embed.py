@@ -24,7 +24,6 @@ from engine.contamination.channels.embedding import (
     TopK,
     identify_model,
 )
-from engine.contamination.channels.ngram import NgramSettings  # noqa: E402
 from engine.contamination.inputs.sources import resolve_source  # noqa: E402
 from engine.contamination.scan import ScanConfig, run_scan  # noqa: E402
 from engine.errors import IntegrityError  # noqa: E402
@@ -53,12 +52,11 @@ def cls_pooling_copy(directory: Path) -> Path:
 
 
 def sample_config(**options) -> ScanConfig:
-    return ScanConfig(
+    return ScanConfig.of(
         eval=resolve_source(
             "eval", str(SAMPLE / "eval.jsonl"), text_field="question", id_field="id"
         ),
         pool=resolve_source("pool", str(SAMPLE / "pool.jsonl"), text_field="text", id_field="id"),
-        ngram=NgramSettings(),
         **options,
     )
 

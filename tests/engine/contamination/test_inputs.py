@@ -10,7 +10,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from engine.contamination.channels.ngram import NgramSettings
 from engine.contamination.inputs.sources import resolve_source
 from engine.contamination.scan import ScanConfig, run_scan
 from engine.errors import InputError
@@ -61,12 +60,11 @@ def scan(sealdesk, ws, ev, pool, *extra):
 def refused(ws: Path, ev, pool, *, jobs: int = 1, **source_options) -> InputError:
     """Runs a scan in this process; gives the InputError it must raise."""
     with Workspace.open(ws) as opened, pytest.raises(InputError) as caught:
-        config = ScanConfig(
+        config = ScanConfig.of(
             eval=resolve_source(
                 "eval", str(ev), text_field="text", id_field="id", **source_options
             ),
             pool=resolve_source("pool", str(pool), text_field="text", id_field="id"),
-            ngram=NgramSettings(),
             embed=False,
             jobs=jobs,
         )

@@ -25,7 +25,6 @@ pytest.importorskip("sentence_transformers")
 
 from engine.contamination.bench.synthetic import make_synthetic  # noqa: E402
 from engine.contamination.channels.embedding import identify_model  # noqa: E402
-from engine.contamination.channels.ngram import NgramSettings  # noqa: E402
 from engine.contamination.channels.prefilter import load_static  # noqa: E402
 from engine.contamination.inputs.canonical_text import canonical  # noqa: E402
 from engine.contamination.inputs.sources import resolve_source  # noqa: E402
@@ -44,12 +43,11 @@ def sample_config(**options) -> ScanConfig:
     """Gives the sample's scan config: two-stage unless told otherwise, small as the pool is."""
     if not options.get("embed_exhaustive"):
         options.setdefault("embed_two_stage", True)
-    return ScanConfig(
+    return ScanConfig.of(
         eval=resolve_source(
             "eval", str(SAMPLE / "eval.jsonl"), text_field="question", id_field="id"
         ),
         pool=resolve_source("pool", str(SAMPLE / "pool.jsonl"), text_field="text", id_field="id"),
-        ngram=NgramSettings(),
         **options,
     )
 
@@ -278,12 +276,11 @@ def test_two_stage_on_ray_flags_what_it_flags_on_local_shards(distilled, tmp_pat
     split_into(tmp_path / "shards", read_rows(SAMPLE / "pool.jsonl"), ["p-0.jsonl", "p-1.jsonl"])
 
     def on(backend: str) -> ScanConfig:
-        return ScanConfig(
+        return ScanConfig.of(
             eval=resolve_source(
                 "eval", str(SAMPLE / "eval.jsonl"), text_field="question", id_field="id"
             ),
             pool=sharded_pool(str(tmp_path / "shards" / "p-*"), text_field="text", id_field="id"),
-            ngram=NgramSettings(),
             embed_two_stage=True,
             backend=backend,
             jobs=1,
@@ -311,7 +308,7 @@ def test_a_small_sharded_pool_is_counted_first_and_searched_exhaustively(tmp_pat
     pool = sharded_pool(str(tmp_path / "shards" / "p-*"), text_field="text", id_field="id")
     sharded = scan_in(
         tmp_path / "ws",
-        ScanConfig(eval=sample_config().eval, pool=pool, ngram=NgramSettings(), jobs=1),
+        ScanConfig.of(eval=sample_config().eval, pool=pool, jobs=1),
     )
     search = sharded.report["embedding"]["search"]
     assert search["method"] == "exhaustive"
@@ -343,10 +340,9 @@ def test_counting_a_large_sharded_pool_stops_at_the_limit(tmp_path):
 
 
 def _lookalike_config(data, **options) -> ScanConfig:
-    return ScanConfig(
+    return ScanConfig.of(
         eval=resolve_source("eval", str(data.eval_path), text_field="question", id_field="id"),
         pool=resolve_source("pool", str(data.pool_path), text_field="text", id_field="id"),
-        ngram=NgramSettings(),
         embed_two_stage=True,
         **options,
     )

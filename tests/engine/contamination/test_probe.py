@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from engine.contamination.channels.ngram import NgramSettings
 from engine.contamination.channels.probe import mask_last_number
 from engine.contamination.inputs.sources import resolve_source
 from engine.contamination.scan import ScanConfig, run_scan
@@ -97,10 +96,9 @@ def files(tmp_path: Path) -> tuple[Path, Path]:
 
 
 def config(ev: Path, pool: Path, url: str) -> ScanConfig:
-    return ScanConfig(
+    return ScanConfig.of(
         eval=resolve_source("eval", str(ev), text_field="question", id_field="id"),
         pool=resolve_source("pool", str(pool), text_field="text", id_field="id"),
-        ngram=NgramSettings(),
         embed=False,
         probe_endpoint=url,
         probe_model="tiny-model",

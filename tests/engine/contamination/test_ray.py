@@ -154,17 +154,15 @@ def test_ray_actors_embed_the_shards_and_a_second_scan_embeds_nothing(ray_sessio
     }
 
     def sample_scan(workspace: Path):
-        from engine.contamination.channels.ngram import NgramSettings
         from engine.contamination.inputs.shards import sharded_pool
         from engine.contamination.inputs.sources import resolve_source
         from engine.contamination.scan import ScanConfig, run_scan
 
-        config = ScanConfig(
+        config = ScanConfig.of(
             eval=resolve_source(
                 "eval", str(SAMPLE / "eval.jsonl"), text_field="question", id_field="id"
             ),
             pool=sharded_pool(str(tmp_path / "shards" / "p-*"), text_field="text", id_field="id"),
-            ngram=NgramSettings(),
             **options,
         )
         with Workspace.init(workspace) as ws:

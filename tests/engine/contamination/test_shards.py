@@ -325,13 +325,10 @@ def test_the_same_scan_again_takes_every_shard_from_its_record_unless_told_not_t
 
 
 def test_records_are_not_reused_when_a_setting_changes_the_answer(data, tmp_path):
-    from engine.contamination.channels.ngram import NgramSettings
 
     pattern = str(data["root"] / "mixed" / "pool-*")
     scan(tmp_path / "ws", data["eval"], pattern, jobs=1)
-    other = scan(
-        tmp_path / "ws", data["eval"], pattern, jobs=1, ngram=NgramSettings(containment=0.9)
-    )
+    other = scan(tmp_path / "ws", data["eval"], pattern, jobs=1, containment=0.9)
     assert other.report["pool_scan"]["scanned"] == 5
 
 
