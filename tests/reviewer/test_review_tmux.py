@@ -14,6 +14,7 @@ import time
 import pytest
 
 from tests.conftest import REPO
+from tests.support.cli_workspace import enrol_args
 from tests.support.review_payloads import demo_items, numbered_pairs
 
 pytestmark = [pytest.mark.needs_tmux, pytest.mark.slow]
@@ -26,18 +27,7 @@ def test_decisions_made_in_tmux_verify_with_sealdesk_and_ssh_keygen(
     workspace.ingest(demo_items() + numbered_pairs(10))
     key = keygen("rita")
     sealdesk(
-        "keys",
-        "add",
-        "--principal",
-        "rita",
-        "--role",
-        "reviewer",
-        "--key",
-        f"{key}.pub",
-        "--lead-key",
-        founder_key,
-        workspace=workspace.root,
-        check=True,
+        *enrol_args("rita", "reviewer", key, founder_key), workspace=workspace.root, check=True
     )
     authority = 2  # the founder's genesis, then rita's enrolment: the app's records follow
     done = tmp_path / "exit-code"

@@ -17,6 +17,7 @@ import pytest
 
 from tests.conftest import REPO
 from tests.support.backlog import make_items, write_items_file
+from tests.support.cli_workspace import decide_args
 
 V1 = REPO / "tests" / "data" / "v1-workspace"
 
@@ -111,19 +112,7 @@ def test_migration_by_a_lead_keeps_every_record_valid(v1, sealdesk, tmp_path):
     sealdesk("verify", "--anchor", anchor, workspace=ws, check=True)
 
     # From now on the ledger decides: rita signs, and a lead enrols with a record.
-    sealdesk(
-        "decide",
-        "--queue",
-        "flagged_pairs",
-        "--item",
-        "fl-0",
-        "--decision",
-        "reject",
-        "--key",
-        keys / "rita",
-        workspace=ws,
-        check=True,
-    )
+    sealdesk(*decide_args(keys / "rita", "fl-0", decision="reject"), workspace=ws, check=True)
     generated = (ws / "trust" / "allowed_signers").read_text()
     assert "generated from the ledger" in generated and "ssh-rsa" not in generated
     again = sealdesk("keys", "migrate", "--lead-key", keys / "lena", workspace=ws)

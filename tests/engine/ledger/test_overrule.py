@@ -20,6 +20,7 @@ from engine.ledger.records import encode_body, make_body, utc_now
 from engine.roles import namespace_for
 from engine.signoff.verify import verify_workspace
 from tests.support.backlog import make_items, write_items_file
+from tests.support.cli_workspace import decide_args
 from tests.support.subjects import weak
 
 WEAK = "weak_categories"  # a reviewer or a lead may decide its items
@@ -139,15 +140,7 @@ def inserted(ws, signer, principal: str, role: str, queue: str, item_id: str, de
 
 def decide_cli(sealdesk, ws, signer, queue: str, item_id: str, decision: str, *extra: str):
     return sealdesk(
-        "decide",
-        "--queue",
-        queue,
-        "--item",
-        item_id,
-        "--decision",
-        decision,
-        "--key",
-        signer.path,
+        *decide_args(signer.path, item_id, decision=decision, queue=queue),
         *extra,
         workspace=ws.root,
     )
@@ -280,15 +273,7 @@ def test_a_batch_with_one_refused_item_writes_nothing(desk, sealdesk, bad):
         tamper_payload(ws, PAIRS, "item-2")
     before = count(ws)
     proc = sealdesk(
-        "decide",
-        "--queue",
-        PAIRS,
-        "--item",
-        "-",
-        "--decision",
-        "accept",
-        "--key",
-        rita.path,
+        *decide_args(rita.path, "-", queue=PAIRS),
         workspace=ws.root,
         input="item-0\nitem-1\nitem-2\nitem-3\n",
     )
