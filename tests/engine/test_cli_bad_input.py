@@ -13,6 +13,7 @@ from tests.conftest import REPO
 from tests.support.backlog import make_items, write_items_file
 from tests.support.cli_workspace import decide_args, enrol_args
 from tests.support.refusals import one_line_error, snapshot
+from tests.support.scan_cli import scan_args
 
 
 def test_ingesting_several_files_writes_nothing_when_a_later_one_conflicts(
@@ -148,29 +149,11 @@ def test_a_database_error_while_appending_is_one_line_and_writes_nothing(cli_ws,
         (("bench", "ledger", "-n", "0", "--dir", "{tmp}"), "--records"),
         (("checkpoint", "export", "--signoff", "0"), "--signoff"),
         (
-            (
-                "scan",
-                "contamination",
-                "--eval",
-                "{tmp}/e.jsonl",
-                "--pool",
-                "{tmp}/p.jsonl",
-                "--jobs",
-                "0",
-            ),
+            (*scan_args("{tmp}/e.jsonl", "{tmp}/p.jsonl", "--jobs", "0"),),
             "--jobs",
         ),
         (
-            (
-                "scan",
-                "contamination",
-                "--eval",
-                "{tmp}/e.jsonl",
-                "--pool",
-                "{tmp}/p.jsonl",
-                "--num-perm",
-                "100000000",
-            ),
+            (*scan_args("{tmp}/e.jsonl", "{tmp}/p.jsonl", "--num-perm", "100000000"),),
             "--num-perm",
         ),
         (
@@ -221,13 +204,9 @@ def test_a_scan_option_that_would_be_ignored_is_refused(
     before = snapshot(ws)
     err = one_line_error(
         sealdesk_main(
-            "scan",
-            "contamination",
-            "--eval",
-            tmp_path / "e.jsonl",
-            "--pool",
-            tmp_path / "p.jsonl",
-            *[a.format(tmp=tmp_path) for a in extra],
+            *scan_args(
+                tmp_path / "e.jsonl", tmp_path / "p.jsonl", *[a.format(tmp=tmp_path) for a in extra]
+            ),
             workspace=ws,
         )
     )

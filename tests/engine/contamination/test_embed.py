@@ -29,6 +29,7 @@ from engine.contamination.scan import ScanConfig, run_scan  # noqa: E402
 from engine.errors import IntegrityError  # noqa: E402
 from engine.workspace import Workspace  # noqa: E402
 from tests.conftest import REPO
+from tests.support.scan_cli import scan_args
 
 SAMPLE = REPO / "sample_data" / "contamination"
 
@@ -201,22 +202,20 @@ def test_an_unusable_embed_cache_is_refused_in_one_line_naming_it(
     ws = tmp_path / "ws"
     Workspace.init(ws).close()
     proc = sealdesk(
-        "scan",
-        "contamination",
-        "--eval",
-        SAMPLE / "eval.jsonl",
-        "--pool",
-        SAMPLE / "pool.jsonl",
-        "--text-field",
-        "question",
-        "--id-field",
-        "id",
-        "--pool-text-field",
-        "text",
-        "--cosine-threshold",
-        "0.8",
-        "--embed-cache",
-        cache,
+        *scan_args(
+            SAMPLE / "eval.jsonl",
+            SAMPLE / "pool.jsonl",
+            "--text-field",
+            "question",
+            "--id-field",
+            "id",
+            "--pool-text-field",
+            "text",
+            "--cosine-threshold",
+            "0.8",
+            "--embed-cache",
+            cache,
+        ),
         workspace=ws,
         cwd=tmp_path,
     )

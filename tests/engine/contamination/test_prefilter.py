@@ -33,6 +33,7 @@ from engine.errors import IntegrityError  # noqa: E402
 from engine.workspace import Workspace  # noqa: E402
 from tests.conftest import REPO
 from tests.support.contamination_shards import read_rows, split_into
+from tests.support.scan_cli import SAMPLE_FIELDS, scan_args
 
 SAMPLE = REPO / "sample_data" / "contamination"
 # the module's first test distils the prefilter: minutes of CPU on a busy machine
@@ -147,31 +148,24 @@ def shards(tmp_path_factory) -> dict:
     return {"eval": data.eval_path, "pattern": str(root / "pool" / "p-*.jsonl")}
 
 
-def scan_args(ws: Path, shards: dict) -> list[str]:
+def scan_command(ws: Path, shards: dict) -> list[str]:
     return [
         sys.executable,
         "-m",
         "engine.cli",
         "--workspace",
         str(ws),
-        "scan",
-        "contamination",
-        "--eval",
-        str(shards["eval"]),
-        "--text-field",
-        "question",
-        "--pool",
-        shards["pattern"],
-        "--pool-text-field",
-        "text",
-        "--id-field",
-        "id",
-        "--embed-two-stage",
-        "--prefilter-k",
-        "5",
-        "--jobs",
-        "1",
-        "--json",
+        *scan_args(
+            str(shards["eval"]),
+            shards["pattern"],
+            *SAMPLE_FIELDS,
+            "--embed-two-stage",
+            "--prefilter-k",
+            "5",
+            "--jobs",
+            "1",
+            "--json",
+        ),
     ]
 
 
@@ -180,12 +174,12 @@ def test_a_run_killed_in_the_prefilter_resumes_with_only_the_shards_left(
     distilled, shards, tmp_path
 ):
     whole_ws = with_prefilter_of(distilled["root"], tmp_path / "whole")
-    whole = subprocess.run(scan_args(whole_ws, shards), capture_output=True, text=True)
+    whole = subprocess.run(scan_command(whole_ws, shards), capture_output=True, text=True)
     assert whole.returncode == 0, whole.stderr
     (whole_run,) = (whole_ws / "artifacts").iterdir()
 
     ws = with_prefilter_of(distilled["root"], tmp_path / "ws")
-    args = scan_args(ws, shards)
+    args = scan_command(ws, shards)
     run = subprocess.Popen(
         args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
     )
@@ -247,17 +241,15 @@ def test_a_search_option_the_scan_would_ignore_is_refused_in_one_line(
     sealdesk_main, ws, options, field, reason
 ):
     proc = sealdesk_main(
-        "scan",
-        "contamination",
-        "--eval",
-        SAMPLE / "eval.jsonl",
-        "--text-field",
-        "question",
-        "--pool",
-        SAMPLE / "pool.jsonl",
-        "--pool-text-field",
-        "text",
-        *options,
+        *scan_args(
+            SAMPLE / "eval.jsonl",
+            SAMPLE / "pool.jsonl",
+            "--text-field",
+            "question",
+            "--pool-text-field",
+            "text",
+            *options,
+        ),
         workspace=ws,
     )
     assert proc.returncode == 2, proc.stderr

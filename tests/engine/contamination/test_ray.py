@@ -20,6 +20,7 @@ from tests.support.contamination_shards import (
     split_into,
     synthetic_pool,
 )
+from tests.support.scan_cli import SAMPLE_FIELDS, scan_args
 
 SAMPLE = REPO / "sample_data" / "contamination"
 # one Ray per module: with `pytest -n 2 --dist loadgroup` these tests share a worker
@@ -109,23 +110,16 @@ def test_the_cli_joins_a_running_ray_with_ray_address_and_reports_progress(
     progress = tmp_path / "progress.jsonl"
     address = ray_session.get_runtime_context().gcs_address
     proc = sealdesk(
-        "scan",
-        "contamination",
-        "--eval",
-        data["eval"],
-        "--text-field",
-        "question",
-        "--pool",
-        "file://" + str(data["root"] / "four" / "p-*"),
-        "--pool-text-field",
-        "text",
-        "--id-field",
-        "id",
-        "--no-embed",
-        "--backend",
-        "ray",
-        "--ray-address",
-        address,
+        *scan_args(
+            data["eval"],
+            "file://" + str(data["root"] / "four" / "p-*"),
+            *SAMPLE_FIELDS,
+            "--no-embed",
+            "--backend",
+            "ray",
+            "--ray-address",
+            address,
+        ),
         workspace=ws,
         env={"SEALDESK_PROGRESS_FILE": str(progress)},
     )

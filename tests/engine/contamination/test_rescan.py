@@ -18,6 +18,7 @@ import pytest
 
 from tests.conftest import REPO
 from tests.support.cli_workspace import decide_args
+from tests.support.scan_cli import SAMPLE_FIELDS, scan_args
 
 SAMPLE = REPO / "sample_data" / "contamination"
 QUESTIONS = {
@@ -49,21 +50,9 @@ def site(tmp_path, sealdesk, init_cli, keygen):
 
 def scan(run, pool: Path):
     return run(
-        "scan",
-        "contamination",
-        "--eval",
-        SAMPLE / "eval.jsonl",
-        "--pool",
-        pool,
-        "--text-field",
-        "question",
-        "--pool-text-field",
-        "text",
-        "--id-field",
-        "id",
-        "--pool-id-field",
-        "id",
-        "--no-embed",
+        *scan_args(
+            SAMPLE / "eval.jsonl", pool, *SAMPLE_FIELDS, "--pool-id-field", "id", "--no-embed"
+        ),
     )
 
 
