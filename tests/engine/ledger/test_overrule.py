@@ -20,6 +20,7 @@ from engine.ledger.records import encode_body, make_body, utc_now
 from engine.roles import namespace_for
 from engine.signoff.verify import verify_workspace
 from tests.support.backlog import make_items, write_items_file
+from tests.support.below_policy import append_unchecked
 from tests.support.cli_workspace import decide_args
 from tests.support.subjects import weak
 
@@ -67,18 +68,16 @@ def forged(
 ):
     """Appends a decision signed with a real enrolled key through the store's own append,
     past every rule ``Workspace.decide`` applies (as a holder of that key could)."""
-    return store.append(
-        ws.db,
+    return append_unchecked(
+        ws,
         signer,
-        workspace_id=ws.workspace_id,
-        principal=principal,
-        role=role,
-        kind="decision",
+        principal,
+        role,
+        "decision",
         queue=queue,
         item_id=item_id,
         decision=decision,
         data=data,
-        check=lambda conn: ws._item_binding(conn, queue, item_id),
     )
 
 
@@ -449,18 +448,16 @@ def test_a_decision_carries_data_of_exactly_one_shape(desk, data, reason):
 def test_a_note_may_not_carry_overrules(desk):
     ws, rita, _, _ = desk
     ws.decide(rita, PAIRS, "item-0", "accept")
-    store.append(
-        ws.db,
+    append_unchecked(
+        ws,
         rita,
-        workspace_id=ws.workspace_id,
-        principal="rita",
-        role="reviewer",
-        kind="note",
+        "rita",
+        "reviewer",
+        "note",
         queue=PAIRS,
         item_id="item-0",
         note="hm",
         data={"overrules": body_hash(ws, B + 1)},
-        check=lambda conn: ws._item_binding(conn, PAIRS, "item-0"),
     )
     assert faults(ws) == [
         (

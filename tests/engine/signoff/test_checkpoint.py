@@ -28,6 +28,7 @@ from engine.signoff.summary import sign_off
 from engine.signoff.verify import verify_workspace
 from engine.workspace import BacklogItem, Workspace
 from tests.conftest import require_tool
+from tests.support.below_policy import append_unchecked
 
 
 @pytest.fixture
@@ -372,17 +373,8 @@ def test_a_revoked_lead_keeps_her_earlier_checkpoint_and_signs_off_no_more(signe
     with pytest.raises(PermissionRefused):
         sign_off(ws, lena, with_exceptions=True)
     # Past the app's refusal, straight through the store: verify names the revocation.
-    forged = store.append(
-        ws.db,
-        lena,
-        workspace_id=ws.workspace_id,
-        principal="lena",
-        role="lead",
-        kind="note",
-        queue="flagged_pairs",
-        item_id="fp-6",
-        note="still lead?",
-        check=lambda c: ws._item_binding(c, "flagged_pairs", "fp-6"),
+    forged = append_unchecked(
+        ws, lena, "lena", "lead", "note", queue="flagged_pairs", item_id="fp-6", note="still lead?"
     )
     faults = verify_workspace(ws).faults
     assert [(f.seq, f.reason) for f in faults] == [
