@@ -262,3 +262,13 @@ def sample_source(root: Path):
 
     auth, path, sig = sample_benchmark(root)
     return load_benchmark(path, sig, auth.trust)[0]
+
+
+def backlog_args(
+    benchmark: object, trust: object, rows: object, *extra: object, policy: object = None
+) -> tuple:
+    """Gives ``coverage backlog`` of a signed benchmark, checked against a trust root, with
+    the detector's rows and an attribution policy (the sample's unless given)."""
+    policy = SAMPLE / "attribution.toml" if policy is None else policy
+    where = ("--benchmark", benchmark, "--trust-root", trust)
+    return ("coverage", "backlog", *where, "--rows", rows, "--policy", policy, *extra)
