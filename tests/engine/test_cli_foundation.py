@@ -17,6 +17,7 @@ from tests.conftest import SEALDESK
 from tests.support.backlog import make_items, write_items_file
 from tests.support.cli_workspace import decide_args, enrol_args
 from tests.support.refusals import one_line_error, snapshot
+from tests.support.ssh import verify_args
 
 
 def test_exported_records_verify_with_ssh_keygen(cli_ws, sealdesk, tmp_path):
@@ -47,19 +48,12 @@ def test_exported_records_verify_with_ssh_keygen(cli_ws, sealdesk, tmp_path):
         (tmp_path / "msg").write_text(rec["message"])
         (tmp_path / "msg.sig").write_text(rec["signature"])
         proc = subprocess.run(
-            [
-                "ssh-keygen",
-                "-Y",
-                "verify",
-                "-f",
-                str(ws / "trust" / "allowed_signers"),
-                "-I",
+            verify_args(
+                ws / "trust" / "allowed_signers",
                 rec["principal"],
-                "-n",
                 rec["namespace"],
-                "-s",
-                str(tmp_path / "msg.sig"),
-            ],
+                tmp_path / "msg.sig",
+            ),
             stdin=open(tmp_path / "msg", "rb"),
             capture_output=True,
             text=True,

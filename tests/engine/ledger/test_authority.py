@@ -22,6 +22,7 @@ from engine.ledger.signers import FileSigner
 from engine.roles import namespace_for
 from tests.support.backlog import make_items
 from tests.support.cli_workspace import decide_args, enrol_args, found_through_cli, revoke_args
+from tests.support.ssh import verify_args
 
 
 @pytest.fixture
@@ -363,20 +364,13 @@ def test_a_grant_begun_and_ended_within_one_second_still_gives_a_line_ssh_keygen
     )
     with open(message, "rb") as stdin:
         proc = subprocess.run(
-            [
-                "ssh-keygen",
-                "-Y",
-                "verify",
-                "-f",
-                str(allowed),
-                "-I",
+            verify_args(
+                allowed,
                 "brief",
-                "-n",
                 "reviewer@sealdesk",
+                tmp_path / "msg.sig",
                 "-Overify-time=20261201100000Z",
-                "-s",
-                str(tmp_path / "msg.sig"),
-            ],
+            ),
             stdin=stdin,
             capture_output=True,
             text=True,

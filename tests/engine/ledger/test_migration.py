@@ -18,6 +18,7 @@ import pytest
 from tests.conftest import REPO
 from tests.support.backlog import make_items, write_items_file
 from tests.support.cli_workspace import decide_args
+from tests.support.ssh import verify_args
 
 V1 = REPO / "tests" / "data" / "v1-workspace"
 
@@ -130,20 +131,13 @@ def test_old_records_still_verify_with_ssh_keygen_and_the_generated_file(v1, sea
         (tmp_path / "msg.sig").write_text(line["signature"])
         with open(tmp_path / "msg", "rb") as stdin:
             proc = subprocess.run(
-                [
-                    "ssh-keygen",
-                    "-Y",
-                    "verify",
-                    "-f",
-                    str(ws / "trust" / "allowed_signers"),
-                    "-I",
+                verify_args(
+                    ws / "trust" / "allowed_signers",
                     line["principal"],
-                    "-n",
                     line["namespace"],
+                    tmp_path / "msg.sig",
                     f"-Overify-time={line['verify_time']}",
-                    "-s",
-                    str(tmp_path / "msg.sig"),
-                ],
+                ),
                 stdin=stdin,
                 capture_output=True,
                 text=True,

@@ -16,6 +16,7 @@ import pytest
 
 from tests.support.backlog import make_items
 from tests.support.cli_workspace import decide_args, enrol_args, found_through_cli, revoke_args
+from tests.support.ssh import verify_args
 
 
 @pytest.fixture
@@ -148,20 +149,13 @@ def test_an_auditor_checks_every_record_offline_with_ssh_keygen_and_the_export(
         (tmp_path / "msg.sig").write_text(line["signature"])
         with open(tmp_path / "msg", "rb") as stdin:
             return subprocess.run(
-                [
-                    "ssh-keygen",
-                    "-Y",
-                    "verify",
-                    "-f",
-                    str(allowed),
-                    "-I",
+                verify_args(
+                    allowed,
                     line["principal"],
-                    "-n",
                     line["namespace"],
+                    tmp_path / "msg.sig",
                     f"-Overify-time={line['verify_time']}",
-                    "-s",
-                    str(tmp_path / "msg.sig"),
-                ],
+                ),
                 stdin=stdin,
                 capture_output=True,
                 text=True,

@@ -29,6 +29,7 @@ from engine.signoff.verify import verify_workspace
 from engine.workspace import BacklogItem, Workspace
 from tests.conftest import require_tool
 from tests.support.below_policy import append_unchecked
+from tests.support.ssh import verify_args
 
 
 @pytest.fixture
@@ -172,19 +173,7 @@ def test_ssh_keygen_refuses_the_note_once_its_size_is_edited(signed, tmp_path):
     (tmp_path / "note").write_text(note.replace(f"\n{size}\n", f"\n{size - 1}\n") + "\n")
     (tmp_path / "note.sig").write_text(text[text.index("-----BEGIN") :])
     proc = subprocess.run(
-        [
-            "ssh-keygen",
-            "-Y",
-            "verify",
-            "-f",
-            str(ws.allowed_signers_path),
-            "-I",
-            "lena",
-            "-n",
-            "lead@sealdesk",
-            "-s",
-            "note.sig",
-        ],
+        verify_args(ws.allowed_signers_path, "lena", "lead@sealdesk", "note.sig"),
         stdin=open(tmp_path / "note", "rb"),
         cwd=tmp_path,
         capture_output=True,

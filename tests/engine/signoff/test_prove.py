@@ -18,6 +18,7 @@ from engine.signoff.summary import sign_off
 from engine.workspace import BacklogItem, Workspace
 from tests.conftest import require_tool
 from tests.support.below_policy import append_unchecked
+from tests.support.ssh import verify_args
 
 
 def independent_path_length(index: int, size: int) -> int:
@@ -109,19 +110,9 @@ def test_prove_json_checks_out_with_an_independent_verifier_and_ssh_keygen(
     (tmp_path / "note").write_text(head["checkpoint_note"])
     (tmp_path / "note.sig").write_text(head["checkpoint_signature"])
     check = subprocess.run(
-        [
-            "ssh-keygen",
-            "-Y",
-            "verify",
-            "-f",
-            str(ws.allowed_signers_path),
-            "-I",
-            head["principal"],
-            "-n",
-            "lead@sealdesk",
-            "-s",
-            str(tmp_path / "note.sig"),
-        ],
+        verify_args(
+            ws.allowed_signers_path, head["principal"], "lead@sealdesk", tmp_path / "note.sig"
+        ),
         stdin=open(tmp_path / "note", "rb"),
         capture_output=True,
         text=True,
