@@ -30,7 +30,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from tests.conftest import REPO, require_tool
-from tests.support.scan_cli import scan_args
+from tests.support.scan_cli import SAMPLE_FIELDS, scan_args
 
 pytestmark = pytest.mark.xdist_group("wheel_install")
 
@@ -319,12 +319,7 @@ def test_help_init_scan_and_the_review_app_work_from_the_installed_wheel(install
         *scan_args(
             str(eval_path),
             str(pool_path),
-            "--text-field",
-            "question",
-            "--id-field",
-            "id",
-            "--pool-text-field",
-            "text",
+            *SAMPLE_FIELDS,
             "--no-embed",
         ),
     )
@@ -368,12 +363,7 @@ def test_an_embedding_scan_calibrates_on_the_set_the_wheel_ships(installed):
         *scan_args(
             str(eval_path),
             str(pool_path),
-            "--text-field",
-            "question",
-            "--id-field",
-            "id",
-            "--pool-text-field",
-            "text",
+            *SAMPLE_FIELDS,
         ),
     )
     assert scan.returncode == 0, scan.stderr

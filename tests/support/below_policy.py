@@ -24,13 +24,5 @@ def append_unchecked(ws: Any, signer: Any, principal: str, role: str, kind: str,
         def check(conn: Any) -> dict[str, Any]:
             return ws._item_binding(conn, queue, item_id)
 
-    return store.append(
-        ws.db,
-        signer,
-        workspace_id=ws.workspace_id,
-        principal=principal,
-        role=role,
-        kind=kind,
-        check=check,
-        **fields,
-    )
+    who = {"workspace_id": ws.workspace_id, "principal": principal, "role": role}
+    return store.append(ws.db, signer, kind=kind, check=check, **who, **fields)

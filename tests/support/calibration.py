@@ -10,7 +10,7 @@ from typing import Any
 from engine.artifacts import write_json_artifact
 from engine.workspace import BacklogItem, Workspace
 from tests.conftest import REPO
-from tests.support.scan_cli import scan_args
+from tests.support.scan_cli import SAMPLE_FIELDS, scan_args
 
 SAMPLE = REPO / "sample_data" / "contamination"
 RUN = "contam-placed"
@@ -24,12 +24,7 @@ def scan_sample(sealdesk, root: Path, *extra: str) -> str:
         *scan_args(
             SAMPLE / "eval.jsonl",
             SAMPLE / "pool.jsonl",
-            "--text-field",
-            "question",
-            "--id-field",
-            "id",
-            "--pool-text-field",
-            "text",
+            *SAMPLE_FIELDS,
             "--no-embed",
             *extra,
         ),

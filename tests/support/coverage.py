@@ -272,3 +272,12 @@ def backlog_args(
     policy = SAMPLE / "attribution.toml" if policy is None else policy
     where = ("--benchmark", benchmark, "--trust-root", trust)
     return ("coverage", "backlog", *where, "--rows", rows, "--policy", policy, *extra)
+
+
+def report_args(rows: object, *extra: object, policy: object = None, version: str = "v") -> tuple:
+    """Gives ``coverage report`` on a detector's rows under a gate policy (the sample's
+    unless given), for evaluation set "s" unless extra names another."""
+    policy = SAMPLE / "policy.toml" if policy is None else policy
+    set_id = () if "--evaluation-set-id" in extra else ("--evaluation-set-id", "s")
+    gate = ("--policy", policy, "--detector-version", version)
+    return ("coverage", "report", "--rows", rows, *gate, *set_id, *extra)

@@ -29,7 +29,7 @@ from engine.contamination.scan import ScanConfig, run_scan  # noqa: E402
 from engine.errors import IntegrityError  # noqa: E402
 from engine.workspace import Workspace  # noqa: E402
 from tests.conftest import REPO
-from tests.support.scan_cli import scan_args
+from tests.support.scan_cli import SAMPLE_FIELDS, scan_args
 
 SAMPLE = REPO / "sample_data" / "contamination"
 
@@ -205,12 +205,7 @@ def test_an_unusable_embed_cache_is_refused_in_one_line_naming_it(
         *scan_args(
             SAMPLE / "eval.jsonl",
             SAMPLE / "pool.jsonl",
-            "--text-field",
-            "question",
-            "--id-field",
-            "id",
-            "--pool-text-field",
-            "text",
+            *SAMPLE_FIELDS,
             "--cosine-threshold",
             "0.8",
             "--embed-cache",

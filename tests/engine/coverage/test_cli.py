@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from engine.artifacts import read_verified
-from tests.support.coverage import SAMPLE, eval_rows
+from tests.support.coverage import SAMPLE, eval_rows, report_args
 
 V1 = "55c80d5d9e0d82337ab555b17e8505febf5e680758e1dd23ca7239e571eb1130"
 V2 = "5642865473cf347f2c19ed920c162cf41c08e258c2452abfe33cc7db0606737c"
@@ -23,25 +23,6 @@ def artifacts(ws: Path) -> list[str]:
 
 
 # The arguments of each coverage command, the paths and values a test gives filled in.
-
-
-def report_args(
-    rows: Path, *extra: object, policy: Path = SAMPLE / "policy.toml", version: str = "v"
-) -> tuple:
-    """Gives `coverage report` on rows (evaluation set "s" unless extra names another)."""
-    set_id = () if "--evaluation-set-id" in extra else ("--evaluation-set-id", "s")
-    return (
-        "coverage",
-        "report",
-        "--rows",
-        rows,
-        "--policy",
-        policy,
-        "--detector-version",
-        version,
-        *set_id,
-        *extra,
-    )
 
 
 def scope_args(template: Path, holdout: Path, out: Path, *extra: object) -> tuple:
