@@ -25,8 +25,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from datetime import date
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -236,22 +238,18 @@ def _p95(values: list[float]) -> float:
     return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
 
 
+def _whole(
+    flag: str, default: int, help: str, minimum: int = 1, name: str | None = None
+) -> Callable[..., Any]:
+    """Gives a whole-number option of at least minimum, its default shown in the help."""
+    names = (flag,) if name is None else (flag, name)
+    kind = click.IntRange(min=minimum)
+    return click.option(*names, default=default, show_default=True, type=kind, help=help)
+
+
 @click.command("review")
-@click.option(
-    "--items",
-    "n_items",
-    default=100_000,
-    show_default=True,
-    type=click.IntRange(min=1),
-    help="Items in the bench workspace.",
-)
-@click.option(
-    "--decisions",
-    default=200,
-    show_default=True,
-    type=click.IntRange(min=1),
-    help="Decisions timed, in the app and directly.",
-)
+@_whole("--items", 100_000, "Items in the bench workspace.", name="n_items")
+@_whole("--decisions", 200, "Decisions timed, in the app and directly.")
 @click.option(
     "--reference-rows",
     default=None,
@@ -264,26 +262,14 @@ def _p95(values: list[float]) -> float:
     show_default=True,
     help="Seconds the DataTable reference may take before it is called off.",
 )
-@click.option(
-    "--runs",
-    default=3,
-    show_default=True,
-    type=click.IntRange(min=1),
-    help="First-screen runs (median kept).",
-)
+@_whole("--runs", 3, "First-screen runs (median kept).")
 @click.option(
     "--throughput",
     is_flag=True,
     help="Also work a realistic queue with a scripted reviewer: keys per decision and "
     "decisions per minute, one at a time (before bulk) and with bulk.",
 )
-@click.option(
-    "--queue-items",
-    default=300,
-    show_default=True,
-    type=click.IntRange(min=20),
-    help="Items of the --throughput queue.",
-)
+@_whole("--queue-items", 300, "Items of the --throughput queue.", minimum=20)
 @click.option(
     "--reading",
     is_flag=True,
@@ -298,13 +284,7 @@ def _p95(values: list[float]) -> float:
     "way before reasons: n, the reason typed, Enter, the decision key) and picked in the "
     "decision (X or A, then its digit), on the same queue.",
 )
-@click.option(
-    "--reading-items",
-    default=200,
-    show_default=True,
-    type=click.IntRange(min=1),
-    help="Pairs of the --reading queue.",
-)
+@_whole("--reading-items", 200, "Pairs of the --reading queue.")
 @click.option(
     "--reading-from",
     type=click.Path(exists=True, file_okay=False, path_type=Path),

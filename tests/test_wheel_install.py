@@ -30,6 +30,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from tests.conftest import REPO, require_tool
+from tests.support.scan_cli import SAMPLE_FIELDS, scan_args
 
 pytestmark = pytest.mark.xdist_group("wheel_install")
 
@@ -315,19 +316,12 @@ def test_help_init_scan_and_the_review_app_work_from_the_installed_wheel(install
     scan = installed.sealdesk(
         "--workspace",
         str(ws),
-        "scan",
-        "contamination",
-        "--eval",
-        str(eval_path),
-        "--text-field",
-        "question",
-        "--id-field",
-        "id",
-        "--pool",
-        str(pool_path),
-        "--pool-text-field",
-        "text",
-        "--no-embed",
+        *scan_args(
+            str(eval_path),
+            str(pool_path),
+            *SAMPLE_FIELDS,
+            "--no-embed",
+        ),
     )
     assert scan.returncode == 0, scan.stderr
     items = installed.sealdesk("--workspace", str(ws), "items", "--json")
@@ -366,18 +360,11 @@ def test_an_embedding_scan_calibrates_on_the_set_the_wheel_ships(installed):
     scan = installed.sealdesk(
         "--workspace",
         str(ws),
-        "scan",
-        "contamination",
-        "--eval",
-        str(eval_path),
-        "--text-field",
-        "question",
-        "--id-field",
-        "id",
-        "--pool",
-        str(pool_path),
-        "--pool-text-field",
-        "text",
+        *scan_args(
+            str(eval_path),
+            str(pool_path),
+            *SAMPLE_FIELDS,
+        ),
     )
     assert scan.returncode == 0, scan.stderr
     (report_path,) = (ws / "artifacts").glob("contam-*/contamination_report.json")

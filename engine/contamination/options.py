@@ -9,15 +9,20 @@ order the options are declared, before any input is read. A click type's bounds
 (``IntRange``, ``Choice``) are checked again by ``check``, so options built
 without the command line are held to them too.
 
+An option whose scan value is not its click default (``--prefilter-k``: not
+given, so that ``check`` can refuse it beside ``--embed-exhaustive``, yet the
+scan keeps 50 candidates) declares that value as ``unset``; its help ends with
+it, and ``settled`` gives the options with it filled in.
+
 ``scan.scan_config`` turns checked options into the scan's ``ScanConfig``:
-the eval set and the pool resolved, their fields chosen.
+the settled options, the eval set and the pool resolved, their fields chosen.
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import MISSING, dataclass, field, fields
+from dataclasses import MISSING, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +48,14 @@ class Option:
     is_flag: bool = False
     check: Check | None = None  # raises InputError naming the option
     convert: Callable[[Any], Any] | None = None  # applied to a given (non-None) value
+    unset: Any = None  # the value the scan takes when the option is not given
+
+    @property
+    def help_text(self) -> str | None:
+        """Gives the help the command shows: the help, then the scan's value when unset."""
+        if self.unset is None:
+            return self.help
+        return f"{self.help} [default: {self.unset}]."
 
     @property
     def field(self) -> str:
@@ -232,7 +245,7 @@ class ScanOptions:
     """The options of one scan as given: every one declared here, once.
 
     A field's check (if any) runs in ``check``, in this order. ``None`` means the
-    option was not given; the scan's own default then applies (``ScanConfig``).
+    option was not given; the scan then takes its declared ``unset`` value (``settled``).
     """
 
     # What is compared: the eval set and the pool, and the fields holding text and id.
@@ -470,8 +483,8 @@ class ScanOptions:
         "--prefilter-k",
         type=click.IntRange(min=1),
         default=None,
-        help="Pool documents per eval item the static prefilter keeps for the full model to "
-        "score [default: 50].",
+        help="Pool documents per eval item the static prefilter keeps for the full model to score",
+        unset=50,
         check=_needs_embed("prefilter_k", _replaced_by_exhaustive("prefilter_k")),
     )
     numbers_lane: int | None = option(
@@ -480,7 +493,8 @@ class ScanOptions:
         default=None,
         help="Besides them, pool documents per eval item that keep the most of its numbers "
         "(at least two), for the full model to score: a rephrased leak among look-alikes the "
-        "static model cannot tell apart. 0 turns the lane off [default: 20].",
+        "static model cannot tell apart. 0 turns the lane off",
+        unset=20,
         check=_needs_embed("numbers_lane", _replaced_by_exhaustive("numbers_lane")),
     )
     prefilter_model: Path | None = option(
@@ -510,7 +524,8 @@ class ScanOptions:
         type=click.IntRange(min=0),
         default=None,
         help="Most unclear pairs sent to the judge, each eval item's best first; the rest "
-        "are counted and reported, not sent [default: 100].",
+        "are counted and reported, not sent",
+        unset=100,
         check=_needs_judge("judge_max_pairs"),
     )
     judge_dry_run: bool = option(
@@ -547,12 +562,22 @@ def check(options: ScanOptions) -> None:
     """Runs every option's check, in the order they are declared; raises the first
     failure as an InputError naming its option. Reads no input: the eval set, the pool,
     the calibration pairs, the model weights and the judge's config are read later."""
-    for f in fields(options):
+    for f in fields(ScanOptions):
         how: Option = f.metadata[OPTION]
         value = getattr(options, f.name)
         _check_bounds(f.name, how, value)
         if how.check is not None:
             how.check(options)
+
+
+def settled(options: ScanOptions) -> ScanOptions:
+    """Gives the options with each one not given set to the value the scan takes for it."""
+    unset = {
+        f.name: f.metadata[OPTION].unset
+        for f in fields(ScanOptions)
+        if getattr(options, f.name) is None and f.metadata[OPTION].unset is not None
+    }
+    return replace(options, **unset)
 
 
 def scan_options(command: Callable[..., Any]) -> Callable[..., Any]:
@@ -576,7 +601,7 @@ def scan_options(command: Callable[..., Any]) -> Callable[..., Any]:
 
 def _click_option(name: str, default: Any, how: Option) -> Callable[..., Any]:
     """Gives the click option that fills the field ``name``."""
-    kwargs: dict[str, Any] = {"help": how.help}
+    kwargs: dict[str, Any] = {"help": how.help_text}
     if default is MISSING:
         kwargs["required"] = True
     else:

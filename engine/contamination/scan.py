@@ -12,7 +12,7 @@ from __future__ import annotations
 import shutil
 import sqlite3
 import time
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -37,7 +37,6 @@ from engine.contamination.channels.embedding import (
     identify_model,
 )
 from engine.contamination.channels.judge import (
-    DEFAULT_MAX_PAIRS,
     load_judge,
     require_judge_preflight,
     run_judge,
@@ -74,7 +73,7 @@ from engine.contamination.inputs.shards import (
     sharded_pool,
 )
 from engine.contamination.inputs.sources import Source, count_rows, resolve_source
-from engine.contamination.options import ScanOptions, check
+from engine.contamination.options import ScanOptions, check, settled
 from engine.contamination.pool.base import Backend, run_shards
 from engine.contamination.pool.local import LocalBackend
 from engine.contamination.pool.merge import PoolDoc, PoolScan, check_ids, merge
@@ -102,52 +101,43 @@ ITEMS = "flagged_items.jsonl"
 
 @dataclass(frozen=True)
 class ScanConfig:
-    """Everything a scan needs to know.
-
-    The n-gram defaults are the reference settings (13-word shingles, a pair
-    flagged at Jaccard 0.8, 128 MinHash permutations, LSH threshold 0.5);
-    containment 0.5, the top 3 paraphrase neighbours and 100 probed items are
-    sealdesk's.
-    """
+    """Everything a scan needs to know: its options, settled (``options.settled``: an
+    option not given holds the value the scan takes for it), and what they resolved to,
+    the eval set and the pool and how their text and id fields were chosen."""
 
     eval: Source
     pool: Source | ShardedPool
-    ngram: NgramSettings = NgramSettings()
-    embed: bool = True
-    model_path: str | None = None
-    model_sha256: str | None = None
-    cosine_threshold: float | None = None
-    calibration: Path | None = None
-    top_k: int = 100  # most matches at the threshold kept per eval item (memory bound)
-    probe_endpoint: str | None = None
-    probe_model: str | None = None
-    probe_answer_field: str = "answer"
-    probe_sample: int = 100
-    jobs: int | None = None  # workers: processes (local) or actors (ray)
-    batch_size: int = 2048
-    backend: str = "local"  # "local" or "ray"
-    ray_address: str | None = None  # "auto", "ray://HOST:PORT", or None: start one
-    ray_num_cpus: int | None = None
-    shard_retries: int = 2
-    resume: bool = True  # reuse the workspace's records of finished shards
-    embed_cache: Path | None = None  # default: workspace/cache/embeddings.sqlite
-    embed_exhaustive: bool = False  # score every pool document with the full model
-    embed_two_stage: bool = False  # prefilter whatever the pool's size (default: by size)
-    prefilter_k: int = 50  # candidates per eval item the static prefilter keeps
-    numbers_lane: int = 20  # and those keeping the most of its numbers (0: none)
-    prefilter_model: Path | None = None  # default: distilled from the model, cached
+    options: ScanOptions
     # how each dataset's text and id fields were chosen (inputs.fields), for the report
     fields: dict[str, Any] = field(default_factory=dict)
-    # a model asked about the pairs triage labels unclear: a suggestion beside each
-    judge_config: Path | None = None
-    judge_max_pairs: int = DEFAULT_MAX_PAIRS  # the rest are counted, never sent
-    judge_dry_run: bool = False  # count what would be sent; send nothing
+    batch_size: int = 2048  # pool documents a worker reads at a time
+
+    @classmethod
+    def of(cls, eval: Source, pool: Source | ShardedPool, **options: Any) -> ScanConfig:
+        """Gives the config of a scan of sources already resolved, with the options given
+        by name (the others at their declared defaults); checks none of them."""
+        given = ScanOptions(eval_spec=eval.label, pool_spec=pool.label, **options)
+        return cls(eval=eval, pool=pool, options=settled(given))
+
+    @property
+    def ngram(self) -> NgramSettings:
+        """Gives the n-gram channels' settings."""
+        o = self.options
+        return NgramSettings(
+            n=o.ngram_n, jaccard=o.jaccard, containment=o.containment, num_perm=o.num_perm
+        )
+
+
+def _n(count: int | None) -> int:
+    """Gives a settled count option as an int (settled, it is never None)."""
+    assert count is not None
+    return count
 
 
 def scan_config(options: ScanOptions) -> ScanConfig:
     """Gives the scan's config from the options: every option checked (``check``) before
     anything is read, then the eval set and the pool resolved and their fields chosen
-    (the first rows are read last). An option left out (None) takes ScanConfig's default."""
+    (the first rows are read last)."""
     check(options)
     o = options
     eval_source = resolve_source(
@@ -191,17 +181,11 @@ def scan_config(options: ScanOptions) -> ScanConfig:
         options=("--pool-text-field", "--pool-id-field"),
         fallback=(o.text_field, o.id_field),
     )
-    # The options the scan reads by the same name, as given (None: the scan's default).
-    same = {f.name for f in fields(ScanConfig)} & {f.name for f in fields(ScanOptions)}
-    given = {name: getattr(o, name) for name in same if getattr(o, name) is not None}
     return ScanConfig(
         eval=eval_source,
         pool=pool_source,
+        options=settled(o),
         fields={"eval": eval_fields, "pool": pool_fields},
-        ngram=NgramSettings(
-            n=o.ngram_n, jaccard=o.jaccard, containment=o.containment, num_perm=o.num_perm
-        ),
-        **given,
     )
 
 
@@ -233,16 +217,16 @@ class _Embedding:
 
 def _embedding_inputs(config: ScanConfig, embedder: Embedder | None) -> tuple[Any, Any]:
     """Gives (calibration pairs or None, model identity): read before the eval set."""
-    if not config.embed:
+    if not config.options.embed:
         return None, None
     calibration = None
-    if config.cosine_threshold is None:
-        path = config.calibration or DEFAULT_CALIBRATION
+    if config.options.cosine_threshold is None:
+        path = config.options.calibration or DEFAULT_CALIBRATION
         calibration = (read_calibration(path), path)
     info = (
         embedder.info
         if embedder is not None
-        else identify_model(config.model_path, config.model_sha256)
+        else identify_model(config.options.model_path, config.options.model_sha256)
     )
     return calibration, info
 
@@ -305,20 +289,26 @@ def search_method(
     pool whose size is not cheap to know (a hub dataset, a remote shard) is
     taken as large.
     """
-    if config.embed_exhaustive:
+    if config.options.embed_exhaustive:
         return False, "--embed-exhaustive"
-    if config.embed_two_stage:
+    if config.options.embed_two_stage:
         return True, "--embed-two-stage"
-    if config.prefilter_model is not None:
+    if config.options.prefilter_model is not None:
         return True, "--prefilter-model"
     items: int | None
     bound: int | None
     if eval_texts is not None:  # the scan has read them: each item's own bound
         items = len(eval_texts)
-        bound = candidates_bound(eval_texts, config.prefilter_k, config.numbers_lane)
+        bound = candidates_bound(
+            eval_texts, _n(config.options.prefilter_k), _n(config.options.numbers_lane)
+        )
     else:
         items = count_rows(config.eval) if isinstance(config.eval, Source) else None
-        bound = items * (config.prefilter_k + config.numbers_lane) if items is not None else None
+        bound = (
+            items * (_n(config.options.prefilter_k) + _n(config.options.numbers_lane))
+            if items is not None
+            else None
+        )
     cost = SearchCost(None, items, bound, distilled)
     limit = cost.crossover()
     where = ""
@@ -352,10 +342,10 @@ def _prepare_embedding(
     rep: Any = None,
     eval_texts: list[str] | None = None,
 ) -> _Embedding | None:
-    if not config.embed:
+    if not config.options.embed:
         return None
     # the cache first: a bad --embed-cache is said before the model loads
-    cache = EmbeddingCache(config.embed_cache or ws.root / "cache" / "embeddings.sqlite")
+    cache = EmbeddingCache(config.options.embed_cache or ws.root / "cache" / "embeddings.sqlite")
     if embedder is None:
         try:
             embedder = Embedder(info)
@@ -383,10 +373,10 @@ def _prepare_embedding(
         }
     else:
         # _embedding_inputs reads calibration pairs whenever no threshold is given
-        assert config.cosine_threshold is not None
-        threshold = float(config.cosine_threshold)
+        assert config.options.cosine_threshold is not None
+        threshold = float(config.options.cosine_threshold)
         report = {"enabled": True, "model": described, "threshold_source": "given"}
-    report["top_k"] = config.top_k
+    report["top_k"] = config.options.top_k
     # where the full model ran: a CUDA device when torch sees one, else the CPU
     report["device"] = getattr(embedder, "device_description", None)
     found = _Embedding(embedder, cache, threshold, report, counts)
@@ -396,8 +386,8 @@ def _prepare_embedding(
         report["search"] = {"method": "exhaustive", "chosen": why}
         return found
     try:
-        if config.prefilter_model is not None:
-            info = given_prefilter(config.prefilter_model)
+        if config.options.prefilter_model is not None:
+            info = given_prefilter(config.options.prefilter_model)
         else:
             info = cached_prefilter(
                 ws.root / "cache" / "prefilter",
@@ -414,24 +404,24 @@ def _prepare_embedding(
         "method": "two-stage",
         "chosen": why,
         "prefilter": info.to_json(),
-        "candidates_per_item": config.prefilter_k,
-        "numbers_lane_per_item": config.numbers_lane,
+        "candidates_per_item": _n(config.options.prefilter_k),
+        "numbers_lane_per_item": _n(config.options.numbers_lane),
     }
     return found
 
 
 def _probe(config: ScanConfig, evalset: EvalSet, rep: Any):
-    if not config.probe_endpoint:
+    if not config.options.probe_endpoint:
         return None
-    client = ChatClient(config.probe_endpoint, config.probe_model or "default")
+    client = ChatClient(config.options.probe_endpoint, config.options.probe_model or "default")
     try:
-        chosen = sample_indexes(len(evalset.items), config.probe_sample)
+        chosen = sample_indexes(len(evalset.items), config.options.probe_sample)
         items = [
             ProbeItem(
                 i,
                 evalset.items[i].id,
                 evalset.items[i].text,
-                evalset.items[i].row[config.probe_answer_field],
+                evalset.items[i].row[config.options.probe_answer_field],
             )
             for i in chosen
         ]
@@ -450,14 +440,14 @@ def _judge(
     """Gives the findings with the judge's suggestions on their unclear pairs."""
     pairs = unclear_pairs(findings)
     stage = None
-    if rep is not None and not config.judge_dry_run:
-        total = min(len(pairs), config.judge_max_pairs)
+    if rep is not None and not config.options.judge_dry_run:
+        total = min(len(pairs), _n(config.options.judge_max_pairs))
         stage = rep.stage("judging unclear pairs", total=total, unit="pairs")
     result = run_judge(
         spec,
         pairs,
-        config.judge_max_pairs,
-        dry_run=config.judge_dry_run,
+        _n(config.options.judge_max_pairs),
+        dry_run=config.options.judge_dry_run,
         checks=tuple(checks),
         advance=(lambda: stage.advance(1)) if stage is not None else None,
     )
@@ -542,7 +532,7 @@ def _rerank(emb: _Embedding, heap: CandidateHeap, config: ScanConfig, rep: Any) 
         heap,
         emb.eval_vectors,
         lambda texts: embed_texts(emb.embedder, emb.cache, texts, emb.counts, stage),
-        config.top_k,
+        config.options.top_k,
         emb.threshold,
         emb.kept,
     )
@@ -612,18 +602,23 @@ def _scan_stream(
     heap = consumer = embed_stage = None
     pool_rows = count_rows(config.pool) if rep is not None else None
     if emb is not None and emb.prefilter is not None:
-        heap = CandidateHeap(emb.prefilter_eval, config.prefilter_k, emb.kept, config.numbers_lane)
+        heap = CandidateHeap(
+            emb.prefilter_eval,
+            _n(config.options.prefilter_k),
+            emb.kept,
+            _n(config.options.numbers_lane),
+        )
         embed_stage = rep.stage("prefilter pool", total=pool_rows, unit="texts") if rep else None
         consumer = _prefilter_consumer(emb.prefilter, heap, embed_stage)
     elif emb is not None:
-        topk = TopK(emb.eval_vectors, config.top_k, emb.threshold, emb.kept)
+        topk = TopK(emb.eval_vectors, config.options.top_k, emb.threshold, emb.kept)
         embed_stage = rep.stage("embedding pool", total=pool_rows, unit="texts") if rep else None
         consumer = _consumer(emb, topk, embed_stage)
     pool_stage = rep.stage("scanning pool", total=pool_rows, unit="docs") if rep else None
     scan = scan_pool(
         config.pool,
         index,
-        jobs=config.jobs,
+        jobs=config.options.jobs,
         batch_size=config.batch_size,
         consumer=consumer,
         stage=pool_stage,
@@ -639,11 +634,13 @@ def _scan_stream(
 
 def backend_for(config: ScanConfig) -> Backend:
     """Gives the execution backend the config names (Ray is imported only for ``ray``)."""
-    if config.backend == "ray":
+    if config.options.backend == "ray":
         from engine.contamination.pool.ray import RayBackend
 
-        return RayBackend(config.ray_address, config.ray_num_cpus, config.jobs)
-    return LocalBackend(config.jobs)
+        return RayBackend(
+            config.options.ray_address, config.options.ray_num_cpus, config.options.jobs
+        )
+    return LocalBackend(config.options.jobs)
 
 
 def _scan_shards(
@@ -673,21 +670,21 @@ def _scan_shards(
             emb.embedder.dim,
             str(emb.cache.path),
             emb.eval_vectors,
-            config.top_k,
+            config.options.top_k,
             emb.threshold,
             emb.prefilter,
             emb.prefilter_eval,
-            config.prefilter_k,
+            _n(config.options.prefilter_k),
             emb.kept,
-            config.numbers_lane,
+            _n(config.options.numbers_lane),
         )
         # a shard's candidates depend on the static model, K and the eval set under
         # it, not on the full model or the threshold: a new calibration reuses them
         settings["embed"] = {
             "search": "two-stage",
             "prefilter": emb.report["search"]["prefilter"]["identity_sha256"],
-            "candidates": config.prefilter_k,
-            "numbers_lane": config.numbers_lane,
+            "candidates": _n(config.options.prefilter_k),
+            "numbers_lane": _n(config.options.numbers_lane),
             "prefilter_eval": eval_vectors_sha256(emb.prefilter_eval),
         }
     elif emb is not None:
@@ -696,13 +693,13 @@ def _scan_shards(
             emb.embedder.dim,
             str(emb.cache.path),
             emb.eval_vectors,
-            config.top_k,
+            config.options.top_k,
             emb.threshold,
             kept=emb.kept,
         )
         settings["embed"] = {
             "model": emb.embedder.info.identity,
-            "top_k": config.top_k,
+            "top_k": config.options.top_k,
             "order": "numbers kept, then cosine",
             "threshold": emb.threshold,
             "eval_vectors": sha256_hex(emb.eval_vectors.tobytes()),
@@ -716,11 +713,11 @@ def _scan_shards(
         key,
         config.batch_size,
         plan,
-        records.names() if config.resume else frozenset(),
+        records.names() if config.options.resume else frozenset(),
     )
     backend = backend_for(config)
     outcomes, counts = run_shards(
-        backend, job, list(pool.shards), records, retries=config.shard_retries, rep=rep
+        backend, job, list(pool.shards), records, retries=config.options.shard_retries, rep=rep
     )
     if pool.id_field:
         check_ids(outcomes, list(pool.shards), pool.text_field, pool.id_field)
@@ -728,10 +725,13 @@ def _scan_shards(
     topk: Any = None
     if emb is not None and emb.prefilter is not None:
         heap = topk = CandidateHeap(
-            emb.prefilter_eval, config.prefilter_k, emb.kept, config.numbers_lane
+            emb.prefilter_eval,
+            _n(config.options.prefilter_k),
+            emb.kept,
+            _n(config.options.numbers_lane),
         )
     elif emb is not None:
-        topk = TopK(emb.eval_vectors, config.top_k, emb.threshold, emb.kept)
+        topk = TopK(emb.eval_vectors, config.options.top_k, emb.threshold, emb.kept)
     seconds = time.perf_counter() - started
     scanned_docs = sum(o.n for o in outcomes if not o.from_record)
     run = {
@@ -776,18 +776,22 @@ def run_scan(
 
     The options were checked when the config was made (``scan_config``); this reads
     the judge's config, the calibration pairs and the model first, then the data."""
-    judge = load_judge(config.judge_config) if config.judge_config is not None else None
+    judge = (
+        load_judge(config.options.judge_config) if config.options.judge_config is not None else None
+    )
     sharded = isinstance(config.pool, ShardedPool)
     timing: dict[str, float] = {}
     clock = time.perf_counter()
     calibration_pairs, model_info = _embedding_inputs(config, embedder)
     # the exam's preflight, before the first row is read; a dry run sends nothing at all
     judge_checks = (
-        require_judge_preflight(judge) if judge is not None and not config.judge_dry_run else []
+        require_judge_preflight(judge)
+        if judge is not None and not config.options.judge_dry_run
+        else []
     )
     if not sharded:
-        start_workers_early(config.pool, config.jobs)  # type: ignore[arg-type]
-    required = (config.probe_answer_field,) if config.probe_endpoint else ()
+        start_workers_early(config.pool, config.options.jobs)  # type: ignore[arg-type]
+    required = (config.options.probe_answer_field,) if config.options.probe_endpoint else ()
     evalset = load_eval(config.eval, require_fields=required)
     texts = [item.canonical for item in evalset.items]
     index = EvalIndex(texts, config.ngram)
@@ -855,7 +859,7 @@ def run_scan(
         internal=internal_list,
         internal_minhash=internal_minhash,
         cosine_threshold=emb.threshold if emb is not None else None,
-        top_k=config.top_k,
+        top_k=config.options.top_k,
         probe=probe,
         embedding=embedding_report,
         search={

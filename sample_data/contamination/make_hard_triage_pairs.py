@@ -26,13 +26,14 @@ Stories are split by story: every third is ``holdout``, the rest ``tune``.
 
 from __future__ import annotations
 
-import json
 import random
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from make_triage_pairs import pair_row, write_pairs  # beside this script
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "triage_pairs_hard.jsonl"
@@ -452,17 +453,7 @@ def main() -> None:
                     text=leak, x=rng.randint(2, 40), y=rng.randint(2, 400)
                 )
                 form = "rephrased_in_post"
-            rows.append(
-                {
-                    "id": f"{story.key}-{rnd}-leak",
-                    "story": story.key,
-                    "split": split,
-                    "label": "leak",
-                    "form": form,
-                    "eval": original,
-                    "match": leak,
-                }
-            )
+            rows.append(pair_row(story.key, rnd, split, "leak", form, original, leak))
             other = rng.choice([p for p in PEOPLE if p[0] != person[0]])
             fresh = {**_draw(story.large, rng), **_people(other)}
             for name in story.small:  # a count a sibling restates (3 days, 4 friends)...
@@ -476,27 +467,8 @@ def main() -> None:
             if template != story.question:
                 form = form.replace("same_template", "same_shape")
             sibling = Writer(rng, 0.3).fill(template, fresh)
-            rows.append(
-                {
-                    "id": f"{story.key}-{rnd}-sibling",
-                    "story": story.key,
-                    "split": split,
-                    "label": "sibling",
-                    "form": form,
-                    "eval": original,
-                    "match": sibling,
-                }
-            )
-    with open(OUT, "w", encoding="utf-8") as handle:
-        for row in rows:
-            handle.write(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n")
-    counts: dict[tuple[str, str], int] = {}
-    for row in rows:
-        counts[(row["split"], row["label"])] = counts.get((row["split"], row["label"]), 0) + 1
-    print(
-        f"wrote {len(rows)} labelled pairs from {len(STORIES)} stories to {OUT}: "
-        + ", ".join(f"{s} {lab} {n}" for (s, lab), n in sorted(counts.items()))
-    )
+            rows.append(pair_row(story.key, rnd, split, "sibling", form, original, sibling))
+    write_pairs(rows, OUT, len(STORIES))
 
 
 if __name__ == "__main__":

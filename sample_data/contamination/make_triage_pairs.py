@@ -1005,6 +1005,36 @@ def render(template: str, person, values, rng: random.Random, spell: float) -> s
     return _fix_him(text, person)
 
 
+def pair_row(
+    story: str, rnd: int, split: str, label: str, form: str, eval_text: str, match: str
+) -> dict[str, Any]:
+    """Gives one labelled pair: its id (story, round, label), split, form and both texts."""
+    return {
+        "id": f"{story}-{rnd}-{label}",
+        "story": story,
+        "split": split,
+        "label": label,
+        "form": form,
+        "eval": eval_text,
+        "match": match,
+    }
+
+
+def write_pairs(rows: list[dict[str, Any]], out: Path, stories: int) -> None:
+    """Writes the pairs to out as JSONL and prints how many of each split and label."""
+    with open(out, "w", encoding="utf-8") as handle:
+        for row in rows:
+            handle.write(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n")
+    counts: dict[tuple[str, str], int] = {}
+    for row in rows:
+        key = (row["split"], row["label"])
+        counts[key] = counts.get(key, 0) + 1
+    print(
+        f"wrote {len(rows)} labelled pairs from {stories} stories to {out}: "
+        + ", ".join(f"{s} {lab} {n}" for (s, lab), n in sorted(counts.items()))
+    )
+
+
 def main() -> None:
     rng = random.Random(20261201)
     rows: list[dict[str, Any]] = []
@@ -1022,17 +1052,7 @@ def main() -> None:
                 wrapper = rng.choice(WRAPPERS)
                 leak = wrapper.format(text=leak, x=rng.randint(3, 250), y=rng.randint(3, 250))
                 form = "rephrased_in_post"
-            rows.append(
-                {
-                    "id": f"{story.key}-{rnd}-leak",
-                    "story": story.key,
-                    "split": split,
-                    "label": "leak",
-                    "form": form,
-                    "eval": original,
-                    "match": leak,
-                }
-            )
+            rows.append(pair_row(story.key, rnd, split, "leak", form, original, leak))
             other = rng.choice([p for p in PEOPLE if p[0] != person[0]])
             reuse = rng.random() < 0.12
             fresh = _draw(story, rng, _shared_by_chance(story, values, rng) if reuse else None)
@@ -1046,28 +1066,8 @@ def main() -> None:
             sibling = _synonyms(sibling, rng, 0.2)
             if reuse:
                 form += "_reusing_numbers"
-            rows.append(
-                {
-                    "id": f"{story.key}-{rnd}-sibling",
-                    "story": story.key,
-                    "split": split,
-                    "label": "sibling",
-                    "form": form,
-                    "eval": original,
-                    "match": sibling,
-                }
-            )
-    with open(OUT, "w", encoding="utf-8") as handle:
-        for row in rows:
-            handle.write(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n")
-    counts: dict[tuple[str, str], int] = {}
-    for row in rows:
-        key = (row["split"], row["label"])
-        counts[key] = counts.get(key, 0) + 1
-    print(
-        f"wrote {len(rows)} labelled pairs from {len(STORIES)} stories to {OUT}: "
-        + ", ".join(f"{s} {lab} {n}" for (s, lab), n in sorted(counts.items()))
-    )
+            rows.append(pair_row(story.key, rnd, split, "sibling", form, original, sibling))
+    write_pairs(rows, OUT, len(STORIES))
 
 
 if __name__ == "__main__":

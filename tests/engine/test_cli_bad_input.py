@@ -11,7 +11,9 @@ import pytest
 from engine.workspace import BacklogItem
 from tests.conftest import REPO
 from tests.support.backlog import make_items, write_items_file
+from tests.support.cli_workspace import decide_args, enrol_args
 from tests.support.refusals import one_line_error, snapshot
+from tests.support.scan_cli import scan_args
 
 
 def test_ingesting_several_files_writes_nothing_when_a_later_one_conflicts(
@@ -45,19 +47,7 @@ def test_bulk_decide_signs_nothing_when_one_id_is_unknown(cli_ws, sealdesk):
     ws, keys = cli_ws
     before = snapshot(ws)
     err = one_line_error(
-        sealdesk(
-            "decide",
-            "--queue",
-            "flagged_pairs",
-            "--item",
-            "-",
-            "--decision",
-            "accept",
-            "--key",
-            keys["rita"],
-            input="item-0\nitem-1\nnope\n",
-            workspace=ws,
-        )
+        sealdesk(*decide_args(keys["rita"], "-"), input="item-0\nitem-1\nnope\n", workspace=ws)
     )
     assert err.startswith("sealdesk: error: <stdin>:3: field 'item': ")
     assert "nope" in err
@@ -107,19 +97,7 @@ def test_export_into_a_directory_that_cannot_be_made_is_one_line(cli_ws, sealdes
 
 def test_export_of_a_mangled_record_names_its_seq(cli_ws, sealdesk_main, tmp_path):
     ws, keys = cli_ws
-    decided = sealdesk_main(
-        "decide",
-        "--queue",
-        "flagged_pairs",
-        "--item",
-        "item-0",
-        "--decision",
-        "accept",
-        "--key",
-        keys["rita"],
-        workspace=ws,
-        check=True,
-    )
+    decided = sealdesk_main(*decide_args(keys["rita"], "item-0"), workspace=ws, check=True)
     seq = int(decided.stdout.split()[0].lstrip("#"))  # after the genesis and the enrolment
     conn = sqlite3.connect(ws / "sealdesk.db", isolation_level=None)
     conn.execute("DROP TRIGGER records_no_update")
@@ -152,20 +130,7 @@ def test_a_database_error_while_appending_is_one_line_and_writes_nothing(cli_ws,
     )
     conn.close()
     before = snapshot(ws)
-    err = one_line_error(
-        sealdesk_main(
-            "decide",
-            "--queue",
-            "flagged_pairs",
-            "--item",
-            "item-0",
-            "--decision",
-            "accept",
-            "--key",
-            keys["rita"],
-            workspace=ws,
-        )
-    )
+    err = one_line_error(sealdesk_main(*decide_args(keys["rita"], "item-0"), workspace=ws))
     assert "disk says no" in err and "sealdesk.db" in err
     assert snapshot(ws) == before
 
@@ -184,29 +149,11 @@ def test_a_database_error_while_appending_is_one_line_and_writes_nothing(cli_ws,
         (("bench", "ledger", "-n", "0", "--dir", "{tmp}"), "--records"),
         (("checkpoint", "export", "--signoff", "0"), "--signoff"),
         (
-            (
-                "scan",
-                "contamination",
-                "--eval",
-                "{tmp}/e.jsonl",
-                "--pool",
-                "{tmp}/p.jsonl",
-                "--jobs",
-                "0",
-            ),
+            (*scan_args("{tmp}/e.jsonl", "{tmp}/p.jsonl", "--jobs", "0"),),
             "--jobs",
         ),
         (
-            (
-                "scan",
-                "contamination",
-                "--eval",
-                "{tmp}/e.jsonl",
-                "--pool",
-                "{tmp}/p.jsonl",
-                "--num-perm",
-                "100000000",
-            ),
+            (*scan_args("{tmp}/e.jsonl", "{tmp}/p.jsonl", "--num-perm", "100000000"),),
             "--num-perm",
         ),
         (
@@ -257,13 +204,9 @@ def test_a_scan_option_that_would_be_ignored_is_refused(
     before = snapshot(ws)
     err = one_line_error(
         sealdesk_main(
-            "scan",
-            "contamination",
-            "--eval",
-            tmp_path / "e.jsonl",
-            "--pool",
-            tmp_path / "p.jsonl",
-            *[a.format(tmp=tmp_path) for a in extra],
+            *scan_args(
+                tmp_path / "e.jsonl", tmp_path / "p.jsonl", *[a.format(tmp=tmp_path) for a in extra]
+            ),
             workspace=ws,
         )
     )
@@ -300,17 +243,7 @@ def test_decide_refuses_an_item_given_twice_and_signs_nothing(cli_ws, sealdesk, 
         where = "field 'item': item 'item-0' is given twice (first at --item #1)"
     else:
         proc = sealdesk(
-            "decide",
-            "--queue",
-            "flagged_pairs",
-            "--item",
-            "-",
-            "--decision",
-            "accept",
-            "--key",
-            keys["rita"],
-            input="item-0\nitem-1\n\nitem-1\n",
-            workspace=ws,
+            *decide_args(keys["rita"], "-"), input="item-0\nitem-1\n\nitem-1\n", workspace=ws
         )
         where = "<stdin>:4: field 'item': item 'item-1' is given twice (first at line 2)"
     err = one_line_error(proc)
@@ -320,21 +253,7 @@ def test_decide_refuses_an_item_given_twice_and_signs_nothing(cli_ws, sealdesk, 
 
 def test_decide_with_nothing_on_stdin_is_an_error_not_zero_decisions(cli_ws, sealdesk):
     ws, keys = cli_ws
-    err = one_line_error(
-        sealdesk(
-            "decide",
-            "--queue",
-            "flagged_pairs",
-            "--item",
-            "-",
-            "--decision",
-            "accept",
-            "--key",
-            keys["rita"],
-            input="\n",
-            workspace=ws,
-        )
-    )
+    err = one_line_error(sealdesk(*decide_args(keys["rita"], "-"), input="\n", workspace=ws))
     assert "<stdin>: field 'item': no item ids on stdin; nothing was signed" in err
 
 
@@ -352,19 +271,7 @@ def test_keys_add_refuses_a_principal_the_trust_file_would_misread(
     ws, keys = cli_ws
     before = snapshot(ws)  # no enrol record in the ledger, no line in the generated file
     err = one_line_error(
-        sealdesk_main(
-            "keys",
-            "add",
-            "--principal",
-            principal,
-            "--role",
-            "lead",
-            "--key",
-            f"{keys['adam']}.pub",
-            "--lead-key",
-            keys["founder"],
-            workspace=ws,
-        )
+        sealdesk_main(*enrol_args(principal, "lead", keys["adam"], keys["founder"]), workspace=ws)
     )
     assert "field 'principal'" in err and why in err, err
     assert snapshot(ws) == before
@@ -400,17 +307,7 @@ def test_keys_add_refuses_a_key_file_holding_two_keys(cli_ws, sealdesk_main, tmp
     "command",
     [
         ("keys", "add", "--principal", "zed", "--role", "reviewer", "--key", "/dev/zero"),
-        (
-            "decide",
-            "--queue",
-            "flagged_pairs",
-            "--item",
-            "item-0",
-            "--decision",
-            "accept",
-            "--key",
-            "/dev/zero",
-        ),
+        decide_args("/dev/zero", "item-0"),
         ("verify", "--checkpoint", "/dev/zero"),
     ],
 )

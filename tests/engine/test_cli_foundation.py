@@ -15,25 +15,15 @@ import pytest
 from engine.canonical import canonical_json
 from tests.conftest import SEALDESK
 from tests.support.backlog import make_items, write_items_file
+from tests.support.cli_workspace import decide_args, enrol_args
 from tests.support.refusals import one_line_error, snapshot
+from tests.support.ssh import verify_args
 
 
 def test_exported_records_verify_with_ssh_keygen(cli_ws, sealdesk, tmp_path):
     ws, keys = cli_ws
     sealdesk(
-        "decide",
-        "--queue",
-        "flagged_pairs",
-        "--item",
-        "item-0",
-        "--item",
-        "item-1",
-        "--decision",
-        "accept",
-        "--note",
-        "copied verbatim",
-        "--key",
-        keys["rita"],
+        *decide_args(keys["rita"], "item-0", "item-1", note="copied verbatim"),
         workspace=ws,
         check=True,
     )
@@ -58,19 +48,12 @@ def test_exported_records_verify_with_ssh_keygen(cli_ws, sealdesk, tmp_path):
         (tmp_path / "msg").write_text(rec["message"])
         (tmp_path / "msg.sig").write_text(rec["signature"])
         proc = subprocess.run(
-            [
-                "ssh-keygen",
-                "-Y",
-                "verify",
-                "-f",
-                str(ws / "trust" / "allowed_signers"),
-                "-I",
+            verify_args(
+                ws / "trust" / "allowed_signers",
                 rec["principal"],
-                "-n",
                 rec["namespace"],
-                "-s",
-                str(tmp_path / "msg.sig"),
-            ],
+                tmp_path / "msg.sig",
+            ),
             stdin=open(tmp_path / "msg", "rb"),
             capture_output=True,
             text=True,
@@ -80,19 +63,7 @@ def test_exported_records_verify_with_ssh_keygen(cli_ws, sealdesk, tmp_path):
 
 def test_items_json_reports_effective_decisions(cli_ws, sealdesk_main):
     ws, keys = cli_ws
-    sealdesk_main(
-        "decide",
-        "--queue",
-        "flagged_pairs",
-        "--item",
-        "item-2",
-        "--decision",
-        "reject",
-        "--key",
-        keys["rita"],
-        workspace=ws,
-        check=True,
-    )
+    sealdesk_main(*decide_args(keys["rita"], "item-2", decision="reject"), workspace=ws, check=True)
     rows = json.loads(sealdesk_main("items", "--json", workspace=ws, check=True).stdout)
     status = {r["item_id"]: r["status"] for r in rows}
     assert status == {"item-0": "undecided", "item-1": "undecided", "item-2": "reject"}
@@ -105,15 +76,7 @@ def test_items_json_reports_effective_decisions(cli_ws, sealdesk_main):
 def test_bulk_decide_reads_ids_from_stdin(cli_ws, sealdesk):
     ws, keys = cli_ws
     sealdesk(
-        "decide",
-        "--queue",
-        "flagged_pairs",
-        "--item",
-        "-",
-        "--decision",
-        "skip",
-        "--key",
-        keys["rita"],
+        *decide_args(keys["rita"], "-", decision="skip"),
         input="item-0\nitem-2\n",
         workspace=ws,
         check=True,
@@ -125,33 +88,9 @@ def test_bulk_decide_reads_ids_from_stdin(cli_ws, sealdesk):
 def test_decision_in_a_role_the_signer_lacks_is_refused(cli_ws, sealdesk_main):
     ws, keys = cli_ws
     before = snapshot(ws)
-    proc = sealdesk_main(
-        "decide",
-        "--queue",
-        "flagged_pairs",
-        "--item",
-        "item-0",
-        "--decision",
-        "accept",
-        "--key",
-        keys["rita"],
-        "--role",
-        "lead",
-        workspace=ws,
-    )
+    proc = sealdesk_main(*decide_args(keys["rita"], "item-0", role="lead"), workspace=ws)
     assert proc.returncode == 3 and "may not sign as lead" in proc.stderr
-    proc = sealdesk_main(
-        "decide",
-        "--queue",
-        "flagged_pairs",
-        "--item",
-        "item-0",
-        "--decision",
-        "accept",
-        "--key",
-        keys["adam"],
-        workspace=ws,
-    )
+    proc = sealdesk_main(*decide_args(keys["adam"], "item-0"), workspace=ws)
     assert proc.returncode == 3 and "is not enrolled in this workspace's ledger" in proc.stderr
     assert snapshot(ws) == before
 
@@ -238,35 +177,10 @@ def test_non_ed25519_key_is_refused(cli_ws, sealdesk_main, keygen):
     rsa = keygen("old", key_type="rsa")
     before = snapshot(ws)
     err = one_line_error(
-        sealdesk_main(
-            "keys",
-            "add",
-            "--principal",
-            "old",
-            "--role",
-            "reviewer",
-            "--key",
-            f"{rsa}.pub",
-            "--lead-key",
-            keys["founder"],
-            workspace=ws,
-        )
+        sealdesk_main(*enrol_args("old", "reviewer", rsa, keys["founder"]), workspace=ws)
     )
     assert "ssh-ed25519 only" in err
-    err = one_line_error(
-        sealdesk_main(
-            "decide",
-            "--queue",
-            "flagged_pairs",
-            "--item",
-            "item-0",
-            "--decision",
-            "accept",
-            "--key",
-            rsa,
-            workspace=ws,
-        )
-    )
+    err = one_line_error(sealdesk_main(*decide_args(rsa, "item-0"), workspace=ws))
     assert "ssh-ed25519 only" in err
     assert snapshot(ws) == before
 

@@ -11,6 +11,7 @@ import pytest
 
 from engine.artifacts import atomic_write
 from engine.errors import InputError
+from tests.support.cli_workspace import decide_args, enrol_args
 from tests.support.refusals import one_line_error
 
 
@@ -109,18 +110,7 @@ def test_keys_add_writes_through_a_linked_trust_file(cli_ws, sealdesk_main, keyg
     (ws / "trust" / "allowed_signers").rename(shared)
     (ws / "trust" / "allowed_signers").symlink_to(shared)
     sealdesk_main(
-        "keys",
-        "add",
-        "--principal",
-        "adam",
-        "--role",
-        "adjudicator",
-        "--key",
-        f"{keys['adam']}.pub",
-        "--lead-key",
-        keys["founder"],
-        workspace=ws,
-        check=True,
+        *enrol_args("adam", "adjudicator", keys["adam"], keys["founder"]), workspace=ws, check=True
     )
     assert (ws / "trust" / "allowed_signers").is_symlink()
     principals = [
@@ -135,19 +125,7 @@ def test_an_old_export_is_replaced_and_stdout_still_works(cli_ws, sealdesk, tmp_
     ws, keys = cli_ws
     out = tmp_path / "records.jsonl"
     out.write_text("stale\n")
-    decided = sealdesk(
-        "decide",
-        "--queue",
-        "flagged_pairs",
-        "--item",
-        "item-0",
-        "--decision",
-        "accept",
-        "--key",
-        keys["rita"],
-        workspace=ws,
-        check=True,
-    )
+    decided = sealdesk(*decide_args(keys["rita"], "item-0"), workspace=ws, check=True)
     seq = int(decided.stdout.split()[0].lstrip("#"))  # after the genesis and the enrolment
     sealdesk("export", "--out", out, workspace=ws, check=True)
     exported = [json.loads(line) for line in out.read_text().splitlines()]

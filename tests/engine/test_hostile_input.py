@@ -16,6 +16,7 @@ from engine.canonical import canonical_json, canonical_sha256
 from engine.workspace import BacklogItem
 from tests.conftest import REPO, SEALDESK
 from tests.support.backlog import write_items_file
+from tests.support.cli_workspace import decide_args
 from tests.support.refusals import one_line_error, snapshot
 
 
@@ -108,19 +109,7 @@ def test_verify_names_a_record_rewritten_to_nest_deeper_than_python_recurses(cli
     ws, keys = cli_ws
     seqs = []
     for item in ("item-0", "item-1"):
-        decided = sealdesk(
-            "decide",
-            "--queue",
-            "flagged_pairs",
-            "--item",
-            item,
-            "--decision",
-            "accept",
-            "--key",
-            keys["rita"],
-            workspace=ws,
-            check=True,
-        )
+        decided = sealdesk(*decide_args(keys["rita"], item), workspace=ws, check=True)
         seqs.append(int(decided.stdout.split()[0].lstrip("#")))
     seq = seqs[1]  # the second decision (after the genesis and the enrolment)
     deep = "[" * 100_000 + "]" * 100_000

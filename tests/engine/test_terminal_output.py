@@ -12,7 +12,7 @@ import pytest
 from engine.canonical import canonical_json
 from engine.workspace import BacklogItem
 from tests.conftest import FOUNDER
-from tests.support.cli_workspace import found_through_cli
+from tests.support.cli_workspace import decide_args, found_through_cli
 from tests.support.hostile_text import HOSTILE, HOSTILE_IDS, OSC52, unsafe_characters
 
 WIDE = {"COLUMNS": "250"}  # so Rich's table does not wrap a title over two rows
@@ -86,19 +86,7 @@ def test_decide_and_undo_show_hostile_ids_visibly(hostile_ws, sealdesk_main):
     ws, rita = hostile_ws
     shown = {}
     for item_id in HOSTILE_IDS.values():
-        decided = sealdesk_main(
-            "decide",
-            "--queue",
-            "flagged_pairs",
-            "--item",
-            item_id,
-            "--decision",
-            "accept",
-            "--key",
-            rita,
-            workspace=ws,
-            check=True,
-        )
+        decided = sealdesk_main(*decide_args(rita, item_id), workspace=ws, check=True)
         undone = sealdesk_main(
             "undo", "--queue", "flagged_pairs", "--item", item_id, "--key", rita, workspace=ws
         )
@@ -121,18 +109,7 @@ def test_an_error_quoting_hostile_input_shows_it_visibly(hostile_ws, sealdesk_ma
     assert unsafe_characters(proc.stderr) == [], proc.stderr
     assert "␛]0;TITLE␇⟨U+202E⟩" in proc.stderr
     # An unknown id given on the command line comes back in the refusal.
-    proc = sealdesk_main(
-        "decide",
-        "--queue",
-        "flagged_pairs",
-        "--item",
-        f"no-such {OSC52}\u202e",
-        "--decision",
-        "accept",
-        "--key",
-        rita,
-        workspace=ws,
-    )
+    proc = sealdesk_main(*decide_args(rita, f"no-such {OSC52}\u202e"), workspace=ws)
     assert proc.returncode == 2
     assert unsafe_characters(proc.stderr) == [], proc.stderr
 

@@ -14,8 +14,8 @@ from engine.item_query import ItemFilter
 from engine.signoff.summary import signoff_summary
 from reviewer.app import ReviewApp
 from reviewer.session import open_session
-from tests.support.review_app import settle, text_of
-from tests.support.subjects import QUEUE, flagged
+from tests.support.review_app import queue_lines, settle, text_of
+from tests.support.subjects import QUEUE, rescanned_twice
 
 SIZE = (100, 30)
 pytestmark = pytest.mark.anyio
@@ -23,33 +23,8 @@ pytestmark = pytest.mark.anyio
 
 @pytest.fixture
 def rescanned(workspace, enrol):
-    """Gives (workspace, rita's key): rita rejected q-1 and q-2 and accepted q-3 on the
-    first run; the second run found q-1 with a new match (re-opened), q-2 with nothing new
-    (the reject carries) and q-3 with a new match (the accept carries regardless)."""
-    rita = enrol("rita", "reviewer")
-    workspace.ingest(
-        [
-            flagged("a1", "run-1", "q-1", {"doc-1": 0.6}),
-            flagged("b1", "run-1", "q-2", {"doc-3": 0.5}),
-            flagged("c1", "run-1", "q-3", {"doc-4": 0.4}),
-        ]
-    )
-    for item_id, decision in (("a1", "reject"), ("b1", "reject"), ("c1", "accept")):
-        workspace.decide(rita, QUEUE, item_id, decision)
-    workspace.ingest(
-        [
-            flagged("a2", "run-2", "q-1", {"doc-1": 0.6, "doc-2": 0.9}),
-            flagged("b2", "run-2", "q-2", {"doc-3": 0.5}),
-            flagged("c2", "run-2", "q-3", {"doc-4": 0.4, "doc-5": 0.7}),
-        ]
-    )
-    return workspace, rita.path
-
-
-def lines(app: ReviewApp) -> dict[str, str]:
-    """Gives the queue list's drawn line per item id (every row fits on the screen)."""
-    lst = app.review.queue_list
-    return {lst.row(i).item_id: lst.render_line(i).text for i in range(lst.total)}
+    """Gives (workspace, rita's key) after two runs (``rescanned_twice``)."""
+    return rescanned_twice(workspace, enrol)
 
 
 def detail_text(app: ReviewApp) -> str:
@@ -64,7 +39,7 @@ async def test_a_rescanned_queue_lists_each_subject_once_and_v_lists_every_run(r
     app = ReviewApp(ws, open_session(ws, key=str(rita)))
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, lambda: app.review.queue_list.total == 3)
-        drawn = lines(app)
+        drawn = queue_lines(app)
         assert sorted(drawn) == ["a2", "b2", "c2"]  # the newest run's item of each subject
         assert all(line.endswith(" +1 run ") for line in drawn.values()), drawn
         filter_line = text_of(app.review.query_one("#filter-line"))
@@ -72,7 +47,7 @@ async def test_a_rescanned_queue_lists_each_subject_once_and_v_lists_every_run(r
 
         await pilot.press("v")
         await settle(pilot, lambda: app.review.queue_list.total == 6)
-        assert sorted(lines(app)) == ["a1", "a2", "b1", "b2", "c1", "c2"]
+        assert sorted(queue_lines(app)) == ["a1", "a2", "b1", "b2", "c1", "c2"]
         assert "· all runs" in text_of(app.review.query_one("#filter-line"))
         assert app.review.message == "every run's items listed (v: newest only)"
 

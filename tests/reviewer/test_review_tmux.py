@@ -14,7 +14,9 @@ import time
 import pytest
 
 from tests.conftest import REPO
+from tests.support.cli_workspace import enrol_args
 from tests.support.review_payloads import demo_items, numbered_pairs
+from tests.support.ssh import verify_args
 
 pytestmark = [pytest.mark.needs_tmux, pytest.mark.slow]
 
@@ -26,18 +28,7 @@ def test_decisions_made_in_tmux_verify_with_sealdesk_and_ssh_keygen(
     workspace.ingest(demo_items() + numbered_pairs(10))
     key = keygen("rita")
     sealdesk(
-        "keys",
-        "add",
-        "--principal",
-        "rita",
-        "--role",
-        "reviewer",
-        "--key",
-        f"{key}.pub",
-        "--lead-key",
-        founder_key,
-        workspace=workspace.root,
-        check=True,
+        *enrol_args("rita", "reviewer", key, founder_key), workspace=workspace.root, check=True
     )
     authority = 2  # the founder's genesis, then rita's enrolment: the app's records follow
     done = tmp_path / "exit-code"
@@ -93,19 +84,7 @@ def test_decisions_made_in_tmux_verify_with_sealdesk_and_ssh_keygen(
         msg.write_bytes(rec["message"].encode("utf-8"))
         sig.write_text(rec["signature"])
         check = subprocess.run(
-            [
-                "ssh-keygen",
-                "-Y",
-                "verify",
-                "-f",
-                str(workspace.allowed_signers_path),
-                "-I",
-                rec["principal"],
-                "-n",
-                rec["namespace"],
-                "-s",
-                str(sig),
-            ],
+            verify_args(workspace.allowed_signers_path, rec["principal"], rec["namespace"], sig),
             stdin=open(msg, "rb"),
             capture_output=True,
             text=True,

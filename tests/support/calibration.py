@@ -10,6 +10,7 @@ from typing import Any
 from engine.artifacts import write_json_artifact
 from engine.workspace import BacklogItem, Workspace
 from tests.conftest import REPO
+from tests.support.scan_cli import SAMPLE_FIELDS, scan_args
 
 SAMPLE = REPO / "sample_data" / "contamination"
 RUN = "contam-placed"
@@ -20,20 +21,13 @@ def scan_sample(sealdesk, root: Path, *extra: str) -> str:
     """Runs the real CLI's n-gram scan of the sample data into the workspace at root;
     gives the run id."""
     sealdesk(
-        "scan",
-        "contamination",
-        "--eval",
-        SAMPLE / "eval.jsonl",
-        "--text-field",
-        "question",
-        "--id-field",
-        "id",
-        "--pool",
-        SAMPLE / "pool.jsonl",
-        "--pool-text-field",
-        "text",
-        "--no-embed",
-        *extra,
+        *scan_args(
+            SAMPLE / "eval.jsonl",
+            SAMPLE / "pool.jsonl",
+            *SAMPLE_FIELDS,
+            "--no-embed",
+            *extra,
+        ),
         workspace=root,
         check=True,
     )

@@ -22,7 +22,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from engine.contamination.bench.synthetic import make_synthetic
-from engine.contamination.channels.ngram import NgramSettings
 from engine.contamination.inputs.shards import sharded_pool
 from engine.contamination.inputs.sources import resolve_source
 from engine.contamination.scan import ScanConfig, ScanOutcome, run_scan
@@ -75,8 +74,7 @@ def config(eval_path: Path, pool: str, *, sharded: bool = True, **options: Any) 
     else:
         source = resolve_source("pool", pool, text_field="text", id_field="id")
     options.setdefault("embed", False)
-    options.setdefault("ngram", NgramSettings())
-    return ScanConfig(
+    return ScanConfig.of(
         eval=resolve_source("eval", str(eval_path), text_field="question", id_field="id"),
         pool=source,
         **options,

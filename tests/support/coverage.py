@@ -262,3 +262,22 @@ def sample_source(root: Path):
 
     auth, path, sig = sample_benchmark(root)
     return load_benchmark(path, sig, auth.trust)[0]
+
+
+def backlog_args(
+    benchmark: object, trust: object, rows: object, *extra: object, policy: object = None
+) -> tuple:
+    """Gives ``coverage backlog`` of a signed benchmark, checked against a trust root, with
+    the detector's rows and an attribution policy (the sample's unless given)."""
+    policy = SAMPLE / "attribution.toml" if policy is None else policy
+    where = ("--benchmark", benchmark, "--trust-root", trust)
+    return ("coverage", "backlog", *where, "--rows", rows, "--policy", policy, *extra)
+
+
+def report_args(rows: object, *extra: object, policy: object = None, version: str = "v") -> tuple:
+    """Gives ``coverage report`` on a detector's rows under a gate policy (the sample's
+    unless given), for evaluation set "s" unless extra names another."""
+    policy = SAMPLE / "policy.toml" if policy is None else policy
+    set_id = () if "--evaluation-set-id" in extra else ("--evaluation-set-id", "s")
+    gate = ("--policy", policy, "--detector-version", version)
+    return ("coverage", "report", "--rows", rows, *gate, *set_id, *extra)

@@ -60,23 +60,38 @@ class Exam:
             votes, self.sha("votes") if votes else None, sweep, self.sha("sweep") if sweep else None
         )
 
-    def cli_inputs(self) -> list[str]:
-        args = [
+    def context_args(self) -> list:
+        """Gives the options naming the corpus and the context, with the context's hash."""
+        return [
             "--corpus",
             self.paths["corpus"],
             "--context",
             self.paths["context"],
             "--expected-context-sha256",
             self.sha("context"),
-            "--lane-a",
-            self.paths["lane-a"],
-            "--lane-b",
-            self.paths["lane-b"],
-            "--labeling-summary",
-            self.paths["summary"],
-            "--expected-labeling-summary-sha256",
-            self.sha("summary"),
         ]
+
+    def label_args(self, config: object, out: object) -> tuple:
+        """Gives ``exam label`` on this exam with a labelers config, writing into out."""
+        return ("exam", "label", *self.context_args(), "--config", config, "--out-dir", out)
+
+    def lanes_args(self, lane_a: Path, lane_b: Path, summary: Path) -> list:
+        """Gives the inputs of ``exam adjudicate``: the corpus and context, both lanes' label
+        files and the labeling summary, with its hash."""
+        return [
+            *self.context_args(),
+            "--lane-a",
+            lane_a,
+            "--lane-b",
+            lane_b,
+            "--labeling-summary",
+            summary,
+            "--expected-labeling-summary-sha256",
+            sha256_hex(summary.read_bytes()),
+        ]
+
+    def cli_inputs(self) -> list[str]:
+        args = self.lanes_args(self.paths["lane-a"], self.paths["lane-b"], self.paths["summary"])
         for name in ("votes", "sweep"):
             if name in self.paths:
                 args += [f"--{name}", self.paths[name], f"--expected-{name}-sha256", self.sha(name)]

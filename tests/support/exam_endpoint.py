@@ -15,6 +15,7 @@ import json
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 Respond = Callable[[str, dict[str, Any]], tuple[int, dict[str, str], Any]]
@@ -122,3 +123,30 @@ class Endpoint:
     def bodies(self, model: str | None = None) -> list[dict[str, Any]]:
         """Gives the request bodies received (for one model if named)."""
         return [b for _, b, _ in self.requests if model is None or b.get("model") == model]
+
+
+def lanes_config(path: Path, url: str, *, api_key_env: str | None = None, **lane_extra) -> str:
+    """Writes the two lanes' labelers config for the endpoint at url: lane-a asks m-a
+    (deterministic), lane-b asks m-b-2025, which answers as m-b; ``a=`` and ``b=`` add
+    fields to a lane. Gives the file's path."""
+    config: dict[str, Any] = {"schema_version": 2, "base_url": url}
+    if api_key_env is not None:
+        config["api_key_env"] = api_key_env
+    config["labelers"] = [
+        {
+            "id": "lane-a",
+            "request_model": "m-a",
+            "model_identity": "m-a",
+            "request_profile": "deterministic-v1",
+            **lane_extra.get("a", {}),
+        },
+        {
+            "id": "lane-b",
+            "request_model": "m-b-2025",
+            "model_identity": "m-b",
+            "request_profile": "provider-default-v1",
+            **lane_extra.get("b", {}),
+        },
+    ]
+    path.write_text(json.dumps(config))
+    return str(path)

@@ -95,7 +95,7 @@ def write_config(path: Path, base_url: str, **extra: Any) -> Path:
 
 def scan_config(ev: Path, pool: Path, judge: Path | None, **judge_options: Any) -> ScanConfig:
     """Gives the n-gram-only scan of the two files, with the judge config if given."""
-    return ScanConfig(
+    return ScanConfig.of(
         eval=resolve_source("eval", str(ev), text_field="question", id_field="id"),
         pool=resolve_source("pool", str(pool), text_field="text", id_field="id"),
         embed=False,

@@ -122,3 +122,9 @@ def dialog_text(app) -> str:
     lines = screen_lines(app)[box.y : box.bottom]
     inside = [line[box.x : box.right].strip("│╭╮╰╯─ ") for line in lines]
     return " ".join(" ".join(line.split()) for line in inside if line)
+
+
+def queue_lines(app) -> dict[str, str]:
+    """Gives the queue list's drawn line per item id (every row fits on the screen)."""
+    lst = app.review.queue_list
+    return {lst.row(i).item_id: lst.render_line(i).text for i in range(lst.total)}

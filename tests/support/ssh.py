@@ -367,6 +367,16 @@ def gate_command(ws: Workspace) -> str:
     return f"env PYTHONPATH={REPO} {PY} -m reviewer --workspace {ws.root} ssh-gate"
 
 
+def verify_args(
+    allowed_signers: object, principal: str, namespace: str, signature: object, *options: str
+) -> list[str]:
+    """Gives the arguments of ``ssh-keygen -Y verify`` of a signature by principal in a
+    namespace against an allowed-signers file, with any ``-O`` option; the message is
+    read from stdin."""
+    who = ["-f", str(allowed_signers), "-I", principal, "-n", namespace]
+    return ["ssh-keygen", "-Y", "verify", *who, *options, "-s", str(signature)]
+
+
 def keygen_verify(
     allowed_signers: Path,
     principal: str,
@@ -381,19 +391,7 @@ def keygen_verify(
     sig.write_text(signature)
     with open(msg, "rb") as stdin:
         return subprocess.run(
-            [
-                "ssh-keygen",
-                "-Y",
-                "verify",
-                "-f",
-                str(allowed_signers),
-                "-I",
-                principal,
-                "-n",
-                namespace,
-                "-s",
-                str(sig),
-            ],
+            verify_args(allowed_signers, principal, namespace, sig),
             stdin=stdin,
             capture_output=True,
             text=True,

@@ -55,3 +55,27 @@ def weak(item_id: str, run_id: str, category: str, misses: list[str]) -> Backlog
             "misses": [{"case_id": case, "text": f"missed case {case}"} for case in misses],
         },
     )
+
+
+def rescanned_twice(workspace, enrol) -> tuple:
+    """Gives (workspace, rita's key): rita rejected q-1 and q-2 and accepted q-3 on the
+    first run; the second run found q-1 with a new match (re-opened), q-2 with nothing new
+    (the reject carries) and q-3 with a new match (the accept carries regardless)."""
+    rita = enrol("rita", "reviewer")
+    workspace.ingest(
+        [
+            flagged("a1", "run-1", "q-1", {"doc-1": 0.6}),
+            flagged("b1", "run-1", "q-2", {"doc-3": 0.5}),
+            flagged("c1", "run-1", "q-3", {"doc-4": 0.4}),
+        ]
+    )
+    for item_id, decision in (("a1", "reject"), ("b1", "reject"), ("c1", "accept")):
+        workspace.decide(rita, QUEUE, item_id, decision)
+    workspace.ingest(
+        [
+            flagged("a2", "run-2", "q-1", {"doc-1": 0.6, "doc-2": 0.9}),
+            flagged("b2", "run-2", "q-2", {"doc-3": 0.5}),
+            flagged("c2", "run-2", "q-3", {"doc-4": 0.4, "doc-5": 0.7}),
+        ]
+    )
+    return workspace, rita.path

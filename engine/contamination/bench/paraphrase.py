@@ -73,17 +73,15 @@ def run_side(
     prefilter_k: int = 50,
 ) -> dict[str, Any]:
     """Gives one scan's flagged pairs, time and search report (run in this process)."""
-    from engine.contamination.channels.ngram import NgramSettings
     from engine.contamination.inputs.sources import quiet_datasets, resolve_source
     from engine.contamination.scan import ScanConfig, run_scan
     from engine.workspace import Workspace
 
     quiet_datasets()
     started = time.perf_counter()
-    config = ScanConfig(
+    config = ScanConfig.of(
         eval=resolve_source("eval", eval_path, text_field="question", id_field="id"),
         pool=resolve_source("pool", pool_path, text_field="text", id_field="id"),
-        ngram=NgramSettings(),
         embed_exhaustive=side == "exhaustive",
         embed_two_stage=side == "two-stage",  # a subset is smaller than the size rule's bound
         embed_cache=Path(cache),

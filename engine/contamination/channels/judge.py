@@ -33,7 +33,6 @@ from engine.rows import Row
 # ("pool", eval index, pool index) or ("eval", lower eval index, higher eval index)
 PairKey = tuple[str, int, int]
 
-DEFAULT_MAX_PAIRS = 100
 SCHEMA_NAME = "same_problem_verdict"
 VERDICT_SCHEMA: dict[str, Any] = {
     "type": "object",

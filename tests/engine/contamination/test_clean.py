@@ -12,7 +12,6 @@ import re
 
 import pytest
 
-from engine.contamination.channels.ngram import NgramSettings
 from engine.contamination.clean import clean
 from engine.contamination.inputs.sources import resolve_source
 from engine.contamination.report.power import minimum_detectable_difference
@@ -37,12 +36,11 @@ def test_fewer_items_detect_only_larger_differences():
 
 @pytest.fixture
 def scanned(workspace):
-    config = ScanConfig(
+    config = ScanConfig.of(
         eval=resolve_source(
             "eval", str(SAMPLE / "eval.jsonl"), text_field="question", id_field="id"
         ),
         pool=resolve_source("pool", str(SAMPLE / "pool.jsonl"), text_field="text", id_field="id"),
-        ngram=NgramSettings(),
         embed=False,
         jobs=1,
     )

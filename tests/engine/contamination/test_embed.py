@@ -24,12 +24,12 @@ from engine.contamination.channels.embedding import (
     TopK,
     identify_model,
 )
-from engine.contamination.channels.ngram import NgramSettings  # noqa: E402
 from engine.contamination.inputs.sources import resolve_source  # noqa: E402
 from engine.contamination.scan import ScanConfig, run_scan  # noqa: E402
 from engine.errors import IntegrityError  # noqa: E402
 from engine.workspace import Workspace  # noqa: E402
 from tests.conftest import REPO
+from tests.support.scan_cli import SAMPLE_FIELDS, scan_args
 
 SAMPLE = REPO / "sample_data" / "contamination"
 
@@ -53,12 +53,11 @@ def cls_pooling_copy(directory: Path) -> Path:
 
 
 def sample_config(**options) -> ScanConfig:
-    return ScanConfig(
+    return ScanConfig.of(
         eval=resolve_source(
             "eval", str(SAMPLE / "eval.jsonl"), text_field="question", id_field="id"
         ),
         pool=resolve_source("pool", str(SAMPLE / "pool.jsonl"), text_field="text", id_field="id"),
-        ngram=NgramSettings(),
         **options,
     )
 
@@ -203,22 +202,15 @@ def test_an_unusable_embed_cache_is_refused_in_one_line_naming_it(
     ws = tmp_path / "ws"
     Workspace.init(ws).close()
     proc = sealdesk(
-        "scan",
-        "contamination",
-        "--eval",
-        SAMPLE / "eval.jsonl",
-        "--pool",
-        SAMPLE / "pool.jsonl",
-        "--text-field",
-        "question",
-        "--id-field",
-        "id",
-        "--pool-text-field",
-        "text",
-        "--cosine-threshold",
-        "0.8",
-        "--embed-cache",
-        cache,
+        *scan_args(
+            SAMPLE / "eval.jsonl",
+            SAMPLE / "pool.jsonl",
+            *SAMPLE_FIELDS,
+            "--cosine-threshold",
+            "0.8",
+            "--embed-cache",
+            cache,
+        ),
         workspace=ws,
         cwd=tmp_path,
     )

@@ -10,11 +10,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from engine.contamination.channels.ngram import NgramSettings
 from engine.contamination.inputs.sources import resolve_source
 from engine.contamination.scan import ScanConfig, run_scan
 from engine.errors import InputError
 from engine.workspace import Workspace
+from tests.support.scan_cli import scan_args
 
 QUESTION = (
     "Natalia sold clips to 48 of her friends in April, and then she sold half as many "
@@ -44,16 +44,7 @@ def good(tmp_path) -> tuple[Path, Path]:
 
 def scan(sealdesk, ws, ev, pool, *extra):
     return sealdesk(
-        "scan",
-        "contamination",
-        "--eval",
-        ev,
-        "--pool",
-        pool,
-        "--id-field",
-        "id",
-        "--no-embed",
-        *extra,
+        *scan_args(ev, pool, "--id-field", "id", "--no-embed", *extra),
         workspace=ws,
     )
 
@@ -61,12 +52,11 @@ def scan(sealdesk, ws, ev, pool, *extra):
 def refused(ws: Path, ev, pool, *, jobs: int = 1, **source_options) -> InputError:
     """Runs a scan in this process; gives the InputError it must raise."""
     with Workspace.open(ws) as opened, pytest.raises(InputError) as caught:
-        config = ScanConfig(
+        config = ScanConfig.of(
             eval=resolve_source(
                 "eval", str(ev), text_field="text", id_field="id", **source_options
             ),
             pool=resolve_source("pool", str(pool), text_field="text", id_field="id"),
-            ngram=NgramSettings(),
             embed=False,
             jobs=jobs,
         )
@@ -302,15 +292,7 @@ def test_a_named_field_missing_from_the_first_row_lists_its_string_fields(
 ):
     ev = write_jsonl(tmp_path / "e.jsonl", [{"qid": "a1", "question": QUESTION}])
     proc = sealdesk(
-        "scan",
-        "contamination",
-        "--eval",
-        ev,
-        "--text-field",
-        "body",
-        "--pool",
-        good[1],
-        "--no-embed",
+        *scan_args(ev, good[1], "--text-field", "body", "--no-embed"),
         workspace=ws,
     )
     assert_refused(

@@ -32,6 +32,7 @@ from tests.support.judge_endpoint import (
     write_config,
     write_inputs,
 )
+from tests.support.scan_cli import SAMPLE_FIELDS, scan_args
 
 
 def _scan(tmp_path: Path, endpoint: Endpoint | None, **options):
@@ -302,22 +303,7 @@ def test_a_bad_judge_config_is_refused_naming_the_file_and_field_before_any_read
 def _cli(sealdesk_main, tmp_path, *options):
     ev, pool = write_inputs(tmp_path / "data")
     return sealdesk_main(
-        "scan",
-        "contamination",
-        "--eval",
-        ev,
-        "--pool",
-        pool,
-        "--text-field",
-        "question",
-        "--pool-text-field",
-        "text",
-        "--id-field",
-        "id",
-        "--no-embed",
-        "--jobs",
-        "1",
-        *options,
+        *scan_args(ev, pool, *SAMPLE_FIELDS, "--no-embed", "--jobs", "1", *options),
         workspace=tmp_path / "ws",
     )
 

@@ -7,7 +7,7 @@ from dataclasses import fields
 import pytest
 
 from engine.contamination.cli import scan_contamination
-from engine.contamination.options import OPTION, ScanOptions, check
+from engine.contamination.options import OPTION, ScanOptions, check, declared
 from engine.contamination.scan import ScanConfig, scan_config
 from engine.errors import InputError
 from tests.conftest import REPO
@@ -33,7 +33,7 @@ def test_every_declared_option_is_a_flag_of_the_command_in_order():
     by_name = {p.name: p for p in params}
     for f in fields(ScanOptions):
         how = f.metadata[OPTION]
-        assert by_name[f.name].help == how.help, f.name
+        assert by_name[f.name].help == how.help_text, f.name
 
 
 @pytest.mark.parametrize(
@@ -62,11 +62,24 @@ def test_check_reads_no_input():
     check(ScanOptions(eval_spec="/no/such/eval.jsonl", pool_spec="/no/such/pool.jsonl"))
 
 
-def test_the_config_holds_each_option_the_scan_reads_by_name(tmp_path):
+def test_the_config_holds_the_options_settled(tmp_path):
     config = scan_config(
         options(top_k=7, embed_cache=tmp_path / "c.sqlite", prefilter_k=None, jaccard=0.9)
     )
-    assert config.top_k == 7 and config.embed_cache == tmp_path / "c.sqlite"
-    assert config.prefilter_k == ScanConfig.prefilter_k  # not given: the scan's default
+    assert config.options.top_k == 7 and config.options.embed_cache == tmp_path / "c.sqlite"
+    assert config.options.prefilter_k == declared("prefilter_k").unset == 50  # not given
+    assert config.options.numbers_lane == 20 and config.options.judge_max_pairs == 100
     assert config.ngram.jaccard == 0.9
     assert config.fields["eval"] and config.fields["pool"]
+
+
+def test_the_config_lists_no_option_again():
+    # an option is a field of ScanOptions only; the config holds them whole
+    assert not {f.name for f in fields(ScanConfig)} & {f.name for f in fields(ScanOptions)}
+
+
+def test_an_unset_value_is_said_in_the_help():
+    for f in fields(ScanOptions):
+        how = f.metadata[OPTION]
+        if how.unset is not None:
+            assert how.help_text.endswith(f"[default: {how.unset}].")

@@ -25,7 +25,6 @@ pytest.importorskip("sentence_transformers")
 
 from engine.contamination.bench.synthetic import make_synthetic  # noqa: E402
 from engine.contamination.channels.embedding import identify_model  # noqa: E402
-from engine.contamination.channels.ngram import NgramSettings  # noqa: E402
 from engine.contamination.channels.prefilter import load_static  # noqa: E402
 from engine.contamination.inputs.canonical_text import canonical  # noqa: E402
 from engine.contamination.inputs.sources import resolve_source  # noqa: E402
@@ -34,6 +33,7 @@ from engine.errors import IntegrityError  # noqa: E402
 from engine.workspace import Workspace  # noqa: E402
 from tests.conftest import REPO
 from tests.support.contamination_shards import read_rows, split_into
+from tests.support.scan_cli import SAMPLE_FIELDS, scan_args
 
 SAMPLE = REPO / "sample_data" / "contamination"
 # the module's first test distils the prefilter: minutes of CPU on a busy machine
@@ -44,12 +44,11 @@ def sample_config(**options) -> ScanConfig:
     """Gives the sample's scan config: two-stage unless told otherwise, small as the pool is."""
     if not options.get("embed_exhaustive"):
         options.setdefault("embed_two_stage", True)
-    return ScanConfig(
+    return ScanConfig.of(
         eval=resolve_source(
             "eval", str(SAMPLE / "eval.jsonl"), text_field="question", id_field="id"
         ),
         pool=resolve_source("pool", str(SAMPLE / "pool.jsonl"), text_field="text", id_field="id"),
-        ngram=NgramSettings(),
         **options,
     )
 
@@ -149,31 +148,24 @@ def shards(tmp_path_factory) -> dict:
     return {"eval": data.eval_path, "pattern": str(root / "pool" / "p-*.jsonl")}
 
 
-def scan_args(ws: Path, shards: dict) -> list[str]:
+def scan_command(ws: Path, shards: dict) -> list[str]:
     return [
         sys.executable,
         "-m",
         "engine.cli",
         "--workspace",
         str(ws),
-        "scan",
-        "contamination",
-        "--eval",
-        str(shards["eval"]),
-        "--text-field",
-        "question",
-        "--pool",
-        shards["pattern"],
-        "--pool-text-field",
-        "text",
-        "--id-field",
-        "id",
-        "--embed-two-stage",
-        "--prefilter-k",
-        "5",
-        "--jobs",
-        "1",
-        "--json",
+        *scan_args(
+            str(shards["eval"]),
+            shards["pattern"],
+            *SAMPLE_FIELDS,
+            "--embed-two-stage",
+            "--prefilter-k",
+            "5",
+            "--jobs",
+            "1",
+            "--json",
+        ),
     ]
 
 
@@ -182,12 +174,12 @@ def test_a_run_killed_in_the_prefilter_resumes_with_only_the_shards_left(
     distilled, shards, tmp_path
 ):
     whole_ws = with_prefilter_of(distilled["root"], tmp_path / "whole")
-    whole = subprocess.run(scan_args(whole_ws, shards), capture_output=True, text=True)
+    whole = subprocess.run(scan_command(whole_ws, shards), capture_output=True, text=True)
     assert whole.returncode == 0, whole.stderr
     (whole_run,) = (whole_ws / "artifacts").iterdir()
 
     ws = with_prefilter_of(distilled["root"], tmp_path / "ws")
-    args = scan_args(ws, shards)
+    args = scan_command(ws, shards)
     run = subprocess.Popen(
         args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
     )
@@ -249,17 +241,15 @@ def test_a_search_option_the_scan_would_ignore_is_refused_in_one_line(
     sealdesk_main, ws, options, field, reason
 ):
     proc = sealdesk_main(
-        "scan",
-        "contamination",
-        "--eval",
-        SAMPLE / "eval.jsonl",
-        "--text-field",
-        "question",
-        "--pool",
-        SAMPLE / "pool.jsonl",
-        "--pool-text-field",
-        "text",
-        *options,
+        *scan_args(
+            SAMPLE / "eval.jsonl",
+            SAMPLE / "pool.jsonl",
+            "--text-field",
+            "question",
+            "--pool-text-field",
+            "text",
+            *options,
+        ),
         workspace=ws,
     )
     assert proc.returncode == 2, proc.stderr
@@ -278,12 +268,11 @@ def test_two_stage_on_ray_flags_what_it_flags_on_local_shards(distilled, tmp_pat
     split_into(tmp_path / "shards", read_rows(SAMPLE / "pool.jsonl"), ["p-0.jsonl", "p-1.jsonl"])
 
     def on(backend: str) -> ScanConfig:
-        return ScanConfig(
+        return ScanConfig.of(
             eval=resolve_source(
                 "eval", str(SAMPLE / "eval.jsonl"), text_field="question", id_field="id"
             ),
             pool=sharded_pool(str(tmp_path / "shards" / "p-*"), text_field="text", id_field="id"),
-            ngram=NgramSettings(),
             embed_two_stage=True,
             backend=backend,
             jobs=1,
@@ -311,7 +300,7 @@ def test_a_small_sharded_pool_is_counted_first_and_searched_exhaustively(tmp_pat
     pool = sharded_pool(str(tmp_path / "shards" / "p-*"), text_field="text", id_field="id")
     sharded = scan_in(
         tmp_path / "ws",
-        ScanConfig(eval=sample_config().eval, pool=pool, ngram=NgramSettings(), jobs=1),
+        ScanConfig.of(eval=sample_config().eval, pool=pool, jobs=1),
     )
     search = sharded.report["embedding"]["search"]
     assert search["method"] == "exhaustive"
@@ -343,10 +332,9 @@ def test_counting_a_large_sharded_pool_stops_at_the_limit(tmp_path):
 
 
 def _lookalike_config(data, **options) -> ScanConfig:
-    return ScanConfig(
+    return ScanConfig.of(
         eval=resolve_source("eval", str(data.eval_path), text_field="question", id_field="id"),
         pool=resolve_source("pool", str(data.pool_path), text_field="text", id_field="id"),
-        ngram=NgramSettings(),
         embed_two_stage=True,
         **options,
     )

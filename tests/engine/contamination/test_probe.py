@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from engine.contamination.channels.ngram import NgramSettings
 from engine.contamination.channels.probe import mask_last_number
 from engine.contamination.inputs.sources import resolve_source
 from engine.contamination.scan import ScanConfig, run_scan
 from engine.errors import InputError
 from engine.workspace import Workspace
+from tests.support.scan_cli import scan_args
 
 # id: (question, worked answer, memorized by the model?, solved by the model?)
 ITEMS = {
@@ -97,10 +97,9 @@ def files(tmp_path: Path) -> tuple[Path, Path]:
 
 
 def config(ev: Path, pool: Path, url: str) -> ScanConfig:
-    return ScanConfig(
+    return ScanConfig.of(
         eval=resolve_source("eval", str(ev), text_field="question", id_field="id"),
         pool=resolve_source("pool", str(pool), text_field="text", id_field="id"),
-        ngram=NgramSettings(),
         embed=False,
         probe_endpoint=url,
         probe_model="tiny-model",
@@ -219,21 +218,19 @@ def test_a_malformed_endpoint_url_is_refused_naming_the_option(sealdesk, tmp_pat
     ev, pool = files(tmp_path)
     Workspace.init(tmp_path / "ws").close()
     proc = sealdesk(
-        "scan",
-        "contamination",
-        "--eval",
-        ev,
-        "--pool",
-        pool,
-        "--text-field",
-        "question",
-        "--id-field",
-        "id",
-        "--no-embed",
-        "--probe-endpoint",
-        "http://[::1",
-        "--probe-model",
-        "m",
+        *scan_args(
+            ev,
+            pool,
+            "--text-field",
+            "question",
+            "--id-field",
+            "id",
+            "--no-embed",
+            "--probe-endpoint",
+            "http://[::1",
+            "--probe-model",
+            "m",
+        ),
         workspace=tmp_path / "ws",
     )
     assert proc.returncode == 2, proc.stderr

@@ -20,6 +20,7 @@ from tests.support.contamination_shards import (
     split_into,
     synthetic_pool,
 )
+from tests.support.scan_cli import SAMPLE_FIELDS, scan_args
 
 SAMPLE = REPO / "sample_data" / "contamination"
 # one Ray per module: with `pytest -n 2 --dist loadgroup` these tests share a worker
@@ -109,23 +110,16 @@ def test_the_cli_joins_a_running_ray_with_ray_address_and_reports_progress(
     progress = tmp_path / "progress.jsonl"
     address = ray_session.get_runtime_context().gcs_address
     proc = sealdesk(
-        "scan",
-        "contamination",
-        "--eval",
-        data["eval"],
-        "--text-field",
-        "question",
-        "--pool",
-        "file://" + str(data["root"] / "four" / "p-*"),
-        "--pool-text-field",
-        "text",
-        "--id-field",
-        "id",
-        "--no-embed",
-        "--backend",
-        "ray",
-        "--ray-address",
-        address,
+        *scan_args(
+            data["eval"],
+            "file://" + str(data["root"] / "four" / "p-*"),
+            *SAMPLE_FIELDS,
+            "--no-embed",
+            "--backend",
+            "ray",
+            "--ray-address",
+            address,
+        ),
         workspace=ws,
         env={"SEALDESK_PROGRESS_FILE": str(progress)},
     )
@@ -154,17 +148,15 @@ def test_ray_actors_embed_the_shards_and_a_second_scan_embeds_nothing(ray_sessio
     }
 
     def sample_scan(workspace: Path):
-        from engine.contamination.channels.ngram import NgramSettings
         from engine.contamination.inputs.shards import sharded_pool
         from engine.contamination.inputs.sources import resolve_source
         from engine.contamination.scan import ScanConfig, run_scan
 
-        config = ScanConfig(
+        config = ScanConfig.of(
             eval=resolve_source(
                 "eval", str(SAMPLE / "eval.jsonl"), text_field="question", id_field="id"
             ),
             pool=sharded_pool(str(tmp_path / "shards" / "p-*"), text_field="text", id_field="id"),
-            ngram=NgramSettings(),
             **options,
         )
         with Workspace.init(workspace) as ws:

@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO
+from tests.support.cli_workspace import decide_args
+from tests.support.scan_cli import SAMPLE_FIELDS, scan_args
 
 SAMPLE = REPO / "sample_data" / "contamination"
 QUESTIONS = {
@@ -48,21 +50,9 @@ def site(tmp_path, sealdesk, init_cli, keygen):
 
 def scan(run, pool: Path):
     return run(
-        "scan",
-        "contamination",
-        "--eval",
-        SAMPLE / "eval.jsonl",
-        "--pool",
-        pool,
-        "--text-field",
-        "question",
-        "--pool-text-field",
-        "text",
-        "--id-field",
-        "id",
-        "--pool-id-field",
-        "id",
-        "--no-embed",
+        *scan_args(
+            SAMPLE / "eval.jsonl", pool, *SAMPLE_FIELDS, "--pool-id-field", "id", "--no-embed"
+        ),
     )
 
 
@@ -86,17 +76,7 @@ def grow(pool: Path) -> None:
 def decide_first_scan(run, rita, first: dict[str, dict]) -> None:
     for eval_id, row in first.items():
         decision = "accept" if eval_id in ACCEPTED else "reject"
-        run(
-            "decide",
-            "--queue",
-            "flagged_pairs",
-            "--item",
-            row["item_id"],
-            "--decision",
-            decision,
-            "--key",
-            rita,
-        )
+        run(*decide_args(rita, row["item_id"], decision=decision))
 
 
 def rescan(run, pool: Path, rita: Path) -> tuple[dict[str, dict], dict[str, dict], str]:
@@ -179,17 +159,7 @@ def test_clean_and_the_signoff_summary_count_carried_and_reopened_items(site, se
     assert "1 re-opened by new evidence" in text
 
     # The reviewer looks at the new evidence and confirms the leak on the new item.
-    run(
-        "decide",
-        "--queue",
-        "flagged_pairs",
-        "--item",
-        second["q-wallet"]["item_id"],
-        "--decision",
-        "accept",
-        "--key",
-        rita,
-    )
+    run(*decide_args(rita, second["q-wallet"]["item_id"]))
     out = run("contamination", "clean").stdout
     assert "22 -> 19 items (3 dropped, 7 kept after review, 0 undecided kept)" in out
     assert "9 decision(s) carried from earlier scans' items; 0 item(s) re-opened" in out

@@ -16,6 +16,7 @@ from engine.contamination.inputs.canonical_text import canonical, content_sha256
 from engine.contamination.inputs.pool_hash import pool_sha256
 from engine.workspace import Workspace
 from tests.conftest import FOUNDER, REPO
+from tests.support.scan_cli import SAMPLE_FIELDS, scan_args
 
 SAMPLE = REPO / "sample_data" / "contamination"
 POOL_ROW_FIELDS = {
@@ -75,19 +76,9 @@ def scanned(tmp_path_factory) -> Path:
     proc = subprocess.run(
         base
         + [
-            "scan",
-            "contamination",
-            "--eval",
-            str(SAMPLE / "eval.jsonl"),
-            "--pool",
-            str(SAMPLE / "pool.jsonl"),
-            "--text-field",
-            "question",
-            "--pool-text-field",
-            "text",
-            "--id-field",
-            "id",
-            "--no-embed",
+            *scan_args(
+                str(SAMPLE / "eval.jsonl"), str(SAMPLE / "pool.jsonl"), *SAMPLE_FIELDS, "--no-embed"
+            ),
         ],
         capture_output=True,
         text=True,
@@ -264,19 +255,7 @@ def test_an_internal_duplicate_item_lists_its_sibling_and_cluster(scanned):
 def test_a_rescan_of_unchanged_data_adds_no_items(scanned, sealdesk, tmp_path):
     scanned = Path(shutil.copytree(scanned, tmp_path / "copy"))
     proc = sealdesk(
-        "scan",
-        "contamination",
-        "--eval",
-        SAMPLE / "eval.jsonl",
-        "--pool",
-        SAMPLE / "pool.jsonl",
-        "--text-field",
-        "question",
-        "--pool-text-field",
-        "text",
-        "--id-field",
-        "id",
-        "--no-embed",
+        *scan_args(SAMPLE / "eval.jsonl", SAMPLE / "pool.jsonl", *SAMPLE_FIELDS, "--no-embed"),
         workspace=scanned,
     )
     assert proc.returncode == 0, proc.stderr

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from engine.contamination.channels.ngram import NgramSettings
 from engine.contamination.inputs.shards import sharded_pool
 from engine.contamination.inputs.sources import resolve_source
 from engine.contamination.scan import (
@@ -29,7 +28,7 @@ def _config(tmp_path: Path, eval_rows: int, pool: object, **options) -> ScanConf
     evals = resolve_source(
         "eval", str(_jsonl(tmp_path / "eval.jsonl", eval_rows)), text_field="text", id_field=None
     )
-    return ScanConfig(eval=evals, pool=pool, ngram=NgramSettings(), **options)  # type: ignore[arg-type]
+    return ScanConfig.of(eval=evals, pool=pool, **options)  # type: ignore[arg-type]
 
 
 def test_the_crossover_is_where_two_stage_costs_the_given_share_of_exhaustive():

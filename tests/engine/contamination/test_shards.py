@@ -33,6 +33,7 @@ from tests.support.contamination_shards import (
     synthetic_pool,
     write_shard,
 )
+from tests.support.scan_cli import SAMPLE_FIELDS, scan_args
 
 MIXED = [
     "pool-00.jsonl",
@@ -178,20 +179,7 @@ def one_line_refusal(proc, workspace: Path, prefix: str, code: int = 2) -> str:
 
 def cli_scan(sealdesk, workspace: Path, eval_path: Path, pool: str, *extra: str):
     return sealdesk(
-        "scan",
-        "contamination",
-        "--eval",
-        eval_path,
-        "--text-field",
-        "question",
-        "--pool",
-        pool,
-        "--pool-text-field",
-        "text",
-        "--id-field",
-        "id",
-        "--no-embed",
-        *extra,
+        *scan_args(eval_path, pool, *SAMPLE_FIELDS, "--no-embed", *extra),
         workspace=workspace,
     )
 
@@ -325,32 +313,19 @@ def test_the_same_scan_again_takes_every_shard_from_its_record_unless_told_not_t
 
 
 def test_records_are_not_reused_when_a_setting_changes_the_answer(data, tmp_path):
-    from engine.contamination.channels.ngram import NgramSettings
 
     pattern = str(data["root"] / "mixed" / "pool-*")
     scan(tmp_path / "ws", data["eval"], pattern, jobs=1)
-    other = scan(
-        tmp_path / "ws", data["eval"], pattern, jobs=1, ngram=NgramSettings(containment=0.9)
-    )
+    other = scan(tmp_path / "ws", data["eval"], pattern, jobs=1, containment=0.9)
     assert other.report["pool_scan"]["scanned"] == 5
 
 
 def test_progress_counts_shards_and_documents_for_the_jobs_panel(sealdesk, ws, data, tmp_path):
     progress = tmp_path / "progress.jsonl"
     proc = sealdesk(
-        "scan",
-        "contamination",
-        "--eval",
-        data["eval"],
-        "--text-field",
-        "question",
-        "--pool",
-        str(data["root"] / "mixed" / "pool-*"),
-        "--pool-text-field",
-        "text",
-        "--id-field",
-        "id",
-        "--no-embed",
+        *scan_args(
+            data["eval"], str(data["root"] / "mixed" / "pool-*"), *SAMPLE_FIELDS, "--no-embed"
+        ),
         workspace=ws,
         env={"SEALDESK_PROGRESS_FILE": str(progress)},
     )
@@ -370,19 +345,17 @@ def test_without_ray_installed_the_ray_backend_is_refused_in_one_line(sealdesk, 
     (shim / "ray" / "__init__.py").write_text("raise ImportError('No module named ray')\n")
     env = {"PYTHONPATH": os.pathsep.join([str(shim), os.environ["PYTHONPATH"]])}
     proc = sealdesk(
-        "scan",
-        "contamination",
-        "--eval",
-        data["eval"],
-        "--text-field",
-        "question",
-        "--pool",
-        str(data["root"] / "mixed" / "pool-*"),
-        "--pool-text-field",
-        "text",
-        "--no-embed",
-        "--backend",
-        "ray",
+        *scan_args(
+            data["eval"],
+            str(data["root"] / "mixed" / "pool-*"),
+            "--text-field",
+            "question",
+            "--pool-text-field",
+            "text",
+            "--no-embed",
+            "--backend",
+            "ray",
+        ),
         workspace=ws,
         env=env,
     )
@@ -397,22 +370,9 @@ def test_a_killed_run_resumes_with_only_the_shards_left(data, big, ws):
         "engine.cli",
         "--workspace",
         str(ws),
-        "scan",
-        "contamination",
-        "--eval",
-        str(data["eval"]),
-        "--text-field",
-        "question",
-        "--pool",
-        big["pattern"],
-        "--pool-text-field",
-        "text",
-        "--id-field",
-        "id",
-        "--no-embed",
-        "--jobs",
-        "1",
-        "--json",
+        *scan_args(
+            str(data["eval"]), big["pattern"], *SAMPLE_FIELDS, "--no-embed", "--jobs", "1", "--json"
+        ),
     ]
     run = subprocess.Popen(
         args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
@@ -511,16 +471,7 @@ def test_a_pool_file_whose_name_looks_like_a_pattern_is_read_as_itself(sealdesk,
     )
     (tmp_path / "pool1.jsonl").write_text(json.dumps({"id": "other", "text": "unrelated"}) + "\n")
     done = sealdesk(
-        "scan",
-        "contamination",
-        "--eval",
-        ev,
-        "--pool",
-        pool,
-        "--id-field",
-        "id",
-        "--no-embed",
-        "--json",
+        *scan_args(ev, pool, "--id-field", "id", "--no-embed", "--json"),
         workspace=ws,
     )
     assert done.returncode == 0, done.stderr
@@ -529,16 +480,7 @@ def test_a_pool_file_whose_name_looks_like_a_pattern_is_read_as_itself(sealdesk,
     plain.write_bytes(pool.read_bytes())
     same = json.loads(
         sealdesk(
-            "scan",
-            "contamination",
-            "--eval",
-            ev,
-            "--pool",
-            plain,
-            "--id-field",
-            "id",
-            "--no-embed",
-            "--json",
+            *scan_args(ev, plain, "--id-field", "id", "--no-embed", "--json"),
             workspace=ws,
             check=True,
         ).stdout

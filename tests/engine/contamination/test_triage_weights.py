@@ -188,17 +188,15 @@ def test_bench_triage_refuses_a_bad_row_naming_file_line_and_field(
 
 
 def test_a_scan_weighs_each_match_s_numbers_by_their_frequency_in_its_own_texts(workspace):
-    from engine.contamination.channels.ngram import NgramSettings
     from engine.contamination.inputs.sources import resolve_source
     from engine.contamination.scan import ScanConfig, run_scan
 
     sample = ROOT / "sample_data" / "contamination"
-    config = ScanConfig(
+    config = ScanConfig.of(
         eval=resolve_source(
             "eval", str(sample / "eval.jsonl"), text_field="question", id_field="id"
         ),
         pool=resolve_source("pool", str(sample / "pool.jsonl"), text_field="text", id_field="id"),
-        ngram=NgramSettings(),
         embed=False,
         jobs=1,
     )

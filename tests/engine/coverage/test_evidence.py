@@ -20,7 +20,7 @@ from engine.coverage.run_backlog import run_backlog
 from engine.errors import InputError, IntegrityError, PermissionRefused
 from engine.ledger import store
 from tests.support.backlog import sign_held_runs
-from tests.support.coverage import SAMPLE, sample_benchmark
+from tests.support.coverage import SAMPLE, backlog_args, sample_benchmark
 
 
 @pytest.fixture
@@ -37,19 +37,7 @@ def people(enrol):
 
 def backlog(sealdesk, ws, hold, rows: Path = SAMPLE / "debug_rows.jsonl"):
     auth, path = hold
-    return sealdesk(
-        "coverage",
-        "backlog",
-        "--benchmark",
-        path,
-        "--trust-root",
-        auth.trust.directory,
-        "--rows",
-        rows,
-        "--policy",
-        SAMPLE / "attribution.toml",
-        workspace=ws.root,
-    )
+    return sealdesk(*backlog_args(path, auth.trust.directory, rows), workspace=ws.root)
 
 
 def backlog_in(ws, hold, rows: Path = SAMPLE / "debug_rows.jsonl"):
@@ -488,16 +476,7 @@ def test_attribution_policy_beyond_its_bound_is_refused_naming_file_line_and_fie
     policy.write_text("\n".join(lines) + "\n")
     auth, path = hold
     done = sealdesk(
-        "coverage",
-        "backlog",
-        "--benchmark",
-        path,
-        "--trust-root",
-        auth.trust.directory,
-        "--rows",
-        SAMPLE / "debug_rows.jsonl",
-        "--policy",
-        policy,
+        *backlog_args(path, auth.trust.directory, SAMPLE / "debug_rows.jsonl", policy=policy),
         workspace=workspace.root,
     )
     assert done.returncode == 2

@@ -31,7 +31,7 @@ from engine.errors import IntegrityError, PermissionRefused  # noqa: E402
 from engine.run_records import write_run  # noqa: E402
 from reviewer.app import ReviewApp  # noqa: E402
 from reviewer.session import open_session  # noqa: E402
-from tests.support.coverage import SAMPLE, Authority, sample_benchmark  # noqa: E402
+from tests.support.coverage import SAMPLE, Authority, backlog_args, sample_benchmark  # noqa: E402
 from tests.support.review_app import records, settle, text_of  # noqa: E402
 
 pytestmark = pytest.mark.slow
@@ -89,20 +89,7 @@ def benchmark_measuring(root: Path, digest: str) -> tuple[Authority, Path]:
 
 
 def backlog(sealdesk, ws, auth, benchmark: Path, rows: Path, *extra):
-    return sealdesk(
-        "coverage",
-        "backlog",
-        "--benchmark",
-        benchmark,
-        "--trust-root",
-        auth.trust.directory,
-        "--rows",
-        rows,
-        "--policy",
-        SAMPLE / "attribution.toml",
-        *extra,
-        workspace=ws.root,
-    )
+    return sealdesk(*backlog_args(benchmark, auth.trust.directory, rows, *extra), workspace=ws.root)
 
 
 def payloads(ws) -> dict[str, dict]:

@@ -312,6 +312,19 @@ def test_scope_with_an_undeclared_field_is_refused(auth):
 # -- the baseline -------------------------------------------------------------
 
 
+def against(
+    auth: Authority,
+    holdout: tuple[Path, Path],
+    named: bytes | None,
+    given: bytes,
+    role: str = "benchmark",
+):
+    """Measures against the baseline given (signed with role's key) under a scope naming
+    the baseline named (None: a genesis scope, naming none)."""
+    scope = auth.scope(holdout[0]) if named is None else auth.scope(holdout[0], baseline=named)
+    return measure(auth, holdout, {}, scope=scope, baseline=(given, auth.sign(role, given)))
+
+
 def test_missing_required_baseline_is_refused(auth):
     holdout = auth.holdout()
     base = genesis(auth, holdout, {})
@@ -324,26 +337,14 @@ def test_baseline_other_than_the_scope_names_is_refused(auth):
     base = genesis(auth, holdout, {})
     other = genesis(auth, holdout, {"direct": 1})
     with pytest.raises(PermissionRefused, match="differ from the one the signed scope names"):
-        measure(
-            auth,
-            holdout,
-            {},
-            scope=auth.scope(holdout[0], baseline=base),
-            baseline=(other, auth.sign("benchmark", other)),
-        )
+        against(auth, holdout, base, other)
 
 
 def test_baseline_with_a_forged_signature_is_refused(auth):
     holdout = auth.holdout()
     base = genesis(auth, holdout, {})
     with pytest.raises(IntegrityError, match="benchmark authority"):
-        measure(
-            auth,
-            holdout,
-            {},
-            scope=auth.scope(holdout[0], baseline=base),
-            baseline=(base, auth.sign("scope", base)),
-        )
+        against(auth, holdout, base, base, "scope")
 
 
 def test_baseline_with_a_fabricated_aggregate_is_refused(auth):
@@ -353,13 +354,7 @@ def test_baseline_with_a_fabricated_aggregate_is_refused(auth):
     value["stratified_report"][0].update(true_positive_count=10, detection_recall=1.0)
     fabricated = canonical_json(value)
     with pytest.raises(IntegrityError, match="fabricated"):
-        measure(
-            auth,
-            holdout,
-            {},
-            scope=auth.scope(holdout[0], baseline=fabricated),
-            baseline=(fabricated, auth.sign("benchmark", fabricated)),
-        )
+        against(auth, holdout, fabricated, fabricated)
 
 
 def test_baseline_whose_raw_predictions_were_edited_is_refused(auth):
@@ -368,13 +363,7 @@ def test_baseline_whose_raw_predictions_were_edited_is_refused(auth):
     value["raw_predictions"][0]["pred"] = 1
     edited = canonical_json(value)
     with pytest.raises(IntegrityError, match="do not hash to raw_predictions_sha256"):
-        measure(
-            auth,
-            holdout,
-            {},
-            scope=auth.scope(holdout[0], baseline=edited),
-            baseline=(edited, auth.sign("benchmark", edited)),
-        )
+        against(auth, holdout, edited, edited)
 
 
 def test_baseline_of_another_holdout_version_is_refused(auth):
@@ -382,23 +371,11 @@ def test_baseline_of_another_holdout_version_is_refused(auth):
     base = genesis(auth, old, {})
     holdout = auth.holdout()
     with pytest.raises(PermissionRefused, match="holdout_version"):
-        measure(
-            auth,
-            holdout,
-            {},
-            scope=auth.scope(holdout[0], baseline=base),
-            baseline=(base, auth.sign("benchmark", base)),
-        )
+        against(auth, holdout, base, base)
 
 
 def test_genesis_scope_cannot_consume_a_baseline(auth):
     holdout = auth.holdout()
     base = genesis(auth, holdout, {})
     with pytest.raises(PermissionRefused, match="genesis scope cannot consume"):
-        measure(
-            auth,
-            holdout,
-            {},
-            scope=auth.scope(holdout[0]),
-            baseline=(base, auth.sign("benchmark", base)),
-        )
+        against(auth, holdout, None, base)

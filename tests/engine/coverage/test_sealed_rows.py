@@ -13,7 +13,7 @@ import json
 import unicodedata
 from pathlib import Path
 
-from tests.support.coverage import SAMPLE, sample_benchmark
+from tests.support.coverage import SAMPLE, backlog_args, sample_benchmark
 
 HOLDOUT = json.loads((SAMPLE / "holdout.json").read_text())
 DEBUG = [json.loads(line) for line in (SAMPLE / "debug_rows.jsonl").read_text().splitlines()]
@@ -35,19 +35,7 @@ def sealed(case_id: str) -> dict:
 
 def backlog(sealdesk, ws, tmp_path: Path, rows: Path):
     auth, path, _ = sample_benchmark(tmp_path / "authority")
-    return sealdesk(
-        "coverage",
-        "backlog",
-        "--benchmark",
-        path,
-        "--trust-root",
-        auth.trust.directory,
-        "--rows",
-        rows,
-        "--policy",
-        SAMPLE / "attribution.toml",
-        workspace=ws.root,
-    )
+    return sealdesk(*backlog_args(path, auth.trust.directory, rows), workspace=ws.root)
 
 
 def nothing_written(ws) -> bool:

@@ -25,7 +25,7 @@ from engine.signoff.run_status import run_status
 from reviewer.app import ReviewApp
 from reviewer.session import open_session
 from reviewer.signoff_screen import SignoffScreen
-from tests.support.coverage import SAMPLE, eval_rows, sample_benchmark, write_jsonl
+from tests.support.coverage import SAMPLE, eval_rows, report_args, sample_benchmark, write_jsonl
 from tests.support.review_app import settle, text_of
 
 # What sample_data's taxonomy maps each attack category to (the scopes and the policy
@@ -62,16 +62,7 @@ def artifacts(ws: Path) -> list[Path]:
 def report(sealdesk, ws, policy: Path, tmp_path: Path):
     rows = write_jsonl(tmp_path / "rows.jsonl", eval_rows({"obfuscated": 3}))
     return sealdesk(
-        "coverage",
-        "report",
-        "--rows",
-        rows,
-        "--policy",
-        policy,
-        "--detector-version",
-        "v2",
-        "--evaluation-set-id",
-        "dev",
+        *report_args(rows, "--evaluation-set-id", "dev", policy=policy, version="v2"),
         workspace=ws.root,
     )
 

@@ -12,6 +12,7 @@ import pytest
 
 from engine.canonical import sha256_hex
 from tests.conftest import REPO
+from tests.support.cli_workspace import decide_args
 
 SAMPLE = REPO / "sample_data" / "exam"
 
@@ -175,18 +176,7 @@ def test_the_sample_exam_end_to_end_with_real_keys(sealdesk, tmp_path, sample, k
     accept = [i for t, i in ids.items() if "worker queue" in t or "cache service" in t]
     reject = [i for i in ids.values() if i not in accept]
     # A reviewer may not adjudicate.
-    refused = sealdesk(
-        "decide",
-        "--queue",
-        "adjudication",
-        "--item",
-        accept[0],
-        "--decision",
-        "accept",
-        "--key",
-        rita,
-        workspace=ws,
-    )
+    refused = sealdesk(*decide_args(rita, accept[0], queue="adjudication"), workspace=ws)
     assert refused.returncode == 3
     for decision, chosen in (("accept", accept), ("reject", reject)):
         items = [arg for item in chosen for arg in ("--item", item)]

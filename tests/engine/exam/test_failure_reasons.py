@@ -12,9 +12,8 @@ import time
 
 import pytest
 
-from engine.canonical import sha256_hex
 from tests.support.exam_builders import claim, write_exam
-from tests.support.exam_endpoint import Endpoint, chat, completion_id, is_preflight
+from tests.support.exam_endpoint import Endpoint, chat, completion_id, is_preflight, lanes_config
 from tests.support.review_app import settle, text_of
 
 TEXTS = {"c1": "The API is live. The cache is warm.", "c2": "Nothing to report."}
@@ -59,53 +58,14 @@ def flaky_lane_a():
     return respond
 
 
-def _config(path, url):
-    path.write_text(
-        json.dumps(
-            {
-                "schema_version": 2,
-                "base_url": url,
-                "labelers": [
-                    {
-                        "id": "lane-a",
-                        "request_model": "m-a",
-                        "model_identity": "m-a",
-                        "request_profile": "deterministic-v1",
-                    },
-                    {
-                        "id": "lane-b",
-                        "request_model": "m-b-2025",
-                        "model_identity": "m-b",
-                        "request_profile": "provider-default-v1",
-                    },
-                ],
-            }
-        )
-    )
-    return path
-
-
 @pytest.fixture
 def labeled(sealdesk, tmp_path):
     """Gives (exam inputs, the label command's output, the labels directory)."""
     exam = write_exam(tmp_path / "in", TEXTS, {"c1": [], "c2": []}, {"c1": [], "c2": []})
     out = tmp_path / "labels"
     with Endpoint(flaky_lane_a()) as endpoint:
-        proc = sealdesk(
-            "exam",
-            "label",
-            "--corpus",
-            exam.paths["corpus"],
-            "--context",
-            exam.paths["context"],
-            "--expected-context-sha256",
-            exam.sha("context"),
-            "--config",
-            _config(tmp_path / "lanes.json", endpoint.url),
-            "--out-dir",
-            out,
-            check=True,
-        )
+        config = lanes_config(tmp_path / "lanes.json", endpoint.url)
+        proc = sealdesk(*exam.label_args(config, out), check=True)
     return exam, proc, out
 
 
@@ -163,30 +123,14 @@ def test_a_timeout_is_its_own_reason(tmp_path):
     assert out.failures[0].detail.startswith("no answer from http://127.0.0.1:")
 
 
-def _adjudicate(sealdesk, exam, out, ws):
-    summary = out / "labeling-summary.json"
-    return sealdesk(
-        "exam",
-        "adjudicate",
-        "--run-id",
-        "ex",
-        "--corpus",
-        exam.paths["corpus"],
-        "--context",
-        exam.paths["context"],
-        "--expected-context-sha256",
-        exam.sha("context"),
-        "--lane-a",
-        out / "lane-a.labels.jsonl",
-        "--lane-b",
+def _adjudicate(sealdesk, exam, out, ws, lane_a=None, check=True):
+    """Runs ``exam adjudicate`` on the lanes labeled into out (lane-a's file: lane_a)."""
+    lanes = exam.lanes_args(
+        lane_a or out / "lane-a.labels.jsonl",
         out / "lane-b.labels.jsonl",
-        "--labeling-summary",
-        summary,
-        "--expected-labeling-summary-sha256",
-        sha256_hex(summary.read_bytes()),
-        workspace=ws,
-        check=True,
+        out / "labeling-summary.json",
     )
+    return sealdesk("exam", "adjudicate", "--run-id", "ex", *lanes, workspace=ws, check=check)
 
 
 async def test_the_adjudicator_sees_why_a_vote_is_missing(sealdesk, labeled, workspace):
@@ -249,28 +193,7 @@ def test_reasons_that_disagree_with_the_counters_are_refused(sealdesk, labeled, 
     lane.write_text("\n".join(rows) + "\n")
     ws = tmp_path / "ws2"
     Workspace.init(ws).close()
-    summary = out / "labeling-summary.json"
-    proc = sealdesk(
-        "exam",
-        "adjudicate",
-        "--run-id",
-        "ex",
-        "--corpus",
-        exam.paths["corpus"],
-        "--context",
-        exam.paths["context"],
-        "--expected-context-sha256",
-        exam.sha("context"),
-        "--lane-a",
-        lane,
-        "--lane-b",
-        out / "lane-b.labels.jsonl",
-        "--labeling-summary",
-        summary,
-        "--expected-labeling-summary-sha256",
-        sha256_hex(summary.read_bytes()),
-        workspace=ws,
-    )
+    proc = _adjudicate(sealdesk, exam, out, ws, lane_a=lane, check=False)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
     assert proc.stderr.startswith(
         f"sealdesk: error: {lane}:1: field 'failures': lists 0 "

@@ -13,7 +13,7 @@ from engine.endpoint.chat import ModelSpec
 from engine.exam.inputs import InputPaths, load_inputs, parse_context, parse_corpus
 from engine.exam.label import label
 from tests.support.exam_builders import claim, write_exam
-from tests.support.exam_endpoint import Endpoint, blind, chat, is_preflight
+from tests.support.exam_endpoint import Endpoint, blind, chat, is_preflight, lanes_config
 
 TEXTS = {"c1": "The API is live. The cache is warm.", "c2": "Nothing to report."}
 ANSWERS = {"c1": [claim("The API is live.", "runtime", "API")], "c2": []}
@@ -174,43 +174,9 @@ def test_the_label_command_writes_locked_files_that_adjudicate_accepts(
     exam, _, _ = exam_files
     out = tmp_path / "labels"
     with Endpoint(_labels()) as endpoint:
-        config = tmp_path / "labelers.json"
-        config.write_text(
-            json.dumps(
-                {
-                    "schema_version": 2,
-                    "base_url": endpoint.url,
-                    "api_key_env": "EXAM_TEST_KEY",
-                    "labelers": [
-                        {
-                            "id": "lane-a",
-                            "request_model": "m-a",
-                            "model_identity": "m-a",
-                            "request_profile": "deterministic-v1",
-                        },
-                        {
-                            "id": "lane-b",
-                            "request_model": "m-b-2025",
-                            "model_identity": "m-b",
-                            "request_profile": "provider-default-v1",
-                        },
-                    ],
-                }
-            )
-        )
+        config = lanes_config(tmp_path / "labelers.json", endpoint.url, api_key_env="EXAM_TEST_KEY")
         proc = sealdesk(
-            "exam",
-            "label",
-            "--corpus",
-            exam.paths["corpus"],
-            "--context",
-            exam.paths["context"],
-            "--expected-context-sha256",
-            exam.sha("context"),
-            "--config",
-            config,
-            "--out-dir",
-            out,
+            *exam.label_args(config, out),
             env={"EXAM_TEST_KEY": "sk-test-123"},
             check=True,
         )
@@ -305,28 +271,7 @@ def test_the_adjudicator_model_sees_only_the_completion_context_and_one_candidat
             )
         )
         lanes = tmp_path / "lanes.json"
-        lanes.write_text(
-            json.dumps(
-                {
-                    "schema_version": 2,
-                    "base_url": endpoint.url,
-                    "labelers": [
-                        {
-                            "id": "lane-a",
-                            "request_model": "m-a",
-                            "model_identity": "m-a",
-                            "request_profile": "deterministic-v1",
-                        },
-                        {
-                            "id": "lane-b",
-                            "request_model": "m-b-2025",
-                            "model_identity": "m-b",
-                            "request_profile": "provider-default-v1",
-                        },
-                    ],
-                }
-            )
-        )
+        lanes_config(lanes, endpoint.url)
         result = adjudicate(
             workspace,
             exam.input_paths(),

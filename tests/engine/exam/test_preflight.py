@@ -13,7 +13,14 @@ import socket
 import pytest
 
 from tests.support.exam_builders import claim, write_exam
-from tests.support.exam_endpoint import Endpoint, blind, chat, completion_id, is_preflight
+from tests.support.exam_endpoint import (
+    Endpoint,
+    blind,
+    chat,
+    completion_id,
+    is_preflight,
+    lanes_config,
+)
 
 TEXTS = {"c1": "The API is live. The cache is warm.", "c2": "Nothing to report."}
 ANSWERS = {"c1": [claim("The API is live.", "runtime", "API")], "c2": []}
@@ -31,54 +38,13 @@ def sound(identity=IDENTITY, claims=ANSWERS):
     return respond
 
 
-def lanes_config(path, url, **lane_extra) -> str:
-    path.write_text(
-        json.dumps(
-            {
-                "schema_version": 2,
-                "base_url": url,
-                "labelers": [
-                    {
-                        "id": "lane-a",
-                        "request_model": "m-a",
-                        "model_identity": "m-a",
-                        "request_profile": "deterministic-v1",
-                        **lane_extra.get("a", {}),
-                    },
-                    {
-                        "id": "lane-b",
-                        "request_model": "m-b-2025",
-                        "model_identity": "m-b",
-                        "request_profile": "provider-default-v1",
-                        **lane_extra.get("b", {}),
-                    },
-                ],
-            }
-        )
-    )
-    return str(path)
-
-
 @pytest.fixture
 def exam(tmp_path):
     return write_exam(tmp_path / "in", TEXTS, ANSWERS, ANSWERS)
 
 
 def label(sealdesk, exam, config, out):
-    return sealdesk(
-        "exam",
-        "label",
-        "--corpus",
-        exam.paths["corpus"],
-        "--context",
-        exam.paths["context"],
-        "--expected-context-sha256",
-        exam.sha("context"),
-        "--config",
-        config,
-        "--out-dir",
-        out,
-    )
+    return sealdesk(*exam.label_args(config, out))
 
 
 def preflight_lines(stderr: str) -> list[str]:

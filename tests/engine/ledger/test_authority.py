@@ -21,7 +21,8 @@ from engine.ledger.records import INDEXED_FIELDS, encode_body, make_body, utc_no
 from engine.ledger.signers import FileSigner
 from engine.roles import namespace_for
 from tests.support.backlog import make_items
-from tests.support.cli_workspace import found_through_cli
+from tests.support.cli_workspace import decide_args, enrol_args, found_through_cli, revoke_args
+from tests.support.ssh import verify_args
 
 
 @pytest.fixture
@@ -101,22 +102,21 @@ def failure(proc: subprocess.CompletedProcess) -> str:
     return proc.stderr
 
 
+def named_by_verify(sealdesk, ws: Path, key: Path, **record) -> str:
+    """Forges a decision (``forge``; on flagged_pairs' item-0, accepted, unless record
+    says otherwise) and gives verify's failure, which names it by its seq."""
+    for name, value in (("queue", "flagged_pairs"), ("item_id", "item-0"), ("decision", "accept")):
+        record.setdefault(name, value)
+    seq = forge(ws, key, **record)
+    err = failure(sealdesk("verify", workspace=ws))
+    assert f"record {seq}:" in err
+    return err
+
+
 def test_keys_add_without_a_lead_signature_is_refused_and_writes_nothing(desk, sealdesk):
     ws, keys = desk
     before = head(ws)
-    proc = sealdesk(
-        "keys",
-        "add",
-        "--principal",
-        "lena",
-        "--role",
-        "lead",
-        "--key",
-        f"{keys['mallory']}.pub",
-        "--lead-key",
-        keys["mallory"],
-        workspace=ws,
-    )
+    proc = sealdesk(*enrol_args("lena", "lead", keys["mallory"], keys["mallory"]), workspace=ws)
     assert proc.returncode == 3
     assert "not enrolled" in proc.stderr or "does not hold the lead role" in proc.stderr
     assert head(ws) == before
@@ -126,19 +126,7 @@ def test_keys_add_without_a_lead_signature_is_refused_and_writes_nothing(desk, s
 def test_a_reviewer_cannot_promote_herself(desk, sealdesk):
     ws, keys = desk
     before = head(ws)
-    proc = sealdesk(
-        "keys",
-        "add",
-        "--principal",
-        "rita",
-        "--role",
-        "lead",
-        "--key",
-        f"{keys['rita']}.pub",
-        "--lead-key",
-        keys["rita"],
-        workspace=ws,
-    )
+    proc = sealdesk(*enrol_args("rita", "lead", keys["rita"], keys["rita"]), workspace=ws)
     assert proc.returncode == 3
     assert "does not hold the lead role" in proc.stderr
     assert head(ws) == before
@@ -150,48 +138,16 @@ def test_a_hand_edited_allowed_signers_grants_nothing(desk, sealdesk):
     mallory = Path(f"{keys['mallory']}.pub").read_text().split()[:2]
     with trust.open("a") as f:  # as any shell on the review account could
         f.write(f'lena namespaces="lead@sealdesk,reviewer@sealdesk" {" ".join(mallory)}\n')
-    proc = sealdesk(
-        "decide",
-        "--queue",
-        "flagged_pairs",
-        "--item",
-        "item-0",
-        "--decision",
-        "accept",
-        "--key",
-        keys["mallory"],
-        workspace=ws,
-    )
+    proc = sealdesk(*decide_args(keys["mallory"], "item-0"), workspace=ws)
     assert proc.returncode == 3 and "not enrolled" in proc.stderr
     # With the database file too, the forged record is signed but named by verify.
-    seq = forge(
-        ws,
-        keys["mallory"],
-        principal="lena",
-        role="reviewer",
-        queue="flagged_pairs",
-        item_id="item-0",
-        decision="accept",
-    )
-    err = failure(sealdesk("verify", workspace=ws))
-    assert f"record {seq}:" in err and "never enrolled" in err
+    err = named_by_verify(sealdesk, ws, keys["mallory"], principal="lena", role="reviewer")
+    assert "never enrolled" in err
 
 
 def test_enrolment_records_decide_who_signs_and_verify_replays_them(desk, sealdesk):
     ws, keys = desk
-    sealdesk(
-        "decide",
-        "--queue",
-        "flagged_pairs",
-        "--item",
-        "item-0",
-        "--decision",
-        "accept",
-        "--key",
-        keys["rita"],
-        workspace=ws,
-        check=True,
-    )
+    sealdesk(*decide_args(keys["rita"], "item-0"), workspace=ws, check=True)
     listing = sealdesk("keys", "list", workspace=ws, check=True).stdout
     assert "genesis: record 1" in listing and "rita" in listing and "reviewer" in listing
     out = sealdesk("verify", workspace=ws, check=True).stdout
@@ -200,106 +156,42 @@ def test_enrolment_records_decide_who_signs_and_verify_replays_them(desk, sealde
 
 def test_a_role_taken_away_is_replayed_by_seq(desk, sealdesk):
     ws, keys = desk
+    sealdesk(*enrol_args("rita", "lead", keys["rita"], keys["lena"]), workspace=ws, check=True)
     sealdesk(
-        "keys",
-        "add",
-        "--principal",
-        "rita",
-        "--role",
-        "lead",
-        "--key",
-        f"{keys['rita']}.pub",
-        "--lead-key",
-        keys["lena"],
+        *decide_args(keys["rita"], "item-0", queue="weak_categories", role="lead"),
         workspace=ws,
         check=True,
     )
-    sealdesk(
-        "decide",
-        "--queue",
-        "weak_categories",
-        "--item",
-        "item-0",
-        "--decision",
-        "accept",
-        "--role",
-        "lead",
-        "--key",
-        keys["rita"],
-        workspace=ws,
-        check=True,
-    )
-    sealdesk(
-        "keys",
-        "revoke",
-        "--principal",
-        "rita",
-        "--role",
-        "lead",
-        "--lead-key",
-        keys["lena"],
-        workspace=ws,
-        check=True,
-    )
+    sealdesk(*revoke_args("rita", keys["lena"], "--role", "lead"), workspace=ws, check=True)
     assert sealdesk("verify", workspace=ws).returncode == 0  # her lead decision came first
     refused = sealdesk(
-        "decide",
-        "--queue",
-        "weak_categories",
-        "--item",
-        "item-0",
-        "--decision",
-        "reject",
-        "--role",
-        "lead",
-        "--key",
-        keys["rita"],
+        *decide_args(
+            keys["rita"], "item-0", decision="reject", queue="weak_categories", role="lead"
+        ),
         workspace=ws,
     )
     assert refused.returncode == 3
-    seq = forge(
+    err = named_by_verify(
+        sealdesk,
         ws,
         keys["rita"],
         principal="rita",
         role="lead",
         queue="weak_categories",
-        item_id="item-0",
         decision="reject",
     )
-    err = failure(sealdesk("verify", workspace=ws))
-    assert f"record {seq}:" in err and "holds reviewer" in err and "not lead" in err
+    assert "holds reviewer" in err and "not lead" in err
 
 
 def test_a_revoked_key_cannot_backdate_a_record(desk, sealdesk):
     ws, keys = desk
-    sealdesk(
-        "decide",
-        "--queue",
-        "flagged_pairs",
-        "--item",
-        "item-0",
-        "--decision",
-        "accept",
-        "--key",
-        keys["rita"],
-        workspace=ws,
-        check=True,
-    )
+    sealdesk(*decide_args(keys["rita"], "item-0"), workspace=ws, check=True)
     with sqlite3.connect(ws / "sealdesk.db") as conn:
         decided_at = conn.execute("SELECT time FROM records ORDER BY seq DESC LIMIT 1").fetchone()[
             0
         ]
     sealdesk(
-        "keys",
-        "revoke",
-        "--principal",
-        "rita",
-        "--reason",
-        "laptop stolen",
-        "--lead-key",
-        keys["lena"],
-        workspace=ws,
-        check=True,
+        *revoke_args("rita", keys["lena"], "--reason", "laptop stolen"), workspace=ws, check=True
     )
     revoked_at = head(ws)
     with sqlite3.connect(ws / "sealdesk.db") as conn:
@@ -309,75 +201,39 @@ def test_a_revoked_key_cannot_backdate_a_record(desk, sealdesk):
     # The thief signs with rita's key, claiming the revocation's own moment: the clock
     # says nothing is wrong (not before the last record), the seq does.
     assert decided_at <= revoke_time
-    seq = forge(
+    err = named_by_verify(
+        sealdesk,
         ws,
         keys["rita"],
         principal="rita",
         role="reviewer",
         time=revoke_time,
-        queue="flagged_pairs",
         item_id="item-1",
         decision="reject",
     )
-    err = failure(sealdesk("verify", workspace=ws))
-    assert f"record {seq}:" in err and f"revoked at record {revoked_at}" in err
-    refused = sealdesk(
-        "decide",
-        "--queue",
-        "flagged_pairs",
-        "--item",
-        "item-2",
-        "--decision",
-        "accept",
-        "--key",
-        keys["rita"],
-        workspace=ws,
-    )
+    assert f"revoked at record {revoked_at}" in err
+    refused = sealdesk(*decide_args(keys["rita"], "item-2"), workspace=ws)
     assert refused.returncode == 3
 
 
 def test_a_record_outside_its_signers_validity_window_is_named(desk, sealdesk, tmp_path):
     ws, keys = desk
     sealdesk(
-        "keys",
-        "add",
-        "--principal",
-        "mallory",
-        "--role",
-        "reviewer",
-        "--key",
-        f"{keys['mallory']}.pub",
-        "--valid-before",
-        "2026-01-01T00:00:00Z",
-        "--lead-key",
-        keys["lena"],
+        *enrol_args(
+            "mallory",
+            "reviewer",
+            keys["mallory"],
+            keys["lena"],
+            "--valid-before",
+            "2026-01-01T00:00:00Z",
+        ),
         workspace=ws,
         check=True,
     )
-    refused = sealdesk(
-        "decide",
-        "--queue",
-        "flagged_pairs",
-        "--item",
-        "item-0",
-        "--decision",
-        "accept",
-        "--key",
-        keys["mallory"],
-        workspace=ws,
-    )
+    refused = sealdesk(*decide_args(keys["mallory"], "item-0"), workspace=ws)
     assert refused.returncode == 3 and "may not sign in any role now" in refused.stderr
-    seq = forge(
-        ws,
-        keys["mallory"],
-        principal="mallory",
-        role="reviewer",
-        queue="flagged_pairs",
-        item_id="item-0",
-        decision="accept",
-    )
-    err = failure(sealdesk("verify", workspace=ws))
-    assert f"record {seq}:" in err and "validity window" in err
+    err = named_by_verify(sealdesk, ws, keys["mallory"], principal="mallory", role="reviewer")
+    assert "validity window" in err
 
 
 def test_the_last_lead_key_cannot_be_revoked(desk, sealdesk):
@@ -392,47 +248,14 @@ def test_the_last_lead_key_cannot_be_revoked(desk, sealdesk):
 
 def test_a_revoked_key_is_never_enrolled_again(desk, sealdesk):
     ws, keys = desk
-    sealdesk(
-        "keys",
-        "revoke",
-        "--principal",
-        "rita",
-        "--lead-key",
-        keys["lena"],
-        workspace=ws,
-        check=True,
-    )
-    proc = sealdesk(
-        "keys",
-        "add",
-        "--principal",
-        "rita",
-        "--role",
-        "reviewer",
-        "--key",
-        f"{keys['rita']}.pub",
-        "--lead-key",
-        keys["lena"],
-        workspace=ws,
-    )
+    sealdesk(*revoke_args("rita", keys["lena"]), workspace=ws, check=True)
+    proc = sealdesk(*enrol_args("rita", "reviewer", keys["rita"], keys["lena"]), workspace=ws)
     assert proc.returncode == 4 and "never enrolled again" in proc.stderr
 
 
 def test_one_key_signs_for_one_person(desk, sealdesk):
     ws, keys = desk
-    proc = sealdesk(
-        "keys",
-        "add",
-        "--principal",
-        "ravi",
-        "--role",
-        "reviewer",
-        "--key",
-        f"{keys['rita']}.pub",
-        "--lead-key",
-        keys["lena"],
-        workspace=ws,
-    )
+    proc = sealdesk(*enrol_args("ravi", "reviewer", keys["rita"], keys["lena"]), workspace=ws)
     assert proc.returncode == 4 and "already enrolled as rita" in proc.stderr
 
 
@@ -466,19 +289,7 @@ def test_an_insider_rebuilt_ledger_is_caught_by_the_anchor_and_the_checkpoint(
     anchor = laptop / "anchor"
     anchor.write_text(sealdesk("keys", "anchor", workspace=ws, check=True).stdout)
     sealdesk(
-        "decide",
-        "--queue",
-        "flagged_pairs",
-        "--item",
-        "item-0",
-        "--item",
-        "item-1",
-        "--item",
-        "item-2",
-        "--decision",
-        "accept",
-        "--key",
-        keys["rita"],
+        *decide_args(keys["rita"], "item-0", "item-1", "item-2"),
         workspace=ws,
         check=True,
         env={"SEALDESK_RECEIPTS": str(laptop / "rita-receipts")},
@@ -553,20 +364,13 @@ def test_a_grant_begun_and_ended_within_one_second_still_gives_a_line_ssh_keygen
     )
     with open(message, "rb") as stdin:
         proc = subprocess.run(
-            [
-                "ssh-keygen",
-                "-Y",
-                "verify",
-                "-f",
-                str(allowed),
-                "-I",
+            verify_args(
+                allowed,
                 "brief",
-                "-n",
                 "reviewer@sealdesk",
+                tmp_path / "msg.sig",
                 "-Overify-time=20261201100000Z",
-                "-s",
-                str(tmp_path / "msg.sig"),
-            ],
+            ),
             stdin=stdin,
             capture_output=True,
             text=True,

@@ -23,6 +23,7 @@ from engine.ledger.clock import CLOCK_TYPE, SKEW_S
 from engine.ledger.records import time_text, utc_now
 from tests.conftest import FOUNDER, SEALDESK, require_tool
 from tests.engine.ledger.test_authority import forge
+from tests.support.cli_workspace import decide_args
 
 FAR_AHEAD = "2099-01-01 00:00:00"
 
@@ -47,18 +48,7 @@ def at(tmp_path):
 
 
 def decide(run, ws: Path, key: Path, item: str, decision: str = "accept"):
-    return run(
-        "decide",
-        "--queue",
-        "flagged_pairs",
-        "--item",
-        item,
-        "--decision",
-        decision,
-        "--key",
-        key,
-        workspace=ws,
-    )
+    return run(*decide_args(key, item, decision=decision), workspace=ws)
 
 
 def times(ws: Path) -> list[tuple[int, str, str]]:

@@ -12,24 +12,14 @@ import pytest
 from engine.errors import LedgerDiverged
 from engine.ledger.signers import FileSigner
 from engine.workspace import Workspace
+from tests.support.cli_workspace import decide_args
 from tests.support.held_workspace import Held
 
 
 def cli_decide(sealdesk, ws, key, item: str, receipts) -> dict:
     """Gives the acknowledgement the CLI printed for one decision: its receipt."""
     sealdesk(
-        "decide",
-        "--queue",
-        "flagged_pairs",
-        "--item",
-        item,
-        "--decision",
-        "accept",
-        "--key",
-        key,
-        workspace=ws,
-        env={"SEALDESK_RECEIPTS": str(receipts)},
-        check=True,
+        *decide_args(key, item), workspace=ws, env={"SEALDESK_RECEIPTS": str(receipts)}, check=True
     )
     (path,) = receipts.glob("*.jsonl")
     return json.loads(path.read_text().splitlines()[-1])

@@ -17,6 +17,8 @@ import pytest
 
 from tests.conftest import REPO
 from tests.support.backlog import make_items, write_items_file
+from tests.support.cli_workspace import decide_args
+from tests.support.ssh import verify_args
 
 V1 = REPO / "tests" / "data" / "v1-workspace"
 
@@ -111,19 +113,7 @@ def test_migration_by_a_lead_keeps_every_record_valid(v1, sealdesk, tmp_path):
     sealdesk("verify", "--anchor", anchor, workspace=ws, check=True)
 
     # From now on the ledger decides: rita signs, and a lead enrols with a record.
-    sealdesk(
-        "decide",
-        "--queue",
-        "flagged_pairs",
-        "--item",
-        "fl-0",
-        "--decision",
-        "reject",
-        "--key",
-        keys / "rita",
-        workspace=ws,
-        check=True,
-    )
+    sealdesk(*decide_args(keys / "rita", "fl-0", decision="reject"), workspace=ws, check=True)
     generated = (ws / "trust" / "allowed_signers").read_text()
     assert "generated from the ledger" in generated and "ssh-rsa" not in generated
     again = sealdesk("keys", "migrate", "--lead-key", keys / "lena", workspace=ws)
@@ -141,20 +131,13 @@ def test_old_records_still_verify_with_ssh_keygen_and_the_generated_file(v1, sea
         (tmp_path / "msg.sig").write_text(line["signature"])
         with open(tmp_path / "msg", "rb") as stdin:
             proc = subprocess.run(
-                [
-                    "ssh-keygen",
-                    "-Y",
-                    "verify",
-                    "-f",
-                    str(ws / "trust" / "allowed_signers"),
-                    "-I",
+                verify_args(
+                    ws / "trust" / "allowed_signers",
                     line["principal"],
-                    "-n",
                     line["namespace"],
+                    tmp_path / "msg.sig",
                     f"-Overify-time={line['verify_time']}",
-                    "-s",
-                    str(tmp_path / "msg.sig"),
-                ],
+                ),
                 stdin=stdin,
                 capture_output=True,
                 text=True,

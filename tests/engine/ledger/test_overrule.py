@@ -20,6 +20,8 @@ from engine.ledger.records import encode_body, make_body, utc_now
 from engine.roles import namespace_for
 from engine.signoff.verify import verify_workspace
 from tests.support.backlog import make_items, write_items_file
+from tests.support.below_policy import append_unchecked
+from tests.support.cli_workspace import decide_args
 from tests.support.subjects import weak
 
 WEAK = "weak_categories"  # a reviewer or a lead may decide its items
@@ -66,18 +68,16 @@ def forged(
 ):
     """Appends a decision signed with a real enrolled key through the store's own append,
     past every rule ``Workspace.decide`` applies (as a holder of that key could)."""
-    return store.append(
-        ws.db,
+    return append_unchecked(
+        ws,
         signer,
-        workspace_id=ws.workspace_id,
-        principal=principal,
-        role=role,
-        kind="decision",
+        principal,
+        role,
+        "decision",
         queue=queue,
         item_id=item_id,
         decision=decision,
         data=data,
-        check=lambda conn: ws._item_binding(conn, queue, item_id),
     )
 
 
@@ -139,15 +139,7 @@ def inserted(ws, signer, principal: str, role: str, queue: str, item_id: str, de
 
 def decide_cli(sealdesk, ws, signer, queue: str, item_id: str, decision: str, *extra: str):
     return sealdesk(
-        "decide",
-        "--queue",
-        queue,
-        "--item",
-        item_id,
-        "--decision",
-        decision,
-        "--key",
-        signer.path,
+        *decide_args(signer.path, item_id, decision=decision, queue=queue),
         *extra,
         workspace=ws.root,
     )
@@ -280,15 +272,7 @@ def test_a_batch_with_one_refused_item_writes_nothing(desk, sealdesk, bad):
         tamper_payload(ws, PAIRS, "item-2")
     before = count(ws)
     proc = sealdesk(
-        "decide",
-        "--queue",
-        PAIRS,
-        "--item",
-        "-",
-        "--decision",
-        "accept",
-        "--key",
-        rita.path,
+        *decide_args(rita.path, "-", queue=PAIRS),
         workspace=ws.root,
         input="item-0\nitem-1\nitem-2\nitem-3\n",
     )
@@ -503,18 +487,16 @@ def test_an_overrule_is_found_behind_a_reason_and_guidelines(desk):
 def test_a_note_may_not_carry_overrules(desk):
     ws, rita, _, _ = desk
     ws.decide(rita, PAIRS, "item-0", "accept")
-    store.append(
-        ws.db,
+    append_unchecked(
+        ws,
         rita,
-        workspace_id=ws.workspace_id,
-        principal="rita",
-        role="reviewer",
-        kind="note",
+        "rita",
+        "reviewer",
+        "note",
         queue=PAIRS,
         item_id="item-0",
         note="hm",
         data={"overrules": body_hash(ws, B + 1)},
-        check=lambda conn: ws._item_binding(conn, PAIRS, "item-0"),
     )
     assert faults(ws) == [
         (

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.backlog import make_items
-from tests.support.cli_workspace import found_through_cli
+from tests.support.cli_workspace import decide_args, found_through_cli
 
 
 @pytest.fixture
@@ -40,15 +40,7 @@ def two_desks(tmp_path, sealdesk_main, keygen):
 
 def decide(run, ws, key, item, decision, receipts):
     return run(
-        "decide",
-        "--queue",
-        "flagged_pairs",
-        "--item",
-        item,
-        "--decision",
-        decision,
-        "--key",
-        key,
+        *decide_args(key, item, decision=decision),
         workspace=ws,
         check=True,
         env={"SEALDESK_RECEIPTS": str(receipts)},

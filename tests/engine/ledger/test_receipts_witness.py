@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from tests.support.backlog import make_items
-from tests.support.cli_workspace import found_through_cli
+from tests.support.cli_workspace import decide_args, enrol_args, found_through_cli, revoke_args
+from tests.support.ssh import verify_args
 
 
 @pytest.fixture
@@ -31,15 +32,7 @@ def desk(tmp_path, sealdesk, keygen):
 
 def decide(sealdesk, ws, key, item, decision, receipts):
     return sealdesk(
-        "decide",
-        "--queue",
-        "flagged_pairs",
-        "--item",
-        item,
-        "--decision",
-        decision,
-        "--key",
-        key,
+        *decide_args(key, item, decision=decision),
         workspace=ws,
         check=True,
         env={"SEALDESK_RECEIPTS": str(receipts)},
@@ -133,45 +126,10 @@ def test_an_auditor_checks_every_record_offline_with_ssh_keygen_and_the_export(
     """Only the exported lines, the auditor's own copy of the lead key and ssh-keygen."""
     ws, keys = desk
     adam = keygen("adam")
-    sealdesk(
-        "keys",
-        "add",
-        "--principal",
-        "adam",
-        "--role",
-        "reviewer",
-        "--key",
-        f"{adam}.pub",
-        "--lead-key",
-        keys["lena"],
-        workspace=ws,
-        check=True,
-    )
+    sealdesk(*enrol_args("adam", "reviewer", adam, keys["lena"]), workspace=ws, check=True)
     decide(sealdesk, ws, adam, "item-0", "accept", tmp_path / "a")
-    sealdesk(
-        "keys",
-        "revoke",
-        "--principal",
-        "adam",
-        "--lead-key",
-        keys["lena"],
-        workspace=ws,
-        check=True,
-    )
-    sealdesk(
-        "keys",
-        "add",
-        "--principal",
-        "rita",
-        "--role",
-        "lead",
-        "--key",
-        f"{keys['rita']}.pub",
-        "--lead-key",
-        keys["lena"],
-        workspace=ws,
-        check=True,
-    )
+    sealdesk(*revoke_args("adam", keys["lena"]), workspace=ws, check=True)
+    sealdesk(*enrol_args("rita", "lead", keys["rita"], keys["lena"]), workspace=ws, check=True)
     decide(sealdesk, ws, keys["rita"], "item-1", "reject", tmp_path / "r")
     sealdesk(
         "signoff", "--yes", "--with-exceptions", "--key", keys["rita"], workspace=ws, check=True
@@ -191,20 +149,13 @@ def test_an_auditor_checks_every_record_offline_with_ssh_keygen_and_the_export(
         (tmp_path / "msg.sig").write_text(line["signature"])
         with open(tmp_path / "msg", "rb") as stdin:
             return subprocess.run(
-                [
-                    "ssh-keygen",
-                    "-Y",
-                    "verify",
-                    "-f",
-                    str(allowed),
-                    "-I",
+                verify_args(
+                    allowed,
                     line["principal"],
-                    "-n",
                     line["namespace"],
+                    tmp_path / "msg.sig",
                     f"-Overify-time={line['verify_time']}",
-                    "-s",
-                    str(tmp_path / "msg.sig"),
-                ],
+                ),
                 stdin=stdin,
                 capture_output=True,
                 text=True,

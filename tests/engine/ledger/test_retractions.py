@@ -12,10 +12,10 @@ import sqlite3
 
 import pytest
 
-from engine.ledger import store
 from engine.ledger.verify import _BATCH
 from engine.signoff.verify import verify_workspace
 from tests.support.backlog import make_items
+from tests.support.below_policy import append_unchecked
 
 QUEUE = "weak_categories"  # a reviewer or a lead may decide its items
 
@@ -39,17 +39,8 @@ def desk(workspace, enrol):
 
 def signed_retract(ws, signer, item_id: str, target: str, role: str = "reviewer"):
     """Appends a signed retract of ``target`` on ``item_id`` with no rule checked."""
-    return store.append(
-        ws.db,
-        signer,
-        workspace_id=ws.workspace_id,
-        principal="rita",
-        role=role,
-        kind="retract",
-        queue=QUEUE,
-        item_id=item_id,
-        retracts=target,
-        check=lambda conn: ws._item_binding(conn, QUEUE, item_id),
+    return append_unchecked(
+        ws, signer, "rita", role, "retract", queue=QUEUE, item_id=item_id, retracts=target
     )
 
 

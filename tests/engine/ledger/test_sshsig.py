@@ -16,6 +16,7 @@ from engine.ledger import sshsig
 from engine.ledger.agent import AgentClient
 from engine.ledger.signers import AgentSigner, FileSigner, read_public_key
 from tests.conftest import require_tool
+from tests.support.ssh import verify_args
 
 MESSAGE = '{"decision":"accept","note":"naïve ✓"}'.encode()
 
@@ -31,19 +32,7 @@ def ssh_keygen_verify(
     allowed: Path, principal: str, namespace: str, sig: Path, message: bytes
 ) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [
-            "ssh-keygen",
-            "-Y",
-            "verify",
-            "-f",
-            str(allowed),
-            "-I",
-            principal,
-            "-n",
-            namespace,
-            "-s",
-            str(sig),
-        ],
+        verify_args(allowed, principal, namespace, sig),
         input=message,
         capture_output=True,
     )

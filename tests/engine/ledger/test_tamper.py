@@ -12,6 +12,7 @@ from engine.signoff.verify import verify_workspace
 from engine.workspace import BacklogItem
 from tests.conftest import FOUNDER
 from tests.support.backlog import make_items
+from tests.support.below_policy import append_unchecked
 
 DROP_TRIGGERS = """
 DROP TRIGGER records_no_update; DROP TRIGGER records_no_delete; DROP TRIGGER records_next_link;
@@ -130,17 +131,15 @@ def test_record_by_a_key_never_enrolled_is_caught(ledger, keygen):
 
     ws, _, seqs = ledger
     mallory = FileSigner(keygen("mallory"))
-    store.append(
-        ws.db,
+    append_unchecked(
+        ws,
         mallory,
-        workspace_id=ws.workspace_id,
-        principal="rita",
-        role="reviewer",
-        kind="decision",
+        "rita",
+        "reviewer",
+        "decision",
         queue="flagged_pairs",
         item_id="item-0",
         decision="accept",
-        check=lambda c: ws._item_binding(c, "flagged_pairs", "item-0"),
     )
     fault = first_fault(ws)
     assert fault.seq == seqs[-1] + 1 and "never enrolled" in fault.reason
@@ -150,17 +149,15 @@ def test_record_in_a_role_the_signer_lacks_is_caught(ledger, enrol):
     ws, rita, seqs = ledger
     ws.ingest([BacklogItem.make("adjudication", "cand-1", "run-2", {"span": "x"})])
     # rita is a reviewer only; sign as adjudicator by going below the policy layer.
-    store.append(
-        ws.db,
+    append_unchecked(
+        ws,
         rita,
-        workspace_id=ws.workspace_id,
-        principal="rita",
-        role="adjudicator",
-        kind="decision",
+        "rita",
+        "adjudicator",
+        "decision",
         queue="adjudication",
         item_id="cand-1",
         decision="accept",
-        check=lambda c: ws._item_binding(c, "adjudication", "cand-1"),
     )
     fault = first_fault(ws)
     assert fault.seq == seqs[-1] + 1 and "adjudicator" in fault.reason
@@ -168,13 +165,12 @@ def test_record_in_a_role_the_signer_lacks_is_caught(ledger, enrol):
 
 def test_record_naming_an_item_hash_the_workspace_does_not_hold_is_caught(ledger):
     ws, rita, seqs = ledger
-    store.append(
-        ws.db,
+    append_unchecked(
+        ws,
         rita,
-        workspace_id=ws.workspace_id,
-        principal="rita",
-        role="reviewer",
-        kind="decision",
+        "rita",
+        "reviewer",
+        "decision",
         queue="flagged_pairs",
         item_id="item-1",
         decision="accept",

@@ -29,6 +29,7 @@ from engine.ledger import sshsig
 from engine.ledger.allowed_signers import AllowedSigners, parse_line
 from engine.ledger.signers import read_public_key
 from tests.conftest import FOUNDER
+from tests.support.ssh import verify_args
 
 # (principals field, options field, principal asked, namespace asked)
 CASES = {
@@ -87,19 +88,7 @@ def ssh_keygen_allows(
         capture_output=True,
     )
     proc = subprocess.run(
-        [
-            "ssh-keygen",
-            "-Y",
-            "verify",
-            "-f",
-            str(allowed),
-            "-I",
-            principal,
-            "-n",
-            namespace,
-            "-s",
-            str(sig),
-        ],
+        verify_args(allowed, principal, namespace, sig),
         stdin=open(message, "rb"),
         capture_output=True,
     )

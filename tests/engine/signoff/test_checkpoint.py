@@ -28,6 +28,8 @@ from engine.signoff.summary import sign_off
 from engine.signoff.verify import verify_workspace
 from engine.workspace import BacklogItem, Workspace
 from tests.conftest import require_tool
+from tests.support.below_policy import append_unchecked
+from tests.support.ssh import verify_args
 
 
 @pytest.fixture
@@ -171,19 +173,7 @@ def test_ssh_keygen_refuses_the_note_once_its_size_is_edited(signed, tmp_path):
     (tmp_path / "note").write_text(note.replace(f"\n{size}\n", f"\n{size - 1}\n") + "\n")
     (tmp_path / "note.sig").write_text(text[text.index("-----BEGIN") :])
     proc = subprocess.run(
-        [
-            "ssh-keygen",
-            "-Y",
-            "verify",
-            "-f",
-            str(ws.allowed_signers_path),
-            "-I",
-            "lena",
-            "-n",
-            "lead@sealdesk",
-            "-s",
-            "note.sig",
-        ],
+        verify_args(ws.allowed_signers_path, "lena", "lead@sealdesk", "note.sig"),
         stdin=open(tmp_path / "note", "rb"),
         cwd=tmp_path,
         capture_output=True,
@@ -372,17 +362,8 @@ def test_a_revoked_lead_keeps_her_earlier_checkpoint_and_signs_off_no_more(signe
     with pytest.raises(PermissionRefused):
         sign_off(ws, lena, with_exceptions=True)
     # Past the app's refusal, straight through the store: verify names the revocation.
-    forged = store.append(
-        ws.db,
-        lena,
-        workspace_id=ws.workspace_id,
-        principal="lena",
-        role="lead",
-        kind="note",
-        queue="flagged_pairs",
-        item_id="fp-6",
-        note="still lead?",
-        check=lambda c: ws._item_binding(c, "flagged_pairs", "fp-6"),
+    forged = append_unchecked(
+        ws, lena, "lena", "lead", "note", queue="flagged_pairs", item_id="fp-6", note="still lead?"
     )
     faults = verify_workspace(ws).faults
     assert [(f.seq, f.reason) for f in faults] == [

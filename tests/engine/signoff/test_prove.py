@@ -17,6 +17,8 @@ from engine.ledger.treehead import checkpoint_of, prove_inclusion
 from engine.signoff.summary import sign_off
 from engine.workspace import BacklogItem, Workspace
 from tests.conftest import require_tool
+from tests.support.below_policy import append_unchecked
+from tests.support.ssh import verify_args
 
 
 def independent_path_length(index: int, size: int) -> int:
@@ -108,19 +110,9 @@ def test_prove_json_checks_out_with_an_independent_verifier_and_ssh_keygen(
     (tmp_path / "note").write_text(head["checkpoint_note"])
     (tmp_path / "note.sig").write_text(head["checkpoint_signature"])
     check = subprocess.run(
-        [
-            "ssh-keygen",
-            "-Y",
-            "verify",
-            "-f",
-            str(ws.allowed_signers_path),
-            "-I",
-            head["principal"],
-            "-n",
-            "lead@sealdesk",
-            "-s",
-            str(tmp_path / "note.sig"),
-        ],
+        verify_args(
+            ws.allowed_signers_path, head["principal"], "lead@sealdesk", tmp_path / "note.sig"
+        ),
         stdin=open(tmp_path / "note", "rb"),
         capture_output=True,
         text=True,
@@ -233,7 +225,6 @@ def test_a_signoff_whose_tree_head_a_reviewer_signed_proves_nothing(ledger, seal
     # The attacker (rita's key, SQL access) appends a "sign-off" over the ledger
     # as it now stands, naming lena, with a checkpoint note rita signed herself.
     from engine.ledger import checkpoint as cp
-    from engine.ledger import store
     from engine.ledger.authority import anchor_of
     from engine.ledger.signers import FileSigner
     from engine.ledger.treehead import SIGNOFF_TYPE, head_of, leaf_hashes
@@ -247,15 +238,7 @@ def test_a_signoff_whose_tree_head_a_reviewer_signed_proves_nothing(ledger, seal
         "tree": {"origin": head.origin, "size": head.size, "root": head.root_hex},
         "checkpoint": {"note": body.decode(), "signature": cp.sign_note(rita, body)},
     }
-    rec = store.append(
-        ws.db,
-        rita,
-        workspace_id=ws.workspace_id,
-        principal="lena",
-        role="lead",
-        kind="signoff",
-        data=forged,
-    )
+    rec = append_unchecked(ws, rita, "lena", "lead", "signoff", data=forged)
     assert rec.seq == later + 1
     proc = sealdesk("prove", str(later), workspace=ws.root)
     assert proc.returncode == 1, proc.stdout
