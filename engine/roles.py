@@ -16,13 +16,15 @@ NAMESPACE_BY_ROLE = {role: f"{role}@sealdesk" for role in ROLES}
 ROLE_BY_NAMESPACE = {ns: role for role, ns in NAMESPACE_BY_ROLE.items()}
 
 # Who may record a decision on an item of each queue (first is the default).
-# An adjudicator also settles the items of the reviewers' queues (a review plan sends
-# them those whose independent decisions disagree).
 QUEUE_ROLES: dict[str, tuple[str, ...]] = {
     "flagged_pairs": ("reviewer", "adjudicator"),
     "adjudication": ("adjudicator",),
-    "weak_categories": ("reviewer", "adjudicator", "lead"),
+    "weak_categories": ("reviewer", "lead"),
 }
+# Roles a queue admits only to settle what its own people disagree on: an adjudicator
+# decides the flagged pairs a review plan's independent decisions left unresolved, but
+# the queue is not their work (the app neither opens on it nor sends them to it).
+SETTLES_ONLY: dict[str, tuple[str, ...]] = {"flagged_pairs": ("adjudicator",)}
 SIGNOFF_ROLE = "lead"
 
 

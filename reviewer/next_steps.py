@@ -70,7 +70,7 @@ def next_queue(queue: str, progress: dict[str, QueueProgress], session: Session)
     decides (any, when browsing read-only) and that still has undecided items."""
     at = QUEUES.index(queue)
     for other in QUEUES[at + 1 :] + QUEUES[:at]:
-        if (session.read_only or session.role_for(other)) and undecided(progress, other):
+        if (session.read_only or session.works_on(other)) and undecided(progress, other):
             return other
     return None
 

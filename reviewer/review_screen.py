@@ -184,19 +184,21 @@ class ReviewScreen(Screen):
         self._bulk_token = 0
         self.bulk_signing = False
 
+    def _own_queues(self) -> list[str]:
+        """Gives the queues that are this session's work (not those it may only settle)."""
+        return [q for q in QUEUES if self.session.works_on(q)]
+
     def _first_queue(self) -> str:
         # Open on the queue this person decides, so the first key works; on mount,
         # _start_queue prefers one of those that still has work.
-        for queue in QUEUES:
-            if self.session.role_for(queue):
-                return queue
-        return QUEUES[0]
+        mine = self._own_queues()
+        return mine[0] if mine else QUEUES[0]
 
     def _start_queue(self) -> str:
         """Gives the first queue this session decides that has undecided items (else the
         first it decides)."""
-        for queue in QUEUES:
-            if self.session.role_for(queue) and undecided(self.progress, queue):
+        for queue in self._own_queues():
+            if undecided(self.progress, queue):
                 return queue
         return self._first_queue()
 
@@ -920,7 +922,8 @@ class ReviewScreen(Screen):
 
     # -- browsing ---------------------------------------------------------------
     def switch_queue(self, queue: str) -> None:
-        """Shows another backlog, where its cursor was."""
+        """Shows another backlog, where its cursor was (on a first visit, at its first
+        undecided item)."""
         if queue == self.queue:
             return
         self.queue = queue
@@ -930,7 +933,12 @@ class ReviewScreen(Screen):
         self.show_key_hints()
         search = self.query_one("#search", Input)
         search.value = self.view.filters.text or ""
-        self.reload(keep=self.view.item_id)
+        if self.view.item_id is None:
+            # First visit in this session: the first undecided item (under a review plan,
+            # of this person's own work) rather than the top of the list.
+            self.reload(first_undecided=True)
+        else:
+            self.reload(keep=self.view.item_id)
 
     def action_queue(self, queue: str) -> None:
         self.switch_queue(queue)

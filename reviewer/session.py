@@ -17,7 +17,7 @@ from engine.cli.gate_policy import ENV_VAR as GATE_VARIABLE
 from engine.desk import FileSigner, Signer
 from engine.errors import AgentError, PermissionRefused
 from engine.identity import choose_signer
-from engine.roles import QUEUE_ROLES, SIGNOFF_ROLE
+from engine.roles import QUEUE_ROLES, SETTLES_ONLY, SIGNOFF_ROLE
 
 
 @dataclass(frozen=True)
@@ -53,6 +53,12 @@ class Session:
             if role in self.roles:
                 return role
         return None
+
+    def works_on(self, queue: str) -> bool:
+        """Says whether a queue is this session's work: it decides there in a role the
+        queue does not admit only to settle disagreements (``SETTLES_ONLY``)."""
+        role = self.role_for(queue)
+        return role is not None and role not in SETTLES_ONLY.get(queue, ())
 
     def refusal(self, queue: str) -> str | None:
         """Gives why this session may not decide items of a queue, or None if it may."""
