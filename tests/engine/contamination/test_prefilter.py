@@ -38,6 +38,11 @@ from tests.support.scan_cli import SAMPLE_FIELDS, scan_args
 SAMPLE = REPO / "sample_data" / "contamination"
 # the module's first test distils the prefilter: minutes of CPU on a busy machine
 pytestmark = pytest.mark.timeout(1200)
+# Every test of the ``distilled`` workspace runs on one worker under ``pytest -n 2
+# --dist loadgroup``, in the group the Ray test must be in (one Ray at a time, beside
+# test_ray.py's): that worker distils the prefilter once. Spread over both workers,
+# each would distil it for itself, and the Ray test's worker once more.
+WITH_THE_DISTILLED = pytest.mark.xdist_group("ray")
 
 
 def sample_config(**options) -> ScanConfig:
@@ -73,6 +78,7 @@ def distilled(tmp_path_factory) -> dict:
     return {"root": root, "first": first}
 
 
+@WITH_THE_DISTILLED
 def test_the_first_two_stage_scan_distils_the_prefilter_from_the_scoring_model(distilled):
     search = distilled["first"].report["embedding"]["search"]
     assert search["method"] == "two-stage"
@@ -81,6 +87,7 @@ def test_the_first_two_stage_scan_distils_the_prefilter_from_the_scoring_model(d
     assert Path(search["prefilter"]["path"]).parent == distilled["root"] / "cache" / "prefilter"
 
 
+@WITH_THE_DISTILLED
 def test_a_second_scan_takes_the_distilled_prefilter_from_the_workspace_cache(distilled):
     again = scan_in(distilled["root"], sample_config())
     first = distilled["first"].report["embedding"]["search"]["prefilter"]
@@ -99,6 +106,7 @@ def test_a_small_pool_is_searched_exhaustively_without_distilling_unless_told(tm
     assert not (tmp_path / "ws" / "cache" / "prefilter").exists()
 
 
+@WITH_THE_DISTILLED
 def test_a_prefilter_changed_in_the_cache_is_refused_not_used(distilled, tmp_path):
     root = with_prefilter_of(distilled["root"], tmp_path / "ws")
     (folder,) = (root / "cache" / "prefilter").iterdir()
@@ -107,6 +115,7 @@ def test_a_prefilter_changed_in_the_cache_is_refused_not_used(distilled, tmp_pat
         scan_in(root, sample_config())
 
 
+@WITH_THE_DISTILLED
 def test_two_stage_flags_what_the_exhaustive_scan_flags_when_every_true_pair_is_a_candidate(
     distilled, tmp_path
 ):
@@ -169,6 +178,7 @@ def scan_command(ws: Path, shards: dict) -> list[str]:
     ]
 
 
+@WITH_THE_DISTILLED
 @pytest.mark.slow
 def test_a_run_killed_in_the_prefilter_resumes_with_only_the_shards_left(
     distilled, shards, tmp_path
@@ -205,6 +215,7 @@ def test_a_run_killed_in_the_prefilter_resumes_with_only_the_shards_left(
     assert any("embed" in row["channels"] for row in read_rows(artifacts / "flagged_pairs.jsonl"))
 
 
+@WITH_THE_DISTILLED
 @pytest.mark.slow
 def test_another_scoring_model_gets_a_prefilter_distilled_from_it(distilled, tmp_path):
     source = Path(identify_model(None).path)
@@ -260,7 +271,7 @@ def test_a_search_option_the_scan_would_ignore_is_refused_in_one_line(
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("ray")
+@WITH_THE_DISTILLED
 def test_two_stage_on_ray_flags_what_it_flags_on_local_shards(distilled, tmp_path):
     pytest.importorskip("ray")
     from engine.contamination.inputs.shards import sharded_pool
@@ -340,6 +351,7 @@ def _lookalike_config(data, **options) -> ScanConfig:
     )
 
 
+@WITH_THE_DISTILLED
 def test_a_leak_among_its_renumbered_copies_is_found_and_kept_first(distilled, tmp_path):
     # Every look-alike-half item has three renumbered copies in the pool: its own words,
     # other numbers, nearer to it than its paraphrase under either model. With two
