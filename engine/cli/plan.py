@@ -29,7 +29,7 @@ def viewer_of(ws, key: str | None) -> str | None:
 def plan() -> None:
     """A review plan: k independent decisions on a seeded share of a queue.
 
-    The lead signs the plan; the seed in the signed record draws which items
+    The lead signs the plan; the random seed in the signed record draws which items
     are double-reviewed and who is asked first, so anyone can redraw both.
     While a planned item waits for its decisions, nobody's decision on it is
     shown to a participant who has not decided it (the app, items and the
@@ -53,7 +53,7 @@ def plan() -> None:
     type=float,
     default=1.0,
     show_default=True,
-    help="The part of the queue double-reviewed (0.2: a fifth, drawn by the seed).",
+    help="The part of the queue double-reviewed (0.2: a fifth, drawn by --seed).",
 )
 @click.option("--seed", type=int, default=0, show_default=True, help="Draws the share.")
 @click.option(
