@@ -741,7 +741,11 @@ class Workspace:
                     **fields,
                     "earlier": before,
                     "newest": not after,
-                    **({"review": planned[(q, iid)].to_json()} if (q, iid) in planned else {}),
+                    **(
+                        {"review": review_plan.seen_by(planned[(q, iid)], self.viewer)}
+                        if (q, iid) in planned
+                        else {}
+                    ),
                 }
             )
         return out[offset : None if limit is None else offset + limit]

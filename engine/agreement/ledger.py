@@ -34,6 +34,7 @@ from itertools import combinations
 from typing import Any
 
 from engine.agreement.gold import revealed
+from engine.agreement.plan import unsettled
 from engine.agreement.stats import INTERVAL, LEVEL, RESAMPLES, SEED, Agreement, agreement
 from engine.canonical import sha256_hex, strict_loads
 from engine.ledger.records import SETTLING
@@ -76,8 +77,9 @@ def standing(
     """Gives, per queue, the standing decisions of each principal and of each item, read
     from the signed bodies of the decision and retract records (those before record
     ``before`` when given: as the ledger stood when it was appended). Revealed gold
-    items are left out: they are no measure of agreement."""
-    gold = set(revealed(conn, before))
+    items are left out (they are no measure of agreement), and so are planned items no
+    decision settles yet (their ratings would tell a rater kept blind what others said)."""
+    gold = set(revealed(conn, before)) | unsettled(conn, before=before)
     wanted = set(queues)
     retracted: set[str] = set()
     decisions: list[tuple[dict[str, Any], str]] = []

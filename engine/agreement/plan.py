@@ -112,6 +112,7 @@ class ItemState:
     queue: str
     item_id: str
     k: int
+    principals: tuple[str, ...] = ()  # who the plan asks for decisions on the queue
     ratings: dict[str, Rating] = field(default_factory=dict)
     resolution: Rating | None = None
 
@@ -176,7 +177,10 @@ def states(
         item_ids = [
             r[0] for r in conn.execute("SELECT item_id FROM items WHERE queue = ?", (queue,))
         ]
-    out = {i: ItemState(queue, i, q["k"]) for i in item_ids if plan_shape.sampled(q, queue, i)}
+    asked = tuple(q["principals"])
+    out = {
+        i: ItemState(queue, i, q["k"], asked) for i in item_ids if plan_shape.sampled(q, queue, i)
+    }
     if not out:
         return out
     role = rating_role(queue)
@@ -216,8 +220,36 @@ def hidden(
 
 def blind_to(state: ItemState, viewer: str | None) -> bool:
     """Says whether ``viewer`` may not see others' decisions on the item yet: it is not
-    settled and they have not rated it (nobody known counts as not having rated)."""
-    return not state.settled and (viewer is None or viewer not in state.ratings)
+    settled, and they are one of the plan's raters who has not rated it, or nobody known.
+    Whoever the plan does not ask (an adjudicator, a lead) is not kept blind: they settle
+    what the raters disagree on."""
+    if state.settled:
+        return False
+    return viewer is None or (viewer in state.principals and viewer not in state.ratings)
+
+
+def seen_by(state: ItemState, viewer: str | None) -> dict[str, Any]:
+    """Gives what a listing says of a planned item to ``viewer``: to one kept blind, how
+    many decisions are in and that it waits (not whether they agree)."""
+    out = state.to_json()
+    if blind_to(state, viewer):
+        out["outcome"] = PENDING
+    return out
+
+
+def unsettled(conn: sqlite3.Connection, *, before: int | None = None) -> set[tuple[str, str]]:
+    """Gives the planned items no decision settles yet (as of before record ``before``):
+    their ratings count in no agreement figure until they are settled, so no figure tells
+    a rater kept blind what the others decided."""
+    plan = current(conn, before)
+    if plan is None:
+        return set()
+    return {
+        (queue, item_id)
+        for queue in plan.queues
+        for item_id, state in states(conn, plan, queue, before=before).items()
+        if not state.settled
+    }
 
 
 def progress(

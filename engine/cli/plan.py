@@ -148,21 +148,26 @@ def show(ctx: Ctx, as_json: bool) -> None:
 
 @plan.command("disputed")
 @click.option("--json", "as_json", is_flag=True, help="Print the disputed items as JSON.")
+@click.option("--key", default=None, type=InputFile(), help="Who is reading (default: agent).")
 @pass_ctx
-def disputed(ctx: Ctx, as_json: bool) -> None:
+def disputed(ctx: Ctx, as_json: bool, key: str | None) -> None:
     """Planned items whose decisions disagree, most disputed first: an adjudicator's work.
 
     Deciding one as adjudicator (or lead) resolves it: the signed decision
-    names the ratings it resolves.
+    names the ratings it resolves. A rater the plan still waits for on an
+    item (who you are: --key or the agent's key) is not shown it.
 
     \b
       sealdesk plan disputed
     """
+    from engine.agreement.plan import blind_to
     from engine.agreement.plan import disputed as find
 
     with ctx.open(read_only=True) as ws:
         current = ws.plan()
+        viewer = viewer_of(ws, key)
         found = find(ws.conn, current) if current is not None else []
+        found = [s for s in found if not blind_to(s, viewer)]
         rows: list[dict[str, Any]] = [
             {
                 "queue": s.queue,

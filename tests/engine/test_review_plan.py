@@ -168,7 +168,8 @@ def test_a_disagreement_goes_to_the_adjudicator_who_resolves_it(desk, sealdesk_m
         assert row["review"]["outcome"] == "unresolved"
     assert listed(sealdesk_main, ws, keys["lead"])[a]["status"] == "undecided"
     assert listed(sealdesk_main, ws, keys["rita"])[a]["status"] == "accept"  # her own
-    out = sealdesk_main("plan", "disputed", "--json", workspace=ws, check=True)
+    out = sealdesk_main("plan", "disputed", "--json", "--key", keys["ada"], workspace=ws,
+                        check=True)  # fmt: skip
     assert json.loads(out.stdout) == [
         {"queue": PAIRS, "item_id": a, "ratings": {"ben": "reject", "rita": "accept"}}
     ]
@@ -331,3 +332,46 @@ def test_sign_off_is_ready_only_when_reviewed_as_planned_and_binds_the_agreement
     assert "review figures (agreement) are not those the signed decisions" in (
         out.stdout + out.stderr
     )
+
+
+def test_with_three_raters_the_third_learns_nothing_before_deciding(
+    tmp_path, sealdesk_main, keygen, founder_key
+):
+    """k=3: after two ratings that disagree, the third rater's items, plan disputed and
+    the agreement figures (also the sign-off summary's) give nothing of them away; the
+    adjudicator, whom the plan does not ask, sees the dispute."""
+    ws = tmp_path / "ws"
+    keys = {name: keygen(name) for name in ("rita", "ben", "sam", "ada")}
+    found_through_cli(
+        sealdesk_main, ws, FOUNDER, founder_key,
+        [(n, "reviewer", keys[n]) for n in ("rita", "ben", "sam")]
+        + [("ada", "adjudicator", keys["ada"])],
+        make_items(4),
+    )  # fmt: skip
+    sealdesk_main(
+        "plan", "set", "--queue", PAIRS, "--k", "3", "--share", "1", "--principal", "rita",
+        "--principal", "ben", "--principal", "sam", "--key", founder_key,
+        workspace=ws, check=True,
+    )  # fmt: skip
+    decide(sealdesk_main, ws, keys["rita"], "accept", "item-0")
+    decide(sealdesk_main, ws, keys["ben"], "reject", "item-0")
+    row = listed(sealdesk_main, ws, keys["sam"])["item-0"]
+    assert row["status"] == "undecided" and row["review"]["outcome"] == "pending"
+    assert listed(sealdesk_main, ws, keys["rita"])["item-0"]["review"]["outcome"] == "unresolved"
+
+    def disputed(who):
+        out = sealdesk_main("plan", "disputed", "--json", "--key", keys[who], workspace=ws,
+                            check=True)  # fmt: skip
+        return [r["item_id"] for r in json.loads(out.stdout)]
+
+    assert disputed("sam") == [] and disputed("ada") == ["item-0"]
+    out = sealdesk_main("agreement", "--queue", PAIRS, "--json", workspace=ws, check=True)
+    assert json.loads(out.stdout)["queues"][0]["pairs"] == []
+    summary = sealdesk_main("signoff", "--summary-only", workspace=ws, check=True).stdout
+    assert "ben vs rita" not in summary and "Agreement on" not in summary
+    # once sam has decided, the item is settled by the adjudicator and counts
+    decide(sealdesk_main, ws, keys["sam"], "accept", "item-0")
+    assert disputed("sam") == ["item-0"]
+    decide(sealdesk_main, ws, keys["ada"], "accept", "item-0")
+    out = sealdesk_main("agreement", "--queue", PAIRS, "--json", workspace=ws, check=True)
+    assert json.loads(out.stdout)["queues"][0]["all"]["items"] == 1

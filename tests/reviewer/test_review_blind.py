@@ -139,7 +139,10 @@ async def test_the_adjudicator_opens_on_the_disagreement(planned):
         await pilot.press("1")
         await settle(pilot, lambda: adam.review.queue_list.current is not None)
         assert adam.review.queue_list.current.item_id == listed[2]
-        assert "unresolved" in detail(adam)
+        shown = detail(adam)
+        # not one of the plan's raters, the adjudicator sees both decisions
+        assert "unresolved" in shown and "blind" not in shown
+        assert "rita (reviewer) accept" in shown and "sam (reviewer) reject" in shown
         await pilot.press("x")
         await settle(pilot, lambda: len(bodies(ws, listed[2])) == 3)
     body = bodies(ws, listed[2])[-1]
