@@ -55,3 +55,9 @@ def rank_sql(column: str) -> str:
     """Gives an SQL expression for the rank of the role in ``column``, as ``rank`` gives it."""
     known = " ".join(f"WHEN '{name}' THEN {index}" for index, name in enumerate(ROLES))
     return f"(CASE {column} {known} ELSE {len(ROLES)} END)"
+
+
+def rating_role(queue: str) -> str:
+    """Gives the role whose decisions in a queue are its people's own judgements (its
+    lowest deciding role): the ratings agreement compares and a review plan asks for."""
+    return min(QUEUE_ROLES[queue], key=rank)

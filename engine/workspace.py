@@ -299,7 +299,7 @@ class Workspace:
         # nobody known, who sees none).
         self.viewer: str | None = None
         self._view_mark: tuple[Any, ...] | None = None
-        self._view_rows: list[tuple[str, str, int | None]] = []
+        self._view: dict[tuple[str, str], int | None] = {}
         self._progress_mark: item_query.Watermark | None = None
         self._plan_progress: dict[str, dict[str, Any]] = {}
 
@@ -691,10 +691,10 @@ class Workspace:
             )
         decided = store.effective_decisions(self.conn, queue)
         planned = self._planned_states(queue)
-        for q, iid, seq in self._plan_view():
-            decided.pop((q, iid), None)
+        for key, seq in self._plan_view().items():
+            decided.pop(key, None)
             if seq is not None:
-                decided[(q, iid)] = self._decision_at(seq)
+                decided[key] = self._decision_at(seq)
         decided = _with_reasons(self.conn, decided, queue)
         carried = subjects.carries(self.conn, queue)
         with_subjects = subjects.enabled(self.conn)
@@ -793,15 +793,16 @@ class Workspace:
         """Gives the newest signed review plan, or None."""
         return review_plan.current(self.conn)
 
-    def _plan_view(self) -> list[tuple[str, str, int | None]]:
+    def _plan_view(self) -> dict[tuple[str, str], int | None]:
         """Gives (and hands the connection's listings) what the plan leaves unsettled, as
         ``self.viewer`` sees it; recomputed only when the ledger or the viewer changed."""
         mark = (self.watermark(), self.viewer)
         if mark != self._view_mark:
             rows = review_plan.hidden(self.conn, self.viewer)
             item_query.set_view(self.conn, rows)
-            self._view_mark, self._view_rows = mark, rows
-        return self._view_rows
+            self._view_mark = mark
+            self._view = {(queue, item_id): seq for queue, item_id, seq in rows}
+        return self._view
 
     def set_plan(
         self,
@@ -1342,9 +1343,10 @@ class Workspace:
     def _shown(self, queue: str, item_id: str, latest: Callable[..., Any]) -> Any:
         """Gives the decision shown on an item: under the plan view, the viewer's own rating
         or None; elsewhere ``latest(conn, queue, item_id)``."""
-        for q, i, seq in self._plan_view():
-            if (q, i) == (queue, item_id):
-                return None if seq is None else self._decision_at(seq)
+        view = self._plan_view()
+        if (queue, item_id) in view:
+            seq = view[(queue, item_id)]
+            return None if seq is None else self._decision_at(seq)
         return latest(self.conn, queue, item_id)
 
     def plan_note(self, queue: str, item_id: str) -> str | None:

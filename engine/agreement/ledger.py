@@ -38,7 +38,7 @@ from engine.agreement.plan import unsettled
 from engine.agreement.stats import INTERVAL, LEVEL, RESAMPLES, SEED, Agreement, agreement
 from engine.canonical import sha256_hex, strict_loads
 from engine.ledger.records import SETTLING
-from engine.roles import QUEUE_ROLES, QUEUES, rank
+from engine.roles import QUEUES, rank, rating_role
 
 JUDGEMENTS = SETTLING
 OUTCOME = "outcome"  # the rater name the outcome takes beside a principal
@@ -61,11 +61,6 @@ class Standing:
 
     by_principal: dict[str, dict[str, Decision]]  # item_id -> principal -> decision
     item: dict[str, Decision]  # item_id -> the item's standing decision
-
-
-def rating_role(queue: str) -> str:
-    """Gives the role whose decisions in ``queue`` are ratings (its lowest deciding role)."""
-    return min(QUEUE_ROLES[queue], key=rank)
 
 
 def standing(

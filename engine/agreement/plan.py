@@ -27,16 +27,11 @@ from typing import Any
 
 from engine.canonical import strict_loads
 from engine.ledger import plan as plan_shape
-from engine.roles import QUEUE_ROLES, rank
+from engine.roles import rank, rating_role
 
 UNANIMOUS, ADJUDICATED, UNRESOLVED, PENDING = "unanimous", "adjudicated", "unresolved", "pending"
 OUTCOMES = (UNANIMOUS, ADJUDICATED, UNRESOLVED, PENDING)
 _SETTLED = (UNANIMOUS, ADJUDICATED)
-
-
-def rating_role(queue: str) -> str:
-    """Gives the role whose decisions in ``queue`` are ratings (its lowest deciding role)."""
-    return min(QUEUE_ROLES[queue], key=rank)
 
 
 @dataclass(frozen=True)

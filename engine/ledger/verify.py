@@ -49,7 +49,14 @@ from engine.ledger.records import (
     parse_time,
     time_text,
 )
-from engine.roles import NAMESPACE_BY_ROLE, QUEUE_ROLES, QUEUES, SIGNOFF_ROLE, outranks, rank
+from engine.roles import (
+    NAMESPACE_BY_ROLE,
+    QUEUE_ROLES,
+    QUEUES,
+    SIGNOFF_ROLE,
+    outranks,
+    rating_role,
+)
 from engine.sqlitedb import open_read_only
 
 if TYPE_CHECKING:  # annotations only: multiprocessing.connection costs start-up time
@@ -1205,10 +1212,10 @@ def _planned_fault(
     plan_seq, queues = plans[under["record"]]
     if plan_seq >= seq:
         return f"made under plan record {plan_seq}, signed after it"
-    rating_role = min(QUEUE_ROLES[queue], key=rank)
+    rated_as = rating_role(queue)
     if "resolves" in under:
-        if not outranks(role, rating_role):
-            return f"resolves ratings from role {role}, which is not above {rating_role}"
+        if not outranks(role, rated_as):
+            return f"resolves ratings from role {role}, which is not above {rated_as}"
         for h in under["resolves"]:
             row = conn.execute(
                 "SELECT queue, item_id, seq, json_extract(message, '$.data.plan.blind') "
@@ -1223,8 +1230,8 @@ def _planned_fault(
         return f"a blind rating on {queue}/{item_id}, which its plan does not sample"
     if principal not in q["principals"]:
         return f"a blind rating by {principal}, who is not in the plan for {queue}"
-    if role != rating_role:
-        return f"a blind rating made as {role}; {queue} is rated as {rating_role}"
+    if role != rated_as:
+        return f"a blind rating made as {role}; {queue} is rated as {rated_as}"
     return None
 
 
