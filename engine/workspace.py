@@ -1292,26 +1292,19 @@ class Workspace:
     ) -> Record:
         """Gives the lead's signed gold reveal of a commit's answers: refused unless they
         and the salt hash to what the commit bound, and the commit is not revealed yet."""
-        from engine.canonical import strict_loads
+        from engine.agreement.gold import commit_state
         from engine.ledger.gold import GOLD_KIND, reveal_fault
 
         data = {"type": "reveal", "commit": commit_hash, "answers": answers, "salt": salt}
 
         def check(conn: sqlite3.Connection) -> dict[str, Any]:
-            row = conn.execute(
-                "SELECT message FROM records WHERE record_hash = ? AND kind = 'gold'",
-                (commit_hash,),
-            ).fetchone()
-            commit = strict_loads(row[0])["data"] if row is not None else None
-            if commit is None or commit["type"] != "commit":
+            commit, shown = commit_state(conn, commit_hash)
+            if commit is None:
                 raise InputError(
                     f"no gold commit {commit_hash[:12]}… in this ledger", field="commit"
                 )
-            for (message,) in conn.execute(
-                "SELECT message FROM records WHERE kind = 'gold' AND seq > 0"
-            ):
-                if strict_loads(message)["data"].get("commit") == commit_hash:
-                    raise ConflictError("that gold commit is revealed already; nothing was signed")
+            if shown:
+                raise ConflictError("that gold commit is revealed already; nothing was signed")
             fault = reveal_fault(commit, data)
             if fault is not None:
                 raise InputError(f"gold reveal: {fault}; nothing was signed", field="answers")

@@ -39,6 +39,15 @@ def revealed(conn: sqlite3.Connection, before: int | None = None) -> dict[tuple[
     return out
 
 
+def commit_state(conn: sqlite3.Connection, commit_hash: str) -> tuple[dict | None, bool]:
+    """Gives the data of the gold commit signed as record ``commit_hash`` (None if there
+    is none) and whether a reveal of it is held already."""
+    records = _gold_records(conn, None)
+    commit = next((d for _, h, d in records if h == commit_hash and d["type"] == "commit"), None)
+    shown = any(d["type"] == "reveal" and d["commit"] == commit_hash for _, _, d in records)
+    return commit, shown
+
+
 def waiting(conn: sqlite3.Connection, before: int | None = None) -> list[dict[str, Any]]:
     """Gives the gold commits not revealed yet: their seq, queue and count."""
     records = _gold_records(conn, before)

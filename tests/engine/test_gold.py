@@ -153,3 +153,12 @@ def test_verify_catches_a_forged_reveal(desk, sealdesk_main, forgery):
         "chosen after a decision": "gold chosen after a decision",
     }[forgery]
     assert says in out.stdout + out.stderr
+
+
+def test_a_commit_is_revealed_once(desk, sealdesk_main):
+    ws, keys, answers, sealed = desk
+    commit(sealdesk_main, ws, keys, answers, sealed)
+    reveal = ("gold", "reveal", "--sealed", sealed, "--key", keys["lead"])
+    sealdesk_main(*reveal, workspace=ws, check=True)
+    again = sealdesk_main(*reveal, workspace=ws)
+    assert again.returncode != 0 and "revealed already" in again.stderr
