@@ -155,6 +155,7 @@ class ItemFilter:
     decided_by: str | None = None  # "me" or "others" (needs principal)
     principal: str | None = None  # who "me" is
     items: tuple[str, ...] | None = None  # only these item ids (a chosen set, e.g. a band)
+    skip: tuple[str, ...] | None = None  # not these ids (items someone else holds a claim on)
     # True: one row per subject, its newest item (the review app's and ``sealdesk items``'
     # default); False: every item of every run. A chosen set (``items``) is listed whole
     # either way: it names exactly what to show.
@@ -173,6 +174,8 @@ class ItemFilter:
             )
         if self.items is not None and not all(isinstance(i, str) for i in self.items):
             raise InputError("item ids must be strings", field="items")
+        if self.skip is not None and not all(isinstance(i, str) for i in self.skip):
+            raise InputError("item ids must be strings", field="skip")
         if self.decided_by and not self.principal:
             raise InputError("decided by me/others needs a signing identity", field="decided_by")
         if (
@@ -262,6 +265,9 @@ def _where(conn: sqlite3.Connection, queue: str, f: ItemFilter) -> tuple[str, li
         # One JSON parameter however many ids: no limit on SQL variables.
         clauses.append("i.item_id IN (SELECT value FROM json_each(?))")
         args.append(json.dumps(list(f.items)))
+    if f.skip:
+        clauses.append("i.item_id NOT IN (SELECT value FROM json_each(?))")
+        args.append(json.dumps(list(f.skip)))
     if f.text:
         needle = f.text.lower()
         clauses.append(
@@ -371,6 +377,7 @@ def count(conn: sqlite3.Connection, queue: str, f: ItemFilter) -> int:
             or f.score_min is not None
             or f.score_max is not None
             or f.items is not None
+            or f.skip
         )
         and not (_folds(conn, f) and _rescanned(conn, queue))
     ):

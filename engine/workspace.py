@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -25,7 +26,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from engine import item_query, reasons, subjects
+from engine import claims, item_query, reasons, subjects
 from engine.agreement import plan as review_plan
 from engine.backlog import (
     RUN_ID as RUN_ID,
@@ -49,6 +50,7 @@ from engine.backlog import (
     validate_item as validate_item,
 )
 from engine.canonical import canonical_json, sha256_hex
+from engine.claims import Claim
 from engine.errors import (
     ConflictError,
     InputError,
@@ -346,6 +348,7 @@ class Workspace:
             conn.executescript(SCHEMA)
             store.create_schema(conn)
             subjects.ensure_schema(conn)
+            claims.ensure_schema(conn)
             with write_transaction(conn):
                 conn.execute(
                     "INSERT OR IGNORE INTO meta VALUES ('workspace_id', ?)", (str(uuid.uuid4()),)
@@ -431,6 +434,7 @@ class Workspace:
         try:
             store.add_missing_indexes(conn)
             subjects.ensure_schema(conn)
+            claims.ensure_schema(conn)
         except sqlite3.Error as exc:
             conn.close()
             raise storage_error(exc, db_path) from exc
@@ -697,6 +701,7 @@ class Workspace:
                 decided[key] = self._decision_at(seq)
         decided = _with_reasons(self.conn, decided, queue)
         carried = subjects.carries(self.conn, queue)
+        holding = self.claims(queue)
         with_subjects = subjects.enabled(self.conn)
         subject = "subject" if with_subjects else "NULL"
         earlier, later = (
@@ -745,6 +750,12 @@ class Workspace:
                         {"review": review_plan.seen_by(planned[(q, iid)], self.viewer)}
                         if (q, iid) in planned
                         else {}
+                    ),
+                    # who is on it now, while it waits for a decision (engine.claims)
+                    "claim": (
+                        holding[(q, iid)].as_dict()
+                        if (q, iid) in holding and fields["status"] == "undecided"
+                        else None
                     ),
                 }
             )
@@ -1361,6 +1372,124 @@ class Workspace:
             said += f" · you: {n['rated']}/{n['assigned']} assigned rated"
         return said
 
+    # -- claims: who is on which undecided item right now (engine.claims) -----------
+    def claims(
+        self, queue: str | None = None, now: float | None = None
+    ) -> dict[tuple[str, str], Claim]:
+        """Gives the live claims (of one queue, or all) by (queue, item id)."""
+        return claims.held(self.conn, queue, time.time() if now is None else now)
+
+    def held_by_others(self, queue: str, now: float | None = None) -> tuple[str, ...]:
+        """Gives the ids of a queue's items someone other than the viewer holds now."""
+        return claims.held_by_others(
+            self.conn, queue, self.viewer, time.time() if now is None else now
+        )
+
+    def claim(
+        self,
+        queue: str,
+        item_ids: Iterable[str],
+        *,
+        seconds: float,
+        replacing: tuple[str, str] | None = None,
+        now: float | None = None,
+    ) -> list[Claim]:
+        """Gives the claims the viewer now holds over item_ids: all of them, or, when
+        someone else holds one, none (ConflictError naming who, until when). The
+        viewer's claim ``replacing`` (queue, item id) ends in the same step.
+
+        Refuses an unknown item, and an item the review plan samples: the plan says
+        who decides it, and each of them must."""
+        if queue not in QUEUES:
+            raise InputError(f"unknown queue {queue!r}", field="queue")
+        item_ids = list(item_ids)
+        known = {
+            i
+            for (i,) in self.conn.execute(
+                "SELECT item_id FROM items WHERE queue = ? AND item_id IN "
+                "(SELECT value FROM json_each(?))",
+                (queue, canonical_json(item_ids)),
+            )
+        }
+        current = self.plan()
+        for item_id in item_ids:
+            if item_id not in known:
+                raise InputError(f"no item {item_id!r} in queue {queue}", field="item")
+            if current is not None and current.planned(queue, item_id):
+                raise InputError(
+                    f"{queue}/{item_id} is in the review plan (plan #{current.seq}): the plan "
+                    "says who decides it, so it is not claimed",
+                    field="item",
+                )
+        mine, _ = claims.take(
+            self.conn,
+            queue,
+            item_ids,
+            self._claimer(),
+            now=time.time() if now is None else now,
+            seconds=seconds,
+            replacing=replacing,
+            whole=True,
+        )
+        return mine
+
+    def claim_next(
+        self, queue: str, count: int, *, seconds: float, sort: str = "score_desc"
+    ) -> list[Claim]:
+        """Gives up to count claims on the queue's next undecided items in listing order
+        that nobody else holds and no review plan samples (one the viewer already holds
+        is renewed and counts)."""
+        if count < 1:
+            raise InputError("claim at least 1 item", field="next")
+        principal = self._claimer()
+        current = self.plan()
+        taken: list[Claim] = []
+        seen: set[str] = set()
+        while len(taken) < count:
+            now = time.time()
+            f = item_query.ItemFilter(
+                status="undecided", newest_only=True, skip=self.held_by_others(queue, now)
+            )
+            window = count - len(taken) + len(seen)
+            rows = self.page(queue, f, sort, 0, window + 50)
+            fresh = [
+                r.item_id
+                for r in rows
+                if r.item_id not in seen
+                and not (current is not None and current.planned(queue, r.item_id))
+            ]
+            if not fresh:
+                break
+            seen.update(fresh)
+            # Another process may take some first: take() skips what it holds, and the
+            # loop reads the next candidates.
+            mine, _ = claims.take(
+                self.conn,
+                queue,
+                fresh,
+                principal,
+                now=now,
+                seconds=seconds,
+                only=count - len(taken),
+            )
+            taken += mine
+        return taken
+
+    def release_claims(
+        self, queue: str | None = None, item_ids: Iterable[str] | None = None
+    ) -> int:
+        """Ends the viewer's claims (of one queue, some items, or all); gives how many."""
+        return claims.release(self.conn, self._claimer(), queue, item_ids)
+
+    def _claimer(self) -> str:
+        if self.viewer is None:
+            raise InputError(
+                "a claim needs to know who is claiming: give --key, or forward an agent "
+                "holding your enrolled key",
+                field="key",
+            )
+        return self.viewer
+
     def own_work(self, queue: str) -> tuple[str, ...]:
         """Gives the items of a queue that are the viewer's work first under the newest
         review plan: those it assigns to them, or, to someone outside the plan (an
@@ -1374,6 +1503,36 @@ class Workspace:
             return tuple(i for i, s in held.items() if s.outcome == review_plan.UNRESOLVED)
         ids = self.conn.execute("SELECT item_id FROM items WHERE queue = ?", (queue,))
         return tuple(i for (i,) in ids if self.viewer in current.assigned(queue, i))
+
+    def disputed(self, queue: str | None = None) -> list[dict[str, Any]]:
+        """Gives the planned items (of one queue, or all) whose decisions disagree, most
+        disputed first (``engine.agreement.plan.disputed``), each with its title and who
+        said what; an item the plan still keeps the viewer blind to is left out."""
+        current = self.plan()
+        if current is None:
+            return []
+        found = [
+            s
+            for s in review_plan.disputed(self.conn, current)
+            if queue in (None, s.queue) and not review_plan.blind_to(s, self.viewer)
+        ]
+        titles = dict(
+            self.conn.execute(
+                "SELECT queue || char(31) || item_id, title FROM items WHERE item_id IN "
+                "(SELECT value FROM json_each(?))",
+                (canonical_json([s.item_id for s in found]),),
+            ).fetchall()
+        )
+        return [
+            {
+                "queue": s.queue,
+                "item_id": s.item_id,
+                "title": titles.get(f"{s.queue}\x1f{s.item_id}", ""),
+                "k": s.k,
+                "ratings": {p: r.decision for p, r in sorted(s.ratings.items())},
+            }
+            for s in found
+        ]
 
     def plan_progress(self) -> dict[str, dict[str, Any]]:
         """Gives the plan's progress per queue (``engine.agreement.plan.progress``), read

@@ -337,6 +337,17 @@ ACTIONS: tuple[Action, ...] = (
         palette_help="the highlighted item's cluster: visit each member or decide them all",
     ),
     Action(
+        "review.disputed",
+        "d",
+        "disputed",
+        "Disputed",
+        "review",
+        show=False,
+        title="Disputed items",
+        palette_help="under a review plan: the items whose decisions disagree, most disputed "
+        "first, to resolve",
+    ),
+    Action(
         "review.show_marked",
         None,
         "show_marked",
@@ -498,6 +509,9 @@ ACTIONS: tuple[Action, ...] = (
     Action("calibration.narrower", "minus", "widen(-1)", "Narrower", "calibration", show=False),
     Action("calibration.close", "escape", "close", "Back", "calibration"),
     Action("rates.close", "escape", "close", "Back", "rates"),
+    Action("disputed.down", "j,down", "move(1)", "Down", "disputed", show=False),
+    Action("disputed.up", "k,up", "move(-1)", "Up", "disputed", show=False),
+    Action("disputed.close", "escape", "close", "Close", "disputed"),
     # -- the app, on every screen (last: its keys close the key line) ----------
     Action(
         "app.help",
@@ -646,6 +660,7 @@ SCOPE_NAMES = {
     "help": "help",
     "calibration": "calibration",
     "rates": "category rates",
+    "disputed": "disputed items",
     "app": "everywhere",
 }
 

@@ -44,6 +44,8 @@ from engine.workspace import Workspace
 from reviewer.actions import SORTS, STATUSES, bindings
 from reviewer.after_decision import Keys, after_decision
 from reviewer.bulk_screen import BulkChoice, BulkScreen, Member, cluster_members
+from reviewer.claiming import Claiming
+from reviewer.disputed_screen import DisputedScreen
 from reviewer.jobs_screen import JobsScreen
 from reviewer.modals import ConfirmOverrule, FilterScreen, NoteScreen, ReasonScreen
 from reviewer.next_steps import EXAM_QUEUE, after_queue, next_queue, signoff_holds, undecided
@@ -158,6 +160,12 @@ class ReviewScreen(Screen):
                 )
                 self.views[queue] = View(filters, saved.sort)
         self.progress: dict[str, QueueProgress] = {}
+        # The undecided item on screen is claimed, so colleagues' apps pass over it.
+        self.claiming = Claiming(
+            ws,
+            None if session.read_only else session.principal,
+            lambda queue: session.role_for(queue) is not None,
+        )
         self.decided_here: list[Decided] = []
         self.message = ""
         self.first_ready: float | None = None
@@ -274,6 +282,9 @@ class ReviewScreen(Screen):
             self._poll_timer.resume()
             self.poll()  # the watermark diff catches up on whatever moved meanwhile
 
+    def on_unmount(self) -> None:
+        self.claiming.release()  # the item is free for others at once, not at lease end
+
     # -- data -------------------------------------------------------------------
     def _fetch(self, offset: int, limit: int) -> list[ItemRow]:
         view = self.view
@@ -299,7 +310,7 @@ class ReviewScreen(Screen):
         total = self.ws.count(self.queue, view.filters)
         index = self._index_of(keep) if keep else None
         if index is None and first_undecided:
-            index = first_undecided_index(self.ws, self.queue, view.filters, view.sort)
+            index = self._first_free_undecided()
         self.queue_list.reset(total, cursor=at if index is None else index)
         self._show_filter_line(total)
         self._show_current()
@@ -368,7 +379,9 @@ class ReviewScreen(Screen):
         self._show_tabs()
 
     def poll(self) -> None:
-        """Notices new items (a finished engine run) and others' records; follows jobs."""
+        """Notices new items (a finished engine run) and others' records; follows jobs;
+        keeps the claim on the item shown."""
+        self.claiming.renew()
         mark = self.ws.watermark()
         old, self._watermark = self._watermark, mark
         if old is not None and mark != old:
@@ -498,6 +511,12 @@ class ReviewScreen(Screen):
         planned = self.ws.plan_note(row.queue, row.item_id) if item else None
         if planned is not None:
             shown = Group(Text(visible(planned), style="bold"), shown)
+        if item:
+            self.claiming.take(row)
+            key = cast(_Keyed, self.app).key_for("review.next_undecided")
+            held = self.claiming.note(row, key)
+            if held is not None:
+                shown = Group(Text(visible(held), style="bold"), shown)
         members = cluster_members(item["payload"]) if item else []
         if members:
             # The cluster's members are listed at the bottom as text: say, on top, which
@@ -749,12 +768,12 @@ class ReviewScreen(Screen):
             self._offer_next_step(row.queue)
 
     def _next_undecided(self, index: int) -> int:
-        """Gives the index of the first undecided row after ``index`` (looking at most
-        SKIP_DECIDED rows ahead), else the next row."""
+        """Gives the index of the first undecided row after ``index`` that nobody else
+        holds (looking at most SKIP_DECIDED rows ahead), claimed now, else the next row."""
         lst = self.queue_list
         for at in range(index + 1, min(lst.total, index + 1 + SKIP_DECIDED)):
             row = lst.row(at)
-            if row is not None and row.status == "undecided":
+            if row is not None and row.status == "undecided" and self.claiming.take(row):
                 return at
         return index + 1
 
@@ -1181,7 +1200,7 @@ class ReviewScreen(Screen):
     def action_next_undecided(self) -> None:
         """Moves to the first undecided item here (under the filter), else to the first
         undecided item of the next queue this session decides, else says all is done."""
-        index = first_undecided_index(self.ws, self.queue, self.view.filters, self.view.sort)
+        index = self._first_free_undecided()
         if index is not None:
             self.queue_list.cursor = index
             return
@@ -1197,9 +1216,24 @@ class ReviewScreen(Screen):
             self._say_done(self.queue)
             return
         self.switch_queue(then)
-        index = first_undecided_index(self.ws, self.queue, self.view.filters, self.view.sort)
+        index = self._first_free_undecided()
         if index is not None:
             self.queue_list.cursor = index
+
+    def _first_free_undecided(self) -> int | None:
+        """Gives where the first undecided item nobody else holds is listed, claimed now
+        for this session. Another app may claim it between the look and the claim;
+        then the next one is looked for (a few times: claims are advice)."""
+        view = self.view
+        index = None
+        for _ in range(5):
+            index = first_undecided_index(self.ws, self.queue, view.filters, view.sort)
+            if index is None:
+                return None
+            rows = self.ws.page(self.queue, view.filters, view.sort, index, 1)
+            if not rows or self.claiming.take(rows[0]):
+                return index
+        return index
 
     # -- bulk: marked items and duplicate clusters --------------------------------
     def mark(self, item_ids: list[str] | tuple[str, ...], on: bool = True) -> int:
@@ -1309,6 +1343,27 @@ class ReviewScreen(Screen):
         self._bulk_token += 1
         self.say("finding the cluster's items…")
         self._plan_bulk(self._bulk_token, self.queue, None, (row.item_id, item["run_id"]))
+
+    def action_disputed(self) -> None:
+        """Lists this queue's planned items whose decisions disagree, most disputed first;
+        the one chosen is shown, in a list of only the disputed items."""
+        found = self.ws.disputed(self.queue)
+        label = QUEUE_LABELS[self.queue]
+        if not found:
+            self.say(f"no disputed items in {label}: no decisions under a review plan disagree")
+            return
+        ids = tuple(r["item_id"] for r in found)
+
+        def chosen(item_id: str | None) -> None:
+            if item_id is None:
+                return
+            self.show_only(ids, "disputed")
+            self.go_to(item_id)
+
+        self.app.push_screen(
+            DisputedScreen(f"{len(found)} disputed in {label}, most disputed first", found),
+            chosen,
+        )
 
     def _who(self, queue: str) -> tuple[str | None, str | None]:
         if self.session.refusal(queue):
@@ -1436,16 +1491,19 @@ class ReviewScreen(Screen):
 
 
 def first_undecided_index(ws: Workspace, queue: str, filters: ItemFilter, sort: str) -> int | None:
-    """Gives where the first undecided item of a filtered, sorted queue is listed, or None
-    when the filter shows no undecided item."""
+    """Gives where the first undecided item of a filtered, sorted queue that nobody else
+    holds is listed, or None when the filter shows no such item."""
     if filters.status not in (None, "undecided") or filters.decided_by:
         return None  # every item listed has a decision
+    # Items a colleague's app holds are theirs for now (engine.claims): looked past,
+    # though still listed (the position is the listing's).
+    looking = replace(filters, status="undecided", skip=ws.held_by_others(queue) or None)
     mine = ws.own_work(queue)
     if mine and filters.items is None:
         # Under a review plan the reviewer's own share comes first (an adjudicator's: the
         # disagreements).
-        rows = ws.page(queue, replace(filters, status="undecided", items=mine), sort, 0, 1)
+        rows = ws.page(queue, replace(looking, items=mine), sort, 0, 1)
         if rows:
             return ws.position(queue, rows[0].item_id, filters, sort)
-    rows = ws.page(queue, replace(filters, status="undecided"), sort, 0, 1)
+    rows = ws.page(queue, looking, sort, 0, 1)
     return ws.position(queue, rows[0].item_id, filters, sort) if rows else None

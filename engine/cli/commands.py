@@ -65,6 +65,10 @@ TOP_LEVEL_LAZY = {
         "engine.cli.plan:plan",
         "Review plan (lead-signed): k blind decisions on a seeded share; progress, disputes.",
     ),
+    "claim": (
+        "engine.cli.claims:claim",
+        "Claim the next undecided items for a while, so nobody else is given them.",
+    ),
     "gold": (
         "engine.cli.gold:gold",
         "Gold items: known answers committed by hash before review, revealed after.",

@@ -80,6 +80,7 @@ DEFAULT_ALLOWED = (
     "checkpoint",
     "plan",
     "gold",
+    "claim",
 )
 # Groups of which only these subcommands may be reached through the gate.
 NESTED_ALLOWED = {"checkpoint": ("export",)}

@@ -160,21 +160,11 @@ def disputed(ctx: Ctx, as_json: bool, key: str | None) -> None:
     \b
       sealdesk plan disputed
     """
-    from engine.agreement.plan import blind_to
-    from engine.agreement.plan import disputed as find
-
     with ctx.open(read_only=True) as ws:
-        current = ws.plan()
-        viewer = viewer_of(ws, key)
-        found = find(ws.conn, current) if current is not None else []
-        found = [s for s in found if not blind_to(s, viewer)]
+        ws.viewer = viewer_of(ws, key)
         rows: list[dict[str, Any]] = [
-            {
-                "queue": s.queue,
-                "item_id": s.item_id,
-                "ratings": {p: r.decision for p, r in sorted(s.ratings.items())},
-            }
-            for s in found
+            {"queue": d["queue"], "item_id": d["item_id"], "ratings": d["ratings"]}
+            for d in ws.disputed()
         ]
     if as_json:
         click.echo(json_text(rows, indent=1))

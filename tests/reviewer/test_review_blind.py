@@ -148,3 +148,44 @@ async def test_the_adjudicator_opens_on_the_disagreement(planned):
     body = bodies(ws, listed[2])[-1]
     assert body["principal"] == "adam" and body["role"] == "adjudicator"
     assert len(body["data"]["plan"]["resolves"]) == 2
+
+
+async def test_the_adjudicator_lists_the_disputed_items_and_resolves_one_from_the_list(planned):
+    desk, sam_key = planned
+    ids = [r[0] for r in desk.ws.conn.execute(
+        "SELECT item_id FROM items WHERE queue = ? ORDER BY item_id", (PAIRS,)
+    )]  # fmt: skip
+    rita, sam = FileSigner(desk.rita), FileSigner(sam_key)
+    disputed, agreed = ids[3], ids[4]
+    desk.ws.decide(rita, PAIRS, disputed, "accept")
+    desk.ws.decide(sam, PAIRS, disputed, "reject")
+    desk.ws.decide(rita, PAIRS, agreed, "reject")
+    desk.ws.decide(sam, PAIRS, agreed, "reject")
+    adam = ReviewApp(desk.ws, open_session(desk.ws, key=str(desk.adam)))
+    async with adam.run_test(size=SIZE) as pilot:
+        await pilot.press("1", "d")
+        await settle(pilot, lambda: isinstance(adam.screen, ModalScreen))
+        listed = text_of_options(adam.screen)
+        assert f"{disputed}" in listed and "rita accept · sam reject (2 of 2 in)" in listed
+        assert agreed not in listed
+        await pilot.press("enter")
+        await settle(pilot, lambda: not isinstance(adam.screen, ModalScreen))
+        await settle(pilot, lambda: adam.review.queue_list.current.item_id == disputed)
+        assert adam.review.queue_list.total == 1  # only the disputed items are listed
+        assert "only disputed (1)" in text_of(adam.review.query_one("#filter-line"))
+        await pilot.press("a")
+        await settle(pilot, lambda: len(bodies(desk.ws, disputed)) == 3)
+        await pilot.press("d")
+        await settle(pilot, lambda: "no disputed items in" in adam.review.message)
+    resolution = bodies(desk.ws, disputed)[-1]
+    assert (resolution["principal"], resolution["decision"]) == ("adam", "accept")
+    assert len(resolution["data"]["plan"]["resolves"]) == 2
+
+
+def text_of_options(screen) -> str:
+    from textual.widgets import OptionList
+
+    options = screen.query_one(OptionList)
+    return "\n".join(
+        str(options.get_option_at_index(i).prompt) for i in range(options.option_count)
+    )
