@@ -23,7 +23,8 @@ QUEUE_ROLES: dict[str, tuple[str, ...]] = {
 }
 # Roles a queue admits only to settle what its own people disagree on: an adjudicator
 # decides the flagged pairs a review plan's independent decisions left unresolved, but
-# the queue is not their work (the app neither opens on it nor sends them to it).
+# the queue is not their work (the app does not send them to it, and opens on it only
+# on those disagreements, once their own queues have nothing undecided).
 SETTLES_ONLY: dict[str, tuple[str, ...]] = {"flagged_pairs": ("adjudicator",)}
 SIGNOFF_ROLE = "lead"
 

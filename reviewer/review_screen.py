@@ -203,10 +203,18 @@ class ReviewScreen(Screen):
         return mine[0] if mine else QUEUES[0]
 
     def _start_queue(self) -> str:
-        """Gives the first queue this session decides that has undecided items (else the
-        first it decides)."""
+        """Gives the first queue this session decides that has undecided items, else the
+        first in which a review plan's disagreements wait for it to settle them, else the
+        first queue it decides."""
         for queue in self._own_queues():
             if undecided(self.progress, queue):
+                return queue
+        for queue in QUEUES:
+            # A queue it only settles is not its work, but the disagreements there are
+            # (ws.own_work): with nothing left in its own queues, open where they wait
+            # rather than on an empty queue.
+            settles = self.session.role_for(queue) and not self.session.works_on(queue)
+            if settles and self.ws.own_work(queue):
                 return queue
         return self._first_queue()
 

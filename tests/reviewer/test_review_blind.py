@@ -14,6 +14,7 @@ from reviewer.app import ReviewApp
 from reviewer.session import open_session
 from reviewer.signoff_screen import SignoffScreen
 from tests.support.review_app import settle, text_of
+from tests.support.review_payloads import numbered_pairs
 
 SIZE = (100, 30)
 PAIRS = "flagged_pairs"
@@ -189,3 +190,29 @@ def text_of_options(screen) -> str:
     return "\n".join(
         str(options.get_option_at_index(i).prompt) for i in range(options.option_count)
     )
+
+
+async def test_an_adjudicator_with_nothing_of_her_own_opens_on_the_disagreement(
+    workspace, enrol, founder_key
+):
+    """The pairs are not an adjudicator's own queue, but a plan's disagreements there are
+    her work: with her own queues empty, the app opens the pairs on the disagreement
+    rather than on an empty queue of her own."""
+    ws = workspace
+    ws.ingest(numbered_pairs(4))
+    rita, sam = enrol("rita", "reviewer"), enrol("sam", "reviewer")
+    ada = enrol("ada", "adjudicator")
+    ws.set_plan(
+        FileSigner(founder_key),
+        {PAIRS: {"k": 2, "share": 1.0, "seed": 1, "principals": ["rita", "sam"]}},
+    )
+    listed = [r.item_id for r in ws.page(PAIRS, sort="score_desc", limit=1000)]
+    for item in listed:
+        ws.decide(rita, PAIRS, item, "accept")
+        ws.decide(sam, PAIRS, item, "accept" if item != listed[1] else "reject")
+    app = ReviewApp(ws, open_session(ws, key=str(ada.path)))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot, lambda: app.review.queue_list.current is not None)
+        assert app.review.queue == PAIRS
+        assert app.review.queue_list.current.item_id == listed[1]
+        assert "unresolved" in detail(app)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import re
-import shlex
 from pathlib import Path
 
 import pytest
@@ -27,14 +26,9 @@ from tests.support.ssh import (
     lead_agent_only,
     people_with_agents,
 )
+from tests.support.ssh_review import open_review
 
 pytestmark = [pytest.mark.needs_sshd, pytest.mark.needs_tmux, pytest.mark.slow]
-
-
-def open_review(tmux, sshd, name: str, ws: Workspace, agent: Path) -> None:
-    """Starts `ssh -A -t … sealdesk --workspace WS review` in a tmux session named for name."""
-    ssh = shlex.join(sshd.argv(f"sealdesk --workspace {ws.root} review", tty=True))
-    tmux.new(name, f"{ssh}; echo EXIT=$?; sleep 600", env={"SSH_AUTH_SOCK": str(agent)})
 
 
 def sign_off_in_app(tmux, name: str, size: int) -> str:
