@@ -101,7 +101,7 @@ class Channel:
     ``items_caught_by``); ``key`` names its section of the report, its field in a
     flagged item's payload and in a pair's row and match, and its counts
     (``<key>_suspected_items``, ``<key>_only_items``). ``enabled`` says from the options
-    whether the scan runs it. ``flags``: whether it flags eval items (it is counted
+    whether the scan runs it. ``flags_items``: whether it flags eval items (it is counted
     then, even when not enabled); a channel that only writes beside pairs is not.
     ``reads_pairs``: it runs after the channels that do not, on the pairs flagged.
     Before any row is read: ``eval_fields`` names the eval rows' fields it reads (a row
@@ -113,7 +113,7 @@ class Channel:
     key: str
     enabled: Callable[[Any], bool]
     run: Callable[[Context], ChannelResult]
-    flags: bool = True
+    flags_items: bool = True
     reads_pairs: bool = False
     eval_fields: Callable[[Any], tuple[str, ...]] = _no_fields
     prepare: Callable[[Any], Any] = _nothing

@@ -104,7 +104,7 @@ class Findings:
     def flagging(self) -> list[ChannelRun]:
         """Gives the registered channels that flag eval items, run or not; refuses one
         named as a pool or internal channel is."""
-        runs = [run for run in self.channels if run.channel.flags]
+        runs = [run for run in self.channels if run.channel.flags_items]
         for run in runs:
             if run.channel.name in (*POOL_CHANNELS, INTERNAL):
                 raise ValueError(
