@@ -27,7 +27,7 @@ from engine.canonical import (
     strict_loads,
 )
 from engine.contamination.inputs.canonical_text import content_sha256
-from engine.contamination.report.findings import FLAGGED_LABEL, LEAKAGE_LABEL, POOL_CHANNELS
+from engine.contamination.report.findings import FLAGGED_LABEL, INTERNAL, LEAKAGE_LABEL
 from engine.contamination.report.power import minimum_detectable_difference
 from engine.contamination.scan import EVAL_ITEMS, ITEMS, REPORT
 from engine.errors import InputError, IntegrityError
@@ -134,14 +134,12 @@ def confirmed_leakage(
     }
 
 
-# the probe asks the served model, not the eval set: what it suspects is a leak too
-_LEAK_CHANNELS = (*POOL_CHANNELS, "behavioral_probe")
-
-
 def _against_pool(entry: dict[str, Any]) -> bool:
-    """Whether an accepted item is a leak (a pool channel or the probe flagged it), not
-    only a duplicate of another eval item."""
-    return any(c in _LEAK_CHANNELS for c in entry["channels"])
+    """Whether an accepted item is a leak (a pool channel or a registered one, such as
+    the probe, flagged it), not only a duplicate of another eval item."""
+    # a registered channel asks something other than the eval set (the probe asks the
+    # served model): what it suspects is a leak too, so only internal is not one
+    return any(c != INTERNAL for c in entry["channels"])
 
 
 def _keep_one_of_each_cluster(

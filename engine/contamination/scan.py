@@ -1,14 +1,18 @@
 """One contamination scan, end to end: check, find, write, ingest.
 
 Order matters for "bad input writes nothing": every option is checked first
-(``options.check``, from ``scan_config``), then the cheap reads (the judge's
-config, the calibration file, the model weights), then the eval set, then the
-pool is streamed; only when every channel is done are the artifacts
-written (atomically, with sidecars) and the items ingested.
+(``options.check``, from ``scan_config``), then the cheap reads (the
+registered channels' own, such as the judge's config; the calibration file,
+the model weights), then the registered channels' preflights, then the eval
+set, then the pool is streamed; then the registered channels run
+(``channels.registry``: found, not named here); only when every channel is
+done are the artifacts written (atomically, with sidecars) and the items
+ingested.
 """
 
 from __future__ import annotations
 
+import functools
 import shutil
 import sqlite3
 import time
@@ -36,11 +40,6 @@ from engine.contamination.channels.embedding import (
     embed_texts,
     identify_model,
 )
-from engine.contamination.channels.judge import (
-    load_judge,
-    require_judge_preflight,
-    run_judge,
-)
 from engine.contamination.channels.kept_numbers import LANE_NUMBERS, KeptNumbers, number_tokens
 from engine.contamination.channels.minhash import Signatures
 from engine.contamination.channels.ngram import EvalIndex, NgramSettings
@@ -55,12 +54,7 @@ from engine.contamination.channels.prefilter import (
     prefilter_cached,
     rerank,
 )
-from engine.contamination.channels.probe import (
-    ChatClient,
-    ProbeItem,
-    run_probe,
-    sample_indexes,
-)
+from engine.contamination.channels.registry import ChannelRun, Context, registered
 from engine.contamination.channels.shingles import shingle_set
 from engine.contamination.inputs.canonical_text import canonical
 from engine.contamination.inputs.evalset import EvalSet, load_eval
@@ -85,11 +79,9 @@ from engine.contamination.report.findings import (
     PoolPair,
     backlog_items,
     build_report,
+    flagged_pairs,
     flagged_rows,
-    unclear_pairs,
 )
-from engine.endpoint.chat import ModelSpec
-from engine.endpoint.preflight import Check
 from engine.errors import InputError
 from engine.workspace import IngestResult, Workspace
 
@@ -410,50 +402,31 @@ def _prepare_embedding(
     return found
 
 
-def _probe(config: ScanConfig, evalset: EvalSet, rep: Any):
-    if not config.options.probe_endpoint:
-        return None
-    client = ChatClient(config.options.probe_endpoint, config.options.probe_model or "default")
-    try:
-        chosen = sample_indexes(len(evalset.items), config.options.probe_sample)
-        items = [
-            ProbeItem(
-                i,
-                evalset.items[i].id,
-                evalset.items[i].text,
-                evalset.items[i].row[config.options.probe_answer_field],
-            )
-            for i in chosen
-        ]
-        stage = rep.stage("behavioral probe", total=len(items), unit="items") if rep else None
-        result = run_probe(client, items, stage)
-        if stage is not None:
-            stage.finish()
-        return result
-    finally:
-        client.close()
-
-
-def _judge(
-    findings: Findings, config: ScanConfig, spec: ModelSpec, checks: list[Check], rep: Any
+def _run_channels(
+    findings: Findings,
+    config: ScanConfig,
+    prepared: dict[str, Any],
+    rep: Any,
+    timing: dict[str, float],
 ) -> Findings:
-    """Gives the findings with the judge's suggestions on their unclear pairs."""
-    pairs = unclear_pairs(findings)
-    stage = None
-    if rep is not None and not config.options.judge_dry_run:
-        total = min(len(pairs), _n(config.options.judge_max_pairs))
-        stage = rep.stage("judging unclear pairs", total=total, unit="pairs")
-    result = run_judge(
-        spec,
-        pairs,
-        _n(config.options.judge_max_pairs),
-        dry_run=config.options.judge_dry_run,
-        checks=tuple(checks),
-        advance=(lambda: stage.advance(1)) if stage is not None else None,
-    )
-    if stage is not None:
-        stage.finish()
-    return replace(findings, judge=result)
+    """Gives the findings with what each enabled registered channel found, run in the
+    registry's order; each reads the pairs as the findings stand when it runs."""
+    runs = list(findings.channels)
+    for at, run in enumerate(runs):
+        if run.channel.name not in prepared:
+            continue  # not enabled
+        clock = time.perf_counter()
+        context = Context(
+            config.options,
+            findings.eval,
+            prepared[run.channel.name],
+            rep,
+            functools.partial(flagged_pairs, findings),
+        )
+        runs[at] = ChannelRun(run.channel, run.channel.run(context))
+        findings = replace(findings, channels=tuple(runs))
+        timing[run.channel.key] = time.perf_counter() - clock
+    return findings
 
 
 def _pool_pairs(
@@ -774,24 +747,22 @@ def run_scan(
 ) -> ScanOutcome:
     """Gives the outcome of a full scan: artifacts written, items ingested.
 
-    The options were checked when the config was made (``scan_config``); this reads
-    the judge's config, the calibration pairs and the model first, then the data."""
-    judge = (
-        load_judge(config.options.judge_config) if config.options.judge_config is not None else None
-    )
+    The options were checked when the config was made (``scan_config``); this makes
+    the registered channels' cheap reads (the judge's config), reads the calibration
+    pairs and the model, runs the channels' preflights, and only then reads the data."""
+    channels = registered()
+    enabled = [c for c in channels if c.enabled(config.options)]
+    prepared = {c.name: c.prepare(config.options) for c in enabled}
     sharded = isinstance(config.pool, ShardedPool)
     timing: dict[str, float] = {}
     clock = time.perf_counter()
     calibration_pairs, model_info = _embedding_inputs(config, embedder)
-    # the exam's preflight, before the first row is read; a dry run sends nothing at all
-    judge_checks = (
-        require_judge_preflight(judge)
-        if judge is not None and not config.options.judge_dry_run
-        else []
-    )
+    # before the first row is read (the judge's is the exam's preflight)
+    for channel in enabled:
+        prepared[channel.name] = channel.preflight(config.options, prepared[channel.name])
     if not sharded:
         start_workers_early(config.pool, config.options.jobs)  # type: ignore[arg-type]
-    required = (config.options.probe_answer_field,) if config.options.probe_endpoint else ()
+    required = tuple(name for c in enabled for name in c.eval_fields(config.options))
     evalset = load_eval(config.eval, require_fields=required)
     texts = [item.canonical for item in evalset.items]
     index = EvalIndex(texts, config.ngram)
@@ -822,10 +793,6 @@ def run_scan(
         else:
             scan, topk = _scan_stream(config, index, emb, rep)
         timing["pool"] = time.perf_counter() - clock
-
-        clock = time.perf_counter()
-        probe = _probe(config, evalset, rep)
-        timing["probe"] = time.perf_counter() - clock
 
         signatures = Signatures(config.ngram.num_perm)
         pool_pairs, docs = _pool_pairs(scan, topk, emb, index, signatures)
@@ -860,7 +827,6 @@ def run_scan(
         internal_minhash=internal_minhash,
         cosine_threshold=emb.threshold if emb is not None else None,
         top_k=config.options.top_k,
-        probe=probe,
         embedding=embedding_report,
         search={
             "method": "eval 13-gram hash index; pool streamed through it; exact "
@@ -874,9 +840,7 @@ def run_scan(
         pool_shards=scan.shards,
         pool_scan=scan.run,
         fields=config.fields,
+        channels=tuple(ChannelRun(channel) for channel in channels),
     )
-    if judge is not None:
-        clock = time.perf_counter()
-        findings = _judge(findings, config, judge, judge_checks, rep)
-        timing["judge"] = time.perf_counter() - clock
+    findings = _run_channels(findings, config, prepared, rep, timing)
     return _write(ws, findings, timing)

@@ -1,6 +1,6 @@
 """How an eval item is found alike to a pool document or to another eval item.
 
-Module map:
+Module map of the pool stream's channels, which the scan names:
 
 ``shingles``     word shingles (every run of n words of the canonical text,
                  the whole text when it has fewer), and their fast 64-bit
@@ -11,7 +11,10 @@ Module map:
 ``internal``     duplicates inside the eval set, and their clusters
 ``embedding``    sentence embeddings: a verified model, a cache, top-k search
 ``calibration``  the cosine threshold, chosen from labelled pairs
-``probe``        the behavioral probe against a model endpoint
+
+Every other channel is a module of its own that declares ``CHANNEL`` (the
+behavioral probe against a model endpoint, ``probe``, and the judge of unclear
+pairs, ``judge``, are two), and ``registry`` finds it: nothing else lists it.
 
 Imports only ``inputs`` of the contamination package.
 """

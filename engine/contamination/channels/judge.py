@@ -15,6 +15,11 @@ at most twice, and a pair without an answer keeps the failure reasons of the
 exam's vocabulary. A cap bounds what a scan spends: each eval item's
 best-scoring unclear pair goes before any item's second, and pairs over the
 cap are counted, never sent. A dry run counts and sends nothing.
+
+A registered channel (``CHANNEL``) that flags nothing: with ``--judge-config``
+the scan reads the config and runs the preflight before the first row, and runs
+the judge last, on the flagged pairs; its suggestions go beside the pairs under
+``judge``, and its account into the report.
 """
 
 from __future__ import annotations
@@ -25,14 +30,21 @@ from pathlib import Path
 from typing import Any
 
 from engine.canonical import canonical_json, sha256_hex
+from engine.contamination.channels.registry import (
+    Channel,
+    ChannelResult,
+    Context,
+    FlaggedPair,
+    PairKey,
+)
 from engine.endpoint.chat import ModelSpec, ask, client, load_model, request_body
 from engine.endpoint.failures import Failure, tally
 from engine.endpoint.preflight import Check, Synthetic, preflight, require
 from engine.rows import Row
 
-# ("pool", eval index, pool index) or ("eval", lower eval index, higher eval index)
-PairKey = tuple[str, int, int]
-
+# The triage label of the pairs the judge is asked about (report.triage.UNCLEAR: the
+# report sits above the channels, and hands each pair's label down as text).
+UNCLEAR = "unclear"
 SCHEMA_NAME = "same_problem_verdict"
 VERDICT_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -61,16 +73,6 @@ PREFLIGHT_PAIR = (
     "A baker has 12 trays with 8 rolls on each. How many rolls does the baker have?",
     "How many rolls are there on 12 trays if each tray holds 8 rolls?",
 )
-
-
-@dataclass(frozen=True)
-class JudgePair:
-    """An unclear pair to ask about: its key, both texts, and its best flagging score."""
-
-    key: PairKey
-    eval_text: str
-    match_text: str
-    score: float
 
 
 @dataclass(frozen=True)
@@ -120,10 +122,9 @@ class JudgeResult:
         """Gives how many unclear pairs the cap kept from the judge."""
         return self.unclear - self.to_send
 
-    def beside(self, key: PairKey) -> dict[str, Any] | None:
-        """Gives what the pairs artifact and the item keep beside a pair, or None."""
-        found = self.judged.get(key)
-        return None if found is None else found.to_json(self.spec.model_identity)
+    def beside(self) -> dict[PairKey, dict[str, Any]]:
+        """Gives what the pairs artifact and the items keep beside each pair sent."""
+        return {key: j.to_json(self.spec.model_identity) for key, j in self.judged.items()}
 
     def to_json(self) -> dict[str, Any]:
         """Gives the report's account: the model, what was sent, answered, failed and why."""
@@ -184,10 +185,10 @@ def require_judge_preflight(spec: ModelSpec) -> list[Check]:
     return require(preflight([(spec, synthetic(spec))]))
 
 
-def choose(pairs: list[JudgePair], max_pairs: int) -> list[JudgePair]:
+def choose(pairs: list[FlaggedPair], max_pairs: int) -> list[FlaggedPair]:
     """Gives the pairs within the cap: every eval item's best-scoring unclear pair before
     any item's second, so one item with many look-alikes cannot spend the cap alone."""
-    by_item: dict[int, list[JudgePair]] = {}
+    by_item: dict[int, list[FlaggedPair]] = {}
     for pair in pairs:
         by_item.setdefault(pair.key[1], []).append(pair)
     ranked = []
@@ -200,7 +201,7 @@ def choose(pairs: list[JudgePair], max_pairs: int) -> list[JudgePair]:
 
 def run_judge(
     spec: ModelSpec,
-    pairs: list[JudgePair],
+    pairs: list[FlaggedPair],
     max_pairs: int,
     *,
     dry_run: bool = False,
@@ -226,3 +227,43 @@ def run_judge(
                 if advance is not None:
                     advance()
     return JudgeResult(spec, max_pairs, len(pairs), len(chosen), dry_run, judged, checks)
+
+
+def _preflight(options: Any, spec: ModelSpec) -> tuple[ModelSpec, tuple[Check, ...]]:
+    """Gives the judge's spec and its passed preflight checks (none in a dry run, which
+    sends nothing at all)."""
+    return spec, () if options.judge_dry_run else tuple(require_judge_preflight(spec))
+
+
+def judge_unclear_pairs(context: Context) -> ChannelResult:
+    """Gives the judge's account, and its suggestions beside the unclear pairs it was sent."""
+    spec, checks = context.prepared
+    o = context.options
+    pairs = [pair for pair in context.pairs() if pair.triage == UNCLEAR]
+    stage = None
+    if context.rep is not None and not o.judge_dry_run:
+        total = min(len(pairs), o.judge_max_pairs)
+        stage = context.rep.stage("judging unclear pairs", total=total, unit="pairs")
+    result = run_judge(
+        spec,
+        pairs,
+        o.judge_max_pairs,
+        dry_run=o.judge_dry_run,
+        checks=checks,
+        advance=(lambda: stage.advance(1)) if stage is not None else None,
+    )
+    if stage is not None:
+        stage.finish()
+    return ChannelResult(result.to_json(), beside=result.beside())
+
+
+CHANNEL = Channel(
+    name="judge",
+    key="judge",
+    enabled=lambda options: options.judge_config is not None,
+    run=judge_unclear_pairs,
+    flags_items=False,
+    reads_pairs=True,
+    prepare=lambda options: load_judge(options.judge_config),
+    preflight=_preflight,
+)

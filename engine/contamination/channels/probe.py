@@ -6,6 +6,10 @@ is also asked to solve the question unaided. Reconstruction that exceeds the
 model's own accuracy is the signal; an item the model reconstructs but
 cannot solve is suspected and goes to the reviewer. The endpoint is any
 OpenAI-compatible server (``POST {endpoint}/chat/completions``).
+
+A registered channel (``CHANNEL``): the scan runs it after the pool when
+``--probe-endpoint`` is given, and each suspected item is flagged as
+``behavioral_probe``, its account under ``probe`` in the report and the item.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from engine.contamination.channels.registry import Channel, ChannelResult, Context, ItemFlag
 from engine.errors import InputError
 
 _NUMBER = re.compile(r"-?\d+(?:,\d{3})*(?:\.\d+)?")
@@ -89,6 +94,25 @@ class ProbeResult:
             "suspect_rule": "reconstructed the masked number but did not solve unaided",
             "decoding": "greedy (temperature 0)",
         }
+
+    def flags(self) -> tuple[ItemFlag, ...]:
+        """Gives a flag for each suspected item: its row's fields and its item's account."""
+        return tuple(
+            ItemFlag(
+                o.index,
+                {"reconstructed": o.gold, "solved_unaided": o.solved_unaided},
+                {
+                    "gold": o.gold,
+                    "reconstructed": True,
+                    "solved_unaided": o.solved_unaided,
+                    "fill_reply": o.fill_reply[:500],
+                    "solve_reply": o.solve_reply[-500:],
+                    "model": self.model,
+                },
+            )
+            for o in self.outcomes
+            if o.suspected
+        )
 
 
 def _number_value(text: str) -> str:
@@ -214,3 +238,32 @@ def sample_indexes(n: int, size: int) -> list[int]:
     if size <= 0 or size >= n:
         return list(range(n))
     return sorted({(k * n) // size for k in range(size)})
+
+
+def probe_eval_set(context: Context) -> ChannelResult:
+    """Gives the probe's account and flags: the sampled eval items asked of the model."""
+    o = context.options
+    client = ChatClient(o.probe_endpoint, o.probe_model or "default")
+    try:
+        evals = context.eval.items
+        items = [
+            ProbeItem(i, evals[i].id, evals[i].text, evals[i].row[o.probe_answer_field])
+            for i in sample_indexes(len(evals), o.probe_sample)
+        ]
+        rep = context.rep
+        stage = rep.stage("behavioral probe", total=len(items), unit="items") if rep else None
+        result = run_probe(client, items, stage)
+        if stage is not None:
+            stage.finish()
+    finally:
+        client.close()
+    return ChannelResult(result.to_json(), result.flags())
+
+
+CHANNEL = Channel(
+    name="behavioral_probe",
+    key="probe",
+    enabled=lambda options: bool(options.probe_endpoint),
+    run=probe_eval_set,
+    eval_fields=lambda options: (options.probe_answer_field,),
+)

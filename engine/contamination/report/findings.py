@@ -3,6 +3,11 @@
 Everything here is pure: the same findings give the same bytes, so a
 re-scan of unchanged data gives the same item ids and the workspace keeps
 one copy of each item.
+
+The pool and internal channels are named here; a registered channel
+(``channels.registry``) is not: its flags become rows and items, its section
+of the report and its fields beside pairs go under its key, and its counts
+join the report's, whatever channel it is.
 """
 
 from __future__ import annotations
@@ -12,31 +17,28 @@ import platform
 import weakref
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from engine.backlog import BacklogItem
 from engine.canonical import canonical_sha256, sha256_hex
 from engine.contamination.channels.internal import InternalPair, clusters
 from engine.contamination.channels.ngram import NgramSettings
 from engine.contamination.channels.numbers import NumberRarity, quantities
-from engine.contamination.channels.probe import ProbeResult
+from engine.contamination.channels.registry import ChannelRun, FlaggedPair, PairKey
 from engine.contamination.inputs.canonical_text import numbers_only_differ
 from engine.contamination.inputs.evalset import EvalSet
 from engine.contamination.pool.merge import PoolDoc
 from engine.contamination.report.spans import shared_spans
 from engine.contamination.report.triage import (
     LABELS,
-    UNCLEAR,
     item_label,
     rule_report,
     triage,
 )
 
-if TYPE_CHECKING:
-    from engine.contamination.channels.judge import JudgePair, JudgeResult, PairKey
-
 QUEUE = "flagged_pairs"
 POOL_CHANNELS = ("ngram", "containment", "embed")
+INTERNAL = "internal"
 COPIED = {"ngram", "containment"}  # channels that find the text itself copied
 # a paraphrase flag whose cosine is this close above the threshold is a judgement call
 # (a rewording or a same-template sibling): the headline counts the items resting on one
@@ -91,18 +93,41 @@ class Findings:
     internal_minhash: dict[tuple[int, int], float]
     cosine_threshold: float | None
     top_k: int
-    probe: ProbeResult | None
     embedding: dict[str, Any] = field(default_factory=lambda: {"enabled": False})
     search: dict[str, Any] = field(default_factory=dict)
     pool_shards: list[dict[str, Any]] = field(default_factory=list)
     pool_scan: dict[str, Any] = field(default_factory=dict)
     fields: dict[str, Any] = field(default_factory=dict)
-    # the judge's suggestions on unclear pairs (--judge-config), None when not asked
-    judge: JudgeResult | None = None
+    # every registered channel, in the order they run, and what each found (None: not run)
+    channels: tuple[ChannelRun, ...] = ()
 
-    def judged(self, key: PairKey) -> dict[str, Any] | None:
-        """Gives the judge's suggestion kept beside a pair, or None."""
-        return None if self.judge is None else self.judge.beside(key)
+    def flagging(self) -> list[ChannelRun]:
+        """Gives the registered channels that flag eval items, run or not; refuses one
+        named as a pool or internal channel is."""
+        runs = [run for run in self.channels if run.channel.flags_items]
+        for run in runs:
+            if run.channel.name in (*POOL_CHANNELS, INTERNAL):
+                raise ValueError(
+                    f"a registered channel is named {run.channel.name!r}, as a core one is"
+                )
+        return runs
+
+    def beside(self, key: PairKey) -> dict[str, Any]:
+        """Gives what the registered channels keep beside a pair, each under its key."""
+        out: dict[str, Any] = {}
+        for run in self.channels:
+            if run.result is not None and key in run.result.beside:
+                out[run.channel.key] = run.result.beside[key]
+        return out
+
+
+def _put(target: dict[str, Any], fields: dict[str, Any], where: str) -> None:
+    """Adds a registered channel's fields to a row, a match, an item or the report;
+    refuses one that would overwrite a field already there."""
+    taken = sorted(set(fields) & set(target))
+    if taken:
+        raise ValueError(f"a registered channel's field {taken[0]!r} is taken in the {where}")
+    target.update(fields)
 
 
 def _r(value: float | None) -> float | None:
@@ -200,9 +225,7 @@ def flagged_rows(findings: Findings) -> list[dict[str, Any]]:
         }
         if pair.cosine is not None:
             row["cosine"] = _r(pair.cosine)
-        suggestion = findings.judged(("pool", pair.eval_index, pair.pool_index))
-        if suggestion is not None:
-            row["judge"] = suggestion
+        _put(row, findings.beside(("pool", pair.eval_index, pair.pool_index)), "pair row")
         rows.append(row)
     groups, member = _cluster_of(findings)
     for twin in sorted(findings.internal, key=lambda p: (p.a, p.b)):
@@ -212,8 +235,8 @@ def flagged_rows(findings: Findings) -> list[dict[str, Any]]:
             "a_id": items[twin.a].id,
             "b_idx": twin.b,
             "b_id": items[twin.b].id,
-            "channel": "internal",
-            "channels": ["internal"],
+            "channel": INTERNAL,
+            "channels": [INTERNAL],
             "via": via,
             "jaccard": _r(twin.jaccard),
             "containment_ab": _r(twin.containment_ab),
@@ -228,44 +251,42 @@ def flagged_rows(findings: Findings) -> list[dict[str, Any]]:
         }
         if twin.cosine is not None:
             row["cosine"] = _r(twin.cosine)
-        suggestion = findings.judged(("eval", twin.a, twin.b))
-        if suggestion is not None:
-            row["judge"] = suggestion
+        _put(row, findings.beside(("eval", twin.a, twin.b)), "pair row")
         rows.append(row)
-    if findings.probe is not None:
-        for outcome in findings.probe.outcomes:
-            if outcome.suspected:
-                rows.append(
-                    {
-                        "test_idx": outcome.index,
-                        "test_id": outcome.id,
-                        "channel": "behavioral_probe",
-                        "channels": ["behavioral_probe"],
-                        "reconstructed": outcome.gold,
-                        "solved_unaided": outcome.solved_unaided,
-                    }
-                )
+    for run in findings.flagging():
+        for flag in run.result.flags if run.result is not None else ():
+            name = run.channel.name
+            row = {
+                "test_idx": flag.index,
+                "test_id": items[flag.index].id,
+                "channel": name,
+                "channels": [name],
+            }
+            _put(row, flag.row, "row of an item flagged")
+            rows.append(row)
     return rows
 
 
-def unclear_pairs(findings: Findings) -> list[JudgePair]:
-    """Gives the pairs the judge may be asked about: those the pairs artifact's triage
-    labels unclear, each with both texts and its best flagging score."""
-    from engine.contamination.channels.judge import JudgePair
-
+def flagged_pairs(findings: Findings) -> list[FlaggedPair]:
+    """Gives the pairs the pool and internal channels flagged, as a registered channel
+    reads them: in the pairs artifact's order, each with both texts, its best flagging
+    score and its triage label."""
     items = findings.eval.items
     out = []
     for row in flagged_rows(findings):
-        if row.get("triage", {}).get("label") != UNCLEAR:
-            continue
+        if "triage" not in row:
+            continue  # an item a registered channel flagged: not a pair
+        label = row["triage"]["label"]
         scores = [row[k] for k in ("jaccard", "containment", "cosine") if row.get(k) is not None]
-        if row["channel"] == "internal":
+        if row["channel"] == INTERNAL:
             a, b = row["a_idx"], row["b_idx"]
-            out.append(JudgePair(("eval", a, b), items[a].text, items[b].text, max(scores)))
+            out.append(
+                FlaggedPair(("eval", a, b), items[a].text, items[b].text, max(scores), label)
+            )
         else:
             e, j = row["test_idx"], row["pool_idx"]
             text = findings.pool_docs[j].text
-            out.append(JudgePair(("pool", e, j), items[e].text, text, max(scores)))
+            out.append(FlaggedPair(("pool", e, j), items[e].text, text, max(scores), label))
     return out
 
 
@@ -375,9 +396,7 @@ def backlog_items(findings: Findings, run_id: str) -> list[BacklogItem]:
             bool(COPIED & set(channels)),
             rarity,
         )
-        suggestion = findings.judged(("pool", pair.eval_index, pair.pool_index))
-        if suggestion is not None:
-            entry["judge"] = suggestion
+        _put(entry, findings.beside(("pool", pair.eval_index, pair.pool_index)), "match")
         matches.setdefault(pair.eval_index, []).append(entry)
     groups, member = _cluster_of(findings)
     for twin in findings.internal:
@@ -399,38 +418,29 @@ def backlog_items(findings: Findings, run_id: str) -> list[BacklogItem]:
                 items[other].id,
                 items[other].text,
                 items[this].text,
-                ["internal"],
+                [INTERNAL],
                 scores,
                 bool(COPIED & set(via)),
                 rarity,
             )
             entry["via"] = via
-            suggestion = findings.judged(("eval", twin.a, twin.b))
-            if suggestion is not None:
-                entry["judge"] = suggestion
+            _put(entry, findings.beside(("eval", twin.a, twin.b)), "match")
             matches.setdefault(this, []).append(entry)
-    probed: dict[int, dict[str, Any]] = {}
-    if findings.probe is not None:
-        for outcome in findings.probe.outcomes:
-            if outcome.suspected:
-                probed[outcome.index] = {
-                    "gold": outcome.gold,
-                    "reconstructed": True,
-                    "solved_unaided": outcome.solved_unaided,
-                    "fill_reply": outcome.fill_reply[:500],
-                    "solve_reply": outcome.solve_reply[-500:],
-                    "model": findings.probe.model,
-                }
+    # what each registered channel flagged, by eval item: {channel name: (key, account)}
+    flagged: dict[int, dict[str, tuple[str, dict[str, Any]]]] = {}
+    for run in findings.flagging():
+        for flag in run.result.flags if run.result is not None else ():
+            by_item = flagged.setdefault(flag.index, {})
+            if run.channel.name in by_item:
+                raise ValueError(f"channel {run.channel.name!r} flags item {flag.index} twice")
+            by_item[run.channel.name] = (run.channel.key, flag.item)
     provenance = {"eval": findings.eval.provenance, "pool": findings.pool_provenance}
     limits = thresholds(findings)
     out = []
-    for index in sorted(set(matches) | set(probed)):
+    for index in sorted(set(matches) | set(flagged)):
         item = items[index]
         found = sorted(matches.get(index, []), key=_match_order)
-        channels = sorted(
-            {c for m in found for c in m["channels"]}
-            | ({"behavioral_probe"} if index in probed else set())
-        )
+        channels = sorted({c for m in found for c in m["channels"]} | set(flagged.get(index, {})))
         score_values = [
             v
             for m in found
@@ -461,8 +471,8 @@ def backlog_items(findings: Findings, run_id: str) -> list[BacklogItem]:
         }
         if index in member:
             payload["cluster"] = [{"index": i, "id": items[i].id} for i in groups[member[index]]]
-        if index in probed:
-            payload["probe"] = probed[index]
+        for key, account in flagged.get(index, {}).values():
+            _put(payload, {key: account}, "item")
         digest = canonical_sha256(payload)
         out.append(BacklogItem.make(QUEUE, f"fp-{digest[:16]}", run_id, payload))
     return out
@@ -496,8 +506,8 @@ def _near_threshold(
     clear: set[int] = set()
     bar = round(threshold + NEAR_THRESHOLD, 6)  # cosines are rounded in the rows
     for row in rows:
-        if row["channel"] in ("internal", "behavioral_probe"):
-            continue
+        if row["channel"] not in POOL_CHANNELS:
+            continue  # an internal duplicate, or an item a registered channel flagged
         cosine = row.get("cosine")
         if set(row["channels"]) & COPIED or cosine is None or cosine >= bar:
             clear.add(row["test_idx"])
@@ -552,27 +562,33 @@ def build_report(
     review, and ``contamination clean`` the confirmed leakage rate.
     """
     n = len(findings.eval.items)
-    by_channel: dict[str, set[int]] = {
-        c: set() for c in (*POOL_CHANNELS, "internal", "behavioral_probe")
-    }
+    registered = findings.flagging()
+    item_channels = [run.channel.name for run in registered]  # they flag items, not pairs
+    by_channel: dict[str, set[int]] = {c: set() for c in (*POOL_CHANNELS, INTERNAL, *item_channels)}
     combos: dict[str, int] = {}
     numbers_only = 0
     for row in rows:
-        if row["channel"] == "internal":
-            by_channel["internal"] |= {row["a_idx"], row["b_idx"]}
+        if row["channel"] == INTERNAL:
+            by_channel[INTERNAL] |= {row["a_idx"], row["b_idx"]}
         else:
             for channel in row["channels"]:
                 by_channel[channel].add(row["test_idx"])
-        if row["channel"] != "behavioral_probe":
+        if row["channel"] not in item_channels:
             combo = "+".join(row["channels"])
             combos[combo] = combos.get(combo, 0) + 1
         numbers_only += bool(row.get("numbers_only_differ"))
     flagged = set().union(*by_channel.values())
-    # the flagged items split three ways that add up: against the pool, else internal
-    # duplicates only, else the probe only
+    # the flagged items split so that the parts add up: against the pool, else internal
+    # duplicates only, else each registered channel's own (in the order they ran)
     pool_items = by_channel["ngram"] | by_channel["containment"] | by_channel["embed"]
-    internal_only = by_channel["internal"] - pool_items
-    probe_only = by_channel["behavioral_probe"] - pool_items - by_channel["internal"]
+    internal_only = by_channel[INTERNAL] - pool_items
+    registered_counts: dict[str, int] = {}
+    counted = pool_items | by_channel[INTERNAL]
+    for run in registered:
+        caught = by_channel[run.channel.name]
+        registered_counts[f"{run.channel.key}_suspected_items"] = len(caught)
+        registered_counts[f"{run.channel.key}_only_items"] = len(caught - counted)
+        counted = counted | caught
     near = _near_threshold(rows, pool_items, findings.cosine_threshold)
     only = {
         c: len(items - set().union(*(v for k, v in by_channel.items() if k != c)))
@@ -581,27 +597,27 @@ def build_report(
     groups, _ = _cluster_of(findings)
     evals = findings.eval.items
     s = findings.settings
-    return {
+    counts: dict[str, Any] = {
+        "ngram_overlap_items": len(by_channel["ngram"]),
+        "containment_overlap_items": len(by_channel["containment"]),
+        "paraphrase_overlap_items": len(by_channel["embed"]),
+        "internal_duplicate_pairs": len(findings.internal),
+        "internal_clusters": len(groups),
+        "total_flagged_items": len(flagged),
+        "pool_flagged_items": len(pool_items),
+        "internal_only_items": len(internal_only),
+        "near_threshold_items": near,
+        "near_threshold_margin": NEAR_THRESHOLD,
+        "flagged_pairs": len(rows),
+        "numbers_only_pairs": numbers_only,
+    }
+    _put(counts, registered_counts, "report's counts")
+    report = {
         "test": findings.eval.provenance,
         "pool": findings.pool_provenance,
         # each shard's bytes hash, rows and the flat content hash of its items alone
         "pool_shards": findings.pool_shards,
-        "counts": {
-            "ngram_overlap_items": len(by_channel["ngram"]),
-            "containment_overlap_items": len(by_channel["containment"]),
-            "paraphrase_overlap_items": len(by_channel["embed"]),
-            "internal_duplicate_pairs": len(findings.internal),
-            "internal_clusters": len(groups),
-            "probe_suspected_items": len(by_channel["behavioral_probe"]),
-            "total_flagged_items": len(flagged),
-            "pool_flagged_items": len(pool_items),
-            "internal_only_items": len(internal_only),
-            "probe_only_items": len(probe_only),
-            "near_threshold_items": near,
-            "near_threshold_margin": NEAR_THRESHOLD,
-            "flagged_pairs": len(rows),
-            "numbers_only_pairs": numbers_only,
-        },
+        "counts": counts,
         "channels": {
             "items_caught_by": {c: len(v) for c, v in by_channel.items()},
             "items_caught_only_by": only,
@@ -630,11 +646,16 @@ def build_report(
         },
         "fields": findings.fields,
         "embedding": findings.embedding,
-        "probe": None if findings.probe is None else findings.probe.to_json(),
-        "judge": None if findings.judge is None else findings.judge.to_json(),
         "ngram_search": findings.search,
         "pool_scan": findings.pool_scan,
         "recommended_action": RECOMMENDED_ACTION,
         "provenance": {"date": date, "run_id": run_id, "machine": _machine()},
         "timing_s": {k: round(v, 3) for k, v in timing.items()},
     }
+    # each registered channel's section, under its key: null when the scan did not run it
+    sections = {
+        run.channel.key: None if run.result is None else run.result.report
+        for run in findings.channels
+    }
+    _put(report, sections, "report")
+    return report
