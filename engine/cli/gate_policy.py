@@ -81,6 +81,7 @@ DEFAULT_ALLOWED = (
     "plan",
     "gold",
     "claim",
+    "agreement",
 )
 # Groups of which only these subcommands may be reached through the gate.
 NESTED_ALLOWED = {"checkpoint": ("export",)}

@@ -90,8 +90,9 @@ class _Allowed(click.ParamType):
     "allow",
     multiple=True,
     type=_Allowed(),
-    help="A subcommand to allow; repeat. Default: review, signoff, verify, items, "
-    "decide, undo, prove, checkpoint (export).",
+    help="A subcommand to allow; repeat. Default: "
+    + ", ".join(f"{name} (export)" if name == "checkpoint" else name for name in DEFAULT_ALLOWED)
+    + ".",
 )
 @click.pass_context
 def ssh_gate(cctx: click.Context, allow: tuple[str, ...]) -> None:

@@ -76,3 +76,44 @@ def test_two_reviewers_over_the_gate_decide_blind_and_the_lead_sees_the_dispute(
         "sam": {"decided": 1, "correct": 1},
     }
     assert sshd.run("sealdesk verify", lena).returncode == 0
+
+
+def test_over_the_gate_two_reviewers_claim_different_items_and_read_the_agreement(
+    tmp_path, keygen, agents, sshd
+):
+    ws = Workspace.init(tmp_path / "review" / "ws")
+    socks = people_with_agents(
+        ws, {"lena": "lead", "rita": "reviewer", "sam": "reviewer"},
+        keygen=keygen, agents=agents, sshd=sshd, command=gate_command(ws),
+    )  # fmt: skip
+    ws.ingest(
+        items(PAIRS, "fp", 6), runs={"run-1": {"kind": "test", "artifacts": {}, "inputs": {}}}
+    )
+    # each claims the next three in the name of the key the agent forwards
+    taken = {}
+    for name in ("rita", "sam"):
+        proc = sshd.run(f"sealdesk claim --queue {PAIRS} --next 3 --json", socks[name])
+        assert proc.returncode == 0, proc.stderr
+        taken[name] = {r["item_id"] for r in json.loads(proc.stdout)}
+        assert all(r["principal"] == name for r in json.loads(proc.stdout))
+    assert len(taken["rita"]) == len(taken["sam"]) == 3 and not taken["rita"] & taken["sam"]
+    holders = {i: r["claim"]["principal"] for i, r in listed(sshd, socks["lena"]).items()}
+    assert holders == {i: name for name, ids in taken.items() for i in ids}
+    # a key file named on the command line is refused: the claim is the agent key's
+    refused = sshd.run(f"sealdesk claim --queue {PAIRS} --next 1 --key /etc/passwd", socks["sam"])
+    assert refused.returncode != 0 and "ssh-gate" in refused.stderr
+    # the agreement, read through the gate: both decide every item the same but one
+    for name in ("rita", "sam"):
+        for n in range(6):
+            decision = "reject" if name == "sam" and n == 0 else "accept"
+            proc = sshd.run(
+                f"sealdesk decide --queue {PAIRS} --item fp-{n} --decision {decision} "
+                "--overrule", socks[name],
+            )  # fmt: skip
+            assert proc.returncode == 0, proc.stderr
+    figures = sshd.run("sealdesk agreement --json", socks["lena"])
+    assert figures.returncode == 0, figures.stderr
+    (pairs,) = json.loads(figures.stdout)["queues"]
+    both = pairs["all"]
+    assert both["raters"] == ["rita", "sam"] and both["items"] == 6
+    assert both["statistics"]["raw"]["value"] == pytest.approx(5 / 6)
