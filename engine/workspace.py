@@ -1336,6 +1336,12 @@ class Workspace:
             for i, state in review_plan.states(self.conn, current, q).items()
         }
 
+    def review_outcomes(self) -> dict[tuple[str, str], dict[str, Any]]:
+        """Gives each planned item's outcome (k, ratings in, unanimous / adjudicated /
+        unresolved / pending), as the records say it, to nobody kept blind: what an
+        export carries beside each decision on a planned item."""
+        return {key: state.to_json() for key, state in self._planned_states().items()}
+
     def _decision_at(self, seq: int) -> dict[str, Any]:
         row = self.conn.execute(
             "SELECT seq, decision, principal, role, time, record_hash FROM records WHERE seq=?",
@@ -1443,6 +1449,8 @@ class Workspace:
             raise InputError("claim at least 1 item", field="next")
         principal = self._claimer()
         current = self.plan()
+        if current is not None:
+            current.read_keys(queue)
         taken: list[Claim] = []
         seen: set[str] = set()
         while len(taken) < count:
@@ -1501,6 +1509,7 @@ class Workspace:
         if self.viewer not in planned["principals"]:
             held = review_plan.states(self.conn, current, queue)
             return tuple(i for i, s in held.items() if s.outcome == review_plan.UNRESOLVED)
+        current.read_keys(queue)
         ids = self.conn.execute("SELECT item_id FROM items WHERE queue = ?", (queue,))
         return tuple(i for (i,) in ids if self.viewer in current.assigned(queue, i))
 

@@ -42,6 +42,10 @@ class Plan:
     record_hash: str
     principal: str
     queues: dict[str, dict[str, Any]]
+    # Where draw keys are read, and those read (an item's subject never changes).
+    conn: sqlite3.Connection | None = field(default=None, compare=False, repr=False)
+    keys: dict[tuple[str, str], str] = field(default_factory=dict, compare=False, repr=False)
+    read_queues: set[str] = field(default_factory=set, compare=False, repr=False)
 
     def for_queue(self, queue: str) -> dict[str, Any] | None:
         return self.queues.get(queue)
@@ -49,12 +53,29 @@ class Plan:
     def planned(self, queue: str, item_id: str) -> bool:
         """Says whether the plan asks ``k`` decisions on this item."""
         q = self.queues.get(queue)
-        return q is not None and plan_shape.sampled(q, queue, item_id)
+        return q is not None and plan_shape.sampled(q, queue, self.key(queue, item_id))
 
     def assigned(self, queue: str, item_id: str) -> tuple[str, ...]:
         """Gives who the plan assigns this item to (nobody when the queue is not planned)."""
         q = self.queues.get(queue)
-        return () if q is None else plan_shape.assigned(q, queue, item_id)
+        return () if q is None else plan_shape.assigned(q, queue, self.key(queue, item_id))
+
+    def key(self, queue: str, item_id: str) -> str:
+        """Gives the item's draw key (``engine.ledger.plan``): its subject, else its id."""
+        found = self.keys.get((queue, item_id))
+        if found is None:
+            if self.conn is None:
+                return item_id
+            found = plan_shape.draw_keys(self.conn, queue, [item_id]).get(item_id, item_id)
+            self.keys[(queue, item_id)] = found
+        return found
+
+    def read_keys(self, queue: str) -> None:
+        """Reads every draw key of a queue in one query (before a pass over all its items)."""
+        if self.conn is not None and queue not in self.read_queues:
+            for item_id, key in plan_shape.draw_keys(self.conn, queue).items():
+                self.keys[(queue, item_id)] = key
+            self.read_queues.add(queue)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -76,7 +97,7 @@ def current(conn: sqlite3.Connection, before: int | None = None) -> Plan | None:
     ).fetchone()
     if row is None:
         return None
-    return Plan(row[0], row[1], row[2], strict_loads(row[3])["data"]["queues"])
+    return Plan(row[0], row[1], row[2], strict_loads(row[3])["data"]["queues"], conn)
 
 
 def plan_by_hash(conn: sqlite3.Connection, record_hash: str) -> Plan | None:
@@ -88,7 +109,7 @@ def plan_by_hash(conn: sqlite3.Connection, record_hash: str) -> Plan | None:
     ).fetchone()
     if row is None:
         return None
-    return Plan(row[0], row[1], row[2], strict_loads(row[3])["data"]["queues"])
+    return Plan(row[0], row[1], row[2], strict_loads(row[3])["data"]["queues"], conn)
 
 
 @dataclass(frozen=True)
@@ -173,9 +194,9 @@ def states(
             r[0] for r in conn.execute("SELECT item_id FROM items WHERE queue = ?", (queue,))
         ]
     asked = tuple(q["principals"])
-    out = {
-        i: ItemState(queue, i, q["k"], asked) for i in item_ids if plan_shape.sampled(q, queue, i)
-    }
+    if len(item_ids) > 1:
+        plan.read_keys(queue)
+    out = {i: ItemState(queue, i, q["k"], asked) for i in item_ids if plan.planned(queue, i)}
     if not out:
         return out
     role = rating_role(queue)

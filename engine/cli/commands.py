@@ -804,12 +804,22 @@ def export(ctx: Ctx, out: str) -> None:
         -n "$(jq -sr '.[0].namespace' records.jsonl)" \\
         -Overify-time="$(jq -sr '.[0].verify_time' records.jsonl)" -s msg.sig < msg
     verify_time is the record's signed time: a key enrolled with valid-before
-    is checked as of then, as sealdesk verify does.
+    is checked as of then, as sealdesk verify does. Under a review plan each
+    decision on a planned item also carries its item's outcome (unsigned, what
+    the records say together): "review": {"k", "ratings", "outcome"}.
     """
     from engine.ledger.audit import export_records
 
     with ctx.open(read_only=True) as ws:
-        n = export_records(ws, Path(out))
+        outcomes = ws.review_outcomes()
+
+        def review(body: dict) -> dict:
+            key = (body.get("queue"), body.get("item_id"))
+            if body.get("kind") != "decision" or key not in outcomes:
+                return {}
+            return {"review": outcomes[key]}
+
+        n = export_records(ws, Path(out), review)
     click.echo(visible(f"wrote {n} record(s) to {out}"))
 
 

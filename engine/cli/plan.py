@@ -93,6 +93,7 @@ def set_plan(
         record = ws.set_plan(signer, queues, note=note)
         drawn = ws.plan()
         assert drawn is not None
+        drawn.read_keys(queue)
         planned = sum(
             drawn.planned(queue, i)
             for (i,) in ws.conn.execute("SELECT item_id FROM items WHERE queue = ?", (queue,))

@@ -12,6 +12,7 @@ all of them in order for ``sealdesk verify``.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 from engine.artifacts import atomic_write
@@ -168,8 +169,11 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
-def export_records(ws, out: Path) -> int:
+def export_records(ws, out: Path, tags: Callable[[dict], dict] | None = None) -> int:
     """Writes one JSON line per record (exact message, armored SSHSIG); gives the count.
+
+    ``tags(body)`` gives fields a line carries beside the record (unsigned: what the
+    records say together, such as a planned item's outcome); the ledger names none.
 
     Each line also names the enrolment that let its signer sign it
     (``granted_by``: the seq of the genesis or enrol record, itself exported)
@@ -222,6 +226,8 @@ def export_records(ws, out: Path) -> int:
         if grant is not None:
             line["granted_by"] = grant.granted_by
             line["allowed_signers"] = allowed_signers_line(auth, grant)
+        if tags is not None:
+            line.update({k: v for k, v in tags(body).items() if k not in line})
         lines.append(json.dumps(line, ensure_ascii=False, sort_keys=True) + "\n")
     atomic_write(out, "".join(lines).encode("utf-8"), mode=0o644)
     return len(lines)

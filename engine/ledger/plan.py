@@ -8,9 +8,15 @@ A lead signs a plan as a ``plan`` record; its ``data`` is::
 - ``k``: independent decisions a planned item needs (2 or more; 1 means no
   double review and is refused, a plan that asks nothing is no plan);
 - ``share``: the part of the queue that is double-reviewed, in (0, 1];
-- ``seed``: with the queue and the item id, it decides which items are in
-  that share and in what order each principal is asked (so anyone holding
-  the signed record draws the same sample and the same assignment);
+- ``seed``: with the queue and the item's draw key, it decides which items
+  are in that share and in what order each principal is asked (so anyone
+  holding the signed record draws the same sample and the same assignment).
+  The draw key is the item's subject (the question it asks: for a flagged
+  pair, the eval set, the eval item's id and its text's SHA-256) when it has
+  one, else its id. A subject is the same on every machine and in every
+  re-scan, where an item id (a hash of all the evidence, scores included)
+  can differ in a score's last digit from one CPU to another, and always
+  differs once new evidence comes: a question double-reviewed stays so;
 - ``principals``: who takes part (at least ``k``), each named once.
 
 Everything here is a pure function of the signed body, so ``verify`` can
@@ -20,7 +26,11 @@ redraw the sample from the record alone.
 from __future__ import annotations
 
 import hashlib
+import json
+import sqlite3
 from typing import Any
+
+from engine.canonical import canonical_sha256
 
 PLAN_KIND = "plan"
 _QUEUE_KEYS = {"k", "share", "seed", "principals"}
@@ -33,26 +43,49 @@ def _draw(*parts: str) -> float:
     return int.from_bytes(digest[:8], "big") / _SCALE
 
 
-def sampled(queue_plan: dict[str, Any], queue: str, item_id: str) -> bool:
-    """Says whether the plan asks ``k`` independent decisions on this item."""
-    return _draw("sample", str(queue_plan["seed"]), queue, item_id) < queue_plan["share"]
+def sampled(queue_plan: dict[str, Any], queue: str, key: str) -> bool:
+    """Says whether the plan asks ``k`` independent decisions on the item of this draw key."""
+    return _draw("sample", str(queue_plan["seed"]), queue, key) < queue_plan["share"]
 
 
-def order(queue_plan: dict[str, Any], queue: str, item_id: str) -> tuple[str, ...]:
-    """Gives the plan's principals in the order this item asks them: a planned item is
-    assigned to the first ``k``, any other item to the first one."""
+def order(queue_plan: dict[str, Any], queue: str, key: str) -> tuple[str, ...]:
+    """Gives the plan's principals in the order the item of this draw key asks them: a
+    planned item is assigned to the first ``k``, any other item to the first one."""
     seed = str(queue_plan["seed"])
     return tuple(
-        sorted(
-            queue_plan["principals"], key=lambda p: (_draw("assign", seed, queue, item_id, p), p)
-        )
+        sorted(queue_plan["principals"], key=lambda p: (_draw("assign", seed, queue, key, p), p))
     )
 
 
-def assigned(queue_plan: dict[str, Any], queue: str, item_id: str) -> tuple[str, ...]:
-    """Gives who the plan assigns this item to."""
-    ranked = order(queue_plan, queue, item_id)
-    return ranked[: queue_plan["k"]] if sampled(queue_plan, queue, item_id) else ranked[:1]
+def assigned(queue_plan: dict[str, Any], queue: str, key: str) -> tuple[str, ...]:
+    """Gives who the plan assigns the item of this draw key to."""
+    ranked = order(queue_plan, queue, key)
+    return ranked[: queue_plan["k"]] if sampled(queue_plan, queue, key) else ranked[:1]
+
+
+def draw_key(queue: str, item_id: str, payload: dict[str, Any]) -> str:
+    """Gives the draw key of an item: the SHA-256 of its queue and its payload's subject
+    (the items table's ``subject`` column holds the same), else its id."""
+    stated = payload.get("subject")
+    if stated is None:
+        return item_id
+    return canonical_sha256({"queue": queue, "subject": stated})
+
+
+def draw_keys(
+    conn: sqlite3.Connection, queue: str, item_ids: list[str] | None = None
+) -> dict[str, str]:
+    """Gives the draw key of a queue's items (all, or those named), read from the items
+    table's subject column (an item without one, or a database made before subjects,
+    draws by its id)."""
+    with_subject = any(r[1] == "subject" for r in conn.execute("PRAGMA table_info(items)"))
+    key = "COALESCE(subject, item_id)" if with_subject else "item_id"
+    sql = f"SELECT item_id, {key} FROM items WHERE queue = ?"
+    args: list[Any] = [queue]
+    if item_ids is not None:
+        sql += " AND item_id IN (SELECT value FROM json_each(?))"
+        args.append(json.dumps(item_ids))
+    return dict(conn.execute(sql, args).fetchall())
 
 
 def plan_fault(data: Any, queues: tuple[str, ...]) -> str | None:

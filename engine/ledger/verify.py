@@ -37,7 +37,7 @@ from engine.ledger import clock, sshsig
 from engine.ledger.authority import AUTHORITY_KINDS, SignerPolicy
 from engine.ledger.fastbody import COMMON_FIELDS, common_fields
 from engine.ledger.gold import GOLD_KIND, gold_fault, reveal_fault
-from engine.ledger.plan import PLAN_KIND, plan_fault, sampled
+from engine.ledger.plan import PLAN_KIND, draw_key, plan_fault, sampled
 from engine.ledger.records import (
     BODY_FIELDS,
     DECISIONS,
@@ -1185,6 +1185,20 @@ def _decided_before(
     return None
 
 
+def _draw_key(conn: sqlite3.Connection, queue: str, item_id: str, seq: int) -> str:
+    """Gives the draw key the plan sampled a decided item by: its subject, read from the
+    item's payload only when that payload is the one the decision signed (its SHA-256);
+    else its id."""
+    row = conn.execute(
+        "SELECT i.payload FROM items i JOIN records r ON r.seq = ? "
+        "AND r.item_sha256 = i.item_sha256 WHERE i.queue = ? AND i.item_id = ?",
+        (seq, queue, item_id),
+    ).fetchone()
+    if row is None:
+        return item_id
+    return draw_key(queue, item_id, json.loads(row[0]))
+
+
 def _planned_fault(
     conn: sqlite3.Connection,
     plans: dict[str, tuple[int, dict]],
@@ -1226,7 +1240,7 @@ def _planned_fault(
                 return f"resolves record {h[:12]}…, which is no earlier rating on the item"
         return None
     q = queues.get(queue)
-    if q is None or not sampled(q, queue, item_id):
+    if q is None or not sampled(q, queue, _draw_key(conn, queue, item_id, seq)):
         return f"a blind rating on {queue}/{item_id}, which its plan does not sample"
     if principal not in q["principals"]:
         return f"a blind rating by {principal}, who is not in the plan for {queue}"

@@ -206,6 +206,19 @@ def test_a_disagreement_goes_to_the_adjudicator_who_resolves_it(desk, sealdesk_m
     assert progress["outcomes"]["pending"] == len(planned) - 1  # b waits for ben
     assert progress["principals_progress"]["rita"]["ratings"] == 2
     assert sealdesk_main("verify", workspace=ws).returncode == 0
+    # an export carries, beside each decision on a planned item, its item's outcome
+    out = ws.parent / "records.jsonl"
+    sealdesk_main("export", "--out", out, workspace=ws, check=True)
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    on = {
+        (json.loads(line["message"])["item_id"], line["principal"]): line.get("review")
+        for line in lines
+        if line["kind"] == "decision"
+    }
+    assert on[(a, "rita")] == on[(a, "ben")] == on[(a, "ada")]
+    assert on[(a, "ada")]["outcome"] == "adjudicated" and on[(a, "ada")]["ratings"] == 2
+    assert on[(b, "rita")]["outcome"] == "pending"
+    assert all("review" not in line for line in lines if line["kind"] != "decision")
 
 
 def _forge(ws, key, item, data, role="reviewer"):
@@ -375,3 +388,49 @@ def test_with_three_raters_the_third_learns_nothing_before_deciding(
     decide(sealdesk_main, ws, keys["ada"], "accept", "item-0")
     out = sealdesk_main("agreement", "--queue", PAIRS, "--json", workspace=ws, check=True)
     assert json.loads(out.stdout)["queues"][0]["all"]["items"] == 1
+
+
+def test_the_sample_follows_the_question_not_the_item_id(desk, sealdesk_main):
+    """An item id hashes all the evidence, scores included: a score's last digit (another
+    CPU) or a re-scan changes it. The plan draws by the item's subject, so the same
+    question is in the sample or out of it on every machine and in every run."""
+    from engine.workspace import BacklogItem
+
+    ws, keys, _, _ = desk
+
+    def pair(n: int, run: str, cosine: float) -> BacklogItem:
+        payload = {
+            "subject": {"kind": "eval_item", "eval_id": f"q-{n}"},
+            "summary": {"title": f"q-{n}", "score": cosine, "tags": []},
+            "matches": [{"scores": {"cosine": cosine}}],
+        }
+        return BacklogItem.make(PAIRS, f"fp-{run}-{n}", run, payload)
+
+    with Workspace.open(ws) as w:
+        for run, cosine in (("run-a", 0.812345), ("run-b", 0.812346)):
+            w.ingest(
+                [pair(n, run, cosine) for n in range(60)],
+                runs={run: {"kind": "test", "artifacts": {}, "inputs": {}}},
+            )
+    with Workspace.open(ws, read_only=True) as w:
+        plan = w.plan()
+        a = [plan.planned(PAIRS, f"fp-run-a-{n}") for n in range(60)]
+        b = [plan.planned(PAIRS, f"fp-run-b-{n}") for n in range(60)]
+        by_id = [plan_shape.sampled(PLAN, PAIRS, f"fp-run-a-{n}") for n in range(60)]
+        assigned = [plan.assigned(PAIRS, f"fp-run-a-{n}") for n in range(60)]
+        again = [plan.assigned(PAIRS, f"fp-run-b-{n}") for n in range(60)]
+    assert a == b and assigned == again  # the same questions, the same sample and order
+    assert 15 < sum(a) < 45  # about half, as the plan asks
+    assert a != by_id  # drawn by the question, not by the id
+    # verify draws the same: a blind rating on a sampled question passes, and one on a
+    # question out of the sample is a fault
+    inside = next(f"fp-run-a-{n}" for n in range(60) if a[n])
+    outside = next(f"fp-run-a-{n}" for n in range(60) if not a[n])
+    decide(sealdesk_main, ws, keys["rita"], "accept", inside)
+    assert sealdesk_main("verify", workspace=ws).returncode == 0
+    plan_hash = json.loads(
+        sealdesk_main("plan", "show", "--json", workspace=ws, check=True).stdout
+    )["plan"]["record_hash"]
+    _forge(ws, keys["rita"], outside, {"plan": {"blind": True, "record": plan_hash}})
+    out = sealdesk_main("verify", workspace=ws)
+    assert out.returncode != 0 and "which its plan does not sample" in out.stderr + out.stdout
