@@ -44,6 +44,14 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.pop("SSH_AUTH_SOCK", None)
+# Under ``pytest -n N`` each worker (and every process it starts) gets its share of the
+# cores for torch's and the BLAS's thread pools. Two workers each running a pool as wide
+# as the machine make their threads spin-wait on one another: a distillation that takes
+# 20 s when each has one core of two takes 80 s when both take two.
+if os.environ.get("PYTEST_XDIST_WORKER_COUNT") and "OMP_NUM_THREADS" not in os.environ:
+    os.environ["OMP_NUM_THREADS"] = str(
+        max(1, (os.cpu_count() or 1) // int(os.environ["PYTEST_XDIST_WORKER_COUNT"]))
+    )
 # Receipts go to the signer's own state directory: in tests, one of the run's own.
 os.environ["SEALDESK_RECEIPTS"] = tempfile.mkdtemp(prefix="sealdesk-test-receipts-")
 os.environ.pop("SEALDESK_WORKSPACE", None)
