@@ -217,6 +217,9 @@ def _base_env(home: Path, bin_dir: Path | None = None) -> dict[str, str]:
         "TRANSFORMERS_OFFLINE": "1",
         storage_guard.LOG_ENV: os.environ[storage_guard.LOG_ENV],
     }
+    # the worker's share of the cores for torch's threads (tests/conftest.py)
+    if "OMP_NUM_THREADS" in os.environ:
+        env["OMP_NUM_THREADS"] = os.environ["OMP_NUM_THREADS"]
     return env
 
 
