@@ -398,10 +398,11 @@ def reached(server: socket.socket) -> bool:
 
 async def type_in_jobs_panel(app, pilot, line: str) -> str:
     """Opens the jobs panel with b, types line, presses Enter; gives the panel's message."""
-    from tests.support.review_app import text_of
+    from tests.support.review_app import text_of, type_text
 
     await pilot.press("b")
-    await pilot.press(*line, "enter")
+    await type_text(pilot, line)
+    await pilot.press("enter")
     shown = text_of(app.screen.query_one("#jobs-error"))
     await pilot.press("escape")
     return shown
@@ -529,7 +530,7 @@ async def test_jobs_under_the_gate_run_what_it_allows_and_write_only_inside(
 ):
     from reviewer.app import ReviewApp
     from reviewer.session import read_only_session
-    from tests.support.review_app import settle, text_of
+    from tests.support.review_app import settle, text_of, type_text
 
     inputs = desk.ws.root / "inputs"
     inputs.mkdir()
@@ -548,12 +549,15 @@ async def test_jobs_under_the_gate_run_what_it_allows_and_write_only_inside(
         assert text_of(app.screen.query_one("#jobs-gate")).startswith(
             "Under ssh-gate: allowed review, ingest, export; files are read from"
         )
-        await pilot.press(*"ingest inputs/claims.jsonl", "enter")
-        await pilot.press(*"export --out exports/records.jsonl", "enter")
+        await type_text(pilot, "ingest inputs/claims.jsonl")
+        await pilot.press("enter")
+        await type_text(pilot, "export --out exports/records.jsonl")
+        await pilot.press("enter")
         body = app.screen.query_one("#jobs-body")
         await settle(pilot, lambda: text_of(body).count("SUCCEEDED") == 2, timeout=60)
         await pilot.press("escape", "b")
-        await pilot.press(*"export --out ../leak.jsonl", "enter")
+        await type_text(pilot, "export --out ../leak.jsonl")
+        await pilot.press("enter")
         assert text_of(app.screen.query_one("#jobs-error")).startswith(
             "ssh-gate: --out '../leak.jsonl' is outside the workspace"
         )
@@ -579,7 +583,7 @@ PLANTED = {
 async def test_a_gated_job_imports_nothing_from_the_login_directory(desk, tmp_path, monkeypatch):
     from reviewer.app import ReviewApp
     from reviewer.session import read_only_session
-    from tests.support.review_app import settle, text_of
+    from tests.support.review_app import settle, text_of, type_text
 
     login = tmp_path / "login"
     login.mkdir()
@@ -598,7 +602,8 @@ async def test_a_gated_job_imports_nothing_from_the_login_directory(desk, tmp_pa
     app = ReviewApp(desk.ws, read_only_session("under the gate, for this test"))
     async with app.run_test(size=(100, 30)) as pilot:
         await pilot.press("b")
-        await pilot.press(*f"ingest {inputs / 'claims.jsonl'}", "enter")
+        await type_text(pilot, f"ingest {inputs / 'claims.jsonl'}")
+        await pilot.press("enter")
         body = app.screen.query_one("#jobs-body")
         await settle(pilot, lambda: "RUNNING" not in text_of(body), timeout=60)
         shown = text_of(body)

@@ -66,6 +66,22 @@ def text_of(widget) -> str:
     return console.export_text()
 
 
+async def type_text(pilot, text: str) -> None:
+    """Types text into the focused widget: the key event of each character, as
+    ``pilot.press`` sends it, all sent at once (a fast typist's keys, in order), then waits
+    until the app is idle. ``pilot.press`` waits for the app after every key (40 ms or more
+    a key), which makes a typed command line take seconds."""
+    from textual import events
+    from textual.keys import _character_to_key
+
+    driver = pilot.app._driver
+    for character in text:
+        event = events.Key(_character_to_key(character), character)
+        event.set_sender(pilot.app)
+        driver.send_message(event)
+    await pilot.pause()
+
+
 async def settle(pilot, predicate, timeout: float = 30.0):
     """Lets the app run until predicate() holds; fails at the deadline."""
     deadline = time.monotonic() + timeout
