@@ -1214,10 +1214,7 @@ class ReviewScreen(Screen):
             return
         left = undecided(self.progress, self.queue)
         if left:
-            self.say(
-                f"{left:,} undecided item(s) here are outside the filter "
-                f"({cast(_Keyed, self.app).key_for('review.filter')}, then Ctrl+R, clears it)"
-            )
+            self.say(self._why_none_free(left))
             return
         then = next_queue(self.queue, self.progress, self.session)
         if then is None:
@@ -1227,6 +1224,22 @@ class ReviewScreen(Screen):
         index = self._first_free_undecided()
         if index is not None:
             self.queue_list.cursor = index
+
+    def _why_none_free(self, left: int) -> str:
+        """Says why none of the queue's ``left`` undecided items is offered: colleagues'
+        apps hold them (claims), or the filter hides them."""
+        others = self.ws.held_by_others(self.queue)
+        held = self.ws.count(self.queue, ItemFilter(status="undecided", items=others))
+        hidden = (
+            f"outside the filter ({cast(_Keyed, self.app).key_for('review.filter')}, then "
+            "Ctrl+R, clears it)"
+        )
+        if not held:
+            return f"{left:,} undecided item(s) here are {hidden}"
+        colleagues = "held by colleagues, each on the item their app shows (k/j reach them)"
+        if held >= left:
+            return f"the {left:,} undecided item(s) here are {colleagues}"
+        return f"{left:,} undecided item(s) here: {held:,} {colleagues}, the rest {hidden}"
 
     def _first_free_undecided(self) -> int | None:
         """Gives where the first undecided item nobody else holds is listed, claimed now

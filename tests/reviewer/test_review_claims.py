@@ -114,3 +114,26 @@ async def test_a_read_only_session_claims_nothing(desk, first_three, monkeypatch
         await pilot.press("j", "j")
         await settle(pilot, lambda: current(app) is not None)
         assert held(ws) == {}
+
+
+async def test_when_colleagues_hold_every_undecided_item_the_app_says_so(desk, enrol):
+    sam = enrol("sam", "reviewer")
+    ws = desk.ws
+    undecided = [
+        r.item_id
+        for r in ws.page(PAIRS, ItemFilter(status="undecided", newest_only=True), "id_asc", 0, 500)
+    ]
+    claim_as(ws, "rita", undecided[0])
+    with ws.another() as theirs:
+        theirs.viewer = "lena"
+        theirs.claim(PAIRS, undecided[1:], seconds=600)
+    app = ReviewApp(ws, open_session(ws, key=str(sam.path)))
+    async with app.run_test(size=(160, 30)) as pilot:
+        await settle(pilot, lambda: current(app) is not None)
+        await pilot.press("1", "enter")
+        await settle(pilot, lambda: "held by colleagues" in app.review.message)
+        assert f"the {len(undecided)} undecided item(s) here are held by colleagues" in (
+            app.review.message
+        )
+        assert "outside the filter" not in app.review.message
+    assert set(held(ws).values()) == {"rita", "lena"}  # sam's app took none of theirs
