@@ -657,8 +657,9 @@ def test_the_jobs_panel_of_an_app_opened_through_the_gate_cannot_rewrite_authori
     )
     # Each step waits for what the screen shows, never for a time: under load the
     # login, the app's start and every redraw take as long as they take (the deadlines
-    # are only there to end a test that hangs, and an ended session fails it at once).
-    slow = {"timeout": 600, "unless": "EXIT="}
+    # are only there to end a test that hangs, and an ended session fails it at once;
+    # they stay under pytest's own limit, so that a wait which fails shows the screen).
+    slow = {"timeout": 240, "unless": "EXIT="}
     tmux.wait_for("lena", "lena as lead", **slow)
     tmux.keys("lena", "b")
     tmux.wait_for("lena", "Engine runs", **slow)
@@ -675,9 +676,9 @@ def test_the_jobs_panel_of_an_app_opened_through_the_gate_cannot_rewrite_authori
     tmux.keys("lena", "Enter")
     tmux.wait_for("lena", "ssh-gate: 'sealdesk ingest' is not allowed through this key", **slow)
     tmux.keys("lena", "Escape")
-    wait_for(lambda: "Engine runs" not in tmux.screen("lena"), "the jobs panel to close", 600)
+    wait_for(lambda: "Engine runs" not in tmux.screen("lena"), "the jobs panel to close", 240)
     tmux.keys("lena", "q")
-    assert "EXIT=0" in tmux.wait_for("lena", "EXIT=", timeout=600)
+    assert "EXIT=0" in tmux.wait_for("lena", "EXIT=", timeout=240)
     assert sshd.authorized_keys.read_text() == keys_before
     assert not (ws.root / "jobs").exists()
 
