@@ -1525,18 +1525,19 @@ class Workspace:
             for s in review_plan.disputed(self.conn, current)
             if queue in (None, s.queue) and not review_plan.blind_to(s, self.viewer)
         ]
-        titles = dict(
-            self.conn.execute(
-                "SELECT queue || char(31) || item_id, title FROM items WHERE item_id IN "
+        titles = {
+            (q, i): title
+            for q, i, title in self.conn.execute(
+                "SELECT queue, item_id, title FROM items WHERE item_id IN "
                 "(SELECT value FROM json_each(?))",
                 (canonical_json([s.item_id for s in found]),),
-            ).fetchall()
-        )
+            )
+        }
         return [
             {
                 "queue": s.queue,
                 "item_id": s.item_id,
-                "title": titles.get(f"{s.queue}\x1f{s.item_id}", ""),
+                "title": titles.get((s.queue, s.item_id), ""),
                 "k": s.k,
                 "ratings": {p: r.decision for p, r in sorted(s.ratings.items())},
             }

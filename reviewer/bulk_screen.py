@@ -213,11 +213,15 @@ class BulkScreen(ModalScreen[BulkChoice | None]):
             self.dismiss(BulkChoice(goto=event.option.id))
 
     def action_move(self, step: int) -> None:
-        items = self.query_one(OptionList)
-        if step > 0:
-            items.action_cursor_down()
-        else:
-            items.action_cursor_up()
+        move_cursor(self.query_one(OptionList), step)
 
     def action_cancel(self) -> None:
         self.dismiss(None)
+
+
+def move_cursor(options: OptionList, step: int) -> None:
+    """Moves an option list's cursor one down (step > 0) or one up: a list screen's j/k."""
+    if step > 0:
+        options.action_cursor_down()
+    else:
+        options.action_cursor_up()

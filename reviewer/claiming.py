@@ -56,14 +56,14 @@ class Claiming:
         if not self._claimable(row):
             self.release()
             return self.holder(row) is None
-        fresh = ItemFilter(items=(row.item_id,), status="undecided")
-        if self.ws.count(row.queue, fresh) == 0:
-            return False
         here = (row.queue, row.item_id)
         held = self.held
         if held is not None and (held.queue, held.item_id) == here:
             if held.until - now > APP_LEASE_SECONDS / 2:
-                return True  # fresh: nothing to write
+                return True  # held and fresh: nothing to read or write
+        fresh = ItemFilter(items=(row.item_id,), status="undecided")
+        if self.ws.count(row.queue, fresh) == 0:
+            return False
         try:
             (self.held,) = self.ws.claim(
                 row.queue,
@@ -98,8 +98,11 @@ class Claiming:
         except (SealdeskError, sqlite3.Error):
             pass  # it runs out on its own
 
-    def note(self, row: ItemRow, next_key: str) -> str | None:
-        """Gives the detail pane's line on an item someone else holds, else None."""
+    def shown(self, row: ItemRow, next_key: str) -> str | None:
+        """Claims the row's item as the screen shows it (``take``); gives the detail pane's
+        line when someone else holds it, else None (a claim taken reads nothing more)."""
+        if self.take(row):
+            return None
         other = self.holder(row)
         if other is None:
             return None

@@ -17,7 +17,7 @@ from textual.widgets.option_list import Option
 
 from engine.terminal_text import visible
 from reviewer.actions import bindings
-from reviewer.bulk_screen import Prompt
+from reviewer.bulk_screen import Prompt, move_cursor
 
 # A title is cut to one line of the list.
 _TITLE_CHARS = 120
@@ -62,11 +62,7 @@ class DisputedScreen(ModalScreen[str | None]):
         self.dismiss(event.option.id)
 
     def action_move(self, step: int) -> None:
-        items = self.query_one(OptionList)
-        if step > 0:
-            items.action_cursor_down()
-        else:
-            items.action_cursor_up()
+        move_cursor(self.query_one(OptionList), step)
 
     def action_close(self) -> None:
         self.dismiss(None)

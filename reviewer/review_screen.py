@@ -520,9 +520,8 @@ class ReviewScreen(Screen):
         if planned is not None:
             shown = Group(Text(visible(planned), style="bold"), shown)
         if item:
-            self.claiming.take(row)
             key = cast(_Keyed, self.app).key_for("review.next_undecided")
-            held = self.claiming.note(row, key)
+            held = self.claiming.shown(row, key)
             if held is not None:
                 shown = Group(Text(visible(held), style="bold"), shown)
         members = cluster_members(item["payload"]) if item else []

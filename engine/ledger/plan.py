@@ -78,14 +78,17 @@ def draw_keys(
     """Gives the draw key of a queue's items (all, or those named), read from the items
     table's subject column (an item without one, or a database made before subjects,
     draws by its id)."""
-    with_subject = any(r[1] == "subject" for r in conn.execute("PRAGMA table_info(items)"))
-    key = "COALESCE(subject, item_id)" if with_subject else "item_id"
-    sql = f"SELECT item_id, {key} FROM items WHERE queue = ?"
-    args: list[Any] = [queue]
+    where, args = "queue = ?", [queue]
     if item_ids is not None:
-        sql += " AND item_id IN (SELECT value FROM json_each(?))"
+        where += " AND item_id IN (SELECT value FROM json_each(?))"
         args.append(json.dumps(item_ids))
-    return dict(conn.execute(sql, args).fetchall())
+    try:
+        rows = conn.execute(
+            f"SELECT item_id, COALESCE(subject, item_id) FROM items WHERE {where}", args
+        ).fetchall()
+    except sqlite3.OperationalError:  # made before subjects: no subject column
+        rows = conn.execute(f"SELECT item_id, item_id FROM items WHERE {where}", args).fetchall()
+    return dict(rows)
 
 
 def plan_fault(data: Any, queues: tuple[str, ...]) -> str | None:

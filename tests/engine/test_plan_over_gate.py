@@ -17,6 +17,21 @@ pytestmark = [pytest.mark.needs_sshd, pytest.mark.slow]
 PAIRS = "flagged_pairs"
 
 
+def gate_desk(tmp_path, keygen, agents, sshd, *, pairs: int):
+    """Gives a workspace of ``pairs`` flagged pairs whose lead (lena) and reviewers (rita,
+    sam) reach it only through the gate, and each one's agent socket."""
+    ws = Workspace.init(tmp_path / "review" / "ws")
+    socks = people_with_agents(
+        ws, {"lena": "lead", "rita": "reviewer", "sam": "reviewer"},
+        keygen=keygen, agents=agents, sshd=sshd, command=gate_command(ws),
+    )  # fmt: skip
+    ws.ingest(
+        items(PAIRS, "fp", pairs),
+        runs={"run-1": {"kind": "test", "artifacts": {}, "inputs": {}}},
+    )
+    return ws, socks
+
+
 def listed(sshd, sock) -> dict[str, dict]:
     proc = sshd.run(f"sealdesk items --queue {PAIRS} --json", sock)
     assert proc.returncode == 0, proc.stderr
@@ -26,14 +41,7 @@ def listed(sshd, sock) -> dict[str, dict]:
 def test_two_reviewers_over_the_gate_decide_blind_and_the_lead_sees_the_dispute(
     tmp_path, keygen, agents, sshd
 ):
-    ws = Workspace.init(tmp_path / "review" / "ws")
-    socks = people_with_agents(
-        ws, {"lena": "lead", "rita": "reviewer", "sam": "reviewer"},
-        keygen=keygen, agents=agents, sshd=sshd, command=gate_command(ws),
-    )  # fmt: skip
-    ws.ingest(
-        items(PAIRS, "fp", 4), runs={"run-1": {"kind": "test", "artifacts": {}, "inputs": {}}}
-    )
+    ws, socks = gate_desk(tmp_path, keygen, agents, sshd, pairs=4)
     lena, rita, sam = socks["lena"], socks["rita"], socks["sam"]
     plan = sshd.run(
         f"sealdesk plan set --queue {PAIRS} --k 2 --share 1 --seed 1 "
@@ -81,14 +89,7 @@ def test_two_reviewers_over_the_gate_decide_blind_and_the_lead_sees_the_dispute(
 def test_over_the_gate_two_reviewers_claim_different_items_and_read_the_agreement(
     tmp_path, keygen, agents, sshd
 ):
-    ws = Workspace.init(tmp_path / "review" / "ws")
-    socks = people_with_agents(
-        ws, {"lena": "lead", "rita": "reviewer", "sam": "reviewer"},
-        keygen=keygen, agents=agents, sshd=sshd, command=gate_command(ws),
-    )  # fmt: skip
-    ws.ingest(
-        items(PAIRS, "fp", 6), runs={"run-1": {"kind": "test", "artifacts": {}, "inputs": {}}}
-    )
+    ws, socks = gate_desk(tmp_path, keygen, agents, sshd, pairs=6)
     # each claims the next three in the name of the key the agent forwards
     taken = {}
     for name in ("rita", "sam"):

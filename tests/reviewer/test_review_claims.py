@@ -15,15 +15,11 @@ import pytest
 from engine.item_query import ItemFilter
 from reviewer.app import ReviewApp
 from reviewer.session import open_session
-from tests.support.review_app import records, settle, text_of
+from tests.support.review_app import claim_holders, records, settle, text_of
 
 SIZE = (100, 30)
 PAIRS = "flagged_pairs"
 pytestmark = pytest.mark.anyio
-
-
-def held(ws) -> dict[str, str]:
-    return {item_id: c.principal for (_, item_id), c in ws.claims(PAIRS).items()}
 
 
 def detail(app: ReviewApp) -> str:
@@ -58,20 +54,20 @@ async def test_the_app_opens_past_an_item_a_colleague_holds_and_says_whose_it_is
     app = ReviewApp(ws, open_session(ws, key=str(sam.path)))
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, lambda: current(app) == second)
-        assert held(ws) == {first: "rita", second: "sam"}
+        assert claim_holders(ws) == {first: "rita", second: "sam"}
         assert "is on this item" not in detail(app)
         await pilot.press("k")  # up to the one rita holds: shown, said, not taken
         await settle(pilot, lambda: current(app) == first)
         await settle(pilot, lambda: "rita is on this item since" in detail(app))
         assert "· ⏎ goes to a free one" in detail(app)
-        assert held(ws) == {first: "rita", second: "sam"}
+        assert claim_holders(ws) == {first: "rita", second: "sam"}
         await pilot.press("enter")  # the next undecided item: one nobody else holds
         await settle(pilot, lambda: current(app) == second)
         await pilot.press("x")
         # decided, it goes on to the next free one and holds that instead
         await settle(pilot, lambda: current(app) == third)
-        await settle(pilot, lambda: held(ws) == {first: "rita", third: "sam"})
-    assert held(ws) == {first: "rita"}  # quitting gave sam's claim back at once
+        await settle(pilot, lambda: claim_holders(ws) == {first: "rita", third: "sam"})
+    assert claim_holders(ws) == {first: "rita"}  # quitting gave sam's claim back at once
     assert [(r[2], r[3], r[4]) for r in records(ws)] == [(second, "reject", "sam")]
 
 
@@ -101,7 +97,7 @@ async def test_a_claim_that_ran_out_holds_nothing(desk, enrol, first_three):
     app = ReviewApp(ws, open_session(ws, key=str(sam.path)))
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot, lambda: current(app) == first)
-        await settle(pilot, lambda: held(ws) == {first: "sam"})
+        await settle(pilot, lambda: claim_holders(ws) == {first: "sam"})
         assert "is on this item" not in detail(app)
 
 
@@ -113,7 +109,7 @@ async def test_a_read_only_session_claims_nothing(desk, first_three, monkeypatch
         await settle(pilot, lambda: current(app) is not None)
         await pilot.press("j", "j")
         await settle(pilot, lambda: current(app) is not None)
-        assert held(ws) == {}
+        assert claim_holders(ws) == {}
 
 
 async def test_when_colleagues_hold_every_undecided_item_the_app_says_so(desk, enrol):
@@ -136,4 +132,4 @@ async def test_when_colleagues_hold_every_undecided_item_the_app_says_so(desk, e
             app.review.message
         )
         assert "outside the filter" not in app.review.message
-    assert set(held(ws).values()) == {"rita", "lena"}  # sam's app took none of theirs
+    assert set(claim_holders(ws).values()) == {"rita", "lena"}  # sam's app took none of theirs

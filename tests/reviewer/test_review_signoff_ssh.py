@@ -18,6 +18,7 @@ import pytest
 
 from engine.signoff.verify import verify_workspace
 from engine.workspace import BacklogItem, Workspace
+from tests.support.review_app import claim_holders
 from tests.support.ssh import (
     REVIEW_RECORDS,
     files_holding,
@@ -116,11 +117,6 @@ def scored_pair(n: int) -> BacklogItem:
     )
 
 
-def held(ws: Workspace) -> dict[str, str]:
-    """Gives who holds which item now (the item each app shows, engine.claims)."""
-    return {item_id: c.principal for (_, item_id), c in ws.claims().items()}
-
-
 def row_shows(screen: str, glyph: str, n: int) -> bool:
     """Says whether the queue list shows pair n (score 0.9 - n/10) with a status glyph."""
     return re.search(rf"{glyph}  {0.9 - n / 10:.3f} pair {n}\b", screen) is not None
@@ -165,8 +161,8 @@ def test_two_reviewers_and_the_lead_in_their_own_apps_over_ssh_see_each_others_d
     for name, role in people.items():
         tmux.wait_for(name, f"{name} as {role}")
     # rita's app holds the top pair, so ravi's, opened after it, starts on the next one.
-    tmux.wait_until("ravi", lambda _: held(ws) == {"fp-0": "rita", "fp-1": "ravi", "wk-0": "lena"},
-                    "each app on an item of its own")  # fmt: skip
+    each_own = {"fp-0": "rita", "fp-1": "ravi", "wk-0": "lena"}
+    tmux.wait_until("ravi", lambda _: claim_holders(ws) == each_own, "each app on its own item")
 
     # ravi sorts by score ↑ and goes to the bottom pair (his app gives the second back);
     # rita accepts the top three while lena (lead) accepts both weak categories; then
@@ -174,11 +170,15 @@ def test_two_reviewers_and_the_lead_in_their_own_apps_over_ssh_see_each_others_d
     # finding no other undecided pair nobody holds, goes on to it and decides it all
     # the same (a claim is advice).
     tmux.keys("ravi", "o", "g")
-    tmux.wait_until("ravi", lambda _: held(ws).get("fp-5") == "ravi", "ravi on the bottom pair")
+    tmux.wait_until(
+        "ravi", lambda _: claim_holders(ws).get("fp-5") == "ravi", "ravi on the bottom pair"
+    )
     tmux.keys("rita", "a", "a", "a")
     tmux.keys("lena", "a", "a")
     tmux.wait_for("rita", "3 decided this session")
-    tmux.wait_until("rita", lambda _: held(ws).get("fp-3") == "rita", "rita on the fourth pair")
+    tmux.wait_until(
+        "rita", lambda _: claim_holders(ws).get("fp-3") == "rita", "rita on the fourth pair"
+    )
     tmux.keys("ravi", "x", "x", "x")
     for name, count in (("rita", 3), ("ravi", 3), ("lena", 2)):
         tmux.wait_for(name, f"{count} decided this session")

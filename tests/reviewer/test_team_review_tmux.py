@@ -27,14 +27,9 @@ import pytest
 from engine.canonical import strict_loads
 from engine.signoff.review import review_data, review_lines
 from engine.workspace import BacklogItem, Workspace
+from tests.support.review_app import claim_holders
 from tests.support.ssh import gate_command, people_with_agents
 from tests.support.ssh_review import detail_of, open_review, row_glyph
-
-
-def held(ws: Workspace) -> dict[str, str]:
-    """Gives who holds which item now (the item each app shows, engine.claims)."""
-    return {item_id: c.principal for (_, item_id), c in ws.claims().items()}
-
 
 pytestmark = [pytest.mark.needs_sshd, pytest.mark.needs_tmux, pytest.mark.slow]
 PAIRS = "flagged_pairs"
@@ -145,11 +140,11 @@ def test_two_reviewers_decide_blind_the_adjudicator_settles_and_the_lead_signs_t
     # app passing over the one sam holds. The adjudicator opens her app meanwhile.
     tmux.keys("rita", "j", "x")
     tmux.wait_for("rita", "3 decided this session")
-    tmux.wait_until("rita", lambda _: held(ws).get("fp-3") == "rita", "rita on fp-3")
+    tmux.wait_until("rita", lambda _: claim_holders(ws).get("fp-3") == "rita", "rita on fp-3")
     tmux.keys("sam", "x")
     tmux.wait_for("sam", "3 decided this session")
     tmux.keys("sam", "G")
-    tmux.wait_until("sam", lambda _: held(ws).get("gold-1") == "sam", "sam on gold-1")
+    tmux.wait_until("sam", lambda _: claim_holders(ws).get("gold-1") == "sam", "sam on gold-1")
     open_review(tmux, sshd, "ada", ws, socks["ada"])
     tmux.keys("rita", *["a"] * (len(SCAN) - len(PLANNED) + 1))
     tmux.wait_for("rita", f"{len(SCAN) + 1} decided this session")

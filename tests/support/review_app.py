@@ -144,3 +144,8 @@ def queue_lines(app) -> dict[str, str]:
     """Gives the queue list's drawn line per item id (every row fits on the screen)."""
     lst = app.review.queue_list
     return {lst.row(i).item_id: lst.render_line(i).text for i in range(lst.total)}
+
+
+def claim_holders(ws: Workspace, queue: str | None = None) -> dict[str, str]:
+    """Gives who holds which item now, by item id (the item each app shows: engine.claims)."""
+    return {item_id: c.principal for (_, item_id), c in ws.claims(queue).items()}
