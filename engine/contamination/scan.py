@@ -54,7 +54,13 @@ from engine.contamination.channels.prefilter import (
     prefilter_cached,
     rerank,
 )
-from engine.contamination.channels.registry import ChannelRun, Context, registered
+from engine.contamination.channels.registry import (
+    Channel,
+    ChannelRun,
+    Context,
+    PoolHit,
+    registered,
+)
 from engine.contamination.channels.shingles import shingle_set
 from engine.contamination.inputs.canonical_text import canonical
 from engine.contamination.inputs.evalset import EvalSet, load_eval
@@ -72,7 +78,7 @@ from engine.contamination.pool.base import Backend, run_shards
 from engine.contamination.pool.local import LocalBackend
 from engine.contamination.pool.merge import PoolDoc, PoolScan, check_ids, merge
 from engine.contamination.pool.records import ShardRecords, scan_key
-from engine.contamination.pool.shard_scan import EmbedPlan, ShardJob
+from engine.contamination.pool.shard_scan import EmbedPlan, PoolReader, ShardJob
 from engine.contamination.pool.stream import scan_pool, start_workers_early
 from engine.contamination.report.findings import (
     Findings,
@@ -408,9 +414,11 @@ def _run_channels(
     prepared: dict[str, Any],
     rep: Any,
     timing: dict[str, float],
+    hits: dict[str, list[PoolHit]],
 ) -> Findings:
     """Gives the findings with what each enabled registered channel found, run in the
-    registry's order; each reads the pairs as the findings stand when it runs."""
+    registry's order; each reads the pairs as the findings stand when it runs, and a
+    pool channel its own matches."""
     runs = list(findings.channels)
     for at, run in enumerate(runs):
         if run.channel.name not in prepared:
@@ -422,6 +430,7 @@ def _run_channels(
             prepared[run.channel.name],
             rep,
             functools.partial(flagged_pairs, findings),
+            tuple(hits.get(run.channel.key, ())),
         )
         runs[at] = ChannelRun(run.channel, run.channel.run(context))
         findings = replace(findings, channels=tuple(runs))
@@ -435,8 +444,16 @@ def _pool_pairs(
     emb: _Embedding | None,
     index: EvalIndex,
     signatures: Signatures,
+    channels: list[Channel],
 ) -> tuple[list[PoolPair], dict[int, PoolDoc]]:
+    """Gives every pool pair some channel flagged, with every measure sealdesk has for it:
+    the exact n-gram counts, the MinHash estimate, the cosine when the embedding channel
+    is on, and each registered pool channel's score, by its name."""
     docs = dict(scan.docs)
+    matched: dict[tuple[int, int], dict[str, float]] = {}
+    for channel in channels:
+        for e, j, score in scan.hits.get(channel.key, ()):
+            matched.setdefault((e, j), {})[channel.name] = score
     exact = {(p.eval_index, p.doc): p for p in scan.pairs}
     cosines: dict[tuple[int, int], float] = {}
     if topk is not None:
@@ -445,7 +462,7 @@ def _pool_pairs(
             if j not in docs:
                 ident, text = topk.docs[j]
                 docs[j] = PoolDoc(j, ident, text)
-    keys = sorted(set(exact) | set(cosines))
+    keys = sorted(set(exact) | set(cosines) | set(matched))
     vectors: dict[int, np.ndarray] = {}
     if emb is not None:
         need = sorted({j for e, j in keys if (e, j) not in cosines})
@@ -469,7 +486,11 @@ def _pool_pairs(
         if cosine is None and eval_vectors is not None and j in vectors:
             cosine = float(np.dot(eval_vectors[e], vectors[j]))
         estimate = signatures.jaccard(f"e{e}", index.shingles[e], f"p{j}", doc_set)
-        out.append(PoolPair(e, j, shared, a, b, estimate, cosine, (e, j) in cosines))
+        out.append(
+            PoolPair(
+                e, j, shared, a, b, estimate, cosine, (e, j) in cosines, matched.get((e, j), {})
+            )
+        )
     return out, docs
 
 
@@ -567,7 +588,11 @@ def _drop_unrecorded(ws: Workspace, run_id: str, run_dir: Path) -> None:
 
 
 def _scan_stream(
-    config: ScanConfig, index: EvalIndex, emb: _Embedding | None, rep: Any
+    config: ScanConfig,
+    index: EvalIndex,
+    emb: _Embedding | None,
+    rep: Any,
+    readers: tuple[PoolReader, ...],
 ) -> tuple[PoolScan, TopK | None]:
     """Gives the scan of one stream (a plain file or a hub dataset) read by this process."""
     assert isinstance(config.pool, Source)
@@ -595,6 +620,7 @@ def _scan_stream(
         batch_size=config.batch_size,
         consumer=consumer,
         stage=pool_stage,
+        readers=readers,
     )
     for stage in (pool_stage, embed_stage):
         if stage is not None:
@@ -623,6 +649,7 @@ def _scan_shards(
     index: EvalIndex,
     emb: _Embedding | None,
     rep: Any,
+    readers: tuple[PoolReader, ...],
 ) -> tuple[PoolScan, TopK | None]:
     """Gives the scan of a sharded pool, its shards spread over the backend's workers."""
     pool = config.pool
@@ -677,6 +704,8 @@ def _scan_shards(
             "threshold": emb.threshold,
             "eval_vectors": sha256_hex(emb.eval_vectors.tobytes()),
         }
+    if readers:  # a scan without pool channels keeps the key its records were made under
+        settings["readers"] = {reader.key: reader.settings for reader in readers}
     key = scan_key(settings)
     records = ShardRecords(ws.root, key)
     job = ShardJob(
@@ -687,6 +716,7 @@ def _scan_shards(
         config.batch_size,
         plan,
         records.names() if config.options.resume else frozenset(),
+        readers,
     )
     backend = backend_for(config)
     outcomes, counts = run_shards(
@@ -766,6 +796,16 @@ def run_scan(
     evalset = load_eval(config.eval, require_fields=required)
     texts = [item.canonical for item in evalset.items]
     index = EvalIndex(texts, config.ngram)
+    readers = tuple(
+        PoolReader(
+            c.key,
+            c.pool.match,
+            c.pool.matcher(config.options, texts),
+            c.pool.settings(config.options),
+        )
+        for c in enabled
+        if c.pool is not None
+    )
     internal = internal_dups.ngram_pairs(index)
     timing["eval_and_index"] = time.perf_counter() - clock
 
@@ -789,13 +829,13 @@ def run_scan(
 
         clock = time.perf_counter()
         if sharded:
-            scan, topk = _scan_shards(ws, config, evalset, index, emb, rep)
+            scan, topk = _scan_shards(ws, config, evalset, index, emb, rep, readers)
         else:
-            scan, topk = _scan_stream(config, index, emb, rep)
+            scan, topk = _scan_stream(config, index, emb, rep, readers)
         timing["pool"] = time.perf_counter() - clock
 
         signatures = Signatures(config.ngram.num_perm)
-        pool_pairs, docs = _pool_pairs(scan, topk, emb, index, signatures)
+        pool_pairs, docs = _pool_pairs(scan, topk, emb, index, signatures, enabled)
     finally:
         if emb is not None:
             emb.cache.close()
@@ -842,5 +882,5 @@ def run_scan(
         fields=config.fields,
         channels=tuple(ChannelRun(channel) for channel in channels),
     )
-    findings = _run_channels(findings, config, prepared, rep, timing)
+    findings = _run_channels(findings, config, prepared, rep, timing, scan.hits)
     return _write(ws, findings, timing)

@@ -1,28 +1,34 @@
 """The registered channels: what a channel module declares, and how the scan finds them.
 
-The pool stream is the scan's core: the n-gram, containment and embedding
-channels and the duplicates inside the eval set run in one pass over the pool
-(its shards, workers and resumable records), and the scan names them. Every
-other channel runs on what that pass leaves, and is found, not named: its
-module in this package declares ``CHANNEL = Channel(...)``, and
-``registered()`` imports every module of the package and takes each
-``CHANNEL`` it finds. The scan runs the enabled ones after the pool, the
-report, the pairs artifact and the items take what each gives back
-(``ChannelResult``) under its name and key, and nothing else in the package
-lists them.
+Every channel but the core ones is found, not named: its module in this
+package declares ``CHANNEL = Channel(...)``, and ``registered()`` imports
+every module of the package and takes each ``CHANNEL`` it finds. The report,
+the pairs artifact and the items take what each gives back under its name
+and key, and nothing else in the package lists them. The core channels
+(n-gram, containment, embedding, and the duplicates inside the eval set) are
+the pool pass's own and are named by the scan.
+
+A channel runs in one of two places. One that declares ``pool`` (a
+``PoolReading``) reads every pool document in the pool pass itself, beside
+the core channels: its matcher is made once from the eval set, shipped to
+every worker (and every shard), and asked of each batch; its matches are kept
+in the shards' resume records and become flagged pool pairs. Every other
+channel runs after the pool pass on what it left: the eval set and the pairs
+flagged.
 
 A channel sees the scan through a ``Context``: the settled options, the eval
-set, what its ``prepare`` and ``preflight`` gave, the progress reporter, and
-the pairs the scan flagged, each with its triage label. It gives back its
-section of the report, the eval items it flags (a row of the pairs artifact
-and a field of the item each), and what it keeps beside flagged pairs.
+set, what its ``prepare`` and ``preflight`` gave, the progress reporter, the
+pairs the scan flagged, each with its triage label, and its own pool matches.
+It gives back its section of the report, the eval items it flags (a row of
+the pairs artifact and a field of the item each), and what it keeps beside
+flagged pairs.
 """
 
 from __future__ import annotations
 
 import importlib
 import pkgutil
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,6 +36,9 @@ from engine.contamination.inputs.evalset import EvalSet
 
 # ("pool", eval index, pool index) or ("eval", lower eval index, higher eval index)
 PairKey = tuple[str, int, int]
+# a pool channel's match: (eval index, pool index, score); in a batch, the document's
+# position in the batch stands for the pool index
+PoolHit = tuple[int, int, float]
 
 
 @dataclass(frozen=True)
@@ -79,6 +88,29 @@ class Context:
     prepared: Any
     rep: Any
     pairs: Callable[[], list[FlaggedPair]]
+    hits: tuple[PoolHit, ...] = ()  # a pool channel's own matches over the whole pool
+
+
+@dataclass(frozen=True)
+class PoolReading:
+    """How a channel reads every pool document, in the pool pass.
+
+    ``matcher(options, eval_texts)`` is called once, in the scan's process, with the
+    eval items' canonical texts; what it gives must pickle (it is shipped to every
+    worker, local or Ray). ``match(matcher, texts)`` is called in a worker with a batch
+    of pool documents' canonical texts and gives each match as (eval index, position
+    in the batch, score): a module-level function, so that a worker imports it by
+    name. ``settings(options)`` names everything its matches depend on besides the
+    eval set and the pool's bytes (its thresholds, its version): it keys the shards'
+    resume records, so a record is reused only for the same question. ``copied``: a
+    match means the eval text itself is in the document (the triage then weighs the
+    pair as a copy, as it does an n-gram or containment flag).
+    """
+
+    matcher: Callable[[Any, list[str]], Any]
+    match: Callable[[Any, list[str]], Iterable[PoolHit]]
+    settings: Callable[[Any], dict[str, Any]]
+    copied: bool = False
 
 
 def _no_fields(options: Any) -> tuple[str, ...]:
@@ -93,6 +125,14 @@ def _as_prepared(options: Any, prepared: Any) -> Any:
     return prepared
 
 
+def hits_report(context: Context) -> ChannelResult:
+    """Gives a pool channel's section of the report when it declares no ``run`` of its
+    own: how many pairs it matched, and over how many eval items."""
+    return ChannelResult(
+        {"pairs": len(context.hits), "items": len({e for e, _, _ in context.hits})}
+    )
+
+
 @dataclass(frozen=True)
 class Channel:
     """A channel as its module declares it (``CHANNEL = Channel(...)``).
@@ -104,6 +144,9 @@ class Channel:
     whether the scan runs it. ``flags_items``: whether it flags eval items (it is counted
     then, even when not enabled); a channel that only writes beside pairs is not.
     ``reads_pairs``: it runs after the channels that do not, on the pairs flagged.
+    ``pool``: it reads every pool document in the pool pass (``PoolReading``), and
+    flags pool pairs rather than items; its ``run`` then gets its matches as
+    ``context.hits`` and gives its section of the report (by default, ``hits_report``).
     Before any row is read: ``eval_fields`` names the eval rows' fields it reads (a row
     without one is refused by line), ``prepare`` makes its cheap reads (a config file),
     and ``preflight``, after every channel's cheap reads, its checks that reach out.
@@ -112,7 +155,8 @@ class Channel:
     name: str
     key: str
     enabled: Callable[[Any], bool]
-    run: Callable[[Context], ChannelResult]
+    run: Callable[[Context], ChannelResult] = hits_report
+    pool: PoolReading | None = None
     flags_items: bool = True
     reads_pairs: bool = False
     eval_fields: Callable[[Any], tuple[str, ...]] = _no_fields
@@ -128,6 +172,18 @@ class ChannelRun:
     result: ChannelResult | None = None
 
 
+def _checked(declared: Any, where: str) -> Channel:
+    """Gives a module's declaration, refusing one that is not a Channel, a channel that
+    reads no pool and has no run, and a pool channel that would read the pairs."""
+    if not isinstance(declared, Channel):
+        raise TypeError(f"{where} is not a Channel")
+    if declared.pool is None and declared.run is hits_report:
+        raise TypeError(f"{where} reads no pool: give it a run")
+    if declared.pool is not None and declared.reads_pairs:
+        raise TypeError(f"{where} reads the pool, before any pair is flagged: not the pairs")
+    return declared
+
+
 def registered() -> tuple[Channel, ...]:
     """Gives every channel a module of this package declares as ``CHANNEL``: those that
     read only the eval set first, then those that read the flagged pairs, each group in
@@ -140,8 +196,7 @@ def registered() -> tuple[Channel, ...]:
         )
         if declared is None:
             continue
-        if not isinstance(declared, Channel):
-            raise TypeError(f"{package.__name__}.{module.name}.CHANNEL is not a Channel")
+        declared = _checked(declared, f"{package.__name__}.{module.name}.CHANNEL")
         found.append((declared.reads_pairs, module.name, declared))
     channels = tuple(channel for *_, channel in sorted(found, key=lambda f: f[:2]))
     for attribute in ("name", "key"):

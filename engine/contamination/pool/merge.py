@@ -17,6 +17,7 @@ import numpy as np
 
 from engine.canonical import canonical_json
 from engine.contamination.channels.ngram import PairScore
+from engine.contamination.channels.registry import PoolHit
 from engine.contamination.inputs.pool_hash import FLAT_METHOD, METHOD, PoolHasher, id_hashes
 from engine.contamination.inputs.shards import Shard, fetched, shard_source
 from engine.contamination.inputs.sources import iter_batches, locate, row_error
@@ -48,6 +49,8 @@ class PoolScan:
     shards: list[dict[str, Any]] = field(default_factory=list)
     topk: Any = None  # the merged embedding.TopK, for sharded scans
     run: dict[str, Any] = field(default_factory=dict)
+    # each registered pool channel's matches, by its key: (eval index, pool index, score)
+    hits: dict[str, list[PoolHit]] = field(default_factory=dict)
 
 
 def merge(
@@ -69,6 +72,7 @@ def merge(
     """
     hasher = PoolHasher()
     pairs: list[PairScore] = []
+    hits: dict[str, list[PoolHit]] = {}
     docs: dict[int, PoolDoc] = {}
     shards: list[dict[str, Any]] = []
     peaks: dict[int, int] = {}
@@ -87,6 +91,8 @@ def merge(
                     pair.doc_shingles,
                 )
             )
+        for key, found in outcome.hits.items():
+            hits.setdefault(key, []).extend((e, row + offset, score) for e, row, score in found)
         for row, (ident, text) in outcome.docs.items():
             docs[row + offset] = PoolDoc(
                 row + offset, row + offset if ident is None else ident, text
@@ -118,6 +124,8 @@ def merge(
     if offset == 0:
         raise InputError("the pool has no rows", path=provenance.get("name"))
     pairs.sort(key=lambda p: (p.doc, p.eval_index))
+    for channel_hits in hits.values():
+        channel_hits.sort(key=lambda h: (h[1], h[0]))
     blocks = pool_sha256 or hasher.hexdigest()
     # One stream: the flat content hash (SHA-256 over each canonical item and
     # a NUL; the glossary's "content hash"), which
@@ -138,7 +146,7 @@ def merge(
         "shards": len(outcomes),
     }
     return PoolScan(
-        full, pairs, docs, offset, candidates, seconds, peaks, jobs, shards, topk, run or {}
+        full, pairs, docs, offset, candidates, seconds, peaks, jobs, shards, topk, run or {}, hits
     )
 
 

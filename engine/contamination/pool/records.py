@@ -3,7 +3,8 @@
 A record lives at ``cache/shards/<scan key>/<shard sha256>-<format>-<compression>.npz``.
 The scan key is the hash of everything a shard's result depends on besides
 its bytes (the eval set's content hash, the n-gram settings, the fields read,
-and for the paraphrase channel the model, k, threshold and eval vectors), so
+for the paraphrase channel the model, k, threshold and eval vectors, and each
+registered pool channel's settings), so
 a record is only ever reused for the same question about the same bytes; the
 shard's own name plays no part (a renamed or copied shard is still found).
 
@@ -66,6 +67,8 @@ class ShardRecords:
             "docs": [[row, ident, text] for row, (ident, text) in sorted(outcome.docs.items())],
             "seconds": round(outcome.seconds, 3),
         }
+        if outcome.hits:
+            meta["hits"] = {key: [list(h) for h in found] for key, found in outcome.hits.items()}
         arrays: dict[str, np.ndarray] = {
             "head": np.frombuffer(outcome.piece.head, dtype=np.uint8),
             "blocks": np.frombuffer(outcome.piece.blocks, dtype=np.uint8),
@@ -129,4 +132,8 @@ class ShardRecords:
             0,
             0,
             from_record=True,
+            hits={
+                key: tuple((e, row, score) for e, row, score in found)
+                for key, found in meta.get("hits", {}).items()
+            },
         )

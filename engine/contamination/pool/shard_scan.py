@@ -3,11 +3,12 @@
 ``scan_shard`` is the whole of a worker's job for one shard, whatever runs
 it (a local worker process or a Ray actor): fetch and hash the shard, skip
 it if the workspace already holds its record, else stream its rows through
-the eval index (and the embedding model, when the paraphrase channel is
-on) and give back a ``ShardOutcome``: the pairs that meet a threshold, the
-text of the documents in them, the shard's piece of the pool hash, its id
-hashes and its top-k. Row numbers are the shard's own; the driver shifts
-them once it knows how many rows the shards before hold.
+the eval index, the registered pool channels' matchers (``PoolReader``) and
+the embedding model, when the paraphrase channel is on, and give back a
+``ShardOutcome``: the pairs that meet a threshold, each pool channel's
+matches, the text of the documents in them, the shard's piece of the pool
+hash, its id hashes and its top-k. Row numbers are the shard's own; the
+driver shifts them once it knows how many rows the shards before hold.
 
 Bad input in a shard is a ``ShardRefused`` naming the shard, its line and
 field (it would fail again, so it is never retried); anything else raised
@@ -16,9 +17,10 @@ here is a failure the driver retries.
 
 from __future__ import annotations
 
+import math
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,14 +34,86 @@ from engine.contamination.channels.ngram import (
     PairScore,
     match_batch,
     peak_rss_kb,
+    worker_init,
 )
+from engine.contamination.channels.registry import PoolHit
 from engine.contamination.inputs.canonical_text import ContentHasher, canonical
 from engine.contamination.inputs.pool_hash import PieceBuilder, TreePiece, id_hashes, piece_of
 from engine.contamination.inputs.shards import Shard, fetched, shard_source
 from engine.contamination.inputs.sources import Batch, check_id, iter_batches, row_error
+from engine.contamination.inputs.texts import TextBlock
 from engine.errors import InputError
 
 Report = Callable[[int], None]
+# each pool channel's matches in a batch or a shard, by its key
+Hits = dict[str, list[PoolHit]]
+
+
+@dataclass(frozen=True)
+class PoolReader:
+    """A registered pool channel as a worker holds it: its key, its ``match`` (imported
+    by name), the matcher the scan made once from the eval set, and the settings its
+    matches depend on (they key the resume records)."""
+
+    key: str
+    match: Callable[[Any, list[str]], Iterable[PoolHit]]
+    matcher: Any
+    settings: dict[str, Any] = field(default_factory=dict)
+
+    def read(self, texts: list[str]) -> list[PoolHit]:
+        """Gives the channel's matches in a batch of canonical texts, as (eval index,
+        position in the batch, score); refuses a position outside the batch and a score
+        that is not a finite number."""
+        out = []
+        for eval_index, position, score in self.match(self.matcher, texts):
+            if not 0 <= position < len(texts) or not math.isfinite(score):
+                raise ValueError(
+                    f"pool channel {self.key!r} matched position {position} with score "
+                    f"{score} in a batch of {len(texts)}"
+                )
+            out.append((int(eval_index), int(position), float(score)))
+        return out
+
+
+def canonical_texts(stream: bytes, values: list[Any] | TextBlock) -> list[str]:
+    """Gives each text of a batch in canonical form, read from the matcher's canonical
+    bytes (each text then a NUL): canonicalising again cost more than the static
+    model's encoding. A text holding a NUL itself is canonicalised again."""
+    parts = stream.decode("utf-8").split("\0")
+    if len(parts) == len(values) + 1:
+        return parts[:-1]
+    if isinstance(values, TextBlock):
+        return [canonical(values.text(i)) for i in range(len(values))]
+    return [canonical(text) for text in values]
+
+
+def match_and_read(
+    index: EvalIndex, readers: tuple[PoolReader, ...], values: list[Any] | TextBlock
+) -> tuple[BatchResult, Hits]:
+    """Gives a batch's n-gram matches and each pool channel's (none when a text is bad:
+    the batch is refused)."""
+    result = match_batch(index, values)
+    if result.bad is not None or not readers:
+        return result, {}
+    texts = canonical_texts(result.canonical_stream, values)
+    return result, {reader.key: reader.read(texts) for reader in readers}
+
+
+_READERS: tuple[PoolReader, ...] = ()
+_INDEX: EvalIndex | None = None
+
+
+def stream_worker_init(index: EvalIndex, readers: tuple[PoolReader, ...]) -> None:
+    """Holds the eval index and the pool channels in a stream's worker process."""
+    global _INDEX, _READERS
+    worker_init(index)
+    _INDEX, _READERS = index, readers
+
+
+def stream_worker_match(values: list[Any] | TextBlock) -> tuple[BatchResult, Hits]:
+    """Gives ``match_and_read`` against what this worker holds."""
+    assert _INDEX is not None, "stream_worker_init was not called"
+    return match_and_read(_INDEX, _READERS, values)
 
 
 @dataclass(frozen=True)
@@ -77,6 +151,7 @@ class ShardJob:
     batch_size: int = 2048
     embed: EmbedPlan | None = None
     done: frozenset[str] = frozenset()  # record names the workspace already holds
+    readers: tuple[PoolReader, ...] = ()  # the registered pool channels enabled
 
 
 @dataclass(frozen=True)
@@ -110,6 +185,7 @@ class ShardOutcome:
     pid: int = 0
     peak_rss_kb: int = 0
     from_record: bool = False
+    hits: dict[str, tuple[PoolHit, ...]] = field(default_factory=dict)  # doc = row in shard
 
 
 @dataclass(frozen=True)
@@ -204,18 +280,20 @@ def checked_ids(batch: Batch, source: Any) -> list[Any]:
 class BatchAccumulator:
     """What one pass over a stream of matched batches keeps, whether the stream is a
     whole one-file pool or one shard of a sharded pool: the flat content hash, the
-    pieces of the block hash, every n-gram pair with its document's id and text, and
-    how many candidates the workers checked."""
+    pieces of the block hash, every n-gram pair and every pool channel's match with its
+    document's id and text, and how many candidates the workers checked."""
 
-    def __init__(self) -> None:
+    def __init__(self, readers: tuple[PoolReader, ...] = ()) -> None:
         self.hasher = ContentHasher()
         self.pieces = PieceBuilder()
         self.pairs: list[PairScore] = []
+        self.hits: dict[str, list[PoolHit]] = {reader.key: [] for reader in readers}
         self.docs: dict[int, tuple[Any, str]] = {}
         self.candidates = 0
 
-    def add(self, batch: Batch, result: BatchResult, ids: list[Any] | None) -> None:
-        """Takes one matched batch (``ids`` None: the pool has no id field)."""
+    def add(self, batch: Batch, result: BatchResult, ids: list[Any] | None, hits: Hits) -> None:
+        """Takes one matched batch (``ids`` None: the pool has no id field) and the pool
+        channels' matches in it."""
         self.hasher.add_stream(result.canonical_stream, result.count)
         # the worker already split the stream into hash blocks: reuse them
         self.pieces.add(
@@ -228,12 +306,31 @@ class BatchAccumulator:
                 PairScore(pair.eval_index, row, pair.shared, pair.eval_shingles, pair.doc_shingles)
             )
             self.docs[row] = (ids[pair.doc] if ids is not None else None, result.texts[pair.doc])
+        for key, found in hits.items():
+            for eval_index, position, score in found:
+                row = batch.start + position
+                self.hits[key].append((eval_index, row, score))
+                if row not in self.docs:
+                    text = (
+                        batch.values[position]
+                        if batch.values is not None
+                        else batch.matchable.text(position)  # type: ignore[union-attr]
+                    )
+                    self.docs[row] = (ids[position] if ids is not None else None, text)
 
     def outcome(
-        self, position: int, url: str, file_sha256: str | None, ids: Any, *rest: Any
+        self,
+        position: int,
+        url: str,
+        file_sha256: str | None,
+        ids: Any,
+        topk: ShardTopK | None = None,
+        seconds: float = 0.0,
+        pid: int = 0,
+        peak_rss: int = 0,
     ) -> ShardOutcome:
-        """Gives what the pass found as a shard's outcome (``rest``: the outcome's later
-        fields, when a worker has them)."""
+        """Gives what the pass found as a shard's outcome (the keywords: what a worker
+        has besides)."""
         return ShardOutcome(
             position,
             url,
@@ -245,7 +342,11 @@ class BatchAccumulator:
             self.docs,
             self.candidates,
             ids,
-            *rest,
+            topk,
+            seconds,
+            pid,
+            peak_rss,
+            hits={key: tuple(found) for key, found in self.hits.items()},
         )
 
 
@@ -258,7 +359,7 @@ def _scan_local(
     embedder: Any,
     started: float,
 ) -> ShardReply:
-    taken = BatchAccumulator()
+    taken = BatchAccumulator(job.readers)
     hashes: list[np.ndarray] = []
     topk: _ShardEmbedding | _ShardPrefilter | None = None
     if job.embed is not None:
@@ -268,13 +369,13 @@ def _scan_local(
         )
     with closing(iter_batches(source, job.batch_size)) as batches:
         for batch in batches:
-            result = match_batch(job.index, batch.matchable)
+            result, hits = match_and_read(job.index, job.readers, batch.matchable)
             refuse_bad_row(source, batch, result)
             ids: list[Any] | None = None
             if job.id_field:
                 ids = checked_ids(batch, source)
                 hashes.append(id_hashes(ids))
-            taken.add(batch, result, ids)
+            taken.add(batch, result, ids, hits)
             if topk is not None:
                 topk.add(batch, ids)
             if report is not None:
@@ -358,7 +459,6 @@ def prepare_worker(job: ShardJob, threads: int | None = None) -> Any:
     Called once when a worker starts, so that its first shard does not pay
     for importing the reader (a second or two) or loading the model.
     """
-    from engine.contamination.channels.ngram import worker_init
     from engine.contamination.inputs.sources import quiet_datasets
 
     worker_init(job.index)

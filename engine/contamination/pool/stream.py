@@ -1,7 +1,8 @@
 """Streams a one-stream pool (a plain file, a hub dataset) through the eval index on every core.
 
 The main process reads batches (``datasets``) and hands them to worker
-processes; at most a few batches are in flight, so memory stays flat however
+processes, which match each against the eval index and the registered pool
+channels; at most a few batches are in flight, so memory stays flat however
 large the pool. Results are taken back in order, so the content hash, the
 id checks and the first error are the same as a single-process run. The
 stream is then merged as a pool of one shard (``merge``), so its pool
@@ -14,23 +15,17 @@ import multiprocessing
 import os
 import time
 from collections import deque
-from collections.abc import Callable, Generator, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable
 from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import closing
+from dataclasses import replace
 from itertools import chain
 from typing import Any
 
 import numpy as np
 
 from engine.canonical import canonical_json
-from engine.contamination.channels.ngram import (
-    BatchResult,
-    EvalIndex,
-    match_batch,
-    worker_init,
-    worker_match,
-)
-from engine.contamination.inputs.canonical_text import canonical
+from engine.contamination.channels.ngram import BatchResult, EvalIndex
 from engine.contamination.inputs.sources import (
     Batch,
     Source,
@@ -41,8 +36,14 @@ from engine.contamination.inputs.sources import (
 from engine.contamination.pool.merge import PoolScan, merge
 from engine.contamination.pool.shard_scan import (
     BatchAccumulator,
+    Hits,
+    PoolReader,
+    canonical_texts,
     checked_ids,
+    match_and_read,
     refuse_bad_row,
+    stream_worker_init,
+    stream_worker_match,
 )
 from engine.errors import InputError
 
@@ -53,21 +54,14 @@ BATCH_SIZE = 2048
 BatchConsumer = Callable[[Batch, list[Any], list[str]], None]
 
 
-def canonical_texts(stream: bytes, batch: Batch) -> list[str]:
-    """Gives each text of a batch in canonical form, read from the worker's canonical bytes
-    (each text then a NUL): canonicalising again on the one reading process cost more
-    than the static model's encoding. A text holding a NUL itself is canonicalised again."""
-    parts = stream.decode("utf-8").split("\0")
-    if len(parts) == batch.count + 1:
-        return parts[:-1]
-    return [canonical(text) for text in batch.texts]
+Matched = Generator[tuple[Batch, tuple[BatchResult, Hits]], None, None]
 
 
 def _in_process(
-    index: EvalIndex, batches: Iterable[Batch]
-) -> Generator[tuple[Batch, BatchResult], None, None]:
+    index: EvalIndex, readers: tuple[PoolReader, ...], batches: Iterable[Batch]
+) -> Matched:
     for batch in batches:
-        yield batch, match_batch(index, batch.matchable)
+        yield batch, match_and_read(index, readers, batch.matchable)
 
 
 def worker_context() -> Any:
@@ -103,16 +97,19 @@ def start_workers_early(source: Source, jobs: int | None) -> None:
 
 
 def _in_workers(
-    index: EvalIndex, batches: Iterable[Batch], jobs: int
-) -> Generator[tuple[Batch, BatchResult], None, None]:
+    index: EvalIndex, readers: tuple[PoolReader, ...], batches: Iterable[Batch], jobs: int
+) -> Matched:
     context = worker_context()
     with ProcessPoolExecutor(
-        max_workers=jobs, mp_context=context, initializer=worker_init, initargs=(index,)
+        max_workers=jobs,
+        mp_context=context,
+        initializer=stream_worker_init,
+        initargs=(index, readers),
     ) as executor:
-        window: deque[tuple[Batch, Future[BatchResult]]] = deque()
+        window: deque[tuple[Batch, Future[tuple[BatchResult, Hits]]]] = deque()
         try:
             for batch in batches:
-                window.append((batch, executor.submit(worker_match, batch.matchable)))
+                window.append((batch, executor.submit(stream_worker_match, batch.matchable)))
                 if len(window) >= 2 * jobs + 1:
                     done, future = window.popleft()
                     yield done, future.result()
@@ -173,60 +170,53 @@ def scan_pool(
     batch_size: int = BATCH_SIZE,
     consumer: BatchConsumer | None = None,
     stage: Any = None,
+    readers: tuple[PoolReader, ...] = (),
 ) -> PoolScan:
-    """Gives every exact n-gram pair of the pool, reading it once, in order.
+    """Gives every exact n-gram pair of the pool and every pool channel's match, reading
+    the pool once, in order.
 
     ``consumer(batch, ids, canonical_texts)`` sees each checked batch (the embedding channel
-    uses it); ``stage`` is a progress stage advanced per document.
+    uses it); ``stage`` is a progress stage advanced per document; ``readers`` are the
+    registered pool channels, matched where the n-grams are.
     """
     jobs = max(1, jobs or os.cpu_count() or 1)
     started = time.perf_counter()
     with closing(iter_batches(source, batch_size)) as batches:
-        return _scan(source, index, batches, jobs, consumer, stage, started)
-
-
-def _scan(
-    source: Source,
-    index: EvalIndex,
-    batches: Iterator[Batch],
-    jobs: int,
-    consumer: BatchConsumer | None,
-    stage: Any,
-    started: float,
-) -> PoolScan:
-    head = [b for b in (next(batches, None), next(batches, None)) if b is not None]
-    stream: Iterable[Batch] = chain(head, batches)
-    if jobs == 1 or len(head) < 2:
-        results = _in_process(index, stream)
-        jobs = 1
-    else:
-        results = _in_workers(index, stream, jobs)
-    with closing(results):
-        return _collect(source, results, jobs, consumer, stage, started)
+        head = [b for b in (next(batches, None), next(batches, None)) if b is not None]
+        stream: Iterable[Batch] = chain(head, batches)
+        if jobs == 1 or len(head) < 2:
+            results: Matched = _in_process(index, readers, stream)
+            jobs = 1
+        else:
+            results = _in_workers(index, readers, stream, jobs)
+        with closing(results):
+            return _collect(
+                source, results, BatchAccumulator(readers), jobs, consumer, stage, started
+            )
 
 
 def _collect(
     source: Source,
-    results: Iterator[tuple[Batch, BatchResult]],
+    results: Matched,
+    taken: BatchAccumulator,
     jobs: int,
     consumer: BatchConsumer | None,
     stage: Any,
     started: float,
 ) -> PoolScan:
-    taken = BatchAccumulator()
     id_check = _IdCheck(source) if source.id_field else None
     peaks: dict[int, int] = {}
-    for batch, result in results:
+    for batch, (result, hits) in results:
         refuse_bad_row(source, batch, result)
         if id_check is not None:
             ids = checked_ids(batch, source)
             id_check.add(ids)
         else:
             ids = list(range(batch.start, batch.start + batch.count))
-        taken.add(batch, result, ids)
+        taken.add(batch, result, ids, hits)
         peaks[result.pid] = max(peaks.get(result.pid, 0), result.peak_rss_kb)
         if consumer is not None:
-            consumer(batch, ids, canonical_texts(result.canonical_stream, batch))
+            consumer(batch, ids, canonical_texts(result.canonical_stream, batch.matchable))
         if stage is not None:
             stage.advance(result.count)
     if id_check is not None:
@@ -236,14 +226,4 @@ def _collect(
     # one stream is one shard: the same merge as a sharded pool's gives the same hash
     outcome = taken.outcome(0, source.label, None, None)
     scan = merge([outcome], source.provenance(), seconds=time.perf_counter() - started, jobs=jobs)
-    return PoolScan(
-        scan.provenance,
-        scan.pairs,
-        scan.docs,
-        scan.n,
-        scan.candidates,
-        scan.seconds,
-        peaks,
-        jobs,
-        scan.shards,
-    )
+    return replace(scan, worker_peak_rss_kb=peaks, jobs=jobs)

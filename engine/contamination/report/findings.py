@@ -4,10 +4,11 @@ Everything here is pure: the same findings give the same bytes, so a
 re-scan of unchanged data gives the same item ids and the workspace keeps
 one copy of each item.
 
-The pool and internal channels are named here; a registered channel
-(``channels.registry``) is not: its flags become rows and items, its section
-of the report and its fields beside pairs go under its key, and its counts
-join the report's, whatever channel it is.
+The core pool and internal channels are named here; a registered channel
+(``channels.registry``) is not: its flags become rows and items (a pool
+channel's, pool pairs beside the core channels' own), its section of the
+report, its scores and its fields beside pairs go under its key, and its
+counts join the report's, whatever channel it is.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import os
 import platform
 import weakref
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -67,6 +69,7 @@ class PoolPair:
     minhash_jaccard: float
     cosine: float | None
     in_top_k: bool
+    found: Mapping[str, float] = field(default_factory=dict)  # pool channel name -> score
 
     @property
     def jaccard(self) -> float:
@@ -102,8 +105,24 @@ class Findings:
     channels: tuple[ChannelRun, ...] = ()
 
     def flagging(self) -> list[ChannelRun]:
-        """Gives the registered channels that flag eval items, run or not; refuses one
-        named as a pool or internal channel is."""
+        """Gives the registered channels that flag eval items (not pool pairs), run or
+        not; refuses one named as a core channel is."""
+        return [run for run in self._named() if run.channel.pool is None]
+
+    def reading_pool(self) -> list[ChannelRun]:
+        """Gives the registered channels that flag pool pairs, run or not, in the
+        registry's order; refuses one named as a core channel is."""
+        return [run for run in self._named() if run.channel.pool is not None]
+
+    def copied(self) -> set[str]:
+        """Gives the channels whose flag means the eval text itself is in the document."""
+        return COPIED | {
+            run.channel.name
+            for run in self.reading_pool()
+            if run.channel.pool is not None and run.channel.pool.copied
+        }
+
+    def _named(self) -> list[ChannelRun]:
         runs = [run for run in self.channels if run.channel.flags_items]
         for run in runs:
             if run.channel.name in (*POOL_CHANNELS, INTERNAL):
@@ -111,6 +130,15 @@ class Findings:
                     f"a registered channel is named {run.channel.name!r}, as a core one is"
                 )
         return runs
+
+    def pool_scores(self, pair: PoolPair) -> dict[str, float | None]:
+        """Gives each registered pool channel's score of a pair under its key (those
+        that matched it)."""
+        return {
+            run.channel.key: _r(pair.found[run.channel.name])
+            for run in self.reading_pool()
+            if run.channel.name in pair.found
+        }
 
     def beside(self, key: PairKey) -> dict[str, Any]:
         """Gives what the registered channels keep beside a pair, each under its key."""
@@ -135,7 +163,8 @@ def _r(value: float | None) -> float | None:
 
 
 def pool_channels(pair: PoolPair, findings: Findings) -> list[str]:
-    """Gives the channels that flag a pool pair, in the order ngram, containment, embed."""
+    """Gives the channels that flag a pool pair, in the order ngram, containment, embed,
+    then the registered pool channels in the registry's order."""
     out = findings.settings.channels(pair.jaccard, pair.containment)
     if (
         pair.in_top_k
@@ -144,6 +173,9 @@ def pool_channels(pair: PoolPair, findings: Findings) -> list[str]:
         and pair.cosine >= findings.cosine_threshold
     ):
         out.append("embed")
+    out.extend(
+        run.channel.name for run in findings.reading_pool() if run.channel.name in pair.found
+    )
     return out
 
 
@@ -199,6 +231,7 @@ def flagged_rows(findings: Findings) -> list[dict[str, Any]]:
     """Gives flagged_pairs.jsonl: one row per pair (indices, channel, Jaccard), ids and measures."""
     items = findings.eval.items
     rarity = number_rarity(findings)
+    copied = findings.copied()
     rows: list[dict[str, Any]] = []
     for pair in sorted(findings.pool_pairs, key=lambda p: (p.eval_index, p.pool_index)):
         channels = pool_channels(pair, findings)
@@ -220,11 +253,12 @@ def flagged_rows(findings: Findings) -> list[dict[str, Any]]:
             "pool_shingles": pair.doc_shingles,
             "numbers_only_differ": numbers_only_differ(items[pair.eval_index].text, doc.text),
             "triage": triage(
-                items[pair.eval_index].text, doc.text, bool(COPIED & set(channels)), rarity
+                items[pair.eval_index].text, doc.text, bool(copied & set(channels)), rarity
             ).to_json(),
         }
         if pair.cosine is not None:
             row["cosine"] = _r(pair.cosine)
+        _put(row, findings.pool_scores(pair), "pair row")
         _put(row, findings.beside(("pool", pair.eval_index, pair.pool_index)), "pair row")
         rows.append(row)
     groups, member = _cluster_of(findings)
@@ -372,6 +406,7 @@ def backlog_items(findings: Findings, run_id: str) -> list[BacklogItem]:
     """Gives one flagged_pairs item per flagged eval item (docs/engines/contamination.md)."""
     items = findings.eval.items
     rarity = number_rarity(findings)
+    copied = findings.copied()
     matches: dict[int, list[dict[str, Any]]] = {}
     for pair in sorted(findings.pool_pairs, key=lambda p: (p.eval_index, p.pool_index)):
         channels = pool_channels(pair, findings)
@@ -385,6 +420,7 @@ def backlog_items(findings: Findings, run_id: str) -> list[BacklogItem]:
             "cosine": _r(pair.cosine),
             "shared_shingles": pair.shared,
         }
+        _put(scores, findings.pool_scores(pair), "match's scores")
         entry = _match_entry(
             "pool",
             pair.pool_index,
@@ -393,7 +429,7 @@ def backlog_items(findings: Findings, run_id: str) -> list[BacklogItem]:
             items[pair.eval_index].text,
             channels,
             scores,
-            bool(COPIED & set(channels)),
+            bool(copied & set(channels)),
             rarity,
         )
         _put(entry, findings.beside(("pool", pair.eval_index, pair.pool_index)), "match")
@@ -497,7 +533,10 @@ def _machine() -> dict[str, Any]:
 
 
 def _near_threshold(
-    rows: list[dict[str, Any]], pool_items: set[int], threshold: float | None
+    rows: list[dict[str, Any]],
+    pool_items: set[int],
+    threshold: float | None,
+    pool_names: tuple[str, ...] = POOL_CHANNELS,
 ) -> int:
     """Gives how many items flagged against the pool rest only on paraphrase flags within
     NEAR_THRESHOLD above the cosine threshold (no copied text, no clearer paraphrase)."""
@@ -506,10 +545,10 @@ def _near_threshold(
     clear: set[int] = set()
     bar = round(threshold + NEAR_THRESHOLD, 6)  # cosines are rounded in the rows
     for row in rows:
-        if row["channel"] not in POOL_CHANNELS:
+        if row["channel"] not in pool_names:
             continue  # an internal duplicate, or an item a registered channel flagged
         cosine = row.get("cosine")
-        if set(row["channels"]) & COPIED or cosine is None or cosine >= bar:
+        if set(row["channels"]) - {"embed"} or cosine is None or cosine >= bar:
             clear.add(row["test_idx"])
     return len(pool_items - clear)
 
@@ -564,7 +603,9 @@ def build_report(
     n = len(findings.eval.items)
     registered = findings.flagging()
     item_channels = [run.channel.name for run in registered]  # they flag items, not pairs
-    by_channel: dict[str, set[int]] = {c: set() for c in (*POOL_CHANNELS, INTERNAL, *item_channels)}
+    readers = findings.reading_pool()
+    pool_names = (*POOL_CHANNELS, *(run.channel.name for run in readers))
+    by_channel: dict[str, set[int]] = {c: set() for c in (*pool_names, INTERNAL, *item_channels)}
     combos: dict[str, int] = {}
     numbers_only = 0
     for row in rows:
@@ -580,16 +621,21 @@ def build_report(
     flagged = set().union(*by_channel.values())
     # the flagged items split so that the parts add up: against the pool, else internal
     # duplicates only, else each registered channel's own (in the order they ran)
-    pool_items = by_channel["ngram"] | by_channel["containment"] | by_channel["embed"]
+    pool_items = set().union(*(by_channel[c] for c in pool_names))
     internal_only = by_channel[INTERNAL] - pool_items
     registered_counts: dict[str, int] = {}
+    for run in readers:
+        caught = by_channel[run.channel.name]
+        others = set().union(*(by_channel[c] for c in by_channel if c != run.channel.name))
+        registered_counts[f"{run.channel.key}_suspected_items"] = len(caught)
+        registered_counts[f"{run.channel.key}_only_items"] = len(caught - others)
     counted = pool_items | by_channel[INTERNAL]
     for run in registered:
         caught = by_channel[run.channel.name]
         registered_counts[f"{run.channel.key}_suspected_items"] = len(caught)
         registered_counts[f"{run.channel.key}_only_items"] = len(caught - counted)
         counted = counted | caught
-    near = _near_threshold(rows, pool_items, findings.cosine_threshold)
+    near = _near_threshold(rows, pool_items, findings.cosine_threshold, pool_names)
     only = {
         c: len(items - set().union(*(v for k, v in by_channel.items() if k != c)))
         for c, items in by_channel.items()

@@ -17,7 +17,7 @@ from engine.contamination.inputs.canonical_text import (
     word_offsets,
 )
 from engine.contamination.inputs.sources import Batch
-from engine.contamination.pool.stream import canonical_texts
+from engine.contamination.pool.shard_scan import canonical_texts
 
 # Texts drawn from characters where canonicalization is subtle: every kind of
 # whitespace str.isspace() knows, upper case that lower-cases to two chars,
@@ -113,4 +113,4 @@ def test_the_reader_takes_each_canonical_text_from_the_workers_bytes(texts):
     # back into texts, or (a text holding a NUL) each text canonicalised again
     batch = Batch(0, len(texts), list(texts), None, None)
     stream = word_hashes(encode_for_hashing(texts)[0]).canonical_stream
-    assert canonical_texts(stream, batch) == [regex_canonical(t) for t in texts]
+    assert canonical_texts(stream, batch.matchable) == [regex_canonical(t) for t in texts]

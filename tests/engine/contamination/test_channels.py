@@ -10,15 +10,14 @@ pairs and one internal pair.
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
-import engine.contamination.channels as channels_package
 from engine.contamination.channels.registry import registered
 from engine.workspace import Workspace
 from tests.support.judge_endpoint import write_inputs
+from tests.support.pool_channel import channel_module
 from tests.support.scan_cli import SAMPLE_FIELDS, scan_args
 
 MODULE = "lakeside"
@@ -53,12 +52,8 @@ CHANNEL = Channel(
 @pytest.fixture
 def lakeside(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """Gives the registry a channel module more, in a folder on the package's path."""
-    folder = tmp_path / "more_channels"
-    folder.mkdir()
-    (folder / f"{MODULE}.py").write_text(SOURCE, encoding="utf-8")
-    monkeypatch.setattr(channels_package, "__path__", [*channels_package.__path__, str(folder)])
-    yield
-    sys.modules.pop(f"{channels_package.__name__}.{MODULE}", None)
+    with channel_module(tmp_path / "more_channels", monkeypatch, SOURCE, MODULE):
+        yield
 
 
 def _scan(sealdesk_main, ws: Path):

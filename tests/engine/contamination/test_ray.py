@@ -20,6 +20,7 @@ from tests.support.contamination_shards import (
     split_into,
     synthetic_pool,
 )
+from tests.support.pool_channel import DECLARES_WORD_BAG, channel_module
 from tests.support.scan_cli import SAMPLE_FIELDS, scan_args
 
 SAMPLE = REPO / "sample_data" / "contamination"
@@ -217,3 +218,17 @@ def test_a_ray_worker_killed_mid_shard_is_replaced_and_its_shard_retried(
     assert killed
     assert on_ray.report["pool_scan"]["retries"]
     assert pool_rows(on_ray) == pool_rows(data["single"])
+
+
+def test_a_pool_channel_finds_on_ray_what_it_finds_on_local_workers(
+    ray_session, data, tmp_path, monkeypatch
+):
+    pattern = str(data["root"] / "four" / "p-*")
+    with channel_module(tmp_path / "more_channels", monkeypatch, DECLARES_WORD_BAG):
+        on_ray = scan(tmp_path / "ws-ray", data["eval"], pattern, backend="ray")
+        local = scan(tmp_path / "ws-local", data["eval"], pattern, jobs=2)
+    assert on_ray.report["pool_scan"]["backend"] == "ray"
+    assert on_ray.rows == local.rows
+    assert on_ray.report["word_bag"] == local.report["word_bag"]
+    # the synthetic pool's verbatim copies hold their eval item's words: the channel finds them
+    assert on_ray.report["word_bag"]["pairs"] > 0
