@@ -1,12 +1,21 @@
-"""Writes the module map into docs/architecture.md from the packages' own docstrings.
+"""Writes the module map and the house, floor by floor, into docs/architecture.md from the code.
 
-Every module and sub-package of ``engine/`` and ``reviewer/`` gets one line:
-its path and the first sentence of its docstring (read with ``ast``, nothing
-is imported). The map between the page's ``BEGIN GENERATED: module map`` and
-``END GENERATED: module map`` markers is replaced; with ``--check`` nothing is
-written and the exit status says whether the page is current, so a module
-added, moved or re-described without the page following fails ``make lint``.
-A module without a docstring fails both ways: the map would have a hole.
+The module map: every module and sub-package of ``engine/`` and ``reviewer/``
+gets one line, its path and the first sentence of its docstring. The house: a
+room is a sub-package or a module directly under ``engine/`` (a package is
+one room, whatever it holds) and ``reviewer/`` is one room; a room imports
+another when one of its modules imports one of the other's (imports inside
+functions count: they run too); a room stands one floor above the highest
+room it imports, and the ground floor imports no other room. Both are read
+with ``ast``; nothing is imported.
+
+Each is written between the page's ``BEGIN GENERATED: <name>`` and ``END
+GENERATED: <name>`` markers; with ``--check`` nothing is written and the exit
+status says whether the page is current, so a module added, moved,
+re-described or importing another room without the page following fails
+``make lint``. A module without a docstring fails both ways (the map would
+have a hole), and so do rooms that import each other in a circle (a circle has
+no floors).
 
     python .ci/module_map.py [--check] [PAGE]
 """
@@ -20,13 +29,18 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = ROOT / "docs" / "architecture.md"
 PACKAGES = ("engine", "reviewer")
-BEGIN = "<!-- BEGIN GENERATED: module map"
-END = "<!-- END GENERATED: module map -->"
-NOTE = (
-    "<!-- BEGIN GENERATED: module map. Written by .ci/module_map.py from each module's\n"
-    "     docstring (make docs); edit the docstring, not this map. -->\n"
-)
+NOTES = {
+    "module map": (
+        "from each module's\n     docstring (make docs); edit the docstring, not this map"
+    ),
+    "house": "from the modules'\n     imports (make docs); change the imports, not this drawing",
+}
+WHAT = {
+    "module map": "the module map differs from the packages",
+    "house": "the house differs from the imports",
+}
 WIDTH = 44  # the path column
+ROOM_WIDTH = 26  # the house's room column
 
 
 def summary(path: Path) -> str:
@@ -62,12 +76,96 @@ def module_map() -> str:
     return "```text\n" + "\n".join(lines) + "\n```"
 
 
-def with_map(text: str, table: str) -> str:
-    """Gives the page's text with the map between the markers replaced."""
-    start, end = text.find(BEGIN), text.find(END)
-    if start < 0 or end < start:
-        raise SystemExit(f"{PAGE}: the module-map markers are missing")
-    return f"{text[:start]}{NOTE}\n{table}\n\n{text[end:]}"
+def room_of(module: str) -> str | None:
+    """Gives the room a dotted module name stands in (None: outside the house)."""
+    parts = module.split(".")
+    if parts[0] == "reviewer":
+        return "reviewer/"
+    if parts[0] != "engine" or len(parts) < 2 or parts[1] == "__init__":
+        return None  # outside, or engine/__init__.py: the package's face
+    child = ROOT / "engine" / parts[1]
+    if child.is_dir():
+        return f"engine/{parts[1]}/"
+    return f"engine/{parts[1]}.py" if child.with_suffix(".py").is_file() else None
+
+
+def imported(path: Path) -> set[str]:
+    """Gives the dotted names a module imports (relative imports made absolute; for
+    ``from X import Y``, both X and X.Y, since Y may be a module)."""
+    package = list(path.relative_to(ROOT).with_suffix("").parts)[:-1]  # the module's package
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package[: len(package) - node.level + 1]
+                base = ".".join([*anchor, *([base] if base else [])])
+            names.add(base)
+            names.update(f"{base}.{alias.name}" for alias in node.names)
+    return names
+
+
+def rooms() -> dict[str, set[str]]:
+    """Gives each room and the other rooms it imports."""
+    out: dict[str, set[str]] = {}
+    for name in PACKAGES:
+        for path in sorted((ROOT / name).rglob("*.py")):
+            room = room_of(".".join(path.relative_to(ROOT).with_suffix("").parts))
+            if room is None:
+                continue
+            found = {room_of(n) for n in imported(path)} - {None, room}
+            out[room] = out.get(room, set()) | found  # type: ignore[operator]
+    return out
+
+
+def floors(house: dict[str, set[str]]) -> dict[str, int]:
+    """Gives each room's floor; refuses a circle, naming its rooms."""
+    floor: dict[str, int] = {}
+
+    def stand(room: str, path: tuple[str, ...]) -> int:
+        if room in path:
+            circle = " -> ".join(path[path.index(room) :] + (room,))
+            raise SystemExit(f"the house has a circle, so no floors: {circle}")
+        if room not in floor:
+            below = [stand(other, (*path, room)) for other in house[room]]
+            floor[room] = 1 + max(below, default=0)
+        return floor[room]
+
+    for room in house:
+        stand(room, ())
+    return floor
+
+
+def house_drawing() -> str:
+    """Gives the house from the top floor down: each room and the rooms it imports."""
+    house = rooms()
+    floor = floors(house)
+    lines = []
+    for room in sorted(house, key=lambda r: (-floor[r], r)):
+        arrows = house[room]
+        head = f"floor {floor[room]:>2}  {room:<{ROOM_WIDTH}}"
+        below = ", ".join(sorted(arrows, key=lambda r: (-floor[r], r))) or "(the ground: none)"
+        text, rest = f"{head}  -> ", below.split(", ")
+        for k, name in enumerate(rest):
+            piece = name + ("," if k < len(rest) - 1 else "")
+            if len(text) + len(piece) > 100 and not text.endswith("-> "):
+                lines.append(text.rstrip())
+                text = " " * (len(head) + 5)
+            text += piece + " "
+        lines.append(text.rstrip())
+    return "```text\n" + "\n".join(lines) + "\n```"
+
+
+def with_block(text: str, name: str, body: str) -> str:
+    """Gives the page's text with the named block between its markers replaced."""
+    begin, end = f"<!-- BEGIN GENERATED: {name}", f"<!-- END GENERATED: {name} -->"
+    start, stop = text.find(begin), text.find(end)
+    if start < 0 or stop < start:
+        raise SystemExit(f"{PAGE}: the {name} markers are missing")
+    note = f"{begin}. Written by .ci/module_map.py {NOTES[name]}. -->\n"
+    return f"{text[:start]}{note}\n{body}\n\n{text[stop:]}"
 
 
 def main(argv: list[str]) -> int:
@@ -75,11 +173,15 @@ def main(argv: list[str]) -> int:
     paths = [a for a in argv if a != "--check"]
     page = Path(paths[0]) if paths else PAGE
     text = page.read_text(encoding="utf-8")
-    wanted = with_map(text, module_map())
+    blocks = {"module map": module_map(), "house": house_drawing()}
+    wanted = text
+    for name, body in blocks.items():
+        wanted = with_block(wanted, name, body)
     if wanted == text:
         return 0
     if check:
-        print(f"{page}: the module map differs from the packages; run make docs")
+        behind = [WHAT[n] for n, b in blocks.items() if with_block(text, n, b) != text]
+        print(f"{page}: {' and '.join(behind)}; run make docs")
         return 1
     page.write_text(wanted, encoding="utf-8")
     return 0

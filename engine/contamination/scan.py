@@ -78,7 +78,7 @@ from engine.contamination.pool.base import Backend, run_shards
 from engine.contamination.pool.local import LocalBackend
 from engine.contamination.pool.merge import PoolDoc, PoolScan, check_ids, merge
 from engine.contamination.pool.records import ShardRecords, scan_key
-from engine.contamination.pool.shard_scan import EmbedPlan, PoolReader, ShardJob
+from engine.contamination.pool.shard_scan import EmbedPlan, PoolReader, ShardJob, pool_readers
 from engine.contamination.pool.stream import scan_pool, start_workers_early
 from engine.contamination.report.findings import (
     Findings,
@@ -796,16 +796,7 @@ def run_scan(
     evalset = load_eval(config.eval, require_fields=required)
     texts = [item.canonical for item in evalset.items]
     index = EvalIndex(texts, config.ngram)
-    readers = tuple(
-        PoolReader(
-            c.key,
-            c.pool.match,
-            c.pool.matcher(config.options, texts),
-            c.pool.settings(config.options),
-        )
-        for c in enabled
-        if c.pool is not None
-    )
+    readers = pool_readers(enabled, config.options, texts)
     internal = internal_dups.ngram_pairs(index)
     timing["eval_and_index"] = time.perf_counter() - clock
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import os
+import pickle
 import time
 from collections.abc import Callable, Iterable
 from contextlib import closing
@@ -73,6 +74,31 @@ class PoolReader:
                 )
             out.append((int(eval_index), int(position), float(score)))
         return out
+
+
+def pool_readers(channels: Any, options: Any, eval_texts: list[str]) -> tuple[PoolReader, ...]:
+    """Gives the enabled pool channels as workers hold them, each matcher made once from
+    the eval items' canonical texts; refuses one that does not pickle (no worker, local
+    or Ray, could be given it), naming the channel."""
+    readers = []
+    for channel in channels:
+        if channel.pool is None:
+            continue
+        reader = PoolReader(
+            channel.key,
+            channel.pool.match,
+            channel.pool.matcher(options, eval_texts),
+            channel.pool.settings(options),
+        )
+        try:
+            pickle.dumps(reader)
+        except Exception as exc:
+            raise TypeError(
+                f"pool channel {channel.name!r}: its matcher or match does not pickle, so no "
+                f"worker can be given it ({one_line(exc)}); make match a module-level function"
+            ) from None
+        readers.append(reader)
+    return tuple(readers)
 
 
 def canonical_texts(stream: bytes, values: list[Any] | TextBlock) -> list[str]:

@@ -155,3 +155,18 @@ def test_a_match_outside_its_batch_or_without_a_finite_score_is_refused(found):
     assert PoolReader("good", lambda matcher, texts: [(0, 2, 0.5)], None).read(["a", "b", "c"]) == [
         (0, 2, 0.5)
     ]
+
+
+def test_a_pool_channel_no_worker_could_be_given_is_refused_before_the_pool_is_read(
+    data, tmp_path, monkeypatch
+):
+    # its match is a lambda: pickle cannot name it, so no worker process could import it
+    source = (
+        "from engine.contamination.channels.registry import Channel, PoolReading\n"
+        "CHANNEL = Channel(name='lambda_words', key='lambda_words', enabled=lambda o: True,\n"
+        "    pool=PoolReading(lambda o, t: {}, lambda m, t: (), lambda o: {}))\n"
+    )
+    with channel_module(tmp_path / "more_channels", monkeypatch, source):
+        with pytest.raises(TypeError, match="pool channel 'lambda_words': its matcher or match"):
+            scan(tmp_path / "ws", data["eval"], data["shards"], jobs=1)
+    assert not list((tmp_path / "ws" / "cache").glob("shards/*/*.npz"))
