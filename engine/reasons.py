@@ -29,7 +29,7 @@ from engine.artifacts import atomic_write
 from engine.canonical import sha256_hex
 from engine.errors import InputError
 from engine.ledger.records import RATIONALE_MAX, REASON_CODE, REASON_CODE_MAX
-from engine.roles import QUEUES
+from engine.roles import ADJUDICATION, FLAGGED_PAIRS, QUEUES, WEAK_CATEGORIES
 
 # One key picks a reason in the review app: 1-9.
 MAX_REASONS = 9
@@ -59,7 +59,7 @@ def _reasons(*pairs: tuple[str, str]) -> tuple[Reason, ...]:
 
 
 DEFAULTS: dict[str, tuple[Reason, ...]] = {
-    "flagged_pairs": _reasons(
+    FLAGGED_PAIRS: _reasons(
         ("exact-copy", "Exact copy"),
         ("paraphrase", "Paraphrase"),
         ("new-numbers", "Same problem, new numbers"),
@@ -68,7 +68,7 @@ DEFAULTS: dict[str, tuple[Reason, ...]] = {
     ),
     # The exam rubric's cases: the four claim families a span may be, and what it
     # says not to label.
-    "adjudication": _reasons(
+    ADJUDICATION: _reasons(
         ("historical", "Claim: historical"),
         ("structural", "Claim: structural"),
         ("repository", "Claim: repository"),
@@ -79,7 +79,7 @@ DEFAULTS: dict[str, tuple[Reason, ...]] = {
         ("attributed", "Not a claim: someone else's, not endorsed"),
         ("workflow-narration", "Not a claim: narration of the agent's workflow"),
     ),
-    "weak_categories": _reasons(
+    WEAK_CATEGORIES: _reasons(
         ("real-miss", "Real miss of the detector"),
         ("label-error", "Label error in the holdout"),
         ("out-of-scope", "Out of policy scope"),

@@ -8,7 +8,11 @@ which role even for someone checking with ``ssh-keygen -Y verify`` alone.
 
 from __future__ import annotations
 
-QUEUES = ("flagged_pairs", "adjudication", "weak_categories")
+# The three backlogs, by the name of their queue: the one place each name is written.
+FLAGGED_PAIRS = "flagged_pairs"
+ADJUDICATION = "adjudication"
+WEAK_CATEGORIES = "weak_categories"
+QUEUES = (FLAGGED_PAIRS, ADJUDICATION, WEAK_CATEGORIES)
 # Lowest rank first: no decision may replace one made in a role ranked above its own.
 ROLES = ("reviewer", "adjudicator", "lead")
 
@@ -17,15 +21,15 @@ ROLE_BY_NAMESPACE = {ns: role for role, ns in NAMESPACE_BY_ROLE.items()}
 
 # Who may record a decision on an item of each queue (first is the default).
 QUEUE_ROLES: dict[str, tuple[str, ...]] = {
-    "flagged_pairs": ("reviewer", "adjudicator"),
-    "adjudication": ("adjudicator",),
-    "weak_categories": ("reviewer", "lead"),
+    FLAGGED_PAIRS: ("reviewer", "adjudicator"),
+    ADJUDICATION: ("adjudicator",),
+    WEAK_CATEGORIES: ("reviewer", "lead"),
 }
 # Roles a queue admits only to settle what its own people disagree on: an adjudicator
 # decides the flagged pairs a review plan's independent decisions left unresolved, but
 # the queue is not their work (the app does not send them to it, and opens on it only
 # on those disagreements, once their own queues have nothing undecided).
-SETTLES_ONLY: dict[str, tuple[str, ...]] = {"flagged_pairs": ("adjudicator",)}
+SETTLES_ONLY: dict[str, tuple[str, ...]] = {FLAGGED_PAIRS: ("adjudicator",)}
 SIGNOFF_ROLE = "lead"
 
 

@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any
 from engine.canonical import canonical_json, canonical_sha256, strict_loads
 from engine.ledger import store
 from engine.ledger.records import SETTLING, SETTLING_SQL
-from engine.roles import rank, rank_sql
+from engine.roles import ADJUDICATION, FLAGGED_PAIRS, WEAK_CATEGORIES, rank, rank_sql
 from engine.sqlitedb import write_transaction
 
 if TYPE_CHECKING:  # verify is imported where it runs: opening a workspace does not need it
@@ -190,7 +190,7 @@ def evidence(queue: str, payload: dict[str, Any]) -> Evidence:
     a channel a finding's issue, the score the category's severity.
     """
     matches: dict[str, tuple[frozenset[str], dict[str, float]]] = {}
-    if queue == "flagged_pairs" and isinstance(payload.get("matches"), list):
+    if queue == FLAGGED_PAIRS and isinstance(payload.get("matches"), list):
         for m in payload["matches"]:
             if not isinstance(m, dict):
                 continue
@@ -202,14 +202,14 @@ def evidence(queue: str, payload: dict[str, Any]) -> Evidence:
                 {k: v for k in SCORES if (v := _number(scores.get(k))) is not None},
             )
         return Evidence(matches, _strings(payload.get("channels")), None, True)
-    if queue == "adjudication" and isinstance(payload.get("votes"), list):
+    if queue == ADJUDICATION and isinstance(payload.get("votes"), list):
         voters = set()
         for v in payload["votes"]:
             if isinstance(v, dict) and v.get("vote") in SIDES:
                 matches[f"{v.get('voter')}={v['vote']}"] = (frozenset(), {})
                 voters.add(str(v.get("voter")))
         return Evidence(matches, frozenset(voters), _summary_score(payload), True)
-    if queue == "weak_categories" and isinstance(payload.get("misses"), list):
+    if queue == WEAK_CATEGORIES and isinstance(payload.get("misses"), list):
         for miss in payload["misses"]:
             if isinstance(miss, dict):
                 matches[f"miss:{miss.get('case_id')}"] = (frozenset(), {})

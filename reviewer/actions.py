@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from engine import item_query
+from engine.roles import ADJUDICATION, FLAGGED_PAIRS, WEAK_CATEGORIES
 
 if TYPE_CHECKING:
     from textual.binding import BindingType
@@ -48,9 +49,9 @@ class Action:
 
 def _queue_rows() -> tuple[Action, ...]:
     keys = {
-        "flagged_pairs": ("1", "review.queue_pairs", "Flagged pairs"),
-        "adjudication": ("2", "review.queue_adjudication", "Adjudication"),
-        "weak_categories": ("3", "review.queue_weak", "Weak categories"),
+        FLAGGED_PAIRS: ("1", "review.queue_pairs", "Flagged pairs"),
+        ADJUDICATION: ("2", "review.queue_adjudication", "Adjudication"),
+        WEAK_CATEGORIES: ("3", "review.queue_weak", "Weak categories"),
     }
     return tuple(
         Action(

@@ -32,6 +32,8 @@ from typing import Any
 
 import click
 
+from engine.roles import FLAGGED_PAIRS
+
 GOAL_FIRST_SCREEN_S = 1.5
 GOAL_DECISION_MS = 30.0
 GOAL_KEYS_PER_DECISION = 1.2
@@ -82,7 +84,7 @@ def build_workspace(root: Path, n_items: int, extra: int) -> tuple[Path, str]:
         batch = []
         for i in range(total):
             batch.append(
-                BacklogItem.make("flagged_pairs", f"fp-{i:07d}", "bench-run", _payload(i, rnd))
+                BacklogItem.make(FLAGGED_PAIRS, f"fp-{i:07d}", "bench-run", _payload(i, rnd))
             )
             if len(batch) == 10_000 or i == total - 1:
                 ws.ingest(
@@ -201,9 +203,8 @@ async def _decisions(ws_path: Path, key: Path, count: int) -> tuple[list[float],
     tail = [
         r[0]
         for r in watcher.execute(
-            "SELECT item_id FROM items WHERE queue = 'flagged_pairs' "
-            "ORDER BY score ASC, item_id ASC LIMIT ?",
-            (count,),
+            "SELECT item_id FROM items WHERE queue = ? ORDER BY score ASC, item_id ASC LIMIT ?",
+            (FLAGGED_PAIRS, count),
         )
     ]
     app = ReviewApp(ws, open_session(ws, key=str(key)))
@@ -225,7 +226,7 @@ async def _decisions(ws_path: Path, key: Path, count: int) -> tuple[list[float],
             app_lat.append(time.perf_counter() - t0)
             await pilot.pause()  # let the screen settle before the next key (not timed)
             t0 = time.perf_counter()
-            direct_ws.decide(signer, "flagged_pairs", tail[n], "accept")
+            direct_ws.decide(signer, FLAGGED_PAIRS, tail[n], "accept")
             direct_lat.append(time.perf_counter() - t0)
     watcher.close()
     direct_ws.close()

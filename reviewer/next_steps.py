@@ -20,12 +20,12 @@ from pathlib import Path
 
 from engine import jobs
 from engine.item_query import QueueProgress
-from engine.roles import QUEUES
+from engine.roles import ADJUDICATION, QUEUES
 from engine.terminal_text import visible
 from reviewer.session import Session
 from reviewer.widgets.bars import QUEUE_LABELS
 
-EXAM_QUEUE = "adjudication"
+EXAM_QUEUE = ADJUDICATION
 # First words of the engine runs whose outcome changes what a sign-off binds (new
 # items, artifacts, an exam's status): while one runs, the sign-off is not READY.
 CHANGES_SIGNOFF = frozenset({"scan", "exam", "coverage", "contamination", "ingest"})

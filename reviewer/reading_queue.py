@@ -22,7 +22,9 @@ import random
 import re
 from typing import Any
 
-QUEUE = "flagged_pairs"
+from engine.roles import FLAGGED_PAIRS
+
+QUEUE = FLAGGED_PAIRS
 THRESHOLDS = {"containment": 0.5, "cosine": 0.7972, "jaccard": 0.8, "ngram_n": 13}
 _NAMES = (
     "Natalia Weng Betty Julie James Mark Albert Ken Alexis Tina Lena Rita Omar Priya "

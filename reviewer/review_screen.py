@@ -38,7 +38,7 @@ from engine.item_query import (
     last_signoff,
 )
 from engine.reasons import Guidelines
-from engine.roles import QUEUES
+from engine.roles import ADJUDICATION, FLAGGED_PAIRS, QUEUES, WEAK_CATEGORIES
 from engine.terminal_text import visible
 from engine.workspace import Workspace
 from reviewer.actions import SORTS, STATUSES, bindings
@@ -788,7 +788,7 @@ class ReviewScreen(Screen):
         """Says, once a decision settles the last adjudication item, that the exam can
         now be resolved, and with which key."""
         p = self.progress.get(queue)
-        if queue != "adjudication" or p is None or not p.total or p.accept + p.reject < p.total:
+        if queue != ADJUDICATION or p is None or not p.total or p.accept + p.reject < p.total:
             return
         key = cast(_Keyed, self.app).key_for("review.resolve_exam")
         self.app.notify(
@@ -804,7 +804,7 @@ class ReviewScreen(Screen):
         """Gives each run holding adjudication items, with how many of its items are not
         yet accepted or rejected (a skip settles nothing)."""
         left: dict[str, int] = {}
-        for item in self.ws.items(queue="adjudication"):
+        for item in self.ws.items(queue=ADJUDICATION):
             unsettled = item["status"] not in item_query.SETTLING
             left[item["run_id"]] = left.get(item["run_id"], 0) + unsettled
         return left
@@ -1121,7 +1121,7 @@ class ReviewScreen(Screen):
         from reviewer.calibration_screen import CalibrationScreen, RatesScreen
 
         row = self.queue_list.current
-        if self.queue == "weak_categories":
+        if self.queue == WEAK_CATEGORIES:
             item = self.ws.item(row.queue, row.item_id) if row is not None else None
             digest = source_digest(item["payload"]) if item is not None else None
             if digest is None:
@@ -1131,7 +1131,7 @@ class ReviewScreen(Screen):
             return
         item = (
             self.ws.item(row.queue, row.item_id)
-            if row is not None and row.queue == "flagged_pairs"
+            if row is not None and row.queue == FLAGGED_PAIRS
             else None
         )
         run_id = item["run_id"] if item is not None else newest_run(self.ws.conn)
@@ -1144,7 +1144,7 @@ class ReviewScreen(Screen):
         """Shows the flagged pairs of the band chosen on the calibration view, if any."""
         if band is None:
             return
-        self.switch_queue("flagged_pairs")
+        self.switch_queue(FLAGGED_PAIRS)
         self.view.band = band.label
         self.set_filters(replace(self.view.filters, items=band.items))
         self.say(f"{len(band.items)} item(s) in the {band.label}")

@@ -36,9 +36,10 @@ from pathlib import Path
 from typing import Any
 
 from engine.errors import SealdeskError
+from engine.roles import FLAGGED_PAIRS
 
 PRINCIPAL, COLLEAGUE = "bench", "colleague"
-QUEUE = "flagged_pairs"
+QUEUE = FLAGGED_PAIRS
 _VOCAB = (
     "the a of to in and that is for on with as by it from at was be this which are "
     "natalia sold clips friends april may half many altogether weng earns hour babysitting "

@@ -18,6 +18,8 @@ from statistics import median
 
 import click
 
+from engine.roles import FLAGGED_PAIRS
+
 APPEND_GOAL = 300.0  # records/s, each its own durable transaction
 VERIFY_GOAL_RATIO = 1.5  # verify throughput / raw single-core Ed25519 verify
 REPLAY_GOAL = 0.95  # verify replaying enrolment records / verify reading a signer file
@@ -153,7 +155,7 @@ def run_bench(records: int, directory: Path, processes: int, rounds: int = 5) ->
         ws.ingest(
             [
                 BacklogItem.make(
-                    "flagged_pairs",
+                    FLAGGED_PAIRS,
                     f"item-{i}",
                     "bench",
                     {"summary": {"title": f"bench item {i}"}, "i": i},
@@ -167,7 +169,7 @@ def run_bench(records: int, directory: Path, processes: int, rounds: int = 5) ->
             # Each visit to an item changes its decision: the same one again signs nothing.
             ws.decide(
                 signer,
-                "flagged_pairs",
+                FLAGGED_PAIRS,
                 f"item-{i % n_items}",
                 ("accept", "reject", "skip")[i // n_items % 3],
                 note=f"bench {i}",

@@ -35,6 +35,7 @@ from engine import __version__
 from engine.cli_context import Ctx, pass_ctx
 from engine.ledger.records import DECISIONS, STATUSES
 from engine.outputs import InputFile, OutputFile
+from engine.roles import QUEUES, ROLES
 from engine.terminal_text import json_text, visible
 
 # name -> ("module:attribute" of a click command, its line in --help), loaded on first
@@ -323,7 +324,7 @@ def ingest(ctx: Ctx, files: tuple[str, ...]) -> None:
 
 
 @cli.command()
-@click.option("--queue", type=click.Choice(["flagged_pairs", "adjudication", "weak_categories"]))
+@click.option("--queue", type=click.Choice(QUEUES))
 @click.option("--status", type=click.Choice(STATUSES))
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON array (for scripts).")
 @click.option(
@@ -447,7 +448,7 @@ def _signer(ws, key: str | None, queue: str | None = None, role: str | None = No
 @click.option(
     "--queue",
     required=True,
-    type=click.Choice(["flagged_pairs", "adjudication", "weak_categories"]),
+    type=click.Choice(QUEUES),
 )
 @click.option(
     "--item",
@@ -478,7 +479,7 @@ def _signer(ws, key: str | None, queue: str | None = None, role: str | None = No
     help="OpenSSH private key file. Default: a key from ssh-agent.",
 )
 @click.option("--principal", default=None, help="When the key is enrolled under several names.")
-@click.option("--role", default=None, type=click.Choice(["reviewer", "adjudicator", "lead"]))
+@click.option("--role", default=None, type=click.Choice(ROLES))
 @click.option(
     "--overrule",
     is_flag=True,
@@ -666,7 +667,7 @@ def _stdin_ids() -> list[tuple[str, int]]:
 @click.option(
     "--queue",
     required=True,
-    type=click.Choice(["flagged_pairs", "adjudication", "weak_categories"]),
+    type=click.Choice(QUEUES),
 )
 @click.option("--item", "item_id", required=True)
 @click.option("--note", default=None)

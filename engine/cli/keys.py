@@ -9,9 +9,10 @@ import click
 
 from engine.cli_context import Ctx, pass_ctx
 from engine.outputs import InputFile
+from engine.roles import ROLES
 from engine.terminal_text import visible
 
-_ROLE = click.Choice(["reviewer", "adjudicator", "lead"])
+_ROLE = click.Choice(ROLES)
 _LEAD_KEY_HELP = (
     "The lead's OpenSSH private key file that signs this. Default: the key "
     "ssh-agent holds for a lead."

@@ -27,7 +27,7 @@ from engine.canonical import (
     strict_loads,
 )
 from engine.contamination.inputs.canonical_text import content_sha256
-from engine.contamination.report.findings import FLAGGED_LABEL, INTERNAL, LEAKAGE_LABEL
+from engine.contamination.report.findings import FLAGGED_LABEL, INTERNAL, LEAKAGE_LABEL, QUEUE
 from engine.contamination.report.power import minimum_detectable_difference
 from engine.contamination.scan import EVAL_ITEMS, ITEMS, REPORT
 from engine.errors import InputError, IntegrityError
@@ -190,16 +190,16 @@ def clean(
     faults = subject_faults(ws.conn)
     if faults:  # a carried decision is only as sound as the links it is read through
         raise IntegrityError(f"{faults[0]}; nothing was written")
-    decided = effective_decisions(ws.conn, "flagged_pairs")
+    decided = effective_decisions(ws.conn, QUEUE)
     # Under a review plan one reviewer's rating does not settle a planned item: only
     # agreeing ratings or an adjudicator's decision do (the outcome is said per item).
     plan = review_plan.current(ws.conn)
-    reviewed = review_plan.states(ws.conn, plan, "flagged_pairs") if plan is not None else {}
+    reviewed = review_plan.states(ws.conn, plan, QUEUE) if plan is not None else {}
     for item_id, state in reviewed.items():
         if not state.settled:
-            decided.pop(("flagged_pairs", item_id), None)
-    reasons_given = given(ws.conn, "flagged_pairs")  # the report says why, where a decision did
-    carried = carries(ws.conn, "flagged_pairs")
+            decided.pop((QUEUE, item_id), None)
+    reasons_given = given(ws.conn, QUEUE)  # the report says why, where a decision did
+    carried = carries(ws.conn, QUEUE)
     dropped: list[dict[str, Any]] = []
     kept: list[dict[str, Any]] = []
     undecided: list[dict[str, Any]] = []
@@ -211,8 +211,8 @@ def clean(
             "id": payload["eval"]["id"],
             "channels": payload.get("channels", []),
         }
-        decision = decided.get(("flagged_pairs", item["item_id"]))
-        carry = None if decision else carried.get(("flagged_pairs", item["item_id"]))
+        decision = decided.get((QUEUE, item["item_id"]))
+        carry = None if decision else carried.get((QUEUE, item["item_id"]))
         if carry is not None and carry.carried:
             decision = carry.record
             entry["carried_from"] = carry.record["item_id"]

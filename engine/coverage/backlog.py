@@ -26,8 +26,9 @@ from engine.coverage.misses import MissSelection
 from engine.coverage.policy import AttributionPolicy
 from engine.coverage.weak import severity
 from engine.errors import InputError
+from engine.roles import WEAK_CATEGORIES
 
-QUEUE = "weak_categories"
+QUEUE = WEAK_CATEGORIES
 ITEM_KIND = "coverage.weak_category"
 
 GENERIC_ACTIONS = (

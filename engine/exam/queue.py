@@ -18,8 +18,9 @@ from engine.backlog import BacklogItem
 from engine.canonical import canonical_sha256, sha256_hex
 from engine.endpoint.failures import NOT_RECORDED, Failure, merge, tally
 from engine.exam.protocol import PROTOCOL_VERSION
+from engine.roles import ADJUDICATION
 
-QUEUE = "adjudication"
+QUEUE = ADJUDICATION
 
 
 def _score(votes: list[dict[str, Any]]) -> float | None:

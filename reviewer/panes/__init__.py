@@ -14,6 +14,7 @@ from rich.console import Group, RenderableType
 from rich.text import Text
 
 from engine.reasons import Guidelines
+from engine.roles import ADJUDICATION, FLAGGED_PAIRS, WEAK_CATEGORIES
 from engine.terminal_text import visible
 from reviewer.panes import adjudication, flagged, weak
 from reviewer.panes.anchors import HISTORY, Anchor
@@ -27,9 +28,9 @@ from reviewer.panes.common import (
 )
 
 PANES: dict[str, ModuleType] = {
-    "flagged_pairs": flagged,
-    "adjudication": adjudication,
-    "weak_categories": weak,
+    FLAGGED_PAIRS: flagged,
+    ADJUDICATION: adjudication,
+    WEAK_CATEGORIES: weak,
 }
 
 

@@ -7,13 +7,13 @@ from textual.widgets import Static
 
 from engine.item_query import QueueProgress, SignoffMark
 from engine.jobs import Job
-from engine.roles import QUEUES
+from engine.roles import ADJUDICATION, FLAGGED_PAIRS, QUEUES, WEAK_CATEGORIES
 from engine.terminal_text import visible
 
 QUEUE_LABELS = {
-    "flagged_pairs": "pairs",
-    "adjudication": "adjudicate",
-    "weak_categories": "weak cats",
+    FLAGGED_PAIRS: "pairs",
+    ADJUDICATION: "adjudicate",
+    WEAK_CATEGORIES: "weak cats",
 }
 
 

@@ -37,8 +37,9 @@ from engine.contamination.report.triage import (
     rule_report,
     triage,
 )
+from engine.roles import FLAGGED_PAIRS
 
-QUEUE = "flagged_pairs"
+QUEUE = FLAGGED_PAIRS
 POOL_CHANNELS = ("ngram", "containment", "embed")
 INTERNAL = "internal"
 COPIED = {"ngram", "containment"}  # channels that find the text itself copied
