@@ -4,8 +4,10 @@ The module map: every module and sub-package of ``engine/`` and ``reviewer/``
 gets one line, its path and the first sentence of its docstring. The house: a
 room is a sub-package or a module directly under ``engine/`` (a package is
 one room, whatever it holds) and ``reviewer/`` is one room; a room imports
-another when one of its modules imports one of the other's (imports inside
-functions count: they run too); a room stands one floor above the highest
+another when one of its modules imports one of the other's when it runs
+(imports inside functions count, those under ``if TYPE_CHECKING:`` do not) or
+names one to load later as ``"engine.x.y:name"`` (the lazy command table); a
+room stands one floor above the highest
 room it imports, and the ground floor imports no other room. Both are read
 with ``ast``; nothing is imported.
 
@@ -23,6 +25,7 @@ no floors).
 from __future__ import annotations
 
 import ast
+import re
 import sys
 from pathlib import Path
 
@@ -89,12 +92,30 @@ def room_of(module: str) -> str | None:
     return f"engine/{parts[1]}.py" if child.with_suffix(".py").is_file() else None
 
 
+LAZY = re.compile(r"^((?:engine|reviewer)(?:\.\w+)+):\w+$")  # "engine.x.y:name", loaded later
+
+
+def _runs(tree: ast.AST) -> list[ast.AST]:
+    """Gives every node that runs: all but the body of ``if TYPE_CHECKING:``."""
+    out: list[ast.AST] = []
+    todo = [tree]
+    while todo:
+        node = todo.pop()
+        out.append(node)
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            todo.extend(node.orelse)
+            continue
+        todo.extend(ast.iter_child_nodes(node))
+    return out
+
+
 def imported(path: Path) -> set[str]:
-    """Gives the dotted names a module imports (relative imports made absolute; for
-    ``from X import Y``, both X and X.Y, since Y may be a module)."""
+    """Gives the dotted names a module imports when it runs (relative imports made
+    absolute; for ``from X import Y``, both X and X.Y, since Y may be a module), and the
+    modules it names to load later as ``"package.module:name"`` (a lazy command table)."""
     package = list(path.relative_to(ROOT).with_suffix("").parts)[:-1]  # the module's package
     names: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in _runs(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -104,6 +125,10 @@ def imported(path: Path) -> set[str]:
                 base = ".".join([*anchor, *([base] if base else [])])
             names.add(base)
             names.update(f"{base}.{alias.name}" for alias in node.names)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            lazy = LAZY.match(node.value)
+            if lazy:
+                names.add(lazy.group(1))
     return names
 
 

@@ -101,3 +101,26 @@ def test_rooms_that_import_each_other_have_no_floors_and_are_named():
     ):
         script.floors(house)
     assert script.floors({"a/": {"b.py"}, "b.py": set()}) == {"a/": 2, "b.py": 1}
+
+
+def test_the_house_counts_imports_that_run_and_lazy_names_not_type_checking_ones(
+    tmp_path, monkeypatch
+):
+    script = _script()
+    monkeypatch.setattr(script, "ROOT", tmp_path)
+    module = tmp_path / "engine" / "cli" / "table.py"
+    module.parent.mkdir(parents=True)
+    module.write_text(
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n"
+        "    from engine.ledger import store\n"
+        "else:\n"
+        "    from ..workspace import Workspace\n"
+        "TABLE = {'exam': ('engine.exam.cli:exam', 'Blind two-lane exam.')}\n"
+        "def later():\n"
+        "    from . import keys\n",
+        encoding="utf-8",
+    )
+    names = script.imported(module)
+    assert {"engine.exam.cli", "engine.workspace", "engine.cli.keys"} <= names
+    assert not any(name.startswith("engine.ledger") for name in names)

@@ -12,6 +12,7 @@ import gzip
 import json
 import threading
 from collections import Counter
+from dataclasses import replace
 from functools import partial
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from itertools import pairwise
@@ -81,10 +82,16 @@ def config(eval_path: Path, pool: str, *, sharded: bool = True, **options: Any) 
     )
 
 
-def scan(root: Path, eval_path: Path, pool: str, **options: Any) -> ScanOutcome:
-    """Runs a scan in this process on the workspace at root (made if absent)."""
+def scan(
+    root: Path, eval_path: Path, pool: str, batch_size: int | None = None, **options: Any
+) -> ScanOutcome:
+    """Runs a scan in this process on the workspace at root (made if absent); a
+    ``batch_size`` reads the pool that many documents at a time."""
+    scan_config = config(eval_path, pool, **options)
+    if batch_size is not None:
+        scan_config = replace(scan_config, batch_size=batch_size)
     with Workspace.open(root) if root.exists() else Workspace.init(root) as ws:
-        return run_scan(ws, config(eval_path, pool, **options))
+        return run_scan(ws, scan_config)
 
 
 def pool_rows(outcome: ScanOutcome) -> list[dict[str, Any]]:

@@ -14,6 +14,7 @@ channels package's path for the length of a block, the way
 
 from __future__ import annotations
 
+import random
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -44,6 +45,20 @@ def channel_module(
             yield
         finally:
             sys.modules.pop(full, None)
+
+
+def with_shuffled_copies(
+    rows: list[dict[str, Any]], eval_rows: list[dict[str, Any]], indexes: tuple[int, ...]
+) -> list[dict[str, Any]]:
+    """Gives the pool rows with the words of the eval items at ``indexes`` shuffled into
+    new documents (``shuffled-0``, ...), one every thousand rows: leaks no n-gram sees."""
+    out = list(rows)
+    rng = random.Random(7)
+    for k, index in enumerate(indexes):
+        words = eval_rows[index]["question"].split()
+        rng.shuffle(words)
+        out.insert(1000 * (k + 1), {"id": f"shuffled-{k}", "text": " ".join(words)})
+    return out
 
 
 def _bag(text: str) -> tuple[str, ...]:

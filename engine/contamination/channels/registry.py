@@ -144,9 +144,10 @@ class Channel:
     whether the scan runs it. ``flags_items``: whether it flags eval items (it is counted
     then, even when not enabled); a channel that only writes beside pairs is not.
     ``reads_pairs``: it runs after the channels that do not, on the pairs flagged.
-    ``pool``: it reads every pool document in the pool pass (``PoolReading``), and
-    flags pool pairs rather than items; its ``run`` then gets its matches as
-    ``context.hits`` and gives its section of the report (by default, ``hits_report``).
+    ``pool``: it reads every pool document in the pool pass (``PoolReading``); its
+    matches are flagged pool pairs, and the eval items in them flagged items (so
+    ``flags_items`` stays True); its ``run`` then gets its matches as ``context.hits``
+    and gives its section of the report (by default, ``hits_report``).
     Before any row is read: ``eval_fields`` names the eval rows' fields it reads (a row
     without one is refused by line), ``prepare`` makes its cheap reads (a config file),
     and ``preflight``, after every channel's cheap reads, its checks that reach out.
@@ -174,13 +175,16 @@ class ChannelRun:
 
 def _checked(declared: Any, where: str) -> Channel:
     """Gives a module's declaration, refusing one that is not a Channel, a channel that
-    reads no pool and has no run, and a pool channel that would read the pairs."""
+    reads no pool and has no run, and a pool channel that would read the pairs or not
+    flag what it matches."""
     if not isinstance(declared, Channel):
         raise TypeError(f"{where} is not a Channel")
     if declared.pool is None and declared.run is hits_report:
         raise TypeError(f"{where} reads no pool: give it a run")
     if declared.pool is not None and declared.reads_pairs:
         raise TypeError(f"{where} reads the pool, before any pair is flagged: not the pairs")
+    if declared.pool is not None and not declared.flags_items:
+        raise TypeError(f"{where} reads the pool: its matches flag pairs, so it flags items")
     return declared
 
 

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from engine.canonical import canonical_json
 from engine.contamination.channels.ngram import (
     BatchResult,
     EvalIndex,
@@ -53,33 +54,42 @@ Hits = dict[str, list[PoolHit]]
 @dataclass(frozen=True)
 class PoolReader:
     """A registered pool channel as a worker holds it: its key, its ``match`` (imported
-    by name), the matcher the scan made once from the eval set, and the settings its
-    matches depend on (they key the resume records)."""
+    by name), the matcher the scan made once from the eval set, the settings its
+    matches depend on (they key the resume records) and the eval set's size."""
 
     key: str
     match: Callable[[Any, list[str]], Iterable[PoolHit]]
     matcher: Any
     settings: dict[str, Any] = field(default_factory=dict)
+    eval_count: int = 0
 
     def read(self, texts: list[str]) -> list[PoolHit]:
         """Gives the channel's matches in a batch of canonical texts, as (eval index,
-        position in the batch, score); refuses a position outside the batch and a score
-        that is not a finite number."""
-        out = []
+        position in the batch, score), each pair once with its highest score; refuses an
+        eval index outside the eval set, a position outside the batch and a score that
+        is not a finite number (a fault of the channel's code, named)."""
+        best: dict[tuple[int, int], float] = {}
         for eval_index, position, score in self.match(self.matcher, texts):
-            if not 0 <= position < len(texts) or not math.isfinite(score):
+            if (
+                not 0 <= eval_index < self.eval_count
+                or not 0 <= position < len(texts)
+                or not math.isfinite(score)
+            ):
                 raise ValueError(
-                    f"pool channel {self.key!r} matched position {position} with score "
-                    f"{score} in a batch of {len(texts)}"
+                    f"pool channel {self.key!r} matched eval index {eval_index} of "
+                    f"{self.eval_count}, position {position} in a batch of {len(texts)}, "
+                    f"with score {score}"
                 )
-            out.append((int(eval_index), int(position), float(score)))
-        return out
+            pair = (int(eval_index), int(position))
+            best[pair] = max(float(score), best.get(pair, -math.inf))
+        return [(e, position, score) for (e, position), score in sorted(best.items())]
 
 
 def pool_readers(channels: Any, options: Any, eval_texts: list[str]) -> tuple[PoolReader, ...]:
     """Gives the enabled pool channels as workers hold them, each matcher made once from
-    the eval items' canonical texts; refuses one that does not pickle (no worker, local
-    or Ray, could be given it), naming the channel."""
+    the eval items' canonical texts; refuses, naming the channel, one whose settings are
+    not canonical JSON (they key the records) and one that does not pickle (no worker,
+    local or Ray, could be given it)."""
     readers = []
     for channel in channels:
         if channel.pool is None:
@@ -89,7 +99,15 @@ def pool_readers(channels: Any, options: Any, eval_texts: list[str]) -> tuple[Po
             channel.pool.match,
             channel.pool.matcher(options, eval_texts),
             channel.pool.settings(options),
+            len(eval_texts),
         )
+        try:
+            canonical_json(reader.settings)
+        except Exception as exc:
+            raise TypeError(
+                f"pool channel {channel.name!r}: its settings are not canonical JSON, so "
+                f"they cannot key the shard records ({one_line(exc)})"
+            ) from None
         try:
             pickle.dumps(reader)
         except Exception as exc:

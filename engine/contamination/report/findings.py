@@ -540,7 +540,9 @@ def _near_threshold(
     pool_names: tuple[str, ...] = POOL_CHANNELS,
 ) -> int:
     """Gives how many items flagged against the pool rest only on paraphrase flags within
-    NEAR_THRESHOLD above the cosine threshold (no copied text, no clearer paraphrase)."""
+    NEAR_THRESHOLD above the cosine threshold (no copied text, no clearer paraphrase, and
+    no registered pool channel's flag: a second channel's own evidence is not resting
+    on the paraphrase)."""
     if threshold is None:
         return 0
     clear: set[int] = set()
@@ -620,16 +622,15 @@ def build_report(
             combos[combo] = combos.get(combo, 0) + 1
         numbers_only += bool(row.get("numbers_only_differ"))
     flagged = set().union(*by_channel.values())
-    # the flagged items split so that the parts add up: against the pool, else internal
-    # duplicates only, else each registered channel's own (in the order they ran)
+    # the flagged items split so that the parts add up: against the pool (a registered
+    # pool channel's items among them), else internal duplicates only, else each
+    # registered item channel's own (in the order they ran)
     pool_items = set().union(*(by_channel[c] for c in pool_names))
     internal_only = by_channel[INTERNAL] - pool_items
-    registered_counts: dict[str, int] = {}
-    for run in readers:
-        caught = by_channel[run.channel.name]
-        others = set().union(*(by_channel[c] for c in by_channel if c != run.channel.name))
-        registered_counts[f"{run.channel.key}_suspected_items"] = len(caught)
-        registered_counts[f"{run.channel.key}_only_items"] = len(caught - others)
+    registered_counts: dict[str, int] = {
+        f"{run.channel.key}_suspected_items": len(by_channel[run.channel.name])
+        for run in readers  # what it alone caught is in items_caught_only_by, as for ngram
+    }
     counted = pool_items | by_channel[INTERNAL]
     for run in registered:
         caught = by_channel[run.channel.name]

@@ -20,7 +20,11 @@ from tests.support.contamination_shards import (
     split_into,
     synthetic_pool,
 )
-from tests.support.pool_channel import DECLARES_WORD_BAG, channel_module
+from tests.support.pool_channel import (
+    DECLARES_WORD_BAG,
+    channel_module,
+    with_shuffled_copies,
+)
 from tests.support.scan_cli import SAMPLE_FIELDS, scan_args
 
 SAMPLE = REPO / "sample_data" / "contamination"
@@ -223,12 +227,14 @@ def test_a_ray_worker_killed_mid_shard_is_replaced_and_its_shard_retried(
 def test_a_pool_channel_finds_on_ray_what_it_finds_on_local_workers(
     ray_session, data, tmp_path, monkeypatch
 ):
-    pattern = str(data["root"] / "four" / "p-*")
+    rows = with_shuffled_copies(data["rows"], read_rows(data["eval"]), (5, 17, 42))
+    split_into(tmp_path / "shuffled", rows, ["p-0.jsonl", "p-1.parquet", "p-2.jsonl"])
+    pattern = str(tmp_path / "shuffled" / "p-*")
     with channel_module(tmp_path / "more_channels", monkeypatch, DECLARES_WORD_BAG):
         on_ray = scan(tmp_path / "ws-ray", data["eval"], pattern, backend="ray")
         local = scan(tmp_path / "ws-local", data["eval"], pattern, jobs=2)
     assert on_ray.report["pool_scan"]["backend"] == "ray"
     assert on_ray.rows == local.rows
     assert on_ray.report["word_bag"] == local.report["word_bag"]
-    # the synthetic pool's verbatim copies hold their eval item's words: the channel finds them
-    assert on_ray.report["word_bag"]["pairs"] > 0
+    # the three shuffled copies: found on Ray by this channel alone
+    assert on_ray.report["channels"]["items_caught_only_by"]["same_words"] == 3
