@@ -14,6 +14,11 @@ processes that ask at the same moment are served one after the other, so they
 never get the same item. Items a review plan samples are not claimed: the plan
 itself says who decides them.
 
+One person holds at most ``MAX_HELD`` claims at once (all queues together), so
+that nobody can hold a queue's items away from colleagues; the app holds one. A
+lead may end anyone's claims (``claim --release --of NAME``), proving it with a
+signature of the moment.
+
 Times are the host's clock in seconds since the epoch. Every process that
 claims runs on the review host (people reach it over SSH), so they read one
 clock; a clock set back keeps a claim alive longer, by as much as it was set
@@ -28,7 +33,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from engine.errors import ConflictError, InputError
+from engine.errors import ConflictError, InputError, PermissionRefused
 from engine.sqlitedb import write_transaction
 
 # How long a claim lasts unless renewed: the app renews the one it holds while it
@@ -36,6 +41,8 @@ from engine.sqlitedb import write_transaction
 APP_LEASE_SECONDS = 10 * 60
 DEFAULT_MINUTES = 30
 MAX_MINUTES = 24 * 60
+# The most claims one person holds at once, all queues together.
+MAX_HELD = 100
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS claims (
@@ -115,25 +122,46 @@ def take(
     only: int | None = None,
     replacing: tuple[str, str] | None = None,
     whole: bool = False,
-) -> tuple[list[Claim], list[Claim]]:
-    """Gives (the claims taken or renewed for principal, those others hold) over item_ids,
-    in their order, in one write transaction.
+) -> tuple[list[Claim], list[Claim], list[str]]:
+    """Gives (the claims taken or renewed for principal, those others hold, the items not
+    taken because principal holds the most one may) over item_ids, in their order, in one
+    write transaction.
 
     With ``only`` it stops once that many are taken (``claim --next N``: the caller
     gives the candidates in listing order); ``replacing`` names principal's claim
     (queue, item id) that ends in the same step (the app holds the item it shows,
-    one at a time); with ``whole`` an item
-    someone else holds refuses them all (ConflictError) and nothing is claimed."""
+    one at a time); with ``whole`` an item someone else holds refuses them all
+    (ConflictError) and nothing is claimed. A new claim past ``MAX_HELD`` of
+    principal's is not taken: with ``whole`` that refuses them all
+    (PermissionRefused), else taking stops there (renewing goes on)."""
     if not principal:
         raise InputError("a claim needs to know who is claiming (a key)", field="key")
     if not 0 < seconds <= MAX_MINUTES * 60:
         raise InputError(f"a claim lasts 1 to {MAX_MINUTES} minutes", field="minutes")
     mine: list[Claim] = []
     theirs: list[Claim] = []
+    over: list[str] = []
     with write_transaction(conn):
+        holding = {
+            (q, i)
+            for q, i in conn.execute(
+                "SELECT queue, item_id FROM claims WHERE principal = ? AND until > ?",
+                (principal, now),
+            )
+        } - {replacing}
         for item_id in item_ids:
             if only is not None and len(mine) >= only:
                 break
+            if (queue, item_id) not in holding and len(holding) >= MAX_HELD:
+                if whole:
+                    raise PermissionRefused(
+                        f"{principal} holds {len(holding)} claims, the most one person may "
+                        "hold at once; nothing was claimed (give some back: sealdesk claim "
+                        "--release)"
+                    )
+                over.append(item_id)
+                continue  # the ones already held are still renewed
+            holding.add((queue, item_id))
             row = conn.execute(
                 "SELECT principal, since, until FROM claims WHERE queue = ? AND item_id = ?",
                 (queue, item_id),
@@ -161,7 +189,7 @@ def take(
             )
         # Expired claims are nobody's: clear them while the lock is held anyway.
         conn.execute("DELETE FROM claims WHERE until <= ?", (now,))
-    return mine, theirs
+    return mine, theirs, over
 
 
 def release(

@@ -57,16 +57,17 @@ from engine.errors import (
     IntegrityError,
     OverruleRequired,
     PermissionRefused,
+    SealdeskError,
     StorageError,
     WorkspaceError,
 )
-from engine.ledger import store
+from engine.ledger import sshsig, store
 from engine.ledger.allowed_signers import AllowedSigners
 from engine.ledger.authority import Authority, authority_mark, load_authority
 from engine.ledger.records import DECISIONS, STATUSES, Record, utc_now
 from engine.ledger.signers import Signer
 from engine.reasons import Guidelines, Reason
-from engine.roles import QUEUE_ROLES, QUEUES, SIGNOFF_ROLE, outranks
+from engine.roles import QUEUE_ROLES, QUEUES, SIGNOFF_ROLE, namespace_for, outranks
 from engine.sqlitedb import connect, database, storage_error, write_transaction
 
 if TYPE_CHECKING:  # imported where a receipt is made: not needed to open a workspace
@@ -1427,7 +1428,7 @@ class Workspace:
                     "says who decides it, so it is not claimed",
                     field="item",
                 )
-        mine, _ = claims.take(
+        mine, _, _ = claims.take(
             self.conn,
             queue,
             item_ids,
@@ -1441,10 +1442,11 @@ class Workspace:
 
     def claim_next(
         self, queue: str, count: int, *, seconds: float, sort: str = "score_desc"
-    ) -> list[Claim]:
+    ) -> tuple[list[Claim], bool]:
         """Gives up to count claims on the queue's next undecided items in listing order
         that nobody else holds and no review plan samples (one the viewer already holds
-        is renewed and counts)."""
+        is renewed and counts), and whether an item was passed over because the viewer
+        holds the most claims one person may."""
         if count < 1:
             raise InputError("claim at least 1 item", field="next")
         principal = self._claimer()
@@ -1453,6 +1455,7 @@ class Workspace:
             current.read_keys(queue)
         taken: list[Claim] = []
         seen: set[str] = set()
+        full = False
         while len(taken) < count:
             now = time.time()
             f = item_query.ItemFilter(
@@ -1471,23 +1474,42 @@ class Workspace:
             seen.update(fresh)
             # Another process may take some first: take() skips what it holds, and the
             # loop reads the next candidates.
-            mine, _ = claims.take(
-                self.conn,
-                queue,
-                fresh,
-                principal,
-                now=now,
-                seconds=seconds,
+            mine, _, over = claims.take(
+                self.conn, queue, fresh, principal, now=now, seconds=seconds,
                 only=count - len(taken),
-            )
+            )  # fmt: skip
             taken += mine
-        return taken
+            if over:
+                full = True
+                break  # the most one person may hold: what comes next is new to them too
+        return taken, full
 
     def release_claims(
         self, queue: str | None = None, item_ids: Iterable[str] | None = None
     ) -> int:
         """Ends the viewer's claims (of one queue, some items, or all); gives how many."""
         return claims.release(self.conn, self._claimer(), queue, item_ids)
+
+    def end_claims_of(
+        self,
+        signer: Signer,
+        holder: str,
+        queue: str | None = None,
+        item_ids: Iterable[str] | None = None,
+    ) -> tuple[str, int]:
+        """Ends someone's claims (of one queue, some items, or all) as a lead: gives the
+        lead's name and how many ended. The signer must be enrolled as lead and prove
+        it holds the key by signing a fresh challenge; anyone else is refused."""
+        lead, role = self.identify(signer, role=SIGNOFF_ROLE)
+        challenge = b"sealdesk: end the claims of " + holder.encode() + os.urandom(32)
+        namespace = namespace_for(role)
+        try:
+            proof = sshsig.verify(signer.sign(challenge, namespace), challenge, namespace)
+        except (sshsig.SignatureError, SealdeskError, OSError) as exc:
+            raise PermissionRefused(f"{lead}'s key did not sign the challenge: {exc}") from None
+        if proof.public_key != signer.public_key.blob:
+            raise PermissionRefused(f"the challenge was signed with a key other than {lead}'s")
+        return lead, claims.release(self.conn, holder, queue, item_ids)
 
     def _claimer(self) -> str:
         if self.viewer is None:

@@ -122,6 +122,7 @@ NAMED: dict[str, ParamKind] = {
         name: ParamKind(PLAIN)
         for name in (
             "--principal",
+            "--of",
             "--item",
             "--theme",
             "--run",

@@ -14,6 +14,7 @@ import time
 
 import pytest
 
+from engine import claims
 from engine.workspace import Workspace
 from tests.conftest import FOUNDER, SEALDESK
 from tests.support.backlog import make_items
@@ -182,3 +183,65 @@ def test_claiming_needs_to_know_who_claims(desk, sealdesk_main, monkeypatch):
     refused = sealdesk_main("claim", "--queue", PAIRS, "--next", "1", workspace=ws, check=False)
     assert refused.returncode != 0
     assert "a claim needs to know who is claiming" in refused.stderr
+
+
+def test_one_person_holds_at_most_the_most_claims_one_may(desk, sealdesk_main, monkeypatch):
+    ws, keys = desk
+    monkeypatch.setattr(claims, "MAX_HELD", 5)
+    first = claim(sealdesk_main, ws, keys["rita"], "--next", "5", "--json")
+    top = [r["item_id"] for r in json.loads(first.stdout)]  # the first five in order
+    # she gives back the first two and takes two from further down: five held still
+    sealdesk_main(
+        "claim", "--release", "--item", top[0], "--item", top[1], "--key", keys["rita"],
+        workspace=ws, check=True,
+    )  # fmt: skip
+    below = [f"item-{k}" for k in range(40) if f"item-{k}" not in top][:2]
+    claim(sealdesk_main, ws, keys["rita"], "--item", below[0], "--item", below[1])
+    mine = sorted([*top[2:], *below])
+    # the next two undecided items are new to her, and she holds the most she may: they
+    # are passed over, she is told, and the two she gets are her own, renewed
+    out = claim(sealdesk_main, ws, keys["rita"], "--next", "2", "--json")
+    got = [r["item_id"] for r in json.loads(out.stdout)]
+    assert len(got) == 2 and set(got) <= set(mine) and not set(got) & set(top[:2])
+    assert "rita holds 5 claims, the most one person may hold at once: items new" in out.stderr
+    assert sorted(i for i, who in held(sealdesk_main, ws).items() if who == "rita") == mine
+    # a named item past the bound is refused and nothing is claimed; renewing goes on
+    refused = claim(sealdesk_main, ws, keys["rita"], "--item", mine[0], "--item", "item-39",
+                    check=False)  # fmt: skip
+    assert refused.returncode == 3
+    assert "rita holds 5 claims, the most one person may hold at once" in refused.stderr
+    assert "nothing was claimed" in refused.stderr
+    claim(sealdesk_main, ws, keys["rita"], "--item", mine[0])
+    # the bound is each person's: sam still gets his
+    out = claim(sealdesk_main, ws, keys["sam"], "--next", "5", "--json")
+    assert len(json.loads(out.stdout)) == 5
+    assert sorted(i for i, who in held(sealdesk_main, ws).items() if who == "rita") == mine
+
+
+def test_a_lead_ends_someones_claims_and_nobody_else_may(desk, sealdesk_main, tmp_path):
+    ws, keys = desk
+    claim(sealdesk_main, ws, keys["rita"], "--item", "item-5")
+    claim(sealdesk_main, ws, keys["sam"], "--next", "3")
+    # a reviewer may not end a colleague's claims
+    refused = sealdesk_main(
+        "claim", "--release", "--of", "sam", "--key", keys["rita"], workspace=ws
+    )
+    assert refused.returncode == 3 and "rita may not sign as lead" in refused.stderr
+    # nor may one who shows the lead's public key without holding the private one
+    public = tmp_path / "lead.pub"
+    public.write_bytes(keys["lead"].with_suffix(".pub").read_bytes())
+    shown = sealdesk_main(
+        "claim", "--release", "--of", "sam", "--key", public, workspace=ws,
+        env={"SSH_AUTH_SOCK": ""},
+    )  # fmt: skip
+    assert shown.returncode != 0 and "released" not in shown.stdout
+    assert sorted(held(sealdesk_main, ws).values()) == ["rita", "sam", "sam", "sam"]
+    # the lead ends sam's, and only sam's
+    out = sealdesk_main(
+        "claim", "--release", "--of", "sam", "--key", keys["lead"], workspace=ws, check=True
+    )
+    assert f"released 3 claim(s) of sam, ended by {FOUNDER} (lead)" in out.stdout
+    assert held(sealdesk_main, ws) == {"item-5": "rita"}
+    # --of without --release says what it is for
+    bad = sealdesk_main("claim", "--queue", PAIRS, "--of", "sam", "--next", "1", workspace=ws)
+    assert bad.returncode == 2 and "--of names whose claims --release ends" in bad.stderr

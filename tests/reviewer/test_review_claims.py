@@ -133,3 +133,27 @@ async def test_when_colleagues_hold_every_undecided_item_the_app_says_so(desk, e
         )
         assert "outside the filter" not in app.review.message
     assert set(claim_holders(ws).values()) == {"rita", "lena"}  # sam's app took none of theirs
+
+
+async def test_one_who_holds_the_most_claims_reviews_on_without_one(
+    desk, enrol, first_three, monkeypatch
+):
+    from engine import claims
+
+    monkeypatch.setattr(claims, "MAX_HELD", 2)
+    sam = enrol("sam", "reviewer")
+    ws = desk.ws
+    first, second, third = first_three
+    # sam holds two items from the command line, far down the queue: the most he may
+    far = ws.page(PAIRS, ItemFilter(status="undecided", newest_only=True), "score_asc", 0, 2)
+    for row in far:
+        claim_as(ws, "sam", row.item_id)
+    app = ReviewApp(ws, open_session(ws, key=str(sam.path)))
+    async with app.run_test(size=SIZE) as pilot:
+        # the first item is shown, not claimed (he may hold no more), and no colleague's
+        await settle(pilot, lambda: current(app) == first)
+        assert "is on this item" not in detail(app)
+        await pilot.press("x")
+        await settle(pilot, lambda: current(app) == second)
+    assert [(r[2], r[3], r[4]) for r in records(ws)] == [(first, "reject", "sam")]
+    assert sorted(claim_holders(ws)) == sorted(r.item_id for r in far)
