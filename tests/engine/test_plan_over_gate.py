@@ -103,6 +103,16 @@ def test_over_the_gate_two_reviewers_claim_different_items_and_read_the_agreemen
     # a key file named on the command line is refused: the claim is the agent key's
     refused = sshd.run(f"sealdesk claim --queue {PAIRS} --next 1 --key /etc/passwd", socks["sam"])
     assert refused.returncode != 0 and "ssh-gate" in refused.stderr
+    # sam may not end rita's claims; the lead, with the key her agent forwards, may
+    refused = sshd.run("sealdesk claim --release --of rita", socks["sam"])
+    assert refused.returncode == 3 and "sam may not sign as lead" in refused.stderr
+    ended = sshd.run("sealdesk claim --release --of rita", socks["lena"])
+    assert ended.returncode == 0, ended.stderr
+    assert "released 3 claim(s) of rita, ended by lena (lead)" in ended.stdout
+    rows = listed(sshd, socks["lena"]).items()
+    assert {i: r["claim"]["principal"] for i, r in rows if r["claim"]} == dict.fromkeys(
+        taken["sam"], "sam"
+    )
     # the agreement, read through the gate: both decide every item the same but one
     for name in ("rita", "sam"):
         for n in range(6):
