@@ -99,7 +99,7 @@ def plan(
 
 
 def _effect(standing: dict[str, Any] | None, principal: str | None, role: str | None) -> str:
-    # The same rule decide_many applies (engine.workspace._replacing), read ahead of it.
+    # The same rule decide_many applies (engine.workspace.decisions._replacing), read ahead of it.
     if standing is None or principal is None or role is None:
         return "decide"
     if outranks(standing["role"], role):
