@@ -15,14 +15,18 @@ so that a decision on one bears on the others (``engine.subjects``).
 ``Workspace`` is one object, put together from one module per concept, each
 layer standing on the one before it:
 
-``base``       opening, paths and the connection; the schema; the trust list
-``decisions``  the records people sign (decisions, notes, retractions, sign-offs,
-               reason lists), each through one ``_append``
+``base``       opening, paths and the connection; the schema; the trust list; the
+               watermark and the ledger's head
+``decisions``  decisions, notes, retractions, sign-offs, reason lists, and the one
+               ``_append`` every signed record goes through
 ``planning``   review plans and gold items: who decides what, what settled
 ``reading``    what a queue holds, an item's evidence and history, as the reader
                may see them
 ``claiming``   who is working on which undecided item right now
 ``ingest``     backlog items and their runs, ingested
+
+Each layer calls only itself and the layers before it (mypy holds the chain, and an
+import contract refuses a module importing one above it).
 """
 
 from __future__ import annotations

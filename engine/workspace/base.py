@@ -1,5 +1,6 @@
 """A workspace's opening, paths and connection: where a review lives on disk, the
-database's schema, and the trust list made from the ledger.
+database's schema, the trust list made from the ledger, and what tells a reader that
+something changed (the watermark, the ledger's head).
 """
 
 from __future__ import annotations
@@ -131,6 +132,7 @@ class WorkspaceBase:
         # Set by the command line (engine.run_records.RunSigning): given the runs an
         # ingest registers, gives what signs them afterwards, or None. A layer above
         # this one signs them, so it is handed in rather than imported.
+        # (typed Any: it is given the whole Workspace, put together above this layer)
         self.run_signing: Callable[[Any, dict], Callable[[], None] | None] | None = None
         # Who reads: under a review plan, an item no decision settles yet shows them their
         # own rating or none, and others' decisions on it only once they rated it (None:
@@ -345,12 +347,7 @@ class WorkspaceBase:
         self.allowed_signers_path.parent.mkdir(exist_ok=True)
         write_allowed_signers(self.conn, self.allowed_signers_path, self.workspace_id)
 
-    # -- runs and items ---------------------------------------------------
-    def run_manifest_sha256(self, run_id: str) -> str | None:
-        row = self.conn.execute(
-            "SELECT manifest_sha256 FROM runs WHERE run_id=?", (run_id,)
-        ).fetchone()
-        return None if row is None else row[0]
+    # -- what changed: the watermark and the ledger's head -----------------
 
     def watermark(self) -> item_query.Watermark:
         """Gives a cheap fingerprint that changes whenever items or records are added."""

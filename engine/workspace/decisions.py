@@ -1,5 +1,6 @@
-"""Decisions, notes, retractions, sign-offs and the reason lists: every signed record a
-person appends, each through one ``_append``.
+"""Decisions, notes, retractions, sign-offs and the reason lists, and ``_append``, which
+every signed record a person makes goes through (plans and gold use it from
+``planning``).
 """
 
 from __future__ import annotations

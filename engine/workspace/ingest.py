@@ -147,3 +147,9 @@ class Ingesting(Claiming):
             "INSERT INTO runs VALUES (?,?,?,?,?)",
             (run_id, str(manifest.get("kind", "run")), blob.decode("utf-8"), digest, now),
         )
+
+    def run_manifest_sha256(self, run_id: str) -> str | None:
+        row = self.conn.execute(
+            "SELECT manifest_sha256 FROM runs WHERE run_id=?", (run_id,)
+        ).fetchone()
+        return None if row is None else row[0]

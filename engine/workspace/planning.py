@@ -7,7 +7,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from engine import item_query, subjects
+from engine import item_query
 from engine.agreement import plan as review_plan
 from engine.canonical import canonical_json
 from engine.errors import (
@@ -58,19 +58,6 @@ class Planning(Deciding):
         principal, role = self.identify(signer, principal, SIGNOFF_ROLE)
         return self._append(
             signer, PLAN_KIND, principal, role, None, note=note, data={"queues": queues}
-        )
-
-    def carries_to_others(self, queue: str, item_id: str) -> bool:
-        """Says whether a decision on this item may carry to, or re-open, other items of
-        its subject (so that a listing showing them must be read again)."""
-        if not subjects.enabled(self.conn):
-            return False
-        return (
-            self.conn.execute(
-                "SELECT 1 FROM subject_links WHERE queue = ? AND other_id = ? LIMIT 1",
-                (queue, item_id),
-            ).fetchone()
-            is not None
         )
 
     # -- gold items --------------------------------------------------------------
@@ -142,6 +129,7 @@ class Planning(Deciding):
         principal, role = self.identify(signer, principal, SIGNOFF_ROLE)
         return self._append(signer, GOLD_KIND, principal, role, check, data=data)
 
+    # -- where the plan stands: outcomes, notes, own work, disputes, progress ----
     def _planned_states(self, queue: str | None = None) -> dict[tuple[str, str], Any]:
         """Gives the plan's state of each planned item (of one queue, or all)."""
         current = self.plan()
@@ -159,14 +147,6 @@ class Planning(Deciding):
         unresolved / pending), as the records say it, to nobody kept blind: what an
         export carries beside each decision on a planned item."""
         return {key: state.to_json() for key, state in self._planned_states().items()}
-
-    def _decision_at(self, seq: int) -> dict[str, Any]:
-        row = self.conn.execute(
-            "SELECT seq, decision, principal, role, time, record_hash FROM records WHERE seq=?",
-            (seq,),
-        ).fetchone()
-        keys = ("seq", "decision", "principal", "role", "time", "record_hash")
-        return dict(zip(keys, row, strict=True))
 
     def plan_note(self, queue: str, item_id: str) -> str | None:
         """Gives one line on where a planned item stands for the viewer (how many of its

@@ -48,6 +48,7 @@ def _status_fields(own: dict[str, Any] | None, carry: subjects.Carry | None) -> 
 class Reading(Planning):
     """A workspace's queues and items, read."""
 
+    # -- items ------------------------------------------------------------------
     def item(self, queue: str, item_id: str) -> dict[str, Any] | None:
         """Gives one item with its payload, run, subject and effective decision, or None.
 
@@ -294,3 +295,24 @@ class Reading(Planning):
             for rec in self.history(queue, other):
                 out.append({**rec, "item_id": other, "run_id": run_id, "earlier": rowid < row[0]})
         return sorted(out, key=lambda rec: rec["seq"])
+
+    def carries_to_others(self, queue: str, item_id: str) -> bool:
+        """Says whether a decision on this item may carry to, or re-open, other items of
+        its subject (so that a listing showing them must be read again)."""
+        if not subjects.enabled(self.conn):
+            return False
+        return (
+            self.conn.execute(
+                "SELECT 1 FROM subject_links WHERE queue = ? AND other_id = ? LIMIT 1",
+                (queue, item_id),
+            ).fetchone()
+            is not None
+        )
+
+    def _decision_at(self, seq: int) -> dict[str, Any]:
+        row = self.conn.execute(
+            "SELECT seq, decision, principal, role, time, record_hash FROM records WHERE seq=?",
+            (seq,),
+        ).fetchone()
+        keys = ("seq", "decision", "principal", "role", "time", "record_hash")
+        return dict(zip(keys, row, strict=True))

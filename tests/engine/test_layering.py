@@ -32,9 +32,9 @@ ROOTS = ("engine", "reviewer")
 
 
 def engine_modules() -> list[str]:
-    """Gives engine, engine.cli, engine.workspace, engine.jobs and each engine subpackage
-    (with its cli module when it has one)."""
-    names = ["engine", "engine.cli", "engine.workspace", "engine.jobs", "engine.item_query"]
+    """Gives engine, engine.cli, engine.jobs, engine.item_query and each engine subpackage
+    (engine.workspace among them; with its cli module when it has one)."""
+    names = ["engine", "engine.cli", "engine.jobs", "engine.item_query"]
     for info in pkgutil.iter_modules(engine.__path__, "engine."):
         if info.ispkg:
             names.append(info.name)

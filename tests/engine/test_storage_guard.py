@@ -20,7 +20,7 @@ def test_the_guard_refuses_a_plain_read_of_a_live_database_by_engine_code(worksp
             storage_guard.run_old_header_check(workspace.db_path)
     assert len(caught) == 1
     assert f"opened {workspace.db_path} outside SQLite" in caught[0]
-    assert "engine.workspace" in caught[0]
+    assert "engine.workspace.base" in caught[0]
 
 
 @pytest.mark.parametrize("suffix", ["-wal", "-shm", "-journal"])

@@ -96,11 +96,12 @@ with open(db_path, "rb") as handle:
 
 
 def run_old_header_check(db_path: str | os.PathLike[str]) -> None:
-    """Runs the old header check as the engine ran it (as code of engine.workspace)."""
-    import engine.workspace
+    """Runs the old header check as the engine ran it (as code of the module that opens a
+    workspace, engine.workspace.base)."""
+    import engine.workspace.base
 
-    code = compile(OLD_HEADER_CHECK, engine.workspace.__file__, "exec")
-    exec(code, {"__name__": "engine.workspace", "db_path": db_path})
+    code = compile(OLD_HEADER_CHECK, engine.workspace.base.__file__, "exec")
+    exec(code, {"__name__": "engine.workspace.base", "db_path": db_path})
 
 
 def logged_offences(log: str, start: int) -> tuple[list[str], int]:
