@@ -122,10 +122,10 @@ def take(
     only: int | None = None,
     replacing: tuple[str, str] | None = None,
     whole: bool = False,
-) -> tuple[list[Claim], list[Claim], list[str]]:
-    """Gives (the claims taken or renewed for principal, those others hold, the items not
-    taken because principal holds the most one may) over item_ids, in their order, in one
-    write transaction.
+) -> tuple[list[Claim], list[str]]:
+    """Gives (the claims taken or renewed for principal, the items not taken because
+    principal holds the most one may) over item_ids, in their order, in one write
+    transaction; an item someone else holds is passed over.
 
     With ``only`` it stops once that many are taken (``claim --next N``: the caller
     gives the candidates in listing order); ``replacing`` names principal's claim
@@ -139,7 +139,6 @@ def take(
     if not 0 < seconds <= MAX_MINUTES * 60:
         raise InputError(f"a claim lasts 1 to {MAX_MINUTES} minutes", field="minutes")
     mine: list[Claim] = []
-    theirs: list[Claim] = []
     over: list[str] = []
     with write_transaction(conn):
         holding = {
@@ -152,6 +151,17 @@ def take(
         for item_id in item_ids:
             if only is not None and len(mine) >= only:
                 break
+            row = conn.execute(
+                "SELECT principal, since, until FROM claims WHERE queue = ? AND item_id = ?",
+                (queue, item_id),
+            ).fetchone()
+            if row is not None and row[0] != principal and row[2] > now:
+                if whole:
+                    held_by = Claim(queue, item_id, *row)
+                    raise ConflictError(
+                        f"{queue}/{item_id} is claimed: {held_by.said()}; nothing was claimed"
+                    )
+                continue  # someone else's
             if (queue, item_id) not in holding and len(holding) >= MAX_HELD:
                 if whole:
                     raise PermissionRefused(
@@ -162,18 +172,6 @@ def take(
                 over.append(item_id)
                 continue  # the ones already held are still renewed
             holding.add((queue, item_id))
-            row = conn.execute(
-                "SELECT principal, since, until FROM claims WHERE queue = ? AND item_id = ?",
-                (queue, item_id),
-            ).fetchone()
-            if row is not None and row[0] != principal and row[2] > now:
-                held_by = Claim(queue, item_id, *row)
-                if whole:
-                    raise ConflictError(
-                        f"{queue}/{item_id} is claimed: {held_by.said()}; nothing was claimed"
-                    )
-                theirs.append(held_by)
-                continue
             since = row[1] if row is not None and row[0] == principal and row[2] > now else now
             conn.execute(
                 "INSERT INTO claims VALUES (?, ?, ?, ?, ?) ON CONFLICT (queue, item_id) DO "
@@ -189,7 +187,7 @@ def take(
             )
         # Expired claims are nobody's: clear them while the lock is held anyway.
         conn.execute("DELETE FROM claims WHERE until <= ?", (now,))
-    return mine, theirs, over
+    return mine, over
 
 
 def release(

@@ -10,7 +10,6 @@ from typing import Any
 import click
 
 from engine import claims as claim_store
-from engine.claims import DEFAULT_MINUTES, MAX_HELD, MAX_MINUTES
 from engine.cli.plan import viewer_of
 from engine.cli_context import Ctx, pass_ctx
 from engine.outputs import InputFile
@@ -23,15 +22,15 @@ from engine.terminal_text import json_text, visible
 @click.option(
     "--next",
     "count",
-    type=click.IntRange(1, MAX_HELD),
+    type=click.IntRange(1, claim_store.MAX_HELD),
     default=None,
     help="Claim this many of the next undecided items nobody else holds (listing order).",
 )
 @click.option("--item", "item_ids", multiple=True, help="Claim this item (repeat for more).")
 @click.option(
     "--minutes",
-    type=click.IntRange(1, MAX_MINUTES),
-    default=DEFAULT_MINUTES,
+    type=click.IntRange(1, claim_store.MAX_MINUTES),
+    default=claim_store.DEFAULT_MINUTES,
     show_default=True,
     help="How long the claims last unless claimed again.",
 )

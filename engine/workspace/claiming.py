@@ -74,7 +74,7 @@ class Claiming(Reading):
                     "says who decides it, so it is not claimed",
                     field="item",
                 )
-        mine, _, _ = claims.take(
+        mine, _ = claims.take(
             self.conn,
             queue,
             item_ids,
@@ -120,7 +120,7 @@ class Claiming(Reading):
             seen.update(fresh)
             # Another process may take some first: take() skips what it holds, and the
             # loop reads the next candidates.
-            mine, _, over = claims.take(
+            mine, over = claims.take(
                 self.conn, queue, fresh, principal, now=now, seconds=seconds,
                 only=count - len(taken),
             )  # fmt: skip

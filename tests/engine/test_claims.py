@@ -245,3 +245,17 @@ def test_a_lead_ends_someones_claims_and_nobody_else_may(desk, sealdesk_main, tm
     # --of without --release says what it is for
     bad = sealdesk_main("claim", "--queue", PAIRS, "--of", "sam", "--next", "1", workspace=ws)
     assert bad.returncode == 2 and "--of names whose claims --release ends" in bad.stderr
+
+
+def test_an_item_a_colleague_holds_is_theirs_whether_or_not_one_holds_the_most(
+    desk, sealdesk_main, monkeypatch
+):
+    ws, keys = desk
+    monkeypatch.setattr(claims, "MAX_HELD", 2)
+    claim(sealdesk_main, ws, keys["sam"], "--item", "item-3")
+    claim(sealdesk_main, ws, keys["rita"], "--item", "item-4", "--item", "item-5")
+    # rita holds the most she may; item-3 is refused as sam's, not as one too many
+    refused = claim(sealdesk_main, ws, keys["rita"], "--item", "item-3", check=False)
+    assert refused.returncode == 4
+    assert "flagged_pairs/item-3 is claimed: sam holds it until" in refused.stderr
+    assert held(sealdesk_main, ws) == {"item-3": "sam", "item-4": "rita", "item-5": "rita"}
