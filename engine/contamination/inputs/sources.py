@@ -100,6 +100,13 @@ class Batch:
         assert self.block is not None
         return [self.block.text(i) for i in range(len(self.block))]
 
+    def text(self, i: int) -> Any:
+        """Gives text value i as a Python object (without making the others)."""
+        if self.values is not None:
+            return self.values[i]
+        assert self.block is not None
+        return self.block.text(i)
+
     @property
     def matchable(self) -> list[Any] | TextBlock:
         """Gives what the matcher takes: the block when there is one."""

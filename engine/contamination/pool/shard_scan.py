@@ -355,12 +355,8 @@ class BatchAccumulator:
                 row = batch.start + position
                 self.hits[key].append((eval_index, row, score))
                 if row not in self.docs:
-                    text = (
-                        batch.values[position]
-                        if batch.values is not None
-                        else batch.matchable.text(position)  # type: ignore[union-attr]
-                    )
-                    self.docs[row] = (ids[position] if ids is not None else None, text)
+                    ident = ids[position] if ids is not None else None
+                    self.docs[row] = (ident, batch.text(position))
 
     def outcome(
         self,
