@@ -343,7 +343,8 @@ class ReviewScreen(Screen):
             if keep:
                 index = reader.position(queue, keep, filters, sort) or 0
             elif first_undecided:
-                index = first_undecided_index(reader, queue, filters, sort) or 0
+                found = first_undecided_row(reader, queue, filters, sort)
+                index = found[0] if found else 0
             else:
                 index = 0
         self.post_message(SearchDone(token, total, index))
@@ -1247,11 +1248,11 @@ class ReviewScreen(Screen):
         view = self.view
         index = None
         for _ in range(5):
-            index = first_undecided_index(self.ws, self.queue, view.filters, view.sort)
-            if index is None:
+            found = first_undecided_row(self.ws, self.queue, view.filters, view.sort)
+            if found is None:
                 return None
-            rows = self.ws.page(self.queue, view.filters, view.sort, index, 1)
-            if not rows or self.claiming.take(rows[0]):
+            index, row = found
+            if self.claiming.take(row):
                 return index
         return index
 
@@ -1510,20 +1511,24 @@ class ReviewScreen(Screen):
         self._offer_next_step(event.plan.queue)
 
 
-def first_undecided_index(ws: Workspace, queue: str, filters: ItemFilter, sort: str) -> int | None:
-    """Gives where the first undecided item of a filtered, sorted queue that nobody else
-    holds is listed, or None when the filter shows no such item."""
+def first_undecided_row(
+    ws: Workspace, queue: str, filters: ItemFilter, sort: str
+) -> tuple[int, ItemRow] | None:
+    """Gives the first undecided item of a filtered, sorted queue that nobody else holds,
+    with where it is listed, or None when the filter shows no such item."""
     if filters.status not in (None, "undecided") or filters.decided_by:
         return None  # every item listed has a decision
     # Items a colleague's app holds are theirs for now (engine.claims): looked past,
     # though still listed (the position is the listing's).
     looking = replace(filters, status="undecided", skip=ws.held_by_others(queue) or None)
     mine = ws.own_work(queue)
+    rows: list[ItemRow] = []
     if mine and filters.items is None:
         # Under a review plan the reviewer's own share comes first (an adjudicator's: the
         # disagreements).
         rows = ws.page(queue, replace(looking, items=mine), sort, 0, 1)
-        if rows:
-            return ws.position(queue, rows[0].item_id, filters, sort)
-    rows = ws.page(queue, looking, sort, 0, 1)
-    return ws.position(queue, rows[0].item_id, filters, sort) if rows else None
+    rows = rows or ws.page(queue, looking, sort, 0, 1)
+    if not rows:
+        return None
+    index = ws.position(queue, rows[0].item_id, filters, sort)
+    return None if index is None else (index, rows[0])
