@@ -82,6 +82,13 @@ def canonical_sha256(value: Any) -> str:
     return sha256_hex(canonical_json(value))
 
 
+def subject_sha256(queue: str, subject: Any) -> str:
+    """Gives the key of the question an item asks: the SHA-256 of its queue and the
+    subject its payload states (the items table's ``subject`` column, and a review
+    plan's draw key, are this)."""
+    return canonical_sha256({"queue": queue, "subject": subject})
+
+
 def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 

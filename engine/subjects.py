@@ -44,7 +44,7 @@ import sqlite3
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from engine.canonical import canonical_json, canonical_sha256, strict_loads
+from engine.canonical import canonical_json, strict_loads, subject_sha256
 from engine.ledger import store
 from engine.ledger.records import SETTLING, SETTLING_SQL
 from engine.roles import ADJUDICATION, FLAGGED_PAIRS, WEAK_CATEGORIES, rank, rank_sql
@@ -133,9 +133,7 @@ def subject_of(queue: str, payload: dict[str, Any]) -> str | None:
     """Gives the item's subject: the SHA-256 of its queue and its payload's subject, or
     None when the payload names none."""
     stated = payload.get("subject")
-    if stated is None:
-        return None
-    return canonical_sha256({"queue": queue, "subject": stated})
+    return None if stated is None else subject_sha256(queue, stated)
 
 
 def subject_problem(payload: dict[str, Any]) -> str | None:
@@ -567,7 +565,7 @@ def subject_faults(conn: sqlite3.Connection) -> list[str]:
         "FROM items ORDER BY queue, item_id"
     ):
         value = None if stated is None else strict_loads(stated)
-        derived = None if value is None else canonical_sha256({"queue": q, "subject": value})
+        derived = None if value is None else subject_sha256(q, value)
         if derived != column:
             faults.append(
                 f"item {q}/{iid}: its subject column is not the subject its payload names "

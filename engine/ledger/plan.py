@@ -30,7 +30,7 @@ import json
 import sqlite3
 from typing import Any
 
-from engine.canonical import canonical_sha256
+from engine.canonical import subject_sha256
 
 PLAN_KIND = "plan"
 _QUEUE_KEYS = {"k", "share", "seed", "principals"}
@@ -67,9 +67,7 @@ def draw_key(queue: str, item_id: str, payload: dict[str, Any]) -> str:
     """Gives the draw key of an item: the SHA-256 of its queue and its payload's subject
     (the items table's ``subject`` column holds the same), else its id."""
     stated = payload.get("subject")
-    if stated is None:
-        return item_id
-    return canonical_sha256({"queue": queue, "subject": stated})
+    return item_id if stated is None else subject_sha256(queue, stated)
 
 
 def draw_keys(
