@@ -169,15 +169,14 @@ def house_drawing() -> str:
     floor = floors(house)
     lines = []
     for room in sorted(house, key=lambda r: (-floor[r], r)):
-        arrows = house[room]
-        head = f"floor {floor[room]:>2}  {room:<{ROOM_WIDTH}}"
-        below = ", ".join(sorted(arrows, key=lambda r: (-floor[r], r))) or "(the ground: none)"
-        text, rest = f"{head}  -> ", below.split(", ")
-        for k, name in enumerate(rest):
-            piece = name + ("," if k < len(rest) - 1 else "")
-            if len(text) + len(piece) > 100 and not text.endswith("-> "):
+        head = f"floor {floor[room]:>2}  {room:<{ROOM_WIDTH}}  -> "
+        below = sorted(house[room], key=lambda r: (-floor[r], r)) or ["(the ground: none)"]
+        pieces = [f"{name}," for name in below[:-1]] + below[-1:]
+        text = head
+        for piece in pieces:
+            if len(text) + len(piece) > 100 and text != head:
                 lines.append(text.rstrip())
-                text = " " * (len(head) + 5)
+                text = " " * len(head)
             text += piece + " "
         lines.append(text.rstrip())
     return "```text\n" + "\n".join(lines) + "\n```"
